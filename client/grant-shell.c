@@ -1,0 +1,347 @@
+/*
+ * grant-shell: the SSH forced command (command="grant-shell USER" in the
+ * git account's authorized keys, written by grant-keys).
+ *
+ * It reads SSH_ORIGINAL_COMMAND and SSH_CONNECTION, asks the node, and
+ * either prints the answer (the `2fa` commands, with kernel.org's syntax)
+ * or execs git-receive-pack / git-upload-pack on the repository the node
+ * named.  It fails closed: no answer from the node means no push.  Every
+ * outcome goes to syslog (facility auth) as user=... host=... result=...,
+ * never with the token.
+ */
+#include <errno.h>
+#include <qrencode.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "addr.h"
+#include "cli.h"
+#include "config.h"
+#include "err.h"
+#include "log.h"
+#include "names.h"
+#include "wire.h"
+#include "banned.h"
+
+static const char prog[] = "grant-shell";
+
+#define MAX_WORDS 8
+
+static void usage(FILE *fp)
+{
+	fprintf(fp,
+"usage: grant-shell [--config FILE] USER\n"
+"\n"
+"The SSH forced command for git users: runs the command in\n"
+"SSH_ORIGINAL_COMMAND for USER, from the client address in SSH_CONNECTION.\n"
+"Install it through grant-keys (sshd AuthorizedKeysCommand), which writes\n"
+"command=\"grant-shell USER\" lines.\n"
+"\n"
+"  --config FILE  configuration (default $GRANTD_CONFIG, then %s)\n"
+"  -h, --help     this text\n"
+"\n"
+"Exit status: 0 done, 1 refused, 2 usage or input error, 3 node unreachable.\n",
+		CONFIG_DEFAULT_PATH);
+}
+
+static void help_2fa(void)
+{
+	printf(
+"2-factor authentication commands (ssh HOST 2fa COMMAND):\n"
+"\n"
+"  enroll totp|yubikey       start enrollment: a phone app (TOTP) or a\n"
+"                            YubiKey (HOTP); prints the secret, a QR code\n"
+"                            and 5 one-time scratch codes\n"
+"  val TOKEN                 validate a token; allows pushes from your\n"
+"                            current IP address for 24 hours\n"
+"  val-for-days NN TOKEN     the same for NN days (1-30)\n"
+"  val-subnet /NN TOKEN      allow your subnet (up to /12 IPv4, /48 IPv6)\n"
+"                            for 8 hours\n"
+"  val-session TOKEN         allow only this SSH connection (ControlMaster)\n"
+"                            for 8 hours\n"
+"  isval                     print True if your IP is allowed, else False\n"
+"  list-val [all]            list your allowed addresses (all: with expired)\n"
+"  inval IP|myip|all         expire an allowed address, yours, or all\n"
+"  inval all purge           expire all and forget the history\n"
+"  unenroll TOKEN            remove your enrollment (token or scratch code)\n"
+"  help                      this text\n"
+"\n"
+"TOKEN is the 6 or 8 digits your token shows, or an 8-digit scratch code.\n");
+}
+
+/*
+ * Split a command line the way git quotes it ('...' with '\'' inside),
+ * also taking backslash escapes and double quotes.  Words are written to
+ * out (at least strlen(s) + MAX_WORDS bytes).  Returns the number of
+ * words, or -1 for unbalanced quotes or too many words.
+ */
+static int split_words(const char *s, char *out, char *words[MAX_WORDS])
+{
+	int n = 0;
+
+	while (*s) {
+		while (*s == ' ' || *s == '\t')
+			s++;
+		if (!*s)
+			break;
+		if (n == MAX_WORDS)
+			return -1;
+		words[n++] = out;
+		while (*s && *s != ' ' && *s != '\t') {
+			if (*s == '\'' || *s == '"') {
+				const char *e = strchr(s + 1, *s);
+				if (!e)
+					return -1;
+				memcpy(out, s + 1, (size_t)(e - s - 1));
+				out += e - s - 1;
+				s = e + 1;
+			} else if (*s == '\\' && s[1]) {
+				*out++ = s[1];
+				s += 2;
+			} else {
+				*out++ = *s++;
+			}
+		}
+		*out++ = '\0';
+	}
+	return n;
+}
+
+/* Draw the otpauth URI as a QR code with half-block characters, light
+ * modules as blocks (reads on dark and light terminals alike, as
+ * `qrencode -t UTF8`). */
+static void draw_qr(const char *uri)
+{
+	QRcode *qr = QRcode_encodeString(uri, 0, QR_ECLEVEL_L, QR_MODE_8, 1);
+	const int margin = 2;
+
+	if (!qr) {
+		printf("(cannot draw a QR code: %s; type the secret above "
+		       "into your app instead)\n", strerror(errno));
+		return;
+	}
+	int w = qr->width, full = w + 2 * margin;
+#define DARK(x, y)                                                            \
+	((x) >= margin && (x) < margin + w && (y) >= margin &&                 \
+	 (y) < margin + w && (qr->data[((y)-margin) * w + (x)-margin] & 1))
+	for (int y = 0; y < full; y += 2) {
+		for (int x = 0; x < full; x++) {
+			bool top = DARK(x, y);
+			bool bot = y + 1 < full ? DARK(x, y + 1) : false;
+			fputs(top && bot ? " " : top ? "\u2584" :
+					    bot ? "\u2580" : "\u2588",
+			      stdout);
+		}
+		fputc('\n', stdout);
+	}
+#undef DARK
+	QRcode_free(qr);
+}
+
+struct ctx {
+	const char *user;
+	const char *ip;
+	char session[160];
+	struct config *cfg;
+};
+
+static int ask(struct ctx *cx, Grantd__V1__Reply **rep, const char *cmd,
+	       char **args, size_t nargs)
+{
+	Grantd__V1__Request req = GRANTD__V1__REQUEST__INIT;
+
+	req.cmd = (char *)cmd;
+	req.user = (char *)cx->user;
+	req.client_ip = (char *)cx->ip;
+	req.session = cx->session[0] ? cx->session : NULL;
+	req.args = args;
+	req.n_args = nargs;
+	return cli_call(rep, prog, cx->cfg->user_socket, &req);
+}
+
+static const char *result_word(int rc)
+{
+	return rc == GD_EXIT_OK ? "ok" : rc == GD_EXIT_REFUSED ? "refused" :
+	       rc == GD_EXIT_USAGE ? "bad-input" : "node-unreachable";
+}
+
+static int run_2fa(struct ctx *cx, char **words, int n)
+{
+	static const char *known[] = { "enroll", "val", "val-for-days",
+				       "val-subnet", "val-session", "isval",
+				       "list-val", "inval", "unenroll" };
+	Grantd__V1__Reply *rep = NULL;
+	char cmd[32];
+	int rc;
+
+	if (n < 2 || !strcmp(words[1], "help")) {
+		help_2fa();
+		return GD_EXIT_OK;
+	}
+	bool ok = false;
+	for (size_t i = 0; i < GD_ARRAY_SIZE(known); i++)
+		ok |= !strcmp(words[1], known[i]);
+	if (!ok) {
+		fprintf(stderr, "Unknown 2fa command '%s'. Run '2fa help' for "
+			"the list.\n", words[1]);
+		log_auth("user=%s host=%s command=2fa result=bad-input",
+			 cx->user, cx->ip);
+		return GD_EXIT_USAGE;
+	}
+	/* kernel.org's messages for a missing token */
+	if ((!strncmp(words[1], "val", 3) || !strcmp(words[1], "unenroll")) &&
+	    n == 2) {
+		fprintf(stderr, "Missing tokencode.\nYou need to pass the "
+			"token code as the last argument. E.g.:\n    ssh HOST "
+			"2fa %s%s 123456\n", words[1],
+			!strcmp(words[1], "val-for-days") ? " 7" :
+			!strcmp(words[1], "val-subnet") ? " /24" : "");
+		return GD_EXIT_USAGE;
+	}
+	if (!strcmp(words[1], "inval") && n == 2) {
+		fprintf(stderr, "You need to provide an IP address to "
+			"invalidate.\nUse 'myip' for your current address, "
+			"'all' for all of them, or 'all purge' to also forget "
+			"the history.\n");
+		return GD_EXIT_USAGE;
+	}
+	snprintf(cmd, sizeof(cmd), "2fa.%s", words[1]);
+	rc = ask(cx, &rep, cmd, words + 2, (size_t)n - 2);
+	if (rc == 0) {
+		rc = cli_print(rep);
+		if (rep->otpauth_uri && *rep->otpauth_uri) {
+			printf("\nScan this QR code with your authenticator "
+			       "app (FreeOTP, Google Authenticator, Authy):\n");
+			draw_qr(rep->otpauth_uri);
+		}
+		grantd__v1__reply__free_unpacked(rep, NULL);
+	}
+	log_auth("user=%s host=%s command=2fa-%s result=%s", cx->user, cx->ip,
+		 words[1], result_word(rc));
+	return rc;
+}
+
+static int run_git(struct ctx *cx, char **words, int n)
+{
+	bool push = !strcmp(words[0], "git-receive-pack");
+	Grantd__V1__Reply *rep = NULL;
+	int rc;
+
+	if (n != 2) {
+		fprintf(stderr, "usage: %s 'REPOSITORY'\n", words[0]);
+		return GD_EXIT_USAGE;
+	}
+	rc = ask(cx, &rep, push ? "push.check" : "repo.read", words + 1, 1);
+	if (rc == 0) {
+		if (rep->status == GD_EXIT_OK && rep->path && *rep->path) {
+			char path[4096];
+			snprintf(path, sizeof(path), "%s", rep->path);
+			grantd__v1__reply__free_unpacked(rep, NULL);
+			log_auth("user=%s host=%s command=%s repo=%s result=ok",
+				 cx->user, cx->ip, words[0], words[1]);
+			execlp(words[0], words[0], path, (char *)NULL);
+			fprintf(stderr, "%s: cannot run %s: %s\n", prog,
+				words[0], strerror(errno));
+			return GD_EXIT_REFUSED;
+		}
+		if (rep->err && *rep->err)
+			fprintf(stderr, "%s%s", rep->err,
+				rep->err[strlen(rep->err) - 1] == '\n' ? "" : "\n");
+		rc = rep->status ? rep->status : GD_EXIT_REFUSED;
+		grantd__v1__reply__free_unpacked(rep, NULL);
+	} else {
+		fprintf(stderr, "access denied: the authorisation service is "
+			"unreachable\n");
+	}
+	log_auth("user=%s host=%s command=%s repo=%s result=%s", cx->user,
+		 cx->ip, words[0], words[1], result_word(rc));
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	const char *cfg_path = NULL;
+	struct ctx cx = { 0 };
+	char *words[MAX_WORDS], *line = NULL;
+	int i = 1, n, rc;
+
+	for (; i < argc && argv[i][0] == '-'; i++) {
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			usage(stdout);
+			return GD_EXIT_OK;
+		} else if (!strcmp(argv[i], "--config") && i + 1 < argc) {
+			cfg_path = argv[++i];
+		} else {
+			fprintf(stderr, "%s: unknown option '%s'\n", prog,
+				argv[i]);
+			return GD_EXIT_USAGE;
+		}
+	}
+	if (argc - i != 1 || !name_user_ok(argv[i])) {
+		usage(stderr);
+		return GD_EXIT_USAGE;
+	}
+	cx.user = argv[i];
+	log_init("grant-shell", false, LOG_LVL_INFO);
+
+	const char *conn = getenv("SSH_CONNECTION");
+	static char ipbuf[ADDR_STRLEN];
+	if (!conn || sscanf(conn, "%63s", ipbuf) != 1) {
+		fprintf(stderr, "%s: this only works when accessed over SSH "
+			"(SSH_CONNECTION is not set)\n", prog);
+		return GD_EXIT_USAGE;
+	}
+	cx.ip = ipbuf;
+	{
+		char port[16] = "";
+		const char *xdg = getenv("XDG_SESSION_ID");
+		if (sscanf(conn, "%*s %15s", port) == 1)
+			snprintf(cx.session, sizeof(cx.session), "%s/%s", port,
+				 xdg && strlen(xdg) < 64 ? xdg : "");
+	}
+
+	const char *orig = getenv("SSH_ORIGINAL_COMMAND");
+	if (!orig || !*orig) {
+		printf("Hi %s! You have reached the git service; interactive "
+		       "logins are not offered.\n\n", cx.user);
+		help_2fa();
+		return GD_EXIT_OK;
+	}
+	if (strlen(orig) > 4096) {
+		fprintf(stderr, "%s: command too long\n", prog);
+		return GD_EXIT_USAGE;
+	}
+	line = malloc(strlen(orig) + MAX_WORDS + 1);
+	if (!line)
+		abort();
+	n = split_words(orig, line, words);
+	if (n <= 0) {
+		fprintf(stderr, "%s: cannot parse the command (unbalanced "
+			"quotes?)\n", prog);
+		rc = GD_EXIT_USAGE;
+		goto done;
+	}
+	if ((rc = cli_load_config(&cx.cfg, prog, cfg_path)) != 0)
+		goto done;
+	if (!strcmp(words[0], "2fa"))
+		rc = run_2fa(&cx, words, n);
+	else if (!strcmp(words[0], "git-receive-pack") ||
+		 !strcmp(words[0], "git-upload-pack"))
+		rc = run_git(&cx, words, n);
+	else if (!strcmp(words[0], "help")) {
+		help_2fa();
+		rc = GD_EXIT_OK;
+	} else {
+		fprintf(stderr, "Unknown command '%s'. Use git push/fetch, or "
+			"'ssh HOST 2fa help' for the 2fa commands.\n", words[0]);
+		log_auth("user=%s host=%s command=unknown result=bad-input",
+			 cx.user, cx.ip);
+		rc = GD_EXIT_USAGE;
+	}
+done:
+	free(line);
+	config_free(&cx.cfg);
+	return rc;
+}

@@ -1,0 +1,249 @@
+/*
+ * grantctl: the operator's command.  It talks to the node's admin socket;
+ * the node parses and checks every argument (one place for the rules), so
+ * this program only finds the config, reads local files the node cannot
+ * (--key PUBKEYFILE), and prints the answer.  `keygen` needs no node.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#include "cli.h"
+#include "config.h"
+#include "err.h"
+#include "wire.h"
+#include "banned.h"
+
+static const char prog[] = "grantctl";
+
+static void usage(FILE *fp)
+{
+	fprintf(fp,
+"usage: grantctl [--config FILE] COMMAND [ARGS] [--json]\n"
+"\n"
+"Administer a grantd node through its admin socket.\n"
+"\n"
+"Keys\n"
+"  keygen FILE                      write a CURVE key pair (FILE, mode 0600);\n"
+"                                   prints the public key last (no node needed)\n"
+"Users\n"
+"  user add NAME [--key PUBKEYFILE]...  add a user, or add keys to one\n"
+"  user del NAME                    delete a user, its enrollment and grants\n"
+"  user list [--json]\n"
+"  unlock NAME                      clear a lockout after failed tokens\n"
+"Enrollment\n"
+"  enroll NAME (--totp|--hotp) [--secret BASE32] [--digits 6|8]\n"
+"         [--counter N] [--period S]\n"
+"                                   enroll (active at once); without --secret\n"
+"                                   a random secret is made and shown once\n"
+"  unenroll NAME\n"
+"Repositories\n"
+"  repo add NAME [--mode off|opt-in|required] [--writer USER]...\n"
+"           [--fork-of PARENT]     create a hosted repository (default mode\n"
+"                                   required)\n"
+"  repo mode NAME MODE\n"
+"  repo writers NAME USER...        replace the list of writers\n"
+"  repo list [--json]\n"
+"Grants\n"
+"  grant list [--user NAME] [--json]\n"
+"  grant revoke NAME [IP|all]\n"
+"  check USER IP REPO               exit 0 if a push would be allowed now,\n"
+"                                   1 and the reason if not\n"
+"Node\n"
+"  status [--json]                  site, clock, applied operations, peers,\n"
+"                                   counts and the state digest\n"
+"\n"
+"  --config FILE   configuration (default $GRANTD_CONFIG, then %s)\n"
+"  -h, --help      this text\n"
+"\n"
+"Exit status: 0 done, 1 refused, 2 usage or input error, 3 node unreachable.\n",
+		CONFIG_DEFAULT_PATH);
+}
+
+static int keygen(const char *path)
+{
+	char pub[Z85_KEY_LEN + 1], sec[Z85_KEY_LEN + 1];
+	int fd, rc = GD_EXIT_OK;
+	FILE *fp;
+
+	if (zmq_curve_keypair(pub, sec) != 0) {
+		fprintf(stderr, "%s: cannot make a key pair: %s\n", prog,
+			zmq_strerror(errno));
+		return GD_EXIT_REFUSED;
+	}
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	if (fd < 0) {
+		fprintf(stderr, "%s: cannot create %s: %s%s\n", prog, path,
+			strerror(errno),
+			errno == EEXIST ? " (never overwritten; remove it "
+					  "first if you mean it)" : "");
+		sodium_memzero(sec, sizeof(sec));
+		return GD_EXIT_USAGE;
+	}
+	fp = fdopen(fd, "w");
+	if (!fp || fprintf(fp, "# grantd CURVE key pair (grantctl keygen); "
+			   "keep this file secret\n[curve]\npublic-key = "
+			   "%s\nsecret-key = %s\n", pub, sec) < 0 ||
+	    fflush(fp) != 0 || fsync(fd) != 0) {
+		fprintf(stderr, "%s: cannot write %s: %s\n", prog, path,
+			strerror(errno));
+		rc = GD_EXIT_REFUSED;
+	}
+	if (fp)
+		fclose(fp);
+	else
+		close(fd);
+	sodium_memzero(sec, sizeof(sec));
+	if (rc == GD_EXIT_OK)
+		printf("wrote key pair to %s\npublic key: %s\n", path, pub);
+	return rc;
+}
+
+/* One line of a .pub file, without the newline; NULL on error. */
+static char *read_pubkey(const char *path)
+{
+	char line[16384];
+	FILE *fp = fopen(path, "r");
+
+	if (!fp) {
+		fprintf(stderr, "%s: cannot read key file %s: %s\n", prog,
+			path, strerror(errno));
+		return NULL;
+	}
+	if (!fgets(line, sizeof(line), fp)) {
+		fprintf(stderr, "%s: %s is empty\n", prog, path);
+		fclose(fp);
+		return NULL;
+	}
+	fclose(fp);
+	line[strcspn(line, "\r\n")] = '\0';
+	char *s = strdup(line);
+	if (!s)
+		abort();
+	return s;
+}
+
+struct sub {
+	const char *word1, *word2; /* e.g. "user" "add"; word2 NULL: none */
+	const char *cmd;           /* the node's command name */
+};
+
+static const struct sub subs[] = {
+	{ "user", "add", "user.add" },     { "user", "del", "user.del" },
+	{ "user", "list", "user.list" },   { "unlock", NULL, "unlock" },
+	{ "enroll", NULL, "enroll" },      { "unenroll", NULL, "unenroll" },
+	{ "repo", "add", "repo.add" },     { "repo", "mode", "repo.mode" },
+	{ "repo", "writers", "repo.writers" },
+	{ "repo", "list", "repo.list" },   { "grant", "list", "grant.list" },
+	{ "grant", "revoke", "grant.revoke" },
+	{ "check", NULL, "check" },        { "status", NULL, "status" },
+};
+
+int main(int argc, char **argv)
+{
+	const char *cfg_path = NULL;
+	struct config *cfg = NULL;
+	Grantd__V1__Request req = GRANTD__V1__REQUEST__INIT;
+	Grantd__V1__Reply *rep = NULL;
+	const struct sub *sub = NULL;
+	char **args = NULL;
+	size_t nargs = 0;
+	int i = 1, rc;
+
+	for (; i < argc && argv[i][0] == '-'; i++) {
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			usage(stdout);
+			return GD_EXIT_OK;
+		} else if (!strcmp(argv[i], "--config") && i + 1 < argc) {
+			cfg_path = argv[++i];
+		} else if (!strncmp(argv[i], "--config=", 9)) {
+			cfg_path = argv[i] + 9;
+		} else {
+			fprintf(stderr, "%s: unknown option '%s'\n", prog,
+				argv[i]);
+			usage(stderr);
+			return GD_EXIT_USAGE;
+		}
+	}
+	if (i == argc) {
+		usage(stderr);
+		return GD_EXIT_USAGE;
+	}
+	if (!strcmp(argv[i], "keygen")) {
+		if (argc - i != 2) {
+			fprintf(stderr, "usage: grantctl keygen FILE\n");
+			return GD_EXIT_USAGE;
+		}
+		return keygen(argv[i + 1]);
+	}
+	if (!strcmp(argv[i], "help")) {
+		usage(stdout);
+		return GD_EXIT_OK;
+	}
+	for (size_t s = 0; s < GD_ARRAY_SIZE(subs); s++) {
+		if (strcmp(subs[s].word1, argv[i]))
+			continue;
+		if (!subs[s].word2 ||
+		    (i + 1 < argc && !strcmp(subs[s].word2, argv[i + 1])))
+			sub = &subs[s];
+	}
+	if (!sub) {
+		fprintf(stderr, "%s: unknown command '%s%s%s'; see grantctl "
+			"--help\n", prog, argv[i],
+			i + 1 < argc ? " " : "", i + 1 < argc ? argv[i + 1] : "");
+		return GD_EXIT_USAGE;
+	}
+	i += sub->word2 ? 2 : 1;
+	args = calloc((size_t)argc, sizeof(*args));
+	if (!args)
+		abort();
+	rc = GD_EXIT_OK;
+	for (; i < argc; i++) {
+		if (!strcmp(argv[i], "--json")) {
+			req.json = req.has_json = 1;
+		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			usage(stdout);
+			goto done;
+		} else if (!strcmp(sub->cmd, "user.add") &&
+			   !strcmp(argv[i], "--key")) {
+			if (i + 1 == argc) {
+				fprintf(stderr, "%s: --key needs a public key "
+					"file\n", prog);
+				rc = GD_EXIT_USAGE;
+				goto done;
+			}
+			args[nargs++] = strdup("--key");
+			if (!(args[nargs++] = read_pubkey(argv[++i]))) {
+				rc = GD_EXIT_USAGE;
+				goto done;
+			}
+		} else {
+			args[nargs] = strdup(argv[i]);
+			if (!args[nargs++])
+				abort();
+		}
+	}
+	if ((rc = cli_load_config(&cfg, prog, cfg_path)) != 0)
+		goto done;
+	req.cmd = (char *)sub->cmd;
+	req.args = args;
+	req.n_args = nargs;
+	if ((rc = cli_call(&rep, prog, cfg->admin_socket, &req)) != 0)
+		goto done;
+	rc = cli_print(rep);
+	if (rep->otpauth_uri && rep->out)
+		sodium_memzero(rep->out, strlen(rep->out));
+	grantd__v1__reply__free_unpacked(rep, NULL);
+done:
+	for (size_t k = 0; k < nargs; k++)
+		free(args[k]);
+	free(args);
+	config_free(&cfg);
+	return rc;
+}

@@ -1,0 +1,49 @@
+/* cli.c: shared client plumbing. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "err.h"
+#include "banned.h"
+
+int cli_load_config(struct config **out, const char *prog, const char *path)
+{
+	struct buf err = BUF_INIT;
+	int rc = config_load(out, path ? path : config_default_path(), &err);
+	if (rc < 0) {
+		fprintf(stderr, "%s: %s\n", prog, err.p);
+		buf_free(&err);
+		return GD_EXIT_USAGE;
+	}
+	return 0;
+}
+
+int cli_call(Grantd__V1__Reply **out, const char *prog, const char *socket_path,
+	     Grantd__V1__Request *req)
+{
+	req->version = GD_WIRE_VERSION;
+	req->has_version = 1;
+	int rc = wire_call(out, socket_path, req, CLI_TIMEOUT_MS);
+	if (rc == 0)
+		return 0;
+	fprintf(stderr, "%s: cannot reach the grantd node at %s: %s (is "
+		"grantd running?)\n", prog, socket_path,
+		rc == GD_EPROTO ? "the answer does not decode" :
+				  "no answer");
+	return GD_EXIT_UNREACHABLE;
+}
+
+int cli_print(const Grantd__V1__Reply *rep)
+{
+	if (rep->out && *rep->out)
+		fputs(rep->out, stdout);
+	if (rep->err && *rep->err) {
+		fputs(rep->err, stderr);
+		if (rep->err[strlen(rep->err) - 1] != '\n')
+			fputc('\n', stderr);
+	}
+	fflush(stdout);
+	if (!rep->has_status || rep->status < 0 || rep->status > 3)
+		return GD_EXIT_REFUSED;
+	return rep->status;
+}

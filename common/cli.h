@@ -1,0 +1,32 @@
+/*
+ * cli.h: what every client program shares: finding the config, calling
+ * the node, and turning the outcome into an exit code (SPEC 3: 0 ok,
+ * 1 refused, 2 usage or input error, 3 node unreachable).
+ */
+#ifndef GD_CLI_H
+#define GD_CLI_H
+
+#include "config.h"
+#include "wire.h"
+
+/* Default wait for a reply: long enough for a slow fsync, short enough
+ * that a hung node fails closed quickly. */
+#define CLI_TIMEOUT_MS 15000
+
+/* Load path (NULL: the default).  Prints "PROG: reason" and returns
+ * GD_EXIT_USAGE on failure, 0 on success. */
+int cli_load_config(struct config **out, const char *prog, const char *path);
+
+/*
+ * Send req (version filled in here) to the node on socket_path.  On
+ * success *out is the caller's reply (grantd__v1__reply__free_unpacked).
+ * On failure prints why and returns GD_EXIT_UNREACHABLE; otherwise 0.
+ */
+int cli_call(Grantd__V1__Reply **out, const char *prog, const char *socket_path,
+	     Grantd__V1__Request *req);
+
+/* Print a reply's out to stdout and err to stderr; return its status as an
+ * exit code. */
+int cli_print(const Grantd__V1__Reply *rep);
+
+#endif

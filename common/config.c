@@ -1,0 +1,394 @@
+/*
+ * config.c: INI parsing with libinih.  inih's handler is not told the line
+ * number in Debian's build, so we feed it through our own line reader and
+ * count lines there.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <ini.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "dur.h"
+#include "err.h"
+#include "names.h"
+#include "banned.h"
+
+struct parse_state {
+	struct config *cfg;
+	struct buf *err;
+	FILE *fp;
+	int line;
+	int failed;
+	struct config_peer *peer;  /* current [peer NAME] section */
+	unsigned seen_node;
+};
+
+static char *reader(char *str, int num, void *stream)
+{
+	struct parse_state *ps = stream;
+	char *r = fgets(str, num, ps->fp);
+	if (r)
+		ps->line++;
+	return r;
+}
+
+static int fail(struct parse_state *ps, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static int fail(struct parse_state *ps, const char *fmt, ...)
+{
+	va_list ap;
+	char msg[512];
+
+	if (!ps->failed) {
+		va_start(ap, fmt);
+		vsnprintf(msg, sizeof(msg), fmt, ap);
+		va_end(ap);
+		buf_printf(ps->err, "%s:%d: %s", ps->cfg->path, ps->line, msg);
+	}
+	ps->failed = 1;
+	return 0;
+}
+
+static int set_str(struct parse_state *ps, char **dst, const char *name,
+		   const char *value)
+{
+	if (*dst)
+		return fail(ps, "duplicate key '%s'%s", name, "");
+	if (!*value)
+		return fail(ps, "empty value for '%s'%s", name, "");
+	*dst = strdup(value);
+	if (!*dst)
+		abort();
+	return 1;
+}
+
+static int set_int(struct parse_state *ps, int *dst, const char *name,
+		   const char *value, long lo, long hi)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(value, &end, 10);
+	if (errno || end == value || *end || v < lo || v > hi)
+		return fail(ps, "bad value for '%s': '%s' is not an integer "
+				"in range", name, value);
+	*dst = (int)v;
+	return 1;
+}
+
+static int set_dur(struct parse_state *ps, int64_t *dst, const char *name,
+		   const char *value)
+{
+	if (dur_parse(dst, value) < 0)
+		return fail(ps, "bad duration for '%s': '%s' (use e.g. 90s, "
+				"15m, 24h, 30d)", name, value);
+	return 1;
+}
+
+static bool endpoint_ok(const char *v)
+{
+	return !strncmp(v, "tcp://", 6) || !strncmp(v, "ipc://", 6);
+}
+
+static int node_key(struct parse_state *ps, const char *name,
+		    const char *value)
+{
+	struct config *c = ps->cfg;
+	static const struct { const char *key; size_t off; } strs[] = {
+		{ "site", offsetof(struct config, site) },
+		{ "data_dir", offsetof(struct config, data_dir) },
+		{ "repo_dir", offsetof(struct config, repo_dir) },
+		{ "user_socket", offsetof(struct config, user_socket) },
+		{ "admin_socket", offsetof(struct config, admin_socket) },
+		{ "publish", offsetof(struct config, publish) },
+		{ "sync", offsetof(struct config, sync) },
+		{ "secret_key", offsetof(struct config, secret_key) },
+		{ "log_level", offsetof(struct config, log_level) },
+	};
+	for (size_t i = 0; i < GD_ARRAY_SIZE(strs); i++) {
+		if (strcmp(name, strs[i].key))
+			continue;
+		char **dst = (char **)((char *)c + strs[i].off);
+		if (!set_str(ps, dst, name, value))
+			return 0;
+		if (!strcmp(name, "site") && !name_site_ok(value))
+			return fail(ps, "bad site name '%s'%s (use [a-z0-9-])",
+				    value, "");
+		if ((!strcmp(name, "publish") || !strcmp(name, "sync")) &&
+		    !endpoint_ok(value))
+			return fail(ps, "bad endpoint '%s'%s (use "
+					"tcp://ADDRESS:PORT)", value, "");
+		if (!strcmp(name, "log_level") && strcmp(value, "error") &&
+		    strcmp(value, "warn") && strcmp(value, "info") &&
+		    strcmp(value, "debug"))
+			return fail(ps, "bad log_level '%s'%s (use error, "
+					"warn, info or debug)", value, "");
+		if (strstr(name, "socket") && value[0] != '/')
+			return fail(ps, "'%s' must be an absolute path, not "
+					"'%s'", name, value);
+		return 1;
+	}
+	return fail(ps, "unknown key '%s' in [node]%s", name, "");
+}
+
+static int policy_key(struct parse_state *ps, const char *name,
+		      const char *value)
+{
+	struct config_policy *p = &ps->cfg->policy;
+
+	if (!strcmp(name, "grant_default"))
+		return set_dur(ps, &p->grant_default, name, value);
+	if (!strcmp(name, "grant_max"))
+		return set_dur(ps, &p->grant_max, name, value);
+	if (!strcmp(name, "grant_subnet"))
+		return set_dur(ps, &p->grant_subnet, name, value);
+	if (!strcmp(name, "lockout_window"))
+		return set_dur(ps, &p->lockout_window, name, value);
+	if (!strcmp(name, "totp_window"))
+		return set_int(ps, &p->totp_window, name, value, 0, 10);
+	if (!strcmp(name, "hotp_lookahead"))
+		return set_int(ps, &p->hotp_lookahead, name, value, 0, 1000);
+	if (!strcmp(name, "lockout_failures"))
+		return set_int(ps, &p->lockout_failures, name, value, 1, 1000);
+	return fail(ps, "unknown key '%s' in [policy]%s", name, "");
+}
+
+static int peer_key(struct parse_state *ps, const char *name,
+		    const char *value)
+{
+	struct config_peer *p = ps->peer;
+
+	if (!strcmp(name, "publish") || !strcmp(name, "sync")) {
+		char **dst = name[0] == 'p' ? &p->publish : &p->sync;
+		if (!set_str(ps, dst, name, value))
+			return 0;
+		if (!endpoint_ok(value))
+			return fail(ps, "bad endpoint '%s'%s (use "
+					"tcp://ADDRESS:PORT)", value, "");
+		return 1;
+	}
+	if (!strcmp(name, "public_key")) {
+		if (p->public_key[0])
+			return fail(ps, "duplicate key '%s'%s", name, "");
+		if (strlen(value) != Z85_KEY_LEN)
+			return fail(ps, "bad public_key '%s'%s (want the 40 "
+					"characters grantctl keygen prints)",
+				    value, "");
+		memcpy(p->public_key, value, Z85_KEY_LEN + 1);
+		return 1;
+	}
+	return fail(ps, "unknown key '%s' in [peer %s]", name, p->site);
+}
+
+static int handler(void *user, const char *section, const char *name,
+		   const char *value)
+{
+	struct parse_state *ps = user;
+
+	if (ps->failed)
+		return 0;
+	if (!name) /* a section header on its own (INI_CALL_HANDLER_ON_NEW_SECTION) */
+		return 1;
+	if (!strcmp(section, "node"))
+		return node_key(ps, name, value);
+	if (!strcmp(section, "policy"))
+		return policy_key(ps, name, value);
+	if (!strncmp(section, "peer ", 5)) {
+		const char *site = section + 5;
+		struct config *c = ps->cfg;
+		if (!ps->peer || strcmp(ps->peer->site, site)) {
+			for (int i = 0; i < c->npeers; i++)
+				if (!strcmp(c->peers[i].site, site))
+					return fail(ps, "duplicate site name "
+							"'%s'%s", site, "");
+			if (!name_site_ok(site))
+				return fail(ps, "bad site name '%s'%s (use "
+						"[a-z0-9-])", site, "");
+			if (c->npeers == CONFIG_MAX_PEERS)
+				return fail(ps, "too many peers%s%s", "", "");
+			ps->peer = &c->peers[c->npeers++];
+			ps->peer->site = strdup(site);
+			if (!ps->peer->site)
+				abort();
+			ps->peer->line = ps->line;
+		}
+		return peer_key(ps, name, value);
+	}
+	return fail(ps, "unknown section [%s]%s (use [node], [policy] or "
+			"[peer NAME])", section, "");
+}
+
+const char *config_default_path(void)
+{
+	const char *e = getenv("GRANTD_CONFIG");
+	return e && *e ? e : CONFIG_DEFAULT_PATH;
+}
+
+static int check_complete(struct parse_state *ps)
+{
+	struct config *c = ps->cfg;
+	static const char *need[] = { "site", "data_dir", "repo_dir",
+				      "user_socket", "admin_socket" };
+	char *have[] = { c->site, c->data_dir, c->repo_dir, c->user_socket,
+			 c->admin_socket };
+
+	for (size_t i = 0; i < GD_ARRAY_SIZE(need); i++)
+		if (!have[i]) {
+			buf_printf(ps->err, "%s: missing '%s' in [node]",
+				   c->path, need[i]);
+			return GD_EINVAL;
+		}
+	for (int i = 0; i < c->npeers; i++) {
+		struct config_peer *p = &c->peers[i];
+		if (!strcmp(p->site, c->site)) {
+			buf_printf(ps->err, "%s:%d: duplicate site name '%s' "
+				   "(a peer may not share this node's site)",
+				   c->path, p->line, p->site);
+			return GD_EINVAL;
+		}
+		if (!p->publish || !p->sync || !p->public_key[0]) {
+			buf_printf(ps->err, "%s:%d: [peer %s] needs publish, "
+				   "sync and public_key", c->path, p->line,
+				   p->site);
+			return GD_EINVAL;
+		}
+	}
+	if (c->policy.grant_default > c->policy.grant_max) {
+		buf_printf(ps->err, "%s: grant_default is longer than "
+			   "grant_max", c->path);
+		return GD_EINVAL;
+	}
+	return 0;
+}
+
+int config_load(struct config **out, const char *path, struct buf *err)
+{
+	struct config *c = calloc(1, sizeof(*c));
+	struct parse_state ps = { .cfg = c, .err = err };
+	int rc = 0;
+
+	if (!c)
+		abort();
+	c->path = strdup(path);
+	c->policy = (struct config_policy){
+		.grant_default = 24 * 3600,
+		.grant_max = 30 * 86400,
+		.grant_subnet = 8 * 3600,
+		.totp_window = 1,
+		.hotp_lookahead = 20,
+		.lockout_failures = 5,
+		.lockout_window = 15 * 60,
+	};
+	ps.fp = fopen(path, "r");
+	if (!ps.fp) {
+		buf_printf(err, "%s: cannot read config: %s (give one with "
+			   "--config FILE or GRANTD_CONFIG)", path,
+			   strerror(errno));
+		rc = GD_EIO;
+		goto done;
+	}
+	int r = ini_parse_stream(reader, &ps, handler, &ps);
+	fclose(ps.fp);
+	if (ps.failed) {
+		rc = GD_EINVAL;
+		goto done;
+	}
+	if (r != 0) {
+		buf_printf(err, "%s:%d: syntax error (want [section] or "
+			   "key = value)", path, r > 0 ? r : ps.line);
+		rc = GD_EINVAL;
+		goto done;
+	}
+	rc = check_complete(&ps);
+done:
+	if (rc < 0)
+		config_free(&c);
+	*out = c;
+	return rc;
+}
+
+void config_free(struct config **cp)
+{
+	struct config *c = *cp;
+	if (!c)
+		return;
+	free(c->path);
+	free(c->site);
+	free(c->data_dir);
+	free(c->repo_dir);
+	free(c->user_socket);
+	free(c->admin_socket);
+	free(c->publish);
+	free(c->sync);
+	free(c->secret_key);
+	free(c->log_level);
+	for (int i = 0; i < c->npeers; i++) {
+		free(c->peers[i].site);
+		free(c->peers[i].publish);
+		free(c->peers[i].sync);
+	}
+	free(c);
+	*cp = NULL;
+}
+
+struct key_state {
+	char *pub;
+	char *sec;
+	int bad;
+};
+
+static int key_handler(void *user, const char *section, const char *name,
+		       const char *value)
+{
+	struct key_state *ks = user;
+	char *dst = NULL;
+
+	if (!name)
+		return 1;
+	if (strcmp(section, "curve")) {
+		ks->bad = 1;
+		return 0;
+	}
+	if (!strcmp(name, "public-key"))
+		dst = ks->pub;
+	else if (!strcmp(name, "secret-key"))
+		dst = ks->sec;
+	else {
+		ks->bad = 1;
+		return 0;
+	}
+	if (!dst) /* secret not wanted */
+		return 1;
+	if (strlen(value) != Z85_KEY_LEN) {
+		ks->bad = 1;
+		return 0;
+	}
+	memcpy(dst, value, Z85_KEY_LEN + 1);
+	return 1;
+}
+
+int config_read_keyfile(const char *path, char pub[Z85_KEY_LEN + 1],
+			char sec[Z85_KEY_LEN + 1], struct buf *err)
+{
+	struct key_state ks = { .pub = pub, .sec = sec };
+	pub[0] = '\0';
+	if (sec)
+		sec[0] = '\0';
+	FILE *fp = fopen(path, "r");
+	if (!fp) {
+		buf_printf(err, "%s: cannot read key file: %s", path,
+			   strerror(errno));
+		return GD_EIO;
+	}
+	int r = ini_parse_file(fp, key_handler, &ks);
+	fclose(fp);
+	if (r != 0 || ks.bad || !pub[0] || (sec && !sec[0])) {
+		buf_printf(err, "%s: not a key file from 'grantctl keygen'",
+			   path);
+		return GD_EINVAL;
+	}
+	return 0;
+}

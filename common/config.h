@@ -1,0 +1,76 @@
+/*
+ * config.h: the INI configuration (SPEC 4), shared by the node and the
+ * clients so both read the same file the same way.
+ *
+ * Every error names the file and line: "grantd.conf:12: unknown key 'foo'
+ * in [node]".  Unknown sections and keys, bad values and duplicate site
+ * names are errors.  The clients need only the socket and repository
+ * paths; the node also checks its key file (config_load_keys).
+ */
+#ifndef GD_CONFIG_H
+#define GD_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "buf.h"
+
+#define CONFIG_DEFAULT_PATH "/etc/grantd/grantd.conf"
+#define CONFIG_MAX_PEERS 16
+#define Z85_KEY_LEN 40
+
+struct config_peer {
+	char *site;
+	char *publish;
+	char *sync;
+	char public_key[Z85_KEY_LEN + 1];
+	int line;                 /* where its section starts, for errors */
+};
+
+struct config_policy {
+	int64_t grant_default;    /* seconds */
+	int64_t grant_max;
+	int64_t grant_subnet;     /* val-subnet and val-session: 8h */
+	int totp_window;          /* steps either side of now */
+	int hotp_lookahead;
+	int lockout_failures;
+	int64_t lockout_window;   /* seconds */
+};
+
+struct config {
+	char *path;
+	char *site;
+	char *data_dir;
+	char *repo_dir;
+	char *user_socket;
+	char *admin_socket;
+	char *publish;
+	char *sync;
+	char *secret_key;
+	char *log_level;          /* error, warn, info (default), debug */
+	struct config_peer peers[CONFIG_MAX_PEERS];
+	int npeers;
+	struct config_policy policy;
+};
+
+/* The path to use when no --config was given: $GRANTD_CONFIG, then
+ * CONFIG_DEFAULT_PATH.  Borrowed. */
+const char *config_default_path(void);
+
+/*
+ * Read and check FILE.  On success *out is the caller's (config_free).  On
+ * failure returns GD_EINVAL or GD_EIO with a one-line message in err.
+ */
+int config_load(struct config **out, const char *path, struct buf *err);
+
+void config_free(struct config **cp);
+
+/*
+ * Read a key file written by `grantctl keygen`.  sec may be NULL when only
+ * the public key is wanted.  Returns 0, or GD_EIO/GD_EINVAL with a message
+ * in err.  The caller wipes sec when done.
+ */
+int config_read_keyfile(const char *path, char pub[Z85_KEY_LEN + 1],
+			char sec[Z85_KEY_LEN + 1], struct buf *err);
+
+#endif

@@ -1,0 +1,74 @@
+/* names.c: name checks shared by the node and the clients. */
+#include <string.h>
+
+#include "err.h"
+#include "names.h"
+#include "banned.h"
+
+bool name_user_ok(const char *s)
+{
+	size_t n = strlen(s);
+	if (n == 0 || n > NAME_USER_MAX)
+		return false;
+	if (!((s[0] >= 'a' && s[0] <= 'z') || s[0] == '_'))
+		return false;
+	for (size_t i = 1; i < n; i++) {
+		char c = s[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+		      c == '_' || c == '.' || c == '-'))
+			return false;
+	}
+	return true;
+}
+
+bool name_site_ok(const char *s)
+{
+	size_t n = strlen(s);
+	if (n == 0 || n > NAME_SITE_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+		      c == '-'))
+			return false;
+	}
+	return true;
+}
+
+static bool repo_char_ok(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	       (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '+' ||
+	       c == '-';
+}
+
+int name_repo_norm(char *out, size_t outlen, const char *in)
+{
+	if (!strncmp(in, "~/", 2))
+		in += 2;
+	else if (in[0] == '/')
+		in += 1;
+	size_t n = strlen(in);
+	if (n > 4 && !strcmp(in + n - 4, ".git"))
+		n -= 4;
+	if (n == 0 || n >= outlen || n > NAME_REPO_MAX)
+		return GD_EINVAL;
+	bool part_start = true;
+	for (size_t i = 0; i < n; i++) {
+		char c = in[i];
+		if (c == '/') {
+			if (part_start)
+				return GD_EINVAL; /* empty part or "//" */
+			part_start = true;
+			continue;
+		}
+		if (!repo_char_ok(c) || (part_start && c == '.'))
+			return GD_EINVAL;
+		part_start = false;
+	}
+	if (part_start)
+		return GD_EINVAL; /* trailing "/" */
+	memcpy(out, in, n);
+	out[n] = '\0';
+	return 0;
+}

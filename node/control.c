@@ -1,0 +1,1882 @@
+/*
+ * control.c: the user and admin sockets, and every command's handler.
+ *
+ * A request is decoded and checked (control_decode), looked up in the
+ * dispatch table (which says on which socket it is allowed), and handled
+ * against the batch of the moment.  A handler validates all its input
+ * first, then makes its changes as operations with ops_local(); it never
+ * writes to the store directly.  Replies are sent only after the batch is
+ * committed with fsync, so an answer means "durable".
+ *
+ * Where a token is validated: cmd_val() -> validate_token() -> otp_check().
+ * Where a push is decided: cmd_push_check() -> policy_push().
+ */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <sodium.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <grp.h>
+#include <sys/socket.h>
+#include <zmq.h>
+
+#include "addr.h"
+#include "control.h"
+#include "dur.h"
+#include "err.h"
+#include "log.h"
+#include "names.h"
+#include "node.h"
+#include "otp.h"
+#include "policy.h"
+#include "repos.h"
+#include "wire.h"
+#include "banned.h"
+
+#define SET(m, f, v) ((m).f = (v), (m).has_##f = 1)
+
+enum { ON_USER = 1, ON_ADMIN = 2 };
+
+struct control {
+	struct node *n;
+	void *user_sock;
+	void *admin_sock;
+	struct store_batch *batch;
+};
+
+struct req {
+	Grantd__V1__Request *rq;
+	bool admin;
+	int status;
+	struct buf out, err, uri, path;
+	struct gd_net ip;       /* client_ip, when the command uses it */
+	int64_t now;            /* unix seconds */
+	uint64_t now_ms;
+	struct buf ident;       /* ROUTER routing id */
+	void *sock;
+};
+
+typedef int (*cmd_fn)(struct control *c, struct req *r);
+
+struct cmd {
+	const char *name;
+	unsigned where;
+	bool uses_ip;           /* client_ip must be present and valid */
+	int min_args, max_args;
+	cmd_fn fn;
+};
+
+/* ---- replies ------------------------------------------------------------ */
+
+static void vreply(struct req *r, int status, const char *fmt, va_list ap)
+{
+	char line[2048];
+
+	r->status = status;
+	vsnprintf(line, sizeof(line), fmt, ap);
+	if (r->err.len && r->err.p[r->err.len - 1] != '\n')
+		buf_puts(&r->err, "\n");
+	buf_puts(&r->err, line);
+}
+
+#define REPLY_FN(name, status)                                                 \
+	static int name(struct req *r, const char *fmt, ...)                   \
+		__attribute__((format(printf, 2, 3)));                         \
+	static int name(struct req *r, const char *fmt, ...)                   \
+	{                                                                      \
+		va_list ap;                                                    \
+		va_start(ap, fmt);                                             \
+		vreply(r, status, fmt, ap);                                    \
+		va_end(ap);                                                    \
+		return 0;                                                      \
+	}
+
+/* bad(): the input was wrong (exit 2); refuse(): a refusal (exit 1).  Both
+ * return 0: the request was handled. */
+REPLY_FN(bad, GD_EXIT_USAGE)
+REPLY_FN(refuse, GD_EXIT_REFUSED)
+
+static void fmt_time(char *out, size_t len, int64_t t)
+{
+	struct tm tm;
+	time_t tt = (time_t)t;
+	gmtime_r(&tt, &tm);
+	strftime(out, len, "%Y-%m-%d %H:%M:%S UTC", &tm);
+}
+
+static void print_json(struct req *r, cJSON *j)
+{
+	char *s = cJSON_PrintUnformatted(j);
+	if (s) {
+		buf_puts(&r->out, s);
+		buf_puts(&r->out, "\n");
+		free(s);
+	}
+	cJSON_Delete(j);
+}
+
+/* ---- decoding ----------------------------------------------------------- */
+
+static bool printable(const char *s, size_t max)
+{
+	size_t n = strnlen(s, max + 1);
+	if (n > max)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+			return false;
+	return true;
+}
+
+int control_decode(Grantd__V1__Request **out, const uint8_t *data,
+		   size_t len, struct buf *err)
+{
+	Grantd__V1__Request *rq;
+	const char *why = NULL;
+
+	*out = NULL;
+	if (len > GD_CTL_MAX_REQUEST) {
+		buf_puts(err, "request too large");
+		return GD_ETOOBIG;
+	}
+	rq = grantd__v1__request__unpack(NULL, len, data);
+	if (!rq) {
+		buf_puts(err, "request does not decode");
+		return GD_EPROTO;
+	}
+	if (!rq->has_version || rq->version != GD_WIRE_VERSION)
+		why = "unsupported protocol version (client and node differ?)";
+	else if (!rq->cmd || !*rq->cmd || !printable(rq->cmd, 32))
+		why = "missing or bad command name";
+	else if (rq->n_args > GD_CTL_MAX_ARGS)
+		why = "too many arguments";
+	else if (rq->user && !name_user_ok(rq->user))
+		why = "bad user name";
+	else if (rq->client_ip && !printable(rq->client_ip, ADDR_STRLEN))
+		why = "bad client address";
+	else if (rq->session && !printable(rq->session, 128))
+		why = "bad session id";
+	for (size_t i = 0; !why && i < rq->n_args; i++)
+		if (!rq->args[i] || !printable(rq->args[i], 16384))
+			why = "bad argument (too long or control characters)";
+	if (why) {
+		buf_puts(err, why);
+		grantd__v1__request__free_unpacked(rq, NULL);
+		return GD_EPROTO;
+	}
+	*out = rq;
+	return 0;
+}
+
+/* ---- operations --------------------------------------------------------- */
+
+static int emit(struct control *c, Grantd__V1__Op *op)
+{
+	return ops_local(&c->n->ops, c->batch, op);
+}
+
+static int emit_grant(struct control *c, Grantd__V1__Grant *g)
+{
+	Grantd__V1__Op op = GRANTD__V1__OP__INIT;
+	op.body_case = GRANTD__V1__OP__BODY_GRANT;
+	op.grant = g;
+	return emit(c, &op);
+}
+
+static int emit_enroll(struct control *c, Grantd__V1__Enrollment *e)
+{
+	Grantd__V1__Op op = GRANTD__V1__OP__INIT;
+	op.body_case = GRANTD__V1__OP__BODY_ENROLL;
+	op.enroll = e;
+	return emit(c, &op);
+}
+
+/* ---- shared pieces of the 2fa commands ---------------------------------- */
+
+static const char *user_of(struct req *r)
+{
+	return r->rq->user;
+}
+
+/* Resolve the calling user; refuse when unknown. */
+static int load_caller(struct control *c, struct req *r,
+		       struct policy_user *u)
+{
+	int rc = policy_user_load(u, c->n, c->batch, user_of(r));
+	if (rc < 0)
+		return rc;
+	if (!u->user)
+		return refuse(r, "unknown user '%s'", user_of(r)), GD_EDENIED;
+	return 0;
+}
+
+static int load_mark(struct control *c, const char *user, uint64_t id,
+		     uint64_t *next, uint32_t *used)
+{
+	struct buf k = BUF_INIT, v = BUF_INIT;
+	int rc;
+
+	*next = 0;
+	*used = 0;
+	ops_key_mark(&k, user, id);
+	rc = store_get(c->n->store, c->batch, CF_MARKS, k.p, k.len, &v);
+	if (rc == 0) {
+		Grantd__V1__Mark *m = grantd__v1__mark__unpack(
+			NULL, v.len, (const uint8_t *)v.p);
+		if (m) {
+			*next = m->next;
+			*used = m->scratch_used;
+			grantd__v1__mark__free_unpacked(m, NULL);
+		}
+	}
+	buf_free(&k);
+	buf_free(&v);
+	return rc == GD_ENOTFOUND ? 0 : rc;
+}
+
+/*
+ * Check token for the enrolled (or enrolling) user u.  On success the mark
+ * (and, for a pending enrollment, its activation) are emitted and *how says
+ * which kind of token it was; on failure a failure is emitted and the
+ * request refused.  Returns 0 with *ok set, or a negative gd_err.
+ */
+static int validate_token(struct control *c, struct req *r,
+			  struct policy_user *u, const char *token, bool *ok,
+			  const char **how)
+{
+	struct node *n = c->n;
+	const struct config_policy *p = &n->cfg->policy;
+	struct otp_result res;
+	uint64_t next, until;
+	uint32_t used;
+	int fails, rc;
+
+	*ok = false;
+	if (!otp_token_shape_ok(token))
+		return bad(r, "'%s' is not a token: give the 6 or 8 digits "
+			   "your token shows, or an 8-digit scratch code",
+			   strnlen(token, 9) > 8 ? "(too long)" : token);
+	if ((rc = policy_lock_state(n, c->batch, user_of(r), r->now_ms, &fails,
+				    &until)) < 0)
+		return rc;
+	if (until) {
+		char d[32];
+		dur_format(d, sizeof(d), (int64_t)(until - r->now_ms) / 1000 + 1);
+		log_warn("locked out user=%s ip=%s failures=%d",
+			 user_of(r), r->rq->client_ip ? r->rq->client_ip : "-",
+			 fails);
+		return refuse(r, "Rate-limit reached: %d failed attempts; try "
+			      "again in %s, or ask an administrator to run "
+			      "'grantctl unlock %s'", fails, d, user_of(r));
+	}
+	if (!u->enroll)
+		return refuse(r, "User %s is not enrolled with 2-factor "
+			      "authentication; enroll with: ssh %s 2fa enroll "
+			      "totp (or yubikey)", user_of(r), n->host);
+	if ((rc = load_mark(c, user_of(r), u->enroll->id, &next, &used)) < 0)
+		return rc;
+	if ((rc = otp_check(&res, u->enroll, next, used, token, r->now,
+			    p->totp_window, p->hotp_lookahead)) < 0) {
+		log_error("unusable enrollment user=%s", user_of(r));
+		return refuse(r, "your enrollment is damaged; ask an "
+			      "administrator to re-enroll you");
+	}
+	if (!res.ok) {
+		Grantd__V1__Op op = GRANTD__V1__OP__INIT;
+		Grantd__V1__Failures f = GRANTD__V1__FAILURES__INIT;
+		int64_t at = (int64_t)r->now_ms;
+		f.user = (char *)user_of(r);
+		f.site = n->ops.site;
+		f.at_ms = &at;
+		f.n_at_ms = 1;
+		op.body_case = GRANTD__V1__OP__BODY_FAILURE;
+		op.failure = &f;
+		if ((rc = emit(c, &op)) < 0)
+			return rc;
+		return refuse(r, "Failed to validate token.\nIf using a phone "
+			      "app, please wait for token to change before "
+			      "trying again.");
+	}
+	{
+		Grantd__V1__Op op = GRANTD__V1__OP__INIT;
+		Grantd__V1__Mark m = GRANTD__V1__MARK__INIT;
+		m.user = (char *)user_of(r);
+		SET(m, enroll_id, u->enroll->id);
+		SET(m, next, res.scratch ? next : res.next);
+		SET(m, scratch_used,
+		    used | (res.scratch ? 1u << res.scratch_index : 0));
+		op.body_case = GRANTD__V1__OP__BODY_MARK;
+		op.mark = &m;
+		if ((rc = emit(c, &op)) < 0)
+			return rc;
+	}
+	if (!u->enroll->active) {
+		Grantd__V1__Enrollment e = *u->enroll;
+		SET(e, active, 1);
+		e.has_hlc = 0;
+		e.origin = NULL;
+		if ((rc = emit_enroll(c, &e)) < 0)
+			return rc;
+		u->enroll->active = 1;
+		u->enrolled = true;
+		log_info("enrollment active user=%s", user_of(r));
+	}
+	*how = res.scratch ? "Scratch-token used" :
+	       u->enroll->kind == GRANTD__V1__OTP_KIND__OTP_TOTP ?
+				"Valid TOTP token used" :
+				"Valid HOTP token used";
+	*ok = true;
+	return 0;
+}
+
+static int add_grant(struct control *c, struct req *r, const char *user,
+		     const struct gd_net *net, const char *session,
+		     int64_t seconds)
+{
+	Grantd__V1__Grant g = GRANTD__V1__GRANT__INIT;
+	char netstr[ADDR_STRLEN], until[64];
+
+	addr_format(netstr, net);
+	g.user = (char *)user;
+	g.net = netstr;
+	g.session = (char *)(session ? session : "");
+	SET(g, added, r->now);
+	SET(g, expires, r->now + seconds);
+	g.site = c->n->ops.site;
+	int rc = emit_grant(c, &g);
+	if (rc < 0)
+		return rc;
+	fmt_time(until, sizeof(until), r->now + seconds);
+	if (session && *session)
+		buf_printf(&r->out, "Adding IP address %s with session %s "
+			   "until %s\n", netstr, session, until);
+	else
+		buf_printf(&r->out, "Adding IP address %s until %s\n", netstr,
+			   until);
+	log_info("grant added user=%s net=%s%s%s expires=%lld", user, netstr,
+		 session && *session ? " session=" : "",
+		 session && *session ? session : "",
+		 (long long)(r->now + seconds));
+	return 0;
+}
+
+/* ---- 2fa val, val-for-days, val-subnet, val-session ---------------------- */
+
+static int do_val(struct control *c, struct req *r, const char *token,
+		  const struct gd_net *net, const char *session,
+		  int64_t seconds)
+{
+	struct policy_user u;
+	const char *how = NULL;
+	bool ok;
+	int rc;
+
+	if ((rc = load_caller(c, r, &u)) < 0)
+		goto done;
+	if ((rc = validate_token(c, r, &u, token, &ok, &how)) < 0 || !ok)
+		goto done;
+	buf_printf(&r->out, "%s\n", how);
+	rc = add_grant(c, r, user_of(r), net, session, seconds);
+done:
+	policy_user_clear(&u);
+	return rc == GD_EDENIED ? 0 : rc;
+}
+
+static int cmd_val(struct control *c, struct req *r)
+{
+	return do_val(c, r, r->rq->args[0], &r->ip, NULL,
+		      c->n->cfg->policy.grant_default);
+}
+
+static int cmd_val_for_days(struct control *c, struct req *r)
+{
+	const char *d = r->rq->args[0];
+	int64_t max_days = c->n->cfg->policy.grant_max / 86400;
+	char *end;
+
+	errno = 0;
+	long days = strtol(d, &end, 10);
+	if (errno || end == d || *end || days < 1 || days > max_days)
+		return bad(r, "The number of days must be a number between 1 "
+			   "and %lld, not '%s'", (long long)max_days, d);
+	return do_val(c, r, r->rq->args[1], &r->ip, NULL, days * 86400);
+}
+
+static int cmd_val_subnet(struct control *c, struct req *r)
+{
+	const char *s = r->rq->args[0];
+	int widest = r->ip.family == AF_INET ? 12 : 48;
+	struct gd_net net;
+	char *end;
+
+	if (*s == '/')
+		s++;
+	errno = 0;
+	long prefix = strtol(s, &end, 10);
+	if (errno || end == s || *end ||
+	    addr_to_net(&net, &r->ip, (int)prefix) < 0 || prefix < 0)
+		return bad(r, "The subnet mask is invalid: '%s' (give it as "
+			   "/NN, e.g. /24)", r->rq->args[0]);
+	if (prefix < widest)
+		return bad(r, "Largest allowed subnet is /%d", widest);
+	return do_val(c, r, r->rq->args[1], &net, NULL,
+		      c->n->cfg->policy.grant_subnet);
+}
+
+static int cmd_val_session(struct control *c, struct req *r)
+{
+	if (!r->rq->session || !*r->rq->session)
+		return bad(r, "val-session needs an SSH connection "
+			   "(SSH_CONNECTION not set)");
+	return do_val(c, r, r->rq->args[0], &r->ip, r->rq->session,
+		      c->n->cfg->policy.grant_subnet);
+}
+
+/* ---- isval, list-val, inval ------------------------------------------- */
+
+static int cmd_isval(struct control *c, struct req *r)
+{
+	Grantd__V1__Grant *g = NULL;
+	int rc = policy_find_grant(&g, c->n, c->batch, user_of(r), &r->ip,
+				   r->rq->session, r->now);
+	if (rc < 0)
+		return rc;
+	buf_puts(&r->out, g ? "True\n" : "False\n");
+	r->status = g ? GD_EXIT_OK : GD_EXIT_REFUSED;
+	if (g)
+		grantd__v1__grant__free_unpacked(g, NULL);
+	return 0;
+}
+
+/* list-val and inval only work from an address that is whitelisted. */
+static int require_whitelisted(struct control *c, struct req *r, bool *ok)
+{
+	Grantd__V1__Grant *g = NULL;
+	int rc = policy_find_grant(&g, c->n, c->batch, user_of(r), &r->ip,
+				   r->rq->session, r->now);
+	*ok = g != NULL;
+	if (g)
+		grantd__v1__grant__free_unpacked(g, NULL);
+	if (rc == 0 && !*ok)
+		refuse(r, "This command only works from a whitelisted IP; "
+		       "run: ssh %s 2fa val <token>", c->n->host);
+	return rc;
+}
+
+typedef int (*grant_visit)(struct control *c, struct req *r,
+			   Grantd__V1__Grant *g, void *payload);
+
+/* Call fn for each grant of user (all of them when user is NULL). */
+static int for_each_grant(struct control *c, struct req *r, const char *user,
+			  grant_visit fn, void *payload)
+{
+	struct store_iter *it;
+	struct buf v = BUF_INIT;
+	const char *key;
+	size_t klen;
+	int rc;
+
+	store_iter_new(&it, c->n->store, c->batch, CF_GRANTS, user ? user : "",
+		       user ? strlen(user) + 1 : 0);
+	while ((rc = store_iter_next(it, &key, &klen, &v)) > 0) {
+		Grantd__V1__Grant *g = grantd__v1__grant__unpack(
+			NULL, v.len, (const uint8_t *)v.p);
+		if (!g)
+			continue;
+		rc = fn(c, r, g, payload);
+		grantd__v1__grant__free_unpacked(g, NULL);
+		if (rc < 0)
+			break;
+	}
+	store_iter_free(&it);
+	buf_free(&v);
+	return rc < 0 ? rc : 0;
+}
+
+static const char *grant_state(const Grantd__V1__Grant *g, int64_t now)
+{
+	return g->revoked ? "revoked" : g->expires > now ? "live" : "expired";
+}
+
+struct list_opts {
+	bool all;
+	cJSON *json;
+	int shown;
+};
+
+static int list_one(struct control *c, struct req *r, Grantd__V1__Grant *g,
+		    void *payload)
+{
+	struct list_opts *lo = payload;
+	char added[64], expires[64];
+	const char *state = grant_state(g, r->now);
+
+	if (g->purged || (!lo->all && strcmp(state, "live")))
+		return 0;
+	fmt_time(added, sizeof(added), g->added);
+	fmt_time(expires, sizeof(expires), g->expires);
+	lo->shown++;
+	if (lo->json) {
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "user", g->user);
+		cJSON_AddStringToObject(o, "ip", g->net);
+		cJSON_AddStringToObject(o, "session", g->session ? g->session : "");
+		cJSON_AddStringToObject(o, "added", added);
+		cJSON_AddStringToObject(o, "expires", expires);
+		cJSON_AddStringToObject(o, "site", g->site ? g->site : "");
+		cJSON_AddStringToObject(o, "state", state);
+		cJSON_AddItemToArray(lo->json, o);
+		return 0;
+	}
+	if (lo->shown == 1)
+		buf_printf(&r->out, "%-12s %-20s %-24s %-24s %-10s %s\n",
+			   "USER", "IP", "ADDED", "EXPIRES", "SITE", "STATE");
+	buf_printf(&r->out, "%-12s %-20s %-24s %-24s %-10s %s%s%s\n", g->user,
+		   g->net, added, expires, g->site ? g->site : "", state,
+		   g->session && *g->session ? " session=" : "",
+		   g->session && *g->session ? g->session : "");
+	return 0;
+}
+
+static int cmd_list_val(struct control *c, struct req *r)
+{
+	struct list_opts lo = { 0 };
+	bool ok;
+	int rc;
+
+	if (r->rq->n_args == 1 && strcmp(r->rq->args[0], "all"))
+		return bad(r, "usage: 2fa list-val [all]");
+	lo.all = r->rq->n_args == 1;
+	if ((rc = require_whitelisted(c, r, &ok)) < 0 || !ok)
+		return rc;
+	rc = for_each_grant(c, r, user_of(r), list_one, &lo);
+	if (!lo.all)
+		buf_puts(&r->out, "Listed non-expired entries only. Run "
+				  "\"list-val all\" to list all.\n");
+	return rc;
+}
+
+struct inval_opts {
+	const struct gd_net *match; /* NULL: all */
+	bool purge;
+	int expired, already, found;
+};
+
+static int inval_one(struct control *c, struct req *r, Grantd__V1__Grant *g,
+		     void *payload)
+{
+	struct inval_opts *io = payload;
+	struct gd_net net;
+	bool live = !g->revoked && g->expires > r->now;
+
+	if (g->purged || addr_parse(&net, g->net, true) < 0)
+		return 0;
+	if (io->match) {
+		bool hit = io->match->prefix ==
+					   (io->match->family == AF_INET ? 32 : 128) ?
+				   addr_contains(&net, io->match) :
+				   !memcmp(&net, io->match, sizeof(net));
+		if (!hit)
+			return 0;
+	}
+	io->found++;
+	if (!live && !io->purge) {
+		io->already++;
+		return 0;
+	}
+	Grantd__V1__Grant ng = *g;
+	ng.has_hlc = 0;
+	ng.origin = NULL;
+	SET(ng, revoked, 1);
+	if (ng.expires > r->now - 1)
+		SET(ng, expires, r->now - 1);
+	if (io->purge)
+		SET(ng, purged, 1);
+	io->expired++;
+	log_info("grant revoked user=%s net=%s%s", g->user, g->net,
+		 io->purge ? " purged" : "");
+	return emit_grant(c, &ng);
+}
+
+static int cmd_inval(struct control *c, struct req *r)
+{
+	struct inval_opts io = { 0 };
+	const char *what = r->rq->args[0];
+	struct gd_net target;
+	bool ok;
+	int rc;
+
+	if (r->rq->n_args == 2 &&
+	    (strcmp(what, "all") || strcmp(r->rq->args[1], "purge")))
+		return bad(r, "usage: 2fa inval IP|myip|all|all purge");
+	if (!strcmp(what, "myip")) {
+		io.match = &r->ip;
+	} else if (strcmp(what, "all")) {
+		if (addr_parse(&target, what, true) < 0)
+			return bad(r, "'%s' is not an IP address; give an "
+				   "address, a CIDR subnet, 'myip' or 'all'",
+				   what);
+		io.match = &target;
+	}
+	io.purge = r->rq->n_args == 2;
+	if ((rc = require_whitelisted(c, r, &ok)) < 0 || !ok)
+		return rc;
+	if ((rc = for_each_grant(c, r, user_of(r), inval_one, &io)) < 0)
+		return rc;
+	if (io.purge)
+		buf_puts(&r->out, "All entries purged. You can verify with "
+				  "\"list-val all\".\n");
+	else if (!io.found)
+		return refuse(r, "Did not find %s in the list of authorized "
+			      "IPs.", what);
+	else if (io.expired)
+		buf_printf(&r->out, "Force-expired %s (%d grant%s).\n", what,
+			   io.expired, io.expired == 1 ? "" : "s");
+	else
+		buf_printf(&r->out, "%s was already expired.\n", what);
+	return 0;
+}
+
+/* ---- enroll, unenroll ---------------------------------------------------- */
+
+static void scratch_to(struct buf *out,
+		       char codes[OTP_SCRATCH_CODES][OTP_SCRATCH_DIGITS + 1])
+{
+	buf_puts(out, "Please write down/print the following 8-digit scratch "
+		      "tokens.\nIf you lose your device, each can be used "
+		      "once instead of a token:\n");
+	for (int i = 0; i < OTP_SCRATCH_CODES; i++)
+		buf_printf(out, "    %s\n", codes[i]);
+}
+
+/*
+ * Make an enrollment for user with the given secret and settings, emit it,
+ * and describe it in r->out (secret, URI, scratch codes).
+ */
+static int make_enrollment(struct control *c, struct req *r, const char *user,
+			   Grantd__V1__OtpKind kind, const uint8_t *secret,
+			   size_t slen, unsigned digits, unsigned period,
+			   uint64_t counter, bool active)
+{
+	char codes[OTP_SCRATCH_CODES][OTP_SCRATCH_DIGITS + 1];
+	uint8_t hashes[OTP_SCRATCH_CODES][32];
+	ProtobufCBinaryData sc[OTP_SCRATCH_CODES];
+	Grantd__V1__Enrollment e = GRANTD__V1__ENROLLMENT__INIT;
+	struct buf b32 = BUF_INIT;
+	int rc;
+
+	otp_new_scratch(codes, hashes, secret, slen);
+	for (int i = 0; i < OTP_SCRATCH_CODES; i++)
+		sc[i] = (ProtobufCBinaryData){ 32, hashes[i] };
+	e.user = (char *)user;
+	SET(e, kind, kind);
+	SET(e, secret, ((ProtobufCBinaryData){ slen, (uint8_t *)secret }));
+	SET(e, digits, digits);
+	SET(e, period, period);
+	SET(e, counter, counter);
+	e.scratch = sc;
+	e.n_scratch = OTP_SCRATCH_CODES;
+	SET(e, active, active);
+	SET(e, id, ops_stamp(&c->n->ops));
+	if ((rc = emit_enroll(c, &e)) < 0)
+		goto done;
+	otp_uri(&r->uri, &e, "grantd");
+	otp_base32(&b32, secret, slen);
+	buf_printf(&r->out, "New token generated for user %s\n", user);
+	buf_printf(&r->out, "Secret (base32): %s\n", b32.p);
+	buf_printf(&r->out, "URI: %s\n", r->uri.p);
+	if (kind == GRANTD__V1__OTP_KIND__OTP_HOTP) {
+		char hex[2 * OTP_MAX_SECRET_LEN + 1];
+		sodium_bin2hex(hex, sizeof(hex), secret, slen);
+		buf_printf(&r->out, "HOTP key (hex): %s\n", hex);
+		buf_printf(&r->out, "To program a YubiKey (slot 1, OATH-HOTP), "
+			   "run as root:\n    ykpersonalize -1 -ooath-hotp "
+			   "-oappend-cr -a%s\n", hex);
+		sodium_memzero(hex, sizeof(hex));
+	}
+	scratch_to(&r->out, codes);
+	log_info("enrolled user=%s mode=%s active=%d", user,
+		 kind == GRANTD__V1__OTP_KIND__OTP_TOTP ? "totp" : "hotp",
+		 active);
+done:
+	sodium_memzero(codes, sizeof(codes));
+	if (b32.p)
+		sodium_memzero(b32.p, b32.len);
+	buf_free(&b32);
+	return rc;
+}
+
+static int cmd_enroll_self(struct control *c, struct req *r)
+{
+	const char *mode = r->rq->n_args ? r->rq->args[0] : NULL;
+	uint8_t secret[OTP_HOTP_SECRET_LEN];
+	struct policy_user u;
+	bool totp;
+	int rc;
+
+	if (!mode)
+		return bad(r, "Enrolment mode not specified: use '2fa enroll "
+			   "totp' for a phone app or '2fa enroll yubikey'");
+	if (strcmp(mode, "totp") && strcmp(mode, "yubikey"))
+		return bad(r, "%s is not a valid enrollment mode: use totp or "
+			   "yubikey", mode);
+	totp = !strcmp(mode, "totp");
+	if ((rc = load_caller(c, r, &u)) < 0)
+		goto done;
+	if (u.enrolled) {
+		refuse(r, "User %s already enrolled. To re-issue your token, "
+		       "first run: ssh %s 2fa unenroll <token>", user_of(r),
+		       c->n->host);
+		goto done;
+	}
+	size_t slen = totp ? OTP_TOTP_SECRET_LEN : OTP_HOTP_SECRET_LEN;
+	otp_new_secret(secret, slen);
+	rc = make_enrollment(c, r, user_of(r),
+			     totp ? GRANTD__V1__OTP_KIND__OTP_TOTP :
+				    GRANTD__V1__OTP_KIND__OTP_HOTP,
+			     secret, slen, 6, 30, 0, false);
+	if (rc == 0) {
+		if (!totp)
+			r->uri.len = 0; /* no QR code for a YubiKey */
+		buf_printf(&r->out, "Now run the following command to verify "
+			   "that all went well:\n    ssh %s 2fa val <token>\n",
+			   c->n->host);
+	}
+	sodium_memzero(secret, sizeof(secret));
+done:
+	policy_user_clear(&u);
+	return rc == GD_EDENIED ? 0 : rc;
+}
+
+/* Revoke every live grant of user. */
+static int revoke_all(struct control *c, struct req *r, const char *user,
+		      int *count)
+{
+	struct inval_opts io = { 0 };
+	int rc = for_each_grant(c, r, user, inval_one, &io);
+	if (count)
+		*count = io.expired;
+	return rc;
+}
+
+static int end_enrollment(struct control *c, struct req *r,
+			  Grantd__V1__Enrollment *old)
+{
+	Grantd__V1__Enrollment e = GRANTD__V1__ENROLLMENT__INIT;
+	int rc;
+
+	e.user = old->user;
+	SET(e, id, old->id);
+	SET(e, deleted, 1);
+	if ((rc = emit_enroll(c, &e)) < 0)
+		return rc;
+	return revoke_all(c, r, old->user, NULL);
+}
+
+static int cmd_unenroll_self(struct control *c, struct req *r)
+{
+	struct policy_user u;
+	const char *how;
+	bool ok;
+	int rc;
+
+	if ((rc = load_caller(c, r, &u)) < 0)
+		goto done;
+	if ((rc = validate_token(c, r, &u, r->rq->args[0], &ok, &how)) < 0 ||
+	    !ok)
+		goto done;
+	if ((rc = end_enrollment(c, r, u.enroll)) < 0)
+		goto done;
+	buf_puts(&r->out, "Removing the secrets.\nExpiring all validations."
+			  "\nYou have been successfully unenrolled.\n");
+	log_info("unenrolled user=%s", user_of(r));
+done:
+	policy_user_clear(&u);
+	return rc == GD_EDENIED ? 0 : rc;
+}
+
+/* ---- push and fetch ----------------------------------------------------- */
+
+static int repo_arg(struct req *r, const char *arg, char *out, size_t len)
+{
+	if (name_repo_norm(out, len, arg) < 0) {
+		bad(r, "bad repository name '%s': use parts of "
+		    "[A-Za-z0-9_.+-] separated by '/', none starting with '.'",
+		    arg);
+		return GD_EINVAL;
+	}
+	return 0;
+}
+
+static int push_decision(struct control *c, struct req *r, const char *user,
+			 const char *repo_in)
+{
+	char repo[NAME_REPO_MAX + 1];
+	struct buf why = BUF_INIT, hint = BUF_INIT;
+	int rc;
+
+	if (repo_arg(r, repo_in, repo, sizeof(repo)) < 0)
+		return 0;
+	rc = policy_push(c->n, c->batch, user, &r->ip, r->rq->session, repo,
+			 r->now, &why, &hint);
+	if (rc == 0) {
+		repos_path(&r->path, c->n->cfg->repo_dir, repo);
+		buf_printf(&r->out, "allowed: user %s may push to %s\n", user,
+			   repo);
+	} else if (rc == GD_EDENIED || rc == GD_ENOTFOUND) {
+		refuse(r, "%s", why.p);
+		if (hint.len)
+			refuse(r, "%s", hint.p);
+		rc = 0;
+	}
+	buf_free(&why);
+	buf_free(&hint);
+	return rc;
+}
+
+static int cmd_push_check(struct control *c, struct req *r)
+{
+	return push_decision(c, r, user_of(r), r->rq->args[0]);
+}
+
+static int cmd_repo_read(struct control *c, struct req *r)
+{
+	char repo[NAME_REPO_MAX + 1];
+	Grantd__V1__Repo *rp;
+	int rc;
+
+	if (repo_arg(r, r->rq->args[0], repo, sizeof(repo)) < 0)
+		return 0;
+	rc = policy_repo_load(&rp, c->n, c->batch, repo);
+	if (rc == GD_ENOTFOUND)
+		return refuse(r, "repository '%s' does not exist", repo);
+	if (rc < 0)
+		return rc;
+	grantd__v1__repo__free_unpacked(rp, NULL);
+	repos_path(&r->path, c->n->cfg->repo_dir, repo);
+	return 0;
+}
+
+static int cmd_keys(struct control *c, struct req *r)
+{
+	struct store_iter *it;
+	struct buf v = BUF_INIT;
+	const char *key;
+	size_t klen;
+	int rc;
+
+	store_iter_new(&it, c->n->store, c->batch, CF_USERS, "", 0);
+	while ((rc = store_iter_next(it, &key, &klen, &v)) > 0) {
+		Grantd__V1__User *u = grantd__v1__user__unpack(
+			NULL, v.len, (const uint8_t *)v.p);
+		for (size_t i = 0; u && !u->deleted && i < u->n_keys; i++)
+			buf_printf(&r->out, "%s\t%s\n", u->name, u->keys[i]);
+		if (u)
+			grantd__v1__user__free_unpacked(u, NULL);
+	}
+	store_iter_free(&it);
+	buf_free(&v);
+	return rc < 0 ? rc : 0;
+}
+
+/* ---- admin: users -------------------------------------------------------- */
+
+/* An authorized_keys public key: "TYPE BASE64 [comment]", one line, no
+ * options (grant-keys adds its own) and nothing sshd would parse. */
+static bool pubkey_ok(const char *k)
+{
+	static const char *types[] = { "ssh-ed25519 ", "ssh-rsa ",
+				       "ecdsa-sha2-nistp256 ",
+				       "ecdsa-sha2-nistp384 ",
+				       "ecdsa-sha2-nistp521 ",
+				       "sk-ssh-ed25519@openssh.com ",
+				       "sk-ecdsa-sha2-nistp256@openssh.com " };
+	const char *p = NULL;
+
+	for (size_t i = 0; i < GD_ARRAY_SIZE(types); i++)
+		if (!strncmp(k, types[i], strlen(types[i])))
+			p = k + strlen(types[i]);
+	if (!p || !*p)
+		return false;
+	size_t n = 0;
+	for (; *p && *p != ' '; p++, n++)
+		if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
+		      (*p >= '0' && *p <= '9') || *p == '+' || *p == '/' ||
+		      *p == '='))
+			return false;
+	if (n < 16)
+		return false;
+	for (; *p; p++)
+		if (*p == '"' || *p == '\\' || *p == '\n' || *p == '\r')
+			return false;
+	return true;
+}
+
+static bool name_arg(struct req *r, const char *name)
+{
+	if (name_user_ok(name))
+		return true;
+	bad(r, "bad user name '%s': use a lower-case letter or '_' then up to "
+	    "63 of [a-z0-9_.-]", name);
+	return false;
+}
+
+static int emit_user(struct control *c, Grantd__V1__User *u)
+{
+	Grantd__V1__Op op = GRANTD__V1__OP__INIT;
+	op.body_case = GRANTD__V1__OP__BODY_USER;
+	op.user = u;
+	return emit(c, &op);
+}
+
+static int cmd_user_add(struct control *c, struct req *r)
+{
+	Grantd__V1__User nu = GRANTD__V1__USER__INIT;
+	const char *name = r->rq->args[0];
+	char *keys[OPS_MAX_KEYS];
+	size_t nkeys = 0;
+	struct policy_user u;
+	int rc;
+
+	if (!name_arg(r, name))
+		return 0;
+	if ((rc = policy_user_load(&u, c->n, c->batch, name)) < 0)
+		return rc;
+	for (size_t i = 0; u.user && i < u.user->n_keys; i++)
+		keys[nkeys++] = u.user->keys[i];
+	for (size_t i = 1; i < r->rq->n_args; i++) {
+		const char *a = r->rq->args[i];
+		if (strcmp(a, "--key") || i + 1 == r->rq->n_args) {
+			bad(r, "usage: grantctl user add NAME [--key "
+			    "PUBKEYFILE]...");
+			goto done;
+		}
+		a = r->rq->args[++i];
+		if (!pubkey_ok(a)) {
+			bad(r, "not an SSH public key: want one line 'TYPE "
+			    "BASE64 [comment]' as in a .pub file");
+			goto done;
+		}
+		bool dup = false;
+		for (size_t j = 0; j < nkeys; j++)
+			dup |= !strcmp(keys[j], a);
+		if (dup)
+			continue;
+		if (nkeys == OPS_MAX_KEYS) {
+			bad(r, "too many keys (at most %d)", OPS_MAX_KEYS);
+			goto done;
+		}
+		keys[nkeys++] = (char *)a;
+	}
+	if (u.user && nkeys == u.user->n_keys) {
+		refuse(r, "user '%s' already exists (with these keys)", name);
+		goto done;
+	}
+	nu.name = (char *)name;
+	nu.keys = keys;
+	nu.n_keys = nkeys;
+	if ((rc = emit_user(c, &nu)) < 0)
+		goto done;
+	buf_printf(&r->out, "%s user %s (%zu key%s)\n",
+		   u.user ? "updated" : "added", name, nkeys,
+		   nkeys == 1 ? "" : "s");
+	log_info("user %s user=%s keys=%zu", u.user ? "updated" : "added",
+		 name, nkeys);
+done:
+	policy_user_clear(&u);
+	return rc;
+}
+
+static int cmd_user_del(struct control *c, struct req *r)
+{
+	Grantd__V1__User nu = GRANTD__V1__USER__INIT;
+	const char *name = r->rq->args[0];
+	struct policy_user u;
+	int rc;
+
+	if (!name_arg(r, name))
+		return 0;
+	if ((rc = policy_user_load(&u, c->n, c->batch, name)) < 0)
+		return rc;
+	if (!u.user) {
+		refuse(r, "no such user '%s'", name);
+		goto done;
+	}
+	nu.name = (char *)name;
+	SET(nu, deleted, 1);
+	if ((rc = emit_user(c, &nu)) < 0)
+		goto done;
+	if (u.enroll && (rc = end_enrollment(c, r, u.enroll)) < 0)
+		goto done;
+	if (!u.enroll && (rc = revoke_all(c, r, name, NULL)) < 0)
+		goto done;
+	buf_printf(&r->out, "deleted user %s\n", name);
+	log_info("user deleted user=%s", name);
+done:
+	policy_user_clear(&u);
+	return rc;
+}
+
+static int cmd_user_list(struct control *c, struct req *r)
+{
+	struct store_iter *it;
+	struct buf v = BUF_INIT;
+	cJSON *arr = r->rq->json ? cJSON_CreateArray() : NULL;
+	const char *key;
+	size_t klen;
+	int rc, shown = 0;
+
+	store_iter_new(&it, c->n->store, c->batch, CF_USERS, "", 0);
+	while ((rc = store_iter_next(it, &key, &klen, &v)) > 0) {
+		Grantd__V1__User *rec = grantd__v1__user__unpack(
+			NULL, v.len, (const uint8_t *)v.p);
+		struct policy_user u;
+		uint64_t until = 0;
+		int fails = 0;
+		if (!rec || rec->deleted) {
+			if (rec)
+				grantd__v1__user__free_unpacked(rec, NULL);
+			continue;
+		}
+		if ((rc = policy_user_load(&u, c->n, c->batch, rec->name)) < 0 ||
+		    (rc = policy_lock_state(c->n, c->batch, rec->name,
+					    r->now_ms, &fails, &until)) < 0) {
+			policy_user_clear(&u);
+			grantd__v1__user__free_unpacked(rec, NULL);
+			break;
+		}
+		const char *enr = u.enrolled ? "yes" : u.enroll ? "pending" : "no";
+		if (arr) {
+			cJSON *o = cJSON_CreateObject();
+			cJSON_AddStringToObject(o, "name", rec->name);
+			cJSON_AddNumberToObject(o, "keys", (double)rec->n_keys);
+			cJSON_AddStringToObject(o, "enrolled", enr);
+			cJSON_AddBoolToObject(o, "locked", until != 0);
+			cJSON_AddItemToArray(arr, o);
+		} else {
+			if (!shown++)
+				buf_printf(&r->out, "%-20s %-5s %-8s %s\n",
+					   "NAME", "KEYS", "ENROLLED",
+					   "LOCKED");
+			buf_printf(&r->out, "%-20s %-5zu %-8s %s\n", rec->name,
+				   rec->n_keys, enr, until ? "yes" : "no");
+		}
+		policy_user_clear(&u);
+		grantd__v1__user__free_unpacked(rec, NULL);
+	}
+	store_iter_free(&it);
+	buf_free(&v);
+	if (arr) {
+		if (rc < 0)
+			cJSON_Delete(arr);
+		else
+			print_json(r, arr);
+	}
+	return rc < 0 ? rc : 0;
+}
+
+static int cmd_unlock(struct control *c, struct req *r)
+{
+	Grantd__V1__Op op = GRANTD__V1__OP__INIT;
+	Grantd__V1__Unlock u = GRANTD__V1__UNLOCK__INIT;
+	const char *name = r->rq->args[0];
+	struct policy_user pu;
+	int rc;
+
+	if (!name_arg(r, name))
+		return 0;
+	if ((rc = policy_user_load(&pu, c->n, c->batch, name)) < 0)
+		return rc;
+	bool known = pu.user != NULL;
+	policy_user_clear(&pu);
+	if (!known)
+		return refuse(r, "no such user '%s'", name);
+	u.user = (char *)name;
+	op.body_case = GRANTD__V1__OP__BODY_UNLOCK;
+	op.unlock = &u;
+	if ((rc = emit(c, &op)) < 0)
+		return rc;
+	buf_printf(&r->out, "unlocked user %s\n", name);
+	log_info("user unlocked user=%s", name);
+	return 0;
+}
+
+/* ---- admin: enrollment ---------------------------------------------------- */
+
+static int parse_uint(const char *s, unsigned long long max,
+		      unsigned long long *out)
+{
+	char *end;
+	if (!s || *s < '0' || *s > '9')
+		return GD_EINVAL;
+	errno = 0;
+	*out = strtoull(s, &end, 10);
+	return errno || *end || *out > max ? GD_EINVAL : 0;
+}
+
+static int cmd_enroll_admin(struct control *c, struct req *r)
+{
+	static const char usage[] =
+		"usage: grantctl enroll NAME (--totp|--hotp) [--secret BASE32] "
+		"[--digits 6|8] [--counter N] [--period S]";
+	const char *name = r->rq->args[0], *b32 = NULL;
+	unsigned long long digits = 6, counter = 0, period = 30;
+	uint8_t secret[OTP_MAX_SECRET_LEN];
+	size_t slen = sizeof(secret);
+	int kind = 0, rc = 0;
+	struct policy_user u;
+
+	if (!name_arg(r, name))
+		return 0;
+	for (size_t i = 1; i < r->rq->n_args; i++) {
+		const char *a = r->rq->args[i];
+		const char *v = i + 1 < r->rq->n_args ? r->rq->args[i + 1] : NULL;
+		if (!strcmp(a, "--totp") || !strcmp(a, "--hotp")) {
+			if (kind)
+				return bad(r, "give one of --totp or --hotp");
+			kind = a[2] == 't' ? GRANTD__V1__OTP_KIND__OTP_TOTP :
+					     GRANTD__V1__OTP_KIND__OTP_HOTP;
+			continue;
+		}
+		if (!v)
+			return bad(r, "%s", usage);
+		i++;
+		if (!strcmp(a, "--secret")) {
+			b32 = v;
+		} else if (!strcmp(a, "--digits")) {
+			if (parse_uint(v, 8, &digits) < 0 ||
+			    (digits != 6 && digits != 8))
+				return bad(r, "--digits must be 6 or 8, not "
+					   "'%s'", v);
+		} else if (!strcmp(a, "--counter")) {
+			if (parse_uint(v, 1ULL << 62, &counter) < 0)
+				return bad(r, "--counter must be a "
+					   "non-negative integer, not '%s'", v);
+		} else if (!strcmp(a, "--period")) {
+			if (parse_uint(v, 300, &period) < 0 || period < 10)
+				return bad(r, "--period must be 10 to 300 "
+					   "seconds, not '%s'", v);
+		} else {
+			return bad(r, "unknown option '%s'; %s", a, usage);
+		}
+	}
+	if (!kind)
+		return bad(r, "%s", usage);
+	if (b32) {
+		if (otp_base32_decode(secret, &slen, b32) < 0 || slen < 10)
+			return bad(r, "--secret must be base32 (A-Z, 2-7) of "
+				   "at least 80 bits");
+	} else {
+		slen = kind == GRANTD__V1__OTP_KIND__OTP_TOTP ?
+			       OTP_TOTP_SECRET_LEN :
+			       OTP_HOTP_SECRET_LEN;
+		otp_new_secret(secret, slen);
+	}
+	if ((rc = policy_user_load(&u, c->n, c->batch, name)) < 0)
+		goto wipe;
+	if (!u.user)
+		refuse(r, "no such user '%s'; add it first: grantctl user add "
+		       "%s", name, name);
+	else if (u.enrolled)
+		refuse(r, "user '%s' is already enrolled; run 'grantctl "
+		       "unenroll %s' first", name, name);
+	else
+		rc = make_enrollment(c, r, name, (Grantd__V1__OtpKind)kind,
+				     secret, slen, (unsigned)digits,
+				     (unsigned)period, counter, true);
+	policy_user_clear(&u);
+	if (rc == 0 && b32) {
+		/* the operator gave the secret: don't echo it back */
+		buf_reset(&r->out);
+		buf_printf(&r->out, "enrolled user %s (%s, active)\n", name,
+			   kind == GRANTD__V1__OTP_KIND__OTP_TOTP ? "totp" :
+								   "hotp");
+		buf_reset(&r->uri);
+	}
+wipe:
+	sodium_memzero(secret, sizeof(secret));
+	return rc;
+}
+
+static int cmd_unenroll_admin(struct control *c, struct req *r)
+{
+	const char *name = r->rq->args[0];
+	struct policy_user u;
+	int rc;
+
+	if (!name_arg(r, name))
+		return 0;
+	if ((rc = policy_user_load(&u, c->n, c->batch, name)) < 0)
+		return rc;
+	if (!u.enroll)
+		refuse(r, "user '%s' is not enrolled", name);
+	else if ((rc = end_enrollment(c, r, u.enroll)) == 0) {
+		buf_printf(&r->out, "unenrolled user %s\n", name);
+		log_info("unenrolled user=%s by=admin", name);
+	}
+	policy_user_clear(&u);
+	return rc;
+}
+
+/* ---- admin: repositories ------------------------------------------------ */
+
+static int mode_arg(struct req *r, const char *s, Grantd__V1__RepoMode *out)
+{
+	if (!strcmp(s, "off"))
+		*out = GRANTD__V1__REPO_MODE__MODE_OFF;
+	else if (!strcmp(s, "opt-in"))
+		*out = GRANTD__V1__REPO_MODE__MODE_OPT_IN;
+	else if (!strcmp(s, "required"))
+		*out = GRANTD__V1__REPO_MODE__MODE_REQUIRED;
+	else {
+		bad(r, "bad mode '%s': use off, opt-in or required", s);
+		return GD_EINVAL;
+	}
+	return 0;
+}
+
+static const char *mode_name(Grantd__V1__RepoMode m)
+{
+	return m == GRANTD__V1__REPO_MODE__MODE_OFF    ? "off" :
+	       m == GRANTD__V1__REPO_MODE__MODE_OPT_IN ? "opt-in" :
+							 "required";
+}
+
+static int emit_repo(struct control *c, Grantd__V1__Repo *rp)
+{
+	Grantd__V1__Op op = GRANTD__V1__OP__INIT;
+	op.body_case = GRANTD__V1__OP__BODY_REPO;
+	op.repo = rp;
+	return emit(c, &op);
+}
+
+static int cmd_repo_add(struct control *c, struct req *r)
+{
+	Grantd__V1__Repo rp = GRANTD__V1__REPO__INIT;
+	Grantd__V1__RepoMode mode = GRANTD__V1__REPO_MODE__MODE_REQUIRED;
+	char name[NAME_REPO_MAX + 1], parent[NAME_REPO_MAX + 1];
+	char *writers[GD_CTL_MAX_ARGS];
+	size_t nw = 0;
+	Grantd__V1__Repo *old = NULL;
+	bool fork = false;
+	int rc;
+
+	if (repo_arg(r, r->rq->args[0], name, sizeof(name)) < 0)
+		return 0;
+	for (size_t i = 1; i < r->rq->n_args; i++) {
+		const char *a = r->rq->args[i];
+		if (i + 1 == r->rq->n_args)
+			return bad(r, "usage: grantctl repo add NAME [--mode "
+				   "off|opt-in|required] [--writer USER]... "
+				   "[--fork-of PARENT]");
+		const char *v = r->rq->args[++i];
+		if (!strcmp(a, "--mode")) {
+			if (mode_arg(r, v, &mode) < 0)
+				return 0;
+		} else if (!strcmp(a, "--writer")) {
+			if (!name_arg(r, v))
+				return 0;
+			writers[nw++] = (char *)v;
+		} else if (!strcmp(a, "--fork-of")) {
+			if (repo_arg(r, v, parent, sizeof(parent)) < 0)
+				return 0;
+			fork = true;
+		} else {
+			return bad(r, "unknown option '%s' (use --mode, "
+				   "--writer or --fork-of)", a);
+		}
+	}
+	rc = policy_repo_load(&old, c->n, c->batch, name);
+	if (rc == 0) {
+		grantd__v1__repo__free_unpacked(old, NULL);
+		return refuse(r, "repository '%s' already exists", name);
+	}
+	if (rc != GD_ENOTFOUND)
+		return rc;
+	if (fork) {
+		rc = policy_repo_load(&old, c->n, c->batch, parent);
+		if (rc == GD_ENOTFOUND)
+			return refuse(r, "cannot fork '%s': no such repository",
+				      parent);
+		if (rc < 0)
+			return rc;
+		grantd__v1__repo__free_unpacked(old, NULL);
+		if (!strcmp(parent, name))
+			return bad(r, "a repository cannot fork itself");
+	}
+	rp.name = name;
+	SET(rp, mode, mode);
+	rp.writers = writers;
+	rp.n_writers = nw;
+	rp.fork_of = fork ? parent : NULL;
+	if ((rc = emit_repo(c, &rp)) < 0)
+		return rc;
+	buf_printf(&r->out, "added repository %s (mode %s)\n", name,
+		   mode_name(mode));
+	return 0;
+}
+
+/* Change an existing repository: mode (args: NAME MODE) or writers
+ * (args: NAME USER...). */
+static int repo_change(struct control *c, struct req *r, bool writers)
+{
+	char name[NAME_REPO_MAX + 1];
+	Grantd__V1__Repo *old = NULL;
+	Grantd__V1__RepoMode mode;
+	int rc;
+
+	if (repo_arg(r, r->rq->args[0], name, sizeof(name)) < 0)
+		return 0;
+	if (!writers && mode_arg(r, r->rq->args[1], &mode) < 0)
+		return 0;
+	for (size_t i = 1; writers && i < r->rq->n_args; i++)
+		if (!name_arg(r, r->rq->args[i]))
+			return 0;
+	rc = policy_repo_load(&old, c->n, c->batch, name);
+	if (rc == GD_ENOTFOUND)
+		return refuse(r, "no such repository '%s'", name);
+	if (rc < 0)
+		return rc;
+	Grantd__V1__Repo rp = *old;
+	rp.has_hlc = 0;
+	rp.origin = NULL;
+	if (writers) {
+		rp.writers = r->rq->args + 1;
+		rp.n_writers = r->rq->n_args - 1;
+	} else {
+		SET(rp, mode, mode);
+	}
+	rc = emit_repo(c, &rp);
+	if (rc == 0)
+		buf_printf(&r->out, "updated repository %s\n", name);
+	grantd__v1__repo__free_unpacked(old, NULL);
+	return rc;
+}
+
+static int cmd_repo_mode(struct control *c, struct req *r)
+{
+	return repo_change(c, r, false);
+}
+
+static int cmd_repo_writers(struct control *c, struct req *r)
+{
+	return repo_change(c, r, true);
+}
+
+static int cmd_repo_list(struct control *c, struct req *r)
+{
+	struct store_iter *it;
+	struct buf v = BUF_INIT, w = BUF_INIT;
+	cJSON *arr = r->rq->json ? cJSON_CreateArray() : NULL;
+	const char *key;
+	size_t klen;
+	int rc, shown = 0;
+
+	store_iter_new(&it, c->n->store, c->batch, CF_REPOS, "", 0);
+	while ((rc = store_iter_next(it, &key, &klen, &v)) > 0) {
+		Grantd__V1__Repo *rp = grantd__v1__repo__unpack(
+			NULL, v.len, (const uint8_t *)v.p);
+		if (!rp || rp->deleted) {
+			if (rp)
+				grantd__v1__repo__free_unpacked(rp, NULL);
+			continue;
+		}
+		buf_reset(&w);
+		for (size_t i = 0; i < rp->n_writers; i++)
+			buf_printf(&w, "%s%s", i ? "," : "", rp->writers[i]);
+		if (arr) {
+			cJSON *o = cJSON_CreateObject();
+			cJSON *wa = cJSON_AddArrayToObject(o, "writers");
+			cJSON_AddStringToObject(o, "name", rp->name);
+			cJSON_AddStringToObject(o, "mode", mode_name(rp->mode));
+			for (size_t i = 0; i < rp->n_writers; i++)
+				cJSON_AddItemToArray(
+					wa, cJSON_CreateString(rp->writers[i]));
+			cJSON_AddStringToObject(o, "fork_of",
+						rp->fork_of ? rp->fork_of : "");
+			cJSON_AddItemToArray(arr, o);
+		} else {
+			if (!shown++)
+				buf_printf(&r->out, "%-30s %-9s %-20s %s\n",
+					   "NAME", "MODE", "FORK_OF",
+					   "WRITERS");
+			buf_printf(&r->out, "%-30s %-9s %-20s %s\n", rp->name,
+				   mode_name(rp->mode),
+				   rp->fork_of && *rp->fork_of ? rp->fork_of :
+								 "-",
+				   buf_str(&w));
+		}
+		grantd__v1__repo__free_unpacked(rp, NULL);
+	}
+	store_iter_free(&it);
+	buf_free(&v);
+	buf_free(&w);
+	if (arr)
+		print_json(r, arr);
+	return rc < 0 ? rc : 0;
+}
+
+/* ---- admin: grants, check, status ----------------------------------------- */
+
+static int cmd_grant_list(struct control *c, struct req *r)
+{
+	struct list_opts lo = { .all = true };
+	const char *user = NULL;
+
+	for (size_t i = 0; i < r->rq->n_args; i++) {
+		if (strcmp(r->rq->args[i], "--user") ||
+		    i + 1 == r->rq->n_args)
+			return bad(r, "usage: grantctl grant list [--user "
+				   "NAME] [--json]");
+		user = r->rq->args[++i];
+		if (!name_arg(r, user))
+			return 0;
+	}
+	lo.json = r->rq->json ? cJSON_CreateArray() : NULL;
+	int rc = for_each_grant(c, r, user, list_one, &lo);
+	if (lo.json)
+		print_json(r, lo.json);
+	return rc;
+}
+
+static int cmd_grant_revoke(struct control *c, struct req *r)
+{
+	struct inval_opts io = { 0 };
+	const char *name = r->rq->args[0];
+	struct gd_net target;
+	int rc;
+
+	if (!name_arg(r, name))
+		return 0;
+	if (r->rq->n_args == 2 && strcmp(r->rq->args[1], "all")) {
+		if (addr_parse(&target, r->rq->args[1], true) < 0)
+			return bad(r, "'%s' is not an IP address or subnet; "
+				   "give one, or 'all'", r->rq->args[1]);
+		io.match = &target;
+	}
+	if ((rc = for_each_grant(c, r, name, inval_one, &io)) < 0)
+		return rc;
+	if (!io.expired)
+		return refuse(r, "no live grant of user '%s' matched", name);
+	buf_printf(&r->out, "revoked %d grant%s of user %s\n", io.expired,
+		   io.expired == 1 ? "" : "s", name);
+	return 0;
+}
+
+static int cmd_check(struct control *c, struct req *r)
+{
+	const char *user = r->rq->args[0], *ip = r->rq->args[1];
+
+	if (!name_arg(r, user))
+		return 0;
+	if (addr_parse(&r->ip, ip, false) < 0)
+		return bad(r, "'%s' is not an IP address", ip);
+	return push_decision(c, r, user, r->rq->args[2]);
+}
+
+static int count_family(struct control *c, struct req *r, enum store_cf cf,
+			int64_t *count)
+{
+	struct store_iter *it;
+	struct buf v = BUF_INIT;
+	const char *key;
+	size_t klen;
+	int rc;
+
+	*count = 0;
+	store_iter_new(&it, c->n->store, c->batch, cf, "", 0);
+	while ((rc = store_iter_next(it, &key, &klen, &v)) > 0) {
+		bool live = true;
+		if (cf == CF_GRANTS) {
+			Grantd__V1__Grant *g = grantd__v1__grant__unpack(
+				NULL, v.len, (const uint8_t *)v.p);
+			live = g && !g->revoked && g->expires > r->now;
+			if (g)
+				grantd__v1__grant__free_unpacked(g, NULL);
+		} else {
+			/* users and repos: deleted is field 3 or 5; both
+			 * kinds decode as their own message */
+			if (cf == CF_USERS) {
+				Grantd__V1__User *u = grantd__v1__user__unpack(
+					NULL, v.len, (const uint8_t *)v.p);
+				live = u && !u->deleted;
+				if (u)
+					grantd__v1__user__free_unpacked(u, NULL);
+			} else {
+				Grantd__V1__Repo *p = grantd__v1__repo__unpack(
+					NULL, v.len, (const uint8_t *)v.p);
+				live = p && !p->deleted;
+				if (p)
+					grantd__v1__repo__free_unpacked(p, NULL);
+			}
+		}
+		*count += live;
+	}
+	store_iter_free(&it);
+	buf_free(&v);
+	return rc < 0 ? rc : 0;
+}
+
+static int cmd_status(struct control *c, struct req *r)
+{
+	struct node *n = c->n;
+	char digest[2 * DIGEST_LEN + 1];
+	int64_t users, grants, repos;
+	cJSON *j, *applied, *peers, *counts;
+	struct store_iter *it;
+	struct buf v = BUF_INIT;
+	const char *key;
+	size_t klen;
+	int rc;
+
+	if ((rc = count_family(c, r, CF_USERS, &users)) < 0 ||
+	    (rc = count_family(c, r, CF_GRANTS, &grants)) < 0 ||
+	    (rc = count_family(c, r, CF_REPOS, &repos)) < 0)
+		return rc;
+	digest_hex(digest, n->ops.digest);
+	j = cJSON_CreateObject();
+	cJSON_AddStringToObject(j, "site", n->ops.site);
+	cJSON_AddStringToObject(j, "digest", digest);
+	cJSON_AddNumberToObject(j, "hlc", (double)n->ops.hlc.last);
+	{
+		char ep[17];
+		snprintf(ep, sizeof(ep), "%016llx",
+			 (unsigned long long)n->ops.epoch);
+		cJSON_AddStringToObject(j, "epoch", ep);
+	}
+	applied = cJSON_AddObjectToObject(j, "applied");
+	store_iter_new(&it, n->store, c->batch, CF_VV, "", 0);
+	while ((rc = store_iter_next(it, &key, &klen, &v)) > 0) {
+		size_t ol = strnlen(key, klen);
+		char origin[NAME_SITE_MAX + 1];
+		if (ol > NAME_SITE_MAX || v.len != 8)
+			continue;
+		memcpy(origin, key, ol);
+		origin[ol] = '\0';
+		double seq = (double)store_get_be64(v.p);
+		cJSON *prev = cJSON_GetObjectItem(applied, origin);
+		if (prev)
+			cJSON_SetNumberValue(prev, prev->valuedouble + seq);
+		else
+			cJSON_AddNumberToObject(applied, origin, seq);
+	}
+	store_iter_free(&it);
+	buf_free(&v);
+	peers = cJSON_AddArrayToObject(j, "peers");
+	for (int i = 0; i < n->cfg->npeers; i++) {
+		cJSON *p = cJSON_CreateObject();
+		cJSON_AddStringToObject(p, "site", n->cfg->peers[i].site);
+		cJSON_AddBoolToObject(p, "connected", 0);
+		cJSON_AddItemToArray(peers, p);
+	}
+	counts = cJSON_AddObjectToObject(j, "counts");
+	cJSON_AddNumberToObject(counts, "users", (double)users);
+	cJSON_AddNumberToObject(counts, "grants", (double)grants);
+	cJSON_AddNumberToObject(counts, "repos", (double)repos);
+	cJSON_AddNumberToObject(counts, "dropped", (double)n->ops.dropped);
+	cJSON_AddNumberToObject(counts, "bad_requests",
+				(double)n->bad_requests);
+	if (r->rq->json) {
+		print_json(r, j);
+		return 0;
+	}
+	buf_printf(&r->out, "site:     %s\nepoch:    %016llx\nhlc:      "
+		   "%llu\ndigest:   %s\nusers:    %lld\ngrants:   %lld (live)\n"
+		   "repos:    %lld\ndropped:  %llu\n",
+		   n->ops.site, (unsigned long long)n->ops.epoch,
+		   (unsigned long long)n->ops.hlc.last, digest,
+		   (long long)users, (long long)grants, (long long)repos,
+		   (unsigned long long)n->ops.dropped);
+	cJSON *o;
+	cJSON_ArrayForEach(o, applied)
+		buf_printf(&r->out, "applied:  %s %.0f\n", o->string,
+			   o->valuedouble);
+	for (int i = 0; i < n->cfg->npeers; i++)
+		buf_printf(&r->out, "peer:     %s not connected\n",
+			   n->cfg->peers[i].site);
+	cJSON_Delete(j);
+	return 0;
+}
+
+/* ---- dispatch ------------------------------------------------------------ */
+
+static const struct cmd cmds[] = {
+	{ "2fa.enroll", ON_USER, false, 0, 1, cmd_enroll_self },
+	{ "2fa.val", ON_USER, true, 1, 1, cmd_val },
+	{ "2fa.val-for-days", ON_USER, true, 2, 2, cmd_val_for_days },
+	{ "2fa.val-subnet", ON_USER, true, 2, 2, cmd_val_subnet },
+	{ "2fa.val-session", ON_USER, true, 1, 1, cmd_val_session },
+	{ "2fa.isval", ON_USER, true, 0, 0, cmd_isval },
+	{ "2fa.list-val", ON_USER, true, 0, 1, cmd_list_val },
+	{ "2fa.inval", ON_USER, true, 1, 2, cmd_inval },
+	{ "2fa.unenroll", ON_USER, true, 1, 1, cmd_unenroll_self },
+	{ "push.check", ON_USER, true, 1, 1, cmd_push_check },
+	{ "repo.read", ON_USER | ON_ADMIN, false, 1, 1, cmd_repo_read },
+	{ "keys.list", ON_USER | ON_ADMIN, false, 0, 0, cmd_keys },
+	{ "user.add", ON_ADMIN, false, 1, GD_CTL_MAX_ARGS, cmd_user_add },
+	{ "user.del", ON_ADMIN, false, 1, 1, cmd_user_del },
+	{ "user.list", ON_ADMIN, false, 0, 0, cmd_user_list },
+	{ "unlock", ON_ADMIN, false, 1, 1, cmd_unlock },
+	{ "enroll", ON_ADMIN, false, 2, 10, cmd_enroll_admin },
+	{ "unenroll", ON_ADMIN, false, 1, 1, cmd_unenroll_admin },
+	{ "repo.add", ON_ADMIN, false, 1, GD_CTL_MAX_ARGS, cmd_repo_add },
+	{ "repo.mode", ON_ADMIN, false, 2, 2, cmd_repo_mode },
+	{ "repo.writers", ON_ADMIN, false, 1, GD_CTL_MAX_ARGS,
+	  cmd_repo_writers },
+	{ "repo.list", ON_ADMIN, false, 0, 0, cmd_repo_list },
+	{ "grant.list", ON_ADMIN, false, 0, 2, cmd_grant_list },
+	{ "grant.revoke", ON_ADMIN, false, 1, 2, cmd_grant_revoke },
+	{ "check", ON_ADMIN, false, 3, 3, cmd_check },
+	{ "status", ON_ADMIN, false, 0, 0, cmd_status },
+};
+
+static int dispatch(struct control *c, struct req *r)
+{
+	const struct cmd *cmd = NULL;
+	Grantd__V1__Request *rq = r->rq;
+
+	for (size_t i = 0; i < GD_ARRAY_SIZE(cmds); i++)
+		if (!strcmp(cmds[i].name, rq->cmd))
+			cmd = &cmds[i];
+	if (!cmd)
+		return bad(r, "unknown command '%s'", rq->cmd);
+	if (!(cmd->where & (r->admin ? ON_ADMIN : ON_USER))) {
+		log_warn("command refused on this socket cmd=%s socket=%s",
+			 rq->cmd, r->admin ? "admin" : "user");
+		return refuse(r, "'%s' is not allowed on this socket", rq->cmd);
+	}
+	if ((int)rq->n_args < cmd->min_args || (int)rq->n_args > cmd->max_args)
+		return bad(r, "wrong number of arguments for '%s'", rq->cmd);
+	if (!r->admin && (!rq->user || !*rq->user))
+		return bad(r, "no user given");
+	if (cmd->uses_ip && (!rq->client_ip ||
+			     addr_parse(&r->ip, rq->client_ip, false) < 0))
+		return bad(r, "no valid client address (is SSH_CONNECTION "
+			   "set?)");
+	return cmd->fn(c, r);
+}
+
+/* ---- sockets and batches -------------------------------------------------- */
+
+static void *bind_socket(void *zctx, const char *path, mode_t mode,
+			 bool group_git)
+{
+	void *s = zmq_socket(zctx, ZMQ_ROUTER);
+	int64_t max = GD_CTL_MAX_REQUEST;
+	int zero = 0, one = 1;
+	char ep[4200];
+
+	if (!s)
+		return NULL;
+	zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &max, sizeof(max));
+	zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof(zero));
+	zmq_setsockopt(s, ZMQ_ROUTER_MANDATORY, &one, sizeof(one));
+	unlink(path);
+	snprintf(ep, sizeof(ep), "ipc://%s", path);
+	if (zmq_bind(s, ep) < 0) {
+		log_error("cannot bind socket path=%s: %s", path,
+			  zmq_strerror(errno));
+		zmq_close(s);
+		return NULL;
+	}
+	if (chmod(path, mode) < 0)
+		log_warn("cannot chmod socket path=%s: %s", path,
+			 strerror(errno));
+	if (group_git) {
+		struct group *g = getgrnam("git");
+		if (g && chown(path, (uid_t)-1, g->gr_gid) < 0)
+			log_warn("cannot chgrp git socket path=%s: %s", path,
+				 strerror(errno));
+	}
+	return s;
+}
+
+int control_open(struct control **out, struct node *node, void *zctx)
+{
+	struct control *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		abort();
+	c->n = node;
+	c->user_sock = bind_socket(zctx, node->cfg->user_socket, 0660, true);
+	c->admin_sock = bind_socket(zctx, node->cfg->admin_socket, 0600, false);
+	if (!c->user_sock || !c->admin_sock) {
+		control_destroy(&c);
+		*out = NULL;
+		return GD_EIO;
+	}
+	store_batch_new(&c->batch, node->store);
+	*out = c;
+	return 0;
+}
+
+void control_destroy(struct control **cp)
+{
+	struct control *c = *cp;
+	if (!c)
+		return;
+	if (c->user_sock)
+		zmq_close(c->user_sock);
+	if (c->admin_sock)
+		zmq_close(c->admin_sock);
+	store_batch_free(&c->batch);
+	free(c);
+	*cp = NULL;
+}
+
+void *control_user_socket(struct control *c)
+{
+	return c->user_sock;
+}
+
+void *control_admin_socket(struct control *c)
+{
+	return c->admin_sock;
+}
+
+/* Read one [id][""][payload] message; 1 read, 0 none waiting, <0 error. */
+static int recv_one(void *sock, struct buf *ident, struct buf *payload)
+{
+	int frame = 0, more = 1;
+
+	buf_reset(ident);
+	buf_reset(payload);
+	while (more) {
+		zmq_msg_t m;
+		zmq_msg_init(&m);
+		if (zmq_msg_recv(&m, sock, frame ? 0 : ZMQ_DONTWAIT) < 0) {
+			zmq_msg_close(&m);
+			return frame ? GD_EIO : 0;
+		}
+		if (frame == 0)
+			buf_add(ident, zmq_msg_data(&m), zmq_msg_size(&m));
+		else if (frame >= 2)
+			buf_add(payload, zmq_msg_data(&m), zmq_msg_size(&m));
+		more = zmq_msg_more(&m);
+		zmq_msg_close(&m);
+		frame++;
+	}
+	return frame >= 3 ? 1 : GD_EPROTO;
+}
+
+static void send_reply(struct req *r)
+{
+	Grantd__V1__Reply rep = GRANTD__V1__REPLY__INIT;
+	uint8_t *frame;
+	size_t len;
+
+	SET(rep, status, r->status);
+	rep.out = r->out.len ? r->out.p : NULL;
+	rep.err = r->err.len ? r->err.p : NULL;
+	rep.otpauth_uri = r->uri.len ? r->uri.p : NULL;
+	rep.path = r->path.len ? r->path.p : NULL;
+	len = grantd__v1__reply__get_packed_size(&rep);
+	frame = malloc(len ? len : 1);
+	if (!frame)
+		abort();
+	grantd__v1__reply__pack(&rep, frame);
+	if (zmq_send(r->sock, r->ident.p, r->ident.len, ZMQ_SNDMORE) < 0 ||
+	    zmq_send(r->sock, "", 0, ZMQ_SNDMORE) < 0 ||
+	    zmq_send(r->sock, frame, len, 0) < 0)
+		log_warn("reply not delivered: %s", zmq_strerror(errno));
+	/* the reply may hold a fresh secret (enroll) */
+	sodium_memzero(frame, len);
+	free(frame);
+}
+
+static void req_free(struct req *r)
+{
+	if (r->rq)
+		grantd__v1__request__free_unpacked(r->rq, NULL);
+	if (r->out.p)
+		sodium_memzero(r->out.p, r->out.len);
+	if (r->uri.p)
+		sodium_memzero(r->uri.p, r->uri.len);
+	buf_free(&r->out);
+	buf_free(&r->err);
+	buf_free(&r->uri);
+	buf_free(&r->path);
+	buf_free(&r->ident);
+}
+
+int control_serve_batch(struct control *c, int max)
+{
+	struct req *reqs = calloc((size_t)max, sizeof(*reqs));
+	struct buf payload = BUF_INIT;
+	void *socks[2] = { c->user_sock, c->admin_sock };
+	int n = 0, rc = 0, failed = 0;
+	uint64_t now_ms = hlc_wall_ms();
+
+	if (!reqs)
+		abort();
+	/* Read whatever is waiting on either socket, alternating. */
+	for (bool progress = true; progress && n < max;) {
+		progress = false;
+		for (int s = 0; s < 2 && n < max; s++) {
+			struct req *r = &reqs[n];
+			int got = recv_one(socks[s], &r->ident, &payload);
+			if (got == 0)
+				continue;
+			progress = true;
+			if (got < 0) {
+				buf_free(&r->ident);
+				continue;
+			}
+			r->sock = socks[s];
+			r->admin = s == 1;
+			r->now_ms = now_ms;
+			r->now = (int64_t)(now_ms / 1000);
+			struct buf why = BUF_INIT;
+			if (control_decode(&r->rq, (const uint8_t *)payload.p,
+					   payload.len, &why) < 0) {
+				c->n->bad_requests++;
+				log_warn("bad request dropped socket=%s: %s",
+					 r->admin ? "admin" : "user", why.p);
+				bad(r, "bad request: %s", why.p);
+			}
+			buf_free(&why);
+			n++;
+		}
+	}
+	buf_free(&payload);
+	for (int i = 0; i < n; i++) {
+		struct req *r = &reqs[i];
+		if (!r->rq || failed)
+			continue;
+		if ((rc = dispatch(c, r)) < 0) {
+			log_error("request failed cmd=%s: %s", r->rq->cmd,
+				  gd_strerror(rc));
+			failed = rc;
+		}
+	}
+	if (!failed)
+		failed = store_commit(c->batch, true);
+	if (failed) {
+		/* Nothing of this batch is durable: say so to every caller
+		 * and forget the in-memory advances. */
+		store_batch_free(&c->batch);
+		store_batch_new(&c->batch, c->n->store);
+		ops_reload(&c->n->ops);
+		for (int i = 0; i < n; i++) {
+			buf_reset(&reqs[i].out);
+			buf_reset(&reqs[i].uri);
+			buf_reset(&reqs[i].path);
+			buf_reset(&reqs[i].err);
+			if (reqs[i].rq)
+				refuse(&reqs[i], "internal error: %s; nothing was "
+				      "changed (see the node's log)",
+				      gd_strerror(failed));
+		}
+	}
+	for (int i = 0; i < n; i++) {
+		send_reply(&reqs[i]);
+		req_free(&reqs[i]);
+	}
+	free(reqs);
+	return failed ? failed : n;
+}

@@ -1,0 +1,504 @@
+/*
+ * ops.c: stamping local operations and THE apply function.
+ *
+ * Merge rules (SPEC 5): users, enrollments, grants, unlocks and
+ * repositories are last-writer-wins registers ordered by (hlc, origin);
+ * token-use marks merge by max (next) and union (scratch codes spent);
+ * failures merge by union of timestamps per (user, site).  Each rule is
+ * commutative, associative and idempotent, so sites that apply the same
+ * operations in any order end with the same records, and so with the same
+ * digest.
+ */
+#include <sodium.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "err.h"
+#include "log.h"
+#include "names.h"
+#include "ops.h"
+#include "repos.h"
+#include "banned.h"
+
+#define META_EPOCH "epoch"
+#define META_SEQ "seq"
+#define META_HLC "hlc"
+#define META_DIGEST "digest"
+
+static int meta_u64(struct store *s, const char *key, uint64_t *out)
+{
+	struct buf v = BUF_INIT;
+	int rc = store_get(s, NULL, CF_META, key, strlen(key), &v);
+	if (rc == 0 && v.len == 8)
+		*out = store_get_be64(v.p);
+	else if (rc == 0)
+		rc = GD_EIO;
+	buf_free(&v);
+	return rc;
+}
+
+static void meta_put_u64(struct store_batch *b, const char *key, uint64_t val)
+{
+	uint8_t be[8];
+	store_be64(be, val);
+	store_put(b, CF_META, key, strlen(key), be, sizeof(be));
+}
+
+int ops_reload(struct ops *o)
+{
+	struct buf v = BUF_INIT;
+	uint64_t h = 0;
+	int rc;
+
+	o->seq = 0;
+	if ((rc = meta_u64(o->store, META_EPOCH, &o->epoch)) < 0)
+		goto done;
+	rc = meta_u64(o->store, META_SEQ, &o->seq);
+	if (rc < 0 && rc != GD_ENOTFOUND)
+		goto done;
+	rc = meta_u64(o->store, META_HLC, &h);
+	if (rc < 0 && rc != GD_ENOTFOUND)
+		goto done;
+	hlc_observe(&o->hlc, h);
+	memset(o->digest, 0, sizeof(o->digest));
+	rc = store_get(o->store, NULL, CF_META, META_DIGEST,
+		       strlen(META_DIGEST), &v);
+	if (rc == 0 && v.len == DIGEST_LEN)
+		memcpy(o->digest, v.p, DIGEST_LEN);
+	rc = rc == GD_ENOTFOUND ? 0 : rc;
+done:
+	buf_free(&v);
+	return rc;
+}
+
+int ops_open(struct ops *o, struct store *s, const struct config *cfg,
+	     bool created)
+{
+	uint64_t epoch;
+	int rc;
+
+	memset(o, 0, sizeof(*o));
+	o->store = s;
+	o->cfg = cfg;
+	snprintf(o->site, sizeof(o->site), "%s", cfg->site);
+	rc = meta_u64(s, META_EPOCH, &epoch);
+	if (rc == GD_ENOTFOUND) {
+		struct store_batch *b;
+		do
+			randombytes_buf(&epoch, sizeof(epoch));
+		while (epoch == 0);
+		store_batch_new(&b, s);
+		meta_put_u64(b, META_EPOCH, epoch);
+		rc = store_commit(b, true);
+		store_batch_free(&b);
+		if (rc < 0)
+			return rc;
+		log_info("new store site=%s epoch=%016llx", o->site,
+			 (unsigned long long)epoch);
+	} else if (rc < 0) {
+		return rc;
+	}
+	(void)created;
+	return ops_reload(o);
+}
+
+uint64_t ops_stamp(struct ops *o)
+{
+	return hlc_now(&o->hlc);
+}
+
+void ops_key_grant(struct buf *k, const char *user, const char *net,
+		   const char *session)
+{
+	buf_reset(k);
+	buf_add(k, user, strlen(user) + 1);
+	buf_add(k, net, strlen(net) + 1);
+	buf_add(k, session, strlen(session));
+}
+
+void ops_key_mark(struct buf *k, const char *user, uint64_t enroll_id)
+{
+	uint8_t be[8];
+	store_be64(be, enroll_id);
+	buf_reset(k);
+	buf_add(k, user, strlen(user) + 1);
+	buf_add(k, be, sizeof(be));
+}
+
+void ops_key_fail(struct buf *k, const char *user, const char *site)
+{
+	buf_reset(k);
+	buf_add(k, user, strlen(user) + 1);
+	buf_add(k, site, strlen(site));
+}
+
+static void vv_key(struct buf *k, const char *origin, uint64_t epoch)
+{
+	uint8_t be[8];
+	store_be64(be, epoch);
+	buf_reset(k);
+	buf_add(k, origin, strlen(origin) + 1);
+	buf_add(k, be, sizeof(be));
+}
+
+uint64_t ops_vv_get(struct ops *o, struct store_batch *b, const char *origin,
+		    uint64_t epoch)
+{
+	struct buf k = BUF_INIT, v = BUF_INIT;
+	uint64_t seq = 0;
+
+	vv_key(&k, origin, epoch);
+	if (store_get(o->store, b, CF_VV, k.p, k.len, &v) == 0 && v.len == 8)
+		seq = store_get_be64(v.p);
+	buf_free(&k);
+	buf_free(&v);
+	return seq;
+}
+
+static void pack_msg(struct buf *out, const ProtobufCMessage *m)
+{
+	size_t n = protobuf_c_message_get_packed_size(m);
+	buf_reset(out);
+	for (size_t i = 0; i < n; i++)
+		buf_add(out, "", 1);
+	protobuf_c_message_pack(m, (uint8_t *)out->p);
+	out->len = n;
+}
+
+/* (h1, o1) after (h2, o2)? */
+static bool stamp_after(uint64_t h1, const char *o1, uint64_t h2,
+			const char *o2)
+{
+	if (h1 != h2)
+		return h1 > h2;
+	return strcmp(o1 ? o1 : "", o2 ? o2 : "") > 0;
+}
+
+/* Write val at key unless the record there carries a later stamp. */
+static int lww_put(struct ops *o, struct store_batch *b, enum store_cf cf,
+		   const void *key, size_t klen, const struct buf *val,
+		   uint64_t hlc, const char *origin, bool *won)
+{
+	struct buf old = BUF_INIT;
+	int rc;
+
+	*won = false;
+	rc = store_get(o->store, b, cf, key, klen, &old);
+	if (rc == 0) {
+		Grantd__V1__Stamped *st = grantd__v1__stamped__unpack(
+			NULL, old.len, (const uint8_t *)old.p);
+		bool later = st && stamp_after(hlc, origin, st->hlc, st->origin);
+		if (st)
+			grantd__v1__stamped__free_unpacked(st, NULL);
+		if (!later)
+			goto done;
+		digest_toggle(o->digest, cf, key, klen, old.p, old.len);
+	} else if (rc != GD_ENOTFOUND) {
+		goto done;
+	}
+	rc = 0;
+	digest_toggle(o->digest, cf, key, klen, val->p, val->len);
+	store_put(b, cf, key, klen, val->p, val->len);
+	*won = true;
+done:
+	sodium_memzero(old.p, old.len);
+	buf_free(&old);
+	return rc;
+}
+
+static int apply_mark(struct ops *o, struct store_batch *b,
+		      const Grantd__V1__Mark *m)
+{
+	struct buf k = BUF_INIT, old = BUF_INIT, val = BUF_INIT;
+	Grantd__V1__Mark merged = *m;
+	int rc;
+
+	ops_key_mark(&k, m->user, m->enroll_id);
+	rc = store_get(o->store, b, CF_MARKS, k.p, k.len, &old);
+	if (rc == 0) {
+		Grantd__V1__Mark *om = grantd__v1__mark__unpack(
+			NULL, old.len, (const uint8_t *)old.p);
+		if (om) {
+			if (om->next > merged.next)
+				merged.next = om->next;
+			merged.scratch_used |= om->scratch_used;
+			grantd__v1__mark__free_unpacked(om, NULL);
+		}
+	} else if (rc != GD_ENOTFOUND) {
+		goto done;
+	}
+	merged.has_next = merged.has_scratch_used = 1;
+	merged.has_enroll_id = 1;
+	pack_msg(&val, &merged.base);
+	rc = 0;
+	if (old.len == val.len && !memcmp(old.p, val.p, val.len))
+		goto done;
+	if (old.len)
+		digest_toggle(o->digest, CF_MARKS, k.p, k.len, old.p, old.len);
+	digest_toggle(o->digest, CF_MARKS, k.p, k.len, val.p, val.len);
+	store_put(b, CF_MARKS, k.p, k.len, val.p, val.len);
+done:
+	buf_free(&k);
+	buf_free(&old);
+	buf_free(&val);
+	return rc;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static int apply_failure(struct ops *o, struct store_batch *b,
+			 const Grantd__V1__Failures *f)
+{
+	struct buf k = BUF_INIT, old = BUF_INIT, val = BUF_INIT;
+	Grantd__V1__Failures merged = GRANTD__V1__FAILURES__INIT;
+	int64_t at[2 * OPS_MAX_FAILURES_KEPT];
+	size_t n = 0;
+	int rc;
+
+	ops_key_fail(&k, f->user, f->site);
+	rc = store_get(o->store, b, CF_FAILS, k.p, k.len, &old);
+	if (rc == 0) {
+		Grantd__V1__Failures *of = grantd__v1__failures__unpack(
+			NULL, old.len, (const uint8_t *)old.p);
+		for (size_t i = 0; of && i < of->n_at_ms &&
+				   n < OPS_MAX_FAILURES_KEPT; i++)
+			at[n++] = of->at_ms[i];
+		if (of)
+			grantd__v1__failures__free_unpacked(of, NULL);
+	} else if (rc != GD_ENOTFOUND) {
+		goto done;
+	}
+	for (size_t i = 0; i < f->n_at_ms && i < OPS_MAX_FAILURES_KEPT; i++)
+		at[n++] = f->at_ms[i];
+	qsort(at, n, sizeof(at[0]), cmp_i64);
+	size_t u = 0;
+	for (size_t i = 0; i < n; i++)
+		if (u == 0 || at[u - 1] != at[i])
+			at[u++] = at[i];
+	size_t first = u > OPS_MAX_FAILURES_KEPT ? u - OPS_MAX_FAILURES_KEPT : 0;
+	merged.user = f->user;
+	merged.site = f->site;
+	merged.at_ms = at + first;
+	merged.n_at_ms = u - first;
+	pack_msg(&val, &merged.base);
+	rc = 0;
+	if (old.len == val.len && !memcmp(old.p, val.p, val.len))
+		goto done;
+	if (old.len)
+		digest_toggle(o->digest, CF_FAILS, k.p, k.len, old.p, old.len);
+	digest_toggle(o->digest, CF_FAILS, k.p, k.len, val.p, val.len);
+	store_put(b, CF_FAILS, k.p, k.len, val.p, val.len);
+done:
+	buf_free(&k);
+	buf_free(&old);
+	buf_free(&val);
+	return rc;
+}
+
+/* Effect of one operation on the state families. */
+static int apply_body(struct ops *o, struct store_batch *b,
+		      const Grantd__V1__Op *op)
+{
+	struct buf k = BUF_INIT, val = BUF_INIT;
+	bool won = false;
+	int rc = GD_EPROTO;
+
+	switch (op->body_case) {
+	case GRANTD__V1__OP__BODY_USER: {
+		Grantd__V1__User r = *op->user;
+		r.hlc = op->hlc, r.has_hlc = 1, r.origin = op->origin;
+		pack_msg(&val, &r.base);
+		rc = lww_put(o, b, CF_USERS, r.name, strlen(r.name), &val,
+			     op->hlc, op->origin, &won);
+		break;
+	}
+	case GRANTD__V1__OP__BODY_ENROLL: {
+		Grantd__V1__Enrollment r = *op->enroll;
+		r.hlc = op->hlc, r.has_hlc = 1, r.origin = op->origin;
+		pack_msg(&val, &r.base);
+		rc = lww_put(o, b, CF_ENROLL, r.user, strlen(r.user), &val,
+			     op->hlc, op->origin, &won);
+		break;
+	}
+	case GRANTD__V1__OP__BODY_GRANT: {
+		Grantd__V1__Grant r = *op->grant;
+		r.hlc = op->hlc, r.has_hlc = 1, r.origin = op->origin;
+		pack_msg(&val, &r.base);
+		ops_key_grant(&k, r.user, r.net, r.session ? r.session : "");
+		rc = lww_put(o, b, CF_GRANTS, k.p, k.len, &val, op->hlc,
+			     op->origin, &won);
+		break;
+	}
+	case GRANTD__V1__OP__BODY_UNLOCK: {
+		Grantd__V1__Unlock r = *op->unlock;
+		r.hlc = op->hlc, r.has_hlc = 1, r.origin = op->origin;
+		pack_msg(&val, &r.base);
+		rc = lww_put(o, b, CF_UNLOCK, r.user, strlen(r.user), &val,
+			     op->hlc, op->origin, &won);
+		break;
+	}
+	case GRANTD__V1__OP__BODY_REPO: {
+		Grantd__V1__Repo r = *op->repo;
+		r.hlc = op->hlc, r.has_hlc = 1, r.origin = op->origin;
+		pack_msg(&val, &r.base);
+		rc = lww_put(o, b, CF_REPOS, r.name, strlen(r.name), &val,
+			     op->hlc, op->origin, &won);
+		/* The directory is made before the commit: if the commit
+		 * fails an empty repository is left, which a retry reuses. */
+		if (rc == 0 && won && !r.deleted)
+			rc = repos_create(o->cfg->repo_dir, r.name, r.fork_of);
+		break;
+	}
+	case GRANTD__V1__OP__BODY_MARK:
+		rc = apply_mark(o, b, op->mark);
+		break;
+	case GRANTD__V1__OP__BODY_FAILURE:
+		rc = apply_failure(o, b, op->failure);
+		break;
+	default:
+		break;
+	}
+	sodium_memzero(val.p, val.len);
+	buf_free(&k);
+	buf_free(&val);
+	return rc;
+}
+
+int ops_apply(struct ops *o, struct store_batch *b, const Grantd__V1__Op *op,
+	      bool *applied)
+{
+	struct buf k = BUF_INIT, val = BUF_INIT;
+	uint8_t be[16];
+	uint64_t have;
+	int rc;
+
+	*applied = false;
+	have = ops_vv_get(o, b, op->origin, op->epoch);
+	if (op->seq <= have)
+		return 0;
+	if (op->seq != have + 1)
+		return GD_EINVAL;
+	hlc_observe(&o->hlc, op->hlc);
+	if ((rc = apply_body(o, b, op)) < 0)
+		goto done;
+
+	/* the operation log: origin \0 epoch seq */
+	buf_add(&k, op->origin, strlen(op->origin) + 1);
+	store_be64(be, op->epoch);
+	store_be64(be + 8, op->seq);
+	buf_add(&k, be, sizeof(be));
+	pack_msg(&val, &op->base);
+	store_put(b, CF_OPLOG, k.p, k.len, val.p, val.len);
+
+	vv_key(&k, op->origin, op->epoch);
+	store_be64(be, op->seq);
+	store_put(b, CF_VV, k.p, k.len, be, 8);
+
+	if (!strcmp(op->origin, o->site) && op->epoch == o->epoch)
+		meta_put_u64(b, META_SEQ, op->seq);
+	meta_put_u64(b, META_HLC, o->hlc.last);
+	store_put(b, CF_META, META_DIGEST, strlen(META_DIGEST), o->digest,
+		  DIGEST_LEN);
+	*applied = true;
+done:
+	sodium_memzero(val.p, val.len);
+	buf_free(&k);
+	buf_free(&val);
+	return rc;
+}
+
+int ops_local(struct ops *o, struct store_batch *b, Grantd__V1__Op *op)
+{
+	bool applied;
+	int rc;
+
+	op->origin = o->site;
+	op->epoch = o->epoch, op->has_epoch = 1;
+	op->seq = o->seq + 1, op->has_seq = 1;
+	if (!op->has_hlc || !op->hlc)
+		op->hlc = hlc_now(&o->hlc);
+	op->has_hlc = 1;
+	rc = ops_apply(o, b, op, &applied);
+	if (rc == 0)
+		o->seq++;
+	return rc;
+}
+
+static bool str_ok(const char *s, size_t max)
+{
+	return s && strnlen(s, max + 1) <= max;
+}
+
+int ops_check(const Grantd__V1__Op *op, struct buf *err)
+{
+	const char *why = NULL;
+
+	if (!op->origin || !name_site_ok(op->origin))
+		why = "bad origin";
+	else if (!op->has_epoch || !op->epoch || !op->has_seq || !op->seq ||
+		 !op->has_hlc || !op->hlc)
+		why = "missing stamp";
+	switch (op->body_case) {
+	case GRANTD__V1__OP__BODY_USER:
+		if (!op->user->name || !name_user_ok(op->user->name))
+			why = "bad user name";
+		else if (op->user->n_keys > OPS_MAX_KEYS)
+			why = "too many keys";
+		for (size_t i = 0; !why && i < op->user->n_keys; i++)
+			if (!str_ok(op->user->keys[i], 16384))
+				why = "key too long";
+		break;
+	case GRANTD__V1__OP__BODY_ENROLL:
+		if (!op->enroll->user || !name_user_ok(op->enroll->user))
+			why = "bad user name";
+		else if (op->enroll->secret.len > 128 ||
+			 op->enroll->n_scratch > 16)
+			why = "enrollment out of bounds";
+		break;
+	case GRANTD__V1__OP__BODY_GRANT:
+		if (!op->grant->user || !name_user_ok(op->grant->user))
+			why = "bad user name";
+		else if (!str_ok(op->grant->net, 64) ||
+			 !str_ok(op->grant->session ? op->grant->session : "",
+				 256) ||
+			 !str_ok(op->grant->site ? op->grant->site : "", 64))
+			why = "grant out of bounds";
+		break;
+	case GRANTD__V1__OP__BODY_MARK:
+		if (!op->mark->user || !name_user_ok(op->mark->user))
+			why = "bad user name";
+		break;
+	case GRANTD__V1__OP__BODY_FAILURE:
+		if (!op->failure->user || !name_user_ok(op->failure->user) ||
+		    !op->failure->site || !name_site_ok(op->failure->site) ||
+		    op->failure->n_at_ms > OPS_MAX_FAILURES_KEPT)
+			why = "bad failure record";
+		break;
+	case GRANTD__V1__OP__BODY_UNLOCK:
+		if (!op->unlock->user || !name_user_ok(op->unlock->user))
+			why = "bad user name";
+		break;
+	case GRANTD__V1__OP__BODY_REPO: {
+		char norm[NAME_REPO_MAX + 1];
+		if (!op->repo->name ||
+		    name_repo_norm(norm, sizeof(norm), op->repo->name) < 0 ||
+		    strcmp(norm, op->repo->name))
+			why = "bad repository name";
+		else if (op->repo->n_writers > 4096)
+			why = "too many writers";
+		break;
+	}
+	default:
+		why = "no body";
+	}
+	if (why) {
+		buf_puts(err, why);
+		return GD_EPROTO;
+	}
+	return 0;
+}

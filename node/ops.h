@@ -1,0 +1,87 @@
+/*
+ * ops.h: operations and THE apply function.
+ *
+ * Every change to replicated state is an operation stamped (origin, epoch,
+ * seq, hlc).  ops_local() stamps a change made here; ops_apply() merges an
+ * operation into the store batch: the effect (LWW by (hlc, origin) for
+ * users, enrollments, grants, unlocks and repositories; max/union for
+ * token-use marks and failures), the operation log, the version vector and
+ * the state digest, all in the one batch.  Local changes and (with the
+ * replication issue) peers' operations both go through ops_apply; there is
+ * no second merge path.
+ *
+ * One owner thread (the writer).  After a failed commit call ops_reload()
+ * so the in-memory counters match the disk again.
+ */
+#ifndef GD_OPS_H
+#define GD_OPS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "digest.h"
+#include "grantd.pb-c.h"
+#include "hlc.h"
+#include "store.h"
+
+struct config;
+
+/* Bounded by ops_check(). */
+#define OPS_MAX_FAILURES_KEPT 64
+#define OPS_MAX_KEYS 64
+
+struct ops {
+	struct store *store;
+	const struct config *cfg;
+	char site[65];
+	uint64_t epoch;        /* random, made when the store was created */
+	uint64_t seq;          /* last sequence number given here */
+	struct hlc hlc;
+	uint8_t digest[DIGEST_LEN];
+	uint64_t dropped;      /* operations refused by ops_check */
+};
+
+/* Load (or, for a new store, create) epoch, seq, hlc and digest.  The
+ * struct is the caller's; cfg must outlive it. */
+int ops_open(struct ops *o, struct store *s, const struct config *cfg,
+	     bool created);
+
+/* Re-read the counters from committed state after a failed commit. */
+int ops_reload(struct ops *o);
+
+/* A fresh HLC stamp, for a handler that must know the stamp of the
+ * operation it is about to make (an enrollment's id). */
+uint64_t ops_stamp(struct ops *o);
+
+/*
+ * Stamp op as a new local operation (origin = this site, the next seq,
+ * op->hlc if already set, otherwise a fresh stamp) and apply it to b.
+ * Returns 0 or a negative gd_err.
+ */
+int ops_local(struct ops *o, struct store_batch *b, Grantd__V1__Op *op);
+
+/*
+ * Apply an operation (local or a peer's) to b.  seq must be the next after
+ * the version vector's entry for (origin, epoch): an earlier seq is a
+ * duplicate and is skipped (*applied = false, returns 0); a later one is a
+ * gap (GD_EINVAL, nothing written).
+ */
+int ops_apply(struct ops *o, struct store_batch *b, const Grantd__V1__Op *op,
+	      bool *applied);
+
+/* Bounds and shape checks for an operation from outside (names, lengths,
+ * one body).  Returns 0 or GD_EPROTO with a reason in err. */
+int ops_check(const Grantd__V1__Op *op, struct buf *err);
+
+/* Keys of the record families (store.h documents the layouts). */
+void ops_key_grant(struct buf *k, const char *user, const char *net,
+		   const char *session);
+void ops_key_mark(struct buf *k, const char *user, uint64_t enroll_id);
+void ops_key_fail(struct buf *k, const char *user, const char *site);
+
+/* Version vector entry for (origin, epoch); 0 when none. */
+uint64_t ops_vv_get(struct ops *o, struct store_batch *b, const char *origin,
+		    uint64_t epoch);
+
+#endif

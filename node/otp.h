@@ -1,0 +1,70 @@
+/*
+ * otp.h: one-time passwords with liboath: TOTP (RFC 6238) and HOTP
+ * (RFC 4226) validation against an enrollment and its token-use mark,
+ * scratch codes, secrets and otpauth:// URIs.
+ *
+ * liboath keeps no state; replay protection is the mark: `next` is the
+ * lowest counter (HOTP) or time step (TOTP) still acceptable, and a token
+ * is good only if it matches at or after it.  The caller stores the new
+ * mark (otp_result.next) in the same batch as the grant it allows.
+ * Comparisons are constant time.  Pure functions: any thread, after
+ * otp_init().
+ */
+#ifndef GD_OTP_H
+#define GD_OTP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "buf.h"
+#include "grantd.pb-c.h"
+
+#define OTP_SCRATCH_CODES 5
+#define OTP_SCRATCH_DIGITS 8
+#define OTP_TOTP_SECRET_LEN 10   /* 80 bits, as kernel.org's totp-cgi */
+#define OTP_HOTP_SECRET_LEN 20   /* 160 bits, a YubiKey OATH slot */
+#define OTP_MAX_SECRET_LEN 64
+
+struct otp_result {
+	bool ok;
+	bool scratch;        /* a scratch code was used */
+	int scratch_index;
+	uint64_t next;       /* the new mark when ok and !scratch */
+	int drift;           /* TOTP: steps from now; HOTP: counters skipped */
+};
+
+int otp_init(void);
+
+/* 6 to 8 decimal digits. */
+bool otp_token_shape_ok(const char *token);
+
+/*
+ * Check token against enrollment e (secret in the clear) whose mark is
+ * (mark_next, scratch_used).  Returns 0 with out->ok telling the verdict,
+ * or GD_EINVAL when the enrollment itself is unusable.
+ */
+int otp_check(struct otp_result *out, const Grantd__V1__Enrollment *e,
+	      uint64_t mark_next, uint32_t scratch_used, const char *token,
+	      time_t now, int totp_window, int hotp_lookahead);
+
+/* Random secret of len bytes. */
+void otp_new_secret(uint8_t *out, size_t len);
+
+/* Make OTP_SCRATCH_CODES fresh codes: the text in codes, their hashes in
+ * hashes (as stored in the enrollment). */
+void otp_new_scratch(char codes[OTP_SCRATCH_CODES][OTP_SCRATCH_DIGITS + 1],
+		     uint8_t hashes[OTP_SCRATCH_CODES][32],
+		     const uint8_t *secret, size_t slen);
+
+/* Base32 without padding, as authenticator apps want it. */
+int otp_base32(struct buf *out, const uint8_t *secret, size_t len);
+/* Decode user-given base32 (spaces and lower case allowed). */
+int otp_base32_decode(uint8_t *out, size_t *outlen, const char *in);
+
+/* otpauth://totp/... or otpauth://hotp/... for e. */
+void otp_uri(struct buf *out, const Grantd__V1__Enrollment *e,
+	     const char *issuer);
+
+#endif

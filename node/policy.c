@@ -1,0 +1,254 @@
+/*
+ * policy.c: decisions over the stored state.  Reads only; every write
+ * happens in control.c through ops_local().
+ */
+#include <sodium.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "ops.h"
+#include "policy.h"
+#include "banned.h"
+
+int policy_user_load(struct policy_user *out, struct node *n,
+		     struct store_batch *b, const char *name)
+{
+	struct buf v = BUF_INIT;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	rc = store_get(n->store, b, CF_USERS, name, strlen(name), &v);
+	if (rc == 0) {
+		out->user = grantd__v1__user__unpack(NULL, v.len,
+						     (const uint8_t *)v.p);
+		if (out->user && out->user->deleted) {
+			grantd__v1__user__free_unpacked(out->user, NULL);
+			out->user = NULL;
+		}
+	} else if (rc != GD_ENOTFOUND) {
+		goto done;
+	}
+	rc = store_get(n->store, b, CF_ENROLL, name, strlen(name), &v);
+	if (rc == 0) {
+		out->enroll = grantd__v1__enrollment__unpack(
+			NULL, v.len, (const uint8_t *)v.p);
+		if (out->enroll && out->enroll->deleted) {
+			grantd__v1__enrollment__free_unpacked(out->enroll,
+							      NULL);
+			out->enroll = NULL;
+		}
+		out->enrolled = out->enroll && out->enroll->active;
+	} else if (rc != GD_ENOTFOUND) {
+		goto done;
+	}
+	rc = 0;
+done:
+	sodium_memzero(v.p, v.len);
+	buf_free(&v);
+	return rc;
+}
+
+void policy_user_clear(struct policy_user *u)
+{
+	if (u->user)
+		grantd__v1__user__free_unpacked(u->user, NULL);
+	if (u->enroll) {
+		sodium_memzero(u->enroll->secret.data, u->enroll->secret.len);
+		grantd__v1__enrollment__free_unpacked(u->enroll, NULL);
+	}
+	memset(u, 0, sizeof(*u));
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+int policy_lock_state(struct node *n, struct store_batch *b, const char *user,
+		      uint64_t now_ms, int *failures, uint64_t *until_ms)
+{
+	const struct config_policy *p = &n->cfg->policy;
+	uint64_t window_ms = (uint64_t)p->lockout_window * 1000;
+	uint64_t since = now_ms > window_ms ? now_ms - window_ms : 0;
+	uint64_t *at = NULL;
+	size_t nat = 0, cap = 0;
+	struct buf v = BUF_INIT;
+	struct store_iter *it;
+	const char *key;
+	size_t klen;
+	int rc;
+
+	*failures = 0;
+	*until_ms = 0;
+	rc = store_get(n->store, b, CF_UNLOCK, user, strlen(user), &v);
+	if (rc == 0) {
+		Grantd__V1__Unlock *u = grantd__v1__unlock__unpack(
+			NULL, v.len, (const uint8_t *)v.p);
+		if (u && hlc_ms(u->hlc) > since)
+			since = hlc_ms(u->hlc);
+		if (u)
+			grantd__v1__unlock__free_unpacked(u, NULL);
+	} else if (rc != GD_ENOTFOUND) {
+		goto done;
+	}
+	store_iter_new(&it, n->store, b, CF_FAILS, user, strlen(user) + 1);
+	while ((rc = store_iter_next(it, &key, &klen, &v)) > 0) {
+		Grantd__V1__Failures *f = grantd__v1__failures__unpack(
+			NULL, v.len, (const uint8_t *)v.p);
+		for (size_t i = 0; f && i < f->n_at_ms; i++) {
+			if (f->at_ms[i] < 0 || (uint64_t)f->at_ms[i] <= since)
+				continue;
+			if (nat == cap) {
+				cap = cap ? 2 * cap : 16;
+				at = realloc(at, cap * sizeof(*at));
+				if (!at)
+					abort();
+			}
+			at[nat++] = (uint64_t)f->at_ms[i];
+		}
+		if (f)
+			grantd__v1__failures__free_unpacked(f, NULL);
+	}
+	store_iter_free(&it);
+	if (rc < 0)
+		goto done;
+	rc = 0;
+	*failures = (int)nat;
+	if ((int)nat >= p->lockout_failures) {
+		qsort(at, nat, sizeof(*at), cmp_u64);
+		/* locked until enough failures age out of the window */
+		*until_ms = at[nat - (size_t)p->lockout_failures] + window_ms;
+	}
+done:
+	free(at);
+	buf_free(&v);
+	return rc;
+}
+
+int policy_find_grant(Grantd__V1__Grant **out, struct node *n,
+		      struct store_batch *b, const char *user,
+		      const struct gd_net *ip, const char *session,
+		      int64_t now)
+{
+	struct store_iter *it;
+	struct buf v = BUF_INIT;
+	const char *key;
+	size_t klen;
+	int rc;
+
+	*out = NULL;
+	store_iter_new(&it, n->store, b, CF_GRANTS, user, strlen(user) + 1);
+	while ((rc = store_iter_next(it, &key, &klen, &v)) > 0) {
+		Grantd__V1__Grant *g = grantd__v1__grant__unpack(
+			NULL, v.len, (const uint8_t *)v.p);
+		struct gd_net net;
+		bool ok = g && !g->revoked && !g->purged &&
+			  g->expires > now && g->net &&
+			  addr_parse(&net, g->net, true) == 0 &&
+			  addr_contains(&net, ip);
+		if (ok && g->session && *g->session)
+			ok = session && !strcmp(g->session, session);
+		if (ok && (!*out || g->expires > (*out)->expires)) {
+			if (*out)
+				grantd__v1__grant__free_unpacked(*out, NULL);
+			*out = g;
+		} else if (g) {
+			grantd__v1__grant__free_unpacked(g, NULL);
+		}
+	}
+	store_iter_free(&it);
+	buf_free(&v);
+	return rc < 0 ? rc : 0;
+}
+
+int policy_repo_load(Grantd__V1__Repo **out, struct node *n,
+		     struct store_batch *b, const char *name)
+{
+	struct buf v = BUF_INIT;
+	int rc;
+
+	*out = NULL;
+	rc = store_get(n->store, b, CF_REPOS, name, strlen(name), &v);
+	if (rc == 0) {
+		*out = grantd__v1__repo__unpack(NULL, v.len,
+						(const uint8_t *)v.p);
+		if (*out && (*out)->deleted) {
+			grantd__v1__repo__free_unpacked(*out, NULL);
+			*out = NULL;
+		}
+		rc = *out ? 0 : GD_ENOTFOUND;
+	}
+	buf_free(&v);
+	return rc;
+}
+
+int policy_push(struct node *n, struct store_batch *b, const char *user,
+		const struct gd_net *ip, const char *session, const char *repo,
+		int64_t now, struct buf *why, struct buf *hint)
+{
+	struct policy_user u;
+	Grantd__V1__Repo *r = NULL;
+	Grantd__V1__Grant *g = NULL;
+	char ipstr[ADDR_STRLEN];
+	bool writer = false;
+	int rc;
+
+	addr_format(ipstr, ip);
+	if ((rc = policy_repo_load(&r, n, b, repo)) < 0) {
+		if (rc == GD_ENOTFOUND)
+			buf_printf(why, "repository '%s' does not exist", repo);
+		return rc;
+	}
+	if ((rc = policy_user_load(&u, n, b, user)) < 0)
+		goto done;
+	rc = GD_EDENIED;
+	if (!u.user) {
+		buf_printf(why, "unknown user '%s'", user);
+		goto done;
+	}
+	for (size_t i = 0; i < r->n_writers; i++)
+		if (!strcmp(r->writers[i], user))
+			writer = true;
+	if (!writer) {
+		buf_printf(why, "user '%s' may not write to '%s'", user, repo);
+		buf_printf(hint, "ask an administrator: grantctl repo writers "
+			   "%s ... %s", repo, user);
+		goto done;
+	}
+	if (r->mode == GRANTD__V1__REPO_MODE__MODE_OFF ||
+	    (r->mode == GRANTD__V1__REPO_MODE__MODE_OPT_IN && !u.enrolled)) {
+		rc = 0;
+		goto done;
+	}
+	if (!u.enrolled) {
+		buf_printf(why, "user '%s' is not enrolled with 2-factor "
+			   "authentication, which '%s' requires", user, repo);
+		if (u.enroll)
+			buf_printf(hint, "finish enrolling: ssh %s 2fa val "
+				   "<token>", n->host);
+		else
+			buf_printf(hint, "enroll first: ssh %s 2fa enroll "
+				   "totp (or yubikey), then ssh %s 2fa val "
+				   "<token>", n->host, n->host);
+		goto done;
+	}
+	if ((rc = policy_find_grant(&g, n, b, user, ip, session, now)) < 0)
+		goto done;
+	if (!g) {
+		rc = GD_EDENIED;
+		buf_printf(why, "IP address %s has not been validated for "
+			   "user '%s'", ipstr, user);
+		buf_printf(hint, "get your 2-factor token and run: ssh %s 2fa "
+			   "val <token>", n->host);
+		goto done;
+	}
+	rc = 0;
+done:
+	if (g)
+		grantd__v1__grant__free_unpacked(g, NULL);
+	grantd__v1__repo__free_unpacked(r, NULL);
+	policy_user_clear(&u);
+	return rc;
+}

@@ -1,0 +1,57 @@
+/*
+ * policy.h: read-only decisions: who is enrolled, who is locked out,
+ * which grant covers an address, and whether a push may proceed.  This is
+ * where a push is authorised (policy_push); control.c calls it for
+ * grant-shell and for `grantctl check`.
+ */
+#ifndef GD_POLICY_H
+#define GD_POLICY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "addr.h"
+#include "buf.h"
+#include "grantd.pb-c.h"
+#include "node.h"
+
+struct policy_user {
+	Grantd__V1__User *user;         /* NULL: no such (live) user */
+	Grantd__V1__Enrollment *enroll; /* NULL: none, or unenrolled */
+	bool enrolled;                  /* enroll && enroll->active */
+};
+
+/* Load a user's records (reading through b when given).  Fill *out; free
+ * it with policy_user_clear.  Returns 0 or GD_EIO. */
+int policy_user_load(struct policy_user *out, struct node *n,
+		     struct store_batch *b, const char *name);
+void policy_user_clear(struct policy_user *u);
+
+/* Failed attempts in the lockout window at every site, after the last
+ * unlock; *until_ms is when the lock lifts (0: not locked). */
+int policy_lock_state(struct node *n, struct store_batch *b, const char *user,
+		      uint64_t now_ms, int *failures, uint64_t *until_ms);
+
+/* The live grant of user covering ip (and session, for session grants)
+ * that expires last; *out is the caller's
+ * (grantd__v1__grant__free_unpacked) or NULL when none covers it. */
+int policy_find_grant(Grantd__V1__Grant **out, struct node *n,
+		      struct store_batch *b, const char *user,
+		      const struct gd_net *ip, const char *session,
+		      int64_t now);
+
+/*
+ * May user push to repo from ip (over SSH connection session) now?
+ * Returns 0 (allowed), GD_EDENIED with why and hint filled (the reason, and
+ * the exact command that fixes it), GD_ENOTFOUND (no such repository) or
+ * GD_EIO.
+ */
+int policy_push(struct node *n, struct store_batch *b, const char *user,
+		const struct gd_net *ip, const char *session, const char *repo,
+		int64_t now, struct buf *why, struct buf *hint);
+
+/* The repository record, or NULL (deleted or missing); caller frees. */
+int policy_repo_load(Grantd__V1__Repo **out, struct node *n,
+		     struct store_batch *b, const char *name);
+
+#endif

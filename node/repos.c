@@ -1,0 +1,74 @@
+/*
+ * repos.c: creating hosted repositories with libgit2.  libgit2 is
+ * initialised once by main() before any thread starts.
+ */
+#include <errno.h>
+#include <git2.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "err.h"
+#include "log.h"
+#include "repos.h"
+#include "banned.h"
+
+void repos_path(struct buf *out, const char *repo_dir, const char *name)
+{
+	buf_reset(out);
+	buf_printf(out, "%s/%s.git", repo_dir, name);
+}
+
+static int write_alternates(const char *path, const char *parent)
+{
+	struct buf f = BUF_INIT;
+	int rc = 0;
+
+	buf_printf(&f, "%s/objects/info/alternates", path);
+	FILE *fp = fopen(f.p, "w");
+	if (!fp || fprintf(fp, "%s/objects\n", parent) < 0) {
+		log_error("cannot write alternates path=%s: %s", f.p,
+			  strerror(errno));
+		rc = GD_EIO;
+	}
+	if (fp && fclose(fp) != 0)
+		rc = GD_EIO;
+	buf_free(&f);
+	return rc;
+}
+
+int repos_create(const char *repo_dir, const char *name, const char *fork_of)
+{
+	git_repository *repo = NULL;
+	git_repository_init_options io;
+	struct buf path = BUF_INIT, parent = BUF_INIT;
+	struct stat st;
+	int rc = 0;
+
+	git_repository_init_options_init(&io, GIT_REPOSITORY_INIT_OPTIONS_VERSION);
+	repos_path(&path, repo_dir, name);
+	if (stat(path.p, &st) == 0)
+		goto done;
+	io.flags = GIT_REPOSITORY_INIT_BARE | GIT_REPOSITORY_INIT_MKPATH |
+		   GIT_REPOSITORY_INIT_NO_REINIT;
+	io.initial_head = "master";
+	if (git_repository_init_ext(&repo, path.p, &io) < 0) {
+		const git_error *e = git_error_last();
+		log_error("cannot create repository repo=%s: %s", name,
+			  e ? e->message : "unknown error");
+		rc = GD_EIO;
+		goto done;
+	}
+	if (fork_of && *fork_of) {
+		repos_path(&parent, repo_dir, fork_of);
+		rc = write_alternates(path.p, parent.p);
+	}
+	log_info("created repository repo=%s%s%s", name,
+		 fork_of && *fork_of ? " fork_of=" : "",
+		 fork_of && *fork_of ? fork_of : "");
+done:
+	git_repository_free(repo);
+	buf_free(&path);
+	buf_free(&parent);
+	return rc;
+}

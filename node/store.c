@@ -1,0 +1,428 @@
+/*
+ * store.c: RocksDB behind a small interface.
+ *
+ * Why a WriteBatchWithIndex and not a TransactionDB: the node has exactly
+ * one writer thread, which already serialises every read-modify-write, so
+ * transactions would only add locking; what we need is reads that see the
+ * batch being built (two requests of one batch touching the same user) and
+ * one synced write per batch (group commit).  The index gives both.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <rocksdb/c.h>
+#include <sodium.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "err.h"
+#include "grantd.pb-c.h"
+#include "log.h"
+#include "store.h"
+#include "banned.h"
+
+static const char *const cf_names[CF__COUNT] = {
+	[CF_META] = "default", [CF_USERS] = "users",   [CF_ENROLL] = "enroll",
+	[CF_GRANTS] = "grants", [CF_MARKS] = "marks",  [CF_FAILS] = "fails",
+	[CF_UNLOCK] = "unlock", [CF_REPOS] = "repos",  [CF_OPLOG] = "oplog",
+	[CF_VV] = "vv",
+};
+
+static bool cf_sealed(enum store_cf cf)
+{
+	return cf == CF_ENROLL || cf == CF_OPLOG;
+}
+
+/* Expired grants stay on disk this long after expiry, so a late operation
+ * for them still meets the record it must lose against, and `list-val all`
+ * can show recent history. */
+#define GRANT_GRACE_S (45LL * 86400)
+
+struct store {
+	rocksdb_t *db;
+	rocksdb_options_t *opts;
+	rocksdb_options_t *cf_opts[CF__COUNT];
+	rocksdb_column_family_handle_t *cf[CF__COUNT];
+	rocksdb_readoptions_t *ropts;
+	rocksdb_writeoptions_t *wsync;
+	rocksdb_writeoptions_t *wnosync;
+	rocksdb_compactionfilter_t *grant_filter;
+	uint8_t key[STORE_SEAL_KEY_LEN];
+};
+
+struct store_batch {
+	struct store *s;
+	rocksdb_writebatch_wi_t *wb;
+	struct buf scratch;
+};
+
+struct store_iter {
+	struct store *s;
+	enum store_cf cf;
+	rocksdb_iterator_t *it;
+	char *prefix;
+	size_t plen;
+	bool started;
+};
+
+void store_be64(uint8_t out[8], uint64_t v)
+{
+	for (int i = 7; i >= 0; i--) {
+		out[i] = (uint8_t)v;
+		v >>= 8;
+	}
+}
+
+uint64_t store_get_be64(const void *p)
+{
+	const uint8_t *b = p;
+	uint64_t v = 0;
+	for (int i = 0; i < 8; i++)
+		v = v << 8 | b[i];
+	return v;
+}
+
+static unsigned char grant_filter(void *state, int level, const char *key,
+				  size_t klen, const char *val, size_t vlen,
+				  char **nv, size_t *nvlen,
+				  unsigned char *changed)
+{
+	Grantd__V1__Grant *g;
+	unsigned char drop = 0;
+
+	g = grantd__v1__grant__unpack(NULL, vlen, (const uint8_t *)val);
+	if (!g)
+		return 0;
+	if (g->expires + GRANT_GRACE_S < (int64_t)time(NULL))
+		drop = 1;
+	grantd__v1__grant__free_unpacked(g, NULL);
+	return drop;
+}
+
+static const char *grant_filter_name(void *state)
+{
+	return "grantd-expired-grants";
+}
+
+int store_open(struct store **out, bool *created, const char *path,
+	       const uint8_t seal_key[STORE_SEAL_KEY_LEN])
+{
+	struct store *s = calloc(1, sizeof(*s));
+	char *err = NULL;
+	struct stat st;
+
+	if (!s)
+		abort();
+	*out = NULL;
+	memcpy(s->key, seal_key, STORE_SEAL_KEY_LEN);
+	{
+		char cur[4096];
+		snprintf(cur, sizeof(cur), "%s/CURRENT", path);
+		*created = stat(cur, &st) < 0;
+	}
+	if (mkdir(path, 0700) < 0 && errno != EEXIST) {
+		log_error("cannot create store dir=%s: %s", path,
+			  strerror(errno));
+		free(s);
+		return GD_EIO;
+	}
+	s->opts = rocksdb_options_create();
+	rocksdb_options_set_create_if_missing(s->opts, 1);
+	rocksdb_options_set_create_missing_column_families(s->opts, 1);
+	rocksdb_options_increase_parallelism(s->opts, 2);
+	rocksdb_options_set_max_open_files(s->opts, 512);
+	s->grant_filter = rocksdb_compactionfilter_create(
+		NULL, NULL, grant_filter, grant_filter_name);
+	for (int i = 0; i < CF__COUNT; i++) {
+		s->cf_opts[i] = rocksdb_options_create();
+		rocksdb_options_set_create_if_missing(s->cf_opts[i], 1);
+		if (i == CF_GRANTS)
+			rocksdb_options_set_compaction_filter(s->cf_opts[i],
+							      s->grant_filter);
+	}
+	s->db = rocksdb_open_column_families(
+		s->opts, path, CF__COUNT, (const char *const *)cf_names,
+		(const rocksdb_options_t *const *)s->cf_opts, s->cf, &err);
+	if (err) {
+		log_error("cannot open store dir=%s: %s", path, err);
+		rocksdb_free(err);
+		s->db = NULL;
+		store_destroy(&s);
+		return GD_EIO;
+	}
+	s->ropts = rocksdb_readoptions_create();
+	s->wsync = rocksdb_writeoptions_create();
+	rocksdb_writeoptions_set_sync(s->wsync, 1);
+	s->wnosync = rocksdb_writeoptions_create();
+	*out = s;
+	return 0;
+}
+
+void store_destroy(struct store **sp)
+{
+	struct store *s = *sp;
+	if (!s)
+		return;
+	for (int i = 0; i < CF__COUNT; i++)
+		if (s->cf[i])
+			rocksdb_column_family_handle_destroy(s->cf[i]);
+	if (s->db)
+		rocksdb_close(s->db);
+	for (int i = 0; i < CF__COUNT; i++)
+		if (s->cf_opts[i])
+			rocksdb_options_destroy(s->cf_opts[i]);
+	if (s->opts)
+		rocksdb_options_destroy(s->opts);
+	if (s->grant_filter)
+		rocksdb_compactionfilter_destroy(s->grant_filter);
+	if (s->ropts)
+		rocksdb_readoptions_destroy(s->ropts);
+	if (s->wsync)
+		rocksdb_writeoptions_destroy(s->wsync);
+	if (s->wnosync)
+		rocksdb_writeoptions_destroy(s->wnosync);
+	sodium_memzero(s->key, sizeof(s->key));
+	free(s);
+	*sp = NULL;
+}
+
+/* value = nonce || secretbox(plain) */
+static void seal(struct store *s, struct buf *out, const void *p, size_t n)
+{
+	uint8_t nonce[crypto_secretbox_NONCEBYTES];
+	size_t clen = n + crypto_secretbox_MACBYTES;
+
+	randombytes_buf(nonce, sizeof(nonce));
+	buf_reset(out);
+	buf_add(out, nonce, sizeof(nonce));
+	for (size_t i = 0; i < clen; i++)
+		buf_add(out, "", 1); /* room for the box */
+	crypto_secretbox_easy((uint8_t *)out->p + sizeof(nonce), p, n, nonce,
+			      s->key);
+}
+
+static int unseal(struct store *s, struct buf *out, const char *v, size_t n)
+{
+	size_t hdr = crypto_secretbox_NONCEBYTES + crypto_secretbox_MACBYTES;
+
+	buf_reset(out);
+	if (n < hdr)
+		return GD_ECRYPTO;
+	size_t plen = n - hdr;
+	for (size_t i = 0; i < plen; i++)
+		buf_add(out, "", 1);
+	if (crypto_secretbox_open_easy((uint8_t *)out->p,
+				       (const uint8_t *)v +
+					       crypto_secretbox_NONCEBYTES,
+				       n - crypto_secretbox_NONCEBYTES,
+				       (const uint8_t *)v, s->key) != 0) {
+		buf_reset(out);
+		return GD_ECRYPTO;
+	}
+	out->len = plen;
+	return 0;
+}
+
+static int set_value(struct store *s, enum store_cf cf, struct buf *val,
+		     const char *v, size_t n)
+{
+	if (cf_sealed(cf))
+		return unseal(s, val, v, n);
+	buf_reset(val);
+	buf_add(val, v, n);
+	return 0;
+}
+
+int store_get(struct store *s, struct store_batch *b, enum store_cf cf,
+	      const void *key, size_t klen, struct buf *val)
+{
+	char *err = NULL, *v;
+	size_t n = 0;
+	int rc;
+
+	if (b)
+		v = rocksdb_writebatch_wi_get_from_batch_and_db_cf(
+			b->wb, s->db, s->ropts, s->cf[cf], key, klen, &n,
+			&err);
+	else
+		v = rocksdb_get_cf(s->db, s->ropts, s->cf[cf], key, klen, &n,
+				   &err);
+	if (err) {
+		log_error("store read failed cf=%s: %s", cf_names[cf], err);
+		rocksdb_free(err);
+		return GD_EIO;
+	}
+	if (!v)
+		return GD_ENOTFOUND;
+	rc = set_value(s, cf, val, v, n);
+	rocksdb_free(v);
+	if (rc < 0)
+		log_error("sealed value does not open cf=%s (wrong key file?)",
+			  cf_names[cf]);
+	return rc;
+}
+
+int store_batch_new(struct store_batch **out, struct store *s)
+{
+	struct store_batch *b = calloc(1, sizeof(*b));
+	if (!b)
+		abort();
+	b->s = s;
+	b->wb = rocksdb_writebatch_wi_create(0, 1);
+	*out = b;
+	return 0;
+}
+
+void store_batch_free(struct store_batch **bp)
+{
+	struct store_batch *b = *bp;
+	if (!b)
+		return;
+	rocksdb_writebatch_wi_destroy(b->wb);
+	buf_free(&b->scratch);
+	free(b);
+	*bp = NULL;
+}
+
+void store_put(struct store_batch *b, enum store_cf cf, const void *key,
+	       size_t klen, const void *val, size_t vlen)
+{
+	if (cf_sealed(cf)) {
+		seal(b->s, &b->scratch, val, vlen);
+		val = b->scratch.p;
+		vlen = b->scratch.len;
+	}
+	rocksdb_writebatch_wi_put_cf(b->wb, b->s->cf[cf], key, klen, val,
+				     vlen);
+}
+
+void store_del(struct store_batch *b, enum store_cf cf, const void *key,
+	       size_t klen)
+{
+	rocksdb_writebatch_wi_delete_cf(b->wb, b->s->cf[cf], key, klen);
+}
+
+int store_batch_count(struct store_batch *b)
+{
+	return rocksdb_writebatch_wi_count(b->wb);
+}
+
+void store_batch_savepoint(struct store_batch *b)
+{
+	rocksdb_writebatch_wi_set_save_point(b->wb);
+}
+
+void store_batch_rollback(struct store_batch *b)
+{
+	char *err = NULL;
+	rocksdb_writebatch_wi_rollback_to_save_point(b->wb, &err);
+	if (err) {
+		log_error("store rollback failed: %s", err);
+		rocksdb_free(err);
+	}
+}
+
+int store_commit(struct store_batch *b, bool sync)
+{
+	char *err = NULL;
+
+	if (rocksdb_writebatch_wi_count(b->wb) == 0)
+		return 0;
+	rocksdb_write_writebatch_wi(b->s->db, sync ? b->s->wsync : b->s->wnosync,
+				    b->wb, &err);
+	rocksdb_writebatch_wi_clear(b->wb);
+	if (err) {
+		log_error("store write failed: %s", err);
+		rocksdb_free(err);
+		return GD_EIO;
+	}
+	return 0;
+}
+
+int store_iter_new(struct store_iter **out, struct store *s,
+		   struct store_batch *b, enum store_cf cf, const void *prefix,
+		   size_t plen)
+{
+	struct store_iter *it = calloc(1, sizeof(*it));
+	if (!it)
+		abort();
+	it->s = s;
+	it->cf = cf;
+	it->it = rocksdb_create_iterator_cf(s->db, s->ropts, s->cf[cf]);
+	if (b)
+		it->it = rocksdb_writebatch_wi_create_iterator_with_base_cf(
+			b->wb, it->it, s->cf[cf]);
+	it->prefix = malloc(plen ? plen : 1);
+	if (!it->prefix)
+		abort();
+	memcpy(it->prefix, prefix, plen);
+	it->plen = plen;
+	*out = it;
+	return 0;
+}
+
+int store_iter_next(struct store_iter *it, const char **key, size_t *klen,
+		    struct buf *val)
+{
+	size_t vlen;
+	const char *v;
+	char *err = NULL;
+
+	if (!it->started) {
+		it->started = true;
+		if (it->plen)
+			rocksdb_iter_seek(it->it, it->prefix, it->plen);
+		else
+			rocksdb_iter_seek_to_first(it->it);
+	} else {
+		rocksdb_iter_next(it->it);
+	}
+	if (!rocksdb_iter_valid(it->it)) {
+		rocksdb_iter_get_error(it->it, &err);
+		if (err) {
+			log_error("store iteration failed: %s", err);
+			rocksdb_free(err);
+			return GD_EIO;
+		}
+		return 0;
+	}
+	*key = rocksdb_iter_key(it->it, klen);
+	if (*klen < it->plen || memcmp(*key, it->prefix, it->plen))
+		return 0;
+	v = rocksdb_iter_value(it->it, &vlen);
+	int rc = set_value(it->s, it->cf, val, v, vlen);
+	return rc < 0 ? rc : 1;
+}
+
+void store_iter_free(struct store_iter **itp)
+{
+	struct store_iter *it = *itp;
+	if (!it)
+		return;
+	rocksdb_iter_destroy(it->it);
+	free(it->prefix);
+	free(it);
+	*itp = NULL;
+}
+
+int store_checkpoint(struct store *s, const char *dir)
+{
+	char *err = NULL;
+	rocksdb_checkpoint_t *cp = rocksdb_checkpoint_object_create(s->db, &err);
+	if (!err)
+		rocksdb_checkpoint_create(cp, dir, 0, &err);
+	if (cp)
+		rocksdb_checkpoint_object_destroy(cp);
+	if (err) {
+		log_error("checkpoint failed dir=%s: %s", dir, err);
+		rocksdb_free(err);
+		return GD_EIO;
+	}
+	return 0;
+}
+
+void store_compact_grants(struct store *s)
+{
+	rocksdb_compact_range_cf(s->db, s->cf[CF_GRANTS], NULL, 0, NULL, 0);
+}

@@ -1,0 +1,101 @@
+/*
+ * store.h: the node's RocksDB store.
+ *
+ * One column family per kind of record, plus the operation log, the
+ * version vector and metadata.  Values of the sealed families (enrollments,
+ * which hold OTP secrets, and the operation log, which carries them) are
+ * encrypted with the node's sealing key (libsodium secretbox) on the way in
+ * and opened on the way out, so secrets are never on disk or in a backup in
+ * the clear.
+ *
+ * Writes go through a batch (a RocksDB WriteBatchWithIndex): reads given
+ * the batch see its own pending writes, so many requests can be handled in
+ * one batch and committed with one fsync.  One thread owns the store's
+ * batches; reads without a batch may come from any thread.
+ */
+#ifndef GD_STORE_H
+#define GD_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+
+enum store_cf {
+	CF_META,      /* "epoch", "seq", "hlc", "digest" */
+	CF_USERS,     /* user name -> User */
+	CF_ENROLL,    /* user name -> Enrollment (sealed) */
+	CF_GRANTS,    /* user \0 net \0 session -> Grant */
+	CF_MARKS,     /* user \0 enroll_id(8, BE) -> Mark */
+	CF_FAILS,     /* user \0 site -> Failures */
+	CF_UNLOCK,    /* user -> Unlock */
+	CF_REPOS,     /* repo name -> Repo */
+	CF_OPLOG,     /* origin \0 epoch(8) seq(8) -> Op (sealed) */
+	CF_VV,        /* origin \0 epoch(8) -> applied seq (8, BE) */
+	CF__COUNT,
+};
+
+#define STORE_SEAL_KEY_LEN 32
+
+struct store;
+struct store_batch;
+struct store_iter;
+
+/*
+ * Open (creating if missing) the store at path.  seal_key is copied.
+ * *created is set when the store was new.  *out is the caller's
+ * (store_destroy).  Returns 0 or GD_EIO (logged with RocksDB's reason).
+ */
+int store_open(struct store **out, bool *created, const char *path,
+	       const uint8_t seal_key[STORE_SEAL_KEY_LEN]);
+void store_destroy(struct store **sp);
+
+/* A point read.  b may be NULL (read committed state only).  The value is
+ * put in val (replacing its contents).  Returns 0, GD_ENOTFOUND, GD_EIO, or
+ * GD_ECRYPTO when a sealed value does not open. */
+int store_get(struct store *s, struct store_batch *b, enum store_cf cf,
+	      const void *key, size_t klen, struct buf *val);
+
+int store_batch_new(struct store_batch **out, struct store *s);
+void store_batch_free(struct store_batch **bp);
+void store_put(struct store_batch *b, enum store_cf cf, const void *key,
+	       size_t klen, const void *val, size_t vlen);
+void store_del(struct store_batch *b, enum store_cf cf, const void *key,
+	       size_t klen);
+int store_batch_count(struct store_batch *b);
+/* Mark/rollback a point in the batch, to undo one request's writes. */
+void store_batch_savepoint(struct store_batch *b);
+void store_batch_rollback(struct store_batch *b);
+
+/* Write the batch atomically; sync makes it durable (fsync) before the
+ * return.  The batch is emptied either way.  Returns 0 or GD_EIO. */
+int store_commit(struct store_batch *b, bool sync);
+
+/*
+ * Iterate the keys starting with prefix (plen may be 0: everything), in
+ * key order, seeing the batch's pending writes when b is given.
+ * store_iter_next returns 1 with key/val filled (key borrowed until the
+ * next call; val is the caller's buffer), 0 at the end, or a negative
+ * gd_err.
+ */
+int store_iter_new(struct store_iter **out, struct store *s,
+		   struct store_batch *b, enum store_cf cf, const void *prefix,
+		   size_t plen);
+int store_iter_next(struct store_iter *it, const char **key, size_t *klen,
+		    struct buf *val);
+void store_iter_free(struct store_iter **itp);
+
+/* A consistent on-disk copy (RocksDB checkpoint) into dir, which must not
+ * exist. */
+int store_checkpoint(struct store *s, const char *dir);
+
+/* Compact the grants family so expired grants past their grace period
+ * leave the disk (the compaction filter drops them). */
+void store_compact_grants(struct store *s);
+
+/* Big-endian helpers for keys. */
+void store_be64(uint8_t out[8], uint64_t v);
+uint64_t store_get_be64(const void *p);
+
+#endif
