@@ -6,12 +6,31 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
 #include <zmq.h>
 
 #include "err.h"
 #include "wire.h"
 #include "banned.h"
+
+static bool unix_listening(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	bool ok;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return false;
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return false;
+	ok = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+	close(fd);
+	return ok;
+}
 
 int wire_call(Grantd__V1__Reply **out, const char *socket_path,
 	      const Grantd__V1__Request *req, int timeout_ms)
@@ -24,8 +43,10 @@ int wire_call(Grantd__V1__Reply **out, const char *socket_path,
 	char endpoint[4096];
 
 	*out = NULL;
-	/* connect() to a missing ipc path would wait for the timeout */
-	if (stat(socket_path, &st) < 0 || !S_ISSOCK(st.st_mode))
+	/* zmq_connect() to a missing or dead ipc path would wait for the
+	 * whole timeout: probe it first, a refused connect answers at once */
+	if (stat(socket_path, &st) < 0 || !S_ISSOCK(st.st_mode) ||
+	    !unix_listening(socket_path))
 		return GD_EUNREACH;
 	if (strlen(socket_path) + 7 > sizeof(endpoint))
 		return GD_EINVAL;

@@ -1542,7 +1542,13 @@ static int cmd_status(struct control *c, struct req *r)
 	j = cJSON_CreateObject();
 	cJSON_AddStringToObject(j, "site", n->ops.site);
 	cJSON_AddStringToObject(j, "digest", digest);
-	cJSON_AddNumberToObject(j, "hlc", (double)n->ops.hlc.last);
+	{
+		/* beyond 2^53: a JSON integer written as text, not a double */
+		char h[24];
+		snprintf(h, sizeof(h), "%llu",
+			 (unsigned long long)n->ops.hlc.last);
+		cJSON_AddRawToObject(j, "hlc", h);
+	}
 	{
 		char ep[17];
 		snprintf(ep, sizeof(ep), "%016llx",
@@ -1652,7 +1658,9 @@ static int dispatch(struct control *c, struct req *r)
 	}
 	if ((int)rq->n_args < cmd->min_args || (int)rq->n_args > cmd->max_args)
 		return bad(r, "wrong number of arguments for '%s'", rq->cmd);
-	if (!r->admin && (!rq->user || !*rq->user))
+	if (!r->admin && (!strncmp(rq->cmd, "2fa.", 4) ||
+			  !strncmp(rq->cmd, "push.", 5)) &&
+	    (!rq->user || !*rq->user))
 		return bad(r, "no user given");
 	if (cmd->uses_ip && (!rq->client_ip ||
 			     addr_parse(&r->ip, rq->client_ip, false) < 0))
@@ -1720,10 +1728,14 @@ void control_destroy(struct control **cp)
 	struct control *c = *cp;
 	if (!c)
 		return;
-	if (c->user_sock)
+	if (c->user_sock) {
 		zmq_close(c->user_sock);
-	if (c->admin_sock)
+		unlink(c->n->cfg->user_socket);
+	}
+	if (c->admin_sock) {
 		zmq_close(c->admin_sock);
+		unlink(c->n->cfg->admin_socket);
+	}
 	store_batch_free(&c->batch);
 	free(c);
 	*cp = NULL;
