@@ -58,6 +58,9 @@ static void usage(FILE *fp)
 "Node\n"
 "  status [--json]                  site, clock, applied operations, peers,\n"
 "                                   counts and the state digest\n"
+"  rebuild --from SITE              fetch everything SITE has that this site\n"
+"                                   lacks (after a restore from an empty disk\n"
+"                                   or an old backup); wipes nothing\n"
 "\n"
 "  --config FILE   configuration (default $GRANTD_CONFIG, then %s)\n"
 "  -h, --help      this text\n"
@@ -143,6 +146,7 @@ static const struct sub subs[] = {
 	{ "repo", "list", "repo.list" },   { "grant", "list", "grant.list" },
 	{ "grant", "revoke", "grant.revoke" },
 	{ "check", NULL, "check" },        { "status", NULL, "status" },
+	{ "rebuild", NULL, "rebuild" },
 };
 
 int main(int argc, char **argv)

@@ -29,6 +29,16 @@ void buf_add(struct buf *b, const void *data, size_t len)
 	b->p[b->len] = '\0';
 }
 
+void *buf_extend(struct buf *b, size_t n)
+{
+	buf_grow(b, n);
+	char *at = b->p + b->len;
+	memset(at, 0, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+	return at;
+}
+
 void buf_puts(struct buf *b, const char *s)
 {
 	buf_add(b, s, strlen(s));

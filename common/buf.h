@@ -17,6 +17,8 @@ struct buf {
 #define BUF_INIT { NULL, 0, 0 }
 
 void buf_add(struct buf *b, const void *data, size_t len);
+/* Append n bytes (zeroed) and return where they start, to be filled. */
+void *buf_extend(struct buf *b, size_t n);
 void buf_puts(struct buf *b, const char *s);
 void buf_printf(struct buf *b, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

@@ -34,6 +34,7 @@
 #include "node.h"
 #include "otp.h"
 #include "policy.h"
+#include "repl.h"
 #include "repos.h"
 #include "wire.h"
 #include "banned.h"
@@ -257,6 +258,9 @@ static int validate_token(struct control *c, struct req *r,
 	int fails, rc;
 
 	*ok = false;
+	if (n->syncing)
+		return refuse(r, "This site is catching up with its peers; "
+			      "try again in a few seconds.");
 	if (!otp_token_shape_ok(token))
 		return bad(r, "'%s' is not a token: give the 6 or 8 digits "
 			   "your token shows, or an 8-digit scratch code",
@@ -1522,6 +1526,22 @@ static int count_family(struct control *c, struct req *r, enum store_cf cf,
 	return rc < 0 ? rc : 0;
 }
 
+static int cmd_rebuild(struct control *c, struct req *r)
+{
+	if (strcmp(r->rq->args[0], "--from"))
+		return bad(r, "usage: grantctl rebuild --from SITE");
+	int rc = repl_rebuild(c->n->repl, r->rq->args[1]);
+	if (rc == GD_ENOTFOUND)
+		return bad(r, "'%s' is not a configured peer site",
+			   r->rq->args[1]);
+	if (rc < 0)
+		return refuse(r, "cannot reach site %s", r->rq->args[1]);
+	buf_printf(&r->out, "rebuilding from %s: everything it has that this "
+		   "site lacks is being fetched; watch 'grantctl status' "
+		   "until lag_ops is 0\n", r->rq->args[1]);
+	return 0;
+}
+
 static int cmd_status(struct control *c, struct req *r)
 {
 	struct node *n = c->n;
@@ -1574,12 +1594,8 @@ static int cmd_status(struct control *c, struct req *r)
 	store_iter_free(&it);
 	buf_free(&v);
 	peers = cJSON_AddArrayToObject(j, "peers");
-	for (int i = 0; i < n->cfg->npeers; i++) {
-		cJSON *p = cJSON_CreateObject();
-		cJSON_AddStringToObject(p, "site", n->cfg->peers[i].site);
-		cJSON_AddBoolToObject(p, "connected", 0);
-		cJSON_AddItemToArray(peers, p);
-	}
+	repl_status(n->repl, peers, r->now_ms);
+	cJSON_AddBoolToObject(j, "syncing", n->syncing);
 	counts = cJSON_AddObjectToObject(j, "counts");
 	cJSON_AddNumberToObject(counts, "users", (double)users);
 	cJSON_AddNumberToObject(counts, "grants", (double)grants);
@@ -1587,6 +1603,8 @@ static int cmd_status(struct control *c, struct req *r)
 	cJSON_AddNumberToObject(counts, "dropped", (double)n->ops.dropped);
 	cJSON_AddNumberToObject(counts, "bad_requests",
 				(double)n->bad_requests);
+	cJSON_AddNumberToObject(counts, "refused_peers",
+				(double)repl_refused(n->repl));
 	if (r->rq->json) {
 		print_json(r, j);
 		return 0;
@@ -1602,9 +1620,18 @@ static int cmd_status(struct control *c, struct req *r)
 	cJSON_ArrayForEach(o, applied)
 		buf_printf(&r->out, "applied:  %s %.0f\n", o->string,
 			   o->valuedouble);
-	for (int i = 0; i < n->cfg->npeers; i++)
-		buf_printf(&r->out, "peer:     %s not connected\n",
-			   n->cfg->peers[i].site);
+	cJSON_ArrayForEach(o, peers) {
+		cJSON *con = cJSON_GetObjectItem(o, "connected");
+		buf_printf(&r->out, "peer:     %s %s last_heard_ms=%.0f "
+			   "lag_ops=%.0f lag_ms=%.0f\n",
+			   cJSON_GetObjectItem(o, "site")->valuestring,
+			   cJSON_IsTrue(con) ? "connected" : "NOT CONNECTED",
+			   cJSON_GetObjectItem(o, "last_heard_ms")->valuedouble,
+			   cJSON_GetObjectItem(o, "lag_ops")->valuedouble,
+			   cJSON_GetObjectItem(o, "lag_ms")->valuedouble);
+	}
+	if (n->syncing)
+		buf_puts(&r->out, "syncing:  yes (token validation waits)\n");
 	cJSON_Delete(j);
 	return 0;
 }
@@ -1639,6 +1666,7 @@ static const struct cmd cmds[] = {
 	{ "grant.revoke", ON_ADMIN, false, 1, 2, cmd_grant_revoke },
 	{ "check", ON_ADMIN, false, 3, 3, cmd_check },
 	{ "status", ON_ADMIN, false, 0, 0, cmd_status },
+	{ "rebuild", ON_ADMIN, false, 2, 2, cmd_rebuild },
 };
 
 static int dispatch(struct control *c, struct req *r)

@@ -25,6 +25,7 @@
 #include "log.h"
 #include "node.h"
 #include "otp.h"
+#include "repl.h"
 #include "wire.h"
 #include "banned.h"
 
@@ -46,8 +47,9 @@ static void usage(FILE *fp)
 "\n"
 "Run a grantd node in the foreground: validate 2FA tokens for the git\n"
 "frontends of this site, keep users, enrollments, grants and token-use\n"
-"marks in RocksDB, and answer grant-shell, grant-keys and grantctl on the\n"
-"user and admin sockets named in the config.\n"
+"marks in RocksDB, replicate them to the [peer] sites over CurveZMQ, and\n"
+"answer grant-shell, grant-keys and grantctl on the user and admin sockets\n"
+"named in the config.\n"
 "\n"
 "  --config FILE  configuration (default $GRANTD_CONFIG, then %s)\n"
 "  -t, --test     check the configuration and key file, then exit\n"
@@ -60,29 +62,33 @@ static void usage(FILE *fp)
 		CONFIG_DEFAULT_PATH);
 }
 
-/* The sealing key for secrets at rest, derived from the node's CURVE
- * secret key (so the key file is the one secret an operator keeps off the
- * data disk). */
-static int seal_key(uint8_t out[STORE_SEAL_KEY_LEN], const char *keyfile,
-		    struct buf *err)
+/* Read the node's CURVE key pair, and derive from its secret the sealing
+ * key for secrets at rest (so the key file is the one secret an operator
+ * keeps off the data disk). */
+static int load_keys(struct node *n, uint8_t seal[STORE_SEAL_KEY_LEN],
+		     struct buf *err)
 {
-	char pub[Z85_KEY_LEN + 1], sec[Z85_KEY_LEN + 1];
-	uint8_t raw[32];
+	const char *keyfile = n->cfg->secret_key;
 	static const char dom[] = "grantd seal v1";
-	int rc = config_read_keyfile(keyfile, pub, sec, err);
+	char derived[Z85_KEY_LEN + 1];
+	uint8_t raw[32];
+	int rc = config_read_keyfile(keyfile, n->curve_pub, n->curve_sec, err);
 
 	if (rc < 0)
 		return rc;
-	if (!zmq_z85_decode(raw, sec)) {
-		buf_printf(err, "%s: secret-key is not Z85", keyfile);
+	if (!zmq_z85_decode(raw, n->curve_sec) ||
+	    zmq_curve_public(derived, n->curve_sec) != 0 ||
+	    strcmp(derived, n->curve_pub)) {
+		buf_printf(err, "%s: the public and secret keys do not belong "
+			   "together (make a new pair with grantctl keygen)",
+			   keyfile);
 		rc = GD_EINVAL;
 	} else {
-		crypto_generichash(out, STORE_SEAL_KEY_LEN,
+		crypto_generichash(seal, STORE_SEAL_KEY_LEN,
 				   (const uint8_t *)dom, sizeof(dom), raw,
 				   sizeof(raw));
 	}
 	sodium_memzero(raw, sizeof(raw));
-	sodium_memzero(sec, sizeof(sec));
 	return rc;
 }
 
@@ -112,25 +118,34 @@ static int make_dirs(const struct config *cfg)
 
 static int run(struct node *n)
 {
-	zmq_pollitem_t items[2] = {
-		{ control_user_socket(n->control), 0, ZMQ_POLLIN, 0 },
-		{ control_admin_socket(n->control), 0, ZMQ_POLLIN, 0 },
-	};
+	zmq_pollitem_t items[2 + 2 + 2 * CONFIG_MAX_PEERS];
 	uint64_t last_sweep = hlc_wall_ms();
+	int nitems;
 
-	log_info("node running site=%s user_socket=%s admin_socket=%s",
-		 n->cfg->site, n->cfg->user_socket, n->cfg->admin_socket);
+	items[0] = (zmq_pollitem_t){ control_user_socket(n->control), 0,
+				     ZMQ_POLLIN, 0 };
+	items[1] = (zmq_pollitem_t){ control_admin_socket(n->control), 0,
+				     ZMQ_POLLIN, 0 };
+	nitems = 2 + repl_pollitems(n->repl, items + 2,
+				    (int)GD_ARRAY_SIZE(items) - 2);
+	log_info("node running site=%s user_socket=%s admin_socket=%s "
+		 "peers=%d", n->cfg->site, n->cfg->user_socket,
+		 n->cfg->admin_socket, n->cfg->npeers);
 	while (!stopping) {
-		int rc = zmq_poll(items, 2, 500);
+		int rc = zmq_poll(items, nitems, 50);
 		if (rc < 0) {
 			if (errno == EINTR)
 				continue;
 			log_error("poll failed: %s", zmq_strerror(errno));
 			return GD_EIO;
 		}
-		if (rc > 0)
+		if (items[0].revents || items[1].revents) {
 			control_serve_batch(n->control, BATCH_MAX);
+			repl_publish(n->repl);
+		}
+		repl_handle(n->repl);
 		uint64_t now = hlc_wall_ms();
+		repl_tick(n->repl, now);
 		if (now - last_sweep > SWEEP_INTERVAL_MS) {
 			store_compact_grants(n->store);
 			last_sweep = now;
@@ -186,7 +201,7 @@ int main(int argc, char **argv)
 			"(make one with: grantctl keygen FILE)\n", path);
 		goto out_cfg;
 	}
-	if (seal_key(key, n.cfg->secret_key, &err) < 0) {
+	if (load_keys(&n, key, &err) < 0) {
 		fprintf(stderr, "grantd: %s\n", err.p);
 		status = 2;
 		goto out_cfg;
@@ -227,10 +242,14 @@ int main(int argc, char **argv)
 		goto out_store;
 	}
 	n.zctx = zmq_ctx_new();
-	if ((rc = control_open(&n.control, &n, n.zctx)) < 0)
+	if ((rc = repl_open(&n.repl, &n)) < 0)
 		goto out_zmq;
+	if ((rc = control_open(&n.control, &n, n.zctx)) < 0)
+		goto out_repl;
 	status = run(&n) < 0 ? 1 : 0;
 	control_destroy(&n.control);
+out_repl:
+	repl_destroy(&n.repl);
 out_zmq:
 	zmq_ctx_term(n.zctx);
 out_store:
@@ -239,6 +258,7 @@ out_git:
 	git_libgit2_shutdown();
 out_cfg:
 	sodium_memzero(key, sizeof(key));
+	sodium_memzero(n.curve_sec, sizeof(n.curve_sec));
 	config_free(&n.cfg);
 	buf_free(&err);
 	return status;

@@ -5,6 +5,7 @@
 #ifndef GD_NODE_H
 #define GD_NODE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "config.h"
@@ -12,12 +13,17 @@
 #include "store.h"
 
 struct control;
+struct repl;
 
 struct node {
 	struct config *cfg;
 	struct store *store;
 	struct ops ops;
 	struct control *control;
+	struct repl *repl;
+	char curve_pub[Z85_KEY_LEN + 1];  /* this node's CURVE key pair */
+	char curve_sec[Z85_KEY_LEN + 1];
+	bool syncing;          /* catching up: token validation refused */
 	void *zctx;
 	char host[256];        /* the name users ssh to, for hints */
 	uint64_t started_ms;

@@ -75,6 +75,7 @@ done:
 int ops_open(struct ops *o, struct store *s, const struct config *cfg,
 	     bool created)
 {
+	struct store_batch *b;
 	uint64_t epoch;
 	int rc;
 
@@ -82,25 +83,26 @@ int ops_open(struct ops *o, struct store *s, const struct config *cfg,
 	o->store = s;
 	o->cfg = cfg;
 	snprintf(o->site, sizeof(o->site), "%s", cfg->site);
-	rc = meta_u64(s, META_EPOCH, &epoch);
-	if (rc == GD_ENOTFOUND) {
-		struct store_batch *b;
-		do
-			randombytes_buf(&epoch, sizeof(epoch));
-		while (epoch == 0);
-		store_batch_new(&b, s);
-		meta_put_u64(b, META_EPOCH, epoch);
-		rc = store_commit(b, true);
-		store_batch_free(&b);
-		if (rc < 0)
-			return rc;
-		log_info("new store site=%s epoch=%016llx", o->site,
-			 (unsigned long long)epoch);
-	} else if (rc < 0) {
+	if ((rc = ops_reload(o)) < 0 && rc != GD_ENOTFOUND)
 		return rc;
-	}
-	(void)created;
-	return ops_reload(o);
+	/* A new epoch at every start: a store restored from a backup (or
+	 * one that lost its tail) can then never hand out a sequence number
+	 * that peers already hold for different operations. */
+	do
+		randombytes_buf(&epoch, sizeof(epoch));
+	while (epoch == 0);
+	store_batch_new(&b, s);
+	meta_put_u64(b, META_EPOCH, epoch);
+	meta_put_u64(b, META_SEQ, 0);
+	rc = store_commit(b, true);
+	store_batch_free(&b);
+	if (rc < 0)
+		return rc;
+	o->epoch = epoch;
+	o->seq = 0;
+	log_info("%s store site=%s epoch=%016llx", created ? "new" : "opened",
+		 o->site, (unsigned long long)epoch);
+	return 0;
 }
 
 uint64_t ops_stamp(struct ops *o)
@@ -160,10 +162,7 @@ static void pack_msg(struct buf *out, const ProtobufCMessage *m)
 {
 	size_t n = protobuf_c_message_get_packed_size(m);
 	buf_reset(out);
-	for (size_t i = 0; i < n; i++)
-		buf_add(out, "", 1);
-	protobuf_c_message_pack(m, (uint8_t *)out->p);
-	out->len = n;
+	protobuf_c_message_pack(m, buf_extend(out, n));
 }
 
 /* (h1, o1) after (h2, o2)? */
@@ -399,8 +398,11 @@ int ops_apply(struct ops *o, struct store_batch *b, const Grantd__V1__Op *op,
 	store_be64(be, op->seq);
 	store_put(b, CF_VV, k.p, k.len, be, 8);
 
-	if (!strcmp(op->origin, o->site) && op->epoch == o->epoch)
+	if (!strcmp(op->origin, o->site) && op->epoch == o->epoch) {
 		meta_put_u64(b, META_SEQ, op->seq);
+		if (op->seq > o->seq)
+			o->seq = op->seq;
+	}
 	meta_put_u64(b, META_HLC, o->hlc.last);
 	store_put(b, CF_META, META_DIGEST, strlen(META_DIGEST), o->digest,
 		  DIGEST_LEN);
@@ -424,9 +426,21 @@ int ops_local(struct ops *o, struct store_batch *b, Grantd__V1__Op *op)
 		op->hlc = hlc_now(&o->hlc);
 	op->has_hlc = 1;
 	rc = ops_apply(o, b, op, &applied);
-	if (rc == 0)
-		o->seq++;
+	if (rc == 0) {
+		size_t n = grantd__v1__op__get_packed_size(op);
+		uint8_t len[4] = { (uint8_t)(n >> 24), (uint8_t)(n >> 16),
+				   (uint8_t)(n >> 8), (uint8_t)n };
+		buf_add(&o->outbox, len, sizeof(len));
+		grantd__v1__op__pack(op, buf_extend(&o->outbox, n));
+	}
 	return rc;
+}
+
+void ops_outbox_clear(struct ops *o)
+{
+	if (o->outbox.p)
+		sodium_memzero(o->outbox.p, o->outbox.len);
+	buf_reset(&o->outbox);
 }
 
 static bool str_ok(const char *s, size_t max)

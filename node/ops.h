@@ -39,7 +39,11 @@ struct ops {
 	uint64_t seq;          /* last sequence number given here */
 	struct hlc hlc;
 	uint8_t digest[DIGEST_LEN];
-	uint64_t dropped;      /* operations refused by ops_check */
+	uint64_t dropped;      /* peer messages refused (ops_check, decode) */
+	/* Operations made by ops_local() since the last ops_outbox_clear(),
+	 * packed, each behind a 4-byte big-endian length: published by repl
+	 * once their batch is committed, dropped if the commit failed. */
+	struct buf outbox;
 };
 
 /* Load (or, for a new store, create) epoch, seq, hlc and digest.  The
@@ -60,6 +64,8 @@ uint64_t ops_stamp(struct ops *o);
  * Returns 0 or a negative gd_err.
  */
 int ops_local(struct ops *o, struct store_batch *b, Grantd__V1__Op *op);
+
+void ops_outbox_clear(struct ops *o);
 
 /*
  * Apply an operation (local or a peer's) to b.  seq must be the next after

@@ -63,6 +63,8 @@ struct store_iter {
 	rocksdb_iterator_t *it;
 	char *prefix;
 	size_t plen;
+	char *start;
+	size_t slen;
 	bool started;
 };
 
@@ -196,10 +198,7 @@ static void seal(struct store *s, struct buf *out, const void *p, size_t n)
 	randombytes_buf(nonce, sizeof(nonce));
 	buf_reset(out);
 	buf_add(out, nonce, sizeof(nonce));
-	for (size_t i = 0; i < clen; i++)
-		buf_add(out, "", 1); /* room for the box */
-	crypto_secretbox_easy((uint8_t *)out->p + sizeof(nonce), p, n, nonce,
-			      s->key);
+	crypto_secretbox_easy(buf_extend(out, clen), p, n, nonce, s->key);
 }
 
 static int unseal(struct store *s, struct buf *out, const char *v, size_t n)
@@ -210,9 +209,7 @@ static int unseal(struct store *s, struct buf *out, const char *v, size_t n)
 	if (n < hdr)
 		return GD_ECRYPTO;
 	size_t plen = n - hdr;
-	for (size_t i = 0; i < plen; i++)
-		buf_add(out, "", 1);
-	if (crypto_secretbox_open_easy((uint8_t *)out->p,
+	if (crypto_secretbox_open_easy(buf_extend(out, plen),
 				       (const uint8_t *)v +
 					       crypto_secretbox_NONCEBYTES,
 				       n - crypto_secretbox_NONCEBYTES,
@@ -362,6 +359,22 @@ int store_iter_new(struct store_iter **out, struct store *s,
 	return 0;
 }
 
+int store_iter_new_at(struct store_iter **out, struct store *s,
+		      struct store_batch *b, enum store_cf cf,
+		      const void *prefix, size_t plen, const void *start,
+		      size_t slen)
+{
+	int rc = store_iter_new(out, s, b, cf, prefix, plen);
+	if (rc < 0)
+		return rc;
+	(*out)->start = malloc(slen ? slen : 1);
+	if (!(*out)->start)
+		abort();
+	memcpy((*out)->start, start, slen);
+	(*out)->slen = slen;
+	return 0;
+}
+
 int store_iter_next(struct store_iter *it, const char **key, size_t *klen,
 		    struct buf *val)
 {
@@ -371,7 +384,9 @@ int store_iter_next(struct store_iter *it, const char **key, size_t *klen,
 
 	if (!it->started) {
 		it->started = true;
-		if (it->plen)
+		if (it->start)
+			rocksdb_iter_seek(it->it, it->start, it->slen);
+		else if (it->plen)
 			rocksdb_iter_seek(it->it, it->prefix, it->plen);
 		else
 			rocksdb_iter_seek_to_first(it->it);
@@ -402,6 +417,7 @@ void store_iter_free(struct store_iter **itp)
 		return;
 	rocksdb_iter_destroy(it->it);
 	free(it->prefix);
+	free(it->start);
 	free(it);
 	*itp = NULL;
 }

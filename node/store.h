@@ -82,6 +82,12 @@ int store_commit(struct store_batch *b, bool sync);
 int store_iter_new(struct store_iter **out, struct store *s,
 		   struct store_batch *b, enum store_cf cf, const void *prefix,
 		   size_t plen);
+/* The same, but starting at the first key >= start (which should begin
+ * with prefix). */
+int store_iter_new_at(struct store_iter **out, struct store *s,
+		      struct store_batch *b, enum store_cf cf,
+		      const void *prefix, size_t plen, const void *start,
+		      size_t slen);
 int store_iter_next(struct store_iter *it, const char **key, size_t *klen,
 		    struct buf *val);
 void store_iter_free(struct store_iter **itp);

@@ -1,0 +1,875 @@
+/*
+ * repl.c: PUB/SUB for live operations, ROUTER/DEALER for repair, ZAP for
+ * admission.  The shape follows the ZeroMQ guide's reliable pub-sub (the
+ * Clone pattern), made multi-master: every node is the publisher of its
+ * own operations, sequence numbers are per (origin, epoch), and the
+ * heartbeat carries the whole version vector so a node learns of
+ * operations it missed from any peer, not only from their origin.
+ */
+#include <errno.h>
+#include <sodium.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "log.h"
+#include "names.h"
+#include "ops.h"
+#include "repl.h"
+#include "banned.h"
+
+#define ZAP_ENDPOINT "inproc://zeromq.zap.01"
+#define ZAP_DOMAIN "grantd"
+#define ZMQ_ZAP_ENFORCE_DOMAIN_OPT 93 /* draft macro; honoured by 4.3.4 */
+
+#define RANGE_MAX_OPS 4096
+#define RANGE_MAX_BYTES (8 * 1024 * 1024)
+#define RANGE_TIMEOUT_MS 5000
+#define PEER_MSG_MAX (16 * 1024 * 1024)
+#define SYNC_GRACE_MS 5000
+#define SYNC_MAX_MS 60000
+#define CONNECTED_MS 1500
+#define MAX_SKEW_MS (120 * 1000)
+#define HANDLE_MAX 256
+
+struct peer {
+	const struct config_peer *cfg;
+	uint8_t key[32];
+	void *sub;
+	void *dealer;
+	uint64_t last_heard_ms;
+	Grantd__V1__Heartbeat *hb;   /* the last one heard, owned */
+	uint64_t behind_since_ms;    /* 0: level with it */
+	uint64_t lag_ops;
+	bool range_inflight;
+	uint64_t range_sent_ms;
+};
+
+struct repl {
+	struct node *n;
+	void *zap;
+	void *pub;
+	void *router;
+	struct peer peers[CONFIG_MAX_PEERS];
+	int npeers;
+	uint64_t last_hb_ms;
+	uint64_t started_ms;
+	uint64_t refused;
+	uint64_t last_skew_log_ms;
+	struct store_batch *batch;
+	bool dirty;                  /* batch holds applied peer ops */
+};
+
+/* ---- sending -------------------------------------------------------------- */
+
+static int send_msg(void *sock, const Grantd__V1__PeerMsg *m, const void *id,
+		    size_t idlen)
+{
+	size_t len = grantd__v1__peer_msg__get_packed_size(m);
+	uint8_t *p = malloc(len ? len : 1);
+	int rc = 0;
+
+	if (!p)
+		abort();
+	grantd__v1__peer_msg__pack(m, p);
+	if (id && zmq_send(sock, id, idlen, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0)
+		rc = GD_EIO;
+	else if (zmq_send(sock, p, len, ZMQ_DONTWAIT) < 0)
+		rc = GD_EIO;
+	sodium_memzero(p, len);
+	free(p);
+	return rc;
+}
+
+static void msg_init(struct repl *r, Grantd__V1__PeerMsg *m)
+{
+	grantd__v1__peer_msg__init(m);
+	m->version = GD_PEER_VERSION;
+	m->has_version = 1;
+	m->from = r->n->ops.site;
+}
+
+/* ---- version vectors ------------------------------------------------------ */
+
+/* Our whole vector as heartbeat entries; free with hb_free_entries. */
+static void hb_fill(struct repl *r, Grantd__V1__Heartbeat *hb)
+{
+	struct store_iter *it;
+	struct buf v = BUF_INIT;
+	const char *key;
+	size_t klen, cap = 0;
+
+	store_iter_new(&it, r->n->store, NULL, CF_VV, "", 0);
+	while (store_iter_next(it, &key, &klen, &v) > 0) {
+		size_t ol = strnlen(key, klen);
+		if (ol + 1 + 8 != klen || v.len != 8)
+			continue;
+		if (hb->n_vv == cap) {
+			cap = cap ? 2 * cap : 8;
+			hb->vv = realloc(hb->vv, cap * sizeof(*hb->vv));
+			if (!hb->vv)
+				abort();
+		}
+		Grantd__V1__VvEntry *e = malloc(sizeof(*e));
+		if (!e)
+			abort();
+		grantd__v1__vv_entry__init(e);
+		e->origin = strndup(key, ol);
+		e->epoch = store_get_be64(key + ol + 1), e->has_epoch = 1;
+		e->seq = store_get_be64(v.p), e->has_seq = 1;
+		hb->vv[hb->n_vv++] = e;
+	}
+	store_iter_free(&it);
+	buf_free(&v);
+	hb->hlc = r->n->ops.hlc.last, hb->has_hlc = 1;
+	hb->digest.data = r->n->ops.digest;
+	hb->digest.len = DIGEST_LEN, hb->has_digest = 1;
+	hb->syncing = r->n->syncing, hb->has_syncing = 1;
+}
+
+static void hb_free_entries(Grantd__V1__Heartbeat *hb)
+{
+	for (size_t i = 0; i < hb->n_vv; i++) {
+		free(hb->vv[i]->origin);
+		free(hb->vv[i]);
+	}
+	free(hb->vv);
+	hb->vv = NULL;
+	hb->n_vv = 0;
+}
+
+/* The first entry where peer p is ahead of us; NULL when level.  Also
+ * counts how far behind we are in total. */
+static const Grantd__V1__VvEntry *peer_ahead(struct repl *r, struct peer *p,
+					     uint64_t *lag)
+{
+	const Grantd__V1__VvEntry *first = NULL;
+
+	*lag = 0;
+	if (!p->hb)
+		return NULL;
+	for (size_t i = 0; i < p->hb->n_vv; i++) {
+		const Grantd__V1__VvEntry *e = p->hb->vv[i];
+		uint64_t have = ops_vv_get(&r->n->ops, NULL, e->origin,
+					   e->epoch);
+		if (e->seq > have) {
+			*lag += e->seq - have;
+			if (!first)
+				first = e;
+		}
+	}
+	return first;
+}
+
+static void request_range(struct repl *r, struct peer *p, const char *origin,
+			  uint64_t epoch, uint64_t now_ms)
+{
+	Grantd__V1__PeerMsg m;
+	Grantd__V1__RangeReq rq = GRANTD__V1__RANGE_REQ__INIT;
+
+	if (p->range_inflight)
+		return;
+	msg_init(r, &m);
+	rq.origin = (char *)origin;
+	rq.epoch = epoch, rq.has_epoch = 1;
+	rq.from = ops_vv_get(&r->n->ops, NULL, origin, epoch) + 1;
+	rq.has_from = 1;
+	rq.max = RANGE_MAX_OPS, rq.has_max = 1;
+	m.body_case = GRANTD__V1__PEER_MSG__BODY_RANGE_REQ;
+	m.range_req = &rq;
+	if (send_msg(p->dealer, &m, NULL, 0) == 0) {
+		p->range_inflight = true;
+		p->range_sent_ms = now_ms;
+		log_debug("range requested peer=%s origin=%s from=%llu",
+			  p->cfg->site, origin, (unsigned long long)rq.from);
+	}
+}
+
+/* ---- ZAP ------------------------------------------------------------------- */
+
+static void zap_reply(void *sock, const char *reqid, size_t idlen,
+		      const char *code, const char *text, const char *user)
+{
+	zmq_send(sock, "1.0", 3, ZMQ_SNDMORE);
+	zmq_send(sock, reqid, idlen, ZMQ_SNDMORE);
+	zmq_send(sock, code, strlen(code), ZMQ_SNDMORE);
+	zmq_send(sock, text, strlen(text), ZMQ_SNDMORE);
+	zmq_send(sock, user, strlen(user), ZMQ_SNDMORE);
+	zmq_send(sock, "", 0, 0);
+}
+
+static void zap_handle(struct repl *r)
+{
+	zmq_msg_t f[8];
+	int nf = 0, more = 1;
+
+	while (more && nf < 8) {
+		zmq_msg_init(&f[nf]);
+		if (zmq_msg_recv(&f[nf], r->zap, ZMQ_DONTWAIT) < 0) {
+			zmq_msg_close(&f[nf]);
+			if (nf == 0)
+				return;
+			break;
+		}
+		more = zmq_msg_more(&f[nf]);
+		nf++;
+	}
+	while (more) { /* drain an oversized request */
+		zmq_msg_t x;
+		zmq_msg_init(&x);
+		if (zmq_msg_recv(&x, r->zap, 0) < 0)
+			more = 0;
+		else
+			more = zmq_msg_more(&x);
+		zmq_msg_close(&x);
+	}
+	const char *site = NULL;
+	char addr[64] = "?";
+	if (nf >= 7 && zmq_msg_size(&f[5]) == 5 &&
+	    !memcmp(zmq_msg_data(&f[5]), "CURVE", 5) &&
+	    zmq_msg_size(&f[6]) == 32) {
+		for (int i = 0; i < r->npeers; i++)
+			if (!sodium_memcmp(zmq_msg_data(&f[6]),
+					   r->peers[i].key, 32))
+				site = r->peers[i].cfg->site;
+	}
+	if (nf >= 4) {
+		size_t al = zmq_msg_size(&f[3]);
+		if (al >= sizeof(addr))
+			al = sizeof(addr) - 1;
+		memcpy(addr, zmq_msg_data(&f[3]), al);
+		addr[al] = '\0';
+		for (size_t i = 0; i < al; i++)
+			if (addr[i] < 0x20 || addr[i] > 0x7e)
+				addr[i] = '?';
+	}
+	if (nf >= 2) {
+		if (site) {
+			zap_reply(r->zap, zmq_msg_data(&f[1]),
+				  zmq_msg_size(&f[1]), "200", "OK", site);
+		} else {
+			r->refused++;
+			log_warn("peer refused addr=%s reason=%s refused=%llu",
+				 addr, nf >= 7 ? "unknown key" : "not CURVE",
+				 (unsigned long long)r->refused);
+			zap_reply(r->zap, zmq_msg_data(&f[1]),
+				  zmq_msg_size(&f[1]), "400", "not a peer", "");
+		}
+	}
+	for (int i = 0; i < nf; i++)
+		zmq_msg_close(&f[i]);
+}
+
+/* ---- sockets -------------------------------------------------------------- */
+
+static void set_common(void *s, int64_t maxmsg)
+{
+	int zero = 0, hwm = 100000;
+	zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof(zero));
+	zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &maxmsg, sizeof(maxmsg));
+	zmq_setsockopt(s, ZMQ_SNDHWM, &hwm, sizeof(hwm));
+	zmq_setsockopt(s, ZMQ_RCVHWM, &hwm, sizeof(hwm));
+}
+
+static void *curve_server(struct repl *r, int type, const char *endpoint,
+			  int64_t maxmsg)
+{
+	void *s = zmq_socket(r->n->zctx, type);
+	int one = 1;
+
+	if (!s)
+		return NULL;
+	set_common(s, maxmsg);
+	zmq_setsockopt(s, ZMQ_CURVE_SERVER, &one, sizeof(one));
+	zmq_setsockopt(s, ZMQ_CURVE_SECRETKEY, r->n->curve_sec, Z85_KEY_LEN);
+	zmq_setsockopt(s, ZMQ_ZAP_DOMAIN, ZAP_DOMAIN, strlen(ZAP_DOMAIN));
+	zmq_setsockopt(s, ZMQ_ZAP_ENFORCE_DOMAIN_OPT, &one, sizeof(one));
+	if (type == ZMQ_ROUTER)
+		zmq_setsockopt(s, ZMQ_ROUTER_MANDATORY, &one, sizeof(one));
+	if (zmq_bind(s, endpoint) < 0) {
+		log_error("cannot bind endpoint=%s: %s", endpoint,
+			  zmq_strerror(errno));
+		zmq_close(s);
+		return NULL;
+	}
+	return s;
+}
+
+static void *curve_client(struct repl *r, int type, const char *endpoint,
+			  const char *server_key, int64_t maxmsg)
+{
+	void *s = zmq_socket(r->n->zctx, type);
+	int one = 1;
+
+	if (!s)
+		return NULL;
+	set_common(s, maxmsg);
+	zmq_setsockopt(s, ZMQ_CURVE_SERVERKEY, server_key, Z85_KEY_LEN);
+	zmq_setsockopt(s, ZMQ_CURVE_PUBLICKEY, r->n->curve_pub, Z85_KEY_LEN);
+	zmq_setsockopt(s, ZMQ_CURVE_SECRETKEY, r->n->curve_sec, Z85_KEY_LEN);
+	if (type == ZMQ_DEALER)
+		zmq_setsockopt(s, ZMQ_IMMEDIATE, &one, sizeof(one));
+	if (type == ZMQ_SUB)
+		zmq_setsockopt(s, ZMQ_SUBSCRIBE, "", 0);
+	if (zmq_connect(s, endpoint) < 0) {
+		log_error("cannot connect endpoint=%s: %s", endpoint,
+			  zmq_strerror(errno));
+		zmq_close(s);
+		return NULL;
+	}
+	return s;
+}
+
+int repl_open(struct repl **out, struct node *n)
+{
+	struct repl *r = calloc(1, sizeof(*r));
+	const struct config *cfg = n->cfg;
+
+	if (!r)
+		abort();
+	*out = NULL;
+	r->n = n;
+	r->started_ms = hlc_wall_ms();
+	store_batch_new(&r->batch, n->store);
+	/* The ZAP handler first: a CURVE server without one admits anyone. */
+	r->zap = zmq_socket(n->zctx, ZMQ_REP);
+	if (!r->zap || zmq_bind(r->zap, ZAP_ENDPOINT) < 0) {
+		log_error("cannot start the ZAP handler: %s",
+			  zmq_strerror(errno));
+		goto fail;
+	}
+	for (int i = 0; i < cfg->npeers; i++) {
+		struct peer *p = &r->peers[r->npeers++];
+		p->cfg = &cfg->peers[i];
+		if (!zmq_z85_decode(p->key, p->cfg->public_key)) {
+			log_error("bad public_key for peer=%s", p->cfg->site);
+			goto fail;
+		}
+	}
+	if (cfg->publish &&
+	    !(r->pub = curve_server(r, ZMQ_PUB, cfg->publish, 1024)))
+		goto fail;
+	if (cfg->sync && !(r->router = curve_server(r, ZMQ_ROUTER, cfg->sync,
+						    64 * 1024)))
+		goto fail;
+	for (int i = 0; i < r->npeers; i++) {
+		struct peer *p = &r->peers[i];
+		p->sub = curve_client(r, ZMQ_SUB, p->cfg->publish,
+				      p->cfg->public_key, PEER_MSG_MAX);
+		p->dealer = curve_client(r, ZMQ_DEALER, p->cfg->sync,
+					 p->cfg->public_key, PEER_MSG_MAX);
+		if (!p->sub || !p->dealer)
+			goto fail;
+	}
+	n->syncing = r->npeers > 0;
+	if (n->syncing)
+		log_info("syncing with peers before validating tokens peers=%d",
+			 r->npeers);
+	*out = r;
+	return 0;
+fail:
+	repl_destroy(&r);
+	return GD_EIO;
+}
+
+void repl_destroy(struct repl **rp)
+{
+	struct repl *r = *rp;
+	if (!r)
+		return;
+	for (int i = 0; i < r->npeers; i++) {
+		struct peer *p = &r->peers[i];
+		if (p->sub)
+			zmq_close(p->sub);
+		if (p->dealer)
+			zmq_close(p->dealer);
+		if (p->hb)
+			grantd__v1__heartbeat__free_unpacked(p->hb, NULL);
+	}
+	if (r->pub)
+		zmq_close(r->pub);
+	if (r->router)
+		zmq_close(r->router);
+	if (r->zap)
+		zmq_close(r->zap);
+	store_batch_free(&r->batch);
+	free(r);
+	*rp = NULL;
+}
+
+int repl_pollitems(struct repl *r, zmq_pollitem_t *items, int max)
+{
+	int k = 0;
+	void *socks[2 + 2 * CONFIG_MAX_PEERS];
+	socks[k++] = r->zap;
+	if (r->router)
+		socks[k++] = r->router;
+	for (int i = 0; i < r->npeers; i++) {
+		socks[k++] = r->peers[i].sub;
+		socks[k++] = r->peers[i].dealer;
+	}
+	if (k > max)
+		k = max;
+	for (int i = 0; i < k; i++)
+		items[i] = (zmq_pollitem_t){ socks[i], 0, ZMQ_POLLIN, 0 };
+	return k;
+}
+
+/* ---- applying --------------------------------------------------------------- */
+
+static void apply_op(struct repl *r, struct peer *p, const Grantd__V1__Op *op,
+		     uint64_t now_ms)
+{
+	struct buf why = BUF_INIT;
+	bool applied;
+	int rc;
+
+	if (ops_check(op, &why) < 0) {
+		r->n->ops.dropped++;
+		log_warn("peer operation dropped peer=%s: %s", p->cfg->site,
+			 why.p);
+		buf_free(&why);
+		return;
+	}
+	buf_free(&why);
+	if (hlc_ms(op->hlc) > now_ms + MAX_SKEW_MS &&
+	    now_ms - r->last_skew_log_ms > 10000) {
+		r->last_skew_log_ms = now_ms;
+		log_error("CLOCK SKEW: operation from origin=%s is %llu ms in "
+			  "the future (via peer=%s); check its clock",
+			  op->origin,
+			  (unsigned long long)(hlc_ms(op->hlc) - now_ms),
+			  p->cfg->site);
+	}
+	rc = ops_apply(&r->n->ops, r->batch, op, &applied);
+	if (rc == GD_EINVAL) {
+		/* a gap: fetch what is missing from whoever sent it */
+		request_range(r, p, op->origin, op->epoch, now_ms);
+		return;
+	}
+	if (rc < 0) {
+		log_error("cannot apply operation origin=%s seq=%llu: %s",
+			  op->origin, (unsigned long long)op->seq,
+			  gd_strerror(rc));
+		return;
+	}
+	if (applied)
+		r->dirty = true;
+}
+
+static void apply_range(struct repl *r, struct peer *p,
+			const Grantd__V1__RangeRep *rr, uint64_t now_ms)
+{
+	for (size_t i = 0; i < rr->n_ops; i++) {
+		Grantd__V1__Op *op = grantd__v1__op__unpack(
+			NULL, rr->ops[i].len, rr->ops[i].data);
+		if (!op) {
+			r->n->ops.dropped++;
+			continue;
+		}
+		apply_op(r, p, op, now_ms);
+		grantd__v1__op__free_unpacked(op, NULL);
+	}
+	p->range_inflight = false;
+}
+
+static void serve_range(struct repl *r, const void *id, size_t idlen,
+			const char *site, const Grantd__V1__RangeReq *rq)
+{
+	Grantd__V1__PeerMsg m;
+	Grantd__V1__RangeRep rep = GRANTD__V1__RANGE_REP__INIT;
+	struct store_iter *it;
+	struct buf prefix = BUF_INIT, v = BUF_INIT;
+	ProtobufCBinaryData *ops = NULL;
+	const char *key;
+	size_t klen, bytes = 0, cap = 0;
+	uint8_t be[16];
+	uint64_t want;
+	uint32_t max = rq->max && rq->max < RANGE_MAX_OPS ? rq->max :
+							     RANGE_MAX_OPS;
+
+	if (!rq->origin || !name_site_ok(rq->origin) || !rq->from) {
+		r->n->ops.dropped++;
+		return;
+	}
+	buf_add(&prefix, rq->origin, strlen(rq->origin) + 1);
+	store_be64(be, rq->epoch);
+	buf_add(&prefix, be, 8);
+	store_be64(be + 8, rq->from);
+	buf_add(&prefix, be + 8, 8);
+	/* keys are origin \0 epoch seq: walk this (origin, epoch) from seq */
+	store_iter_new_at(&it, r->n->store, NULL, CF_OPLOG, prefix.p,
+			  prefix.len - 8, prefix.p, prefix.len);
+	want = rq->from;
+	while (store_iter_next(it, &key, &klen, &v) > 0 && rep.n_ops < max &&
+	       bytes < RANGE_MAX_BYTES) {
+		if (klen != prefix.len)
+			continue;
+		uint64_t seq = store_get_be64(key + klen - 8);
+		if (seq < want)
+			continue;
+		if (seq != want)
+			break;
+		if (rep.n_ops == cap) {
+			cap = cap ? 2 * cap : 64;
+			ops = realloc(ops, cap * sizeof(*ops));
+			if (!ops)
+				abort();
+		}
+		uint8_t *copy = malloc(v.len ? v.len : 1);
+		if (!copy)
+			abort();
+		memcpy(copy, v.p, v.len);
+		ops[rep.n_ops++] = (ProtobufCBinaryData){ v.len, copy };
+		bytes += v.len;
+		want++;
+	}
+	store_iter_free(&it);
+	msg_init(r, &m);
+	rep.origin = rq->origin;
+	rep.epoch = rq->epoch, rep.has_epoch = 1;
+	rep.from = rq->from, rep.has_from = 1;
+	rep.ops = ops;
+	m.body_case = GRANTD__V1__PEER_MSG__BODY_RANGE_REP;
+	m.range_rep = &rep;
+	if (send_msg(r->router, &m, id, idlen) < 0)
+		log_warn("range reply not sent peer=%s: %s", site,
+			 zmq_strerror(errno));
+	else
+		log_debug("range served peer=%s origin=%s from=%llu n=%zu",
+			  site, rq->origin, (unsigned long long)rq->from,
+			  rep.n_ops);
+	for (size_t i = 0; i < rep.n_ops; i++) {
+		sodium_memzero(ops[i].data, ops[i].len);
+		free(ops[i].data);
+	}
+	free(ops);
+	sodium_memzero(v.p, v.len);
+	buf_free(&v);
+	buf_free(&prefix);
+}
+
+static void serve_vv(struct repl *r, const void *id, size_t idlen)
+{
+	Grantd__V1__PeerMsg m;
+	Grantd__V1__Heartbeat hb = GRANTD__V1__HEARTBEAT__INIT;
+
+	msg_init(r, &m);
+	hb_fill(r, &hb);
+	m.body_case = GRANTD__V1__PEER_MSG__BODY_HEARTBEAT;
+	m.heartbeat = &hb;
+	send_msg(r->router, &m, id, idlen);
+	hb_free_entries(&hb);
+}
+
+static struct peer *peer_by_site(struct repl *r, const char *site)
+{
+	for (int i = 0; i < r->npeers; i++)
+		if (!strcmp(r->peers[i].cfg->site, site))
+			return &r->peers[i];
+	return NULL;
+}
+
+/* Decode one frame from peer p's link; NULL when it is bad (counted). */
+static Grantd__V1__PeerMsg *decode(struct repl *r, const char *site,
+				   zmq_msg_t *msg)
+{
+	Grantd__V1__PeerMsg *m = grantd__v1__peer_msg__unpack(
+		NULL, zmq_msg_size(msg), zmq_msg_data(msg));
+	const char *why = NULL;
+
+	if (!m)
+		why = "does not decode";
+	else if (!m->has_version || m->version != GD_PEER_VERSION)
+		why = "unsupported protocol version";
+	else if (!m->from || strcmp(m->from, site))
+		why = "sender does not match its link";
+	if (!why)
+		return m;
+	r->n->ops.dropped++;
+	log_warn("peer message dropped peer=%s: %s dropped=%llu", site, why,
+		 (unsigned long long)r->n->ops.dropped);
+	if (m)
+		grantd__v1__peer_msg__free_unpacked(m, NULL);
+	return NULL;
+}
+
+static void take_heartbeat(struct peer *p, Grantd__V1__PeerMsg *m)
+{
+	if (p->hb)
+		grantd__v1__heartbeat__free_unpacked(p->hb, NULL);
+	/* keep the heartbeat, free the envelope */
+	p->hb = m->heartbeat;
+	m->heartbeat = NULL;
+	m->body_case = GRANTD__V1__PEER_MSG__BODY__NOT_SET;
+	for (size_t i = 0; i < p->hb->n_vv; i++)
+		if (!p->hb->vv[i]->origin ||
+		    !name_site_ok(p->hb->vv[i]->origin)) {
+			grantd__v1__heartbeat__free_unpacked(p->hb, NULL);
+			p->hb = NULL;
+			return;
+		}
+}
+
+static int recv_frame(void *sock, zmq_msg_t *msg)
+{
+	zmq_msg_init(msg);
+	if (zmq_msg_recv(msg, sock, ZMQ_DONTWAIT) < 0) {
+		zmq_msg_close(msg);
+		return 0;
+	}
+	return 1;
+}
+
+/* Skip the rest of a multi-frame message we did not expect. */
+static void drain(void *sock, zmq_msg_t *last)
+{
+	while (zmq_msg_more(last)) {
+		zmq_msg_close(last);
+		zmq_msg_init(last);
+		if (zmq_msg_recv(last, sock, 0) < 0)
+			break;
+	}
+}
+
+static int handle_router(struct repl *r)
+{
+	zmq_msg_t id, body;
+
+	if (!r->router || !recv_frame(r->router, &id))
+		return 0;
+	if (!zmq_msg_more(&id) || !recv_frame(r->router, &body)) {
+		zmq_msg_close(&id);
+		return 1;
+	}
+	const char *site = zmq_msg_gets(&body, "User-Id");
+	struct peer *p = site ? peer_by_site(r, site) : NULL;
+	if (zmq_msg_more(&body) || !p) {
+		drain(r->router, &body);
+		r->n->ops.dropped++;
+	} else {
+		Grantd__V1__PeerMsg *m = decode(r, site, &body);
+		if (m && m->body_case == GRANTD__V1__PEER_MSG__BODY_RANGE_REQ)
+			serve_range(r, zmq_msg_data(&id), zmq_msg_size(&id),
+				    site, m->range_req);
+		else if (m && m->body_case == GRANTD__V1__PEER_MSG__BODY_VV_REQ)
+			serve_vv(r, zmq_msg_data(&id), zmq_msg_size(&id));
+		else if (m)
+			r->n->ops.dropped++;
+		if (m)
+			grantd__v1__peer_msg__free_unpacked(m, NULL);
+	}
+	zmq_msg_close(&body);
+	zmq_msg_close(&id);
+	return 1;
+}
+
+/* One frame from a peer's SUB or DEALER. */
+static int handle_peer(struct repl *r, struct peer *p, void *sock,
+		       uint64_t now_ms)
+{
+	zmq_msg_t body;
+
+	if (!recv_frame(sock, &body))
+		return 0;
+	if (zmq_msg_more(&body)) {
+		drain(sock, &body);
+		zmq_msg_close(&body);
+		r->n->ops.dropped++;
+		return 1;
+	}
+	Grantd__V1__PeerMsg *m = decode(r, p->cfg->site, &body);
+	zmq_msg_close(&body);
+	if (!m)
+		return 1;
+	p->last_heard_ms = now_ms;
+	switch (m->body_case) {
+	case GRANTD__V1__PEER_MSG__BODY_OP:
+		if (sock == p->sub)
+			apply_op(r, p, m->op, now_ms);
+		else
+			r->n->ops.dropped++;
+		break;
+	case GRANTD__V1__PEER_MSG__BODY_HEARTBEAT:
+		take_heartbeat(p, m);
+		break;
+	case GRANTD__V1__PEER_MSG__BODY_RANGE_REP:
+		if (sock == p->dealer)
+			apply_range(r, p, m->range_rep, now_ms);
+		else
+			r->n->ops.dropped++;
+		break;
+	default:
+		r->n->ops.dropped++;
+	}
+	grantd__v1__peer_msg__free_unpacked(m, NULL);
+	return 1;
+}
+
+void repl_handle(struct repl *r)
+{
+	uint64_t now_ms = hlc_wall_ms();
+	int handled = 0;
+
+	while (zap_handle(r), handled < HANDLE_MAX) {
+		int got = handle_router(r);
+		for (int i = 0; i < r->npeers; i++) {
+			got += handle_peer(r, &r->peers[i], r->peers[i].sub,
+					   now_ms);
+			got += handle_peer(r, &r->peers[i],
+					   r->peers[i].dealer, now_ms);
+		}
+		if (!got)
+			break;
+		handled += got;
+	}
+	if (!r->dirty)
+		return;
+	r->dirty = false;
+	/* Synced like local writes: a token mark learned from a peer must
+	 * survive a crash here too. */
+	if (store_commit(r->batch, true) < 0) {
+		log_error("peer batch not committed; it will be fetched again");
+		store_batch_free(&r->batch);
+		store_batch_new(&r->batch, r->n->store);
+		ops_reload(&r->n->ops);
+		ops_outbox_clear(&r->n->ops);
+	}
+}
+
+/* ---- publishing, heartbeats, catch-up ---------------------------------- */
+
+void repl_publish(struct repl *r)
+{
+	struct buf *ob = &r->n->ops.outbox;
+	size_t off = 0;
+
+	while (r->pub && off + 4 <= ob->len) {
+		const uint8_t *p = (const uint8_t *)ob->p + off;
+		size_t len = (size_t)p[0] << 24 | (size_t)p[1] << 16 |
+			     (size_t)p[2] << 8 | p[3];
+		if (off + 4 + len > ob->len)
+			break;
+		Grantd__V1__Op *op = grantd__v1__op__unpack(NULL, len, p + 4);
+		if (op) {
+			Grantd__V1__PeerMsg m;
+			msg_init(r, &m);
+			m.body_case = GRANTD__V1__PEER_MSG__BODY_OP;
+			m.op = op;
+			if (send_msg(r->pub, &m, NULL, 0) < 0)
+				log_warn("publish failed seq=%llu: %s "
+					 "(peers will fetch it)",
+					 (unsigned long long)op->seq,
+					 zmq_strerror(errno));
+			grantd__v1__op__free_unpacked(op, NULL);
+		}
+		off += 4 + len;
+	}
+	ops_outbox_clear(&r->n->ops);
+}
+
+static void send_heartbeat(struct repl *r)
+{
+	Grantd__V1__PeerMsg m;
+	Grantd__V1__Heartbeat hb = GRANTD__V1__HEARTBEAT__INIT;
+
+	msg_init(r, &m);
+	hb_fill(r, &hb);
+	m.body_case = GRANTD__V1__PEER_MSG__BODY_HEARTBEAT;
+	m.heartbeat = &hb;
+	send_msg(r->pub, &m, NULL, 0);
+	hb_free_entries(&hb);
+}
+
+void repl_tick(struct repl *r, uint64_t now_ms)
+{
+	bool all_level = true, any_heard = false, all_heard = true;
+
+	if (r->pub && now_ms - r->last_hb_ms >= REPL_HEARTBEAT_MS) {
+		r->last_hb_ms = now_ms;
+		send_heartbeat(r);
+	}
+	for (int i = 0; i < r->npeers; i++) {
+		struct peer *p = &r->peers[i];
+		if (p->range_inflight &&
+		    now_ms - p->range_sent_ms > RANGE_TIMEOUT_MS)
+			p->range_inflight = false;
+		const Grantd__V1__VvEntry *e = peer_ahead(r, p, &p->lag_ops);
+		if (e) {
+			if (!p->behind_since_ms)
+				p->behind_since_ms = now_ms;
+			request_range(r, p, e->origin, e->epoch, now_ms);
+			all_level = false;
+		} else {
+			p->behind_since_ms = 0;
+		}
+		if (p->hb && now_ms - p->last_heard_ms < CONNECTED_MS)
+			any_heard = true;
+		else
+			all_heard = false;
+	}
+	if (r->n->syncing) {
+		uint64_t up = now_ms - r->started_ms;
+		if ((all_level && all_heard) ||
+		    (all_level && any_heard && up > SYNC_GRACE_MS) ||
+		    (!any_heard && up > SYNC_GRACE_MS) || up > SYNC_MAX_MS) {
+			r->n->syncing = false;
+			log_info("sync done: validating tokens peers_heard=%s "
+				 "after_ms=%llu", any_heard ? "yes" : "none",
+				 (unsigned long long)up);
+		}
+	}
+}
+
+void repl_status(struct repl *r, cJSON *arr, uint64_t now_ms)
+{
+	for (int i = 0; i < r->npeers; i++) {
+		struct peer *p = &r->peers[i];
+		cJSON *o = cJSON_CreateObject();
+		uint64_t lag = 0;
+		peer_ahead(r, p, &lag);
+		cJSON_AddStringToObject(o, "site", p->cfg->site);
+		cJSON_AddBoolToObject(o, "connected",
+				      p->last_heard_ms &&
+					      now_ms - p->last_heard_ms <
+						      CONNECTED_MS);
+		cJSON_AddNumberToObject(o, "last_heard_ms",
+					p->last_heard_ms ?
+						(double)(now_ms -
+							 p->last_heard_ms) :
+						-1);
+		cJSON_AddNumberToObject(o, "lag_ops", (double)lag);
+		cJSON_AddNumberToObject(o, "lag_ms",
+					lag && p->behind_since_ms ?
+						(double)(now_ms -
+							 p->behind_since_ms) :
+						0);
+		if (p->hb && p->hb->digest.len == DIGEST_LEN) {
+			char hex[2 * DIGEST_LEN + 1];
+			digest_hex(hex, p->hb->digest.data);
+			cJSON_AddStringToObject(o, "digest", hex);
+		}
+		cJSON_AddItemToArray(arr, o);
+	}
+}
+
+int repl_rebuild(struct repl *r, const char *site)
+{
+	struct peer *p = peer_by_site(r, site);
+	Grantd__V1__PeerMsg m;
+
+	if (!p)
+		return GD_ENOTFOUND;
+	msg_init(r, &m);
+	m.body_case = GRANTD__V1__PEER_MSG__BODY_VV_REQ;
+	m.vv_req = 1;
+	if (send_msg(p->dealer, &m, NULL, 0) < 0)
+		return GD_EUNREACH;
+	log_info("rebuild requested from peer=%s", site);
+	return 0;
+}
+
+uint64_t repl_refused(struct repl *r)
+{
+	return r->refused;
+}

@@ -1,0 +1,72 @@
+/*
+ * repl.h: replication among sites over CurveZMQ.
+ *
+ * Each node binds a PUB (`publish`) and a ROUTER (`sync`), and connects one
+ * SUB and one DEALER to every configured peer; all four are CURVE, and a
+ * ZAP handler admits only the public keys of configured peers (and counts
+ * every refusal).
+ *
+ *  - Live: after a batch of local operations is committed, repl_publish()
+ *    sends each on PUB.  A peer applies it with ops_apply() (the one apply
+ *    path) if it is the next of its (origin, epoch); a duplicate is
+ *    dropped; a gap triggers a range request.
+ *  - Repair: every 250 ms the PUB carries a heartbeat with this node's
+ *    version vector.  A node that sees a peer ahead of it for any origin
+ *    (even a dead third site) asks that peer's sync ROUTER for the missing
+ *    range, in bounded batches, until it is level.
+ *  - A node that starts with peers configured is "syncing" (it refuses
+ *    token validation, so an empty or stale store cannot accept a replayed
+ *    token) until it has caught up with the peers it can hear, or a grace
+ *    period passes with no peer heard.
+ *
+ * Every received frame is size-capped by ZMQ_MAXMSGSIZE, decoded, checked
+ * (ops_check) and only then applied; a bad one is dropped and counted in
+ * ops.dropped.  One owner thread: the node's main loop.
+ */
+#ifndef GD_REPL_H
+#define GD_REPL_H
+
+#include <cjson/cJSON.h>
+#include <stdint.h>
+#include <zmq.h>
+
+#include "buf.h"
+#include "node.h"
+
+#define GD_PEER_VERSION 1
+#define REPL_HEARTBEAT_MS 250
+
+struct repl;
+
+/* Start the ZAP handler, bind PUB and ROUTER, connect to every peer.
+ * *out is the caller's (repl_destroy).  Returns 0 or GD_EIO (logged). */
+int repl_open(struct repl **out, struct node *n);
+void repl_destroy(struct repl **rp);
+
+/* The sockets to poll for input; returns how many were written (at most
+ * max). */
+int repl_pollitems(struct repl *r, zmq_pollitem_t *items, int max);
+
+/* Handle everything waiting on the replication sockets: answer ZAP,
+ * serve ranges, apply peers' operations (one batch, one commit). */
+void repl_handle(struct repl *r);
+
+/* Heartbeats, range requests and the syncing state; call every loop. */
+void repl_tick(struct repl *r, uint64_t now_ms);
+
+/* Publish the operations committed by the last batch (n->ops.outbox) and
+ * clear the outbox. */
+void repl_publish(struct repl *r);
+
+/* Add {site, connected, last_heard_ms, lag_ops, lag_ms, ...} objects for
+ * every peer to arr. */
+void repl_status(struct repl *r, cJSON *arr, uint64_t now_ms);
+
+/* Ask SITE for its version vector and fetch everything it has that this
+ * node lacks.  Returns 0, or GD_ENOTFOUND for an unknown site. */
+int repl_rebuild(struct repl *r, const char *site);
+
+/* ZAP refusals so far. */
+uint64_t repl_refused(struct repl *r);
+
+#endif
