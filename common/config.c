@@ -108,6 +108,8 @@ static int node_key(struct parse_state *ps, const char *name,
 		{ "secret_key", offsetof(struct config, secret_key) },
 		{ "log_level", offsetof(struct config, log_level) },
 	};
+	if (!strcmp(name, "oplog_retention"))
+		return set_dur(ps, &c->oplog_retention, name, value);
 	for (size_t i = 0; i < GD_ARRAY_SIZE(strs); i++) {
 		if (strcmp(name, strs[i].key))
 			continue;
@@ -273,6 +275,7 @@ int config_load(struct config **out, const char *path, struct buf *err)
 	if (!c)
 		abort();
 	c->path = strdup(path);
+	c->oplog_retention = 30 * 86400;
 	c->policy = (struct config_policy){
 		.grant_default = 24 * 3600,
 		.grant_max = 30 * 86400,

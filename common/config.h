@@ -48,6 +48,7 @@ struct config {
 	char *sync;
 	char *secret_key;
 	char *log_level;          /* error, warn, info (default), debug */
+	int64_t oplog_retention;  /* seconds operations stay in the log */
 	struct config_peer peers[CONFIG_MAX_PEERS];
 	int npeers;
 	struct config_policy policy;

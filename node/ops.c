@@ -443,6 +443,131 @@ void ops_outbox_clear(struct ops *o)
 	buf_reset(&o->outbox);
 }
 
+void ops_vv_raise(struct ops *o, struct store_batch *b, const char *origin,
+		  uint64_t epoch, uint64_t seq)
+{
+	struct buf k = BUF_INIT;
+	uint8_t be[8];
+
+	if (seq <= ops_vv_get(o, b, origin, epoch))
+		return;
+	vv_key(&k, origin, epoch);
+	store_be64(be, seq);
+	store_put(b, CF_VV, k.p, k.len, be, sizeof(be));
+	buf_free(&k);
+}
+
+int ops_merge_record(struct ops *o, struct store_batch *b, enum store_cf cf,
+		     const void *val, size_t vlen)
+{
+	Grantd__V1__Op op = GRANTD__V1__OP__INIT;
+	const ProtobufCMessageDescriptor *d;
+	ProtobufCMessage *m;
+	struct buf why = BUF_INIT;
+	int rc;
+
+	switch (cf) {
+	case CF_USERS: d = &grantd__v1__user__descriptor; break;
+	case CF_ENROLL: d = &grantd__v1__enrollment__descriptor; break;
+	case CF_GRANTS: d = &grantd__v1__grant__descriptor; break;
+	case CF_MARKS: d = &grantd__v1__mark__descriptor; break;
+	case CF_FAILS: d = &grantd__v1__failures__descriptor; break;
+	case CF_UNLOCK: d = &grantd__v1__unlock__descriptor; break;
+	case CF_REPOS: d = &grantd__v1__repo__descriptor; break;
+	default: return GD_EPROTO;
+	}
+	m = protobuf_c_message_unpack(d, NULL, vlen, val);
+	if (!m)
+		return GD_EPROTO;
+	/* a record is the body of the operation that wrote it */
+	op.epoch = 1, op.has_epoch = 1;
+	op.seq = 1, op.has_seq = 1;
+	switch (cf) {
+	case CF_USERS:
+		op.body_case = GRANTD__V1__OP__BODY_USER;
+		op.user = (Grantd__V1__User *)m;
+		op.hlc = op.user->hlc, op.origin = op.user->origin;
+		break;
+	case CF_ENROLL:
+		op.body_case = GRANTD__V1__OP__BODY_ENROLL;
+		op.enroll = (Grantd__V1__Enrollment *)m;
+		op.hlc = op.enroll->hlc, op.origin = op.enroll->origin;
+		break;
+	case CF_GRANTS:
+		op.body_case = GRANTD__V1__OP__BODY_GRANT;
+		op.grant = (Grantd__V1__Grant *)m;
+		op.hlc = op.grant->hlc, op.origin = op.grant->origin;
+		break;
+	case CF_UNLOCK:
+		op.body_case = GRANTD__V1__OP__BODY_UNLOCK;
+		op.unlock = (Grantd__V1__Unlock *)m;
+		op.hlc = op.unlock->hlc, op.origin = op.unlock->origin;
+		break;
+	case CF_REPOS:
+		op.body_case = GRANTD__V1__OP__BODY_REPO;
+		op.repo = (Grantd__V1__Repo *)m;
+		op.hlc = op.repo->hlc, op.origin = op.repo->origin;
+		break;
+	case CF_MARKS:
+		op.body_case = GRANTD__V1__OP__BODY_MARK;
+		op.mark = (Grantd__V1__Mark *)m;
+		op.hlc = 1, op.origin = o->site;
+		break;
+	default:
+		op.body_case = GRANTD__V1__OP__BODY_FAILURE;
+		op.failure = (Grantd__V1__Failures *)m;
+		op.hlc = 1, op.origin = o->site;
+		break;
+	}
+	op.has_hlc = 1;
+	rc = ops_check(&op, &why);
+	if (rc == 0)
+		rc = apply_body(o, b, &op);
+	buf_free(&why);
+	protobuf_c_message_free_unpacked(m, NULL);
+	return rc;
+}
+
+int ops_truncate_log(struct ops *o, uint64_t cutoff_ms, int max)
+{
+	struct store_iter *it;
+	struct store_batch *b;
+	struct buf v = BUF_INIT, skip = BUF_INIT;
+	const char *key;
+	size_t klen;
+	int rc = 0, n = 0;
+
+	store_batch_new(&b, o->store);
+	store_iter_new(&it, o->store, NULL, CF_OPLOG, "", 0);
+	while (n < max && (rc = store_iter_next(it, &key, &klen, &v)) > 0) {
+		/* within one (origin, epoch) stamps grow with seq: once one
+		 * is recent, the rest of that stream is kept */
+		if (skip.len && klen >= skip.len &&
+		    !memcmp(key, skip.p, skip.len))
+			continue;
+		Grantd__V1__Op *op = grantd__v1__op__unpack(
+			NULL, v.len, (const uint8_t *)v.p);
+		bool old = op && hlc_ms(op->hlc) < cutoff_ms;
+		if (op)
+			grantd__v1__op__free_unpacked(op, NULL);
+		if (old) {
+			store_del(b, CF_OPLOG, key, klen);
+			n++;
+		} else if (klen > 8) {
+			buf_reset(&skip);
+			buf_add(&skip, key, klen - 8);
+		}
+	}
+	store_iter_free(&it);
+	if (rc >= 0)
+		rc = store_commit(b, false);
+	store_batch_free(&b);
+	sodium_memzero(v.p, v.len);
+	buf_free(&v);
+	buf_free(&skip);
+	return rc < 0 ? rc : n;
+}
+
 static bool str_ok(const char *s, size_t max)
 {
 	return s && strnlen(s, max + 1) <= max;

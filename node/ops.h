@@ -76,6 +76,22 @@ void ops_outbox_clear(struct ops *o);
 int ops_apply(struct ops *o, struct store_batch *b, const Grantd__V1__Op *op,
 	      bool *applied);
 
+/*
+ * Merge one state record (as sent in a snapshot) of family cf into b with
+ * the same rules as ops_apply, without touching the log or the vector.
+ * Returns 0, or GD_EPROTO for a record that does not decode or check.
+ */
+int ops_merge_record(struct ops *o, struct store_batch *b, enum store_cf cf,
+		     const void *val, size_t vlen);
+
+/* Raise the vector entry for (origin, epoch) to seq if it is lower. */
+void ops_vv_raise(struct ops *o, struct store_batch *b, const char *origin,
+		  uint64_t epoch, uint64_t seq);
+
+/* Delete up to max log entries older than cutoff_ms (HLC wall time);
+ * returns how many were deleted or a negative gd_err. */
+int ops_truncate_log(struct ops *o, uint64_t cutoff_ms, int max);
+
 /* Bounds and shape checks for an operation from outside (names, lengths,
  * one body).  Returns 0 or GD_EPROTO with a reason in err. */
 int ops_check(const Grantd__V1__Op *op, struct buf *err);

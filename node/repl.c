@@ -31,6 +31,7 @@
 #define CONNECTED_MS 1500
 #define MAX_SKEW_MS (120 * 1000)
 #define HANDLE_MAX 256
+#define TRUNCATE_MAX 100000
 
 struct peer {
 	const struct config_peer *cfg;
@@ -45,8 +46,28 @@ struct peer {
 	uint64_t range_sent_ms;
 };
 
+/* A state transfer in progress (this node far behind one peer). */
+struct snap {
+	struct peer *p;            /* NULL: none running */
+	int cf;                    /* index into snap_cfs */
+	struct buf after;          /* last key received */
+	Grantd__V1__VvEntry **vv;  /* the sender's vector at the start */
+	size_t nvv;
+	uint64_t sent_ms;
+	uint64_t records;
+};
+
+static const enum store_cf snap_cfs[] = { CF_USERS, CF_ENROLL, CF_GRANTS,
+					  CF_MARKS, CF_FAILS, CF_UNLOCK,
+					  CF_REPOS };
+#define SNAP_MAX_RECORDS 4096
+
+static void snap_free(struct snap *sn);
+
 struct repl {
 	struct node *n;
+	struct snap snap;
+	uint64_t last_truncate_ms;
 	void *zap;
 	void *pub;
 	void *router;
@@ -393,6 +414,7 @@ void repl_destroy(struct repl **rp)
 	if (r->zap)
 		zmq_close(r->zap);
 	store_batch_free(&r->batch);
+	snap_free(&r->snap);
 	free(r);
 	*rp = NULL;
 }
@@ -457,6 +479,191 @@ static void apply_op(struct repl *r, struct peer *p, const Grantd__V1__Op *op,
 		r->dirty = true;
 }
 
+
+/* ---- state transfer (snapshots) ---------------------------------------- */
+
+static void snap_free(struct snap *sn)
+{
+	for (size_t i = 0; i < sn->nvv; i++) {
+		free(sn->vv[i]->origin);
+		free(sn->vv[i]);
+	}
+	free(sn->vv);
+	buf_free(&sn->after);
+	memset(sn, 0, sizeof(*sn));
+}
+
+static void snap_request(struct repl *r, uint64_t now_ms)
+{
+	struct snap *sn = &r->snap;
+	Grantd__V1__PeerMsg m;
+	Grantd__V1__SnapReq rq = GRANTD__V1__SNAP_REQ__INIT;
+
+	msg_init(r, &m);
+	rq.cf = (uint32_t)snap_cfs[sn->cf], rq.has_cf = 1;
+	if (sn->after.len) {
+		rq.after.data = (uint8_t *)sn->after.p;
+		rq.after.len = sn->after.len;
+		rq.has_after = 1;
+	}
+	rq.max = SNAP_MAX_RECORDS, rq.has_max = 1;
+	m.body_case = GRANTD__V1__PEER_MSG__BODY_SNAP_REQ;
+	m.snap_req = &rq;
+	send_msg(sn->p->dealer, &m, NULL, 0);
+	sn->sent_ms = now_ms;
+}
+
+static void snap_start(struct repl *r, struct peer *p, uint64_t now_ms)
+{
+	if (r->snap.p)
+		return;
+	r->snap.p = p;
+	log_info("state transfer started peer=%s (behind its operation log)",
+		 p->cfg->site);
+	snap_request(r, now_ms);
+}
+
+static void serve_snap(struct repl *r, const void *id, size_t idlen,
+		       const Grantd__V1__SnapReq *rq)
+{
+	Grantd__V1__PeerMsg m;
+	Grantd__V1__SnapRep rep = GRANTD__V1__SNAP_REP__INIT;
+	Grantd__V1__Heartbeat hb = GRANTD__V1__HEARTBEAT__INIT;
+	struct store_iter *it;
+	struct buf v = BUF_INIT;
+	ProtobufCBinaryData *keys, *vals;
+	const char *key;
+	size_t klen, bytes = 0;
+	uint32_t max = rq->max && rq->max < SNAP_MAX_RECORDS ? rq->max :
+							       SNAP_MAX_RECORDS;
+	bool known = false;
+	int rc;
+
+	for (size_t i = 0; i < GD_ARRAY_SIZE(snap_cfs); i++)
+		known |= rq->cf == (uint32_t)snap_cfs[i];
+	if (!known || rq->after.len > 4096) {
+		r->n->ops.dropped++;
+		return;
+	}
+	if (rq->cf == (uint32_t)snap_cfs[0] && !rq->has_after) {
+		/* the vector first, then the records: every record read later
+		 * is at least as new as the vector says */
+		hb_fill(r, &hb);
+		rep.vv = hb.vv;
+		rep.n_vv = hb.n_vv;
+	}
+	keys = calloc(max, sizeof(*keys));
+	vals = calloc(max, sizeof(*vals));
+	if (!keys || !vals)
+		abort();
+	if (rq->has_after)
+		store_iter_new_at(&it, r->n->store, NULL, rq->cf, "", 0,
+				  rq->after.data, rq->after.len);
+	else
+		store_iter_new(&it, r->n->store, NULL, rq->cf, "", 0);
+	while ((rc = store_iter_next(it, &key, &klen, &v)) > 0) {
+		if (rq->has_after && klen == rq->after.len &&
+		    !memcmp(key, rq->after.data, klen))
+			continue;
+		if (rep.n_keys == max || bytes > RANGE_MAX_BYTES)
+			break;
+		keys[rep.n_keys].data = malloc(klen ? klen : 1);
+		vals[rep.n_keys].data = malloc(v.len ? v.len : 1);
+		if (!keys[rep.n_keys].data || !vals[rep.n_keys].data)
+			abort();
+		memcpy(keys[rep.n_keys].data, key, klen);
+		keys[rep.n_keys].len = klen;
+		memcpy(vals[rep.n_keys].data, v.p, v.len);
+		vals[rep.n_keys].len = v.len;
+		bytes += klen + v.len;
+		rep.n_keys++;
+	}
+	rep.cf_done = rep.has_cf_done = rc <= 0;
+	store_iter_free(&it);
+	rep.cf = rq->cf, rep.has_cf = 1;
+	rep.keys = keys;
+	rep.values = vals;
+	rep.n_values = rep.n_keys;
+	msg_init(r, &m);
+	m.body_case = GRANTD__V1__PEER_MSG__BODY_SNAP_REP;
+	m.snap_rep = &rep;
+	send_msg(r->router, &m, id, idlen);
+	for (size_t i = 0; i < rep.n_keys; i++) {
+		free(keys[i].data);
+		sodium_memzero(vals[i].data, vals[i].len);
+		free(vals[i].data);
+	}
+	free(keys);
+	free(vals);
+	hb_free_entries(&hb);
+	sodium_memzero(v.p, v.len);
+	buf_free(&v);
+}
+
+static void snap_take_vv(struct snap *sn, Grantd__V1__SnapRep *rep)
+{
+	sn->vv = calloc(rep->n_vv ? rep->n_vv : 1, sizeof(*sn->vv));
+	if (!sn->vv)
+		abort();
+	for (size_t i = 0; i < rep->n_vv; i++) {
+		if (!rep->vv[i]->origin || !name_site_ok(rep->vv[i]->origin))
+			continue;
+		Grantd__V1__VvEntry *e = malloc(sizeof(*e));
+		if (!e)
+			abort();
+		*e = *rep->vv[i];
+		e->origin = strdup(rep->vv[i]->origin);
+		sn->vv[sn->nvv++] = e;
+	}
+}
+
+static void apply_snap(struct repl *r, struct peer *p,
+		       Grantd__V1__SnapRep *rep, uint64_t now_ms)
+{
+	struct snap *sn = &r->snap;
+	struct ops *o = &r->n->ops;
+
+	if (sn->p != p || rep->cf != (uint32_t)snap_cfs[sn->cf] ||
+	    rep->n_keys != rep->n_values) {
+		o->dropped++;
+		return;
+	}
+	if (rep->n_vv && !sn->vv)
+		snap_take_vv(sn, rep);
+	for (size_t i = 0; i < rep->n_values; i++) {
+		if (ops_merge_record(o, r->batch, (enum store_cf)rep->cf,
+				     rep->values[i].data,
+				     rep->values[i].len) < 0)
+			o->dropped++;
+		else
+			sn->records++;
+	}
+	r->dirty = true;
+	if (rep->n_keys) {
+		buf_reset(&sn->after);
+		buf_add(&sn->after, rep->keys[rep->n_keys - 1].data,
+			rep->keys[rep->n_keys - 1].len);
+	}
+	if (rep->cf_done) {
+		buf_reset(&sn->after);
+		sn->cf++;
+	}
+	if (sn->cf < (int)GD_ARRAY_SIZE(snap_cfs)) {
+		snap_request(r, now_ms);
+		return;
+	}
+	/* every family merged: this node now holds what the vector says */
+	for (size_t i = 0; i < sn->nvv; i++) {
+		Grantd__V1__VvEntry *e = sn->vv[i];
+		if (!strcmp(e->origin, o->site) && e->epoch == o->epoch)
+			continue;
+		ops_vv_raise(o, r->batch, e->origin, e->epoch, e->seq);
+	}
+	log_info("state transfer done peer=%s records=%llu", p->cfg->site,
+		 (unsigned long long)sn->records);
+	snap_free(sn);
+}
+
 static void apply_range(struct repl *r, struct peer *p,
 			const Grantd__V1__RangeRep *rr, uint64_t now_ms)
 {
@@ -471,6 +678,8 @@ static void apply_range(struct repl *r, struct peer *p,
 		grantd__v1__op__free_unpacked(op, NULL);
 	}
 	p->range_inflight = false;
+	if (rr->truncated)
+		snap_start(r, p, now_ms);
 }
 
 static void serve_range(struct repl *r, const void *id, size_t idlen,
@@ -508,8 +717,12 @@ static void serve_range(struct repl *r, const void *id, size_t idlen,
 		uint64_t seq = store_get_be64(key + klen - 8);
 		if (seq < want)
 			continue;
-		if (seq != want)
+		if (seq != want) {
+			/* the start was cut off by the log's retention */
+			if (rep.n_ops == 0)
+				rep.truncated = rep.has_truncated = 1;
 			break;
+		}
 		if (rep.n_ops == cap) {
 			cap = cap ? 2 * cap : 64;
 			ops = realloc(ops, cap * sizeof(*ops));
@@ -525,6 +738,9 @@ static void serve_range(struct repl *r, const void *id, size_t idlen,
 		want++;
 	}
 	store_iter_free(&it);
+	if (rep.n_ops == 0 &&
+	    ops_vv_get(&r->n->ops, NULL, rq->origin, rq->epoch) >= rq->from)
+		rep.truncated = rep.has_truncated = 1;
 	msg_init(r, &m);
 	rep.origin = rq->origin;
 	rep.epoch = rq->epoch, rep.has_epoch = 1;
@@ -652,6 +868,9 @@ static int handle_router(struct repl *r)
 		if (m && m->body_case == GRANTD__V1__PEER_MSG__BODY_RANGE_REQ)
 			serve_range(r, zmq_msg_data(&id), zmq_msg_size(&id),
 				    site, m->range_req);
+		else if (m && m->body_case == GRANTD__V1__PEER_MSG__BODY_SNAP_REQ)
+			serve_snap(r, zmq_msg_data(&id), zmq_msg_size(&id),
+				   m->snap_req);
 		else if (m && m->body_case == GRANTD__V1__PEER_MSG__BODY_VV_REQ)
 			serve_vv(r, zmq_msg_data(&id), zmq_msg_size(&id));
 		else if (m)
@@ -692,6 +911,12 @@ static int handle_peer(struct repl *r, struct peer *p, void *sock,
 		break;
 	case GRANTD__V1__PEER_MSG__BODY_HEARTBEAT:
 		take_heartbeat(p, m);
+		break;
+	case GRANTD__V1__PEER_MSG__BODY_SNAP_REP:
+		if (sock == p->dealer)
+			apply_snap(r, p, m->snap_rep, now_ms);
+		else
+			r->n->ops.dropped++;
 		break;
 	case GRANTD__V1__PEER_MSG__BODY_RANGE_REP:
 		if (sock == p->dealer)
@@ -789,6 +1014,20 @@ void repl_tick(struct repl *r, uint64_t now_ms)
 		r->last_hb_ms = now_ms;
 		send_heartbeat(r);
 	}
+	if (r->snap.p && now_ms - r->snap.sent_ms > RANGE_TIMEOUT_MS) {
+		log_warn("state transfer timed out peer=%s; starting over",
+			 r->snap.p->cfg->site);
+		snap_free(&r->snap);
+	}
+	int64_t keep = r->n->cfg->oplog_retention * 1000;
+	if (now_ms - r->last_truncate_ms >
+	    (uint64_t)(keep / 2 < 60000 ? keep / 2 : 60000)) {
+		r->last_truncate_ms = now_ms;
+		int k = ops_truncate_log(&r->n->ops, now_ms - (uint64_t)keep,
+					 TRUNCATE_MAX);
+		if (k > 0)
+			log_info("operation log truncated entries=%d", k);
+	}
 	for (int i = 0; i < r->npeers; i++) {
 		struct peer *p = &r->peers[i];
 		if (p->range_inflight &&
@@ -798,7 +1037,10 @@ void repl_tick(struct repl *r, uint64_t now_ms)
 		if (e) {
 			if (!p->behind_since_ms)
 				p->behind_since_ms = now_ms;
-			request_range(r, p, e->origin, e->epoch, now_ms);
+			/* during a state transfer, ranges wait for it */
+			if (!r->snap.p)
+				request_range(r, p, e->origin, e->epoch,
+					      now_ms);
 			all_level = false;
 		} else {
 			p->behind_since_ms = 0;
