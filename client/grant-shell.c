@@ -279,8 +279,14 @@ int main(int argc, char **argv)
 			return GD_EXIT_USAGE;
 		}
 	}
-	if (argc - i != 1 || !name_user_ok(argv[i])) {
+	if (argc - i != 1) {
 		usage(stderr);
+		return GD_EXIT_USAGE;
+	}
+	if (!name_user_ok(argv[i])) {
+		fprintf(stderr, "%s: bad user name '%s': use a lower-case "
+			"letter or '_' then up to 63 of [a-z0-9_.-]\n", prog,
+			argv[i]);
 		return GD_EXIT_USAGE;
 	}
 	cx.user = argv[i];

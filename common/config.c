@@ -23,16 +23,51 @@ struct parse_state {
 	int line;
 	int failed;
 	struct config_peer *peer;  /* current [peer NAME] section */
-	unsigned seen_node;
+	char *linebuf;
+	size_t linecap;
+	unsigned policy_seen;      /* bit per [policy] key already set */
 };
 
+static int section_start(struct parse_state *ps, const char *section);
+
+/*
+ * inih's line reader.  We read whole lines ourselves so that we know the
+ * line number, can refuse a line longer than inih's buffer instead of
+ * letting it be split, and see every section header (Debian's inih does
+ * not call the handler for a section without keys).
+ */
 static char *reader(char *str, int num, void *stream)
 {
 	struct parse_state *ps = stream;
-	char *r = fgets(str, num, ps->fp);
-	if (r)
-		ps->line++;
-	return r;
+	ssize_t n = getline(&ps->linebuf, &ps->linecap, ps->fp);
+
+	if (n < 0 || ps->failed)
+		return NULL;
+	ps->line++;
+	if (n >= num - 1) {
+		buf_printf(ps->err, "%s:%d: line too long (at most %d "
+			   "characters)", ps->cfg->path, ps->line, num - 2);
+		ps->failed = 1;
+		return NULL;
+	}
+	memcpy(str, ps->linebuf, (size_t)n + 1);
+	const char *p = ps->linebuf;
+	while (*p == ' ' || *p == '\t')
+		p++;
+	if (*p == '[') {
+		char sec[256];
+		const char *end = strchr(p, ']');
+		if (!end || (size_t)(end - p - 1) >= sizeof(sec)) {
+			buf_printf(ps->err, "%s:%d: syntax error: a section "
+				   "header is [NAME]", ps->cfg->path, ps->line);
+			ps->failed = 1;
+			return NULL;
+		}
+		memcpy(sec, p + 1, (size_t)(end - p - 1));
+		sec[end - p - 1] = '\0';
+		section_start(ps, sec);
+	}
+	return str;
 }
 
 static int fail(struct parse_state *ps, const char *fmt, ...)
@@ -116,6 +151,8 @@ static int node_key(struct parse_state *ps, const char *name,
 		char **dst = (char **)((char *)c + strs[i].off);
 		if (!set_str(ps, dst, name, value))
 			return 0;
+		if (!strcmp(name, "secret_key"))
+			c->secret_key_line = ps->line;
 		if (!strcmp(name, "site") && !name_site_ok(value))
 			return fail(ps, "bad site name '%s'%s (use [a-z0-9-])",
 				    value, "");
@@ -140,6 +177,17 @@ static int policy_key(struct parse_state *ps, const char *name,
 		      const char *value)
 {
 	struct config_policy *p = &ps->cfg->policy;
+	static const char *const keys[] = { "grant_default", "grant_max",
+		"grant_subnet", "lockout_window", "totp_window",
+		"hotp_lookahead", "lockout_failures" };
+
+	for (size_t i = 0; i < GD_ARRAY_SIZE(keys); i++) {
+		if (strcmp(name, keys[i]))
+			continue;
+		if (ps->policy_seen & (1u << i))
+			return fail(ps, "duplicate key '%s'", name);
+		ps->policy_seen |= 1u << i;
+	}
 
 	if (!strcmp(name, "grant_default"))
 		return set_dur(ps, &p->grant_default, name, value);
@@ -198,29 +246,38 @@ static int handler(void *user, const char *section, const char *name,
 		return node_key(ps, name, value);
 	if (!strcmp(section, "policy"))
 		return policy_key(ps, name, value);
-	if (!strncmp(section, "peer ", 5)) {
-		const char *site = section + 5;
-		struct config *c = ps->cfg;
-		if (!ps->peer || strcmp(ps->peer->site, site)) {
-			for (int i = 0; i < c->npeers; i++)
-				if (!strcmp(c->peers[i].site, site))
-					return fail(ps, "duplicate site name "
-							"'%s'%s", site, "");
-			if (!name_site_ok(site))
-				return fail(ps, "bad site name '%s'%s (use "
-						"[a-z0-9-])", site, "");
-			if (c->npeers == CONFIG_MAX_PEERS)
-				return fail(ps, "too many peers%s%s", "", "");
-			ps->peer = &c->peers[c->npeers++];
-			ps->peer->site = strdup(site);
-			if (!ps->peer->site)
-				abort();
-			ps->peer->line = ps->line;
-		}
+	if (!strncmp(section, "peer ", 5) && ps->peer)
 		return peer_key(ps, name, value);
-	}
 	return fail(ps, "unknown section [%s]%s (use [node], [policy] or "
 			"[peer NAME])", section, "");
+}
+
+/* Called by the reader at every [section] line, keys or not. */
+static int section_start(struct parse_state *ps, const char *section)
+{
+	struct config *c = ps->cfg;
+
+	ps->peer = NULL;
+	if (!strcmp(section, "node") || !strcmp(section, "policy"))
+		return 1;
+	if (strncmp(section, "peer ", 5))
+		return fail(ps, "unknown section [%s] (use [node], [policy] "
+			    "or [peer NAME])", section);
+	const char *site = section + 5;
+	for (int i = 0; i < c->npeers; i++)
+		if (!strcmp(c->peers[i].site, site))
+			return fail(ps, "duplicate site name '%s'", site);
+	if (!name_site_ok(site))
+		return fail(ps, "bad site name '%s' (use [a-z0-9-])", site);
+	if (c->npeers == CONFIG_MAX_PEERS)
+		return fail(ps, "too many peers (at most %d)",
+			    CONFIG_MAX_PEERS);
+	ps->peer = &c->peers[c->npeers++];
+	ps->peer->site = strdup(site);
+	if (!ps->peer->site)
+		abort();
+	ps->peer->line = ps->line;
+	return 1;
 }
 
 const char *config_default_path(void)
@@ -295,6 +352,7 @@ int config_load(struct config **out, const char *path, struct buf *err)
 	}
 	int r = ini_parse_stream(reader, &ps, handler, &ps);
 	fclose(ps.fp);
+	free(ps.linebuf);
 	if (ps.failed) {
 		rc = GD_EINVAL;
 		goto done;

@@ -5,7 +5,7 @@
  * Every error names the file and line: "grantd.conf:12: unknown key 'foo'
  * in [node]".  Unknown sections and keys, bad values and duplicate site
  * names are errors.  The clients need only the socket and repository
- * paths; the node also checks its key file (config_load_keys).
+ * paths; the node also reads its key file (config_read_keyfile).
  */
 #ifndef GD_CONFIG_H
 #define GD_CONFIG_H
@@ -47,6 +47,7 @@ struct config {
 	char *publish;
 	char *sync;
 	char *secret_key;
+	int secret_key_line;      /* for errors about the key file */
 	char *log_level;          /* error, warn, info (default), debug */
 	int64_t oplog_retention;  /* seconds operations stay in the log */
 	struct config_peer peers[CONFIG_MAX_PEERS];

@@ -15,6 +15,7 @@ const char *gd_strerror(int err)
 	case GD_ETOOBIG: return "too big";
 	case GD_ECRYPTO: return "cryptographic failure";
 	case GD_EPROTO: return "protocol error";
+	case GD_EAGAIN: return "try again";
 	}
 	return "unknown error";
 }

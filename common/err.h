@@ -21,6 +21,7 @@ enum gd_err {
 	GD_ETOOBIG = -8,
 	GD_ECRYPTO = -9,
 	GD_EPROTO = -10,   /* a message that does not decode or check */
+	GD_EAGAIN = -11,   /* not now: handle it in a later step */
 };
 
 /* A short lower-case description; never NULL. */

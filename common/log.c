@@ -26,6 +26,9 @@ void log_init(const char *ident, bool use_syslog, enum log_level level)
 }
 
 static void log_vline(int prio, const char *tag, const char *fmt, va_list ap)
+	__attribute__((format(printf, 3, 0)));
+
+static void log_vline(int prio, const char *tag, const char *fmt, va_list ap)
 {
 	char line[2048];
 	int n = 0;

@@ -41,7 +41,10 @@
 
 #define SET(m, f, v) ((m).f = (v), (m).has_##f = 1)
 
-enum { ON_USER = 1, ON_ADMIN = 2 };
+/* Where a command may arrive, and READS for commands that change nothing:
+ * those are answered at once from committed state, without waiting for
+ * the batch's fsync (so a push check never queues behind a val). */
+enum { ON_USER = 1, ON_ADMIN = 2, READS = 4 };
 
 struct control {
 	struct node *n;
@@ -60,6 +63,8 @@ struct req {
 	uint64_t now_ms;
 	struct buf ident;       /* ROUTER routing id */
 	void *sock;
+	bool reads_only;        /* dispatch only READS commands (1st pass) */
+	bool done;              /* answered */
 };
 
 typedef int (*cmd_fn)(struct control *c, struct req *r);
@@ -73,6 +78,9 @@ struct cmd {
 };
 
 /* ---- replies ------------------------------------------------------------ */
+
+static void vreply(struct req *r, int status, const char *fmt, va_list ap)
+	__attribute__((format(printf, 3, 0)));
 
 static void vreply(struct req *r, int status, const char *fmt, va_list ap)
 {
@@ -1644,16 +1652,16 @@ static const struct cmd cmds[] = {
 	{ "2fa.val-for-days", ON_USER, true, 2, 2, cmd_val_for_days },
 	{ "2fa.val-subnet", ON_USER, true, 2, 2, cmd_val_subnet },
 	{ "2fa.val-session", ON_USER, true, 1, 1, cmd_val_session },
-	{ "2fa.isval", ON_USER, true, 0, 0, cmd_isval },
-	{ "2fa.list-val", ON_USER, true, 0, 1, cmd_list_val },
+	{ "2fa.isval", ON_USER | READS, true, 0, 0, cmd_isval },
+	{ "2fa.list-val", ON_USER | READS, true, 0, 1, cmd_list_val },
 	{ "2fa.inval", ON_USER, true, 1, 2, cmd_inval },
 	{ "2fa.unenroll", ON_USER, true, 1, 1, cmd_unenroll_self },
-	{ "push.check", ON_USER, true, 1, 1, cmd_push_check },
-	{ "repo.read", ON_USER | ON_ADMIN, false, 1, 1, cmd_repo_read },
-	{ "keys.list", ON_USER | ON_ADMIN, false, 0, 0, cmd_keys },
+	{ "push.check", ON_USER | READS, true, 1, 1, cmd_push_check },
+	{ "repo.read", ON_USER | ON_ADMIN | READS, false, 1, 1, cmd_repo_read },
+	{ "keys.list", ON_USER | ON_ADMIN | READS, false, 0, 0, cmd_keys },
 	{ "user.add", ON_ADMIN, false, 1, GD_CTL_MAX_ARGS, cmd_user_add },
 	{ "user.del", ON_ADMIN, false, 1, 1, cmd_user_del },
-	{ "user.list", ON_ADMIN, false, 0, 0, cmd_user_list },
+	{ "user.list", ON_ADMIN | READS, false, 0, 0, cmd_user_list },
 	{ "unlock", ON_ADMIN, false, 1, 1, cmd_unlock },
 	{ "enroll", ON_ADMIN, false, 2, 10, cmd_enroll_admin },
 	{ "unenroll", ON_ADMIN, false, 1, 1, cmd_unenroll_admin },
@@ -1661,11 +1669,11 @@ static const struct cmd cmds[] = {
 	{ "repo.mode", ON_ADMIN, false, 2, 2, cmd_repo_mode },
 	{ "repo.writers", ON_ADMIN, false, 1, GD_CTL_MAX_ARGS,
 	  cmd_repo_writers },
-	{ "repo.list", ON_ADMIN, false, 0, 0, cmd_repo_list },
-	{ "grant.list", ON_ADMIN, false, 0, 2, cmd_grant_list },
+	{ "repo.list", ON_ADMIN | READS, false, 0, 0, cmd_repo_list },
+	{ "grant.list", ON_ADMIN | READS, false, 0, 2, cmd_grant_list },
 	{ "grant.revoke", ON_ADMIN, false, 1, 2, cmd_grant_revoke },
-	{ "check", ON_ADMIN, false, 3, 3, cmd_check },
-	{ "status", ON_ADMIN, false, 0, 0, cmd_status },
+	{ "check", ON_ADMIN | READS, false, 3, 3, cmd_check },
+	{ "status", ON_ADMIN | READS, false, 0, 0, cmd_status },
 	{ "rebuild", ON_ADMIN, false, 2, 2, cmd_rebuild },
 };
 
@@ -1679,6 +1687,8 @@ static int dispatch(struct control *c, struct req *r)
 			cmd = &cmds[i];
 	if (!cmd)
 		return bad(r, "unknown command '%s'", rq->cmd);
+	if (r->reads_only != !!(cmd->where & READS))
+		return GD_EAGAIN;
 	if (!(cmd->where & (r->admin ? ON_ADMIN : ON_USER))) {
 		log_warn("command refused on this socket cmd=%s socket=%s",
 			 rq->cmd, r->admin ? "admin" : "user");
@@ -1694,7 +1704,13 @@ static int dispatch(struct control *c, struct req *r)
 			     addr_parse(&r->ip, rq->client_ip, false) < 0))
 		return bad(r, "no valid client address (is SSH_CONNECTION "
 			   "set?)");
-	return cmd->fn(c, r);
+	/* a read answers from committed state only */
+	struct store_batch *b = c->batch;
+	if (cmd->where & READS)
+		c->batch = NULL;
+	int rc = cmd->fn(c, r);
+	c->batch = b;
+	return rc;
 }
 
 /* ---- sockets and batches -------------------------------------------------- */
@@ -1878,6 +1894,22 @@ int control_serve_batch(struct control *c, int max)
 				log_warn("bad request dropped socket=%s: %s",
 					 r->admin ? "admin" : "user", why.p);
 				bad(r, "bad request: %s", why.p);
+			} else {
+				/* reads are answered now, writes after the
+				 * commit */
+				r->reads_only = true;
+				int drc = dispatch(c, r);
+				r->reads_only = false;
+				if (drc != GD_EAGAIN) {
+					if (drc < 0)
+						refuse(r, "internal error: %s",
+						       gd_strerror(drc));
+					send_reply(r);
+					req_free(r);
+					memset(r, 0, sizeof(*r));
+					buf_free(&why);
+					continue;
+				}
 			}
 			buf_free(&why);
 			n++;
@@ -1895,7 +1927,7 @@ int control_serve_batch(struct control *c, int max)
 		}
 	}
 	if (!failed)
-		failed = store_commit(c->batch, true);
+		failed = ops_commit(&c->n->ops, c->batch, true);
 	if (failed) {
 		/* Nothing of this batch is durable: say so to every caller
 		 * and forget the in-memory advances. */

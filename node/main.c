@@ -202,7 +202,8 @@ int main(int argc, char **argv)
 		goto out_cfg;
 	}
 	if (load_keys(&n, key, &err) < 0) {
-		fprintf(stderr, "grantd: %s\n", err.p);
+		fprintf(stderr, "grantd: %s:%d: secret_key: %s\n", path,
+			n.cfg->secret_key_line, err.p);
 		status = 2;
 		goto out_cfg;
 	}
@@ -259,6 +260,7 @@ out_git:
 out_cfg:
 	sodium_memzero(key, sizeof(key));
 	sodium_memzero(n.curve_sec, sizeof(n.curve_sec));
+	ops_close(&n.ops);
 	config_free(&n.cfg);
 	buf_free(&err);
 	return status;

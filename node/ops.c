@@ -105,6 +105,12 @@ int ops_open(struct ops *o, struct store *s, const struct config *cfg,
 	return 0;
 }
 
+void ops_close(struct ops *o)
+{
+	ops_outbox_clear(o);
+	buf_free(&o->outbox);
+}
+
 uint64_t ops_stamp(struct ops *o)
 {
 	return hlc_now(&o->hlc);
@@ -398,14 +404,9 @@ int ops_apply(struct ops *o, struct store_batch *b, const Grantd__V1__Op *op,
 	store_be64(be, op->seq);
 	store_put(b, CF_VV, k.p, k.len, be, 8);
 
-	if (!strcmp(op->origin, o->site) && op->epoch == o->epoch) {
-		meta_put_u64(b, META_SEQ, op->seq);
-		if (op->seq > o->seq)
-			o->seq = op->seq;
-	}
-	meta_put_u64(b, META_HLC, o->hlc.last);
-	store_put(b, CF_META, META_DIGEST, strlen(META_DIGEST), o->digest,
-		  DIGEST_LEN);
+	if (!strcmp(op->origin, o->site) && op->epoch == o->epoch &&
+	    op->seq > o->seq)
+		o->seq = op->seq;
 	*applied = true;
 done:
 	sodium_memzero(val.p, val.len);
@@ -434,6 +435,17 @@ int ops_local(struct ops *o, struct store_batch *b, Grantd__V1__Op *op)
 		grantd__v1__op__pack(op, buf_extend(&o->outbox, n));
 	}
 	return rc;
+}
+
+int ops_commit(struct ops *o, struct store_batch *b, bool sync)
+{
+	if (store_batch_count(b) == 0)
+		return 0;
+	meta_put_u64(b, META_SEQ, o->seq);
+	meta_put_u64(b, META_HLC, o->hlc.last);
+	store_put(b, CF_META, META_DIGEST, strlen(META_DIGEST), o->digest,
+		  DIGEST_LEN);
+	return store_commit(b, sync);
 }
 
 void ops_outbox_clear(struct ops *o)

@@ -51,6 +51,9 @@ struct ops {
 int ops_open(struct ops *o, struct store *s, const struct config *cfg,
 	     bool created);
 
+/* Free what ops_open and ops_local allocated. */
+void ops_close(struct ops *o);
+
 /* Re-read the counters from committed state after a failed commit. */
 int ops_reload(struct ops *o);
 
@@ -66,6 +69,11 @@ uint64_t ops_stamp(struct ops *o);
 int ops_local(struct ops *o, struct store_batch *b, Grantd__V1__Op *op);
 
 void ops_outbox_clear(struct ops *o);
+
+/* Write the node's counters (seq, clock, digest) into b once, then commit
+ * it (sync: fsync before returning).  Every batch that went through
+ * ops_apply is committed this way.  Returns 0 or GD_EIO. */
+int ops_commit(struct ops *o, struct store_batch *b, bool sync);
 
 /*
  * Apply an operation (local or a peer's) to b.  seq must be the next after

@@ -953,7 +953,7 @@ void repl_handle(struct repl *r)
 	r->dirty = false;
 	/* Synced like local writes: a token mark learned from a peer must
 	 * survive a crash here too. */
-	if (store_commit(r->batch, true) < 0) {
+	if (ops_commit(&r->n->ops, r->batch, true) < 0) {
 		log_error("peer batch not committed; it will be fetched again");
 		store_batch_free(&r->batch);
 		store_batch_new(&r->batch, r->n->store);

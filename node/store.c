@@ -102,6 +102,11 @@ static unsigned char grant_filter(void *state, int level, const char *key,
 	return drop;
 }
 
+static void grant_filter_destroy(void *state)
+{
+	(void)state; /* stateless */
+}
+
 static const char *grant_filter_name(void *state)
 {
 	return "grantd-expired-grants";
@@ -135,7 +140,7 @@ int store_open(struct store **out, bool *created, const char *path,
 	rocksdb_options_increase_parallelism(s->opts, 2);
 	rocksdb_options_set_max_open_files(s->opts, 512);
 	s->grant_filter = rocksdb_compactionfilter_create(
-		NULL, NULL, grant_filter, grant_filter_name);
+		NULL, grant_filter_destroy, grant_filter, grant_filter_name);
 	for (int i = 0; i < CF__COUNT; i++) {
 		s->cf_opts[i] = rocksdb_options_create();
 		rocksdb_options_set_create_if_missing(s->cf_opts[i], 1);

@@ -1,0 +1,809 @@
+/*
+ * bench_control.c: drive a running node's user socket from many concurrent
+ * clients and print the SPEC 6 figures for `2fa val` and the push check.
+ *
+ * Each client is a thread with its own REQ socket and its own user, so the
+ * node sees what many grant-shell processes would send: one request in
+ * flight per connection.  Users are enrolled with HOTP so every thread
+ * makes fresh valid tokens from its own counter (the node accepts a
+ * counter ahead of its mark within hotp_lookahead and moves the mark past
+ * it); no two threads ever share a user, so no token is ever a replay.
+ * Every reply is checked: a refusal is counted and printed, never timed as
+ * if it were a success.
+ *
+ * Runs: val with N clients; check with N clients (each first validates its
+ * address once, untimed, so the check is allowed); and a mixed run, vals
+ * and checks at once, because the node answers a batch only after its one
+ * synced commit, so a check that shares a batch with a val waits for the
+ * fsync too.
+ *
+ * Setup (users, enrollments, the repository) goes over the admin socket
+ * and is not timed.  The users TAG000.. and the repository TAG-bench must
+ * not exist yet (--tag, default "b").
+ *
+ * The fsync baseline (--fsync-dir) times synced 4 KiB appends to a file on
+ * the data directory's file system, before and after the runs (a shared
+ * disk drifts): one sync per request is the cost group commit shares among
+ * the requests of a batch.  RocksDB syncs its log with fdatasync.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <liboath/oath.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#include "config.h"
+#include "err.h"
+#include "wire.h"
+#include "banned.h"
+
+#define MAX_CLIENTS 64
+/* check clients must write the repository, and one request names at most
+ * GD_CTL_MAX_ARGS - 1 writers */
+#define MAX_WRITERS (GD_CTL_MAX_ARGS - 1)
+#define MAX_RUNS 8
+#define SECRET_LEN 20
+#define TIMEOUT_MS 10000
+#define WARMUP_REQS 20
+#define MAX_SAMPLES (1u << 20) /* per thread; bounds memory and the loop */
+#define MAX_FAILS 1000         /* per thread: past this, stop and report */
+#define SYNC_WRITES 200
+
+enum kind { VAL, CHECK };
+
+struct client {
+	char user[32];
+	char ip[32];
+	uint8_t secret[SECRET_LEN];
+	uint64_t counter;       /* next HOTP counter to use; kept across runs */
+};
+
+struct run {
+	const char *endpoint;
+	void *shared_ctx;       /* NULL: a context per thread */
+	pthread_barrier_t ready; /* every client connected and warmed up */
+	pthread_barrier_t go;    /* deadline_ns is set */
+	uint64_t deadline_ns;
+};
+
+struct worker {
+	struct run *run;
+	struct client *cl;
+	enum kind kind;
+	pthread_t th;
+	uint64_t *lat_ns;
+	size_t n;
+	uint64_t end_ns;
+	long fails;
+	char first_err[256];
+};
+
+struct result {
+	size_t ops;
+	long fails;
+	double secs, ops_s;
+	uint64_t p50, p90, p99, max; /* ns */
+};
+
+/* CPU use over a run, in % of one core: this program, the node (< 0:
+ * unknown) and the whole machine (< 0: unknown), so a reader sees when
+ * the clients, or other work on the machine, took the node's cores. */
+struct cpu {
+	double client, node, host;
+};
+
+static struct client clients[MAX_CLIENTS];
+static const char *tag = "b";
+static char repo[64];
+static const char *endpoint_s;
+static void *ctx_s;
+static double secs = 5;
+static long node_pid;
+
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2),
+						      noreturn));
+static void die(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "bench_control: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(2);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- setup over the admin socket ---------------------------------------- */
+
+static void admin(const char *sock, const char *cmd, char **args, size_t n)
+{
+	Grantd__V1__Request rq = GRANTD__V1__REQUEST__INIT;
+	Grantd__V1__Reply *rep = NULL;
+
+	rq.version = GD_WIRE_VERSION;
+	rq.has_version = 1;
+	rq.cmd = (char *)cmd;
+	rq.args = args;
+	rq.n_args = n;
+	if (wire_call(&rep, sock, &rq, TIMEOUT_MS) < 0)
+		die("setup '%s': no answer from the admin socket %s", cmd,
+		    sock);
+	if (!rep->has_status || rep->status != 0)
+		die("setup '%s %s' refused: %s", cmd, n ? args[0] : "",
+		    rep->err ? rep->err : "(no reason)");
+	grantd__v1__reply__free_unpacked(rep, NULL);
+}
+
+/* nusers HOTP users; the first MAX_WRITERS of them may write the
+ * repository. */
+static void setup(const char *admin_sock, int nusers)
+{
+	char *args[GD_CTL_MAX_ARGS];
+	int nw = nusers < MAX_WRITERS ? nusers : MAX_WRITERS;
+
+	for (int i = 0; i < nusers; i++) {
+		struct client *c = &clients[i];
+		char *b32 = NULL;
+		size_t len = 0;
+
+		snprintf(c->user, sizeof(c->user), "%s%03d", tag, i);
+		snprintf(c->ip, sizeof(c->ip), "127.0.9.%d", i + 1);
+		if (getrandom(c->secret, SECRET_LEN, 0) != SECRET_LEN)
+			die("getrandom failed");
+		if (oath_base32_encode((const char *)c->secret, SECRET_LEN,
+				       &b32, &len) != OATH_OK)
+			die("base32 encode failed");
+		args[0] = c->user;
+		admin(admin_sock, "user.add", args, 1);
+		args[1] = "--hotp";
+		args[2] = "--secret";
+		args[3] = b32;
+		args[4] = "--digits";
+		args[5] = "6";
+		args[6] = "--counter";
+		args[7] = "0";
+		admin(admin_sock, "enroll", args, 8);
+		free(b32);
+	}
+	args[0] = repo;
+	args[1] = "--mode";
+	args[2] = "required";
+	admin(admin_sock, "repo.add", args, 3);
+	for (int i = 0; i < nw; i++)
+		args[1 + i] = clients[i].user;
+	admin(admin_sock, "repo.writers", args, (size_t)nw + 1);
+}
+
+/* ---- one client --------------------------------------------------------- */
+
+static void *open_req(void *ctx, const char *endpoint)
+{
+	void *s = zmq_socket(ctx, ZMQ_REQ);
+	int zero = 0, t = TIMEOUT_MS;
+
+	if (!s)
+		return NULL;
+	zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof(zero));
+	zmq_setsockopt(s, ZMQ_RCVTIMEO, &t, sizeof(t));
+	zmq_setsockopt(s, ZMQ_SNDTIMEO, &t, sizeof(t));
+	if (zmq_connect(s, endpoint) < 0) {
+		zmq_close(s);
+		return NULL;
+	}
+	return s;
+}
+
+static void note_fail(struct worker *w, const char *what)
+{
+	if (!w->fails++)
+		snprintf(w->first_err, sizeof(w->first_err), "%s", what);
+}
+
+/* One request of kind and its answer; returns 0 when the node said
+ * status 0 (and, for a check, named the repository's path), with *lat_ns
+ * the time from sending the request to having decoded the answer. */
+static int call(struct worker *w, enum kind kind, void **sock, void *ctx,
+		uint64_t *lat_ns)
+{
+	Grantd__V1__Request rq = GRANTD__V1__REQUEST__INIT;
+	Grantd__V1__Reply *rep;
+	struct client *c = w->cl;
+	char token[16], *args[1];
+	uint8_t frame[512];
+	zmq_msg_t msg;
+	int rc = -1;
+
+	rq.version = GD_WIRE_VERSION;
+	rq.has_version = 1;
+	rq.user = c->user;
+	rq.client_ip = c->ip;
+	rq.args = args;
+	rq.n_args = 1;
+	if (kind == VAL) {
+		if (oath_hotp_generate((const char *)c->secret, SECRET_LEN,
+				       c->counter++, 6, false,
+				       OATH_HOTP_DYNAMIC_TRUNCATION,
+				       token) != OATH_OK) {
+			note_fail(w, "oath_hotp_generate failed");
+			return -1;
+		}
+		rq.cmd = "2fa.val";
+		args[0] = token;
+	} else {
+		rq.cmd = "push.check";
+		args[0] = repo;
+	}
+	size_t len = grantd__v1__request__get_packed_size(&rq);
+	if (len > sizeof(frame)) {
+		note_fail(w, "request too large");
+		return -1;
+	}
+	grantd__v1__request__pack(&rq, frame);
+	uint64_t t0 = now_ns();
+	if (zmq_send(*sock, frame, len, 0) < 0) {
+		note_fail(w, zmq_strerror(errno));
+		goto reopen;
+	}
+	zmq_msg_init(&msg);
+	if (zmq_msg_recv(&msg, *sock, 0) < 0) {
+		note_fail(w, errno == EAGAIN ? "no answer within the timeout" :
+					       zmq_strerror(errno));
+		zmq_msg_close(&msg);
+		goto reopen;
+	}
+	rep = grantd__v1__reply__unpack(NULL, zmq_msg_size(&msg),
+					zmq_msg_data(&msg));
+	zmq_msg_close(&msg);
+	*lat_ns = now_ns() - t0;
+	if (!rep) {
+		note_fail(w, "reply does not decode");
+		return -1;
+	}
+	if (!rep->has_status || rep->status != 0) {
+		char why[200];
+		snprintf(why, sizeof(why), "%s status %d: %s", rq.cmd,
+			 rep->has_status ? rep->status : -1,
+			 rep->err ? rep->err : "(no reason)");
+		why[strcspn(why, "\n")] = '\0';
+		note_fail(w, why);
+	} else if (kind == CHECK && !rep->path) {
+		note_fail(w, "push.check allowed but named no path");
+	} else {
+		rc = 0;
+	}
+	grantd__v1__reply__free_unpacked(rep, NULL);
+	return rc;
+reopen:
+	/* a REQ socket that lost its answer cannot send again; a token
+	 * spent or not is fine, the next counter is within the lookahead */
+	zmq_close(*sock);
+	*sock = open_req(ctx, w->run->endpoint);
+	return -1;
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	struct run *run = w->run;
+	void *ctx = run->shared_ctx ? run->shared_ctx : zmq_ctx_new();
+	void *sock = ctx ? open_req(ctx, run->endpoint) : NULL;
+
+	/* Connect and warm up, untimed (failures still count): the first
+	 * request pays for the ipc connection.  A check needs a grant for
+	 * this user and address: one val makes sure there is one. */
+	uint64_t lat;
+	if (sock && w->kind == CHECK)
+		call(w, VAL, &sock, ctx, &lat);
+	for (int i = 0; sock && i < WARMUP_REQS; i++)
+		call(w, w->kind, &sock, ctx, &lat);
+	if (!sock)
+		note_fail(w, "cannot open a socket");
+	pthread_barrier_wait(&run->ready);
+	pthread_barrier_wait(&run->go);
+	while (sock && w->n < MAX_SAMPLES && w->fails <= MAX_FAILS &&
+	       now_ns() < run->deadline_ns)
+		if (call(w, w->kind, &sock, ctx, &lat) == 0)
+			w->lat_ns[w->n++] = lat;
+	w->end_ns = now_ns();
+	if (sock)
+		zmq_close(sock);
+	if (!run->shared_ctx && ctx)
+		zmq_ctx_term(ctx);
+	return NULL;
+}
+
+/* ---- one run: some val clients and some check clients at once ----------- */
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Nearest-rank percentile of sorted v[0..n). */
+static uint64_t pct(const uint64_t *v, size_t n, double p)
+{
+	if (!n)
+		return 0;
+	size_t k = (size_t)(p / 100.0 * (double)n + 0.999999);
+	if (k < 1)
+		k = 1;
+	return v[(k > n ? n : k) - 1];
+}
+
+static double cpu_self_s(void)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+	       (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+/* utime + stime of the node, in seconds; < 0 when unknown. */
+static double cpu_node_s(void)
+{
+	char path[64], line[1024];
+	unsigned long ut, st;
+	FILE *f;
+
+	if (!node_pid)
+		return -1;
+	snprintf(path, sizeof(path), "/proc/%ld/stat", node_pid);
+	if (!(f = fopen(path, "r")))
+		return -1;
+	char *p = fgets(line, sizeof(line), f) ? strrchr(line, ')') : NULL;
+	fclose(f);
+	/* after "pid (comm)": state is field 3, utime 14, stime 15 */
+	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u "
+			 "%lu %lu", &ut, &st) != 2)
+		return -1;
+	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+/* Busy and total jiffies of all cores, from /proc/stat; 0 on failure. */
+static int cpu_host(double *busy, double *total)
+{
+	unsigned long long v[8] = { 0 };
+	FILE *f = fopen("/proc/stat", "r");
+	int n;
+
+	if (!f)
+		return -1;
+	n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0],
+		   &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]);
+	fclose(f);
+	if (n != 8)
+		return -1;
+	*total = 0;
+	for (int i = 0; i < 8; i++)
+		*total += (double)v[i];
+	*busy = *total - (double)v[3] - (double)v[4]; /* idle, iowait */
+	return 0;
+}
+
+static void summarise(struct result *res, struct worker *w, int nw,
+		      enum kind kind, uint64_t t0)
+{
+	uint64_t tend = t0, *all;
+	size_t total = 0, k = 0;
+
+	memset(res, 0, sizeof(*res));
+	for (int i = 0; i < nw; i++)
+		if (w[i].kind == kind)
+			total += w[i].n;
+	if (!(all = malloc((total ? total : 1) * sizeof(uint64_t))))
+		abort();
+	for (int i = 0; i < nw; i++) {
+		if (w[i].kind != kind)
+			continue;
+		memcpy(all + k, w[i].lat_ns, w[i].n * sizeof(uint64_t));
+		k += w[i].n;
+		res->fails += w[i].fails;
+		if (w[i].end_ns > tend)
+			tend = w[i].end_ns;
+	}
+	qsort(all, total, sizeof(uint64_t), cmp_u64);
+	res->ops = total;
+	res->secs = (double)(tend - t0) / 1e9;
+	res->ops_s = res->secs > 0 ? (double)total / res->secs : 0;
+	res->p50 = pct(all, total, 50);
+	res->p90 = pct(all, total, 90);
+	res->p99 = pct(all, total, 99);
+	res->max = total ? all[total - 1] : 0;
+	free(all);
+}
+
+/* Run nval val clients (users 0..) and ncheck check clients (the users
+ * after them) for secs seconds, all at once. */
+static void run_clients(struct result *val, struct result *check,
+			struct cpu *cpu, int nval, int ncheck)
+{
+	struct run run = { .endpoint = endpoint_s, .shared_ctx = ctx_s };
+	int n = nval + ncheck;
+	struct worker *w = calloc((size_t)n, sizeof(*w));
+	double c0, n0, hb0 = 0, ht0 = 0, hb1 = 0, ht1 = 0;
+	uint64_t t0;
+	int h0;
+
+	if (!w)
+		abort();
+	pthread_barrier_init(&run.ready, NULL, (unsigned)n + 1);
+	pthread_barrier_init(&run.go, NULL, (unsigned)n + 1);
+	for (int i = 0; i < n; i++) {
+		w[i].run = &run;
+		w[i].cl = &clients[i];
+		w[i].kind = i < nval ? VAL : CHECK;
+		if (!(w[i].lat_ns = malloc(MAX_SAMPLES * sizeof(uint64_t))))
+			abort();
+		if (pthread_create(&w[i].th, NULL, worker_main, &w[i]))
+			die("cannot start a thread");
+	}
+	/* the second barrier publishes the deadline to every thread */
+	pthread_barrier_wait(&run.ready);
+	c0 = cpu_self_s();
+	n0 = cpu_node_s();
+	h0 = cpu_host(&hb0, &ht0);
+	t0 = now_ns();
+	run.deadline_ns = t0 + (uint64_t)(secs * 1e9);
+	pthread_barrier_wait(&run.go);
+	for (int i = 0; i < n; i++) {
+		pthread_join(w[i].th, NULL);
+		if (w[i].fails)
+			fprintf(stderr, "bench_control: user %s: %ld failed, "
+				"first: %s\n", w[i].cl->user, w[i].fails,
+				w[i].first_err);
+	}
+	double wall = (double)(now_ns() - t0) / 1e9;
+	cpu->client = 100 * (cpu_self_s() - c0) / wall;
+	double n1 = cpu_node_s();
+	cpu->node = n0 >= 0 && n1 >= 0 ? 100 * (n1 - n0) / wall : -1;
+	cpu->host = h0 == 0 && cpu_host(&hb1, &ht1) == 0 && ht1 > ht0 ?
+			    100 * (hb1 - hb0) / (ht1 - ht0) *
+				    (double)sysconf(_SC_NPROCESSORS_ONLN) :
+			    -1;
+	pthread_barrier_destroy(&run.ready);
+	pthread_barrier_destroy(&run.go);
+	summarise(val, w, n, VAL, t0);
+	summarise(check, w, n, CHECK, t0);
+	for (int i = 0; i < n; i++)
+		free(w[i].lat_ns);
+	free(w);
+}
+
+/* ---- printing ----------------------------------------------------------- */
+
+/* A latency target is met only by a run that had successes and no
+ * failures. */
+static const char *verdict(bool ok, const struct result *r)
+{
+	return ok && r->ops && !r->fails ? "ok" : "MISSED";
+}
+
+static void cpu_str(char *out, size_t len, const struct cpu *c)
+{
+	int n = snprintf(out, len, "cpu%%:");
+
+	if (c->node >= 0)
+		n += snprintf(out + n, len - (size_t)n, " node=%.0f", c->node);
+	n += snprintf(out + n, len - (size_t)n, " bench=%.0f", c->client);
+	if (c->host >= 0)
+		snprintf(out + n, len - (size_t)n, " host=%.0f/%ld", c->host,
+			 100 * sysconf(_SC_NPROCESSORS_ONLN));
+}
+
+static void print_val(const char *label, const struct result *r,
+		      const struct cpu *c)
+{
+	double p99 = (double)r->p99 / 1e6;
+	char cs[96];
+
+	cpu_str(cs, sizeof(cs), c);
+	printf("%s ops=%zu secs=%.2f ops/s=%.0f p50_ms=%.2f p90_ms=%.2f "
+	       "p99_ms=%.2f max_ms=%.2f failures=%ld (%s) target: p99<5ms "
+	       "(%s), >=5000/s (%s)\n", label, r->ops, r->secs, r->ops_s,
+	       (double)r->p50 / 1e6, (double)r->p90 / 1e6, p99,
+	       (double)r->max / 1e6, r->fails, cs, verdict(p99 < 5.0, r),
+	       verdict(r->ops_s >= 5000, r));
+	fflush(stdout);
+}
+
+static void print_check(const char *label, const struct result *r,
+			const struct cpu *c)
+{
+	double p99 = (double)r->p99 / 1e3;
+	char cs[96];
+
+	cpu_str(cs, sizeof(cs), c);
+	printf("%s ops=%zu secs=%.2f ops/s=%.0f p50_us=%.0f p90_us=%.0f "
+	       "p99_us=%.0f max_us=%.0f failures=%ld (%s) target: p99<200us "
+	       "(%s), >=50000/s (%s)\n", label, r->ops, r->secs, r->ops_s,
+	       (double)r->p50 / 1e3, (double)r->p90 / 1e3, p99,
+	       (double)r->max / 1e3, r->fails, cs, verdict(p99 < 200, r),
+	       verdict(r->ops_s >= 50000, r));
+	fflush(stdout);
+}
+
+/* ---- the sync baseline -------------------------------------------------- */
+
+struct sync_cost {
+	double mean, p50, p99; /* ms */
+};
+
+/* SYNC_WRITES appends of 4 KiB to a new file in dir, each followed by
+ * fdatasync (datasync) or fsync: what a write-ahead log pays per commit. */
+static int sync_baseline(struct sync_cost *out, const char *dir,
+			 bool datasync)
+{
+	uint64_t lat[SYNC_WRITES], sum = 0;
+	char path[4096], block[4096];
+	int fd, rc = 0;
+
+	snprintf(path, sizeof(path), "%s/bench-sync.tmp", dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -1;
+	memset(block, 'x', sizeof(block));
+	for (int i = 0; i < SYNC_WRITES && rc == 0; i++) {
+		uint64_t t0 = now_ns();
+		if (write(fd, block, sizeof(block)) != (ssize_t)sizeof(block) ||
+		    (datasync ? fdatasync(fd) : fsync(fd)) < 0)
+			rc = -1;
+		lat[i] = now_ns() - t0;
+		sum += lat[i];
+	}
+	close(fd);
+	unlink(path);
+	if (rc < 0)
+		return rc;
+	qsort(lat, SYNC_WRITES, sizeof(uint64_t), cmp_u64);
+	out->mean = (double)sum / SYNC_WRITES / 1e6;
+	out->p50 = (double)pct(lat, SYNC_WRITES, 50) / 1e6;
+	out->p99 = (double)pct(lat, SYNC_WRITES, 99) / 1e6;
+	return 0;
+}
+
+/* Print one baseline line; returns the fdatasync mean in ms. */
+static double print_baseline(const char *when, const char *dir)
+{
+	struct sync_cost ds, fs;
+
+	if (sync_baseline(&ds, dir, true) < 0 ||
+	    sync_baseline(&fs, dir, false) < 0)
+		die("sync baseline in %s: %s", dir, strerror(errno));
+	printf("sync baseline (%s): %d x 4 KiB append in %s: fdatasync "
+	       "mean_ms=%.3f p50_ms=%.3f p99_ms=%.3f; fsync mean_ms=%.3f "
+	       "p50_ms=%.3f p99_ms=%.3f; one fdatasync per request caps at "
+	       "%.0f/s\n", when, SYNC_WRITES, dir, ds.mean, ds.p50, ds.p99,
+	       fs.mean, fs.p50, fs.p99, 1000.0 / ds.mean);
+	fflush(stdout);
+	return ds.mean;
+}
+
+/* ---- main --------------------------------------------------------------- */
+
+/* "1,8,32" into out; an empty string is an empty list. */
+static int parse_list(int *out, int max, const char *s)
+{
+	int n = 0;
+
+	while (*s) {
+		char *end;
+		long v = strtol(s, &end, 10);
+		if (n == max || end == s || v < 0 || v > MAX_CLIENTS ||
+		    (*end && *end != ','))
+			return -1;
+		out[n++] = (int)v;
+		s = *end ? end + 1 : end;
+	}
+	return n;
+}
+
+static void usage(FILE *fp)
+{
+	fprintf(fp,
+"usage: bench_control --config FILE [--secs S] [--val LIST] [--check LIST]\n"
+"         [--mixed V,C] [--fsync-dir DIR] [--node-pid PID]\n"
+"         [--ctx shared|thread] [--tag TAG]\n"
+"\n"
+"Benchmark a running grantd node through its user socket, each client a\n"
+"thread with its own REQ socket and user: `2fa val` (HOTP) with each\n"
+"count of clients in LIST (default 1,8,32,64), the push check likewise\n"
+"(default 1,8,32), and a mixed run of V val and C check clients at once\n"
+"(default 8,8).  S seconds per run (default 5).  An empty LIST skips.\n"
+"\n"
+"  --fsync-dir DIR  time %d synced 4 KiB appends in DIR (the node's\n"
+"                   data_dir) before and after the runs\n"
+"  --node-pid PID   also report the node's CPU use per run (every run\n"
+"                   reports this program's and the whole machine's)\n"
+"  --ctx            one ZeroMQ context for all clients (default) or one\n"
+"                   per client thread\n"
+"  --tag TAG        users TAG000.. and repository TAG-bench (TAG: a-z,\n"
+"                   default b) are created over the admin socket; they\n"
+"                   must not exist yet\n"
+"\n"
+"Exit status: 0 every reply was a success, 1 otherwise, 2 usage or\n"
+"setup error.\n",
+		SYNC_WRITES);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "secs", required_argument, NULL, 's' },
+		{ "val", required_argument, NULL, 'v' },
+		{ "check", required_argument, NULL, 'k' },
+		{ "mixed", required_argument, NULL, 'm' },
+		{ "fsync-dir", required_argument, NULL, 'f' },
+		{ "node-pid", required_argument, NULL, 'p' },
+		{ "ctx", required_argument, NULL, 'x' },
+		{ "tag", required_argument, NULL, 't' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int vals[MAX_RUNS] = { 1, 8, 32, 64 }, checks[MAX_RUNS] = { 1, 8, 32 };
+	int mixed[2] = { 8, 8 };
+	int nval = 4, ncheck = 3, nmixed = 2, opt, maxc = 0;
+	const char *cfg_path = NULL, *sync_dir = NULL;
+	bool per_thread_ctx = false;
+	double sync_ms = 0, best_val = 0;
+	int best_val_clients = 0;
+	struct config *cfg = NULL;
+	struct buf err = BUF_INIT;
+	struct result rv, rk;
+	struct cpu cpu;
+	long fails = 0;
+	char endpoint[4200], label[64];
+
+	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		char *end;
+		switch (opt) {
+		case 'c': cfg_path = optarg; break;
+		case 's':
+			secs = strtod(optarg, &end);
+			if (*end || secs <= 0 || secs > 600)
+				die("--secs must be 0 to 600, not '%s'",
+				    optarg);
+			break;
+		case 'v':
+			if ((nval = parse_list(vals, MAX_RUNS, optarg)) < 0)
+				die("bad client list '%s'", optarg);
+			break;
+		case 'k':
+			if ((ncheck = parse_list(checks, MAX_RUNS, optarg)) < 0)
+				die("bad client list '%s'", optarg);
+			for (int i = 0; i < ncheck; i++)
+				if (checks[i] > MAX_WRITERS)
+					die("at most %d check clients",
+					    MAX_WRITERS);
+			break;
+		case 'm':
+			nmixed = parse_list(mixed, 2, optarg);
+			if (nmixed != 0 && (nmixed != 2 ||
+					    mixed[0] + mixed[1] > MAX_WRITERS))
+				die("--mixed is V,C with V+C <= %d, not '%s'",
+				    MAX_WRITERS, optarg);
+			break;
+		case 'f': sync_dir = optarg; break;
+		case 'p':
+			node_pid = strtol(optarg, &end, 10);
+			if (*end || node_pid <= 0)
+				die("--node-pid needs a process id, not '%s'",
+				    optarg);
+			break;
+		case 'x':
+			if (strcmp(optarg, "shared") &&
+			    strcmp(optarg, "thread"))
+				die("--ctx is shared or thread, not '%s'",
+				    optarg);
+			per_thread_ctx = !strcmp(optarg, "thread");
+			break;
+		case 't':
+			tag = optarg;
+			if (strlen(tag) < 1 || strlen(tag) > 20 ||
+			    strspn(tag, "abcdefghijklmnopqrstuvwxyz") !=
+				    strlen(tag))
+				die("--tag is 1 to 20 letters a-z, not '%s'",
+				    tag);
+			break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind != argc || !cfg_path) {
+		usage(stderr);
+		return 2;
+	}
+	snprintf(repo, sizeof(repo), "%s-bench", tag);
+	if (config_load(&cfg, cfg_path, &err) < 0)
+		die("%s", err.p);
+	for (int i = 0; i < nval; i++)
+		maxc = vals[i] > maxc ? vals[i] : maxc;
+	for (int i = 0; i < ncheck; i++)
+		maxc = checks[i] > maxc ? checks[i] : maxc;
+	if (nmixed && mixed[0] + mixed[1] > maxc)
+		maxc = mixed[0] + mixed[1];
+	if (oath_init() != OATH_OK)
+		die("liboath failed to initialise");
+	snprintf(endpoint, sizeof(endpoint), "ipc://%s", cfg->user_socket);
+	endpoint_s = endpoint;
+
+	if (sync_dir)
+		sync_ms = print_baseline("before", sync_dir);
+	setup(cfg->admin_socket, maxc);
+	if (!per_thread_ctx && !(ctx_s = zmq_ctx_new()))
+		die("zmq_ctx_new failed");
+
+	for (int i = 0; i < nval; i++) {
+		if (!vals[i])
+			continue;
+		run_clients(&rv, &rk, &cpu, vals[i], 0);
+		snprintf(label, sizeof(label), "val clients=%d", vals[i]);
+		print_val(label, &rv, &cpu);
+		fails += rv.fails;
+		if (rv.ops_s > best_val) {
+			best_val = rv.ops_s;
+			best_val_clients = vals[i];
+		}
+	}
+	for (int i = 0; i < ncheck; i++) {
+		if (!checks[i])
+			continue;
+		run_clients(&rv, &rk, &cpu, 0, checks[i]);
+		snprintf(label, sizeof(label), "check clients=%d", checks[i]);
+		print_check(label, &rk, &cpu);
+		fails += rk.fails;
+	}
+	if (nmixed && mixed[0] + mixed[1] > 0) {
+		run_clients(&rv, &rk, &cpu, mixed[0], mixed[1]);
+		if (mixed[0]) {
+			snprintf(label, sizeof(label), "mixed val clients=%d "
+				 "(with %d check)", mixed[0], mixed[1]);
+			print_val(label, &rv, &cpu);
+		}
+		if (mixed[1]) {
+			snprintf(label, sizeof(label), "mixed check clients=%d "
+				 "(with %d val)", mixed[1], mixed[0]);
+			print_check(label, &rk, &cpu);
+		}
+		fails += rv.fails + rk.fails;
+	}
+
+	if (sync_dir) {
+		double after = print_baseline("after", sync_dir);
+		sync_ms = (sync_ms + after) / 2;
+		if (best_val > 0)
+			printf("group commit: best val %.0f/s (clients=%d) is "
+			       "%.1fx the %.0f/s of one fdatasync per request "
+			       "(mean of before and after)\n", best_val,
+			       best_val_clients, best_val * sync_ms / 1000.0,
+			       1000.0 / sync_ms);
+	}
+	if (fails)
+		printf("FAILURES: %ld requests did not succeed (see stderr)\n",
+		       fails);
+	if (ctx_s)
+		zmq_ctx_term(ctx_s);
+	config_free(&cfg);
+	buf_free(&err);
+	oath_done();
+	return fails ? 1 : 0;
+}

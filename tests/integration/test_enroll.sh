@@ -1,0 +1,91 @@
+#!/bin/bash
+# Self-service enrollment over ssh (SPEC 3.2): `2fa enroll totp|yubikey`
+# shows the secret, the otpauth:// URI and 5 scratch codes; the enrollment
+# becomes active at the first good `2fa val`; scratch codes work once;
+# `2fa unenroll` needs a token.
+. "$(dirname "$0")/lib.sh"
+
+t_site_up lockout_failures=50   # refused tokens below must not lock erin
+t_user erin
+t_user yuki
+t_expect 0 "repo add opt --mode opt-in --writer erin" t_ctl repo add opt --mode opt-in --writer erin
+t_expect 0 "repo add req --mode required --writer erin" t_ctl repo add req --mode required --writer erin
+t_clone 127.0.7.9 erin opt "$T_DIR/opt" || t_fatal "clone opt"
+t_clone 127.0.7.9 erin req "$T_DIR/req" || t_fatal "clone req"
+
+# uri_param URI NAME: a query parameter of an otpauth:// URI.
+uri_param() {
+	python3 -c '
+import sys, urllib.parse
+q = urllib.parse.parse_qs(urllib.parse.urlparse(sys.argv[1]).query)
+print(q.get(sys.argv[2], [""])[0])' "$1" "$2"
+}
+
+t_section "2fa enroll totp"
+t_expect 0 "erin: 2fa enroll totp" t_ssh 127.0.7.7 erin 2fa enroll totp
+ENROLL_OUT=$OUT
+URI=$(grep -oE 'otpauth://totp/[^[:space:]]+' <<<"$ENROLL_OUT" | head -1)
+t_check "the output has an otpauth://totp/ URI" test -n "$URI"
+ES=$(uri_param "$URI" secret)
+t_check "the URI carries a base32 secret" eval '[[ $ES =~ ^[A-Z2-7]{16,}=*$ ]]'
+t_has "the secret is shown" "$ENROLL_OUT" "$ES"
+t_check "a QR code is drawn (more than 15 lines of output)" \
+	eval '(( $(wc -l <<<"$ENROLL_OUT") > 15 ))'
+mapfile -t SCRATCH < <(grep -oE '(^|[^0-9A-Za-z])[0-9]{8}([^0-9A-Za-z]|$)' <<<"$ENROLL_OUT" | grep -oE '[0-9]{8}' | tail -n 5)
+t_eq "5 scratch codes of 8 digits" "${#SCRATCH[@]}" 5
+
+t_section "not active before the first val"
+t_commit "$T_DIR/opt"
+t_expect 0 "erin may push to opt-in before her first val (not enrolled yet)" t_push 127.0.7.7 erin "$T_DIR/opt"
+t_expect 1 "erin: a wrong token does not activate" t_ssh 127.0.7.7 erin 2fa val "$(t_bad_hotp "$ES" 0 0)"
+t_totp_settle
+t_expect 0 "erin: 2fa val <totp> activates the enrollment" t_ssh 127.0.7.7 erin 2fa val "$(t_totp "$ES")"
+t_commit "$T_DIR/opt"
+t_expect nz "erin may no longer push to opt-in from 127.0.7.8 (enrolled, no grant)" t_push 127.0.7.8 erin "$T_DIR/opt"
+t_expect 0 "erin pushes to opt-in from 127.0.7.7" t_push 127.0.7.7 erin "$T_DIR/opt"
+t_expect 1 "erin: 2fa enroll totp again is refused" t_ssh 127.0.7.7 erin 2fa enroll totp
+t_has "and says how to unenroll first" "$ERR$OUT" "unenroll"
+
+t_section "scratch codes"
+t_expect 0 "erin: 2fa val <scratch 1> from 127.0.7.8" t_ssh 127.0.7.8 erin 2fa val "${SCRATCH[0]}"
+t_expect 0 "127.0.7.8 is whitelisted" t_ssh 127.0.7.8 erin 2fa isval
+t_expect 1 "erin: <scratch 1> again is refused" t_ssh 127.0.7.9 erin 2fa val "${SCRATCH[0]}"
+t_expect 0 "erin: <scratch 2> from 127.0.7.9" t_ssh 127.0.7.9 erin 2fa val "${SCRATCH[1]}"
+t_expect 1 "erin: a made-up 8-digit code is refused" t_ssh 127.0.7.10 erin 2fa val 13572468
+
+t_section "unenroll"
+t_expect nz "erin: 2fa unenroll without a token is refused" t_ssh 127.0.7.7 erin 2fa unenroll
+t_expect 1 "erin: 2fa unenroll with a used scratch code is refused" t_ssh 127.0.7.7 erin 2fa unenroll "${SCRATCH[0]}"
+t_expect 0 "erin: 2fa unenroll <scratch 3>" t_ssh 127.0.7.7 erin 2fa unenroll "${SCRATCH[2]}"
+t_expect 1 "erin's grants went with the enrollment" t_ssh 127.0.7.7 erin 2fa isval
+t_commit "$T_DIR/req"
+t_expect nz "erin (no longer enrolled) may not push to required" t_push 127.0.7.7 erin "$T_DIR/req"
+t_has "and is told how to enroll" "$ERR" "2fa enroll"
+t_commit "$T_DIR/opt"
+t_expect 0 "erin (no longer enrolled) pushes to opt-in from anywhere" t_push 127.0.7.10 erin "$T_DIR/opt"
+
+t_section "2fa enroll yubikey (HOTP)"
+t_expect 0 "yuki: 2fa enroll yubikey" t_ssh 127.0.7.7 yuki 2fa enroll yubikey
+YOUT=$OUT
+t_has "the ykpersonalize line" "$YOUT" "ykpersonalize -1 -ooath-hotp -oappend-cr -a"
+HEX=$(grep -oE 'ykpersonalize -1 -ooath-hotp -oappend-cr -a[0-9a-fA-F]+' <<<"$YOUT" | head -1 | sed 's/.*-a//')
+t_check "the hex key is 40 hex digits" eval '[[ ${#HEX} == 40 ]]'
+YURI=$(grep -oE 'otpauth://hotp/[^[:space:]]+' <<<"$YOUT" | head -1)
+t_check "the output has an otpauth://hotp/ URI" test -n "$YURI"
+YD=$(uri_param "$YURI" digits); YD=${YD:-6}
+YC=$(uri_param "$YURI" counter); YC=${YC:-0}
+t_expect 0 "yuki: 2fa val <hotp from the hex key>" \
+	t_ssh 127.0.7.7 yuki 2fa val "$(oathtool --hotp -d "$YD" -c "$YC" "$HEX")"
+t_expect 1 "yuki: the same value again is refused" \
+	t_ssh 127.0.7.8 yuki 2fa val "$(oathtool --hotp -d "$YD" -c "$YC" "$HEX")"
+t_expect 0 "yuki: the next value is accepted" \
+	t_ssh 127.0.7.8 yuki 2fa val "$(oathtool --hotp -d "$YD" -c $((YC + 1)) "$HEX")"
+
+t_section "secrets stay secret"
+t_check "the TOTP secret is not in grantd.log" eval '! grep -qF "$ES" "$T_SITE/grantd.log"'
+t_check "the hex key is not in grantd.log" eval '! grep -qiF "$HEX" "$T_SITE/grantd.log"'
+t_check "the TOTP secret is not stored in the clear" eval '! grep -rqF "$ES" "$T_SITE/data"'
+t_expect 0 "grantctl user list --json" t_ctl user list --json
+t_hasnt "user list does not show the secret" "$OUT" "$ES"
+
+t_done
