@@ -1604,6 +1604,7 @@ static int cmd_status(struct control *c, struct req *r)
 	peers = cJSON_AddArrayToObject(j, "peers");
 	repl_status(n->repl, peers, r->now_ms);
 	cJSON_AddBoolToObject(j, "syncing", n->syncing);
+	repl_metrics(n->repl, cJSON_AddObjectToObject(j, "replication"));
 	counts = cJSON_AddObjectToObject(j, "counts");
 	cJSON_AddNumberToObject(counts, "users", (double)users);
 	cJSON_AddNumberToObject(counts, "grants", (double)grants);

@@ -10,6 +10,7 @@
 #include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "err.h"
 #include "log.h"
@@ -31,6 +32,7 @@
 #define CONNECTED_MS 1500
 #define MAX_SKEW_MS (120 * 1000)
 #define HANDLE_MAX 256
+#define HANDLE_MAX_SAMPLES 4096
 #define TRUNCATE_MAX 100000
 
 struct peer {
@@ -64,9 +66,23 @@ static const enum store_cf snap_cfs[] = { CF_USERS, CF_ENROLL, CF_GRANTS,
 
 static void snap_free(struct snap *sn);
 
+/* Replication latency samples (publish at the origin to durable here),
+ * and the last catch-up episode, for `grantctl status` and bench/. */
+#define LAT_SAMPLES (1 << 20)
+struct metrics {
+	uint32_t *lat_us;          /* ring of samples */
+	uint64_t lat_n;            /* samples ever taken */
+	uint32_t pending[HANDLE_MAX_SAMPLES];
+	int npending;              /* applied, not yet committed */
+	uint64_t behind_since_ms;  /* current episode, 0: level */
+	uint64_t episode_ops;
+	uint64_t last_ops, last_ms;
+};
+
 struct repl {
 	struct node *n;
 	struct snap snap;
+	struct metrics met;
 	uint64_t last_truncate_ms;
 	void *zap;
 	void *pub;
@@ -102,12 +118,21 @@ static int send_msg(void *sock, const Grantd__V1__PeerMsg *m, const void *id,
 	return rc;
 }
 
+static uint64_t wall_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
 static void msg_init(struct repl *r, Grantd__V1__PeerMsg *m)
 {
 	grantd__v1__peer_msg__init(m);
 	m->version = GD_PEER_VERSION;
 	m->has_version = 1;
 	m->from = r->n->ops.site;
+	m->sent_us = wall_us();
+	m->has_sent_us = 1;
 }
 
 /* ---- version vectors ------------------------------------------------------ */
@@ -382,6 +407,7 @@ int repl_open(struct repl **out, struct node *n)
 		if (!p->sub || !p->dealer)
 			goto fail;
 	}
+	r->met.lat_us = calloc(LAT_SAMPLES, sizeof(*r->met.lat_us));
 	n->syncing = r->npeers > 0;
 	if (n->syncing)
 		log_info("syncing with peers before validating tokens peers=%d",
@@ -415,6 +441,7 @@ void repl_destroy(struct repl **rp)
 		zmq_close(r->zap);
 	store_batch_free(&r->batch);
 	snap_free(&r->snap);
+	free(r->met.lat_us);
 	free(r);
 	*rp = NULL;
 }
@@ -440,7 +467,7 @@ int repl_pollitems(struct repl *r, zmq_pollitem_t *items, int max)
 /* ---- applying --------------------------------------------------------------- */
 
 static void apply_op(struct repl *r, struct peer *p, const Grantd__V1__Op *op,
-		     uint64_t now_ms)
+		     uint64_t sent_us, uint64_t now_ms)
 {
 	struct buf why = BUF_INIT;
 	bool applied;
@@ -475,8 +502,13 @@ static void apply_op(struct repl *r, struct peer *p, const Grantd__V1__Op *op,
 			  gd_strerror(rc));
 		return;
 	}
-	if (applied)
+	if (applied) {
 		r->dirty = true;
+		r->met.episode_ops++;
+		if (sent_us && r->met.npending < HANDLE_MAX_SAMPLES)
+			r->met.pending[r->met.npending++] =
+				(uint32_t)(sent_us & 0xffffffff);
+	}
 }
 
 
@@ -674,7 +706,7 @@ static void apply_range(struct repl *r, struct peer *p,
 			r->n->ops.dropped++;
 			continue;
 		}
-		apply_op(r, p, op, now_ms);
+		apply_op(r, p, op, 0, now_ms);
 		grantd__v1__op__free_unpacked(op, NULL);
 	}
 	p->range_inflight = false;
@@ -905,7 +937,7 @@ static int handle_peer(struct repl *r, struct peer *p, void *sock,
 	switch (m->body_case) {
 	case GRANTD__V1__PEER_MSG__BODY_OP:
 		if (sock == p->sub)
-			apply_op(r, p, m->op, now_ms);
+			apply_op(r, p, m->op, m->sent_us, now_ms);
 		else
 			r->n->ops.dropped++;
 		break;
@@ -953,7 +985,18 @@ void repl_handle(struct repl *r)
 	r->dirty = false;
 	/* Synced like local writes: a token mark learned from a peer must
 	 * survive a crash here too. */
-	if (ops_commit(&r->n->ops, r->batch, true) < 0) {
+	int rc = ops_commit(&r->n->ops, r->batch, true);
+	if (rc == 0) {
+		uint32_t now = (uint32_t)(wall_us() & 0xffffffff);
+		for (int i = 0; i < r->met.npending; i++) {
+			if (!r->met.lat_us)
+				break;
+			r->met.lat_us[r->met.lat_n++ % LAT_SAMPLES] =
+				now - r->met.pending[i];
+		}
+	}
+	r->met.npending = 0;
+	if (rc < 0) {
 		log_error("peer batch not committed; it will be fetched again");
 		store_batch_free(&r->batch);
 		store_batch_new(&r->batch, r->n->store);
@@ -1050,6 +1093,21 @@ void repl_tick(struct repl *r, uint64_t now_ms)
 		else
 			all_heard = false;
 	}
+	if (!all_level && !r->met.behind_since_ms) {
+		r->met.behind_since_ms = now_ms;
+		r->met.episode_ops = 0;
+	} else if (all_level && r->met.behind_since_ms) {
+		r->met.last_ops = r->met.episode_ops;
+		r->met.last_ms = now_ms - r->met.behind_since_ms;
+		r->met.behind_since_ms = 0;
+		if (r->met.last_ops > 1000)
+			log_info("caught up ops=%llu ms=%llu rate=%.0f/s",
+				 (unsigned long long)r->met.last_ops,
+				 (unsigned long long)r->met.last_ms,
+				 r->met.last_ms ? 1000.0 * (double)r->met.last_ops /
+							  (double)r->met.last_ms :
+						  0.0);
+	}
 	if (r->n->syncing) {
 		uint64_t up = now_ms - r->started_ms;
 		if ((all_level && all_heard) ||
@@ -1109,6 +1167,33 @@ int repl_rebuild(struct repl *r, const char *site)
 		return GD_EUNREACH;
 	log_info("rebuild requested from peer=%s", site);
 	return 0;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+void repl_metrics(struct repl *r, cJSON *obj)
+{
+	uint64_t n = r->met.lat_n < LAT_SAMPLES ? r->met.lat_n : LAT_SAMPLES;
+	cJSON *lat = cJSON_AddObjectToObject(obj, "latency_us");
+	cJSON_AddNumberToObject(lat, "count", (double)r->met.lat_n);
+	if (n && r->met.lat_us) {
+		uint32_t *v = malloc(n * sizeof(*v));
+		if (!v)
+			abort();
+		memcpy(v, r->met.lat_us, n * sizeof(*v));
+		qsort(v, n, sizeof(*v), cmp_u32);
+		cJSON_AddNumberToObject(lat, "p50", v[n / 2]);
+		cJSON_AddNumberToObject(lat, "p99", v[n * 99 / 100]);
+		cJSON_AddNumberToObject(lat, "max", v[n - 1]);
+		free(v);
+	}
+	cJSON *cu = cJSON_AddObjectToObject(obj, "last_catchup");
+	cJSON_AddNumberToObject(cu, "ops", (double)r->met.last_ops);
+	cJSON_AddNumberToObject(cu, "ms", (double)r->met.last_ms);
 }
 
 uint64_t repl_refused(struct repl *r)

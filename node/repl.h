@@ -66,6 +66,10 @@ void repl_status(struct repl *r, cJSON *arr, uint64_t now_ms);
  * node lacks.  Returns 0, or GD_ENOTFOUND for an unknown site. */
 int repl_rebuild(struct repl *r, const char *site);
 
+/* Add "latency_us" {count, p50, p99, max} (live operations, publish at
+ * the origin to committed here) and "last_catchup" {ops, ms} to obj. */
+void repl_metrics(struct repl *r, cJSON *obj);
+
 /* ZAP refusals so far. */
 uint64_t repl_refused(struct repl *r);
 
