@@ -36,6 +36,7 @@
 #include "policy.h"
 #include "repl.h"
 #include "repos.h"
+#include "syncer.h"
 #include "wire.h"
 #include "banned.h"
 
@@ -46,11 +47,25 @@
  * the batch's fsync (so a push check never queues behind a val). */
 enum { ON_USER = 1, ON_ADMIN = 2, READS = 4 };
 
+struct req;
+static void req_free(struct req *r);
+
+/* Replies held until the syncer says their batch is on disk. */
+struct pending {
+	uint64_t ticket;
+	struct req *reqs;
+	int n;
+	struct buf ops;         /* their operations, as in ops.outbox */
+	struct pending *next;
+};
+
 struct control {
 	struct node *n;
 	void *user_sock;
 	void *admin_sock;
 	struct store_batch *batch;
+	uint64_t ticket;        /* last handed to the syncer */
+	struct pending *head, *tail;
 };
 
 struct req {
@@ -64,6 +79,7 @@ struct req {
 	struct buf ident;       /* ROUTER routing id */
 	void *sock;
 	bool reads_only;        /* dispatch only READS commands (1st pass) */
+	bool wrote;             /* made operations: answer once durable */
 	bool done;              /* answered */
 };
 
@@ -1781,6 +1797,17 @@ void control_destroy(struct control **cp)
 		zmq_close(c->admin_sock);
 		unlink(c->n->cfg->admin_socket);
 	}
+	while (c->head) {
+		/* never synced: drop without answering (the callers see the
+		 * node go away and fail closed) */
+		struct pending *p = c->head;
+		c->head = p->next;
+		for (int i = 0; i < p->n; i++)
+			req_free(&p->reqs[i]);
+		buf_free(&p->ops);
+		free(p->reqs);
+		free(p);
+	}
 	store_batch_free(&c->batch);
 	free(c);
 	*cp = NULL;
@@ -1861,12 +1888,54 @@ static void req_free(struct req *r)
 	buf_free(&r->ident);
 }
 
+/* Send the replies held in p and publish its operations; free p. */
+static void pending_finish(struct control *c, struct pending *p,
+			   control_publish_fn publish, void *payload)
+{
+	if (publish)
+		publish(&p->ops, payload);
+	for (int i = 0; i < p->n; i++) {
+		send_reply(&p->reqs[i]);
+		req_free(&p->reqs[i]);
+	}
+	sodium_memzero(p->ops.p, p->ops.len);
+	buf_free(&p->ops);
+	free(p->reqs);
+	free(p);
+	(void)c;
+}
+
+void control_synced(struct control *c, uint64_t ticket,
+		    control_publish_fn publish, void *payload)
+{
+	while (c->head && c->head->ticket <= ticket) {
+		struct pending *p = c->head;
+		c->head = p->next;
+		if (!c->head)
+			c->tail = NULL;
+		pending_finish(c, p, publish, payload);
+	}
+}
+
+void control_drain(struct control *c, control_publish_fn publish,
+		   void *payload)
+{
+	while (c->head) {
+		zmq_pollitem_t it = { syncer_socket(c->n->syncer), 0,
+				      ZMQ_POLLIN, 0 };
+		if (zmq_poll(&it, 1, 10000) <= 0)
+			break;
+		control_synced(c, syncer_done(c->n->syncer), publish,
+			       payload);
+	}
+}
+
 int control_serve_batch(struct control *c, int max)
 {
 	struct req *reqs = calloc((size_t)max, sizeof(*reqs));
 	struct buf payload = BUF_INIT;
 	void *socks[2] = { c->user_sock, c->admin_sock };
-	int n = 0, rc = 0, failed = 0;
+	int n = 0, rc = 0, failed = 0, held = 0;
 	uint64_t now_ms = hlc_wall_ms();
 
 	if (!reqs)
@@ -1921,20 +1990,27 @@ int control_serve_batch(struct control *c, int max)
 		struct req *r = &reqs[i];
 		if (!r->rq || failed)
 			continue;
+		uint64_t seq = c->n->ops.seq;
 		if ((rc = dispatch(c, r)) < 0) {
 			log_error("request failed cmd=%s: %s", r->rq->cmd,
 				  gd_strerror(rc));
 			failed = rc;
 		}
+		r->wrote = c->n->ops.seq != seq;
+		held += r->wrote;
 	}
+	/* Written now (visible to the next batch), durable when the syncer
+	 * says so: only then are the writers answered. */
 	if (!failed)
-		failed = ops_commit(&c->n->ops, c->batch, true);
+		failed = ops_commit(&c->n->ops, c->batch, false);
 	if (failed) {
 		/* Nothing of this batch is durable: say so to every caller
 		 * and forget the in-memory advances. */
 		store_batch_free(&c->batch);
 		store_batch_new(&c->batch, c->n->store);
 		ops_reload(&c->n->ops);
+		ops_outbox_clear(&c->n->ops);
+		held = 0;
 		for (int i = 0; i < n; i++) {
 			buf_reset(&reqs[i].out);
 			buf_reset(&reqs[i].uri);
@@ -1946,9 +2022,32 @@ int control_serve_batch(struct control *c, int max)
 				      gd_strerror(failed));
 		}
 	}
+	struct pending *p = NULL;
+	if (held) {
+		p = calloc(1, sizeof(*p));
+		p->reqs = calloc((size_t)held, sizeof(*p->reqs));
+		if (!p || !p->reqs)
+			abort();
+		p->ticket = ++c->ticket;
+		/* the batch's operations go out with its replies */
+		p->ops = c->n->ops.outbox;
+		memset(&c->n->ops.outbox, 0, sizeof(c->n->ops.outbox));
+	}
 	for (int i = 0; i < n; i++) {
+		if (p && reqs[i].wrote) {
+			p->reqs[p->n++] = reqs[i];
+			continue;
+		}
 		send_reply(&reqs[i]);
 		req_free(&reqs[i]);
+	}
+	if (p) {
+		if (c->tail)
+			c->tail->next = p;
+		else
+			c->head = p;
+		c->tail = p;
+		syncer_request(c->n->syncer, p->ticket);
 	}
 	free(reqs);
 	return failed ? failed : n;

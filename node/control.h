@@ -8,10 +8,12 @@
  * a command that is not allowed on the socket it came in on is refused.
  *
  * Requests are handled in batches by the node's one writer thread: all
- * requests waiting are read, each is handled against a store batch (which
- * sees the batch's own writes), the batch is committed with one fsync
- * (group commit), and only then are the replies sent.  So nothing is
- * acknowledged before it is durable.
+ * requests waiting are read; reads (checks, lists, status) are answered at
+ * once; the others are handled against a store batch (which sees the
+ * batch's own writes), the batch is written, and the syncer thread makes
+ * it durable with one fsync for every batch waiting (pipelined group
+ * commit).  Only then are the writers answered and the operations
+ * published.  So nothing is acknowledged before it is durable.
  */
 #ifndef GD_CONTROL_H
 #define GD_CONTROL_H
@@ -45,10 +47,23 @@ void control_destroy(struct control **cp);
 void *control_user_socket(struct control *c);
 void *control_admin_socket(struct control *c);
 
-/* Read every request waiting on both sockets (at most max), handle them in
- * one store batch, commit it, send the replies.  Returns the number of
- * requests handled or a negative gd_err if the commit failed (then every
- * request in the batch was answered with an error). */
+/* Read every request waiting on both sockets (at most max), answer the
+ * reads, handle the rest in one store batch, write it and ask the syncer
+ * to make it durable.  Returns the number of requests handled or a
+ * negative gd_err if the write failed (then every request in the batch
+ * was answered with an error). */
 int control_serve_batch(struct control *c, int max);
+
+/* Called with the packed operations of a batch once it is durable. */
+typedef void (*control_publish_fn)(struct buf *ops, void *payload);
+
+/* The syncer made everything up to ticket durable: answer those batches'
+ * writers and publish their operations. */
+void control_synced(struct control *c, uint64_t ticket,
+		    control_publish_fn publish, void *payload);
+
+/* At shutdown: wait for the batches still being synced, then answer. */
+void control_drain(struct control *c, control_publish_fn publish,
+		   void *payload);
 
 #endif

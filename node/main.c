@@ -26,6 +26,7 @@
 #include "node.h"
 #include "otp.h"
 #include "repl.h"
+#include "syncer.h"
 #include "wire.h"
 #include "banned.h"
 
@@ -118,7 +119,7 @@ static int make_dirs(const struct config *cfg)
 
 static int run(struct node *n)
 {
-	zmq_pollitem_t items[2 + 2 + 2 * CONFIG_MAX_PEERS];
+	zmq_pollitem_t items[3 + 2 + 2 * CONFIG_MAX_PEERS];
 	uint64_t last_sweep = hlc_wall_ms();
 	int nitems;
 
@@ -126,8 +127,10 @@ static int run(struct node *n)
 				     ZMQ_POLLIN, 0 };
 	items[1] = (zmq_pollitem_t){ control_admin_socket(n->control), 0,
 				     ZMQ_POLLIN, 0 };
-	nitems = 2 + repl_pollitems(n->repl, items + 2,
-				    (int)GD_ARRAY_SIZE(items) - 2);
+	items[2] = (zmq_pollitem_t){ syncer_socket(n->syncer), 0, ZMQ_POLLIN,
+				     0 };
+	nitems = 3 + repl_pollitems(n->repl, items + 3,
+				    (int)GD_ARRAY_SIZE(items) - 3);
 	log_info("node running site=%s user_socket=%s admin_socket=%s "
 		 "peers=%d", n->cfg->site, n->cfg->user_socket,
 		 n->cfg->admin_socket, n->cfg->npeers);
@@ -139,10 +142,11 @@ static int run(struct node *n)
 			log_error("poll failed: %s", zmq_strerror(errno));
 			return GD_EIO;
 		}
-		if (items[0].revents || items[1].revents) {
+		if (items[2].revents)
+			control_synced(n->control, syncer_done(n->syncer),
+				       repl_publish, n->repl);
+		if (items[0].revents || items[1].revents)
 			control_serve_batch(n->control, BATCH_MAX);
-			repl_publish(n->repl);
-		}
 		repl_handle(n->repl);
 		uint64_t now = hlc_wall_ms();
 		repl_tick(n->repl, now);
@@ -152,6 +156,8 @@ static int run(struct node *n)
 		}
 	}
 	log_info("node stopping site=%s", n->cfg->site);
+	/* finish in-flight writes: answer them once they are durable */
+	control_drain(n->control, repl_publish, n->repl);
 	return 0;
 }
 
@@ -243,14 +249,18 @@ int main(int argc, char **argv)
 		goto out_store;
 	}
 	n.zctx = zmq_ctx_new();
-	if ((rc = repl_open(&n.repl, &n)) < 0)
+	if ((rc = syncer_start(&n.syncer, n.store, n.zctx)) < 0)
 		goto out_zmq;
+	if ((rc = repl_open(&n.repl, &n)) < 0)
+		goto out_syncer;
 	if ((rc = control_open(&n.control, &n, n.zctx)) < 0)
 		goto out_repl;
 	status = run(&n) < 0 ? 1 : 0;
 	control_destroy(&n.control);
 out_repl:
 	repl_destroy(&n.repl);
+out_syncer:
+	syncer_destroy(&n.syncer);
 out_zmq:
 	zmq_ctx_term(n.zctx);
 out_store:

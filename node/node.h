@@ -14,6 +14,7 @@
 
 struct control;
 struct repl;
+struct syncer;
 
 struct node {
 	struct config *cfg;
@@ -21,6 +22,7 @@ struct node {
 	struct ops ops;
 	struct control *control;
 	struct repl *repl;
+	struct syncer *syncer;
 	char curve_pub[Z85_KEY_LEN + 1];  /* this node's CURVE key pair */
 	char curve_sec[Z85_KEY_LEN + 1];
 	bool syncing;          /* catching up: token validation refused */

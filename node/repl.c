@@ -1007,9 +1007,9 @@ void repl_handle(struct repl *r)
 
 /* ---- publishing, heartbeats, catch-up ---------------------------------- */
 
-void repl_publish(struct repl *r)
+void repl_publish(struct buf *ob, void *payload)
 {
-	struct buf *ob = &r->n->ops.outbox;
+	struct repl *r = payload;
 	size_t off = 0;
 
 	while (r->pub && off + 4 <= ob->len) {
@@ -1033,7 +1033,8 @@ void repl_publish(struct repl *r)
 		}
 		off += 4 + len;
 	}
-	ops_outbox_clear(&r->n->ops);
+	sodium_memzero(ob->p, ob->len);
+	buf_reset(ob);
 }
 
 static void send_heartbeat(struct repl *r)

@@ -54,9 +54,10 @@ void repl_handle(struct repl *r);
 /* Heartbeats, range requests and the syncing state; call every loop. */
 void repl_tick(struct repl *r, uint64_t now_ms);
 
-/* Publish the operations committed by the last batch (n->ops.outbox) and
- * clear the outbox. */
-void repl_publish(struct repl *r);
+/* Publish operations made durable here (packed, each behind a 4-byte
+ * length, as in ops.outbox), and empty ops.  The signature is
+ * control_publish_fn's; payload is the struct repl. */
+void repl_publish(struct buf *ops, void *payload);
 
 /* Add {site, connected, last_heard_ms, lag_ops, lag_ms, ...} objects for
  * every peer to arr. */

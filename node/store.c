@@ -427,6 +427,18 @@ void store_iter_free(struct store_iter **itp)
 	*itp = NULL;
 }
 
+int store_sync(struct store *s)
+{
+	char *err = NULL;
+	rocksdb_flush_wal(s->db, 1, &err);
+	if (err) {
+		log_error("store sync failed: %s", err);
+		rocksdb_free(err);
+		return GD_EIO;
+	}
+	return 0;
+}
+
 int store_checkpoint(struct store *s, const char *dir)
 {
 	char *err = NULL;

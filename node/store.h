@@ -92,6 +92,10 @@ int store_iter_next(struct store_iter *it, const char **key, size_t *klen,
 		    struct buf *val);
 void store_iter_free(struct store_iter **itp);
 
+/* Make every write committed so far durable (fsync the WAL).  Safe to
+ * call from another thread than the writer.  Returns 0 or GD_EIO. */
+int store_sync(struct store *s);
+
 /* A consistent on-disk copy (RocksDB checkpoint) into dir, which must not
  * exist. */
 int store_checkpoint(struct store *s, const char *dir);

@@ -1,0 +1,116 @@
+/* syncer.c: one thread that fsyncs the WAL for the writer thread. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#include "err.h"
+#include "log.h"
+#include "syncer.h"
+#include "banned.h"
+
+struct syncer {
+	struct store *store;
+	void *zctx;
+	void *pipe;       /* writer's end */
+	pthread_t thread;
+	char endpoint[64];
+};
+
+static void *syncer_main(void *arg)
+{
+	struct syncer *sy = arg;
+	void *pipe = zmq_socket(sy->zctx, ZMQ_PAIR);
+
+	if (!pipe || zmq_connect(pipe, sy->endpoint) < 0) {
+		log_error("syncer cannot start: %s", zmq_strerror(zmq_errno()));
+		exit(1);
+	}
+	for (;;) {
+		uint64_t t, max = 0;
+		int n = zmq_recv(pipe, &t, sizeof(t), 0);
+		if (n < 0)
+			break;
+		if (n != sizeof(t) || t == UINT64_MAX)
+			break; /* stop */
+		max = t;
+		/* every ticket already waiting rides on the same fsync */
+		while (zmq_recv(pipe, &t, sizeof(t), ZMQ_DONTWAIT) ==
+		       sizeof(t)) {
+			if (t == UINT64_MAX)
+				goto stop;
+			if (t > max)
+				max = t;
+		}
+		if (store_sync(sy->store) < 0) {
+			log_error("fsync of the write-ahead log failed: "
+				  "stopping so that nothing unacknowledged is "
+				  "served");
+			_exit(1);
+		}
+		zmq_send(pipe, &max, sizeof(max), 0);
+	}
+stop:
+	zmq_close(pipe);
+	return NULL;
+}
+
+int syncer_start(struct syncer **out, struct store *s, void *zctx)
+{
+	struct syncer *sy = calloc(1, sizeof(*sy));
+	int zero = 0;
+
+	if (!sy)
+		abort();
+	sy->store = s;
+	sy->zctx = zctx;
+	snprintf(sy->endpoint, sizeof(sy->endpoint), "inproc://syncer-%p",
+		 (void *)sy);
+	sy->pipe = zmq_socket(zctx, ZMQ_PAIR);
+	zmq_setsockopt(sy->pipe, ZMQ_LINGER, &zero, sizeof(zero));
+	if (!sy->pipe || zmq_bind(sy->pipe, sy->endpoint) < 0 ||
+	    pthread_create(&sy->thread, NULL, syncer_main, sy) != 0) {
+		log_error("cannot start the syncer thread");
+		if (sy->pipe)
+			zmq_close(sy->pipe);
+		free(sy);
+		*out = NULL;
+		return GD_EIO;
+	}
+	*out = sy;
+	return 0;
+}
+
+void syncer_destroy(struct syncer **sp)
+{
+	struct syncer *sy = *sp;
+	uint64_t stop = UINT64_MAX;
+
+	if (!sy)
+		return;
+	zmq_send(sy->pipe, &stop, sizeof(stop), 0);
+	pthread_join(sy->thread, NULL);
+	zmq_close(sy->pipe);
+	free(sy);
+	*sp = NULL;
+}
+
+void syncer_request(struct syncer *sy, uint64_t ticket)
+{
+	zmq_send(sy->pipe, &ticket, sizeof(ticket), 0);
+}
+
+void *syncer_socket(struct syncer *sy)
+{
+	return sy->pipe;
+}
+
+uint64_t syncer_done(struct syncer *sy)
+{
+	uint64_t t;
+	if (zmq_recv(sy->pipe, &t, sizeof(t), ZMQ_DONTWAIT) != sizeof(t))
+		return 0;
+	return t;
+}
