@@ -80,20 +80,11 @@ int main(int argc, char **argv)
 	struct config *cfg = NULL;
 	int i = 1, rc;
 
-	for (; i < argc && argv[i][0] == '-'; i++) {
-		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			usage(stdout);
-			return GD_EXIT_OK;
-		} else if (!strcmp(argv[i], "--config") && i + 1 < argc) {
-			cfg_path = argv[++i];
-		} else if (!strcmp(argv[i], "--shell") && i + 1 < argc) {
-			shell = argv[++i];
-		} else {
-			fprintf(stderr, "%s: unknown option '%s'\n", prog,
-				argv[i]);
-			return GD_EXIT_USAGE;
-		}
-	}
+	const struct cli_opt extra[] = { { "--shell", &shell },
+					 { NULL, NULL } };
+	rc = cli_options(argc, argv, &i, prog, usage, &cfg_path, extra);
+	if (rc >= 0)
+		return rc;
 	if (argc - i > 1) {
 		usage(stderr);
 		return GD_EXIT_USAGE;

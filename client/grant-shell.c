@@ -267,18 +267,9 @@ int main(int argc, char **argv)
 	char *words[MAX_WORDS], *line = NULL;
 	int i = 1, n, rc;
 
-	for (; i < argc && argv[i][0] == '-'; i++) {
-		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			usage(stdout);
-			return GD_EXIT_OK;
-		} else if (!strcmp(argv[i], "--config") && i + 1 < argc) {
-			cfg_path = argv[++i];
-		} else {
-			fprintf(stderr, "%s: unknown option '%s'\n", prog,
-				argv[i]);
-			return GD_EXIT_USAGE;
-		}
-	}
+	rc = cli_options(argc, argv, &i, prog, usage, &cfg_path, NULL);
+	if (rc >= 0)
+		return rc;
 	if (argc - i != 1) {
 		usage(stderr);
 		return GD_EXIT_USAGE;

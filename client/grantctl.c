@@ -160,21 +160,9 @@ int main(int argc, char **argv)
 	size_t nargs = 0;
 	int i = 1, rc;
 
-	for (; i < argc && argv[i][0] == '-'; i++) {
-		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			usage(stdout);
-			return GD_EXIT_OK;
-		} else if (!strcmp(argv[i], "--config") && i + 1 < argc) {
-			cfg_path = argv[++i];
-		} else if (!strncmp(argv[i], "--config=", 9)) {
-			cfg_path = argv[i] + 9;
-		} else {
-			fprintf(stderr, "%s: unknown option '%s'\n", prog,
-				argv[i]);
-			usage(stderr);
-			return GD_EXIT_USAGE;
-		}
-	}
+	rc = cli_options(argc, argv, &i, prog, usage, &cfg_path, NULL);
+	if (rc >= 0)
+		return rc;
 	if (i == argc) {
 		usage(stderr);
 		return GD_EXIT_USAGE;

@@ -6,6 +6,41 @@
 #include "err.h"
 #include "banned.h"
 
+int cli_options(int argc, char **argv, int *next, const char *prog,
+		void (*usage)(FILE *), const char **config,
+		const struct cli_opt *extra)
+{
+	int i = 1;
+
+	for (; i < argc && argv[i][0] == '-'; i++) {
+		const char *a = argv[i];
+		const struct cli_opt *o = extra;
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			usage(stdout);
+			return GD_EXIT_OK;
+		}
+		if (!strncmp(a, "--config=", 9)) {
+			*config = a + 9;
+			continue;
+		}
+		if (!strcmp(a, "--config") && i + 1 < argc) {
+			*config = argv[++i];
+			continue;
+		}
+		while (o && o->name && strcmp(o->name, a))
+			o++;
+		if (o && o->name && i + 1 < argc) {
+			*o->value = argv[++i];
+			continue;
+		}
+		fprintf(stderr, "%s: unknown option or missing value '%s' (see "
+			"%s --help)\n", prog, a, prog);
+		return GD_EXIT_USAGE;
+	}
+	*next = i;
+	return -1;
+}
+
 int cli_load_config(struct config **out, const char *prog, const char *path)
 {
 	struct buf err = BUF_INIT;

@@ -13,6 +13,25 @@
  * that a hung node fails closed quickly. */
 #define CLI_TIMEOUT_MS 15000
 
+#include <stdio.h>
+
+/* One option a program takes besides the common ones: "--name VALUE". */
+struct cli_opt {
+	const char *name;
+	const char **value;
+};
+
+/*
+ * Parse the options before a program's arguments: --config FILE (or
+ * --config=FILE), -h/--help, and the extra ones (NULL-terminated array,
+ * may be NULL).  Returns -1 and sets *next to the first argument on
+ * success; otherwise the exit code to return (help printed: 0; an unknown
+ * option: 2, after saying so).
+ */
+int cli_options(int argc, char **argv, int *next, const char *prog,
+		void (*usage)(FILE *), const char **config,
+		const struct cli_opt *extra);
+
 /* Load path (NULL: the default).  Prints "PROG: reason" and returns
  * GD_EXIT_USAGE on failure, 0 on success. */
 int cli_load_config(struct config **out, const char *prog, const char *path);

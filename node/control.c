@@ -205,19 +205,15 @@ static int emit(struct control *c, Grantd__V1__Op *op)
 	return ops_local(&c->n->ops, c->batch, op);
 }
 
-static int emit_grant(struct control *c, Grantd__V1__Grant *g)
+/* Make one operation of body (a User, Grant, ... as which says).  The
+ * generated oneof is a union of pointers, so any body goes in through one
+ * member. */
+static int emit_body(struct control *c, Grantd__V1__Op__BodyCase which,
+		     void *body)
 {
 	Grantd__V1__Op op = GRANTD__V1__OP__INIT;
-	op.body_case = GRANTD__V1__OP__BODY_GRANT;
-	op.grant = g;
-	return emit(c, &op);
-}
-
-static int emit_enroll(struct control *c, Grantd__V1__Enrollment *e)
-{
-	Grantd__V1__Op op = GRANTD__V1__OP__INIT;
-	op.body_case = GRANTD__V1__OP__BODY_ENROLL;
-	op.enroll = e;
+	op.body_case = which;
+	op.user = body;
 	return emit(c, &op);
 }
 
@@ -315,32 +311,26 @@ static int validate_token(struct control *c, struct req *r,
 			      "administrator to re-enroll you");
 	}
 	if (!res.ok) {
-		Grantd__V1__Op op = GRANTD__V1__OP__INIT;
 		Grantd__V1__Failures f = GRANTD__V1__FAILURES__INIT;
 		int64_t at = (int64_t)r->now_ms;
 		f.user = (char *)user_of(r);
 		f.site = n->ops.site;
 		f.at_ms = &at;
 		f.n_at_ms = 1;
-		op.body_case = GRANTD__V1__OP__BODY_FAILURE;
-		op.failure = &f;
-		if ((rc = emit(c, &op)) < 0)
+		if ((rc = emit_body(c, GRANTD__V1__OP__BODY_FAILURE, &f)) < 0)
 			return rc;
 		return refuse(r, "Failed to validate token.\nIf using a phone "
 			      "app, please wait for token to change before "
 			      "trying again.");
 	}
 	{
-		Grantd__V1__Op op = GRANTD__V1__OP__INIT;
 		Grantd__V1__Mark m = GRANTD__V1__MARK__INIT;
 		m.user = (char *)user_of(r);
 		SET(m, enroll_id, u->enroll->id);
 		SET(m, next, res.scratch ? next : res.next);
 		SET(m, scratch_used,
 		    used | (res.scratch ? 1u << res.scratch_index : 0));
-		op.body_case = GRANTD__V1__OP__BODY_MARK;
-		op.mark = &m;
-		if ((rc = emit(c, &op)) < 0)
+		if ((rc = emit_body(c, GRANTD__V1__OP__BODY_MARK, &m)) < 0)
 			return rc;
 	}
 	if (!u->enroll->active) {
@@ -348,7 +338,7 @@ static int validate_token(struct control *c, struct req *r,
 		SET(e, active, 1);
 		e.has_hlc = 0;
 		e.origin = NULL;
-		if ((rc = emit_enroll(c, &e)) < 0)
+		if ((rc = emit_body(c, GRANTD__V1__OP__BODY_ENROLL, &e)) < 0)
 			return rc;
 		u->enroll->active = 1;
 		u->enrolled = true;
@@ -376,7 +366,7 @@ static int add_grant(struct control *c, struct req *r, const char *user,
 	SET(g, added, r->now);
 	SET(g, expires, r->now + seconds);
 	g.site = c->n->ops.site;
-	int rc = emit_grant(c, &g);
+	int rc = emit_body(c, GRANTD__V1__OP__BODY_GRANT, &g);
 	if (rc < 0)
 		return rc;
 	fmt_time(until, sizeof(until), r->now + seconds);
@@ -628,7 +618,7 @@ static int inval_one(struct control *c, struct req *r, Grantd__V1__Grant *g,
 	io->expired++;
 	log_info("grant revoked user=%s net=%s%s", g->user, g->net,
 		 io->purge ? " purged" : "");
-	return emit_grant(c, &ng);
+	return emit_body(c, GRANTD__V1__OP__BODY_GRANT, &ng);
 }
 
 static int cmd_inval(struct control *c, struct req *r)
@@ -711,7 +701,7 @@ static int make_enrollment(struct control *c, struct req *r, const char *user,
 	e.n_scratch = OTP_SCRATCH_CODES;
 	SET(e, active, active);
 	SET(e, id, ops_stamp(&c->n->ops));
-	if ((rc = emit_enroll(c, &e)) < 0)
+	if ((rc = emit_body(c, GRANTD__V1__OP__BODY_ENROLL, &e)) < 0)
 		goto done;
 	otp_uri(&r->uri, &e, "grantd");
 	otp_base32(&b32, secret, slen);
@@ -801,7 +791,7 @@ static int end_enrollment(struct control *c, struct req *r,
 	e.user = old->user;
 	SET(e, id, old->id);
 	SET(e, deleted, 1);
-	if ((rc = emit_enroll(c, &e)) < 0)
+	if ((rc = emit_body(c, GRANTD__V1__OP__BODY_ENROLL, &e)) < 0)
 		return rc;
 	return revoke_all(c, r, old->user, NULL);
 }
@@ -954,14 +944,6 @@ static bool name_arg(struct req *r, const char *name)
 	return false;
 }
 
-static int emit_user(struct control *c, Grantd__V1__User *u)
-{
-	Grantd__V1__Op op = GRANTD__V1__OP__INIT;
-	op.body_case = GRANTD__V1__OP__BODY_USER;
-	op.user = u;
-	return emit(c, &op);
-}
-
 static int cmd_user_add(struct control *c, struct req *r)
 {
 	Grantd__V1__User nu = GRANTD__V1__USER__INIT;
@@ -1008,7 +990,7 @@ static int cmd_user_add(struct control *c, struct req *r)
 	nu.name = (char *)name;
 	nu.keys = keys;
 	nu.n_keys = nkeys;
-	if ((rc = emit_user(c, &nu)) < 0)
+	if ((rc = emit_body(c, GRANTD__V1__OP__BODY_USER, &nu)) < 0)
 		goto done;
 	buf_printf(&r->out, "%s user %s (%zu key%s)\n",
 		   u.user ? "updated" : "added", name, nkeys,
@@ -1037,7 +1019,7 @@ static int cmd_user_del(struct control *c, struct req *r)
 	}
 	nu.name = (char *)name;
 	SET(nu, deleted, 1);
-	if ((rc = emit_user(c, &nu)) < 0)
+	if ((rc = emit_body(c, GRANTD__V1__OP__BODY_USER, &nu)) < 0)
 		goto done;
 	if (u.enroll && (rc = end_enrollment(c, r, u.enroll)) < 0)
 		goto done;
@@ -1110,7 +1092,6 @@ static int cmd_user_list(struct control *c, struct req *r)
 
 static int cmd_unlock(struct control *c, struct req *r)
 {
-	Grantd__V1__Op op = GRANTD__V1__OP__INIT;
 	Grantd__V1__Unlock u = GRANTD__V1__UNLOCK__INIT;
 	const char *name = r->rq->args[0];
 	struct policy_user pu;
@@ -1125,9 +1106,7 @@ static int cmd_unlock(struct control *c, struct req *r)
 	if (!known)
 		return refuse(r, "no such user '%s'", name);
 	u.user = (char *)name;
-	op.body_case = GRANTD__V1__OP__BODY_UNLOCK;
-	op.unlock = &u;
-	if ((rc = emit(c, &op)) < 0)
+	if ((rc = emit_body(c, GRANTD__V1__OP__BODY_UNLOCK, &u)) < 0)
 		return rc;
 	buf_printf(&r->out, "unlocked user %s\n", name);
 	log_info("user unlocked user=%s", name);
@@ -1275,14 +1254,6 @@ static const char *mode_name(Grantd__V1__RepoMode m)
 							 "required";
 }
 
-static int emit_repo(struct control *c, Grantd__V1__Repo *rp)
-{
-	Grantd__V1__Op op = GRANTD__V1__OP__INIT;
-	op.body_case = GRANTD__V1__OP__BODY_REPO;
-	op.repo = rp;
-	return emit(c, &op);
-}
-
 static int cmd_repo_add(struct control *c, struct req *r)
 {
 	Grantd__V1__Repo rp = GRANTD__V1__REPO__INIT;
@@ -1342,7 +1313,7 @@ static int cmd_repo_add(struct control *c, struct req *r)
 	rp.writers = writers;
 	rp.n_writers = nw;
 	rp.fork_of = fork ? parent : NULL;
-	if ((rc = emit_repo(c, &rp)) < 0)
+	if ((rc = emit_body(c, GRANTD__V1__OP__BODY_REPO, &rp)) < 0)
 		return rc;
 	buf_printf(&r->out, "added repository %s (mode %s)\n", name,
 		   mode_name(mode));
@@ -1379,7 +1350,7 @@ static int repo_change(struct control *c, struct req *r, bool writers)
 	} else {
 		SET(rp, mode, mode);
 	}
-	rc = emit_repo(c, &rp);
+	rc = emit_body(c, GRANTD__V1__OP__BODY_REPO, &rp);
 	if (rc == 0)
 		buf_printf(&r->out, "updated repository %s\n", name);
 	grantd__v1__repo__free_unpacked(old, NULL);
