@@ -278,9 +278,6 @@ static int validate_token(struct control *c, struct req *r,
 	int fails, rc;
 
 	*ok = false;
-	if (n->syncing)
-		return refuse(r, "This site is catching up with its peers; "
-			      "try again in a few seconds.");
 	if (!otp_token_shape_ok(token))
 		return bad(r, "'%s' is not a token: give the 6 or 8 digits "
 			   "your token shows, or an 8-digit scratch code",
@@ -1688,6 +1685,11 @@ static int dispatch(struct control *c, struct req *r)
 			  !strncmp(rq->cmd, "push.", 5)) &&
 	    (!rq->user || !*rq->user))
 		return bad(r, "no user given");
+	/* A node catching up may not know the user, or that a token was
+	 * used elsewhere: no 2fa change until it is level with its peers. */
+	if (!r->admin && !(cmd->where & READS) && c->n->syncing)
+		return refuse(r, "This site is catching up with its peers; "
+			      "try again in a few seconds.");
 	if (cmd->uses_ip && (!rq->client_ip ||
 			     addr_parse(&r->ip, rq->client_ip, false) < 0))
 		return bad(r, "no valid client address (is SSH_CONNECTION "

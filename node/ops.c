@@ -21,6 +21,10 @@
 #include "repos.h"
 #include "banned.h"
 
+#define SET_STAMP(op, e, s, h)                                                 \
+	((op).epoch = (e), (op).has_epoch = 1, (op).seq = (s),                 \
+	 (op).has_seq = 1, (op).hlc = (h), (op).has_hlc = 1)
+
 #define META_EPOCH "epoch"
 #define META_SEQ "seq"
 #define META_HLC "hlc"
@@ -305,69 +309,108 @@ done:
 	return rc;
 }
 
+/* The kinds of record, the family each lives in, and how each merges. */
+static const struct family {
+	Grantd__V1__Op__BodyCase body;
+	enum store_cf cf;
+	const ProtobufCMessageDescriptor *desc;
+	bool lww;   /* a register ordered by (hlc, origin); else merged */
+} families[] = {
+	{ GRANTD__V1__OP__BODY_USER, CF_USERS, &grantd__v1__user__descriptor,
+	  true },
+	{ GRANTD__V1__OP__BODY_ENROLL, CF_ENROLL,
+	  &grantd__v1__enrollment__descriptor, true },
+	{ GRANTD__V1__OP__BODY_GRANT, CF_GRANTS, &grantd__v1__grant__descriptor,
+	  true },
+	{ GRANTD__V1__OP__BODY_UNLOCK, CF_UNLOCK,
+	  &grantd__v1__unlock__descriptor, true },
+	{ GRANTD__V1__OP__BODY_REPO, CF_REPOS, &grantd__v1__repo__descriptor,
+	  true },
+	{ GRANTD__V1__OP__BODY_MARK, CF_MARKS, &grantd__v1__mark__descriptor,
+	  false },
+	{ GRANTD__V1__OP__BODY_FAILURE, CF_FAILS,
+	  &grantd__v1__failures__descriptor, false },
+};
+
+static const struct family *family_of(Grantd__V1__Op__BodyCase body,
+				      enum store_cf cf)
+{
+	for (size_t i = 0; i < GD_ARRAY_SIZE(families); i++)
+		if (families[i].body == body || families[i].cf == cf)
+			return &families[i];
+	return NULL;
+}
+
+/* The body of an operation: the generated oneof is a union of pointers. */
+static const ProtobufCMessage *op_body(const Grantd__V1__Op *op)
+{
+	return (const ProtobufCMessage *)op->user;
+}
+
+/* Pack an LWW body as its record, stamped with its operation's (hlc,
+ * origin): fields 14 and 15 of every LWW record (see Stamped). */
+static void pack_stamped(struct buf *out, const ProtobufCMessage *body,
+			 uint64_t hlc, const char *origin)
+{
+	const ProtobufCMessageDescriptor *d = body->descriptor;
+	const ProtobufCFieldDescriptor *fh =
+		protobuf_c_message_descriptor_get_field(d, 14);
+	const ProtobufCFieldDescriptor *fo =
+		protobuf_c_message_descriptor_get_field(d, 15);
+	uint8_t *copy = malloc(d->sizeof_message);
+
+	if (!copy)
+		abort();
+	memcpy(copy, body, d->sizeof_message);
+	memcpy(copy + fh->offset, &hlc, sizeof(hlc));
+	*(protobuf_c_boolean *)(copy + fh->quantifier_offset) = 1;
+	memcpy(copy + fo->offset, &origin, sizeof(origin));
+	pack_msg(out, (const ProtobufCMessage *)copy);
+	free(copy);
+}
+
+/* The key of an LWW record: its name (field 1: name or user), or for a
+ * grant user \0 net \0 session. */
+static void record_key(struct buf *k, const Grantd__V1__Op *op)
+{
+	if (op->body_case == GRANTD__V1__OP__BODY_GRANT) {
+		const Grantd__V1__Grant *g = op->grant;
+		ops_key_grant(k, g->user, g->net, g->session ? g->session : "");
+		return;
+	}
+	const ProtobufCMessage *m = op_body(op);
+	const ProtobufCFieldDescriptor *f =
+		protobuf_c_message_descriptor_get_field(m->descriptor, 1);
+	const char *name;
+	memcpy(&name, (const uint8_t *)m + f->offset, sizeof(name));
+	buf_reset(k);
+	buf_puts(k, name);
+}
+
 /* Effect of one operation on the state families. */
 static int apply_body(struct ops *o, struct store_batch *b,
 		      const Grantd__V1__Op *op)
 {
+	const struct family *f = family_of(op->body_case, CF__COUNT);
 	struct buf k = BUF_INIT, val = BUF_INIT;
 	bool won = false;
-	int rc = GD_EPROTO;
+	int rc;
 
-	switch (op->body_case) {
-	case GRANTD__V1__OP__BODY_USER: {
-		Grantd__V1__User r = *op->user;
-		r.hlc = op->hlc, r.has_hlc = 1, r.origin = op->origin;
-		pack_msg(&val, &r.base);
-		rc = lww_put(o, b, CF_USERS, r.name, strlen(r.name), &val,
-			     op->hlc, op->origin, &won);
-		break;
-	}
-	case GRANTD__V1__OP__BODY_ENROLL: {
-		Grantd__V1__Enrollment r = *op->enroll;
-		r.hlc = op->hlc, r.has_hlc = 1, r.origin = op->origin;
-		pack_msg(&val, &r.base);
-		rc = lww_put(o, b, CF_ENROLL, r.user, strlen(r.user), &val,
-			     op->hlc, op->origin, &won);
-		break;
-	}
-	case GRANTD__V1__OP__BODY_GRANT: {
-		Grantd__V1__Grant r = *op->grant;
-		r.hlc = op->hlc, r.has_hlc = 1, r.origin = op->origin;
-		pack_msg(&val, &r.base);
-		ops_key_grant(&k, r.user, r.net, r.session ? r.session : "");
-		rc = lww_put(o, b, CF_GRANTS, k.p, k.len, &val, op->hlc,
-			     op->origin, &won);
-		break;
-	}
-	case GRANTD__V1__OP__BODY_UNLOCK: {
-		Grantd__V1__Unlock r = *op->unlock;
-		r.hlc = op->hlc, r.has_hlc = 1, r.origin = op->origin;
-		pack_msg(&val, &r.base);
-		rc = lww_put(o, b, CF_UNLOCK, r.user, strlen(r.user), &val,
-			     op->hlc, op->origin, &won);
-		break;
-	}
-	case GRANTD__V1__OP__BODY_REPO: {
-		Grantd__V1__Repo r = *op->repo;
-		r.hlc = op->hlc, r.has_hlc = 1, r.origin = op->origin;
-		pack_msg(&val, &r.base);
-		rc = lww_put(o, b, CF_REPOS, r.name, strlen(r.name), &val,
-			     op->hlc, op->origin, &won);
-		/* The directory is made before the commit: if the commit
-		 * fails an empty repository is left, which a retry reuses. */
-		if (rc == 0 && won && !r.deleted)
-			rc = repos_create(o->cfg->repo_dir, r.name, r.fork_of);
-		break;
-	}
-	case GRANTD__V1__OP__BODY_MARK:
-		rc = apply_mark(o, b, op->mark);
-		break;
-	case GRANTD__V1__OP__BODY_FAILURE:
-		rc = apply_failure(o, b, op->failure);
-		break;
-	default:
-		break;
-	}
+	if (!f)
+		return GD_EPROTO;
+	if (op->body_case == GRANTD__V1__OP__BODY_MARK)
+		return apply_mark(o, b, op->mark);
+	if (op->body_case == GRANTD__V1__OP__BODY_FAILURE)
+		return apply_failure(o, b, op->failure);
+	pack_stamped(&val, op_body(op), op->hlc, op->origin);
+	record_key(&k, op);
+	rc = lww_put(o, b, f->cf, k.p, k.len, &val, op->hlc, op->origin, &won);
+	/* A repository's directory is made before the commit: if the commit
+	 * fails an empty repository is left, which a retry reuses. */
+	if (rc == 0 && won && op->body_case == GRANTD__V1__OP__BODY_REPO &&
+	    !op->repo->deleted)
+		rc = repos_create(o->cfg->repo_dir, op->repo->name,
+				  op->repo->fork_of);
 	sodium_memzero(val.p, val.len);
 	buf_free(&k);
 	buf_free(&val);
@@ -472,69 +515,41 @@ void ops_vv_raise(struct ops *o, struct store_batch *b, const char *origin,
 int ops_merge_record(struct ops *o, struct store_batch *b, enum store_cf cf,
 		     const void *val, size_t vlen)
 {
+	const struct family *f = family_of(GRANTD__V1__OP__BODY__NOT_SET, cf);
 	Grantd__V1__Op op = GRANTD__V1__OP__INIT;
-	const ProtobufCMessageDescriptor *d;
-	ProtobufCMessage *m;
 	struct buf why = BUF_INIT;
+	ProtobufCMessage *m;
 	int rc;
 
-	switch (cf) {
-	case CF_USERS: d = &grantd__v1__user__descriptor; break;
-	case CF_ENROLL: d = &grantd__v1__enrollment__descriptor; break;
-	case CF_GRANTS: d = &grantd__v1__grant__descriptor; break;
-	case CF_MARKS: d = &grantd__v1__mark__descriptor; break;
-	case CF_FAILS: d = &grantd__v1__failures__descriptor; break;
-	case CF_UNLOCK: d = &grantd__v1__unlock__descriptor; break;
-	case CF_REPOS: d = &grantd__v1__repo__descriptor; break;
-	default: return GD_EPROTO;
-	}
-	m = protobuf_c_message_unpack(d, NULL, vlen, val);
+	if (!f)
+		return GD_EPROTO;
+	m = protobuf_c_message_unpack(f->desc, NULL, vlen, val);
 	if (!m)
 		return GD_EPROTO;
-	/* a record is the body of the operation that wrote it */
-	op.epoch = 1, op.has_epoch = 1;
-	op.seq = 1, op.has_seq = 1;
-	switch (cf) {
-	case CF_USERS:
-		op.body_case = GRANTD__V1__OP__BODY_USER;
-		op.user = (Grantd__V1__User *)m;
-		op.hlc = op.user->hlc, op.origin = op.user->origin;
-		break;
-	case CF_ENROLL:
-		op.body_case = GRANTD__V1__OP__BODY_ENROLL;
-		op.enroll = (Grantd__V1__Enrollment *)m;
-		op.hlc = op.enroll->hlc, op.origin = op.enroll->origin;
-		break;
-	case CF_GRANTS:
-		op.body_case = GRANTD__V1__OP__BODY_GRANT;
-		op.grant = (Grantd__V1__Grant *)m;
-		op.hlc = op.grant->hlc, op.origin = op.grant->origin;
-		break;
-	case CF_UNLOCK:
-		op.body_case = GRANTD__V1__OP__BODY_UNLOCK;
-		op.unlock = (Grantd__V1__Unlock *)m;
-		op.hlc = op.unlock->hlc, op.origin = op.unlock->origin;
-		break;
-	case CF_REPOS:
-		op.body_case = GRANTD__V1__OP__BODY_REPO;
-		op.repo = (Grantd__V1__Repo *)m;
-		op.hlc = op.repo->hlc, op.origin = op.repo->origin;
-		break;
-	case CF_MARKS:
-		op.body_case = GRANTD__V1__OP__BODY_MARK;
-		op.mark = (Grantd__V1__Mark *)m;
-		op.hlc = 1, op.origin = o->site;
-		break;
-	default:
-		op.body_case = GRANTD__V1__OP__BODY_FAILURE;
-		op.failure = (Grantd__V1__Failures *)m;
-		op.hlc = 1, op.origin = o->site;
-		break;
+	/* a record is the body of the operation that wrote it, with that
+	 * operation's stamp; merged records need none */
+	op.body_case = f->body;
+	memcpy(&op.user, &m, sizeof(m));
+	SET_STAMP(op, 1, 1, 1);
+	op.origin = o->site;
+	if (f->lww) {
+		Grantd__V1__Stamped *st = grantd__v1__stamped__unpack(NULL, vlen,
+								      val);
+		if (!st) {
+			protobuf_c_message_free_unpacked(m, NULL);
+			return GD_EPROTO;
+		}
+		op.hlc = st->hlc;
+		op.origin = st->origin ? st->origin : "";
+		rc = ops_check(&op, &why);
+		if (rc == 0)
+			rc = apply_body(o, b, &op);
+		grantd__v1__stamped__free_unpacked(st, NULL);
+	} else {
+		rc = ops_check(&op, &why);
+		if (rc == 0)
+			rc = apply_body(o, b, &op);
 	}
-	op.has_hlc = 1;
-	rc = ops_check(&op, &why);
-	if (rc == 0)
-		rc = apply_body(o, b, &op);
 	buf_free(&why);
 	protobuf_c_message_free_unpacked(m, NULL);
 	return rc;
