@@ -117,6 +117,22 @@ static int make_dirs(const struct config *cfg)
 	return 0;
 }
 
+/* Forget grants long expired, on the writer thread so the digest follows. */
+static void sweep_grants(struct node *n)
+{
+	struct store_batch *b;
+	int k;
+
+	store_batch_new(&b, n->store);
+	k = ops_sweep_grants(&n->ops, b, (int64_t)(hlc_wall_ms() / 1000),
+			     100000);
+	if (k > 0 && ops_commit(&n->ops, b, true) == 0)
+		log_info("expired grants forgotten count=%d", k);
+	else if (k > 0)
+		ops_reload(&n->ops);
+	store_batch_free(&b);
+}
+
 static int run(struct node *n)
 {
 	zmq_pollitem_t items[3 + 2 + 2 * CONFIG_MAX_PEERS];
@@ -151,7 +167,7 @@ static int run(struct node *n)
 		uint64_t now = hlc_wall_ms();
 		repl_tick(n->repl, now);
 		if (now - last_sweep > SWEEP_INTERVAL_MS) {
-			store_compact_grants(n->store);
+			sweep_grants(n);
 			last_sweep = now;
 		}
 	}

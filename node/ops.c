@@ -555,6 +555,33 @@ int ops_merge_record(struct ops *o, struct store_batch *b, enum store_cf cf,
 	return rc;
 }
 
+int ops_sweep_grants(struct ops *o, struct store_batch *b, int64_t now,
+		     int max)
+{
+	struct store_iter *it;
+	struct buf v = BUF_INIT;
+	const char *key;
+	size_t klen;
+	int rc = 0, n = 0;
+
+	store_iter_new(&it, o->store, NULL, CF_GRANTS, "", 0);
+	while (n < max && (rc = store_iter_next(it, &key, &klen, &v)) > 0) {
+		Grantd__V1__Grant *g = grantd__v1__grant__unpack(
+			NULL, v.len, (const uint8_t *)v.p);
+		bool old = g && g->expires + OPS_GRANT_GRACE_S < now;
+		if (g)
+			grantd__v1__grant__free_unpacked(g, NULL);
+		if (!old)
+			continue;
+		digest_toggle(o->digest, CF_GRANTS, key, klen, v.p, v.len);
+		store_del(b, CF_GRANTS, key, klen);
+		n++;
+	}
+	store_iter_free(&it);
+	buf_free(&v);
+	return rc < 0 ? rc : n;
+}
+
 int ops_truncate_log(struct ops *o, uint64_t cutoff_ms, int max)
 {
 	struct store_iter *it;

@@ -100,6 +100,17 @@ void ops_vv_raise(struct ops *o, struct store_batch *b, const char *origin,
  * returns how many were deleted or a negative gd_err. */
 int ops_truncate_log(struct ops *o, uint64_t cutoff_ms, int max);
 
+/* Expired grants stay this long after expiry, so a late operation for one
+ * still meets the record it must lose against and `list-val all` shows
+ * recent history; then ops_sweep_grants() forgets them. */
+#define OPS_GRANT_GRACE_S (45LL * 86400)
+
+/* Delete up to max grants that expired more than OPS_GRANT_GRACE_S before
+ * now (unix seconds), keeping the digest in step.  Returns how many, or a
+ * negative gd_err. */
+int ops_sweep_grants(struct ops *o, struct store_batch *b, int64_t now,
+		     int max);
+
 /* Bounds and shape checks for an operation from outside (names, lengths,
  * one body).  Returns 0 or GD_EPROTO with a reason in err. */
 int ops_check(const Grantd__V1__Op *op, struct buf *err);

@@ -34,11 +34,6 @@ static bool cf_sealed(enum store_cf cf)
 	return cf == CF_ENROLL || cf == CF_OPLOG;
 }
 
-/* Expired grants stay on disk this long after expiry, so a late operation
- * for them still meets the record it must lose against, and `list-val all`
- * can show recent history. */
-#define GRANT_GRACE_S (45LL * 86400)
-
 struct store {
 	rocksdb_t *db;
 	rocksdb_options_t *opts;
@@ -47,7 +42,6 @@ struct store {
 	rocksdb_readoptions_t *ropts;
 	rocksdb_writeoptions_t *wsync;
 	rocksdb_writeoptions_t *wnosync;
-	rocksdb_compactionfilter_t *grant_filter;
 	uint8_t key[STORE_SEAL_KEY_LEN];
 };
 
@@ -85,33 +79,6 @@ uint64_t store_get_be64(const void *p)
 	return v;
 }
 
-static unsigned char grant_filter(void *state, int level, const char *key,
-				  size_t klen, const char *val, size_t vlen,
-				  char **nv, size_t *nvlen,
-				  unsigned char *changed)
-{
-	Grantd__V1__Grant *g;
-	unsigned char drop = 0;
-
-	g = grantd__v1__grant__unpack(NULL, vlen, (const uint8_t *)val);
-	if (!g)
-		return 0;
-	if (g->expires + GRANT_GRACE_S < (int64_t)time(NULL))
-		drop = 1;
-	grantd__v1__grant__free_unpacked(g, NULL);
-	return drop;
-}
-
-static void grant_filter_destroy(void *state)
-{
-	(void)state; /* stateless */
-}
-
-static const char *grant_filter_name(void *state)
-{
-	return "grantd-expired-grants";
-}
-
 int store_open(struct store **out, bool *created, const char *path,
 	       const uint8_t seal_key[STORE_SEAL_KEY_LEN])
 {
@@ -139,14 +106,9 @@ int store_open(struct store **out, bool *created, const char *path,
 	rocksdb_options_set_create_missing_column_families(s->opts, 1);
 	rocksdb_options_increase_parallelism(s->opts, 2);
 	rocksdb_options_set_max_open_files(s->opts, 512);
-	s->grant_filter = rocksdb_compactionfilter_create(
-		NULL, grant_filter_destroy, grant_filter, grant_filter_name);
 	for (int i = 0; i < CF__COUNT; i++) {
 		s->cf_opts[i] = rocksdb_options_create();
 		rocksdb_options_set_create_if_missing(s->cf_opts[i], 1);
-		if (i == CF_GRANTS)
-			rocksdb_options_set_compaction_filter(s->cf_opts[i],
-							      s->grant_filter);
 	}
 	s->db = rocksdb_open_column_families(
 		s->opts, path, CF__COUNT, (const char *const *)cf_names,
@@ -181,8 +143,6 @@ void store_destroy(struct store **sp)
 			rocksdb_options_destroy(s->cf_opts[i]);
 	if (s->opts)
 		rocksdb_options_destroy(s->opts);
-	if (s->grant_filter)
-		rocksdb_compactionfilter_destroy(s->grant_filter);
 	if (s->ropts)
 		rocksdb_readoptions_destroy(s->ropts);
 	if (s->wsync)
@@ -455,7 +415,3 @@ int store_checkpoint(struct store *s, const char *dir)
 	return 0;
 }
 
-void store_compact_grants(struct store *s)
-{
-	rocksdb_compact_range_cf(s->db, s->cf[CF_GRANTS], NULL, 0, NULL, 0);
-}

@@ -100,10 +100,6 @@ int store_sync(struct store *s);
  * exist. */
 int store_checkpoint(struct store *s, const char *dir);
 
-/* Compact the grants family so expired grants past their grace period
- * leave the disk (the compaction filter drops them). */
-void store_compact_grants(struct store *s);
-
 /* Big-endian helpers for keys. */
 void store_be64(uint8_t out[8], uint64_t v);
 uint64_t store_get_be64(const void *p);

@@ -46,15 +46,26 @@ T_HASH=$(printf '%s' "$T_NAME" | cksum | cut -d' ' -f1)
 T_ADDR=127.$((100 + T_HASH % 100)).$(((T_HASH / 100) % 250 + 1)).1
 T_SSH_PORT=$((20000 + (T_HASH / 25000) % 3333 * 3))
 # Another run of the same test (a second checkout, a developer's ctest) may
-# hold them: move to the next free address.
+# hold them: move to the next free address.  The replication tests put
+# their three sites on 127.A.B.1, .2 and .3 (t_cluster_up), so those are
+# checked too.
+t_ports_free() {
+	local a p
+	for a in "${T_ADDR%.1}".{1,2,3}; do
+		for p in "$T_SSH_PORT" $((T_SSH_PORT + 1)) $((T_SSH_PORT + 2)); do
+			gd_port_free "$a" "$p" || return 1
+		done
+	done
+}
 for ((i = 0; i < 50; i++)); do
-	gd_port_free "$T_ADDR" "$T_SSH_PORT" &&
-		gd_port_free "$T_ADDR" $((T_SSH_PORT + 1)) &&
-		gd_port_free "$T_ADDR" $((T_SSH_PORT + 2)) && break
+	t_ports_free && break
 	T_ADDR=127.$((100 + (T_HASH + i + 1) % 100)).$(((T_HASH / 100) % 250 + 1)).1
 done
 T_PUB_PORT=$((T_SSH_PORT + 1))
 T_SYNC_PORT=$((T_SSH_PORT + 2))
+# Site directories whose grantd and sshd the cleanup stops (t_site_up and
+# t_cluster_up add to it).
+T_SITE_DIRS=()
 
 T_CTL_MASTERS=()
 
@@ -63,8 +74,11 @@ t_cleanup() {
 	for m in "${T_CTL_MASTERS[@]}"; do
 		ssh -S "$m" -O exit x >/dev/null 2>&1
 	done
-	gd_sshd_stop "$T_SITE" >/dev/null 2>&1
-	gd_grantd_stop "$T_SITE" >/dev/null 2>&1
+	local d
+	for d in "$T_SITE" "${T_SITE_DIRS[@]}"; do
+		gd_sshd_stop "$d" >/dev/null 2>&1
+		gd_grantd_stop "$d" >/dev/null 2>&1
+	done
 	if [[ ${GD_KEEP:-0} == 1 ]]; then
 		echo "# kept $T_DIR"
 	else
@@ -163,44 +177,64 @@ t_fatal() {
 	t_done
 }
 
-t_logs() {
-	local f
-	for f in "$T_SITE/grantd.log" "$T_SITE/sshd.log"; do
-		[[ -s $f ]] || continue
-		echo "# ---- end of $f"
-		tail -n 30 "$f" | sed 's/^/# /'
+# t_site_dirs: the site directories of this test (T_SITE first), once each.
+t_site_dirs() {
+	local d
+	local -A seen=()
+	for d in "$T_SITE" "${T_SITE_DIRS[@]}"; do
+		[[ -n ${seen[$d]-} || ! -d $d ]] && continue
+		seen[$d]=1
+		echo "$d"
 	done
 }
 
-# t_done: stop the node and sshd, check the node stopped cleanly and left no
-# sanitizer report, print the summary and exit.
+t_logs() {
+	local f d dirs
+	mapfile -t dirs < <(t_site_dirs)
+	for d in "${dirs[@]}"; do
+		for f in "$d/grantd.log" "$d/sshd.log"; do
+			[[ -s $f ]] || continue
+			echo "# ---- end of $f"
+			tail -n "${T_LOG_LINES:-30}" "$f" | sed 's/^/# /'
+		done
+	done
+}
+
+# t_done: stop the nodes and sshds, check every node stopped cleanly and
+# left no sanitizer report, print the summary and exit.
 t_done() {
 	trap - INT TERM
-	if [[ -f $T_SITE/grantd.pid ]]; then
-		local pid st
-		pid=$(<"$T_SITE/grantd.pid")
-		gd_sshd_stop "$T_SITE" >/dev/null 2>&1
-		if gd_alive "$pid"; then
-			kill -TERM "$pid"
-			if gd_wait_for "$GD_TIMEOUT" eval "! gd_alive $pid"; then
-				wait "$pid" 2>/dev/null
-				st=$?
-				t_eq "grantd exits with status 0 on SIGTERM" "$st" 0
+	local d name pid st dirs
+	mapfile -t dirs < <(t_site_dirs)
+	for d in "${dirs[@]}"; do
+		name=${d##*/}
+		[[ $d == "$T_SITE" && ${#T_SITE_DIRS[@]} == 0 ]] && name=
+		gd_sshd_stop "$d" >/dev/null 2>&1
+		if [[ -f $d/grantd.pid ]]; then
+			pid=$(<"$d/grantd.pid")
+			if gd_alive "$pid" "$d/grantd.conf"; then
+				kill -TERM "$pid"
+				kill -CONT "$pid" 2>/dev/null
+				if gd_wait_for "$GD_TIMEOUT" eval "! gd_alive $pid"; then
+					wait "$pid" 2>/dev/null
+					st=$?
+					t_eq "grantd${name:+ ($name)} exits with status 0 on SIGTERM" "$st" 0
+				else
+					t_fail "grantd${name:+ ($name)} still runs ${GD_TIMEOUT}s after SIGTERM"
+					kill -KILL "$pid" 2>/dev/null
+				fi
+			fi
+			rm -f "$d/grantd.pid"
+		fi
+		if [[ -f $d/grantd.log ]]; then
+			if grep -qE 'Sanitizer|runtime error:' "$d/grantd.log"; then
+				t_fail "sanitizer report in${name:+ $name's} grantd.log" \
+					"$(grep -A 30 -E 'Sanitizer|runtime error:' "$d/grantd.log" | head -60)"
 			else
-				t_fail "grantd still runs ${GD_TIMEOUT}s after SIGTERM"
-				kill -KILL "$pid" 2>/dev/null
+				t_ok "no sanitizer report in${name:+ $name's} grantd.log"
 			fi
 		fi
-		rm -f "$T_SITE/grantd.pid"
-	fi
-	if [[ -f $T_SITE/grantd.log ]]; then
-		if grep -qE 'Sanitizer|runtime error:' "$T_SITE/grantd.log"; then
-			t_fail "sanitizer report in grantd.log" \
-				"$(grep -A 30 -E 'Sanitizer|runtime error:' "$T_SITE/grantd.log" | head -60)"
-		else
-			t_ok "no sanitizer report in grantd.log"
-		fi
-	fi
+	done
 	((T_FAIL > 0)) && t_logs
 	echo "$T_NAME: $T_PASS passed, $T_FAIL failed"
 	((T_FAIL == 0))
@@ -322,4 +356,218 @@ t_ctl_master() {
 		-o ControlMaster=yes -o ControlPath="$path" -o ControlPersist=120 \
 		-fN "root@$T_ADDR" </dev/null || return 1
 	T_CTL_MASTERS+=("$path")
+}
+
+# ---- three sites (replication) -------------------------------------------------
+# The replication tests (test_repl_*.sh) run three real nodes, paloalto,
+# portland and montreal, on 127.A.B.1, .2 and .3 (the test's own network,
+# from its name; the same three ports on each address), each listing the
+# other two as peers.  paloalto's directory is T_SITE, so the single-site
+# helpers above (t_ctl, t_ssh, ...) talk to it.  Sites are named by name:
+#   t_cluster_up [KEY=VALUE...]     configs (policy / node overrides) + nodes
+#   t_c SITE ARGS...                grantctl at SITE
+#   t_sh SITE SRCIP USER CMD...     grant-shell at SITE as if sshd ran it
+#   t_start / t_stop / t_kill9 / t_pause / t_resume SITE
+#   t_wait_converged SECS [SITE...] equal digests, nobody catching up
+
+T_SITES=(paloalto portland montreal)
+T_NET=${T_ADDR%.1}
+declare -A T_SADDR=()
+for ((i = 0; i < ${#T_SITES[@]}; i++)); do
+	T_SADDR[${T_SITES[i]}]=$T_NET.$((i + 1))
+done
+
+# t_dir SITE: the site's directory.
+t_dir() { echo "$T_DIR/$1"; }
+
+# t_dirs [SITE...]: the directories of SITE... (default: all three).
+t_dirs() {
+	local s
+	(($#)) || set -- "${T_SITES[@]}"
+	for s in "$@"; do echo "$T_DIR/$s"; done
+}
+
+# t_cluster_config [KEY=VALUE...]: write the three sites' configs; KEY=VALUE
+# as for gd_site_config (policy keys, log_level, oplog_retention).
+t_cluster_config() {
+	local s p d
+	for s in "${T_SITES[@]}"; do
+		gd_site_keygen "$T_DIR/$s" >/dev/null || t_fatal "grantctl keygen for $s"
+	done
+	for s in "${T_SITES[@]}"; do
+		d=$T_DIR/$s
+		gd_site_config "$d" "$s" "tcp://${T_SADDR[$s]}:$T_PUB_PORT" \
+			"tcp://${T_SADDR[$s]}:$T_SYNC_PORT" "$@" || t_fatal "write $s's config"
+		for p in "${T_SITES[@]}"; do
+			[[ $p == "$s" ]] && continue
+			gd_site_add_peer "$d" "$p" "tcp://${T_SADDR[$p]}:$T_PUB_PORT" \
+				"tcp://${T_SADDR[$p]}:$T_SYNC_PORT" "$(<"$T_DIR/$p/node.pub")"
+		done
+		T_SITE_DIRS+=("$d")
+	done
+}
+
+# t_cluster_up [KEY=VALUE...]: configs, then start the three nodes and wait
+# until each hears both others and none is catching up.
+t_cluster_up() {
+	local s
+	t_section "sites ${T_SITES[*]} on $T_NET.{1,2,3} ports $T_PUB_PORT/$T_SYNC_PORT ($T_DIR)"
+	t_cluster_config "$@"
+	for s in "${T_SITES[@]}"; do t_start "$s"; done
+	for s in "${T_SITES[@]}"; do
+		gd_wait_for 20 gd_peers_connected "$T_DIR/$s" ||
+			t_fatal "$s hears both peers within 20 s"
+	done
+	t_wait_converged 20 || t_fatal "the three empty sites agree (digests) within 20 s"
+}
+
+# t_start SITE: start SITE's node (fatal if it does not come up).
+t_start() { gd_grantd_start "$T_DIR/$1" || t_fatal "grantd at $1 starts"; }
+# t_stop SITE: SIGTERM and wait.
+t_stop() { gd_grantd_stop "$T_DIR/$1"; }
+# t_kill9 SITE: SIGKILL (a crash), wait until it is gone.
+t_kill9() { gd_grantd_kill9 "$T_DIR/$1"; }
+# t_pause SITE / t_resume SITE: SIGSTOP / SIGCONT.
+t_pause() { gd_grantd_pause "$T_DIR/$1"; }
+t_resume() { gd_grantd_resume "$T_DIR/$1"; }
+# t_running SITE
+t_running() { gd_grantd_running "$T_DIR/$1"; }
+
+# t_sshd SITE: an sshd for SITE on its address and the test's ssh port.
+t_sshd() {
+	gd_sshd_start "$T_DIR/$1" "${T_SADDR[$1]}" "$T_SSH_PORT" ||
+		t_fatal "sshd for $1 starts on ${T_SADDR[$1]}:$T_SSH_PORT"
+}
+
+# t_c SITE ARGS...: grantctl against SITE.
+t_c() { local s=$1; shift; gd_grantctl "$T_DIR/$s" "$@"; }
+
+# t_sh SITE SRCIP USER COMMAND...: grant-shell at SITE for USER, as sshd
+# would run it for a client at SRCIP (SSH_CONNECTION, SSH_ORIGINAL_COMMAND).
+t_sh() {
+	local s=$1 src=$2 user=$3; shift 3
+	SSH_CONNECTION="$src 40022 ${T_SADDR[$s]} 22" SSH_ORIGINAL_COMMAND="$*" \
+		"$GD_BIN/grant-shell" --config "$T_DIR/$s/grantd.conf" "$user" </dev/null
+}
+
+# t_sssh SITE SRCIP USER COMMAND...: COMMAND through SITE's real sshd.
+t_sssh() {
+	local s=$1 src=$2 user=$3; shift 3
+	gd_ssh "$src" "$T_SSH_PORT" "$T_KEYS/$user" "${T_SADDR[$s]}" "$@"
+}
+
+# t_status SITE: `grantctl status --json` at SITE.
+t_status() { t_c "$1" status --json; }
+
+# t_sj SITE EXPR: EXPR (python, `j` = SITE's status) evaluated.
+t_sj() { t_status "$1" | t_json "$2"; }
+
+# t_sdigest SITE
+t_sdigest() { gd_status_digest "$(t_status "$1")"; }
+
+# t_syncing SITE: SITE answers and says it is catching up.
+t_syncing() {
+	local j
+	j=$(t_status "$1" 2>/dev/null) || return 1
+	gd_status_syncing "$j"
+}
+
+# t_converged [SITE...]: SITE... (default all) agree and none is syncing.
+t_converged() {
+	local dirs
+	mapfile -t dirs < <(t_dirs "$@")
+	gd_converged "${dirs[@]}"
+}
+
+# t_wait_converged SECS [SITE...]
+t_wait_converged() {
+	local secs=$1; shift
+	gd_wait_for "$secs" t_converged "$@"
+}
+
+# t_states [SITE...]: one line per site: digest, syncing, applied vector,
+# peers (for failure reports).
+t_states() {
+	local s
+	(($#)) || set -- "${T_SITES[@]}"
+	for s in "$@"; do
+		printf '%s: ' "$s"
+		t_status "$s" 2>&1 | python3 -c '
+import json, sys
+t = sys.stdin.read()
+try:
+    j = json.loads(t)
+except Exception:
+    print("no status: " + t.strip()[:200]); sys.exit()
+print(j["digest"][:16], "syncing" if j.get("syncing") else "",
+      "applied", json.dumps(j.get("applied"), sort_keys=True), "counts",
+      json.dumps(j.get("counts"), sort_keys=True), "peers",
+      " ".join("%s:%s/lag%s" % (p["site"], "up" if p["connected"] else "DOWN",
+               p.get("lag_ops")) for p in j.get("peers", [])))'
+	done
+}
+
+# t_expect_converged DESC SECS [SITE...]: a check that SITE... converge
+# within SECS seconds; says how long it took, or shows every state.
+t_expect_converged() {
+	local desc=$1 secs=$2 t0; shift 2
+	t0=$(gd_now_ms)
+	if t_wait_converged "$secs" "$@"; then
+		t_ok "$desc ($(( $(gd_now_ms) - t0 )) ms)"
+		return 0
+	fi
+	t_fail "$desc: not converged within ${secs}s" "$(t_states "$@")"
+	return 1
+}
+
+# t_exits CODE CMD...: CMD (output discarded) exits with CODE.
+t_exits() {
+	local code=$1; shift
+	"$@" >/dev/null 2>&1
+	[[ $? == "$code" ]]
+}
+
+# t_wait_code SECS CODE CMD...: poll CMD until it exits with CODE.
+t_wait_code() {
+	local secs=$1; shift
+	gd_wait_for "$secs" t_exits "$@"
+}
+
+# t_expect_soon CODE SECS DESC CMD...: CMD exits with CODE within SECS
+# (polled: a replicated change takes milliseconds to arrive).
+t_expect_soon() {
+	local code=$1 secs=$2 desc=$3 t0; shift 3
+	t0=$(gd_now_ms)
+	if t_wait_code "$secs" "$code" "$@"; then
+		t_ok "$desc ($(( $(gd_now_ms) - t0 )) ms)"
+		return 0
+	fi
+	t_run "$@"
+	t_fail "$desc: want exit $code within ${secs}s, got $RC" "stdout: $OUT" "stderr: $ERR"
+	return 1
+}
+
+# t_suser SITE NAME: make an ssh key for NAME and add the user at SITE.
+t_suser() {
+	gd_user_key "$T_KEYS/$2" || t_fatal "ssh-keygen for $2"
+	t_c "$1" user add "$2" --key "$T_KEYS/$2.pub" >/dev/null ||
+		t_fatal "grantctl user add $2 at $1"
+}
+
+# t_has_user SITE NAME: NAME is in SITE's user list.
+t_has_user() {
+	t_c "$1" user list --json 2>/dev/null | grep -q "\"name\":[[:space:]]*\"$2\""
+}
+
+# t_grep_log SITE TEXT: SITE's grantd.log contains TEXT.
+t_grep_log() { grep -qF -- "$2" "$T_DIR/$1/grantd.log"; }
+
+# t_py: a python3 that has the zmq module (Debian's python3-zmq), or
+# nothing.  (A python3 from pyenv or a venv earlier in PATH lacks it.)
+t_py() {
+	local p
+	for p in /usr/bin/python3 python3; do
+		if "$p" -c 'import zmq' 2>/dev/null; then echo "$p"; return 0; fi
+	done
+	return 1
 }

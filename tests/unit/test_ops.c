@@ -1,0 +1,1670 @@
+/*
+ * test_ops.c: node/ops.h, THE apply function and its merge rules.
+ *
+ * Every site applies every operation through ops_apply(), in whatever
+ * order the network delivers them (only each origin's own sequence is
+ * kept), so the rules must not care about that order: LWW by (hlc,
+ * origin) for users, enrollments, grants, unlocks and repositories, max
+ * and OR for token-use marks, union for failures.  The tests open real
+ * stores (RocksDB in a fresh directory each), build operations by hand as
+ * a peer would send them, apply them in different orders on different
+ * stores and compare what is left: the records themselves and the state
+ * digest.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <git2.h>
+#include <sodium.h>
+
+#include "buf.h"
+#include "config.h"
+#include "digest.h"
+#include "err.h"
+#include "log.h"
+#include "ops.h"
+#include "store.h"
+
+#define MAX_NODES 8
+/* the epoch of every hand-made operation; any non-zero value will do */
+#define EPOCH UINT64_C(0x00e90c0000000001)
+/* HLC stamps: milliseconds << 16 | logical */
+#define HLC(ms, l) (((uint64_t)(ms) << 16) | (uint64_t)(l))
+
+/* one site: a store, its ops and the config it reads */
+struct node {
+	char store_dir[128];
+	char repo_dir[128];
+	char site[16];
+	struct config cfg;
+	struct store *s;
+	struct ops o;
+	bool open;
+};
+
+struct fixture {
+	char dir[64];
+	struct node n[MAX_NODES];
+};
+
+/* An operation with room for every kind of body. */
+struct top {
+	Grantd__V1__Op op;
+	Grantd__V1__User user;
+	Grantd__V1__Enrollment enroll;
+	Grantd__V1__Grant grant;
+	Grantd__V1__Mark mark;
+	Grantd__V1__Failures fail;
+	Grantd__V1__Unlock unlock;
+	Grantd__V1__Repo repo;
+	int64_t at[OPS_MAX_FAILURES_KEPT];
+	char *keys[2];
+};
+
+static const uint8_t seal_key[STORE_SEAL_KEY_LEN] = "test_ops sealing key 0123456789";
+
+static int setup_group(void **state)
+{
+	if (sodium_init() < 0)
+		return -1;
+	git_libgit2_init();
+	log_init("test_ops", false, LOG_LVL_WARN);
+	return 0;
+}
+
+static int teardown_group(void **state)
+{
+	git_libgit2_shutdown();
+	return 0;
+}
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+	const char *tmp = getenv("TMPDIR");
+
+	if (!f)
+		return -1;
+	snprintf(f->dir, sizeof(f->dir), "%s/test_ops.XXXXXX",
+		 tmp && *tmp && strlen(tmp) < 32 ? tmp : "/tmp");
+	if (!mkdtemp(f->dir))
+		return -1;
+	*state = f;
+	return 0;
+}
+
+static void node_close(struct node *n)
+{
+	if (!n->open)
+		return;
+	ops_close(&n->o);
+	store_destroy(&n->s);
+	n->open = false;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+	char cmd[128];
+
+	for (int i = 0; i < MAX_NODES; i++)
+		node_close(&f->n[i]);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->dir);
+	if (system(cmd) != 0)
+		return -1;
+	free(f);
+	return 0;
+}
+
+/* Open (or reopen) node i of the fixture. */
+static struct node *node_open(struct fixture *f, int i)
+{
+	struct node *n = &f->n[i];
+	bool created = false;
+
+	assert_in_range(i, 0, MAX_NODES - 1);
+	snprintf(n->store_dir, sizeof(n->store_dir), "%s/store%d", f->dir, i);
+	snprintf(n->repo_dir, sizeof(n->repo_dir), "%s/repos%d", f->dir, i);
+	snprintf(n->site, sizeof(n->site), "node%d", i);
+	memset(&n->cfg, 0, sizeof(n->cfg));
+	n->cfg.site = n->site;
+	n->cfg.repo_dir = n->repo_dir;
+	assert_int_equal(store_open(&n->s, &created, n->store_dir, seal_key),
+			 0);
+	assert_int_equal(ops_open(&n->o, n->s, &n->cfg, created), 0);
+	n->open = true;
+	return n;
+}
+
+/* ---- operations by hand --------------------------------------------------- */
+
+static void stamp(struct top *t, const char *origin, uint64_t seq,
+		  uint64_t hlc)
+{
+	memset(t, 0, sizeof(*t));
+	grantd__v1__op__init(&t->op);
+	t->op.origin = (char *)origin;
+	t->op.epoch = EPOCH, t->op.has_epoch = 1;
+	t->op.seq = seq, t->op.has_seq = 1;
+	t->op.hlc = hlc, t->op.has_hlc = 1;
+}
+
+static Grantd__V1__Op *op_user(struct top *t, const char *origin,
+			       uint64_t seq, uint64_t hlc, const char *name,
+			       const char *key)
+{
+	stamp(t, origin, seq, hlc);
+	grantd__v1__user__init(&t->user);
+	t->user.name = (char *)name;
+	t->keys[0] = (char *)key;
+	t->user.keys = t->keys;
+	t->user.n_keys = key ? 1 : 0;
+	t->op.body_case = GRANTD__V1__OP__BODY_USER;
+	t->op.user = &t->user;
+	return &t->op;
+}
+
+static Grantd__V1__Op *op_enroll(struct top *t, const char *origin,
+				 uint64_t seq, uint64_t hlc, const char *user,
+				 const char *secret, uint64_t id)
+{
+	stamp(t, origin, seq, hlc);
+	grantd__v1__enrollment__init(&t->enroll);
+	t->enroll.user = (char *)user;
+	t->enroll.kind = GRANTD__V1__OTP_KIND__OTP_TOTP, t->enroll.has_kind = 1;
+	t->enroll.secret.data = (uint8_t *)secret;
+	t->enroll.secret.len = strlen(secret), t->enroll.has_secret = 1;
+	t->enroll.digits = 6, t->enroll.has_digits = 1;
+	t->enroll.period = 30, t->enroll.has_period = 1;
+	t->enroll.id = id, t->enroll.has_id = 1;
+	t->op.body_case = GRANTD__V1__OP__BODY_ENROLL;
+	t->op.enroll = &t->enroll;
+	return &t->op;
+}
+
+static Grantd__V1__Op *op_grant(struct top *t, const char *origin,
+				uint64_t seq, uint64_t hlc, const char *user,
+				const char *net, int64_t expires, bool revoked)
+{
+	stamp(t, origin, seq, hlc);
+	grantd__v1__grant__init(&t->grant);
+	t->grant.user = (char *)user;
+	t->grant.net = (char *)net;
+	t->grant.session = "";
+	t->grant.added = 1700000000, t->grant.has_added = 1;
+	t->grant.expires = expires, t->grant.has_expires = 1;
+	t->grant.site = (char *)origin;
+	t->grant.revoked = revoked, t->grant.has_revoked = 1;
+	t->op.body_case = GRANTD__V1__OP__BODY_GRANT;
+	t->op.grant = &t->grant;
+	return &t->op;
+}
+
+static Grantd__V1__Op *op_mark(struct top *t, const char *origin,
+			       uint64_t seq, uint64_t hlc, const char *user,
+			       uint64_t id, uint64_t next, uint32_t used)
+{
+	stamp(t, origin, seq, hlc);
+	grantd__v1__mark__init(&t->mark);
+	t->mark.user = (char *)user;
+	t->mark.enroll_id = id, t->mark.has_enroll_id = 1;
+	t->mark.next = next, t->mark.has_next = 1;
+	t->mark.scratch_used = used, t->mark.has_scratch_used = 1;
+	t->op.body_case = GRANTD__V1__OP__BODY_MARK;
+	t->op.mark = &t->mark;
+	return &t->op;
+}
+
+static Grantd__V1__Op *op_fail(struct top *t, const char *origin,
+			       uint64_t seq, uint64_t hlc, const char *user,
+			       const char *site, const int64_t *at, size_t n)
+{
+	stamp(t, origin, seq, hlc);
+	grantd__v1__failures__init(&t->fail);
+	assert_true(n <= OPS_MAX_FAILURES_KEPT);
+	memcpy(t->at, at, n * sizeof(at[0]));
+	t->fail.user = (char *)user;
+	t->fail.site = (char *)site;
+	t->fail.at_ms = t->at;
+	t->fail.n_at_ms = n;
+	t->op.body_case = GRANTD__V1__OP__BODY_FAILURE;
+	t->op.failure = &t->fail;
+	return &t->op;
+}
+
+static Grantd__V1__Op *op_unlock(struct top *t, const char *origin,
+				 uint64_t seq, uint64_t hlc, const char *user)
+{
+	stamp(t, origin, seq, hlc);
+	grantd__v1__unlock__init(&t->unlock);
+	t->unlock.user = (char *)user;
+	t->op.body_case = GRANTD__V1__OP__BODY_UNLOCK;
+	t->op.unlock = &t->unlock;
+	return &t->op;
+}
+
+static Grantd__V1__Op *op_repo(struct top *t, const char *origin,
+			       uint64_t seq, uint64_t hlc, const char *name,
+			       Grantd__V1__RepoMode mode, bool deleted)
+{
+	stamp(t, origin, seq, hlc);
+	grantd__v1__repo__init(&t->repo);
+	t->repo.name = (char *)name;
+	t->repo.mode = mode, t->repo.has_mode = 1;
+	t->repo.deleted = deleted, t->repo.has_deleted = 1;
+	t->op.body_case = GRANTD__V1__OP__BODY_REPO;
+	t->op.repo = &t->repo;
+	return &t->op;
+}
+
+/* ---- applying and reading back --------------------------------------------- */
+
+static const char *body_name(const Grantd__V1__Op *op)
+{
+	switch (op->body_case) {
+	case GRANTD__V1__OP__BODY_USER: return "user";
+	case GRANTD__V1__OP__BODY_ENROLL: return "enroll";
+	case GRANTD__V1__OP__BODY_GRANT: return "grant";
+	case GRANTD__V1__OP__BODY_MARK: return "mark";
+	case GRANTD__V1__OP__BODY_FAILURE: return "failure";
+	case GRANTD__V1__OP__BODY_UNLOCK: return "unlock";
+	case GRANTD__V1__OP__BODY_REPO: return "repo";
+	default: return "none";
+	}
+}
+
+/* Apply ops in one batch and commit it; each must be applied. */
+static void apply_all(struct node *n, Grantd__V1__Op *const *ops, size_t nops)
+{
+	struct store_batch *b;
+	bool applied;
+
+	store_batch_new(&b, n->s);
+	for (size_t i = 0; i < nops; i++) {
+		int rc = ops_apply(&n->o, b, ops[i], &applied);
+		if (rc != 0 || !applied)
+			fail_msg("%s: %s op origin=%s seq=%llu: rc %d applied %d",
+				 n->site, body_name(ops[i]), ops[i]->origin,
+				 (unsigned long long)ops[i]->seq, rc, applied);
+	}
+	assert_int_equal(ops_commit(&n->o, b, false), 0);
+	store_batch_free(&b);
+}
+
+static void apply1(struct node *n, Grantd__V1__Op *op)
+{
+	apply_all(n, &op, 1);
+}
+
+static void *get_rec(struct node *n, enum store_cf cf, const void *key,
+		     size_t klen, const ProtobufCMessageDescriptor *d)
+{
+	struct buf v = BUF_INIT;
+	void *m = NULL;
+
+	if (store_get(n->s, NULL, cf, key, klen, &v) == 0) {
+		m = protobuf_c_message_unpack(d, NULL, v.len,
+					      (const uint8_t *)v.p);
+		assert_non_null(m);
+	}
+	buf_free(&v);
+	return m;
+}
+
+static Grantd__V1__Grant *get_grant(struct node *n, const char *user,
+				    const char *net)
+{
+	struct buf k = BUF_INIT;
+	ops_key_grant(&k, user, net, "");
+	void *m = get_rec(n, CF_GRANTS, k.p, k.len,
+			  &grantd__v1__grant__descriptor);
+	buf_free(&k);
+	return m;
+}
+
+static Grantd__V1__Mark *get_mark(struct node *n, const char *user,
+				  uint64_t id)
+{
+	struct buf k = BUF_INIT;
+	ops_key_mark(&k, user, id);
+	void *m = get_rec(n, CF_MARKS, k.p, k.len,
+			  &grantd__v1__mark__descriptor);
+	buf_free(&k);
+	return m;
+}
+
+static Grantd__V1__Failures *get_fail(struct node *n, const char *user,
+				      const char *site)
+{
+	struct buf k = BUF_INIT;
+	ops_key_fail(&k, user, site);
+	void *m = get_rec(n, CF_FAILS, k.p, k.len,
+			  &grantd__v1__failures__descriptor);
+	buf_free(&k);
+	return m;
+}
+
+#define free_rec(m) protobuf_c_message_free_unpacked(&(m)->base, NULL)
+
+/* The replicated state families: the ones the digest covers. */
+static const enum store_cf state_cfs[] = { CF_USERS,  CF_ENROLL, CF_GRANTS,
+					   CF_MARKS,  CF_FAILS,  CF_UNLOCK,
+					   CF_REPOS };
+
+/* Every state record as cf, key, value, for comparing two sites; and the
+ * digest recomputed from them. */
+static void dump_state(struct node *n, struct buf *out,
+		       uint8_t digest[DIGEST_LEN])
+{
+	struct buf v = BUF_INIT;
+
+	buf_reset(out);
+	memset(digest, 0, DIGEST_LEN);
+	for (size_t c = 0; c < GD_ARRAY_SIZE(state_cfs); c++) {
+		struct store_iter *it;
+		const char *key;
+		size_t klen;
+		int rc;
+
+		assert_int_equal(store_iter_new(&it, n->s, NULL, state_cfs[c],
+						"", 0), 0);
+		while ((rc = store_iter_next(it, &key, &klen, &v)) > 0) {
+			buf_printf(out, "%d %zu %zu|", (int)state_cfs[c], klen,
+				   v.len);
+			buf_add(out, key, klen);
+			buf_add(out, v.p, v.len);
+			digest_toggle(digest, state_cfs[c], key, klen, v.p,
+				      v.len);
+		}
+		assert_int_equal(rc, 0);
+		store_iter_free(&it);
+	}
+	buf_free(&v);
+}
+
+/* The in-memory digest, the committed one and the one recomputed from the
+ * records must all agree. */
+static void check_digest(struct node *n)
+{
+	struct buf st = BUF_INIT, v = BUF_INIT;
+	uint8_t d[DIGEST_LEN];
+
+	dump_state(n, &st, d);
+	assert_memory_equal(d, n->o.digest, DIGEST_LEN);
+	if (st.len) {
+		assert_int_equal(store_get(n->s, NULL, CF_META, "digest", 6,
+					   &v), 0);
+		assert_int_equal(v.len, DIGEST_LEN);
+		assert_memory_equal(v.p, n->o.digest, DIGEST_LEN);
+	}
+	buf_free(&st);
+	buf_free(&v);
+}
+
+/* Same records and the same digest at both sites. */
+static void assert_same_state(struct node *a, struct node *b)
+{
+	struct buf sa = BUF_INIT, sb = BUF_INIT;
+	uint8_t da[DIGEST_LEN], db[DIGEST_LEN];
+
+	check_digest(a);
+	check_digest(b);
+	dump_state(a, &sa, da);
+	dump_state(b, &sb, db);
+	if (sa.len != sb.len || memcmp(sa.p, sb.p, sa.len))
+		fail_msg("%s and %s hold different records", a->site,
+			 b->site);
+	if (memcmp(a->o.digest, b->o.digest, DIGEST_LEN)) {
+		char ha[2 * DIGEST_LEN + 1], hb[2 * DIGEST_LEN + 1];
+		digest_hex(ha, a->o.digest);
+		digest_hex(hb, b->o.digest);
+		fail_msg("digest %s=%s %s=%s", a->site, ha, b->site, hb);
+	}
+	buf_free(&sa);
+	buf_free(&sb);
+}
+
+static bool digest_zero(const uint8_t d[DIGEST_LEN])
+{
+	static const uint8_t z[DIGEST_LEN];
+	return !memcmp(d, z, DIGEST_LEN);
+}
+
+/* ---- opening ------------------------------------------------------------- */
+
+static void test_open(void **state)
+{
+	struct fixture *f = *state;
+	struct node *n = node_open(f, 0);
+	struct top t;
+
+	assert_string_equal(n->o.site, "node0");
+	assert_int_not_equal(n->o.epoch, 0);
+	assert_int_equal(n->o.seq, 0);
+	assert_true(digest_zero(n->o.digest));
+
+	apply1(n, op_user(&t, "portland", 1, HLC(1000, 0), "alice", "k1"));
+	assert_false(digest_zero(n->o.digest));
+	uint8_t d[DIGEST_LEN];
+	memcpy(d, n->o.digest, DIGEST_LEN);
+	uint64_t epoch = n->o.epoch;
+
+	/* reopened: the digest and the vector are kept, the epoch is new */
+	node_close(n);
+	n = node_open(f, 0);
+	assert_memory_equal(n->o.digest, d, DIGEST_LEN);
+	assert_int_not_equal(n->o.epoch, epoch);
+	assert_int_equal(ops_vv_get(&n->o, NULL, "portland", EPOCH), 1);
+	check_digest(n);
+}
+
+/* ---- LWW ----------------------------------------------------------------- */
+
+static void test_lww_grant_later_hlc_wins(void **state)
+{
+	struct fixture *f = *state;
+	struct node *n0 = node_open(f, 0), *n1 = node_open(f, 1),
+		    *n2 = node_open(f, 2);
+	struct top a, b;
+	/* the later stamp comes from the smaller origin name: hlc decides */
+	Grantd__V1__Op *newer = op_grant(&a, "aaa", 1, HLC(2000, 0), "alice",
+					 "192.0.2.7", 1700086400, false);
+	Grantd__V1__Op *older = op_grant(&b, "zzz", 1, HLC(1000, 5), "alice",
+					 "192.0.2.7", 1700003600, true);
+
+	apply1(n0, newer);
+	apply1(n0, older);
+	apply1(n1, older);
+	apply1(n1, newer);
+	Grantd__V1__Op *both[] = { older, newer };
+	apply_all(n2, both, 2); /* one batch: reads see its own writes */
+
+	for (int i = 0; i < 3; i++) {
+		Grantd__V1__Grant *g = get_grant(&f->n[i], "alice",
+						 "192.0.2.7");
+		assert_non_null(g);
+		if (g->expires != 1700086400 || g->revoked)
+			fail_msg("%s: expires %lld revoked %d, want the later "
+				 "stamp's grant", f->n[i].site,
+				 (long long)g->expires, g->revoked);
+		assert_int_equal(g->hlc, HLC(2000, 0));
+		assert_string_equal(g->origin, "aaa");
+		assert_string_equal(g->site, "aaa");
+		free_rec(g);
+	}
+	assert_same_state(n0, n1);
+	assert_same_state(n0, n2);
+
+	/* a revoke with a still later stamp wins everywhere */
+	struct top c;
+	Grantd__V1__Op *revoke = op_grant(&c, "zzz", 2, HLC(3000, 0), "alice",
+					  "192.0.2.7", 1700086400, true);
+	apply1(n0, revoke);
+	apply1(n1, revoke);
+	Grantd__V1__Grant *g = get_grant(n1, "alice", "192.0.2.7");
+	assert_true(g->revoked);
+	assert_string_equal(g->origin, "zzz");
+	free_rec(g);
+	assert_same_state(n0, n1);
+}
+
+static void test_lww_equal_hlc_greater_origin_wins(void **state)
+{
+	struct fixture *f = *state;
+	struct node *n0 = node_open(f, 0), *n1 = node_open(f, 1);
+	struct top a, b, c, d;
+	const uint64_t h = HLC(5000, 3);
+
+	Grantd__V1__Op *pa = op_user(&a, "paloalto", 1, h, "alice", "key-pa");
+	Grantd__V1__Op *po = op_user(&b, "portland", 1, h, "alice", "key-po");
+	Grantd__V1__Op *ga = op_grant(&c, "paloalto", 2, h, "bob", "10.0.0.0/8",
+				      111, false);
+	Grantd__V1__Op *go = op_grant(&d, "portland", 2, h, "bob", "10.0.0.0/8",
+				      222, false);
+
+	Grantd__V1__Op *first[] = { pa, po, ga, go };
+	Grantd__V1__Op *second[] = { po, pa, go, ga };
+	for (int i = 0; i < 4; i++) {
+		apply1(n0, first[i]);
+		apply1(n1, second[i]);
+	}
+	for (int i = 0; i < 2; i++) {
+		Grantd__V1__User *u = get_rec(&f->n[i], CF_USERS, "alice", 5,
+					      &grantd__v1__user__descriptor);
+		assert_non_null(u);
+		assert_string_equal(u->origin, "portland");
+		assert_int_equal(u->hlc, h);
+		assert_int_equal(u->n_keys, 1);
+		assert_string_equal(u->keys[0], "key-po");
+		free_rec(u);
+		Grantd__V1__Grant *g = get_grant(&f->n[i], "bob", "10.0.0.0/8");
+		assert_int_equal(g->expires, 222);
+		assert_string_equal(g->origin, "portland");
+		free_rec(g);
+	}
+	assert_same_state(n0, n1);
+}
+
+static void test_lww_users_enroll_unlock(void **state)
+{
+	struct fixture *f = *state;
+	struct node *n0 = node_open(f, 0), *n1 = node_open(f, 1);
+	struct top t[6];
+	Grantd__V1__Op *a[] = {
+		op_user(&t[0], "siteb", 1, HLC(100, 0), "carol", "old-key"),
+		op_enroll(&t[1], "siteb", 2, HLC(300, 0), "carol",
+			  "secret-new-1234567890", 300),
+		op_unlock(&t[2], "siteb", 3, HLC(120, 0), "carol"),
+	};
+	Grantd__V1__Op *b[] = {
+		op_user(&t[3], "sitea", 1, HLC(200, 0), "carol", "new-key"),
+		op_enroll(&t[4], "sitea", 2, HLC(250, 0), "carol",
+			  "secret-old-1234567890", 250),
+		op_unlock(&t[5], "sitea", 3, HLC(150, 0), "carol"),
+	};
+
+	/* n0 gets siteb's stream first, n1 sitea's */
+	apply_all(n0, a, 3);
+	apply_all(n0, b, 3);
+	apply_all(n1, b, 3);
+	apply_all(n1, a, 3);
+
+	for (int i = 0; i < 2; i++) {
+		struct node *n = &f->n[i];
+		Grantd__V1__User *u = get_rec(n, CF_USERS, "carol", 5,
+					      &grantd__v1__user__descriptor);
+		assert_string_equal(u->keys[0], "new-key");
+		assert_string_equal(u->origin, "sitea");
+		free_rec(u);
+		/* sealed at rest, opened by store_get */
+		Grantd__V1__Enrollment *e = get_rec(
+			n, CF_ENROLL, "carol", 5,
+			&grantd__v1__enrollment__descriptor);
+		assert_int_equal(e->id, 300);
+		assert_int_equal(e->secret.len, strlen("secret-new-1234567890"));
+		assert_memory_equal(e->secret.data, "secret-new-1234567890",
+				    e->secret.len);
+		assert_string_equal(e->origin, "siteb");
+		free_rec(e);
+		Grantd__V1__Unlock *ul = get_rec(n, CF_UNLOCK, "carol", 5,
+						 &grantd__v1__unlock__descriptor);
+		assert_int_equal(ul->hlc, HLC(150, 0));
+		assert_string_equal(ul->origin, "sitea");
+		free_rec(ul);
+	}
+	assert_same_state(n0, n1);
+}
+
+static void test_lww_repo(void **state)
+{
+	struct fixture *f = *state;
+	struct node *n0 = node_open(f, 0), *n1 = node_open(f, 1);
+	struct top t[3];
+	struct stat st;
+	char path[256];
+
+	Grantd__V1__Op *add = op_repo(&t[0], "sitea", 1, HLC(100, 0),
+				      "pub/linux", GRANTD__V1__REPO_MODE__MODE_OPT_IN,
+				      false);
+	Grantd__V1__Op *req = op_repo(&t[1], "siteb", 1, HLC(200, 0),
+				      "pub/linux",
+				      GRANTD__V1__REPO_MODE__MODE_REQUIRED,
+				      false);
+	Grantd__V1__Op *del = op_repo(&t[2], "sitea", 2, HLC(150, 0),
+				      "pub/linux", GRANTD__V1__REPO_MODE__MODE_OFF,
+				      true);
+
+	Grantd__V1__Op *o0[] = { add, del, req };
+	Grantd__V1__Op *o1[] = { req, add, del };
+	for (int i = 0; i < 3; i++) {
+		apply1(n0, o0[i]);
+		apply1(n1, o1[i]);
+	}
+	for (int i = 0; i < 2; i++) {
+		Grantd__V1__Repo *r = get_rec(&f->n[i], CF_REPOS, "pub/linux",
+					      9, &grantd__v1__repo__descriptor);
+		assert_non_null(r);
+		assert_int_equal(r->mode, GRANTD__V1__REPO_MODE__MODE_REQUIRED);
+		assert_false(r->deleted);
+		assert_int_equal(r->hlc, HLC(200, 0));
+		free_rec(r);
+		/* the winner's repository exists on disk */
+		snprintf(path, sizeof(path), "%s/pub/linux.git/HEAD",
+			 f->n[i].repo_dir);
+		if (stat(path, &st) != 0)
+			fail_msg("%s: no %s", f->n[i].site, path);
+	}
+	assert_same_state(n0, n1);
+}
+
+/* ---- marks and failures ------------------------------------------------- */
+
+static void test_mark_merge(void **state)
+{
+	struct fixture *f = *state;
+	struct top t[4];
+	/* one mark from each of three sites: any order is allowed */
+	Grantd__V1__Op *m[] = {
+		op_mark(&t[0], "sitea", 1, HLC(300, 0), "alice", 7, 10, 0x1),
+		op_mark(&t[1], "siteb", 1, HLC(900, 0), "alice", 7, 5, 0x4),
+		op_mark(&t[2], "sitec", 1, HLC(100, 0), "alice", 7, 12, 0x0),
+	};
+	static const int perm[6][3] = { { 0, 1, 2 }, { 0, 2, 1 }, { 1, 0, 2 },
+					{ 1, 2, 0 }, { 2, 0, 1 }, { 2, 1, 0 } };
+
+	for (int p = 0; p < 6; p++) {
+		struct node *n = node_open(f, p);
+		for (int i = 0; i < 3; i++)
+			apply1(n, m[perm[p][i]]);
+		Grantd__V1__Mark *r = get_mark(n, "alice", 7);
+		assert_non_null(r);
+		if (r->next != 12 || r->scratch_used != 0x5)
+			fail_msg("order %d%d%d: next %llu used %#x, want 12 0x5",
+				 perm[p][0], perm[p][1], perm[p][2],
+				 (unsigned long long)r->next, r->scratch_used);
+		assert_string_equal(r->user, "alice");
+		assert_int_equal(r->enroll_id, 7);
+		free_rec(r);
+		if (p)
+			assert_same_state(&f->n[0], n);
+	}
+
+	/* a mark that is behind in both changes nothing, not even the digest */
+	struct node *n = &f->n[0];
+	uint8_t d[DIGEST_LEN];
+	memcpy(d, n->o.digest, DIGEST_LEN);
+	apply1(n, op_mark(&t[3], "sitea", 2, HLC(5000, 0), "alice", 7, 11,
+			  0x1));
+	assert_memory_equal(n->o.digest, d, DIGEST_LEN);
+	Grantd__V1__Mark *r = get_mark(n, "alice", 7);
+	assert_int_equal(r->next, 12);
+	assert_int_equal(r->scratch_used, 0x5);
+	free_rec(r);
+	/* another enrollment of the same user is another mark */
+	assert_null(get_mark(n, "alice", 8));
+	check_digest(n);
+}
+
+static void test_failure_merge(void **state)
+{
+	struct fixture *f = *state;
+	struct top t[3];
+	static const int64_t a1[] = { 3000, 1000 };
+	static const int64_t a2[] = { 2000, 3000 };
+	static const int64_t a3[] = { 500 };
+	static const int64_t want[] = { 500, 1000, 2000, 3000 };
+	Grantd__V1__Op *m[] = {
+		op_fail(&t[0], "sitea", 1, HLC(1, 0), "alice", "sitea", a1, 2),
+		op_fail(&t[1], "siteb", 1, HLC(2, 0), "alice", "sitea", a2, 2),
+		op_fail(&t[2], "sitec", 1, HLC(3, 0), "alice", "sitea", a3, 1),
+	};
+	static const int perm[6][3] = { { 0, 1, 2 }, { 0, 2, 1 }, { 1, 0, 2 },
+					{ 1, 2, 0 }, { 2, 0, 1 }, { 2, 1, 0 } };
+
+	for (int p = 0; p < 6; p++) {
+		struct node *n = node_open(f, p);
+		for (int i = 0; i < 3; i++)
+			apply1(n, m[perm[p][i]]);
+		Grantd__V1__Failures *r = get_fail(n, "alice", "sitea");
+		assert_non_null(r);
+		assert_string_equal(r->user, "alice");
+		assert_string_equal(r->site, "sitea");
+		assert_int_equal(r->n_at_ms, GD_ARRAY_SIZE(want));
+		for (size_t i = 0; i < GD_ARRAY_SIZE(want); i++)
+			if (r->at_ms[i] != want[i])
+				fail_msg("order %d%d%d: at_ms[%zu] = %lld, "
+					 "want %lld", perm[p][0], perm[p][1],
+					 perm[p][2], i,
+					 (long long)r->at_ms[i],
+					 (long long)want[i]);
+		free_rec(r);
+		/* other (user, site) pairs are untouched */
+		assert_null(get_fail(n, "alice", "siteb"));
+		if (p)
+			assert_same_state(&f->n[0], n);
+	}
+}
+
+static void test_failure_bound(void **state)
+{
+	struct fixture *f = *state;
+	struct node *n0 = node_open(f, 0), *n1 = node_open(f, 1);
+	int64_t lo[OPS_MAX_FAILURES_KEPT], hi[OPS_MAX_FAILURES_KEPT];
+	static struct top t[2];
+
+	/* two full sets: the newest OPS_MAX_FAILURES_KEPT are kept, in
+	 * either order */
+	for (int i = 0; i < OPS_MAX_FAILURES_KEPT; i++) {
+		lo[i] = 1000 + 2 * i;     /* 1000, 1002, ... */
+		hi[i] = 1001 + 2 * i;     /* interleaved with lo */
+	}
+	Grantd__V1__Op *x = op_fail(&t[0], "sitea", 1, HLC(1, 0), "dave",
+				    "sitea", lo, OPS_MAX_FAILURES_KEPT);
+	Grantd__V1__Op *y = op_fail(&t[1], "siteb", 1, HLC(2, 0), "dave",
+				    "sitea", hi, OPS_MAX_FAILURES_KEPT);
+	apply1(n0, x);
+	apply1(n0, y);
+	apply1(n1, y);
+	apply1(n1, x);
+	Grantd__V1__Failures *r = get_fail(n0, "dave", "sitea");
+	assert_int_equal(r->n_at_ms, OPS_MAX_FAILURES_KEPT);
+	for (int i = 0; i < OPS_MAX_FAILURES_KEPT; i++)
+		assert_int_equal(r->at_ms[i], 1000 + OPS_MAX_FAILURES_KEPT + i);
+	free_rec(r);
+	assert_same_state(n0, n1);
+}
+
+/* ---- idempotence and gaps -------------------------------------------------- */
+
+static void test_idempotent(void **state)
+{
+	struct fixture *f = *state;
+	struct node *n = node_open(f, 0), *m = node_open(f, 1);
+	struct store_batch *b;
+	struct buf before = BUF_INIT, after = BUF_INIT;
+	uint8_t d[DIGEST_LEN], dd[DIGEST_LEN];
+	struct top t[8];
+	bool applied = true;
+	static const int64_t at[] = { 42 };
+	Grantd__V1__Op *ops[] = {
+		op_user(&t[0], "sitea", 1, HLC(10, 0), "erin", "k"),
+		op_grant(&t[1], "sitea", 2, HLC(11, 0), "erin", "192.0.2.1",
+			 1800000000, false),
+		op_mark(&t[2], "sitea", 3, HLC(12, 0), "erin", 1, 9, 0x2),
+		op_fail(&t[3], "sitea", 4, HLC(13, 0), "erin", "sitea", at, 1),
+		op_unlock(&t[4], "sitea", 5, HLC(14, 0), "erin"),
+		op_repo(&t[5], "sitea", 6, HLC(15, 0), "erin-repo",
+			GRANTD__V1__REPO_MODE__MODE_OPT_IN, false),
+		op_enroll(&t[6], "sitea", 7, HLC(16, 0), "erin",
+			  "0123456789abcdefghij", 16),
+	};
+	const size_t nops = GD_ARRAY_SIZE(ops);
+
+	apply_all(n, ops, nops);
+	apply_all(m, ops, nops);
+	assert_int_equal(ops_vv_get(&n->o, NULL, "sitea", EPOCH), nops);
+	dump_state(n, &before, d);
+	memcpy(dd, n->o.digest, DIGEST_LEN);
+
+	/* each one again, in its own batch: skipped, nothing written */
+	for (size_t i = 0; i < nops; i++) {
+		store_batch_new(&b, n->s);
+		assert_int_equal(ops_apply(&n->o, b, ops[i], &applied), 0);
+		if (applied)
+			fail_msg("%s op seq %zu applied twice",
+				 body_name(ops[i]), i + 1);
+		assert_int_equal(store_batch_count(b), 0);
+		assert_int_equal(ops_commit(&n->o, b, false), 0);
+		store_batch_free(&b);
+	}
+	/* and all of them again in one batch */
+	store_batch_new(&b, n->s);
+	for (size_t i = 0; i < nops; i++) {
+		assert_int_equal(ops_apply(&n->o, b, ops[nops - 1 - i],
+					   &applied), 0);
+		assert_false(applied);
+	}
+	assert_int_equal(store_batch_count(b), 0);
+	store_batch_free(&b);
+
+	dump_state(n, &after, d);
+	assert_int_equal(before.len, after.len);
+	assert_memory_equal(before.p, after.p, before.len);
+	assert_memory_equal(n->o.digest, dd, DIGEST_LEN);
+	assert_int_equal(ops_vv_get(&n->o, NULL, "sitea", EPOCH), nops);
+	assert_same_state(n, m);
+
+	/* twice within one batch: the second sees the first's vector */
+	struct node *p = node_open(f, 2);
+	store_batch_new(&b, p->s);
+	for (size_t i = 0; i < nops; i++) {
+		assert_int_equal(ops_apply(&p->o, b, ops[i], &applied), 0);
+		assert_true(applied);
+		assert_int_equal(ops_apply(&p->o, b, ops[i], &applied), 0);
+		assert_false(applied);
+	}
+	assert_int_equal(ops_vv_get(&p->o, b, "sitea", EPOCH), nops);
+	assert_int_equal(ops_commit(&p->o, b, true), 0);
+	store_batch_free(&b);
+	assert_same_state(n, p);
+
+	buf_free(&before);
+	buf_free(&after);
+}
+
+static void test_oplog(void **state)
+{
+	struct fixture *f = *state;
+	struct node *n = node_open(f, 0);
+	struct top t[2];
+	struct buf k = BUF_INIT, v = BUF_INIT;
+	uint8_t be[8];
+
+	apply1(n, op_user(&t[0], "sitea", 1, HLC(200, 0), "frank", "k2"));
+	/* an operation that loses its LWW merge is still applied and
+	 * logged: the vector moves on, the record does not */
+	apply1(n, op_user(&t[1], "siteb", 1, HLC(100, 0), "frank", "k1"));
+	assert_int_equal(ops_vv_get(&n->o, NULL, "siteb", EPOCH), 1);
+	Grantd__V1__User *u = get_rec(n, CF_USERS, "frank", 5,
+				      &grantd__v1__user__descriptor);
+	assert_string_equal(u->keys[0], "k2");
+	free_rec(u);
+
+	buf_add(&k, "siteb", 6);
+	store_be64(be, EPOCH);
+	buf_add(&k, be, 8);
+	store_be64(be, 1);
+	buf_add(&k, be, 8);
+	assert_int_equal(store_get(n->s, NULL, CF_OPLOG, k.p, k.len, &v), 0);
+	Grantd__V1__Op *op = grantd__v1__op__unpack(NULL, v.len,
+						    (const uint8_t *)v.p);
+	assert_non_null(op);
+	assert_string_equal(op->origin, "siteb");
+	assert_int_equal(op->seq, 1);
+	assert_int_equal(op->hlc, HLC(100, 0));
+	assert_int_equal(op->body_case, GRANTD__V1__OP__BODY_USER);
+	assert_string_equal(op->user->keys[0], "k1");
+	grantd__v1__op__free_unpacked(op, NULL);
+	buf_free(&k);
+	buf_free(&v);
+}
+
+static void test_gap(void **state)
+{
+	struct fixture *f = *state;
+	struct node *n = node_open(f, 0);
+	struct store_batch *b;
+	struct top t[4];
+	bool applied = true;
+	uint8_t d[DIGEST_LEN];
+
+	Grantd__V1__Op *o1 = op_user(&t[0], "sitea", 1, HLC(10, 0), "gina",
+				     "k1");
+	Grantd__V1__Op *o2 = op_grant(&t[1], "sitea", 2, HLC(11, 0), "gina",
+				      "192.0.2.9", 1800000000, false);
+	Grantd__V1__Op *o3 = op_user(&t[2], "sitea", 3, HLC(12, 0), "gina",
+				     "k3");
+
+	/* seq 2 before seq 1: a gap, nothing written */
+	memcpy(d, n->o.digest, DIGEST_LEN);
+	store_batch_new(&b, n->s);
+	assert_int_equal(ops_apply(&n->o, b, o2, &applied), GD_EINVAL);
+	assert_false(applied);
+	assert_int_equal(store_batch_count(b), 0);
+	assert_memory_equal(n->o.digest, d, DIGEST_LEN);
+	assert_int_equal(ops_vv_get(&n->o, b, "sitea", EPOCH), 0);
+
+	/* in the same batch after a good one: still only the good one */
+	applied = false;
+	assert_int_equal(ops_apply(&n->o, b, o1, &applied), 0);
+	assert_true(applied);
+	int count = store_batch_count(b);
+	memcpy(d, n->o.digest, DIGEST_LEN);
+	applied = true;
+	assert_int_equal(ops_apply(&n->o, b, o3, &applied), GD_EINVAL);
+	assert_false(applied);
+	assert_int_equal(store_batch_count(b), count);
+	assert_memory_equal(n->o.digest, d, DIGEST_LEN);
+	assert_int_equal(ops_commit(&n->o, b, true), 0);
+	store_batch_free(&b);
+	assert_null(get_grant(n, "gina", "192.0.2.9"));
+	Grantd__V1__User *u = get_rec(n, CF_USERS, "gina", 4,
+				      &grantd__v1__user__descriptor);
+	assert_string_equal(u->keys[0], "k1");
+	free_rec(u);
+	assert_int_equal(ops_vv_get(&n->o, NULL, "sitea", EPOCH), 1);
+
+	/* another epoch of the same origin is another stream */
+	struct top e;
+	Grantd__V1__Op *oe = op_user(&e, "sitea", 2, HLC(20, 0), "gina", "ke");
+	oe->epoch = EPOCH + 1;
+	store_batch_new(&b, n->s);
+	assert_int_equal(ops_apply(&n->o, b, oe, &applied), GD_EINVAL);
+	assert_int_equal(store_batch_count(b), 0);
+	store_batch_free(&b);
+
+	/* once the gap is filled both go in */
+	apply1(n, o2);
+	apply1(n, o3);
+	assert_int_equal(ops_vv_get(&n->o, NULL, "sitea", EPOCH), 3);
+	Grantd__V1__Grant *g = get_grant(n, "gina", "192.0.2.9");
+	assert_non_null(g);
+	free_rec(g);
+	check_digest(n);
+
+	/* ops_vv_raise (after a snapshot) moves the vector up, never down */
+	struct top r5, r6;
+	store_batch_new(&b, n->s);
+	ops_vv_raise(&n->o, b, "siteq", EPOCH, 5);
+	ops_vv_raise(&n->o, b, "siteq", EPOCH, 2);
+	ops_vv_raise(&n->o, b, "sitea", EPOCH, 1);
+	assert_int_equal(ops_vv_get(&n->o, b, "siteq", EPOCH), 5);
+	assert_int_equal(ops_vv_get(&n->o, b, "sitea", EPOCH), 3);
+	assert_int_equal(ops_apply(&n->o, b, op_user(&r5, "siteq", 5,
+						     HLC(30, 0), "gina", "kq"),
+				   &applied), 0);
+	assert_false(applied);
+	assert_int_equal(ops_apply(&n->o, b, op_user(&r6, "siteq", 6,
+						     HLC(31, 0), "gina", "kq"),
+				   &applied), 0);
+	assert_true(applied);
+	assert_int_equal(ops_commit(&n->o, b, true), 0);
+	store_batch_free(&b);
+	assert_int_equal(ops_vv_get(&n->o, NULL, "siteq", EPOCH), 6);
+}
+
+/* ---- convergence ------------------------------------------------------------- */
+
+#define NORIGIN 3
+#define PER_ORIGIN 12
+
+static const char *const origins[NORIGIN] = { "paloalto", "portland",
+					      "sydney" };
+
+/* Conflicting streams from three sites: every key is written by more
+ * than one, some with equal stamps. */
+static void make_streams(struct top t[NORIGIN][PER_ORIGIN],
+			 Grantd__V1__Op *ops[NORIGIN][PER_ORIGIN])
+{
+	static const int64_t at[NORIGIN][2] = { { 100, 300 }, { 200, 300 },
+						{ 50, 400 } };
+	static const char *const users[] = { "alice", "bob" };
+	static const char *const nets[] = { "192.0.2.7", "2001:db8::/64" };
+
+	for (int o = 0; o < NORIGIN; o++) {
+		const char *org = origins[o];
+		uint64_t s = 0;
+		/* o-dependent stamps that sometimes tie across sites */
+		uint64_t base = HLC(1000, 0) + (uint64_t)(o % 2) * 7;
+		for (int r = 0; r < 2; r++) {
+			const char *u = users[r];
+			ops[o][s] = op_user(&t[o][s], org, s + 1,
+					    base + 10 * (uint64_t)r, u, org);
+			s++;
+			ops[o][s] = op_grant(&t[o][s], org, s + 1,
+					     base + 20 + (uint64_t)(o * 3 + r),
+					     u, nets[(o + r) % 2],
+					     1800000000 + o * 100, o == 2);
+			s++;
+			ops[o][s] = op_mark(&t[o][s], org, s + 1, base + 30, u,
+					    1, 10 + (uint64_t)((o * 7 + r) % 5),
+					    1u << o);
+			s++;
+			ops[o][s] = op_fail(&t[o][s], org, s + 1, base + 40, u,
+					    r ? "sydney" : "paloalto", at[o], 2);
+			s++;
+		}
+		ops[o][s] = op_repo(&t[o][s], org, s + 1,
+				    HLC(2000, 0) - (uint64_t)o,
+				    "kernel/git", (Grantd__V1__RepoMode)(o % 3),
+				    o == 1);
+		s++;
+		ops[o][s] = op_unlock(&t[o][s], org, s + 1, HLC(3000, 0),
+				      "alice");
+		s++;
+		ops[o][s] = op_enroll(&t[o][s], org, s + 1,
+				      HLC(4000, 0) + (uint64_t)o,
+				      o == 1 ? "bob" : "alice",
+				      o == 0 ? "secret-from-paloalto" :
+					       "secret-from-elsewhere",
+				      4000 + (uint64_t)o);
+		s++;
+		/* a later write over an earlier one of this very stream */
+		ops[o][s] = op_grant(&t[o][s], org, s + 1,
+				     HLC(5000, 0), "alice", "192.0.2.7",
+				     1900000000, false);
+		s++;
+		assert_int_equal(s, PER_ORIGIN);
+	}
+}
+
+static uint32_t xorshift(uint32_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 17;
+	*x ^= *x << 5;
+	return *x;
+}
+
+static void test_convergence(void **state)
+{
+	struct fixture *f = *state;
+	static struct top t[NORIGIN][PER_ORIGIN];
+	Grantd__V1__Op *ops[NORIGIN][PER_ORIGIN];
+	struct store_batch *b;
+	bool applied;
+
+	make_streams(t, ops);
+
+	/* n0: round robin, one batch per operation */
+	struct node *n0 = node_open(f, 0);
+	for (int s = 0; s < PER_ORIGIN; s++)
+		for (int o = 0; o < NORIGIN; o++)
+			apply1(n0, ops[o][s]);
+
+	/* n1: one site's stream after another, backwards, in one batch */
+	struct node *n1 = node_open(f, 1);
+	store_batch_new(&b, n1->s);
+	for (int o = NORIGIN - 1; o >= 0; o--)
+		for (int s = 0; s < PER_ORIGIN; s++) {
+			assert_int_equal(ops_apply(&n1->o, b, ops[o][s],
+						   &applied), 0);
+			assert_true(applied);
+		}
+	assert_int_equal(ops_commit(&n1->o, b, true), 0);
+	store_batch_free(&b);
+	assert_same_state(n0, n1);
+
+	/* n2..n7: random interleavings, random batch sizes, and some
+	 * operations delivered twice (or early, as a gap) */
+	for (int k = 2; k < MAX_NODES; k++) {
+		struct node *n = node_open(f, k);
+		uint32_t x = 0x9e3779b9u * (uint32_t)k;
+		int next[NORIGIN] = { 0 }, left = NORIGIN * PER_ORIGIN;
+
+		store_batch_new(&b, n->s);
+		while (left) {
+			int o = (int)(xorshift(&x) % NORIGIN);
+			if (next[o] == PER_ORIGIN)
+				continue;
+			int rc = ops_apply(&n->o, b, ops[o][next[o]], &applied);
+			assert_int_equal(rc, 0);
+			assert_true(applied);
+			next[o]++, left--;
+			uint32_t r = xorshift(&x) % 8;
+			if (r == 0 && next[o] > 1) {
+				/* a duplicate of something already applied */
+				rc = ops_apply(&n->o, b,
+					       ops[o][xorshift(&x) % next[o]],
+					       &applied);
+				assert_int_equal(rc, 0);
+				assert_false(applied);
+			} else if (r == 1 && next[o] + 1 < PER_ORIGIN) {
+				/* one from the future: a gap, refused */
+				rc = ops_apply(&n->o, b, ops[o][next[o] + 1],
+					       &applied);
+				assert_int_equal(rc, GD_EINVAL);
+			}
+			if (xorshift(&x) % 4 == 0)
+				assert_int_equal(ops_commit(&n->o, b, false),
+						 0);
+		}
+		assert_int_equal(ops_commit(&n->o, b, false), 0);
+		store_batch_free(&b);
+		assert_same_state(n0, n);
+	}
+
+	/* what the streams were built to show */
+	Grantd__V1__Grant *g = get_grant(n0, "alice", "192.0.2.7");
+	assert_int_equal(g->hlc, HLC(5000, 0));
+	assert_string_equal(g->origin, "sydney"); /* tie at 5000: greatest */
+	free_rec(g);
+	Grantd__V1__Mark *m = get_mark(n0, "alice", 1);
+	assert_int_equal(m->scratch_used, 0x7);
+	free_rec(m);
+	Grantd__V1__Repo *r = get_rec(n0, CF_REPOS, "kernel/git", 10,
+				      &grantd__v1__repo__descriptor);
+	assert_string_equal(r->origin, "paloalto"); /* hlc 2000 - 0 */
+	free_rec(r);
+	for (int o = 0; o < NORIGIN; o++)
+		assert_int_equal(ops_vv_get(&n0->o, NULL, origins[o], EPOCH),
+				 PER_ORIGIN);
+}
+
+/* ---- ops_check ---------------------------------------------------------------- */
+
+static void check_refused(const Grantd__V1__Op *op, const char *why)
+{
+	struct buf err = BUF_INIT;
+	int rc = ops_check(op, &err);
+	if (rc != GD_EPROTO)
+		fail_msg("ops_check passed a bad %s op origin=%s (want '%s')",
+			 body_name(op), op->origin ? op->origin : "(null)",
+			 why);
+	if (strcmp(buf_str(&err), why))
+		fail_msg("ops_check said '%s', want '%s'", buf_str(&err), why);
+	buf_free(&err);
+}
+
+static void check_passed(const Grantd__V1__Op *op)
+{
+	struct buf err = BUF_INIT;
+	int rc = ops_check(op, &err);
+	if (rc != 0)
+		fail_msg("ops_check refused a good %s op: %d '%s'",
+			 body_name(op), rc, buf_str(&err));
+	buf_free(&err);
+}
+
+static void test_check(void **state)
+{
+	struct top t;
+	static const int64_t at[] = { 1 };
+	static const char *const bad_sites[] = {
+		"", "Paloalto", "palo alto", "palo_alto", "palo.alto",
+		"paloalto\n", "sit\xc3\xa9", "paloalto/x", "palo:alto",
+	};
+	static const char *const bad_users[] = {
+		"", "Alice", "1alice", "-alice", ".alice", "al ice", "al/ice",
+		"alice\n", "al\xc3\xa9", "~alice", "alice:x",
+	};
+	char name64[65], name65[66];
+
+	memset(name64, 'a', 64), name64[64] = 0;
+	memset(name65, 'a', 65), name65[65] = 0;
+
+	/* every kind of body, good */
+	check_passed(op_user(&t, "paloalto", 1, 1, "alice", "ssh-ed25519 AAAA"));
+	check_passed(op_enroll(&t, "paloalto", 1, 1, "alice", "12345", 1));
+	check_passed(op_grant(&t, "paloalto", 1, 1, "alice", "::1", 1, false));
+	check_passed(op_mark(&t, "paloalto", 1, 1, "alice", 1, 2, 3));
+	check_passed(op_fail(&t, "paloalto", 1, 1, "alice", "paloalto", at, 1));
+	check_passed(op_unlock(&t, "paloalto", 1, 1, "alice"));
+	check_passed(op_repo(&t, "paloalto", 1, 1, "pub/scm/git",
+			     GRANTD__V1__REPO_MODE__MODE_OFF, false));
+	check_passed(op_user(&t, "a", 1, 1, "_", NULL));
+	check_passed(op_user(&t, "0-9", UINT64_MAX, UINT64_MAX, "a.b-c_9",
+			     NULL));
+	/* 64 characters is the longest site and user name */
+	check_passed(op_user(&t, name64, 1, 1, name64, NULL));
+	check_refused(op_user(&t, name65, 1, 1, "alice", NULL), "bad origin");
+	check_refused(op_user(&t, "paloalto", 1, 1, name65, NULL),
+		      "bad user name");
+
+	/* bad origins */
+	check_refused(op_user(&t, NULL, 1, 1, "alice", NULL), "bad origin");
+	for (size_t i = 0; i < GD_ARRAY_SIZE(bad_sites); i++) {
+		op_user(&t, bad_sites[i], 1, 1, "alice", NULL);
+		check_refused(&t.op, "bad origin");
+	}
+
+	/* missing stamps */
+	op_user(&t, "paloalto", 1, 1, "alice", NULL);
+	t.op.has_epoch = 0;
+	check_refused(&t.op, "missing stamp");
+	op_user(&t, "paloalto", 1, 1, "alice", NULL);
+	t.op.epoch = 0;
+	check_refused(&t.op, "missing stamp");
+	op_user(&t, "paloalto", 1, 1, "alice", NULL);
+	t.op.has_seq = 0;
+	check_refused(&t.op, "missing stamp");
+	check_refused(op_user(&t, "paloalto", 0, 1, "alice", NULL),
+		      "missing stamp");
+	op_user(&t, "paloalto", 1, 1, "alice", NULL);
+	t.op.has_hlc = 0;
+	check_refused(&t.op, "missing stamp");
+	check_refused(op_user(&t, "paloalto", 1, 0, "alice", NULL),
+		      "missing stamp");
+
+	/* bad user names, in every body that names a user */
+	check_refused(op_user(&t, "paloalto", 1, 1, NULL, NULL),
+		      "bad user name");
+	for (size_t i = 0; i < GD_ARRAY_SIZE(bad_users); i++) {
+		const char *u = bad_users[i];
+		check_refused(op_user(&t, "paloalto", 1, 1, u, NULL),
+			      "bad user name");
+		check_refused(op_enroll(&t, "paloalto", 1, 1, u, "12345", 1),
+			      "bad user name");
+		check_refused(op_grant(&t, "paloalto", 1, 1, u, "::1", 1,
+				       false), "bad user name");
+		check_refused(op_mark(&t, "paloalto", 1, 1, u, 1, 2, 3),
+			      "bad user name");
+		check_refused(op_unlock(&t, "paloalto", 1, 1, u),
+			      "bad user name");
+		check_refused(op_fail(&t, "paloalto", 1, 1, u, "paloalto", at,
+				      1), "bad failure record");
+	}
+	check_refused(op_grant(&t, "paloalto", 1, 1, NULL, "::1", 1, false),
+		      "bad user name");
+	check_refused(op_mark(&t, "paloalto", 1, 1, NULL, 1, 2, 3),
+		      "bad user name");
+	check_refused(op_unlock(&t, "paloalto", 1, 1, NULL), "bad user name");
+	check_refused(op_enroll(&t, "paloalto", 1, 1, NULL, "1", 1),
+		      "bad user name");
+
+	/* no body at all */
+	stamp(&t, "paloalto", 1, 1);
+	check_refused(&t.op, "no body");
+
+	/* other bounds */
+	check_refused(op_fail(&t, "paloalto", 1, 1, "alice", "Bad Site", at,
+			      1), "bad failure record");
+	check_refused(op_fail(&t, "paloalto", 1, 1, "alice", NULL, at, 1),
+		      "bad failure record");
+	op_fail(&t, "paloalto", 1, 1, "alice", "paloalto", at, 1);
+	t.fail.n_at_ms = OPS_MAX_FAILURES_KEPT + 1;
+	check_refused(&t.op, "bad failure record");
+	check_refused(op_grant(&t, "paloalto", 1, 1, "alice", NULL, 1, false),
+		      "grant out of bounds");
+	check_refused(op_repo(&t, "paloalto", 1, 1, "../etc",
+			      GRANTD__V1__REPO_MODE__MODE_OFF, false),
+		      "bad repository name");
+	check_refused(op_repo(&t, "paloalto", 1, 1, "linux.git",
+			      GRANTD__V1__REPO_MODE__MODE_OFF, false),
+		      "bad repository name");
+	check_refused(op_repo(&t, "paloalto", 1, 1, NULL,
+			      GRANTD__V1__REPO_MODE__MODE_OFF, false),
+		      "bad repository name");
+	op_user(&t, "paloalto", 1, 1, "alice", NULL);
+	t.user.n_keys = OPS_MAX_KEYS + 1;
+	check_refused(&t.op, "too many keys");
+	{
+		static uint8_t big[129];
+		op_enroll(&t, "paloalto", 1, 1, "alice", "x", 1);
+		t.enroll.secret.data = big, t.enroll.secret.len = sizeof(big);
+		check_refused(&t.op, "enrollment out of bounds");
+	}
+}
+
+/* ---- ops_merge_record --------------------------------------------------------- */
+
+static void test_merge_record(void **state)
+{
+	struct fixture *f = *state;
+	static struct top t[NORIGIN][PER_ORIGIN];
+	Grantd__V1__Op *ops[NORIGIN][PER_ORIGIN];
+	struct store_batch *b;
+	struct buf v = BUF_INIT;
+
+	make_streams(t, ops);
+	struct node *src = node_open(f, 0), *dst = node_open(f, 1);
+	for (int o = 0; o < NORIGIN; o++)
+		apply_all(src, ops[o], PER_ORIGIN);
+
+	/* every record of src merged into an empty dst: the same state,
+	 * without any operation in dst's log or vector */
+	store_batch_new(&b, dst->s);
+	for (size_t c = 0; c < GD_ARRAY_SIZE(state_cfs); c++) {
+		struct store_iter *it;
+		const char *key;
+		size_t klen;
+		int rc;
+
+		store_iter_new(&it, src->s, NULL, state_cfs[c], "", 0);
+		while ((rc = store_iter_next(it, &key, &klen, &v)) > 0)
+			assert_int_equal(ops_merge_record(&dst->o, b,
+							  state_cfs[c], v.p,
+							  v.len), 0);
+		assert_int_equal(rc, 0);
+		store_iter_free(&it);
+	}
+	assert_int_equal(ops_commit(&dst->o, b, true), 0);
+	store_batch_free(&b);
+	assert_same_state(src, dst);
+	for (int o = 0; o < NORIGIN; o++)
+		assert_int_equal(ops_vv_get(&dst->o, NULL, origins[o], EPOCH),
+				 0);
+
+	/* merged again into either: nothing changes */
+	for (int i = 0; i < 2; i++) {
+		struct node *n = &f->n[i];
+		uint8_t d[DIGEST_LEN];
+		memcpy(d, n->o.digest, DIGEST_LEN);
+		store_batch_new(&b, n->s);
+		for (size_t c = 0; c < GD_ARRAY_SIZE(state_cfs); c++) {
+			struct store_iter *it;
+			const char *key;
+			size_t klen;
+			store_iter_new(&it, src->s, NULL, state_cfs[c], "", 0);
+			while (store_iter_next(it, &key, &klen, &v) > 0)
+				assert_int_equal(ops_merge_record(
+					&n->o, b, state_cfs[c], v.p, v.len), 0);
+			store_iter_free(&it);
+		}
+		assert_int_equal(store_batch_count(b), 0);
+		store_batch_free(&b);
+		assert_memory_equal(n->o.digest, d, DIGEST_LEN);
+	}
+	sodium_memzero(v.p, v.len);
+	buf_free(&v);
+}
+
+/* One operation applied at one site and its record merged at another give
+ * the same digest, for every kind of record, also over older state. */
+static void test_merge_record_one(void **state)
+{
+	struct fixture *f = *state;
+	struct top t[8], old[8];
+	static const int64_t at[] = { 7, 9 }, at_old[] = { 8 };
+	static const struct {
+		enum store_cf cf;
+		const char *key;
+		size_t klen;
+	} where[] = {
+		{ CF_USERS, "hank", 4 },
+		{ CF_ENROLL, "hank", 4 },
+		{ CF_GRANTS, NULL, 0 },
+		{ CF_MARKS, NULL, 0 },
+		{ CF_FAILS, NULL, 0 },
+		{ CF_UNLOCK, "hank", 4 },
+		{ CF_REPOS, "hank/tools", 10 },
+	};
+	Grantd__V1__Op *ops[] = {
+		op_user(&t[0], "sitea", 1, HLC(50, 0), "hank", "k"),
+		op_enroll(&t[1], "sitea", 1, HLC(51, 0), "hank",
+			  "abcdefghij0123456789", 51),
+		op_grant(&t[2], "sitea", 1, HLC(52, 0), "hank", "198.51.100.0/24",
+			 1800000000, false),
+		op_mark(&t[3], "sitea", 1, HLC(53, 0), "hank", 51, 77, 0x10),
+		op_fail(&t[4], "sitea", 1, HLC(54, 0), "hank", "sitea", at, 2),
+		op_unlock(&t[5], "sitea", 1, HLC(55, 0), "hank"),
+		op_repo(&t[6], "sitea", 1, HLC(56, 0), "hank/tools",
+			GRANTD__V1__REPO_MODE__MODE_REQUIRED, false),
+	};
+	/* what both sites held before: older, from another site */
+	Grantd__V1__Op *before[] = {
+		op_user(&old[0], "siteb", 1, HLC(40, 0), "hank", "k0"),
+		op_enroll(&old[1], "siteb", 1, HLC(41, 0), "hank",
+			  "old-secret-123456789", 41),
+		op_grant(&old[2], "siteb", 1, HLC(42, 0), "hank",
+			 "198.51.100.0/24", 1700000000, true),
+		op_mark(&old[3], "siteb", 1, HLC(43, 0), "hank", 51, 80, 0x1),
+		op_fail(&old[4], "siteb", 1, HLC(44, 0), "hank", "sitea",
+			at_old, 1),
+		op_unlock(&old[5], "siteb", 1, HLC(45, 0), "hank"),
+		op_repo(&old[6], "siteb", 1, HLC(46, 0), "hank/tools",
+			GRANTD__V1__REPO_MODE__MODE_OPT_IN, false),
+	};
+	struct buf k = BUF_INIT, v = BUF_INIT;
+
+	for (size_t i = 0; i < GD_ARRAY_SIZE(ops); i++) {
+		for (int over = 0; over < 2; over++) {
+			struct node *a = node_open(f, 0), *m = node_open(f, 1);
+			if (over) {
+				apply1(a, before[i]);
+				apply1(m, before[i]);
+			}
+			apply1(a, ops[i]);
+
+			switch (where[i].cf) {
+			case CF_GRANTS:
+				ops_key_grant(&k, "hank", "198.51.100.0/24", "");
+				break;
+			case CF_MARKS:
+				ops_key_mark(&k, "hank", 51);
+				break;
+			case CF_FAILS:
+				ops_key_fail(&k, "hank", "sitea");
+				break;
+			default:
+				buf_reset(&k);
+				buf_add(&k, where[i].key, where[i].klen);
+			}
+			/* its record, as the op alone would write it, from a
+			 * third site that had nothing before */
+			struct node *c = node_open(f, 2);
+			apply1(c, ops[i]);
+			assert_int_equal(store_get(c->s, NULL, where[i].cf, k.p,
+						   k.len, &v), 0);
+			struct store_batch *b;
+			store_batch_new(&b, m->s);
+			int rc = ops_merge_record(&m->o, b, where[i].cf, v.p,
+						  v.len);
+			if (rc != 0)
+				fail_msg("%s record: ops_merge_record = %d",
+					 body_name(ops[i]), rc);
+			assert_int_equal(ops_commit(&m->o, b, true), 0);
+			store_batch_free(&b);
+			if (memcmp(a->o.digest, m->o.digest, DIGEST_LEN))
+				fail_msg("%s record%s: merged digest differs "
+					 "from applied", body_name(ops[i]),
+					 over ? " over older state" : "");
+			assert_same_state(a, m);
+			/* the vector is untouched by a merge */
+			assert_int_equal(ops_vv_get(&m->o, NULL, "sitea", EPOCH),
+					 0);
+			for (int j = 0; j < 3; j++) {
+				node_close(&f->n[j]);
+				char cmd[320];
+				snprintf(cmd, sizeof(cmd), "rm -rf '%s' '%s'",
+					 f->n[j].store_dir, f->n[j].repo_dir);
+				assert_int_equal(system(cmd), 0);
+			}
+		}
+	}
+	sodium_memzero(v.p, v.len);
+	buf_free(&v);
+	buf_free(&k);
+}
+
+static void test_merge_record_bad(void **state)
+{
+	struct fixture *f = *state;
+	struct node *n = node_open(f, 0);
+	struct store_batch *b;
+	static const uint8_t junk[] = { 0xff, 0xff, 0xff, 0xff, 0x0f };
+	Grantd__V1__User u = GRANTD__V1__USER__INIT;
+	struct buf v = BUF_INIT;
+
+	store_batch_new(&b, n->s);
+	/* does not decode */
+	assert_int_equal(ops_merge_record(&n->o, b, CF_USERS, junk,
+					  sizeof(junk)), GD_EPROTO);
+	/* not a state family */
+	assert_int_equal(ops_merge_record(&n->o, b, CF_OPLOG, "", 0),
+			 GD_EPROTO);
+	assert_int_equal(ops_merge_record(&n->o, b, CF_META, "", 0),
+			 GD_EPROTO);
+	assert_int_equal(ops_merge_record(&n->o, b, CF_VV, "", 0), GD_EPROTO);
+	/* an LWW record without its stamp */
+	u.name = "ivan";
+	size_t len = grantd__v1__user__get_packed_size(&u);
+	grantd__v1__user__pack(&u, buf_extend(&v, len));
+	assert_int_equal(ops_merge_record(&n->o, b, CF_USERS, v.p, v.len),
+			 GD_EPROTO);
+	/* with a stamp but a bad name */
+	u.hlc = 5, u.has_hlc = 1, u.origin = "sitea", u.name = "Ivan";
+	buf_reset(&v);
+	len = grantd__v1__user__get_packed_size(&u);
+	grantd__v1__user__pack(&u, buf_extend(&v, len));
+	assert_int_equal(ops_merge_record(&n->o, b, CF_USERS, v.p, v.len),
+			 GD_EPROTO);
+	assert_int_equal(store_batch_count(b), 0);
+	assert_true(digest_zero(n->o.digest));
+	/* and good */
+	u.name = "ivan";
+	buf_reset(&v);
+	len = grantd__v1__user__get_packed_size(&u);
+	grantd__v1__user__pack(&u, buf_extend(&v, len));
+	assert_int_equal(ops_merge_record(&n->o, b, CF_USERS, v.p, v.len), 0);
+	assert_int_equal(ops_commit(&n->o, b, true), 0);
+	store_batch_free(&b);
+	check_digest(n);
+	assert_false(digest_zero(n->o.digest));
+	buf_free(&v);
+}
+
+/* A grant long expired leaves the disk at the next sweep (the grants
+ * compaction filter).  A site that catches up by snapshot after that never
+ * sees the record, so the state the two sites hold is the same, and by
+ * SPEC 3.6 their digests must be equal too. */
+static void test_sweep_keeps_digest(void **state)
+{
+	struct fixture *f = *state;
+	struct node *a = node_open(f, 0), *c = node_open(f, 1);
+	struct store_batch *b;
+	struct buf k = BUF_INIT, v = BUF_INIT, sa = BUF_INIT, sc = BUF_INIT;
+	uint8_t da[DIGEST_LEN], dc[DIGEST_LEN];
+	struct top t[3];
+	Grantd__V1__Op *ops[] = {
+		op_user(&t[0], "sitea", 1, HLC(100, 0), "kim", "k"),
+		/* expired in 1970: far past any grace period */
+		op_grant(&t[1], "sitea", 2, HLC(101, 0), "kim", "192.0.2.50",
+			 1000, false),
+		op_grant(&t[2], "sitea", 3, HLC(102, 0), "kim", "192.0.2.51",
+			 4000000000, false),
+	};
+
+	apply_all(a, ops, 3);
+	store_batch_new(&b, a->s);
+	assert_int_equal(ops_sweep_grants(&a->o, b, 2000000000, 1000), 1);
+	assert_int_equal(ops_commit(&a->o, b, true), 0);
+	store_batch_free(&b);
+	ops_key_grant(&k, "kim", "192.0.2.50", "");
+	assert_int_equal(store_get(a->s, NULL, CF_GRANTS, k.p, k.len, &v),
+			 GD_ENOTFOUND);
+
+	/* c takes a's state by snapshot: every record a still holds */
+	store_batch_new(&b, c->s);
+	for (size_t i = 0; i < GD_ARRAY_SIZE(state_cfs); i++) {
+		struct store_iter *it;
+		const char *key;
+		size_t klen;
+		store_iter_new(&it, a->s, NULL, state_cfs[i], "", 0);
+		while (store_iter_next(it, &key, &klen, &v) > 0)
+			assert_int_equal(ops_merge_record(&c->o, b,
+							  state_cfs[i], v.p,
+							  v.len), 0);
+		store_iter_free(&it);
+	}
+	assert_int_equal(ops_commit(&c->o, b, true), 0);
+	store_batch_free(&b);
+
+	dump_state(a, &sa, da);
+	dump_state(c, &sc, dc);
+	bool same_records = sa.len == sc.len && !memcmp(sa.p, sc.p, sa.len);
+	char ha[2 * DIGEST_LEN + 1], hc[2 * DIGEST_LEN + 1];
+	char hr[2 * DIGEST_LEN + 1];
+	digest_hex(ha, a->o.digest);
+	digest_hex(hc, c->o.digest);
+	digest_hex(hr, da);
+	buf_free(&k);
+	buf_free(&v);
+	buf_free(&sa);
+	buf_free(&sc);
+
+	assert_true(same_records);
+	if (strcmp(ha, hc))
+		fail_msg("same records, different digests: %s (swept) "
+			 "%s, %s (snapshot) %s; %s's records hash to %s",
+			 a->site, ha, c->site, hc, a->site, hr);
+	check_digest(a);
+}
+
+/* ---- local operations ---------------------------------------------------------- */
+
+static void test_local(void **state)
+{
+	struct fixture *f = *state;
+	struct node *n = node_open(f, 0), *peer = node_open(f, 1);
+	struct store_batch *b;
+	struct top t[2];
+
+	store_batch_new(&b, n->s);
+	op_user(&t[0], "ignored", 99, 0, "judy", "k");
+	assert_int_equal(ops_local(&n->o, b, &t[0].op), 0);
+	op_grant(&t[1], "ignored", 99, 0, "judy", "192.0.2.44", 1800000000,
+		 false);
+	assert_int_equal(ops_local(&n->o, b, &t[1].op), 0);
+	assert_int_equal(ops_commit(&n->o, b, true), 0);
+	store_batch_free(&b);
+
+	/* stamped as this site's: origin, epoch, consecutive seq, hlc */
+	for (int i = 0; i < 2; i++) {
+		assert_string_equal(t[i].op.origin, "node0");
+		assert_int_equal(t[i].op.epoch, n->o.epoch);
+		assert_int_equal(t[i].op.seq, (uint64_t)i + 1);
+		assert_int_not_equal(t[i].op.hlc, 0);
+	}
+	assert_true(t[1].op.hlc > t[0].op.hlc);
+	assert_int_equal(n->o.seq, 2);
+	assert_int_equal(ops_vv_get(&n->o, NULL, "node0", n->o.epoch), 2);
+	assert_true(n->o.outbox.len > 8);
+
+	/* the outbox holds them as a peer receives them: applied there, the
+	 * same state */
+	size_t off = 0;
+	int count = 0;
+	while (off + 4 <= n->o.outbox.len) {
+		const uint8_t *p = (const uint8_t *)n->o.outbox.p + off;
+		size_t len = (size_t)p[0] << 24 | (size_t)p[1] << 16 |
+			     (size_t)p[2] << 8 | p[3];
+		assert_true(off + 4 + len <= n->o.outbox.len);
+		Grantd__V1__Op *op = grantd__v1__op__unpack(NULL, len, p + 4);
+		assert_non_null(op);
+		struct buf err = BUF_INIT;
+		assert_int_equal(ops_check(op, &err), 0);
+		buf_free(&err);
+		apply1(peer, op);
+		grantd__v1__op__free_unpacked(op, NULL);
+		off += 4 + len;
+		count++;
+	}
+	assert_int_equal(count, 2);
+	assert_int_equal(off, n->o.outbox.len);
+	assert_same_state(n, peer);
+	ops_outbox_clear(&n->o);
+	assert_int_equal(n->o.outbox.len, 0);
+
+	/* a peer's stamp from the future: the next local stamp is after it,
+	 * so a revoke made here after seeing a grant wins over it */
+	struct top fut, loc;
+	uint64_t ahead = HLC(hlc_wall_ms() + 3600 * 1000, 9);
+	apply1(n, op_grant(&fut, "portland", 1, ahead, "judy", "192.0.2.44",
+			   1800000000, false));
+	store_batch_new(&b, n->s);
+	op_grant(&loc, "ignored", 1, 0, "judy", "192.0.2.44", 1800000000,
+		 true);
+	assert_int_equal(ops_local(&n->o, b, &loc.op), 0);
+	assert_int_equal(ops_commit(&n->o, b, true), 0);
+	store_batch_free(&b);
+	assert_true(loc.op.hlc > ahead);
+	Grantd__V1__Grant *g = get_grant(n, "judy", "192.0.2.44");
+	assert_true(g->revoked);
+	assert_string_equal(g->origin, "node0");
+	free_rec(g);
+	ops_outbox_clear(&n->o);
+
+	/* a reopened store starts a new epoch at seq 1 */
+	uint64_t epoch = n->o.epoch;
+	node_close(n);
+	n = node_open(f, 0);
+	assert_int_not_equal(n->o.epoch, epoch);
+	assert_int_equal(n->o.seq, 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_open, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lww_grant_later_hlc_wins,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_lww_equal_hlc_greater_origin_wins, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(test_lww_users_enroll_unlock,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lww_repo, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_mark_merge, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_failure_merge, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_failure_bound, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_idempotent, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_oplog, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_gap, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_convergence, setup,
+						teardown),
+		cmocka_unit_test(test_check),
+		cmocka_unit_test_setup_teardown(test_merge_record, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_merge_record_one, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_merge_record_bad, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_sweep_keeps_digest,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_local, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, setup_group, teardown_group);
+}
