@@ -32,6 +32,7 @@
 #include <liboath/oath.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,6 +75,8 @@ struct run {
 	pthread_barrier_t ready; /* every client connected and warmed up */
 	pthread_barrier_t go;    /* deadline_ns is set */
 	uint64_t deadline_ns;
+	uint64_t quota;          /* > 0: stop after this many requests */
+	atomic_uint_fast64_t taken;
 };
 
 struct worker {
@@ -108,6 +111,7 @@ static char repo[64];
 static const char *endpoint_s;
 static void *ctx_s;
 static double secs = 5;
+static uint64_t ops_per_run; /* --ops: requests per run; 0: run for secs */
 static long node_pid;
 
 static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2),
@@ -319,7 +323,8 @@ static void *worker_main(void *arg)
 	pthread_barrier_wait(&run->ready);
 	pthread_barrier_wait(&run->go);
 	while (sock && w->n < MAX_SAMPLES && w->fails <= MAX_FAILS &&
-	       now_ns() < run->deadline_ns)
+	       now_ns() < run->deadline_ns &&
+	       (!run->quota || atomic_fetch_add(&run->taken, 1) < run->quota))
 		if (call(w, w->kind, &sock, ctx, &lat) == 0)
 			w->lat_ns[w->n++] = lat;
 	w->end_ns = now_ns();
@@ -436,7 +441,8 @@ static void summarise(struct result *res, struct worker *w, int nw,
 static void run_clients(struct result *val, struct result *check,
 			struct cpu *cpu, int nval, int ncheck)
 {
-	struct run run = { .endpoint = endpoint_s, .shared_ctx = ctx_s };
+	struct run run = { .endpoint = endpoint_s, .shared_ctx = ctx_s,
+			   .quota = ops_per_run };
 	int n = nval + ncheck;
 	struct worker *w = calloc((size_t)n, sizeof(*w));
 	double c0, n0, hb0 = 0, ht0 = 0, hb1 = 0, ht1 = 0;
@@ -445,6 +451,7 @@ static void run_clients(struct result *val, struct result *check,
 
 	if (!w)
 		abort();
+	atomic_init(&run.taken, 0);
 	pthread_barrier_init(&run.ready, NULL, (unsigned)n + 1);
 	pthread_barrier_init(&run.go, NULL, (unsigned)n + 1);
 	for (int i = 0; i < n; i++) {
@@ -619,8 +626,8 @@ static int parse_list(int *out, int max, const char *s)
 static void usage(FILE *fp)
 {
 	fprintf(fp,
-"usage: bench_control --config FILE [--secs S] [--val LIST] [--check LIST]\n"
-"         [--mixed V,C] [--fsync-dir DIR] [--node-pid PID]\n"
+"usage: bench_control --config FILE [--secs S | --ops N] [--val LIST]\n"
+"         [--check LIST] [--mixed V,C] [--fsync-dir DIR] [--node-pid PID]\n"
 "         [--ctx shared|thread] [--tag TAG]\n"
 "\n"
 "Benchmark a running grantd node through its user socket, each client a\n"
@@ -629,6 +636,9 @@ static void usage(FILE *fp)
 "(default 1,8,32), and a mixed run of V val and C check clients at once\n"
 "(default 8,8).  S seconds per run (default 5).  An empty LIST skips.\n"
 "\n"
+"  --ops N          each run makes N timed requests in all, shared among\n"
+"                   its clients, instead of running for S seconds (S, when\n"
+"                   given too, still caps the run; default cap 600 s)\n"
 "  --fsync-dir DIR  time %d synced 4 KiB appends in DIR (the node's\n"
 "                   data_dir) before and after the runs\n"
 "  --node-pid PID   also report the node's CPU use per run (every run\n"
@@ -649,6 +659,7 @@ int main(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "config", required_argument, NULL, 'c' },
 		{ "secs", required_argument, NULL, 's' },
+		{ "ops", required_argument, NULL, 'o' },
 		{ "val", required_argument, NULL, 'v' },
 		{ "check", required_argument, NULL, 'k' },
 		{ "mixed", required_argument, NULL, 'm' },
@@ -663,7 +674,7 @@ int main(int argc, char **argv)
 	int mixed[2] = { 8, 8 };
 	int nval = 4, ncheck = 3, nmixed = 2, opt, maxc = 0;
 	const char *cfg_path = NULL, *sync_dir = NULL;
-	bool per_thread_ctx = false;
+	bool per_thread_ctx = false, secs_given = false;
 	double sync_ms = 0, best_val = 0;
 	int best_val_clients = 0;
 	struct config *cfg = NULL;
@@ -682,7 +693,16 @@ int main(int argc, char **argv)
 			if (*end || secs <= 0 || secs > 600)
 				die("--secs must be 0 to 600, not '%s'",
 				    optarg);
+			secs_given = true;
 			break;
+		case 'o': {
+			unsigned long long v = strtoull(optarg, &end, 10);
+			if (*end || v < 1 || v > MAX_SAMPLES)
+				die("--ops must be 1 to %u, not '%s'",
+				    MAX_SAMPLES, optarg);
+			ops_per_run = v;
+			break;
+		}
 		case 'v':
 			if ((nval = parse_list(vals, MAX_RUNS, optarg)) < 0)
 				die("bad client list '%s'", optarg);
@@ -732,6 +752,8 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	if (ops_per_run && !secs_given)
+		secs = 600;
 	snprintf(repo, sizeof(repo), "%s-bench", tag);
 	if (config_load(&cfg, cfg_path, &err) < 0)
 		die("%s", err.p);

@@ -22,7 +22,8 @@ GD_BIN=${GD_BIN:-$GD_ROOT/build/bin}
 GD_PACKAGES=(build-essential cmake pkg-config libzmq3-dev libprotobuf-c-dev
 	protobuf-c-compiler liboath-dev oathtool librocksdb-dev libgit2-dev
 	libinih-dev libcjson-dev libqrencode-dev libsodium-dev libcmocka-dev
-	openssh-server openssh-client git clang libclang-rt-14-dev python3)
+	openssh-server openssh-client git clang libclang-rt-14-dev python3
+	python3-zmq)
 
 # Seconds to wait for a node or sshd to come up or go down.  Sanitizer
 # builds start slower; callers may raise it.
@@ -83,6 +84,23 @@ gd_build() {
 		>&2 && cmake --build "$dir" -j2 >&2
 }
 
+# GD_PROGRAMS: the programs a site runs (what deploy/local-cluster needs).
+GD_PROGRAMS=(grantd grantctl grant-shell grant-keys grant-hook)
+
+# gd_build_programs DIR [CMAKE ARGS...]: like gd_build, but only the
+# programs of GD_PROGRAMS that the tree defines (not the tests and
+# benchmarks, so a half-written test elsewhere does not stop a cluster).
+gd_build_programs() {
+	local dir=$1 t targets=() have; shift
+	cmake -S "$GD_ROOT" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >&2 || return 1
+	have=$(cmake --build "$dir" --target help 2>/dev/null) || return 1
+	for t in "${GD_PROGRAMS[@]}"; do
+		grep -qx "\.\.\. $t" <<<"$have" && targets+=("$t")
+	done
+	((${#targets[@]})) || { gd_err "no grantd programs defined in $GD_ROOT"; return 1; }
+	cmake --build "$dir" -j2 --target "${targets[@]}" >&2
+}
+
 # ---- processes -------------------------------------------------------------
 
 # gd_alive PID [TEXT]: PID runs (not a zombie) and, when TEXT is given, its
@@ -116,6 +134,7 @@ gd_stop_pid() {
 	local pid=$1 text=$2 secs=${3:-$GD_TIMEOUT} rc=0
 	gd_alive "$pid" "$text" || return 0
 	kill -TERM "$pid" 2>/dev/null
+	kill -CONT "$pid" 2>/dev/null # a stopped (SIGSTOP) process sees it now
 	if ! gd_wait_for "$secs" eval '! gd_alive '"$pid"; then
 		gd_say "pid $pid ($text) did not stop within ${secs}s: SIGKILL"
 		kill -KILL "$pid" 2>/dev/null
@@ -166,15 +185,20 @@ gd_site_keygen() {
 # gd_site_config DIR SITE PUBLISH SYNC [KEY=VALUE...]: write
 # DIR/grantd.conf (SPEC 4) for SITE with its data, repositories and sockets
 # under DIR.  KEY=VALUE pairs override [policy] keys, or [node] keys when
-# KEY is log_level.  Peers are appended with gd_site_add_peer.
+# KEY is log_level or oplog_retention.  Peers are appended with
+# gd_site_add_peer.
 gd_site_config() {
 	local dir=$1 site=$2 publish=$3 sync=$4; shift 4
 	local -A pol=([grant_default]=24h [grant_max]=30d [totp_window]=1
 		[hotp_lookahead]=20 [lockout_failures]=5 [lockout_window]=15m)
-	local log_level=info kv k
+	local log_level=info retention= kv k
 	for kv in "$@"; do
 		k=${kv%%=*}
-		if [[ $k == log_level ]]; then log_level=${kv#*=}; else pol[$k]=${kv#*=}; fi
+		case $k in
+		log_level) log_level=${kv#*=} ;;
+		oplog_retention) retention=${kv#*=} ;;
+		*) pol[$k]=${kv#*=} ;;
+		esac
 	done
 	mkdir -p "$dir/data" "$dir/repos" "$dir/run" || return 1
 	gd_site_keygen "$dir" >/dev/null || return 1
@@ -190,6 +214,7 @@ gd_site_config() {
 		echo "sync = $sync"
 		echo "secret_key = $dir/node.key"
 		echo "log_level = $log_level"
+		[[ -n $retention ]] && echo "oplog_retention = $retention"
 		echo
 		echo "[policy]"
 		for k in grant_default grant_max totp_window hotp_lookahead \
@@ -280,6 +305,63 @@ gd_grantd_kill9() {
 gd_digest() {
 	gd_grantctl "$1" status --json |
 		python3 -c 'import json,sys; print(json.load(sys.stdin)["digest"])'
+}
+
+# gd_status_digest JSON: the top-level "digest" of a `grantctl status
+# --json` document, without starting python (cheap enough to poll).
+# Every peer object carries a "digest" too; the node's own comes first.
+gd_status_digest() {
+	local re='"digest"[[:space:]]*:[[:space:]]*"([0-9a-fA-F]+)"'
+	[[ $1 =~ $re ]] || return 1
+	echo "${BASH_REMATCH[1]}"
+}
+
+# gd_status_syncing JSON: the node says it is still catching up.
+gd_status_syncing() {
+	[[ $1 =~ \"syncing\"[[:space:]]*:[[:space:]]*true ]]
+}
+
+# gd_status_applied JSON: the "applied" object (operations applied per
+# origin) of a `grantctl status --json` document, as text.
+gd_status_applied() {
+	local re='"applied"[[:space:]]*:[[:space:]]*(\{[^}]*\})'
+	[[ $1 =~ $re ]] || return 1
+	echo "${BASH_REMATCH[1]}"
+}
+
+# gd_converged DIR...: every site in DIR... answers, none is catching up,
+# and all report the same state digest (SPEC 2.3) and have applied the
+# same operations (some, such as failed attempts, are outside the digest).
+# Cheap: one grantctl per site, no python; poll it with gd_wait_for.
+gd_converged() {
+	local dir json d first= a firsta=
+	for dir in "$@"; do
+		json=$(gd_grantctl "$dir" status --json 2>/dev/null) || return 1
+		gd_status_syncing "$json" && return 1
+		d=$(gd_status_digest "$json") || return 1
+		a=$(gd_status_applied "$json") || return 1
+		[[ -z $first ]] && first=$d firsta=$a
+		[[ $d == "$first" && $a == "$firsta" ]] || return 1
+	done
+	return 0
+}
+
+# gd_peers_connected DIR: the node at DIR hears every configured peer.
+gd_peers_connected() {
+	local json
+	json=$(gd_grantctl "$1" status --json 2>/dev/null) || return 1
+	[[ $json != *'"connected":false'* && $json != *'"connected": false'* ]]
+}
+
+# gd_grantd_pause DIR / gd_grantd_resume DIR: SIGSTOP / SIGCONT the
+# site's grantd (a frozen machine: its sockets stay open, nothing moves).
+gd_grantd_pause() {
+	gd_grantd_running "$1" || return 1
+	kill -STOP "$(<"$1/grantd.pid")"
+}
+gd_grantd_resume() {
+	gd_grantd_running "$1" || return 1
+	kill -CONT "$(<"$1/grantd.pid")"
 }
 
 # ---- sshd ------------------------------------------------------------------

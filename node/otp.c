@@ -82,7 +82,9 @@ int otp_check(struct otp_result *out, const Grantd__V1__Enrollment *e,
 
 	memset(out, 0, sizeof(*out));
 	if (!e->secret.len || e->secret.len > OTP_MAX_SECRET_LEN ||
-	    digits < 6 || digits > 8)
+	    digits < 6 || digits > 8 ||
+	    (e->kind != GRANTD__V1__OTP_KIND__OTP_TOTP &&
+	     e->kind != GRANTD__V1__OTP_KIND__OTP_HOTP))
 		return GD_EINVAL;
 	if (!otp_token_shape_ok(token))
 		return 0;
