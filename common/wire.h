@@ -18,7 +18,7 @@
  * frames (ZMQ_MAXMSGSIZE) before protobuf sees them. */
 #define GD_CTL_MAX_REQUEST (64 * 1024)
 #define GD_CTL_MAX_REPLY (16 * 1024 * 1024)
-#define GD_CTL_MAX_ARGS 64
+#define GD_CTL_MAX_ARGS 1024
 
 /* Exit codes every command uses (SPEC 3). */
 enum gd_exit {

@@ -899,6 +899,72 @@ static int cmd_keys(struct control *c, struct req *r)
 	return rc < 0 ? rc : 0;
 }
 
+/* ---- pushes to replicate (grant-hook) ------------------------------------ */
+
+/* args: REPO, then post-receive lines "OLD NEW REF". */
+static int cmd_hook_refs(struct control *c, struct req *r)
+{
+	Grantd__V1__RefUpdate u = GRANTD__V1__REF_UPDATE__INIT;
+	size_t n = r->rq->n_args - 1, k = 0;
+	Grantd__V1__RefChange *ch = calloc(n, sizeof(*ch));
+	Grantd__V1__RefChange **chp = calloc(n, sizeof(*chp));
+	char (*words)[3][256] = calloc(n, sizeof(*words));
+	char repo[NAME_REPO_MAX + 1];
+	Grantd__V1__Repo *rp = NULL;
+	int rc = 0;
+
+	if (!ch || !chp || !words)
+		abort();
+	if (repo_arg(r, r->rq->args[0], repo, sizeof(repo)) < 0)
+		goto done;
+	rc = policy_repo_load(&rp, c->n, c->batch, repo);
+	if (rc == GD_ENOTFOUND) {
+		rc = refuse(r, "repository '%s' is not hosted here", repo);
+		goto done;
+	}
+	if (rc < 0)
+		goto done;
+	for (size_t i = 0; i < n; i++) {
+		const char *line = r->rq->args[i + 1];
+		char extra[2];
+		if (sscanf(line, "%255s %255s %255s %1s", words[k][0],
+			   words[k][1], words[k][2], extra) != 3 ||
+		    !ops_oid_ok(words[k][0]) || !ops_oid_ok(words[k][1])) {
+			rc = bad(r, "bad ref update line '%s' (want 'OLD NEW "
+				 "REF' as post-receive reads them)", line);
+			goto done;
+		}
+		if (!ops_ref_name_ok(words[k][2])) {
+			log_warn("ref not replicated repo=%s ref=%s", repo,
+				 words[k][2]);
+			continue;
+		}
+		grantd__v1__ref_change__init(&ch[k]);
+		ch[k].old = words[k][0];
+		ch[k].new_ = words[k][1];
+		ch[k].ref = words[k][2];
+		chp[k] = &ch[k];
+		k++;
+	}
+	if (k) {
+		u.repo = repo;
+		u.changes = chp;
+		u.n_changes = k;
+		if ((rc = emit_body(c, GRANTD__V1__OP__BODY_REFS, &u)) < 0)
+			goto done;
+		log_info("push recorded repo=%s refs=%zu", repo, k);
+	}
+	buf_printf(&r->out, "replicating %zu ref update%s of %s\n", k,
+		   k == 1 ? "" : "s", repo);
+done:
+	if (rp)
+		grantd__v1__repo__free_unpacked(rp, NULL);
+	free(ch);
+	free(chp);
+	free(words);
+	return rc;
+}
+
 /* ---- admin: users -------------------------------------------------------- */
 
 /* An authorized_keys public key: "TYPE BASE64 [comment]", one line, no
@@ -1497,7 +1563,13 @@ static int count_family(struct control *c, struct req *r, enum store_cf cf,
 		} else {
 			/* users and repos: deleted is field 3 or 5; both
 			 * kinds decode as their own message */
-			if (cf == CF_USERS) {
+			if (cf == CF_REFS) {
+				Grantd__V1__Ref *f = grantd__v1__ref__unpack(
+					NULL, v.len, (const uint8_t *)v.p);
+				live = f && f->target && *f->target;
+				if (f)
+					grantd__v1__ref__free_unpacked(f, NULL);
+			} else if (cf == CF_USERS) {
 				Grantd__V1__User *u = grantd__v1__user__unpack(
 					NULL, v.len, (const uint8_t *)v.p);
 				live = u && !u->deleted;
@@ -1538,7 +1610,7 @@ static int cmd_status(struct control *c, struct req *r)
 {
 	struct node *n = c->n;
 	char digest[2 * DIGEST_LEN + 1];
-	int64_t users, grants, repos;
+	int64_t users, grants, repos, refs;
 	cJSON *j, *applied, *peers, *counts;
 	struct store_iter *it;
 	struct buf v = BUF_INIT;
@@ -1548,7 +1620,8 @@ static int cmd_status(struct control *c, struct req *r)
 
 	if ((rc = count_family(c, r, CF_USERS, &users)) < 0 ||
 	    (rc = count_family(c, r, CF_GRANTS, &grants)) < 0 ||
-	    (rc = count_family(c, r, CF_REPOS, &repos)) < 0)
+	    (rc = count_family(c, r, CF_REPOS, &repos)) < 0 ||
+	    (rc = count_family(c, r, CF_REFS, &refs)) < 0)
 		return rc;
 	digest_hex(digest, n->ops.digest);
 	j = cJSON_CreateObject();
@@ -1593,6 +1666,7 @@ static int cmd_status(struct control *c, struct req *r)
 	cJSON_AddNumberToObject(counts, "users", (double)users);
 	cJSON_AddNumberToObject(counts, "grants", (double)grants);
 	cJSON_AddNumberToObject(counts, "repos", (double)repos);
+	cJSON_AddNumberToObject(counts, "refs", (double)refs);
 	cJSON_AddNumberToObject(counts, "dropped", (double)n->ops.dropped);
 	cJSON_AddNumberToObject(counts, "bad_requests",
 				(double)n->bad_requests);
@@ -1644,6 +1718,8 @@ static const struct cmd cmds[] = {
 	{ "push.check", ON_USER | READS, true, 1, 1, cmd_push_check },
 	{ "repo.read", ON_USER | ON_ADMIN | READS, false, 1, 1, cmd_repo_read },
 	{ "keys.list", ON_USER | ON_ADMIN | READS, false, 0, 0, cmd_keys },
+	{ "hook.refs", ON_USER | ON_ADMIN, false, 2, GD_CTL_MAX_ARGS,
+	  cmd_hook_refs },
 	{ "user.add", ON_ADMIN, false, 1, GD_CTL_MAX_ARGS, cmd_user_add },
 	{ "user.del", ON_ADMIN, false, 1, 1, cmd_user_del },
 	{ "user.list", ON_ADMIN | READS, false, 0, 0, cmd_user_list },
@@ -1687,7 +1763,7 @@ static int dispatch(struct control *c, struct req *r)
 		return bad(r, "no user given");
 	/* A node catching up may not know the user, or that a token was
 	 * used elsewhere: no 2fa change until it is level with its peers. */
-	if (!r->admin && !(cmd->where & READS) && c->n->syncing)
+	if (!r->admin && !strncmp(rq->cmd, "2fa.", 4) && c->n->syncing)
 		return refuse(r, "This site is catching up with its peers; "
 			      "try again in a few seconds.");
 	if (cmd->uses_ip && (!rq->client_ip ||

@@ -7,7 +7,12 @@
  * answers only after one synced commit.  A kill -9 at any moment loses
  * nothing acknowledged: RocksDB's WAL holds every committed batch.
  */
+#define _GNU_SOURCE /* posix_spawn_file_actions_addchdir_np */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <getopt.h>
 #include <git2.h>
 #include <signal.h>
@@ -26,9 +31,12 @@
 #include "node.h"
 #include "otp.h"
 #include "repl.h"
+#include "repos.h"
 #include "syncer.h"
 #include "wire.h"
 #include "banned.h"
+
+extern char **environ;
 
 #define BATCH_MAX 512
 #define SWEEP_INTERVAL_MS (6ULL * 3600 * 1000)
@@ -91,6 +99,83 @@ static int load_keys(struct node *n, uint8_t seal[STORE_SEAL_KEY_LEN],
 	}
 	sodium_memzero(raw, sizeof(raw));
 	return rc;
+}
+
+/* The post-receive hook every hosted repository runs: grant-hook from
+ * beside this program, with this node's config (absolute paths). */
+static int hook_command(struct node *n, const char *cfg_path)
+{
+	char self[PATH_MAX], conf[PATH_MAX];
+	ssize_t k = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	char *slash;
+
+	if (k <= 0 || !realpath(cfg_path, conf))
+		return GD_EIO;
+	self[k] = '\0';
+	if (!(slash = strrchr(self, '/')))
+		return GD_EIO;
+	*slash = '\0';
+	k = snprintf(n->hook_path, sizeof(n->hook_path), "%s/grant-hook",
+		     self);
+	if (k < 0 || (size_t)k >= sizeof(n->hook_path))
+		return GD_EIO;
+	if (strchr(n->hook_path, '\'') || strchr(conf, '\''))
+		return GD_EINVAL;
+	snprintf(n->hook, sizeof(n->hook), "exec '%s' --config '%s'",
+		 n->hook_path, conf);
+	return 0;
+}
+
+/* Run grant-hook (stdin empty) in a repository whose earlier hooks could
+ * not reach the node: it sends what they kept. */
+static void flush_spool(struct node *n, const char *dir)
+{
+	posix_spawn_file_actions_t fa;
+	char *argv[] = { n->hook_path, "--config", NULL, NULL };
+	char conf[PATH_MAX];
+	pid_t pid;
+
+	if (!realpath(n->cfg->path, conf))
+		return;
+	argv[2] = conf;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addchdir_np(&fa, dir);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	if (posix_spawn(&pid, n->hook_path, &fa, NULL, argv, environ) != 0)
+		log_warn("cannot run grant-hook in dir=%s", dir);
+	posix_spawn_file_actions_destroy(&fa);
+}
+
+/* Every hosted repository gets the current hook, and sends what its
+ * hooks kept while the node was away. */
+static void startup_repos(struct node *n)
+{
+	struct store_iter *it;
+	struct buf v = BUF_INIT, path = BUF_INIT;
+	const char *key;
+	size_t klen;
+	struct stat st;
+
+	store_iter_new(&it, n->store, NULL, CF_REPOS, "", 0);
+	while (store_iter_next(it, &key, &klen, &v) > 0) {
+		Grantd__V1__Repo *r = grantd__v1__repo__unpack(
+			NULL, v.len, (const uint8_t *)v.p);
+		if (r && !r->deleted) {
+			repos_install_hook(n->cfg->repo_dir, r->name, n->hook);
+			repos_path(&path, n->cfg->repo_dir, r->name);
+			buf_puts(&path, "/grantd-spool");
+			if (stat(path.p, &st) == 0) {
+				path.len -= strlen("/grantd-spool");
+				path.p[path.len] = '\0';
+				flush_spool(n, path.p);
+			}
+		}
+		if (r)
+			grantd__v1__repo__free_unpacked(r, NULL);
+	}
+	store_iter_free(&it);
+	buf_free(&v);
+	buf_free(&path);
 }
 
 static int make_dirs(const struct config *cfg)
@@ -166,6 +251,8 @@ static int run(struct node *n)
 		repl_handle(n->repl);
 		uint64_t now = hlc_wall_ms();
 		repl_tick(n->repl, now);
+		while (waitpid(-1, NULL, WNOHANG) > 0)
+			; /* reap grant-hook runs */
 		if (now - last_sweep > SWEEP_INTERVAL_MS) {
 			sweep_grants(n);
 			last_sweep = now;
@@ -264,6 +351,12 @@ int main(int argc, char **argv)
 		log_error("cannot load node state: %s", gd_strerror(rc));
 		goto out_store;
 	}
+	if (hook_command(&n, path) < 0) {
+		log_error("cannot name the post-receive hook (paths with a "
+			  "quote?)");
+		goto out_store;
+	}
+	n.ops.hook = n.hook;
 	n.zctx = zmq_ctx_new();
 	if ((rc = syncer_start(&n.syncer, n.store, n.zctx)) < 0)
 		goto out_zmq;
@@ -271,6 +364,7 @@ int main(int argc, char **argv)
 		goto out_syncer;
 	if ((rc = control_open(&n.control, &n, n.zctx)) < 0)
 		goto out_repl;
+	startup_repos(&n);
 	status = run(&n) < 0 ? 1 : 0;
 	control_destroy(&n.control);
 out_repl:

@@ -28,6 +28,8 @@ struct node {
 	bool syncing;          /* catching up: token validation refused */
 	void *zctx;
 	char host[256];        /* the name users ssh to, for hints */
+	char hook_path[4096];  /* grant-hook, beside grantd */
+	char hook[8400];       /* post-receive command line */
 	uint64_t started_ms;
 	uint64_t bad_requests; /* control frames that failed to decode */
 };

@@ -330,6 +330,9 @@ static const struct family {
 	  false },
 	{ GRANTD__V1__OP__BODY_FAILURE, CF_FAILS,
 	  &grantd__v1__failures__descriptor, false },
+	/* a push's records are Refs, one per ref: see apply_refs */
+	{ GRANTD__V1__OP__BODY_REFS, CF_REFS, &grantd__v1__ref__descriptor,
+	  true },
 };
 
 static const struct family *family_of(Grantd__V1__Op__BodyCase body,
@@ -387,6 +390,84 @@ static void record_key(struct buf *k, const Grantd__V1__Op *op)
 	buf_puts(k, name);
 }
 
+static bool oid_zero(const char *oid)
+{
+	return strspn(oid, "0") == 40;
+}
+
+static void loser_key(struct buf *k, const char *repo, const char *ref,
+		      const char *origin, uint64_t hlc)
+{
+	uint8_t be[8];
+	store_be64(be, hlc);
+	buf_reset(k);
+	buf_add(k, repo, strlen(repo) + 1);
+	buf_add(k, ref, strlen(ref) + 1);
+	buf_add(k, origin, strlen(origin) + 1);
+	buf_add(k, be, sizeof(be));
+}
+
+/*
+ * A push: each ref is an LWW register (repo, ref) -> tip.  When two sites
+ * moved a ref from different starting points, the tip that loses is noted
+ * (CF_LOSERS, local) so it can be kept as refs/grantd/conflicts/SITE/REF
+ * once its objects are here; a loser that the winner descends from is no
+ * conflict, which only the objects can tell, so that is decided later.
+ */
+static int apply_refs(struct ops *o, struct store_batch *b,
+		      const Grantd__V1__Op *op)
+{
+	const Grantd__V1__RefUpdate *u = op->refs;
+	struct buf k = BUF_INIT, val = BUF_INIT, old = BUF_INIT, lk = BUF_INIT;
+	int rc = 0;
+
+	for (size_t i = 0; rc == 0 && i < u->n_changes; i++) {
+		const Grantd__V1__RefChange *ch = u->changes[i];
+		Grantd__V1__Ref rec = GRANTD__V1__REF__INIT;
+		Grantd__V1__Ref *cur = NULL;
+		bool won;
+
+		rec.repo = u->repo;
+		rec.ref = ch->ref;
+		rec.target = oid_zero(ch->new_) ? "" : ch->new_;
+		pack_stamped(&val, &rec.base, op->hlc, op->origin);
+		buf_reset(&k);
+		buf_add(&k, u->repo, strlen(u->repo) + 1);
+		buf_puts(&k, ch->ref);
+		rc = store_get(o->store, b, CF_REFS, k.p, k.len, &old);
+		if (rc == 0)
+			cur = grantd__v1__ref__unpack(NULL, old.len,
+						      (const uint8_t *)old.p);
+		else if (rc != GD_ENOTFOUND)
+			break;
+		rc = lww_put(o, b, CF_REFS, k.p, k.len, &val, op->hlc,
+			     op->origin, &won);
+		if (rc == 0 && cur && cur->target && cur->origin) {
+			const char *from = oid_zero(ch->old) ? "" : ch->old;
+			if (won && *cur->target && strcmp(cur->target, from) &&
+			    strcmp(cur->target, rec.target)) {
+				loser_key(&lk, u->repo, ch->ref, cur->origin,
+					  cur->hlc);
+				store_put(b, CF_LOSERS, lk.p, lk.len,
+					  cur->target, strlen(cur->target));
+			} else if (!won && *rec.target &&
+				   strcmp(rec.target, cur->target)) {
+				loser_key(&lk, u->repo, ch->ref, op->origin,
+					  op->hlc);
+				store_put(b, CF_LOSERS, lk.p, lk.len,
+					  rec.target, strlen(rec.target));
+			}
+		}
+		if (cur)
+			grantd__v1__ref__free_unpacked(cur, NULL);
+	}
+	buf_free(&k);
+	buf_free(&val);
+	buf_free(&old);
+	buf_free(&lk);
+	return rc;
+}
+
 /* Effect of one operation on the state families. */
 static int apply_body(struct ops *o, struct store_batch *b,
 		      const Grantd__V1__Op *op)
@@ -402,6 +483,8 @@ static int apply_body(struct ops *o, struct store_batch *b,
 		return apply_mark(o, b, op->mark);
 	if (op->body_case == GRANTD__V1__OP__BODY_FAILURE)
 		return apply_failure(o, b, op->failure);
+	if (op->body_case == GRANTD__V1__OP__BODY_REFS)
+		return apply_refs(o, b, op);
 	pack_stamped(&val, op_body(op), op->hlc, op->origin);
 	record_key(&k, op);
 	rc = lww_put(o, b, f->cf, k.p, k.len, &val, op->hlc, op->origin, &won);
@@ -410,7 +493,7 @@ static int apply_body(struct ops *o, struct store_batch *b,
 	if (rc == 0 && won && op->body_case == GRANTD__V1__OP__BODY_REPO &&
 	    !op->repo->deleted)
 		rc = repos_create(o->cfg->repo_dir, op->repo->name,
-				  op->repo->fork_of);
+				  op->repo->fork_of, o->hook);
 	sodium_memzero(val.p, val.len);
 	buf_free(&k);
 	buf_free(&val);
@@ -512,6 +595,34 @@ void ops_vv_raise(struct ops *o, struct store_batch *b, const char *origin,
 	buf_free(&k);
 }
 
+/* A Ref from a snapshot: the same register apply_refs writes. */
+static int merge_ref(struct ops *o, struct store_batch *b, const void *val,
+		     size_t vlen)
+{
+	Grantd__V1__Ref *r = grantd__v1__ref__unpack(NULL, vlen, val);
+	struct buf k = BUF_INIT, v = BUF_INIT;
+	char norm[NAME_REPO_MAX + 1];
+	bool won;
+	int rc = GD_EPROTO;
+
+	if (!r || !r->repo || !r->ref || !r->target || !r->origin ||
+	    !r->hlc || !name_site_ok(r->origin) ||
+	    name_repo_norm(norm, sizeof(norm), r->repo) < 0 ||
+	    strcmp(norm, r->repo) || !ops_ref_name_ok(r->ref) ||
+	    (*r->target && !ops_oid_ok(r->target)))
+		goto done;
+	buf_add(&k, r->repo, strlen(r->repo) + 1);
+	buf_puts(&k, r->ref);
+	buf_add(&v, val, vlen);
+	rc = lww_put(o, b, CF_REFS, k.p, k.len, &v, r->hlc, r->origin, &won);
+done:
+	if (r)
+		grantd__v1__ref__free_unpacked(r, NULL);
+	buf_free(&k);
+	buf_free(&v);
+	return rc;
+}
+
 int ops_merge_record(struct ops *o, struct store_batch *b, enum store_cf cf,
 		     const void *val, size_t vlen)
 {
@@ -523,6 +634,8 @@ int ops_merge_record(struct ops *o, struct store_batch *b, enum store_cf cf,
 
 	if (!f)
 		return GD_EPROTO;
+	if (cf == CF_REFS)
+		return merge_ref(o, b, val, vlen);
 	m = protobuf_c_message_unpack(f->desc, NULL, vlen, val);
 	if (!m)
 		return GD_EPROTO;
@@ -627,6 +740,31 @@ static bool str_ok(const char *s, size_t max)
 	return s && strnlen(s, max + 1) <= max;
 }
 
+bool ops_oid_ok(const char *s)
+{
+	if (!s || strlen(s) != 40)
+		return false;
+	return strspn(s, "0123456789abcdef") == 40;
+}
+
+bool ops_ref_name_ok(const char *s)
+{
+	size_t n = s ? strnlen(s, 257) : 0;
+
+	if (n < 6 || n > 255 || strncmp(s, "refs/", 5) ||
+	    !strncmp(s, "refs/grantd/", 12) || s[n - 1] == '/' ||
+	    s[n - 1] == '.' || strstr(s, "..") || strstr(s, "//") ||
+	    strstr(s, "/.") || strstr(s, "@{") ||
+	    (n >= 5 && !strcmp(s + n - 5, ".lock")))
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c <= 0x20 || c == 0x7f || strchr("~^:?*[\\", c))
+			return false;
+	}
+	return true;
+}
+
 int ops_check(const Grantd__V1__Op *op, struct buf *err)
 {
 	const char *why = NULL;
@@ -684,6 +822,23 @@ int ops_check(const Grantd__V1__Op *op, struct buf *err)
 			why = "bad repository name";
 		else if (op->repo->n_writers > 4096)
 			why = "too many writers";
+		break;
+	}
+	case GRANTD__V1__OP__BODY_REFS: {
+		char norm[NAME_REPO_MAX + 1];
+		const Grantd__V1__RefUpdate *u = op->refs;
+		if (!u->repo || name_repo_norm(norm, sizeof(norm), u->repo) < 0 ||
+		    strcmp(norm, u->repo))
+			why = "bad repository name";
+		else if (u->n_changes == 0 || u->n_changes > OPS_MAX_REF_CHANGES)
+			why = "ref update out of bounds";
+		for (size_t i = 0; !why && i < u->n_changes; i++) {
+			const Grantd__V1__RefChange *c = u->changes[i];
+			if (!ops_ref_name_ok(c->ref))
+				why = "bad ref name";
+			else if (!ops_oid_ok(c->old) || !ops_oid_ok(c->new_))
+				why = "bad object id";
+		}
 		break;
 	}
 	default:

@@ -30,10 +30,12 @@ struct config;
 /* Bounded by ops_check(). */
 #define OPS_MAX_FAILURES_KEPT 64
 #define OPS_MAX_KEYS 64
+#define OPS_MAX_REF_CHANGES 4096
 
 struct ops {
 	struct store *store;
 	const struct config *cfg;
+	const char *hook;      /* post-receive command for new repositories */
 	char site[65];
 	uint64_t epoch;        /* random, made when the store was created */
 	uint64_t seq;          /* last sequence number given here */
@@ -110,6 +112,13 @@ int ops_truncate_log(struct ops *o, uint64_t cutoff_ms, int max);
  * negative gd_err. */
 int ops_sweep_grants(struct ops *o, struct store_batch *b, int64_t now,
 		     int max);
+
+/* 40 lower-case hex digits. */
+bool ops_oid_ok(const char *s);
+
+/* A ref name grantd replicates: refs/..., git's check-ref-format rules,
+ * and not under refs/grantd/ (ours). */
+bool ops_ref_name_ok(const char *s);
 
 /* Bounds and shape checks for an operation from outside (names, lengths,
  * one body).  Returns 0 or GD_EPROTO with a reason in err. */

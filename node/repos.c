@@ -37,7 +37,42 @@ static int write_alternates(const char *path, const char *parent)
 	return rc;
 }
 
-int repos_create(const char *repo_dir, const char *name, const char *fork_of)
+int repos_install_hook(const char *repo_dir, const char *name,
+		       const char *hook)
+{
+	struct buf path = BUF_INIT, tmp = BUF_INIT, want = BUF_INIT;
+	char have[4096];
+	int rc = 0;
+
+	buf_printf(&path, "%s/%s.git/hooks/post-receive", repo_dir, name);
+	buf_printf(&want, "#!/bin/sh\n# installed by grantd: hand this push to "
+		   "the node, which replicates it to every site\n%s\n", hook);
+	FILE *fp = fopen(path.p, "r");
+	if (fp) {
+		size_t n = fread(have, 1, sizeof(have) - 1, fp);
+		have[n] = '\0';
+		fclose(fp);
+		if (n == want.len && !memcmp(have, want.p, n))
+			goto done;
+	}
+	buf_printf(&tmp, "%s.grantd-tmp", path.p);
+	fp = fopen(tmp.p, "w");
+	if (!fp || fwrite(want.p, 1, want.len, fp) != want.len ||
+	    fchmod(fileno(fp), 0755) < 0 || fclose(fp) != 0 ||
+	    rename(tmp.p, path.p) < 0) {
+		log_error("cannot install post-receive hook repo=%s: %s", name,
+			  strerror(errno));
+		rc = GD_EIO;
+	}
+done:
+	buf_free(&path);
+	buf_free(&tmp);
+	buf_free(&want);
+	return rc;
+}
+
+int repos_create(const char *repo_dir, const char *name, const char *fork_of,
+		 const char *hook)
 {
 	git_repository *repo = NULL;
 	git_repository_init_options io;
@@ -63,6 +98,8 @@ int repos_create(const char *repo_dir, const char *name, const char *fork_of)
 		repos_path(&parent, repo_dir, fork_of);
 		rc = write_alternates(path.p, parent.p);
 	}
+	if (rc == 0 && hook)
+		rc = repos_install_hook(repo_dir, name, hook);
 	log_info("created repository repo=%s%s%s", name,
 		 fork_of && *fork_of ? " fork_of=" : "",
 		 fork_of && *fork_of ? fork_of : "");

@@ -33,6 +33,9 @@ enum store_cf {
 	CF_REPOS,     /* repo name -> Repo */
 	CF_OPLOG,     /* origin \0 epoch(8) seq(8) -> Op (sealed) */
 	CF_VV,        /* origin \0 epoch(8) -> applied seq (8, BE) */
+	CF_REFS,      /* repo \0 ref -> Ref (the replicated tip) */
+	CF_LOSERS,    /* repo \0 ref \0 origin \0 hlc(8) -> tip that lost an
+	               * LWW race; local, for refs/grantd/conflicts */
 	CF__COUNT,
 };
 
