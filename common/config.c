@@ -202,7 +202,8 @@ static int policy_key(struct parse_state *ps, const char *name,
 	if (!strcmp(name, "hotp_lookahead"))
 		return set_int(ps, &p->hotp_lookahead, name, value, 0, 1000);
 	if (!strcmp(name, "lockout_failures"))
-		return set_int(ps, &p->lockout_failures, name, value, 1, 1000);
+		/* at most 64 failures per (user, site) are kept */
+		return set_int(ps, &p->lockout_failures, name, value, 1, 64);
 	return fail(ps, "unknown key '%s' in [policy]%s", name, "");
 }
 

@@ -51,6 +51,10 @@ int name_repo_norm(char *out, size_t outlen, const char *in)
 	size_t n = strlen(in);
 	if (n > 4 && !strcmp(in + n - 4, ".git"))
 		n -= 4;
+	/* "x.git.git" would be stored as "x.git", which is "x" again on the
+	 * next normalisation: refuse it so a name is its own normal form */
+	if (n > 4 && !strncmp(in + n - 4, ".git", 4))
+		return GD_EINVAL;
 	if (n == 0 || n >= outlen || n > NAME_REPO_MAX)
 		return GD_EINVAL;
 	bool part_start = true;
@@ -72,3 +76,35 @@ int name_repo_norm(char *out, size_t outlen, const char *in)
 	out[n] = '\0';
 	return 0;
 }
+
+/* An authorized_keys public key: "TYPE BASE64 [comment]", one line, no
+ * options (grant-keys adds its own) and nothing sshd would parse. */
+bool name_pubkey_ok(const char *k)
+{
+	static const char *types[] = { "ssh-ed25519 ", "ssh-rsa ",
+				       "ecdsa-sha2-nistp256 ",
+				       "ecdsa-sha2-nistp384 ",
+				       "ecdsa-sha2-nistp521 ",
+				       "sk-ssh-ed25519@openssh.com ",
+				       "sk-ecdsa-sha2-nistp256@openssh.com " };
+	const char *p = NULL;
+
+	for (size_t i = 0; i < GD_ARRAY_SIZE(types); i++)
+		if (!strncmp(k, types[i], strlen(types[i])))
+			p = k + strlen(types[i]);
+	if (!p || !*p)
+		return false;
+	size_t n = 0;
+	for (; *p && *p != ' '; p++, n++)
+		if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
+		      (*p >= '0' && *p <= '9') || *p == '+' || *p == '/' ||
+		      *p == '='))
+			return false;
+	if (n < 16)
+		return false;
+	for (; *p; p++)
+		if (*p == '"' || *p == '\\' || *p == '\n' || *p == '\r')
+			return false;
+	return true;
+}
+

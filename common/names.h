@@ -26,4 +26,8 @@ bool name_site_ok(const char *s);
  */
 int name_repo_norm(char *out, size_t outlen, const char *in);
 
+/* An authorized_keys public key: "TYPE BASE64 [comment]", one line, no
+ * options (grant-keys adds its own) and nothing sshd would parse. */
+bool name_pubkey_ok(const char *k);
+
 #endif

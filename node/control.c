@@ -431,14 +431,18 @@ static int cmd_val_subnet(struct control *c, struct req *r)
 
 	if (*s == '/')
 		s++;
+	int bits = r->ip.family == AF_INET ? 32 : 128;
 	errno = 0;
 	long prefix = strtol(s, &end, 10);
-	if (errno || end == s || *end ||
-	    addr_to_net(&net, &r->ip, (int)prefix) < 0 || prefix < 0)
+	/* range-check the long before anything narrows it */
+	if (errno || end == s || *end || prefix < 0 || prefix > bits)
 		return bad(r, "The subnet mask is invalid: '%s' (give it as "
 			   "/NN, e.g. /24)", r->rq->args[0]);
 	if (prefix < widest)
 		return bad(r, "Largest allowed subnet is /%d", widest);
+	if (addr_to_net(&net, &r->ip, (int)prefix) < 0)
+		return bad(r, "The subnet mask is invalid: '%s'",
+			   r->rq->args[0]);
 	return do_val(c, r, r->rq->args[1], &net, NULL,
 		      c->n->cfg->policy.grant_subnet);
 }
@@ -967,37 +971,6 @@ done:
 
 /* ---- admin: users -------------------------------------------------------- */
 
-/* An authorized_keys public key: "TYPE BASE64 [comment]", one line, no
- * options (grant-keys adds its own) and nothing sshd would parse. */
-static bool pubkey_ok(const char *k)
-{
-	static const char *types[] = { "ssh-ed25519 ", "ssh-rsa ",
-				       "ecdsa-sha2-nistp256 ",
-				       "ecdsa-sha2-nistp384 ",
-				       "ecdsa-sha2-nistp521 ",
-				       "sk-ssh-ed25519@openssh.com ",
-				       "sk-ecdsa-sha2-nistp256@openssh.com " };
-	const char *p = NULL;
-
-	for (size_t i = 0; i < GD_ARRAY_SIZE(types); i++)
-		if (!strncmp(k, types[i], strlen(types[i])))
-			p = k + strlen(types[i]);
-	if (!p || !*p)
-		return false;
-	size_t n = 0;
-	for (; *p && *p != ' '; p++, n++)
-		if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
-		      (*p >= '0' && *p <= '9') || *p == '+' || *p == '/' ||
-		      *p == '='))
-			return false;
-	if (n < 16)
-		return false;
-	for (; *p; p++)
-		if (*p == '"' || *p == '\\' || *p == '\n' || *p == '\r')
-			return false;
-	return true;
-}
-
 static bool name_arg(struct req *r, const char *name)
 {
 	if (name_user_ok(name))
@@ -1030,7 +1003,7 @@ static int cmd_user_add(struct control *c, struct req *r)
 			goto done;
 		}
 		a = r->rq->args[++i];
-		if (!pubkey_ok(a)) {
+		if (!name_pubkey_ok(a)) {
 			bad(r, "not an SSH public key: want one line 'TYPE "
 			    "BASE64 [comment]' as in a .pub file");
 			goto done;
@@ -1913,9 +1886,11 @@ static void send_reply(struct req *r)
 	if (!frame)
 		abort();
 	grantd__v1__reply__pack(&rep, frame);
-	if (zmq_send(r->sock, r->ident.p, r->ident.len, ZMQ_SNDMORE) < 0 ||
-	    zmq_send(r->sock, "", 0, ZMQ_SNDMORE) < 0 ||
-	    zmq_send(r->sock, frame, len, 0) < 0)
+	/* never block the node on a client that does not read its answers */
+	if (zmq_send(r->sock, r->ident.p, r->ident.len,
+		     ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0 ||
+	    zmq_send(r->sock, "", 0, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0 ||
+	    zmq_send(r->sock, frame, len, ZMQ_DONTWAIT) < 0)
 		log_warn("reply not delivered: %s", zmq_strerror(errno));
 	/* the reply may hold a fresh secret (enroll) */
 	sodium_memzero(frame, len);
@@ -1924,6 +1899,9 @@ static void send_reply(struct req *r)
 
 static void req_free(struct req *r)
 {
+	/* arguments may carry a secret (grantctl enroll --secret) */
+	for (size_t i = 0; r->rq && i < r->rq->n_args; i++)
+		sodium_memzero(r->rq->args[i], strlen(r->rq->args[i]));
 	if (r->rq)
 		grantd__v1__request__free_unpacked(r->rq, NULL);
 	if (r->out.p)

@@ -14,7 +14,11 @@ uint64_t hlc_wall_ms(void)
 uint64_t hlc_tick(struct hlc *h, uint64_t wall_ms)
 {
 	uint64_t phys = wall_ms << HLC_LOGICAL_BITS;
-	h->last = phys > h->last ? phys : h->last + 1;
+	/* saturate rather than wrap to 0 (peers bound stamps, see repl.c) */
+	if (phys > h->last)
+		h->last = phys;
+	else if (h->last < UINT64_MAX)
+		h->last++;
 	return h->last;
 }
 

@@ -16,6 +16,7 @@
 #include "config.h"
 #include "err.h"
 #include "log.h"
+#include "addr.h"
 #include "names.h"
 #include "ops.h"
 #include "repos.h"
@@ -197,7 +198,9 @@ static int lww_put(struct ops *o, struct store_batch *b, enum store_cf cf,
 	if (rc == 0) {
 		Grantd__V1__Stamped *st = grantd__v1__stamped__unpack(
 			NULL, old.len, (const uint8_t *)old.p);
-		bool later = st && stamp_after(hlc, origin, st->hlc, st->origin);
+		/* a record that does not decode loses to anything */
+		bool later = !st ||
+			     stamp_after(hlc, origin, st->hlc, st->origin);
 		if (st)
 			grantd__v1__stamped__free_unpacked(st, NULL);
 		if (!later)
@@ -222,6 +225,11 @@ static int apply_mark(struct ops *o, struct store_batch *b,
 	struct buf k = BUF_INIT, old = BUF_INIT, val = BUF_INIT;
 	Grantd__V1__Mark merged = *m;
 	int rc;
+
+	/* fields of a newer protocol would make the bytes, and so the
+	 * digest, depend on which copy arrived first */
+	merged.base.n_unknown_fields = 0;
+	merged.base.unknown_fields = NULL;
 
 	ops_key_mark(&k, m->user, m->enroll_id);
 	rc = store_get(o->store, b, CF_MARKS, k.p, k.len, &old);
@@ -543,6 +551,7 @@ done:
 
 int ops_local(struct ops *o, struct store_batch *b, Grantd__V1__Op *op)
 {
+	struct buf why = BUF_INIT;
 	bool applied;
 	int rc;
 
@@ -552,6 +561,13 @@ int ops_local(struct ops *o, struct store_batch *b, Grantd__V1__Op *op)
 	if (!op->has_hlc || !op->hlc)
 		op->hlc = hlc_now(&o->hlc);
 	op->has_hlc = 1;
+	/* what peers would refuse is never made here: one refused operation
+	 * would stop every later one of this origin at every peer */
+	if ((rc = ops_check(op, &why)) < 0) {
+		log_error("operation refused before it was made: %s", why.p);
+		buf_free(&why);
+		return GD_EINVAL;
+	}
 	rc = ops_apply(o, b, op, &applied);
 	if (rc == 0) {
 		size_t n = grantd__v1__op__get_packed_size(op);
@@ -781,25 +797,40 @@ int ops_check(const Grantd__V1__Op *op, struct buf *err)
 		else if (op->user->n_keys > OPS_MAX_KEYS)
 			why = "too many keys";
 		for (size_t i = 0; !why && i < op->user->n_keys; i++)
-			if (!str_ok(op->user->keys[i], 16384))
-				why = "key too long";
+			if (!str_ok(op->user->keys[i], 16384) ||
+			    !name_pubkey_ok(op->user->keys[i]))
+				why = "bad ssh key";
 		break;
-	case GRANTD__V1__OP__BODY_ENROLL:
-		if (!op->enroll->user || !name_user_ok(op->enroll->user))
+	case GRANTD__V1__OP__BODY_ENROLL: {
+		const Grantd__V1__Enrollment *e = op->enroll;
+		if (!e->user || !name_user_ok(e->user))
 			why = "bad user name";
-		else if (op->enroll->secret.len > 128 ||
-			 op->enroll->n_scratch > 16)
+		else if (e->secret.len > 128 || e->n_scratch > 16)
 			why = "enrollment out of bounds";
+		else if (!e->deleted &&
+			 ((e->kind != GRANTD__V1__OTP_KIND__OTP_TOTP &&
+			   e->kind != GRANTD__V1__OTP_KIND__OTP_HOTP) ||
+			  (e->digits != 6 && e->digits != 8) ||
+			  (e->kind == GRANTD__V1__OTP_KIND__OTP_TOTP &&
+			   (e->period < 10 || e->period > 300)) ||
+			  e->secret.len == 0))
+			why = "bad enrollment settings";
 		break;
-	case GRANTD__V1__OP__BODY_GRANT:
+	}
+	case GRANTD__V1__OP__BODY_GRANT: {
+		struct gd_net net;
 		if (!op->grant->user || !name_user_ok(op->grant->user))
 			why = "bad user name";
+		else if (!op->grant->net ||
+			 addr_parse(&net, op->grant->net, true) < 0)
+			why = "bad grant address";
 		else if (!str_ok(op->grant->net, 64) ||
 			 !str_ok(op->grant->session ? op->grant->session : "",
 				 256) ||
 			 !str_ok(op->grant->site ? op->grant->site : "", 64))
 			why = "grant out of bounds";
 		break;
+	}
 	case GRANTD__V1__OP__BODY_MARK:
 		if (!op->mark->user || !name_user_ok(op->mark->user))
 			why = "bad user name";
@@ -816,12 +847,23 @@ int ops_check(const Grantd__V1__Op *op, struct buf *err)
 		break;
 	case GRANTD__V1__OP__BODY_REPO: {
 		char norm[NAME_REPO_MAX + 1];
-		if (!op->repo->name ||
-		    name_repo_norm(norm, sizeof(norm), op->repo->name) < 0 ||
-		    strcmp(norm, op->repo->name))
+		const Grantd__V1__Repo *rp = op->repo;
+		if (!rp->name || name_repo_norm(norm, sizeof(norm), rp->name) < 0 ||
+		    strcmp(norm, rp->name))
 			why = "bad repository name";
-		else if (op->repo->n_writers > 4096)
+		else if (rp->fork_of && *rp->fork_of &&
+			 (name_repo_norm(norm, sizeof(norm), rp->fork_of) < 0 ||
+			  strcmp(norm, rp->fork_of)))
+			why = "bad fork parent";
+		else if (rp->mode != GRANTD__V1__REPO_MODE__MODE_OFF &&
+			 rp->mode != GRANTD__V1__REPO_MODE__MODE_OPT_IN &&
+			 rp->mode != GRANTD__V1__REPO_MODE__MODE_REQUIRED)
+			why = "bad repository mode";
+		else if (rp->n_writers > 4096)
 			why = "too many writers";
+		for (size_t i = 0; !why && i < rp->n_writers; i++)
+			if (!rp->writers[i] || !name_user_ok(rp->writers[i]))
+				why = "bad writer name";
 		break;
 	}
 	case GRANTD__V1__OP__BODY_REFS: {

@@ -86,8 +86,10 @@ int policy_lock_state(struct node *n, struct store_batch *b, const char *user,
 	if (rc == 0) {
 		Grantd__V1__Unlock *u = grantd__v1__unlock__unpack(
 			NULL, v.len, (const uint8_t *)v.p);
+		/* an unlock stamped in the future ends at now, not later */
 		if (u && hlc_ms(u->hlc) > since)
-			since = hlc_ms(u->hlc);
+			since = hlc_ms(u->hlc) < now_ms ? hlc_ms(u->hlc) :
+							   now_ms;
 		if (u)
 			grantd__v1__unlock__free_unpacked(u, NULL);
 	} else if (rc != GD_ENOTFOUND) {

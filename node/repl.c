@@ -26,12 +26,14 @@
 #define RANGE_MAX_OPS 4096
 #define RANGE_MAX_BYTES (8 * 1024 * 1024)
 #define RANGE_TIMEOUT_MS 5000
-#define PEER_MSG_MAX (16 * 1024 * 1024)
+#define PEER_MSG_MAX (16 * 1024 * 1024) /* range and snapshot replies */
+#define SUB_MSG_MAX (1024 * 1024)       /* one operation or heartbeat */
 #define SYNC_GRACE_MS 5000
 #define SYNC_MAX_MS 60000
 #define CONNECTED_MS 1500
 #define MAX_SKEW_MS (120 * 1000)
 #define HANDLE_MAX 256
+#define MAX_VV 4096             /* (origin, epoch) entries in a vector */
 #define HANDLE_MAX_SAMPLES 4096
 #define TRUNCATE_MAX 100000
 
@@ -326,12 +328,21 @@ static void *curve_server(struct repl *r, int type, const char *endpoint,
 	if (!s)
 		return NULL;
 	set_common(s, maxmsg);
-	zmq_setsockopt(s, ZMQ_CURVE_SERVER, &one, sizeof(one));
-	zmq_setsockopt(s, ZMQ_CURVE_SECRETKEY, r->n->curve_sec, Z85_KEY_LEN);
-	zmq_setsockopt(s, ZMQ_ZAP_DOMAIN, ZAP_DOMAIN, strlen(ZAP_DOMAIN));
-	zmq_setsockopt(s, ZMQ_ZAP_ENFORCE_DOMAIN_OPT, &one, sizeof(one));
-	if (type == ZMQ_ROUTER)
-		zmq_setsockopt(s, ZMQ_ROUTER_MANDATORY, &one, sizeof(one));
+	/* fail closed: a socket without all of these must not exist */
+	if (zmq_setsockopt(s, ZMQ_CURVE_SERVER, &one, sizeof(one)) < 0 ||
+	    zmq_setsockopt(s, ZMQ_CURVE_SECRETKEY, r->n->curve_sec,
+			   Z85_KEY_LEN) < 0 ||
+	    zmq_setsockopt(s, ZMQ_ZAP_DOMAIN, ZAP_DOMAIN,
+			   strlen(ZAP_DOMAIN)) < 0 ||
+	    zmq_setsockopt(s, ZMQ_ZAP_ENFORCE_DOMAIN_OPT, &one,
+			   sizeof(one)) < 0 ||
+	    (type == ZMQ_ROUTER &&
+	     zmq_setsockopt(s, ZMQ_ROUTER_MANDATORY, &one, sizeof(one)) < 0)) {
+		log_error("cannot secure endpoint=%s: %s", endpoint,
+			  zmq_strerror(errno));
+		zmq_close(s);
+		return NULL;
+	}
 	if (zmq_bind(s, endpoint) < 0) {
 		log_error("cannot bind endpoint=%s: %s", endpoint,
 			  zmq_strerror(errno));
@@ -350,9 +361,17 @@ static void *curve_client(struct repl *r, int type, const char *endpoint,
 	if (!s)
 		return NULL;
 	set_common(s, maxmsg);
-	zmq_setsockopt(s, ZMQ_CURVE_SERVERKEY, server_key, Z85_KEY_LEN);
-	zmq_setsockopt(s, ZMQ_CURVE_PUBLICKEY, r->n->curve_pub, Z85_KEY_LEN);
-	zmq_setsockopt(s, ZMQ_CURVE_SECRETKEY, r->n->curve_sec, Z85_KEY_LEN);
+	if (zmq_setsockopt(s, ZMQ_CURVE_SERVERKEY, server_key,
+			   Z85_KEY_LEN) < 0 ||
+	    zmq_setsockopt(s, ZMQ_CURVE_PUBLICKEY, r->n->curve_pub,
+			   Z85_KEY_LEN) < 0 ||
+	    zmq_setsockopt(s, ZMQ_CURVE_SECRETKEY, r->n->curve_sec,
+			   Z85_KEY_LEN) < 0) {
+		log_error("cannot secure endpoint=%s: %s", endpoint,
+			  zmq_strerror(errno));
+		zmq_close(s);
+		return NULL;
+	}
 	if (type == ZMQ_DEALER)
 		zmq_setsockopt(s, ZMQ_IMMEDIATE, &one, sizeof(one));
 	if (type == ZMQ_SUB)
@@ -401,7 +420,7 @@ int repl_open(struct repl **out, struct node *n)
 	for (int i = 0; i < r->npeers; i++) {
 		struct peer *p = &r->peers[i];
 		p->sub = curve_client(r, ZMQ_SUB, p->cfg->publish,
-				      p->cfg->public_key, PEER_MSG_MAX);
+				      p->cfg->public_key, SUB_MSG_MAX);
 		p->dealer = curve_client(r, ZMQ_DEALER, p->cfg->sync,
 					 p->cfg->public_key, PEER_MSG_MAX);
 		if (!p->sub || !p->dealer)
@@ -466,6 +485,25 @@ int repl_pollitems(struct repl *r, zmq_pollitem_t *items, int max)
 
 /* ---- applying --------------------------------------------------------------- */
 
+static bool origin_known(struct repl *r, const char *origin)
+{
+	if (!strcmp(origin, r->n->ops.site))
+		return true;
+	for (int i = 0; i < r->npeers; i++)
+		if (!strcmp(r->peers[i].cfg->site, origin))
+			return true;
+	return false;
+}
+
+/* A stream that keeps failing (an operation that does not check, or one
+ * from a clock far ahead): no new range requests to that peer for a
+ * while, instead of asking again every loop. */
+static void back_off(struct peer *p, uint64_t now_ms)
+{
+	p->range_inflight = true;
+	p->range_sent_ms = now_ms;
+}
+
 static void apply_op(struct repl *r, struct peer *p, const Grantd__V1__Op *op,
 		     uint64_t sent_us, uint64_t now_ms)
 {
@@ -473,23 +511,28 @@ static void apply_op(struct repl *r, struct peer *p, const Grantd__V1__Op *op,
 	bool applied;
 	int rc;
 
-	if (ops_check(op, &why) < 0) {
+	if (ops_check(op, &why) == 0 && !origin_known(r, op->origin))
+		buf_puts(&why, "unknown origin site");
+	else if (why.len == 0 && hlc_ms(op->hlc) > now_ms + MAX_SKEW_MS)
+		buf_printf(&why, "stamped %llu ms in the future (check the "
+			   "clock of origin=%s)",
+			   (unsigned long long)(hlc_ms(op->hlc) - now_ms),
+			   op->origin);
+	if (why.len) {
 		r->n->ops.dropped++;
-		log_warn("peer operation dropped peer=%s: %s", p->cfg->site,
-			 why.p);
+		if (now_ms - r->last_skew_log_ms > 1000) {
+			r->last_skew_log_ms = now_ms;
+			log_error("peer operation dropped peer=%s origin=%s "
+				  "seq=%llu: %s dropped=%llu", p->cfg->site,
+				  op->origin ? op->origin : "-",
+				  (unsigned long long)op->seq, why.p,
+				  (unsigned long long)r->n->ops.dropped);
+		}
+		back_off(p, now_ms);
 		buf_free(&why);
 		return;
 	}
 	buf_free(&why);
-	if (hlc_ms(op->hlc) > now_ms + MAX_SKEW_MS &&
-	    now_ms - r->last_skew_log_ms > 10000) {
-		r->last_skew_log_ms = now_ms;
-		log_error("CLOCK SKEW: operation from origin=%s is %llu ms in "
-			  "the future (via peer=%s); check its clock",
-			  op->origin,
-			  (unsigned long long)(hlc_ms(op->hlc) - now_ms),
-			  p->cfg->site);
-	}
 	rc = ops_apply(&r->n->ops, r->batch, op, &applied);
 	if (rc == GD_EINVAL) {
 		/* a gap: fetch what is missing from whoever sent it */
@@ -851,7 +894,7 @@ static void take_heartbeat(struct peer *p, Grantd__V1__PeerMsg *m)
 	m->heartbeat = NULL;
 	m->body_case = GRANTD__V1__PEER_MSG__BODY__NOT_SET;
 	for (size_t i = 0; i < p->hb->n_vv; i++)
-		if (!p->hb->vv[i]->origin ||
+		if (p->hb->n_vv > MAX_VV || !p->hb->vv[i]->origin ||
 		    !name_site_ok(p->hb->vv[i]->origin)) {
 			grantd__v1__heartbeat__free_unpacked(p->hb, NULL);
 			p->hb = NULL;

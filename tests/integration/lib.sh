@@ -57,8 +57,16 @@ t_ports_free() {
 		done
 	done
 }
+# Two runs of the same test started together would both find the address
+# free: each run holds a lock on its address for as long as it lives.
+t_addr_lock() {
+	exec {T_LOCK_FD}>"/tmp/grantd-it.addr.$T_ADDR.lock" || return 1
+	flock -n "$T_LOCK_FD" && return 0
+	exec {T_LOCK_FD}>&-
+	return 1
+}
 for ((i = 0; i < 50; i++)); do
-	t_ports_free && break
+	t_addr_lock && { t_ports_free && break; exec {T_LOCK_FD}>&-; }
 	T_ADDR=127.$((100 + (T_HASH + i + 1) % 100)).$(((T_HASH / 100) % 250 + 1)).1
 done
 T_PUB_PORT=$((T_SSH_PORT + 1))
@@ -223,6 +231,11 @@ t_done() {
 					t_fail "grantd${name:+ ($name)} still runs ${GD_TIMEOUT}s after SIGTERM"
 					kill -KILL "$pid" 2>/dev/null
 				fi
+			else
+				# started and never stopped by the test: it died
+				wait "$pid" 2>/dev/null
+				t_fail "grantd${name:+ ($name)} died by itself (exit status $?)" \
+					"$(tail -n 20 "$d/grantd.log" 2>/dev/null)"
 			fi
 			rm -f "$d/grantd.pid"
 		fi

@@ -5,7 +5,7 @@
 # with ".." or outside repo_dir are never served.
 . "$(dirname "$0")/lib.sh"
 
-t_site_up lockout_failures=1000   # a miscounted failure shows in the digest, not as a lockout
+t_site_up lockout_failures=64   # a miscounted failure shows in the digest, not as a lockout
 t_user alice
 AS=$(gd_base32_secret)
 t_expect 0 "enroll alice --hotp" t_ctl enroll alice --hotp --secret "$AS" --digits 6

@@ -4,7 +4,7 @@
 # the same answer everywhere; in HLC order the later one wins.
 . "$(dirname "$0")/lib.sh"
 
-t_cluster_up lockout_failures=1000
+t_cluster_up lockout_failures=64
 t_suser paloalto kim
 KS=$(gd_base32_secret)
 t_expect 0 "paloalto: enroll kim --hotp" t_c paloalto enroll kim --hotp --secret "$KS" --digits 6

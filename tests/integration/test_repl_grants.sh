@@ -97,4 +97,9 @@ done
 
 t_section "the end: all agree"
 t_expect_converged "equal digests at all three sites" 10
+for s in "${T_SITES[@]}"; do
+	t_run t_sj "$s" 'j["replication"]["latency_us"]'
+	t_check "$s: status --json reports replication latency of applied peer operations ($OUT)" \
+		eval '[[ $OUT == *"\"p99\""* && $OUT != *"\"count\": 0"* ]]'
+done
 t_done

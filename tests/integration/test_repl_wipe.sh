@@ -66,10 +66,14 @@ t_expect 0 "portland: check kim 127.0.7.12 w allowed (granted at the rebuilt mon
 
 t_section "portland loses its disk with both peers up; grantctl rebuild"
 t_kill9 portland
+t_expect_soon 1 5 "montreal: grantctl rebuild --from portland (down) is refused" \
+	t_c montreal rebuild --from portland
+t_has "... saying it cannot reach it" "$(t_c montreal rebuild --from portland 2>&1)" "cannot reach"
 rm -rf "$(t_dir portland)/data"
 t_start portland
 t_expect 0 "portland: grantctl rebuild --from montreal" t_c portland rebuild --from montreal
-t_expect nz "portland: grantctl rebuild --from nosuchsite fails" t_c portland rebuild --from nosuchsite
+t_expect 2 "portland: grantctl rebuild --from nosuchsite exits 2" t_c portland rebuild --from nosuchsite
+t_expect 2 "portland: grantctl rebuild --from portland (itself) exits 2" t_c portland rebuild --from portland
 t_expect_converged "all three converge" 20
 t_expect 0 "portland: check kim 127.0.7.12 w allowed" t_c portland check kim 127.0.7.12 w
 t_run t_sh portland 127.0.7.14 kim 2fa val "$(t_hotp "$KS" 3)"

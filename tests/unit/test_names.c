@@ -111,7 +111,8 @@ static void test_repo_ok(void **state)
 	repo_is("a.b/c", "a.b/c");
 	repo_is("a/b.git", "a/b");
 	repo_is("a..b", "a..b");          /* dots inside a part are fine */
-	repo_is("foo.git.git", "foo.git"); /* only one .git is dropped */
+	/* only one .git is dropped, and a name must be its own normal form:
+	 * "foo.git.git" would become "foo.git", which is "foo" next time */
 	repo_is("foo.gitx", "foo.gitx");
 }
 
@@ -122,6 +123,7 @@ static void test_repo_leading_slash(void **state)
 	repo_is("/etc/passwd", "etc/passwd");
 	repo_is("/srv/git/foo.git", "srv/git/foo");
 	/* only one is dropped: the rest must still be a clean name */
+	repo_bad("foo.git.git");
 	repo_bad("//foo");
 	repo_bad("~//foo");
 	repo_bad("/~/foo");

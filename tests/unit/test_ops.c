@@ -157,6 +157,21 @@ static void stamp(struct top *t, const char *origin, uint64_t seq,
 	t->op.hlc = hlc, t->op.has_hlc = 1;
 }
 
+/* A well-formed public key line whose comment is label, so tests can name
+ * keys briefly and still pass ops_check. */
+#define TEST_KEY_PREFIX                                                        \
+	"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHLAx+6EsJuGELLoK4oqtzjiFQlr/4K" \
+	"ExvUYKBZ/LSGg "
+
+static const char *key_of(const char *label)
+{
+	static char bufs[8][256];
+	static int next;
+	char *b = bufs[next++ % 8];
+	snprintf(b, sizeof(bufs[0]), "%s%s", TEST_KEY_PREFIX, label);
+	return b;
+}
+
 static Grantd__V1__Op *op_user(struct top *t, const char *origin,
 			       uint64_t seq, uint64_t hlc, const char *name,
 			       const char *key)
@@ -164,7 +179,7 @@ static Grantd__V1__Op *op_user(struct top *t, const char *origin,
 	stamp(t, origin, seq, hlc);
 	grantd__v1__user__init(&t->user);
 	t->user.name = (char *)name;
-	t->keys[0] = (char *)key;
+	t->keys[0] = key ? (char *)key_of(key) : NULL;
 	t->user.keys = t->keys;
 	t->user.n_keys = key ? 1 : 0;
 	t->op.body_case = GRANTD__V1__OP__BODY_USER;
@@ -543,7 +558,7 @@ static void test_lww_equal_hlc_greater_origin_wins(void **state)
 		assert_string_equal(u->origin, "portland");
 		assert_int_equal(u->hlc, h);
 		assert_int_equal(u->n_keys, 1);
-		assert_string_equal(u->keys[0], "key-po");
+		assert_string_equal(u->keys[0], key_of("key-po"));
 		free_rec(u);
 		Grantd__V1__Grant *g = get_grant(&f->n[i], "bob", "10.0.0.0/8");
 		assert_int_equal(g->expires, 222);
@@ -581,7 +596,7 @@ static void test_lww_users_enroll_unlock(void **state)
 		struct node *n = &f->n[i];
 		Grantd__V1__User *u = get_rec(n, CF_USERS, "carol", 5,
 					      &grantd__v1__user__descriptor);
-		assert_string_equal(u->keys[0], "new-key");
+		assert_string_equal(u->keys[0], key_of("new-key"));
 		assert_string_equal(u->origin, "sitea");
 		free_rec(u);
 		/* sealed at rest, opened by store_get */
@@ -855,7 +870,7 @@ static void test_oplog(void **state)
 	assert_int_equal(ops_vv_get(&n->o, NULL, "siteb", EPOCH), 1);
 	Grantd__V1__User *u = get_rec(n, CF_USERS, "frank", 5,
 				      &grantd__v1__user__descriptor);
-	assert_string_equal(u->keys[0], "k2");
+	assert_string_equal(u->keys[0], key_of("k2"));
 	free_rec(u);
 
 	buf_add(&k, "siteb", 6);
@@ -871,7 +886,7 @@ static void test_oplog(void **state)
 	assert_int_equal(op->seq, 1);
 	assert_int_equal(op->hlc, HLC(100, 0));
 	assert_int_equal(op->body_case, GRANTD__V1__OP__BODY_USER);
-	assert_string_equal(op->user->keys[0], "k1");
+	assert_string_equal(op->user->keys[0], key_of("k1"));
 	grantd__v1__op__free_unpacked(op, NULL);
 	buf_free(&k);
 	buf_free(&v);
@@ -918,7 +933,7 @@ static void test_gap(void **state)
 	assert_null(get_grant(n, "gina", "192.0.2.9"));
 	Grantd__V1__User *u = get_rec(n, CF_USERS, "gina", 4,
 				      &grantd__v1__user__descriptor);
-	assert_string_equal(u->keys[0], "k1");
+	assert_string_equal(u->keys[0], key_of("k1"));
 	free_rec(u);
 	assert_int_equal(ops_vv_get(&n->o, NULL, "sitea", EPOCH), 1);
 
@@ -1243,7 +1258,10 @@ static void test_check(void **state)
 	t.fail.n_at_ms = OPS_MAX_FAILURES_KEPT + 1;
 	check_refused(&t.op, "bad failure record");
 	check_refused(op_grant(&t, "paloalto", 1, 1, "alice", NULL, 1, false),
-		      "grant out of bounds");
+		      "bad grant address");
+	check_refused(op_grant(&t, "paloalto", 1, 1, "alice", "10.0.0.1/33", 1,
+			       false),
+		      "bad grant address");
 	check_refused(op_repo(&t, "paloalto", 1, 1, "../etc",
 			      GRANTD__V1__REPO_MODE__MODE_OFF, false),
 		      "bad repository name");

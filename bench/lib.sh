@@ -1,0 +1,91 @@
+# bench/lib.sh: what the bench/ drivers (bench/run, bench/run-repl) share:
+# building the node and the bench programs in a build directory of their
+# own, checking that the sites go on a real disk, and the header line that
+# says what was measured.  Sites and nodes are made with deploy/lib.sh.
+#
+# Source it from bash after setting BENCH_PROG (the driver's name, for
+# messages).  Environment, read by both drivers:
+#   GRANTD_BENCH_BUILD  build directory (default /var/tmp/grantd-bench-build;
+#                       the drivers share it, and a lock serialises builds)
+#   GRANTD_BENCH_REV    build the node of this git revision (e.g. HEAD)
+#                       instead of the work tree, with this work tree's
+#                       bench/: for a stable figure while the tree is edited
+#   GRANTD_BENCH_DIR    parent of the temporary sites (default /var/tmp;
+#                       must not be tmpfs, so fsync is real)
+#   GRANTD_BENCH_KEEP=1 keep the site directories and the nodes' logs
+# The build is RelWithDebInfo (-O2 -g), so perf can name functions.
+#
+# shellcheck shell=bash
+# shellcheck disable=SC2034 # bench_bin, bench_rev are for the drivers
+
+BENCH_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BENCH_PROG=${BENCH_PROG:-bench}
+BENCH_PARENT=${GRANTD_BENCH_DIR:-/var/tmp}
+bench_rev=
+bench_bin=
+
+bench_say() { printf '%s: %s\n' "$BENCH_PROG" "$*" >&2; }
+
+# bench_build TARGET...: configure (once) and build TARGETs; sets bench_bin
+# (the directory of the programs) and bench_rev (the revision built, empty
+# for the work tree).  Returns 2 on failure, having said why.
+bench_build() {
+	local src=$BENCH_ROOT
+	local build=${GRANTD_BENCH_BUILD:-/var/tmp/grantd-bench-build}
+	if [[ -n ${GRANTD_BENCH_REV:-} ]]; then
+		bench_rev=$(git -C "$BENCH_ROOT" rev-parse --short \
+			"$GRANTD_BENCH_REV") ||
+			{ bench_say "no revision '$GRANTD_BENCH_REV'"; return 2; }
+		src=/var/tmp/grantd-bench-$bench_rev
+		build=$src/build
+		if [[ ! -f $src/CMakeLists.txt ]]; then
+			mkdir -p "$src"
+			git -C "$BENCH_ROOT" archive "$bench_rev" | tar -x -C "$src"
+		fi
+		rm -rf "$src/bench"
+		cp -r "$BENCH_ROOT/bench" "$src/bench"
+	fi
+	mkdir -p "$build"
+	# Its own build directory: bench/ is only part of the tree when
+	# GRANTD_TESTS=ON, and a developer's build/ is left as it is.  Two
+	# drivers started at once take turns.
+	(
+		flock 9
+		if [[ ! -f $build/CMakeCache.txt ]]; then
+			bench_say "configuring $build"
+			cmake -S "$src" -B "$build" -DGRANTD_TESTS=ON \
+				-DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null ||
+				{ bench_say "cmake configure failed"; exit 2; }
+		fi
+		cmake --build "$build" -j"$(nproc)" --target "$@" \
+			>"$build/bench-build.log" 2>&1 ||
+			{ tail -n 30 "$build/bench-build.log" >&2
+			  bench_say "build failed"; exit 2; }
+	) 9>"$build/.bench-build.lock" || return 2
+	bench_bin=$build/bin
+}
+
+# bench_check_disk: the parent of the sites is on a real disk.
+bench_check_disk() {
+	local fstype
+	fstype=$(stat -f -c %T "$BENCH_PARENT") ||
+		{ bench_say "no directory $BENCH_PARENT"; return 2; }
+	if [[ $fstype == tmpfs || $fstype == ramfs ]]; then
+		bench_say "$BENCH_PARENT is $fstype: fsync would cost nothing;" \
+			"set GRANTD_BENCH_DIR"
+		return 2
+	fi
+}
+
+# bench_header TITLE DIR: the first line of the figures: when, which node,
+# which build, how many cores, the file system of DIR, the load.
+bench_header() {
+	local head
+	head=$(git -C "$BENCH_ROOT" rev-parse --short HEAD 2>/dev/null ||
+		echo -)
+	echo "$1: $(date -u '+%Y-%m-%d %H:%M:%SZ')" \
+		"node=${bench_rev:+commit $bench_rev}${bench_rev:-work tree on $head}" \
+		"build=RelWithDebInfo cores=$(nproc)" \
+		"data_dir_fs=$(stat -f -c %T "$2")" \
+		"loadavg=$(cut -d' ' -f1-3 /proc/loadavg)"
+}
