@@ -50,6 +50,8 @@ static void meta_put_u64(struct store_batch *b, const char *key, uint64_t val)
 	store_put(b, CF_META, key, strlen(key), be, sizeof(be));
 }
 
+static int vv_load(struct ops *o);
+
 int ops_reload(struct ops *o)
 {
 	struct buf v = BUF_INIT;
@@ -57,6 +59,8 @@ int ops_reload(struct ops *o)
 	int rc;
 
 	o->seq = 0;
+	if ((rc = vv_load(o)) < 0)
+		goto done;
 	if ((rc = meta_u64(o->store, META_EPOCH, &o->epoch)) < 0)
 		goto done;
 	rc = meta_u64(o->store, META_SEQ, &o->seq);
@@ -114,6 +118,9 @@ void ops_close(struct ops *o)
 {
 	ops_outbox_clear(o);
 	buf_free(&o->outbox);
+	free(o->vv);
+	o->vv = NULL;
+	o->nvv = o->capvv = 0;
 }
 
 uint64_t ops_stamp(struct ops *o)
@@ -155,18 +162,76 @@ static void vv_key(struct buf *k, const char *origin, uint64_t epoch)
 	buf_add(k, be, sizeof(be));
 }
 
+static struct ops_vv *vv_find(struct ops *o, const char *origin,
+			      uint64_t epoch, bool add)
+{
+	for (size_t i = 0; i < o->nvv; i++)
+		if (o->vv[i].epoch == epoch && !strcmp(o->vv[i].origin, origin))
+			return &o->vv[i];
+	if (!add || strlen(origin) >= sizeof(o->vv[0].origin))
+		return NULL;
+	if (o->nvv == o->capvv) {
+		o->capvv = o->capvv ? 2 * o->capvv : 16;
+		o->vv = realloc(o->vv, o->capvv * sizeof(*o->vv));
+		if (!o->vv)
+			abort();
+	}
+	struct ops_vv *e = &o->vv[o->nvv++];
+	snprintf(e->origin, sizeof(e->origin), "%s", origin);
+	e->epoch = epoch;
+	e->seq = 0;
+	return e;
+}
+
 uint64_t ops_vv_get(struct ops *o, struct store_batch *b, const char *origin,
 		    uint64_t epoch)
 {
-	struct buf k = BUF_INIT, v = BUF_INIT;
-	uint64_t seq = 0;
+	(void)b;
+	struct ops_vv *e = vv_find(o, origin, epoch, false);
+	return e ? e->seq : 0;
+}
 
+static void vv_set(struct ops *o, struct store_batch *b, const char *origin,
+		   uint64_t epoch, uint64_t seq)
+{
+	struct buf k = BUF_INIT;
+	uint8_t be[8];
+	struct ops_vv *e = vv_find(o, origin, epoch, true);
+
+	if (e)
+		e->seq = seq;
 	vv_key(&k, origin, epoch);
-	if (store_get(o->store, b, CF_VV, k.p, k.len, &v) == 0 && v.len == 8)
-		seq = store_get_be64(v.p);
+	store_be64(be, seq);
+	store_put(b, CF_VV, k.p, k.len, be, sizeof(be));
 	buf_free(&k);
+}
+
+/* Load the vector cache from the store. */
+static int vv_load(struct ops *o)
+{
+	struct store_iter *it;
+	struct buf v = BUF_INIT;
+	const char *key;
+	size_t klen;
+	int rc;
+
+	o->nvv = 0;
+	store_iter_new(&it, o->store, NULL, CF_VV, "", 0);
+	while ((rc = store_iter_next(it, &key, &klen, &v)) > 0) {
+		size_t ol = strnlen(key, klen);
+		char origin[65];
+		if (ol + 9 != klen || v.len != 8 || ol >= sizeof(origin))
+			continue;
+		memcpy(origin, key, ol);
+		origin[ol] = '\0';
+		struct ops_vv *e = vv_find(o, origin,
+					   store_get_be64(key + ol + 1), true);
+		if (e)
+			e->seq = store_get_be64(v.p);
+	}
+	store_iter_free(&it);
 	buf_free(&v);
-	return seq;
+	return rc < 0 ? rc : 0;
 }
 
 static void pack_msg(struct buf *out, const ProtobufCMessage *m)
@@ -534,9 +599,7 @@ int ops_apply(struct ops *o, struct store_batch *b, const Grantd__V1__Op *op,
 	pack_msg(&val, &op->base);
 	store_put(b, CF_OPLOG, k.p, k.len, val.p, val.len);
 
-	vv_key(&k, op->origin, op->epoch);
-	store_be64(be, op->seq);
-	store_put(b, CF_VV, k.p, k.len, be, 8);
+	vv_set(o, b, op->origin, op->epoch, op->seq);
 
 	if (!strcmp(op->origin, o->site) && op->epoch == o->epoch &&
 	    op->seq > o->seq)
@@ -600,15 +663,8 @@ void ops_outbox_clear(struct ops *o)
 void ops_vv_raise(struct ops *o, struct store_batch *b, const char *origin,
 		  uint64_t epoch, uint64_t seq)
 {
-	struct buf k = BUF_INIT;
-	uint8_t be[8];
-
-	if (seq <= ops_vv_get(o, b, origin, epoch))
-		return;
-	vv_key(&k, origin, epoch);
-	store_be64(be, seq);
-	store_put(b, CF_VV, k.p, k.len, be, sizeof(be));
-	buf_free(&k);
+	if (seq > ops_vv_get(o, b, origin, epoch))
+		vv_set(o, b, origin, epoch, seq);
 }
 
 /* A Ref from a snapshot: the same register apply_refs writes. */
@@ -754,6 +810,13 @@ int ops_truncate_log(struct ops *o, uint64_t cutoff_ms, int max)
 static bool str_ok(const char *s, size_t max)
 {
 	return s && strnlen(s, max + 1) <= max;
+}
+
+void ops_wipe(Grantd__V1__Op *op)
+{
+	if (op && op->body_case == GRANTD__V1__OP__BODY_ENROLL &&
+	    op->enroll && op->enroll->secret.data)
+		sodium_memzero(op->enroll->secret.data, op->enroll->secret.len);
 }
 
 bool ops_oid_ok(const char *s)

@@ -46,6 +46,17 @@ struct ops {
 	 * packed, each behind a 4-byte big-endian length: published by repl
 	 * once their batch is committed, dropped if the commit failed. */
 	struct buf outbox;
+	/* The version vector, cached: every change to it goes through this
+	 * module, so the cache is the store's vector (batch included) */
+	struct ops_vv {
+		char origin[65];
+		uint64_t epoch;
+		uint64_t seq;
+	} *vv;
+	size_t nvv, capvv;
+	/* own operations up to here are durable and published (ranges and
+	 * heartbeats never announce more) */
+	uint64_t published;
 };
 
 /* Load (or, for a new store, create) epoch, seq, hlc and digest.  The
@@ -113,6 +124,10 @@ int ops_truncate_log(struct ops *o, uint64_t cutoff_ms, int max);
 int ops_sweep_grants(struct ops *o, struct store_batch *b, int64_t now,
 		     int max);
 
+/* Zero the secret an unpacked operation may carry (an enrollment's),
+ * before it is freed. */
+void ops_wipe(Grantd__V1__Op *op);
+
 /* 40 lower-case hex digits. */
 bool ops_oid_ok(const char *s);
 
@@ -130,7 +145,8 @@ void ops_key_grant(struct buf *k, const char *user, const char *net,
 void ops_key_mark(struct buf *k, const char *user, uint64_t enroll_id);
 void ops_key_fail(struct buf *k, const char *user, const char *site);
 
-/* Version vector entry for (origin, epoch); 0 when none. */
+/* Version vector entry for (origin, epoch); 0 when none.  It reads the
+ * cache, which includes batches not yet committed (b is unused). */
 uint64_t ops_vv_get(struct ops *o, struct store_batch *b, const char *origin,
 		    uint64_t epoch);
 

@@ -48,6 +48,8 @@ struct peer {
 	uint64_t lag_ops;
 	bool range_inflight;
 	uint64_t range_sent_ms;
+	char range_origin[NAME_SITE_MAX + 1]; /* what is in flight */
+	uint64_t range_epoch;
 };
 
 /* A state transfer in progress (this node far behind one peer). */
@@ -165,6 +167,11 @@ static void hb_fill(struct repl *r, Grantd__V1__Heartbeat *hb)
 		e->origin = strndup(key, ol);
 		e->epoch = store_get_be64(key + ol + 1), e->has_epoch = 1;
 		e->seq = store_get_be64(v.p), e->has_seq = 1;
+		/* our own stream: only what is durable and published */
+		if (!strcmp(e->origin, r->n->ops.site) &&
+		    e->epoch == r->n->ops.epoch &&
+		    e->seq > r->n->ops.published)
+			e->seq = r->n->ops.published;
 		hb->vv[hb->n_vv++] = e;
 	}
 	store_iter_free(&it);
@@ -217,6 +224,13 @@ static void request_range(struct repl *r, struct peer *p, const char *origin,
 
 	if (p->range_inflight)
 		return;
+	/* one peer at a time per stream: the others would send it again */
+	for (int i = 0; i < r->npeers; i++) {
+		struct peer *q = &r->peers[i];
+		if (q != p && q->range_inflight && q->range_epoch == epoch &&
+		    !strcmp(q->range_origin, origin))
+			return;
+	}
 	msg_init(r, &m);
 	rq.origin = (char *)origin;
 	rq.epoch = epoch, rq.has_epoch = 1;
@@ -228,6 +242,9 @@ static void request_range(struct repl *r, struct peer *p, const char *origin,
 	if (send_msg(p->dealer, &m, NULL, 0) == 0) {
 		p->range_inflight = true;
 		p->range_sent_ms = now_ms;
+		snprintf(p->range_origin, sizeof(p->range_origin), "%s",
+			 origin);
+		p->range_epoch = epoch;
 		log_debug("range requested peer=%s origin=%s from=%llu",
 			  p->cfg->site, origin, (unsigned long long)rq.from);
 	}
@@ -502,6 +519,7 @@ static void back_off(struct peer *p, uint64_t now_ms)
 {
 	p->range_inflight = true;
 	p->range_sent_ms = now_ms;
+	p->range_origin[0] = '\0';
 }
 
 static void apply_op(struct repl *r, struct peer *p, const Grantd__V1__Op *op,
@@ -750,6 +768,7 @@ static void apply_range(struct repl *r, struct peer *p,
 			continue;
 		}
 		apply_op(r, p, op, 0, now_ms);
+		ops_wipe(op);
 		grantd__v1__op__free_unpacked(op, NULL);
 	}
 	p->range_inflight = false;
@@ -785,6 +804,15 @@ static void serve_range(struct repl *r, const void *id, size_t idlen,
 	store_iter_new_at(&it, r->n->store, NULL, CF_OPLOG, prefix.p,
 			  prefix.len - 8, prefix.p, prefix.len);
 	want = rq->from;
+	/* our own operations only once durable and published */
+	if (!strcmp(rq->origin, r->n->ops.site) &&
+	    rq->epoch == r->n->ops.epoch) {
+		uint64_t pub = r->n->ops.published;
+		if (pub < rq->from)
+			max = 0;
+		else if (pub - rq->from + 1 < max)
+			max = (uint32_t)(pub - rq->from + 1);
+	}
 	while (store_iter_next(it, &key, &klen, &v) > 0 && rep.n_ops < max &&
 	       bytes < RANGE_MAX_BYTES) {
 		if (klen != prefix.len)
@@ -813,7 +841,7 @@ static void serve_range(struct repl *r, const void *id, size_t idlen,
 		want++;
 	}
 	store_iter_free(&it);
-	if (rep.n_ops == 0 &&
+	if (rep.n_ops == 0 && max > 0 &&
 	    ops_vv_get(&r->n->ops, NULL, rq->origin, rq->epoch) >= rq->from)
 		rep.truncated = rep.has_truncated = 1;
 	msg_init(r, &m);
@@ -983,6 +1011,7 @@ static int handle_peer(struct repl *r, struct peer *p, void *sock,
 			apply_op(r, p, m->op, m->sent_us, now_ms);
 		else
 			r->n->ops.dropped++;
+		ops_wipe(m->op);
 		break;
 	case GRANTD__V1__PEER_MSG__BODY_HEARTBEAT:
 		take_heartbeat(p, m);
@@ -1062,6 +1091,9 @@ void repl_publish(struct buf *ob, void *payload)
 		if (off + 4 + len > ob->len)
 			break;
 		Grantd__V1__Op *op = grantd__v1__op__unpack(NULL, len, p + 4);
+		if (op && op->epoch == r->n->ops.epoch &&
+		    op->seq > r->n->ops.published)
+			r->n->ops.published = op->seq;
 		if (op) {
 			Grantd__V1__PeerMsg m;
 			msg_init(r, &m);
@@ -1072,6 +1104,7 @@ void repl_publish(struct buf *ob, void *payload)
 					 "(peers will fetch it)",
 					 (unsigned long long)op->seq,
 					 zmq_strerror(errno));
+			ops_wipe(op);
 			grantd__v1__op__free_unpacked(op, NULL);
 		}
 		off += 4 + len;

@@ -43,6 +43,10 @@ struct store {
 	rocksdb_writeoptions_t *wsync;
 	rocksdb_writeoptions_t *wnosync;
 	uint8_t key[STORE_SEAL_KEY_LEN];
+	/* nonces: a random prefix per open and a counter, unique under the
+	 * key without a getrandom call per sealed value */
+	uint8_t nonce_prefix[crypto_secretbox_NONCEBYTES - 8];
+	uint64_t nonce_ctr;
 };
 
 struct store_batch {
@@ -90,6 +94,7 @@ int store_open(struct store **out, bool *created, const char *path,
 		abort();
 	*out = NULL;
 	memcpy(s->key, seal_key, STORE_SEAL_KEY_LEN);
+	randombytes_buf(s->nonce_prefix, sizeof(s->nonce_prefix));
 	{
 		char cur[4096];
 		snprintf(cur, sizeof(cur), "%s/CURRENT", path);
@@ -160,7 +165,8 @@ static void seal(struct store *s, struct buf *out, const void *p, size_t n)
 	uint8_t nonce[crypto_secretbox_NONCEBYTES];
 	size_t clen = n + crypto_secretbox_MACBYTES;
 
-	randombytes_buf(nonce, sizeof(nonce));
+	memcpy(nonce, s->nonce_prefix, sizeof(s->nonce_prefix));
+	store_be64(nonce + sizeof(s->nonce_prefix), ++s->nonce_ctr);
 	buf_reset(out);
 	buf_add(out, nonce, sizeof(nonce));
 	crypto_secretbox_easy(buf_extend(out, clen), p, n, nonce, s->key);
