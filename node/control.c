@@ -496,25 +496,63 @@ static int for_each_grant(struct control *c, struct req *r, const char *user,
 {
 	struct store_iter *it;
 	struct buf v = BUF_INIT;
-	const char *key;
-	size_t klen;
+	Grantd__V1__Grant **all = NULL;
+	Grantd__V1__Revocation *rv = NULL;
+	const char *key, *rv_user = NULL;
+	size_t klen, n = 0, cap = 0;
 	int rc;
 
+	/* Read them all first: fn may write grants, and an iterator must not
+	 * walk a batch that changes under it. */
 	store_iter_new(&it, c->n->store, c->batch, CF_GRANTS, user ? user : "",
 		       user ? strlen(user) + 1 : 0);
 	while ((rc = store_iter_next(it, &key, &klen, &v)) > 0) {
 		Grantd__V1__Grant *g = grantd__v1__grant__unpack(
 			NULL, v.len, (const uint8_t *)v.p);
-		if (!g)
+		if (!g || !g->user)
 			continue;
-		rc = fn(c, r, g, payload);
-		grantd__v1__grant__free_unpacked(g, NULL);
-		if (rc < 0)
-			break;
+		if (n == cap) {
+			cap = cap ? 2 * cap : 16;
+			all = realloc(all, cap * sizeof(*all));
+			if (!all)
+				abort();
+		}
+		all[n++] = g;
 	}
 	store_iter_free(&it);
 	buf_free(&v);
+	for (size_t i = 0; rc >= 0 && i < n; i++) {
+		Grantd__V1__Grant *g = all[i];
+		if (!rv_user || strcmp(rv_user, g->user)) {
+			if (rv)
+				grantd__v1__revocation__free_unpacked(rv, NULL);
+			rc = policy_revocation_load(&rv, c->n, c->batch,
+						    g->user);
+			rv_user = g->user;
+			if (rc < 0)
+				break;
+		}
+		/* voided by a later revocation: shown and treated as
+		 * revoked */
+		if (policy_grant_void(g, rv))
+			g->revoked = 1;
+		rc = fn(c, r, g, payload);
+	}
+	for (size_t i = 0; i < n; i++)
+		grantd__v1__grant__free_unpacked(all[i], NULL);
+	free(all);
+	if (rv)
+		grantd__v1__revocation__free_unpacked(rv, NULL);
 	return rc < 0 ? rc : 0;
+}
+
+/* Void every grant of user stamped before now, at every site, including
+ * grants that have not reached this one yet. */
+static int emit_revocation(struct control *c, const char *user)
+{
+	Grantd__V1__Revocation rv = GRANTD__V1__REVOCATION__INIT;
+	rv.user = (char *)user;
+	return emit_body(c, GRANTD__V1__OP__BODY_REVOKE, &rv);
 }
 
 static const char *grant_state(const Grantd__V1__Grant *g, int64_t now)
@@ -647,12 +685,29 @@ static int cmd_inval(struct control *c, struct req *r)
 		return rc;
 	if ((rc = for_each_grant(c, r, user_of(r), inval_one, &io)) < 0)
 		return rc;
+	if (!io.match && (rc = emit_revocation(c, user_of(r))) < 0)
+		return rc;
 	if (io.purge)
 		buf_puts(&r->out, "All entries purged. You can verify with "
 				  "\"list-val all\".\n");
-	else if (!io.found)
+	else if (!io.found) {
+		/* a grant for it may still be on its way from another site:
+		 * leave a revoked record it will lose against */
+		Grantd__V1__Grant g = GRANTD__V1__GRANT__INIT;
+		char netstr[ADDR_STRLEN];
+		addr_format(netstr, io.match);
+		g.user = (char *)user_of(r);
+		g.net = netstr;
+		g.session = "";
+		SET(g, added, r->now);
+		SET(g, expires, r->now - 1);
+		SET(g, revoked, 1);
+		g.site = c->n->ops.site;
+		if ((rc = emit_body(c, GRANTD__V1__OP__BODY_GRANT, &g)) < 0)
+			return rc;
 		return refuse(r, "Did not find %s in the list of authorized "
 			      "IPs.", what);
+	}
 	else if (io.expired)
 		buf_printf(&r->out, "Force-expired %s (%d grant%s).\n", what,
 			   io.expired, io.expired == 1 ? "" : "s");
@@ -780,7 +835,7 @@ static int revoke_all(struct control *c, struct req *r, const char *user,
 	int rc = for_each_grant(c, r, user, inval_one, &io);
 	if (count)
 		*count = io.expired;
-	return rc;
+	return rc < 0 ? rc : emit_revocation(c, user);
 }
 
 static int end_enrollment(struct control *c, struct req *r,
@@ -1496,7 +1551,10 @@ static int cmd_grant_revoke(struct control *c, struct req *r)
 	}
 	if ((rc = for_each_grant(c, r, name, inval_one, &io)) < 0)
 		return rc;
-	if (!io.expired)
+	/* "all" also voids grants still on their way from other sites */
+	if (!io.match && (rc = emit_revocation(c, name)) < 0)
+		return rc;
+	if (!io.expired && io.match)
 		return refuse(r, "no live grant of user '%s' matched", name);
 	buf_printf(&r->out, "revoked %d grant%s of user %s\n", io.expired,
 		   io.expired == 1 ? "" : "s", name);

@@ -241,8 +241,7 @@ static void pack_msg(struct buf *out, const ProtobufCMessage *m)
 	protobuf_c_message_pack(m, buf_extend(out, n));
 }
 
-/* (h1, o1) after (h2, o2)? */
-static bool stamp_after(uint64_t h1, const char *o1, uint64_t h2,
+bool ops_stamp_after(uint64_t h1, const char *o1, uint64_t h2,
 			const char *o2)
 {
 	if (h1 != h2)
@@ -265,7 +264,7 @@ static int lww_put(struct ops *o, struct store_batch *b, enum store_cf cf,
 			NULL, old.len, (const uint8_t *)old.p);
 		/* a record that does not decode loses to anything */
 		bool later = !st ||
-			     stamp_after(hlc, origin, st->hlc, st->origin);
+			     ops_stamp_after(hlc, origin, st->hlc, st->origin);
 		if (st)
 			grantd__v1__stamped__free_unpacked(st, NULL);
 		if (!later)
@@ -403,6 +402,8 @@ static const struct family {
 	  false },
 	{ GRANTD__V1__OP__BODY_FAILURE, CF_FAILS,
 	  &grantd__v1__failures__descriptor, false },
+	{ GRANTD__V1__OP__BODY_REVOKE, CF_REVOKES,
+	  &grantd__v1__revocation__descriptor, true },
 	/* a push's records are Refs, one per ref: see apply_refs */
 	{ GRANTD__V1__OP__BODY_REFS, CF_REFS, &grantd__v1__ref__descriptor,
 	  true },
@@ -906,6 +907,10 @@ int ops_check(const Grantd__V1__Op *op, struct buf *err)
 		break;
 	case GRANTD__V1__OP__BODY_UNLOCK:
 		if (!op->unlock->user || !name_user_ok(op->unlock->user))
+			why = "bad user name";
+		break;
+	case GRANTD__V1__OP__BODY_REVOKE:
+		if (!op->revoke->user || !name_user_ok(op->revoke->user))
 			why = "bad user name";
 		break;
 	case GRANTD__V1__OP__BODY_REPO: {

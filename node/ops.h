@@ -124,6 +124,10 @@ int ops_truncate_log(struct ops *o, uint64_t cutoff_ms, int max);
 int ops_sweep_grants(struct ops *o, struct store_batch *b, int64_t now,
 		     int max);
 
+/* Is stamp (h1, o1) after (h2, o2)?  The LWW order: HLC, then origin. */
+bool ops_stamp_after(uint64_t h1, const char *o1, uint64_t h2,
+		     const char *o2);
+
 /* Zero the secret an unpacked operation may carry (an enrollment's),
  * before it is freed. */
 void ops_wipe(Grantd__V1__Op *op);

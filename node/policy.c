@@ -129,6 +129,28 @@ done:
 	return rc;
 }
 
+bool policy_grant_void(const Grantd__V1__Grant *g,
+		       const Grantd__V1__Revocation *rv)
+{
+	if (g->revoked || g->purged)
+		return true;
+	return rv && !ops_stamp_after(g->hlc, g->origin, rv->hlc, rv->origin);
+}
+
+int policy_revocation_load(Grantd__V1__Revocation **out, struct node *n,
+			   struct store_batch *b, const char *user)
+{
+	struct buf v = BUF_INIT;
+	int rc = store_get(n->store, b, CF_REVOKES, user, strlen(user), &v);
+
+	*out = NULL;
+	if (rc == 0)
+		*out = grantd__v1__revocation__unpack(NULL, v.len,
+						      (const uint8_t *)v.p);
+	buf_free(&v);
+	return rc == GD_ENOTFOUND ? 0 : rc;
+}
+
 int policy_find_grant(Grantd__V1__Grant **out, struct node *n,
 		      struct store_batch *b, const char *user,
 		      const struct gd_net *ip, const char *session,
@@ -140,13 +162,17 @@ int policy_find_grant(Grantd__V1__Grant **out, struct node *n,
 	size_t klen;
 	int rc;
 
+	Grantd__V1__Revocation *rv = NULL;
+
 	*out = NULL;
+	if ((rc = policy_revocation_load(&rv, n, b, user)) < 0)
+		return rc;
 	store_iter_new(&it, n->store, b, CF_GRANTS, user, strlen(user) + 1);
 	while ((rc = store_iter_next(it, &key, &klen, &v)) > 0) {
 		Grantd__V1__Grant *g = grantd__v1__grant__unpack(
 			NULL, v.len, (const uint8_t *)v.p);
 		struct gd_net net;
-		bool ok = g && !g->revoked && !g->purged &&
+		bool ok = g && !policy_grant_void(g, rv) &&
 			  g->expires > now && g->net &&
 			  addr_parse(&net, g->net, true) == 0 &&
 			  addr_contains(&net, ip);
@@ -162,6 +188,8 @@ int policy_find_grant(Grantd__V1__Grant **out, struct node *n,
 	}
 	store_iter_free(&it);
 	buf_free(&v);
+	if (rv)
+		grantd__v1__revocation__free_unpacked(rv, NULL);
 	return rc < 0 ? rc : 0;
 }
 

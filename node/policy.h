@@ -32,6 +32,15 @@ void policy_user_clear(struct policy_user *u);
 int policy_lock_state(struct node *n, struct store_batch *b, const char *user,
 		      uint64_t now_ms, int *failures, uint64_t *until_ms);
 
+/* Whether grant g is void: revoked, or stamped before the user's last
+ * revocation (policy_revocation_load; rv may be NULL). */
+bool policy_grant_void(const Grantd__V1__Grant *g,
+		       const Grantd__V1__Revocation *rv);
+
+/* The user's revocation record, or NULL; *out is the caller's. */
+int policy_revocation_load(Grantd__V1__Revocation **out, struct node *n,
+			   struct store_batch *b, const char *user);
+
 /* The live grant of user covering ip (and session, for session grants)
  * that expires last; *out is the caller's
  * (grantd__v1__grant__free_unpacked) or NULL when none covers it. */

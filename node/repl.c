@@ -65,7 +65,7 @@ struct snap {
 
 static const enum store_cf snap_cfs[] = { CF_USERS, CF_ENROLL, CF_GRANTS,
 					  CF_MARKS, CF_FAILS, CF_UNLOCK,
-					  CF_REPOS, CF_REFS };
+					  CF_REPOS, CF_REFS, CF_REVOKES };
 #define SNAP_MAX_RECORDS 4096
 
 static void snap_free(struct snap *sn);

@@ -27,6 +27,7 @@ static const char *const cf_names[CF__COUNT] = {
 	[CF_GRANTS] = "grants", [CF_MARKS] = "marks",  [CF_FAILS] = "fails",
 	[CF_UNLOCK] = "unlock", [CF_REPOS] = "repos",  [CF_OPLOG] = "oplog",
 	[CF_VV] = "vv", [CF_REFS] = "refs", [CF_LOSERS] = "losers",
+	[CF_REVOKES] = "revokes",
 };
 
 static bool cf_sealed(enum store_cf cf)

@@ -36,6 +36,7 @@ enum store_cf {
 	CF_REFS,      /* repo \0 ref -> Ref (the replicated tip) */
 	CF_LOSERS,    /* repo \0 ref \0 origin \0 hlc(8) -> tip that lost an
 	               * LWW race; local, for refs/grantd/conflicts */
+	CF_REVOKES,   /* user -> Revocation */
 	CF__COUNT,
 };
 
