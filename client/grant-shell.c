@@ -226,6 +226,7 @@ static int run_2fa(struct ctx *cx, char **words, int n)
 static int run_git(struct ctx *cx, char **words, int n)
 {
 	bool push = !strcmp(words[0], "git-receive-pack");
+	char logname[NAME_REPO_MAX + 1];
 	Grantd__V1__Reply *rep = NULL;
 	int rc;
 
@@ -233,6 +234,9 @@ static int run_git(struct ctx *cx, char **words, int n)
 		fprintf(stderr, "usage: %s 'REPOSITORY'\n", words[0]);
 		return GD_EXIT_USAGE;
 	}
+	/* what reaches syslog: the checked name, never raw input */
+	if (name_repo_norm(logname, sizeof(logname), words[1]) < 0)
+		snprintf(logname, sizeof(logname), "(invalid)");
 	rc = ask(cx, &rep, push ? "push.check" : "repo.read", words + 1, 1);
 	if (rc == 0) {
 		if (rep->status == GD_EXIT_OK && rep->path && *rep->path) {
@@ -240,7 +244,7 @@ static int run_git(struct ctx *cx, char **words, int n)
 			snprintf(path, sizeof(path), "%s", rep->path);
 			grantd__v1__reply__free_unpacked(rep, NULL);
 			log_auth("user=%s host=%s command=%s repo=%s result=ok",
-				 cx->user, cx->ip, words[0], words[1]);
+				 cx->user, cx->ip, words[0], logname);
 			execlp(words[0], words[0], path, (char *)NULL);
 			fprintf(stderr, "%s: cannot run %s: %s\n", prog,
 				words[0], strerror(errno));
@@ -256,7 +260,7 @@ static int run_git(struct ctx *cx, char **words, int n)
 			"unreachable\n");
 	}
 	log_auth("user=%s host=%s command=%s repo=%s result=%s", cx->user,
-		 cx->ip, words[0], words[1], result_word(rc));
+		 cx->ip, words[0], logname, result_word(rc));
 	return rc;
 }
 

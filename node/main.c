@@ -161,6 +161,9 @@ static void startup_repos(struct node *n)
 		Grantd__V1__Repo *r = grantd__v1__repo__unpack(
 			NULL, v.len, (const uint8_t *)v.p);
 		if (r && !r->deleted) {
+			/* made if an earlier attempt failed, hook refreshed */
+			repos_create(n->cfg->repo_dir, r->name, r->fork_of,
+				     n->hook);
 			repos_install_hook(n->cfg->repo_dir, r->name, n->hook);
 			repos_path(&path, n->cfg->repo_dir, r->name);
 			buf_puts(&path, "/grantd-spool");
@@ -221,7 +224,7 @@ static void sweep_grants(struct node *n)
 static int run(struct node *n)
 {
 	zmq_pollitem_t items[3 + 2 + 2 * CONFIG_MAX_PEERS];
-	uint64_t last_sweep = hlc_wall_ms();
+	uint64_t last_sweep = 0; /* first sweep right after start */
 	int nitems;
 
 	items[0] = (zmq_pollitem_t){ control_user_socket(n->control), 0,

@@ -780,11 +780,6 @@ int ops_truncate_log(struct ops *o, uint64_t cutoff_ms, int max)
 	store_batch_new(&b, o->store);
 	store_iter_new(&it, o->store, NULL, CF_OPLOG, "", 0);
 	while (n < max && (rc = store_iter_next(it, &key, &klen, &v)) > 0) {
-		/* within one (origin, epoch) stamps grow with seq: once one
-		 * is recent, the rest of that stream is kept */
-		if (skip.len && klen >= skip.len &&
-		    !memcmp(key, skip.p, skip.len))
-			continue;
 		Grantd__V1__Op *op = grantd__v1__op__unpack(
 			NULL, v.len, (const uint8_t *)v.p);
 		bool old = op && hlc_ms(op->hlc) < cutoff_ms;
@@ -794,8 +789,14 @@ int ops_truncate_log(struct ops *o, uint64_t cutoff_ms, int max)
 			store_del(b, CF_OPLOG, key, klen);
 			n++;
 		} else if (klen > 8) {
+			/* within one (origin, epoch) stamps grow with seq:
+			 * once one is recent, skip the rest of that stream
+			 * (seek past origin \0 epoch, all-ones seq) */
 			buf_reset(&skip);
 			buf_add(&skip, key, klen - 8);
+			buf_add(&skip, "\xff\xff\xff\xff\xff\xff\xff\xff", 8);
+			buf_add(&skip, "", 1);
+			store_iter_seek(it, skip.p, skip.len);
 		}
 	}
 	store_iter_free(&it);

@@ -382,6 +382,17 @@ int store_iter_next(struct store_iter *it, const char **key, size_t *klen,
 	return rc < 0 ? rc : 1;
 }
 
+void store_iter_seek(struct store_iter *it, const void *key, size_t klen)
+{
+	free(it->start);
+	it->start = malloc(klen ? klen : 1);
+	if (!it->start)
+		abort();
+	memcpy(it->start, key, klen);
+	it->slen = klen;
+	it->started = false;
+}
+
 void store_iter_free(struct store_iter **itp)
 {
 	struct store_iter *it = *itp;

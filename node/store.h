@@ -96,6 +96,9 @@ int store_iter_next(struct store_iter *it, const char **key, size_t *klen,
 		    struct buf *val);
 void store_iter_free(struct store_iter **itp);
 
+/* Move to the first key >= key; the next store_iter_next returns it. */
+void store_iter_seek(struct store_iter *it, const void *key, size_t klen);
+
 /* Make every write committed so far durable (fsync the WAL).  Safe to
  * call from another thread than the writer.  Returns 0 or GD_EIO. */
 int store_sync(struct store *s);
