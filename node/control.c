@@ -1672,6 +1672,17 @@ static int cmd_status(struct control *c, struct req *r)
 		cJSON_AddStringToObject(j, "epoch", ep);
 	}
 	applied = cJSON_AddObjectToObject(j, "applied");
+	cJSON *vector = cJSON_AddArrayToObject(j, "vector");
+	for (size_t i = 0; i < n->ops.nvv; i++) {
+		cJSON *e = cJSON_CreateObject();
+		char ep[17];
+		snprintf(ep, sizeof(ep), "%016llx",
+			 (unsigned long long)n->ops.vv[i].epoch);
+		cJSON_AddStringToObject(e, "origin", n->ops.vv[i].origin);
+		cJSON_AddStringToObject(e, "epoch", ep);
+		cJSON_AddNumberToObject(e, "seq", (double)n->ops.vv[i].seq);
+		cJSON_AddItemToArray(vector, e);
+	}
 	store_iter_new(&it, n->store, c->batch, CF_VV, "", 0);
 	while ((rc = store_iter_next(it, &key, &klen, &v)) > 0) {
 		size_t ol = strnlen(key, klen);
@@ -1816,7 +1827,9 @@ static void *bind_socket(void *zctx, const char *path, mode_t mode,
 			 bool group_git)
 {
 	void *s = zmq_socket(zctx, ZMQ_ROUTER);
-	int64_t max = GD_CTL_MAX_REQUEST;
+	/* frames up to 16 times the request limit get an error answer from
+	 * control_decode; only larger ones are dropped by ZeroMQ unanswered */
+	int64_t max = 16 * GD_CTL_MAX_REQUEST;
 	int zero = 0, one = 1;
 	char ep[4200];
 
