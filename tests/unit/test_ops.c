@@ -130,9 +130,13 @@ static struct node *node_open(struct fixture *f, int i)
 	struct node *n = &f->n[i];
 	bool created = false;
 
+	char dir[sizeof(f->dir)];
+
 	assert_in_range(i, 0, MAX_NODES - 1);
-	snprintf(n->store_dir, sizeof(n->store_dir), "%s/store%d", f->dir, i);
-	snprintf(n->repo_dir, sizeof(n->repo_dir), "%s/repos%d", f->dir, i);
+	/* a copy: gcc -O2 -Wrestrict sees n's buffers inside *f */
+	memcpy(dir, f->dir, sizeof(dir));
+	snprintf(n->store_dir, sizeof(n->store_dir), "%s/store%d", dir, i);
+	snprintf(n->repo_dir, sizeof(n->repo_dir), "%s/repos%d", dir, i);
 	snprintf(n->site, sizeof(n->site), "node%d", i);
 	memset(&n->cfg, 0, sizeof(n->cfg));
 	n->cfg.site = n->site;
