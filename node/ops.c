@@ -249,6 +249,20 @@ bool ops_stamp_after(uint64_t h1, const char *o1, uint64_t h2,
 	return strcmp(o1 ? o1 : "", o2 ? o2 : "") > 0;
 }
 
+/* Put val at key in place of old (empty: none), keeping the digest in
+ * step; nothing when the bytes are the same. */
+static void replace_record(struct ops *o, struct store_batch *b,
+			   enum store_cf cf, const void *key, size_t klen,
+			   const struct buf *old, const struct buf *val)
+{
+	if (old->len == val->len && !memcmp(old->p, val->p, val->len))
+		return;
+	if (old->len)
+		digest_toggle(o->digest, cf, key, klen, old->p, old->len);
+	digest_toggle(o->digest, cf, key, klen, val->p, val->len);
+	store_put(b, cf, key, klen, val->p, val->len);
+}
+
 /* Write val at key unless the record there carries a later stamp. */
 static int lww_put(struct ops *o, struct store_batch *b, enum store_cf cf,
 		   const void *key, size_t klen, const struct buf *val,
@@ -269,13 +283,13 @@ static int lww_put(struct ops *o, struct store_batch *b, enum store_cf cf,
 			grantd__v1__stamped__free_unpacked(st, NULL);
 		if (!later)
 			goto done;
-		digest_toggle(o->digest, cf, key, klen, old.p, old.len);
 	} else if (rc != GD_ENOTFOUND) {
 		goto done;
+	} else {
+		buf_reset(&old);
 	}
 	rc = 0;
-	digest_toggle(o->digest, cf, key, klen, val->p, val->len);
-	store_put(b, cf, key, klen, val->p, val->len);
+	replace_record(o, b, cf, key, klen, &old, val);
 	*won = true;
 done:
 	sodium_memzero(old.p, old.len);
@@ -313,12 +327,7 @@ static int apply_mark(struct ops *o, struct store_batch *b,
 	merged.has_enroll_id = 1;
 	pack_msg(&val, &merged.base);
 	rc = 0;
-	if (old.len == val.len && !memcmp(old.p, val.p, val.len))
-		goto done;
-	if (old.len)
-		digest_toggle(o->digest, CF_MARKS, k.p, k.len, old.p, old.len);
-	digest_toggle(o->digest, CF_MARKS, k.p, k.len, val.p, val.len);
-	store_put(b, CF_MARKS, k.p, k.len, val.p, val.len);
+	replace_record(o, b, CF_MARKS, k.p, k.len, &old, &val);
 done:
 	buf_free(&k);
 	buf_free(&old);
@@ -368,12 +377,7 @@ static int apply_failure(struct ops *o, struct store_batch *b,
 	merged.n_at_ms = u - first;
 	pack_msg(&val, &merged.base);
 	rc = 0;
-	if (old.len == val.len && !memcmp(old.p, val.p, val.len))
-		goto done;
-	if (old.len)
-		digest_toggle(o->digest, CF_FAILS, k.p, k.len, old.p, old.len);
-	digest_toggle(o->digest, CF_FAILS, k.p, k.len, val.p, val.len);
-	store_put(b, CF_FAILS, k.p, k.len, val.p, val.len);
+	replace_record(o, b, CF_FAILS, k.p, k.len, &old, &val);
 done:
 	buf_free(&k);
 	buf_free(&old);
