@@ -1572,6 +1572,43 @@ static int cmd_check(struct control *c, struct req *r)
 	return push_decision(c, r, user, r->rq->args[2]);
 }
 
+/* Whether a stored record counts in status: a user or repository not
+ * deleted, a grant neither revoked nor expired, a ref that exists. */
+static bool record_live(enum store_cf cf, const struct buf *v, int64_t now)
+{
+	const ProtobufCMessageDescriptor *d =
+		cf == CF_GRANTS ? &grantd__v1__grant__descriptor :
+		cf == CF_REFS	? &grantd__v1__ref__descriptor :
+		cf == CF_USERS	? &grantd__v1__user__descriptor :
+				  &grantd__v1__repo__descriptor;
+	ProtobufCMessage *m =
+		protobuf_c_message_unpack(d, NULL, v->len, (const uint8_t *)v->p);
+	bool live;
+
+	if (!m)
+		return false;
+	switch (cf) {
+	case CF_GRANTS: {
+		const Grantd__V1__Grant *g = (const Grantd__V1__Grant *)m;
+		live = !g->revoked && g->expires > now;
+		break;
+	}
+	case CF_REFS: {
+		const Grantd__V1__Ref *f = (const Grantd__V1__Ref *)m;
+		live = f->target && *f->target;
+		break;
+	}
+	case CF_USERS:
+		live = !((const Grantd__V1__User *)m)->deleted;
+		break;
+	default:
+		live = !((const Grantd__V1__Repo *)m)->deleted;
+		break;
+	}
+	protobuf_c_message_free_unpacked(m, NULL);
+	return live;
+}
+
 static int count_family(struct control *c, struct req *r, enum store_cf cf,
 			int64_t *count)
 {
@@ -1583,39 +1620,8 @@ static int count_family(struct control *c, struct req *r, enum store_cf cf,
 
 	*count = 0;
 	store_iter_new(&it, c->n->store, c->batch, cf, "", 0);
-	while ((rc = store_iter_next(it, &key, &klen, &v)) > 0) {
-		bool live = true;
-		if (cf == CF_GRANTS) {
-			Grantd__V1__Grant *g = grantd__v1__grant__unpack(
-				NULL, v.len, (const uint8_t *)v.p);
-			live = g && !g->revoked && g->expires > r->now;
-			if (g)
-				grantd__v1__grant__free_unpacked(g, NULL);
-		} else {
-			/* users and repos: deleted is field 3 or 5; both
-			 * kinds decode as their own message */
-			if (cf == CF_REFS) {
-				Grantd__V1__Ref *f = grantd__v1__ref__unpack(
-					NULL, v.len, (const uint8_t *)v.p);
-				live = f && f->target && *f->target;
-				if (f)
-					grantd__v1__ref__free_unpacked(f, NULL);
-			} else if (cf == CF_USERS) {
-				Grantd__V1__User *u = grantd__v1__user__unpack(
-					NULL, v.len, (const uint8_t *)v.p);
-				live = u && !u->deleted;
-				if (u)
-					grantd__v1__user__free_unpacked(u, NULL);
-			} else {
-				Grantd__V1__Repo *p = grantd__v1__repo__unpack(
-					NULL, v.len, (const uint8_t *)v.p);
-				live = p && !p->deleted;
-				if (p)
-					grantd__v1__repo__free_unpacked(p, NULL);
-			}
-		}
-		*count += live;
-	}
+	while ((rc = store_iter_next(it, &key, &klen, &v)) > 0)
+		*count += record_live(cf, &v, r->now);
 	store_iter_free(&it);
 	buf_free(&v);
 	return rc < 0 ? rc : 0;
