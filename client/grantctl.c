@@ -4,13 +4,16 @@
  * this program only finds the config, reads local files the node cannot
  * (--key PUBKEYFILE), and prints the answer.  `keygen` needs no node.
  */
+#define _GNU_SOURCE /* asprintf */
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <zmq.h>
 
@@ -58,6 +61,11 @@ static void usage(FILE *fp)
 "Node\n"
 "  status [--json]                  site, clock, applied operations, peers,\n"
 "                                   counts and the state digest\n"
+"  backup DIR                       a consistent snapshot: the store (RocksDB\n"
+"                                   checkpoint, secrets stay sealed) in\n"
+"                                   DIR/store, the repositories in DIR/repos;\n"
+"                                   restore both and start the node with its\n"
+"                                   peers to bring it current\n"
 "  rebuild --from SITE              fetch everything SITE has that this site\n"
 "                                   lacks (after a restore from an empty disk\n"
 "                                   or an old backup); wipes nothing\n"
@@ -132,6 +140,31 @@ static char *read_pubkey(const char *path)
 	return s;
 }
 
+/* The repositories of a backup: after the store's checkpoint, so refs in
+ * the copy are at least as new as the store says (the node reconciles
+ * them with its peers when a restored site starts). */
+static int copy_repos(const char *repo_dir, const char *dir)
+{
+	char dst[4200];
+	pid_t pid;
+	int status;
+
+	snprintf(dst, sizeof(dst), "%s/repos", dir);
+	pid = fork();
+	if (pid == 0) {
+		execlp("cp", "cp", "-a", "--", repo_dir, dst, (char *)NULL);
+		_exit(127);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) ||
+	    WEXITSTATUS(status) != 0) {
+		fprintf(stderr, "%s: copying %s to %s failed\n", prog,
+			repo_dir, dst);
+		return GD_EXIT_REFUSED;
+	}
+	printf("repositories copied to %s\n", dst);
+	return GD_EXIT_OK;
+}
+
 struct sub {
 	const char *word1, *word2; /* e.g. "user" "add"; word2 NULL: none */
 	const char *cmd;           /* the node's command name */
@@ -147,6 +180,7 @@ static const struct sub subs[] = {
 	{ "grant", "revoke", "grant.revoke" },
 	{ "check", NULL, "check" },        { "status", NULL, "status" },
 	{ "rebuild", NULL, "rebuild" },
+	{ "backup", NULL, "backup" },
 };
 
 int main(int argc, char **argv)
@@ -221,6 +255,19 @@ int main(int argc, char **argv)
 				abort();
 		}
 	}
+	if (!strcmp(sub->cmd, "backup") && nargs == 1 && args[0][0] != '/') {
+		/* the node needs an absolute path: it may run elsewhere */
+		char cwd[PATH_MAX], *abs;
+		if (!getcwd(cwd, sizeof(cwd)) ||
+		    asprintf(&abs, "%s/%s", cwd, args[0]) < 0) {
+			fprintf(stderr, "%s: cannot make %s absolute\n", prog,
+				args[0]);
+			rc = GD_EXIT_USAGE;
+			goto done;
+		}
+		free(args[0]);
+		args[0] = abs;
+	}
 	if ((rc = cli_load_config(&cfg, prog, cfg_path)) != 0)
 		goto done;
 	req.cmd = (char *)sub->cmd;
@@ -229,6 +276,8 @@ int main(int argc, char **argv)
 	if ((rc = cli_call(&rep, prog, cfg->admin_socket, &req)) != 0)
 		goto done;
 	rc = cli_print(rep);
+	if (rc == GD_EXIT_OK && !strcmp(sub->cmd, "backup") && rep->path)
+		rc = copy_repos(rep->path, args[0]);
 	if (rep->otpauth_uri && rep->out)
 		sodium_memzero(rep->out, strlen(rep->out));
 	grantd__v1__reply__free_unpacked(rep, NULL);

@@ -1643,6 +1643,37 @@ static int cmd_rebuild(struct control *c, struct req *r)
 	return 0;
 }
 
+/* args: DIR (absolute, must not exist): a RocksDB checkpoint at DIR/store.
+ * grantctl copies the repositories to DIR/repos once this answers. */
+static int cmd_backup(struct control *c, struct req *r)
+{
+	const char *dir = r->rq->args[0];
+	struct buf path = BUF_INIT;
+	struct stat st;
+	int rc;
+
+	if (dir[0] != '/' || strstr(dir, "/../") || strlen(dir) > 1024)
+		return bad(r, "backup DIR must be an absolute path, not '%s'",
+			   dir);
+	if (stat(dir, &st) == 0)
+		return bad(r, "'%s' exists: give a new directory (a backup "
+			   "never overwrites)", dir);
+	if (mkdir(dir, 0700) < 0)
+		return refuse(r, "cannot create '%s': %s", dir, strerror(errno));
+	buf_printf(&path, "%s/store", dir);
+	rc = store_checkpoint(c->n->store, path.p);
+	if (rc == 0) {
+		buf_printf(&r->out, "store checkpoint written to %s\n", path.p);
+		/* the repository root, for grantctl to copy */
+		buf_puts(&r->path, c->n->cfg->repo_dir);
+		log_info("backup written dir=%s", dir);
+	} else {
+		rc = refuse(r, "checkpoint failed (see the node's log)");
+	}
+	buf_free(&path);
+	return rc;
+}
+
 static int cmd_status(struct control *c, struct req *r)
 {
 	struct node *n = c->n;
@@ -1784,6 +1815,7 @@ static const struct cmd cmds[] = {
 	{ "check", ON_ADMIN | READS, false, 3, 3, cmd_check },
 	{ "status", ON_ADMIN | READS, false, 0, 0, cmd_status },
 	{ "rebuild", ON_ADMIN, false, 2, 2, cmd_rebuild },
+	{ "backup", ON_ADMIN | READS, false, 1, 1, cmd_backup },
 };
 
 static int dispatch(struct control *c, struct req *r)
