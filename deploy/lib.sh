@@ -262,15 +262,31 @@ gd_grantd_start() {
 		return 1
 	fi
 	echo "---- start $(date -u +%FT%TZ)" >>"$dir/grantd.log"
-	setsid "$GD_BIN/grantd" --config "$dir/grantd.conf" \
-		</dev/null >>"$dir/grantd.log" 2>&1 &
-	pid=$!
-	echo "$pid" >"$dir/grantd.pid"
+	rm -f "$dir/grantd.pid" "$dir/grantd.exit"
+	# Not a child of the caller: a small detached shell starts grantd,
+	# writes its pid, waits for it and writes its exit status to
+	# DIR/grantd.exit (gd_grantd_exit_status).  A long-lived child of the
+	# caller's shell would sit in bash's job table, and bash 5.2 can lose
+	# a later foreground command whose pid the kernel reused (it then
+	# waits forever); tests start thousands of processes, so pids wrap.
+	(setsid bash -c '"$1" --config "$2" </dev/null >>"$3" 2>&1 &
+		echo $! >"$4.new" && mv "$4.new" "$4"
+		wait $!
+		echo $? >"$5.new" && mv "$5.new" "$5"' grantd-wrapper \
+		"$GD_BIN/grantd" "$dir/grantd.conf" "$dir/grantd.log" \
+		"$dir/grantd.pid" "$dir/grantd.exit" </dev/null >/dev/null 2>&1 &)
 	deadline=$(( $(gd_now_ms) + GD_TIMEOUT * 1000 ))
+	while [[ ! -s $dir/grantd.pid ]]; do
+		if (( $(gd_now_ms) >= deadline )); then
+			gd_err "grantd ($dir) was not started within ${GD_TIMEOUT}s"
+			return 1
+		fi
+		sleep 0.01
+	done
+	pid=$(<"$dir/grantd.pid")
 	while ! gd_grantd_ready "$dir"; do
 		if ! gd_alive "$pid"; then
-			wait "$pid" 2>/dev/null
-			gd_err "grantd ($dir) exited during start-up (status $?); end of $dir/grantd.log:"
+			gd_err "grantd ($dir) exited during start-up (status $(gd_grantd_exit_status "$dir")); end of $dir/grantd.log:"
 			tail -n 20 "$dir/grantd.log" >&2
 			return 1
 		fi
@@ -281,6 +297,17 @@ gd_grantd_start() {
 		fi
 		sleep 0.02
 	done
+}
+
+# gd_grantd_exit_status DIR: the exit status of the site's last grantd
+# once it has exited (128+N for signal N), as its starter recorded it;
+# waits up to 10 s for it; prints "?" when there is none.
+gd_grantd_exit_status() {
+	if gd_wait_for 10 test -s "$1/grantd.exit"; then
+		cat "$1/grantd.exit"
+	else
+		echo "?"
+	fi
 }
 
 # gd_grantd_stop DIR: SIGTERM, wait, SIGKILL after GD_TIMEOUT.
@@ -423,10 +450,11 @@ EOF
 		return 1
 	fi
 	echo "---- start $(date -u +%FT%TZ)" >>"$dir/sshd.log"
-	setsid /usr/sbin/sshd -D -e -f "$sd/sshd_config" \
+	# detached, not a child of the caller (see gd_grantd_start)
+	(setsid /usr/sbin/sshd -D -e -f "$sd/sshd_config" \
 		</dev/null >>"$dir/sshd.log" 2>&1 &
-	pid=$!
-	echo "$pid" >"$sd/sshd.pid.ours"
+	echo $! >"$sd/sshd.pid.ours")
+	pid=$(<"$sd/sshd.pid.ours")
 	deadline=$(( $(gd_now_ms) + GD_TIMEOUT * 1000 ))
 	while ! gd_port_open "$addr" "$port"; do
 		if ! gd_alive "$pid"; then

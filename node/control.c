@@ -64,7 +64,6 @@ struct control {
 	void *user_sock;
 	void *admin_sock;
 	struct store_batch *batch;
-	uint64_t ticket;        /* last handed to the syncer */
 	struct pending *head, *tail;
 };
 
@@ -2164,7 +2163,7 @@ int control_serve_batch(struct control *c, int max)
 		p->reqs = calloc((size_t)held, sizeof(*p->reqs));
 		if (!p || !p->reqs)
 			abort();
-		p->ticket = ++c->ticket;
+		p->ticket = ++c->n->sync_ticket;
 		/* the batch's operations go out with its replies */
 		p->ops = c->n->ops.outbox;
 		memset(&c->n->ops.outbox, 0, sizeof(c->n->ops.outbox));

@@ -246,9 +246,11 @@ static int run(struct node *n)
 			log_error("poll failed: %s", zmq_strerror(errno));
 			return GD_EIO;
 		}
-		if (items[2].revents)
-			control_synced(n->control, syncer_done(n->syncer),
-				       repl_publish, n->repl);
+		if (items[2].revents) {
+			uint64_t t = syncer_done(n->syncer);
+			control_synced(n->control, t, repl_publish, n->repl);
+			repl_synced(n->repl, t);
+		}
 		if (items[0].revents || items[1].revents)
 			control_serve_batch(n->control, BATCH_MAX);
 		repl_handle(n->repl);

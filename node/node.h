@@ -23,6 +23,7 @@ struct node {
 	struct control *control;
 	struct repl *repl;
 	struct syncer *syncer;
+	uint64_t sync_ticket;  /* last ticket handed to the syncer */
 	char curve_pub[Z85_KEY_LEN + 1];  /* this node's CURVE key pair */
 	char curve_sec[Z85_KEY_LEN + 1];
 	bool syncing;          /* catching up: token validation refused */

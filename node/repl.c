@@ -17,6 +17,7 @@
 #include "names.h"
 #include "ops.h"
 #include "repl.h"
+#include "syncer.h"
 #include "banned.h"
 
 #define ZAP_ENDPOINT "inproc://zeromq.zap.01"
@@ -35,6 +36,7 @@
 #define HANDLE_MAX 256
 #define MAX_VV 4096             /* (origin, epoch) entries in a vector */
 #define HANDLE_MAX_SAMPLES 4096
+#define WAIT_SAMPLES 65536
 #define TRUNCATE_MAX 100000
 
 struct peer {
@@ -78,6 +80,11 @@ struct metrics {
 	uint64_t lat_n;            /* samples ever taken */
 	uint32_t pending[HANDLE_MAX_SAMPLES];
 	int npending;              /* applied, not yet committed */
+	struct {
+		uint64_t ticket;   /* durable when the syncer passes it */
+		uint32_t sent;
+	} waiting[WAIT_SAMPLES];
+	uint64_t wait_head, wait_tail; /* ring indexes */
 	uint64_t behind_since_ms;  /* current episode, 0: level */
 	uint64_t episode_ops;
 	uint64_t last_ops, last_ms;
@@ -1055,17 +1062,21 @@ void repl_handle(struct repl *r)
 	if (!r->dirty)
 		return;
 	r->dirty = false;
-	/* Synced like local writes: a token mark learned from a peer must
-	 * survive a crash here too. */
-	int rc = ops_commit(&r->n->ops, r->batch, true);
+	/* Written now; made durable by the syncer, like local writes, so
+	 * the loop never waits on the disk.  Nothing is acknowledged for a
+	 * peer's operation: a crash before the fsync only means it is fetched
+	 * again (the vector in the same batch rolls back with it). */
+	int rc = ops_commit(&r->n->ops, r->batch, false);
 	if (rc == 0) {
-		uint32_t now = (uint32_t)(wall_us() & 0xffffffff);
+		uint64_t t = ++r->n->sync_ticket;
 		for (int i = 0; i < r->met.npending; i++) {
-			if (!r->met.lat_us)
-				break;
-			r->met.lat_us[r->met.lat_n++ % LAT_SAMPLES] =
-				now - r->met.pending[i];
+			if (r->met.wait_tail - r->met.wait_head == WAIT_SAMPLES)
+				break; /* samples, not data: drop */
+			uint64_t w = r->met.wait_tail++ % WAIT_SAMPLES;
+			r->met.waiting[w].ticket = t;
+			r->met.waiting[w].sent = r->met.pending[i];
 		}
+		syncer_request(r->n->syncer, t);
 	}
 	r->met.npending = 0;
 	if (rc < 0) {
@@ -1244,6 +1255,21 @@ int repl_rebuild(struct repl *r, const char *site)
 		return GD_EUNREACH;
 	log_info("rebuild requested from peer=%s", site);
 	return 0;
+}
+
+void repl_synced(struct repl *r, uint64_t ticket)
+{
+	uint32_t now = (uint32_t)(wall_us() & 0xffffffff);
+
+	while (r->met.wait_head < r->met.wait_tail) {
+		uint64_t w = r->met.wait_head % WAIT_SAMPLES;
+		if (r->met.waiting[w].ticket > ticket)
+			break;
+		if (r->met.lat_us)
+			r->met.lat_us[r->met.lat_n++ % LAT_SAMPLES] =
+				now - r->met.waiting[w].sent;
+		r->met.wait_head++;
+	}
 }
 
 static int cmp_u32(const void *a, const void *b)

@@ -59,6 +59,10 @@ void repl_tick(struct repl *r, uint64_t now_ms);
  * control_publish_fn's; payload is the struct repl. */
 void repl_publish(struct buf *ops, void *payload);
 
+/* The syncer made everything up to ticket durable: the latency samples of
+ * peers' operations in those batches are taken now. */
+void repl_synced(struct repl *r, uint64_t ticket);
+
 /* Add {site, connected, last_heard_ms, lag_ops, lag_ms, ...} objects for
  * every peer to arr. */
 void repl_status(struct repl *r, cJSON *arr, uint64_t now_ms);

@@ -224,8 +224,7 @@ t_done() {
 				kill -TERM "$pid"
 				kill -CONT "$pid" 2>/dev/null
 				if gd_wait_for "$GD_TIMEOUT" eval "! gd_alive $pid"; then
-					wait "$pid" 2>/dev/null
-					st=$?
+					st=$(gd_grantd_exit_status "$d")
 					t_eq "grantd${name:+ ($name)} exits with status 0 on SIGTERM" "$st" 0
 				else
 					t_fail "grantd${name:+ ($name)} still runs ${GD_TIMEOUT}s after SIGTERM"
@@ -233,8 +232,7 @@ t_done() {
 				fi
 			else
 				# started and never stopped by the test: it died
-				wait "$pid" 2>/dev/null
-				t_fail "grantd${name:+ ($name)} died by itself (exit status $?)" \
+				t_fail "grantd${name:+ ($name)} died by itself (exit status $(gd_grantd_exit_status "$d"))" \
 					"$(tail -n 20 "$d/grantd.log" 2>/dev/null)"
 			fi
 			rm -f "$d/grantd.pid"
