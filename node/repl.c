@@ -343,6 +343,15 @@ static void set_common(void *s, int64_t maxmsg)
 	zmq_setsockopt(s, ZMQ_RCVHWM, &hwm, sizeof(hwm));
 }
 
+/* Log why endpoint could not be set up and close s; returns NULL. */
+static void *socket_failed(void *s, const char *what, const char *endpoint)
+{
+	log_error("cannot %s endpoint=%s: %s", what, endpoint,
+		  zmq_strerror(errno));
+	zmq_close(s);
+	return NULL;
+}
+
 static void *curve_server(struct repl *r, int type, const char *endpoint,
 			  int64_t maxmsg)
 {
@@ -361,18 +370,10 @@ static void *curve_server(struct repl *r, int type, const char *endpoint,
 	    zmq_setsockopt(s, ZMQ_ZAP_ENFORCE_DOMAIN_OPT, &one,
 			   sizeof(one)) < 0 ||
 	    (type == ZMQ_ROUTER &&
-	     zmq_setsockopt(s, ZMQ_ROUTER_MANDATORY, &one, sizeof(one)) < 0)) {
-		log_error("cannot secure endpoint=%s: %s", endpoint,
-			  zmq_strerror(errno));
-		zmq_close(s);
-		return NULL;
-	}
-	if (zmq_bind(s, endpoint) < 0) {
-		log_error("cannot bind endpoint=%s: %s", endpoint,
-			  zmq_strerror(errno));
-		zmq_close(s);
-		return NULL;
-	}
+	     zmq_setsockopt(s, ZMQ_ROUTER_MANDATORY, &one, sizeof(one)) < 0))
+		return socket_failed(s, "secure", endpoint);
+	if (zmq_bind(s, endpoint) < 0)
+		return socket_failed(s, "bind", endpoint);
 	return s;
 }
 
@@ -390,22 +391,14 @@ static void *curve_client(struct repl *r, int type, const char *endpoint,
 	    zmq_setsockopt(s, ZMQ_CURVE_PUBLICKEY, r->n->curve_pub,
 			   Z85_KEY_LEN) < 0 ||
 	    zmq_setsockopt(s, ZMQ_CURVE_SECRETKEY, r->n->curve_sec,
-			   Z85_KEY_LEN) < 0) {
-		log_error("cannot secure endpoint=%s: %s", endpoint,
-			  zmq_strerror(errno));
-		zmq_close(s);
-		return NULL;
-	}
+			   Z85_KEY_LEN) < 0)
+		return socket_failed(s, "secure", endpoint);
 	if (type == ZMQ_DEALER)
 		zmq_setsockopt(s, ZMQ_IMMEDIATE, &one, sizeof(one));
 	if (type == ZMQ_SUB)
 		zmq_setsockopt(s, ZMQ_SUBSCRIBE, "", 0);
-	if (zmq_connect(s, endpoint) < 0) {
-		log_error("cannot connect endpoint=%s: %s", endpoint,
-			  zmq_strerror(errno));
-		zmq_close(s);
-		return NULL;
-	}
+	if (zmq_connect(s, endpoint) < 0)
+		return socket_failed(s, "connect", endpoint);
 	return s;
 }
 

@@ -6,31 +6,13 @@ encoded by hand so no protobuf package is needed.  Run it from anywhere; it
 rewrites tests/fuzz/corpus/control_request/.
 """
 import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from pbwire import field_bytes, field_varint  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "corpus", "control_request")
-
-
-def varint(n):
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
-
-def field_varint(num, v):
-    return varint(num << 3 | 0) + varint(v)
-
-
-def field_bytes(num, s):
-    if isinstance(s, str):
-        s = s.encode()
-    return varint(num << 3 | 2) + varint(len(s)) + s
 
 
 def request(cmd, args=(), user=None, client_ip=None, session=None,

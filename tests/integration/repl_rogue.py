@@ -35,33 +35,15 @@ come every 250 ms, so a second is four of them).
 """
 import configparser
 import json
+import os
 import random
 import sys
 import time
 
 import zmq
 
-
-def varint(n):
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
-
-def field_varint(num, v):
-    return varint(num << 3) + varint(v)
-
-
-def field_bytes(num, b):
-    if isinstance(b, str):
-        b = b.encode()
-    return varint(num << 3 | 2) + varint(len(b)) + b
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from pbwire import field_bytes, field_varint  # noqa: E402
 
 
 def peer_msg(version=1, sender="portland", body=b""):
