@@ -32,6 +32,7 @@
 #define SYNC_GRACE_MS 5000
 #define SYNC_MAX_MS 60000
 #define CONNECTED_MS 1500
+#define LIVE_GRACE_MS 500       /* see repl_tick */
 #define MAX_SKEW_MS (120 * 1000)
 #define HANDLE_MAX 256
 #define MAX_VV 4096             /* (origin, epoch) entries in a vector */
@@ -1161,8 +1162,15 @@ void repl_tick(struct repl *r, uint64_t now_ms)
 		if (e) {
 			if (!p->behind_since_ms)
 				p->behind_since_ms = now_ms;
-			/* during a state transfer, ranges wait for it */
-			if (!r->snap.p)
+			/* during a state transfer, ranges wait for it; and
+			 * what a third site already has of an origin we hear
+			 * directly is usually on its way to us live: give it
+			 * a moment before fetching it twice */
+			struct peer *o = peer_by_site(r, e->origin);
+			bool live = o && o != p && o->last_heard_ms &&
+				    now_ms - o->last_heard_ms < CONNECTED_MS &&
+				    now_ms - p->behind_since_ms < LIVE_GRACE_MS;
+			if (!r->snap.p && !live)
 				request_range(r, p, e->origin, e->epoch,
 					      now_ms);
 			all_level = false;
