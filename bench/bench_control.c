@@ -516,36 +516,38 @@ static void cpu_str(char *out, size_t len, const struct cpu *c)
 			 100 * sysconf(_SC_NPROCESSORS_ONLN));
 }
 
-static void print_val(const char *label, const struct result *r,
-		      const struct cpu *c)
+/* One result line: latencies in unit ("ms" or "us", scale ns per unit)
+ * and the SPEC 6 targets it is judged against. */
+static void print_result(const char *label, const struct result *r,
+			 const struct cpu *c, const char *unit, double scale,
+			 double p99_target, double ops_target)
 {
-	double p99 = (double)r->p99 / 1e6;
+	double p99 = (double)r->p99 / scale;
+	int prec = scale >= 1e6 ? 2 : 0;
 	char cs[96];
 
 	cpu_str(cs, sizeof(cs), c);
-	printf("%s ops=%zu secs=%.2f ops/s=%.0f p50_ms=%.2f p90_ms=%.2f "
-	       "p99_ms=%.2f max_ms=%.2f failures=%ld (%s) target: p99<5ms "
-	       "(%s), >=5000/s (%s)\n", label, r->ops, r->secs, r->ops_s,
-	       (double)r->p50 / 1e6, (double)r->p90 / 1e6, p99,
-	       (double)r->max / 1e6, r->fails, cs, verdict(p99 < 5.0, r),
-	       verdict(r->ops_s >= 5000, r));
+	printf("%s ops=%zu secs=%.2f ops/s=%.0f p50_%s=%.*f p90_%s=%.*f "
+	       "p99_%s=%.*f max_%s=%.*f failures=%ld (%s) target: p99<%.0f%s "
+	       "(%s), >=%.0f/s (%s)\n", label, r->ops, r->secs, r->ops_s,
+	       unit, prec, (double)r->p50 / scale, unit, prec,
+	       (double)r->p90 / scale, unit, prec, p99, unit, prec,
+	       (double)r->max / scale, r->fails, cs, p99_target, unit,
+	       verdict(p99 < p99_target, r), ops_target,
+	       verdict(r->ops_s >= ops_target, r));
 	fflush(stdout);
+}
+
+static void print_val(const char *label, const struct result *r,
+		      const struct cpu *c)
+{
+	print_result(label, r, c, "ms", 1e6, 5, 5000);
 }
 
 static void print_check(const char *label, const struct result *r,
 			const struct cpu *c)
 {
-	double p99 = (double)r->p99 / 1e3;
-	char cs[96];
-
-	cpu_str(cs, sizeof(cs), c);
-	printf("%s ops=%zu secs=%.2f ops/s=%.0f p50_us=%.0f p90_us=%.0f "
-	       "p99_us=%.0f max_us=%.0f failures=%ld (%s) target: p99<200us "
-	       "(%s), >=50000/s (%s)\n", label, r->ops, r->secs, r->ops_s,
-	       (double)r->p50 / 1e3, (double)r->p90 / 1e3, p99,
-	       (double)r->max / 1e3, r->fails, cs, verdict(p99 < 200, r),
-	       verdict(r->ops_s >= 50000, r));
-	fflush(stdout);
+	print_result(label, r, c, "us", 1e3, 200, 50000);
 }
 
 /* ---- the sync baseline -------------------------------------------------- */

@@ -164,7 +164,6 @@ static void startup_repos(struct node *n)
 			/* made if an earlier attempt failed, hook refreshed */
 			repos_create(n->cfg->repo_dir, r->name, r->fork_of,
 				     n->hook);
-			repos_install_hook(n->cfg->repo_dir, r->name, n->hook);
 			repos_path(&path, n->cfg->repo_dir, r->name);
 			buf_puts(&path, "/grantd-spool");
 			if (stat(path.p, &st) == 0) {

@@ -869,7 +869,10 @@ static void serve_range(struct repl *r, const void *id, size_t idlen,
 	buf_free(&prefix);
 }
 
-static void serve_vv(struct repl *r, const void *id, size_t idlen)
+/* Our vector as a heartbeat: on PUB (id NULL) every 250 ms, or on the
+ * ROUTER to the peer id that asked (vv_req). */
+static void send_vector(struct repl *r, void *sock, const void *id,
+			size_t idlen)
 {
 	Grantd__V1__PeerMsg m;
 	Grantd__V1__Heartbeat hb = GRANTD__V1__HEARTBEAT__INIT;
@@ -878,7 +881,7 @@ static void serve_vv(struct repl *r, const void *id, size_t idlen)
 	hb_fill(r, &hb);
 	m.body_case = GRANTD__V1__PEER_MSG__BODY_HEARTBEAT;
 	m.heartbeat = &hb;
-	send_msg(r->router, &m, id, idlen);
+	send_msg(sock, &m, id, idlen);
 	hb_free_entries(&hb);
 }
 
@@ -976,7 +979,8 @@ static int handle_router(struct repl *r)
 			serve_snap(r, zmq_msg_data(&id), zmq_msg_size(&id),
 				   m->snap_req);
 		else if (m && m->body_case == GRANTD__V1__PEER_MSG__BODY_VV_REQ)
-			serve_vv(r, zmq_msg_data(&id), zmq_msg_size(&id));
+			send_vector(r, r->router, zmq_msg_data(&id),
+				    zmq_msg_size(&id));
 		else if (m)
 			r->n->ops.dropped++;
 		if (m)
@@ -1118,26 +1122,13 @@ void repl_publish(struct buf *ob, void *payload)
 	buf_reset(ob);
 }
 
-static void send_heartbeat(struct repl *r)
-{
-	Grantd__V1__PeerMsg m;
-	Grantd__V1__Heartbeat hb = GRANTD__V1__HEARTBEAT__INIT;
-
-	msg_init(r, &m);
-	hb_fill(r, &hb);
-	m.body_case = GRANTD__V1__PEER_MSG__BODY_HEARTBEAT;
-	m.heartbeat = &hb;
-	send_msg(r->pub, &m, NULL, 0);
-	hb_free_entries(&hb);
-}
-
 void repl_tick(struct repl *r, uint64_t now_ms)
 {
 	bool all_level = true, any_heard = false, all_heard = true;
 
 	if (r->pub && now_ms - r->last_hb_ms >= REPL_HEARTBEAT_MS) {
 		r->last_hb_ms = now_ms;
-		send_heartbeat(r);
+		send_vector(r, r->pub, NULL, 0);
 	}
 	if (r->snap.p && now_ms - r->snap.sent_ms > RANGE_TIMEOUT_MS) {
 		log_warn("state transfer timed out peer=%s; starting over",

@@ -37,8 +37,11 @@ static int write_alternates(const char *path, const char *parent)
 	return rc;
 }
 
-int repos_install_hook(const char *repo_dir, const char *name,
-		       const char *hook)
+/* Make hooks/post-receive run hook (a shell command line, e.g. exec
+ * '/usr/bin/grant-hook' --config '/etc/grantd/grantd.conf'), so every push
+ * is handed to the node to replicate.  Rewrites it only when it differs. */
+static int repos_install_hook(const char *repo_dir, const char *name,
+			      const char *hook)
 {
 	struct buf path = BUF_INIT, tmp = BUF_INIT, want = BUF_INIT;
 	char have[4096];
@@ -83,7 +86,7 @@ int repos_create(const char *repo_dir, const char *name, const char *fork_of,
 	git_repository_init_options_init(&io, GIT_REPOSITORY_INIT_OPTIONS_VERSION);
 	repos_path(&path, repo_dir, name);
 	if (stat(path.p, &st) == 0)
-		goto done;
+		goto hook; /* exists: only make sure of its hook */
 	io.flags = GIT_REPOSITORY_INIT_BARE | GIT_REPOSITORY_INIT_MKPATH |
 		   GIT_REPOSITORY_INIT_NO_REINIT;
 	io.initial_head = "master";
@@ -98,11 +101,12 @@ int repos_create(const char *repo_dir, const char *name, const char *fork_of,
 		repos_path(&parent, repo_dir, fork_of);
 		rc = write_alternates(path.p, parent.p);
 	}
-	if (rc == 0 && hook)
-		rc = repos_install_hook(repo_dir, name, hook);
 	log_info("created repository repo=%s%s%s", name,
 		 fork_of && *fork_of ? " fork_of=" : "",
 		 fork_of && *fork_of ? fork_of : "");
+hook:
+	if (rc == 0 && hook)
+		rc = repos_install_hook(repo_dir, name, hook);
 done:
 	git_repository_free(repo);
 	buf_free(&path);

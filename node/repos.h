@@ -14,16 +14,10 @@ void repos_path(struct buf *out, const char *repo_dir, const char *name);
 
 /* Create the bare repository if it does not exist (idempotent); a fork
  * borrows its parent's objects through objects/info/alternates.  hook, when
- * not NULL, is the post-receive hook's command line (repos_install_hook).
+ * not NULL, is the post-receive hook's command line, installed in a new or
+ * an existing repository alike (it is rewritten only when it differs).
  * Returns 0 or GD_EIO (logged). */
 int repos_create(const char *repo_dir, const char *name, const char *fork_of,
 		 const char *hook);
-
-/* Make hooks/post-receive run hook (a shell command line, e.g. exec
- * '/usr/bin/grant-hook' --config '/etc/grantd/grantd.conf'), so every push
- * is handed to the node to replicate.  Rewrites it only when it differs.
- * Returns 0 or GD_EIO (logged). */
-int repos_install_hook(const char *repo_dir, const char *name,
-		       const char *hook);
 
 #endif
