@@ -122,8 +122,46 @@ t_has "grantctl --bogus-option: the first line names the option" "$(head -1 <<<"
 t_check "no repository was created by the refused repo adds" \
 	eval '[[ $(cd "$T_SITE/repos" && find . -maxdepth 2 -name HEAD | sort) == "./demo.git/HEAD" ]]'
 
+t_section "raw frames on the sockets"
+# a request over the size limit, and one that does not decode: each gets
+# an answer with status 2, and the node keeps serving (SPEC 2.8)
+raw_request() { # SOCKET BYTES: send BYTES bytes (x01 + garbage) on a REQ, print the reply status
+	"$PY" - "$1" "$2" <<'PY'
+import os, sys
+import zmq
+sys.path.insert(0, os.path.join(os.environ["GD_SRC"], "tests", "lib"))
+from pbwire import field_bytes, field_varint  # noqa: E402
+n = int(sys.argv[2])
+if n > 100:
+    frame = field_varint(1, 1) + field_bytes(2, "status") + field_bytes(3, "x" * n)
+else:
+    frame = b"\xff\xff\xff garbage"
+ctx = zmq.Context()
+s = ctx.socket(zmq.REQ)
+s.setsockopt(zmq.LINGER, 0)
+s.setsockopt(zmq.RCVTIMEO, 5000)
+s.connect("ipc://" + sys.argv[1])
+s.send(frame)
+rep = s.recv()
+# Reply field 1 (status) is a varint right after its tag byte 0x08
+print(rep[1] if rep[:1] == b"\x08" else "no-status")
+PY
+}
+if PY=$(t_py); then
+	export GD_SRC=${GD_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
+	d=$(t_digest)
+	t_eq "a 100 KB request on the admin socket is answered with status 2" \
+		"$(raw_request "$T_SITE/run/admin.sock" 100000)" 2
+	t_eq "an undecodable frame on the user socket is answered with status 2" \
+		"$(raw_request "$T_SITE/run/user.sock" 10)" 2
+	t_expect 0 "the node still answers status" t_ctl status
+	t_eq "digest unchanged" "$(t_digest)" "$d"
+else
+	t_fail "python3 with the zmq module (python3-zmq) is needed"
+fi
+
 t_section "--help"
-for p in grantd grantctl grant-shell grant-keys; do
+for p in grantd grantctl grant-shell grant-keys grant-hook; do
 	t_expect 0 "$p --help exits 0" "$GD_BIN/$p" --help
 	t_check "$p --help prints a usage" test -n "$OUT$ERR"
 done

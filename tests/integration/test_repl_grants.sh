@@ -101,5 +101,8 @@ for s in "${T_SITES[@]}"; do
 	t_run t_sj "$s" 'j["replication"]["latency_us"]'
 	t_check "$s: status --json reports replication latency of applied peer operations ($OUT)" \
 		eval '[[ $OUT == *"\"p99\""* && $OUT != *"\"count\": 0"* ]]'
+	# the vector: one (origin, epoch, seq) per stream, summing to applied
+	t_eq "$s: status --json's vector adds up to its applied counts" \
+		"$(t_sj "$s" 'sum(e["seq"] for e in j["vector"]) == sum(j["applied"].values()) and len(j["vector"]) >= 3')" true
 done
 t_done
