@@ -27,6 +27,7 @@
 
 #include "addr.h"
 #include "control.h"
+#include "gitrepl.h"
 #include "dur.h"
 #include "err.h"
 #include "log.h"
@@ -1636,9 +1637,12 @@ static int cmd_rebuild(struct control *c, struct req *r)
 			   r->rq->args[1]);
 	if (rc < 0)
 		return refuse(r, "cannot reach site %s", r->rq->args[1]);
+	if (c->n->gitrepl)
+		gitrepl_all(c->n->gitrepl, r->rq->args[1]);
 	buf_printf(&r->out, "rebuilding from %s: everything it has that this "
-		   "site lacks is being fetched; watch 'grantctl status' "
-		   "until lag_ops is 0\n", r->rq->args[1]);
+		   "site lacks is being fetched, repositories too; watch "
+		   "'grantctl status' until lag_ops and pending_refs are 0\n",
+		   r->rq->args[1]);
 	return 0;
 }
 
@@ -1671,6 +1675,48 @@ static int cmd_backup(struct control *c, struct req *r)
 	}
 	buf_free(&path);
 	return rc;
+}
+
+/* The tips kept under refs/grantd/conflicts (CF_LOSERS entries gitrepl
+ * marked "kept"; the others are still being looked at). */
+static int add_conflicts(struct control *c, cJSON *arr)
+{
+	struct store_iter *it;
+	struct buf v = BUF_INIT, name = BUF_INIT;
+	const char *key;
+	size_t klen;
+	int rc;
+
+	store_iter_new(&it, c->n->store, c->batch, CF_LOSERS, "", 0);
+	while ((rc = store_iter_next(it, &key, &klen, &v)) > 0) {
+		const char *repo = key, *ref, *site;
+		size_t a = strnlen(key, klen), b, d;
+		if (a + 1 >= klen || v.len != 40 + strlen(" kept") ||
+		    memcmp(v.p + 40, " kept", 5))
+			continue;
+		ref = key + a + 1;
+		b = strnlen(ref, klen - a - 1);
+		if (a + 1 + b + 1 >= klen)
+			continue;
+		site = ref + b + 1;
+		d = strnlen(site, klen - a - b - 2);
+		if (a + b + d + 3 + 8 != klen)
+			continue;
+		cJSON *e = cJSON_CreateObject();
+		cJSON_AddStringToObject(e, "repo", repo);
+		cJSON_AddStringToObject(e, "ref", ref);
+		cJSON_AddStringToObject(e, "site", site);
+		v.p[40] = '\0';
+		cJSON_AddStringToObject(e, "tip", v.p);
+		buf_reset(&name);
+		buf_printf(&name, "refs/grantd/conflicts/%s/%s", site, ref);
+		cJSON_AddStringToObject(e, "kept_as", name.p);
+		cJSON_AddItemToArray(arr, e);
+	}
+	store_iter_free(&it);
+	buf_free(&v);
+	buf_free(&name);
+	return rc < 0 ? rc : 0;
 }
 
 static int cmd_status(struct control *c, struct req *r)
@@ -1740,6 +1786,12 @@ static int cmd_status(struct control *c, struct req *r)
 	repl_status(n->repl, peers, r->now_ms);
 	cJSON_AddBoolToObject(j, "syncing", n->syncing);
 	repl_metrics(n->repl, cJSON_AddObjectToObject(j, "replication"));
+	if (n->gitrepl)
+		gitrepl_status(n->gitrepl, cJSON_AddObjectToObject(j, "git"));
+	if ((rc = add_conflicts(c, cJSON_AddArrayToObject(j, "conflicts"))) < 0) {
+		cJSON_Delete(j);
+		return rc;
+	}
 	counts = cJSON_AddObjectToObject(j, "counts");
 	cJSON_AddNumberToObject(counts, "users", (double)users);
 	cJSON_AddNumberToObject(counts, "grants", (double)grants);
@@ -1775,6 +1827,22 @@ static int cmd_status(struct control *c, struct req *r)
 			   cJSON_GetObjectItem(o, "lag_ops")->valuedouble,
 			   cJSON_GetObjectItem(o, "lag_ms")->valuedouble);
 	}
+	cJSON *git = cJSON_GetObjectItem(j, "git");
+	if (git)
+		buf_printf(&r->out, "git:      pending_refs=%.0f packs_fetched=%.0f "
+			   "fetch_failures=%.0f packs_served=%.0f\n",
+			   cJSON_GetObjectItem(git, "pending_refs")->valuedouble,
+			   cJSON_GetObjectItem(git, "packs_fetched")->valuedouble,
+			   cJSON_GetObjectItem(git, "fetch_failures")->valuedouble,
+			   cJSON_GetObjectItem(git, "packs_served")->valuedouble);
+	cJSON_ArrayForEach(o, cJSON_GetObjectItem(j, "conflicts"))
+		buf_printf(&r->out, "conflict: repo=%s ref=%s site=%s tip=%s "
+			   "kept_as=%s\n",
+			   cJSON_GetObjectItem(o, "repo")->valuestring,
+			   cJSON_GetObjectItem(o, "ref")->valuestring,
+			   cJSON_GetObjectItem(o, "site")->valuestring,
+			   cJSON_GetObjectItem(o, "tip")->valuestring,
+			   cJSON_GetObjectItem(o, "kept_as")->valuestring);
 	if (n->syncing)
 		buf_puts(&r->out, "syncing:  yes (token validation waits)\n");
 	cJSON_Delete(j);

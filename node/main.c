@@ -27,6 +27,7 @@
 #include "config.h"
 #include "control.h"
 #include "err.h"
+#include "gitrepl.h"
 #include "log.h"
 #include "node.h"
 #include "otp.h"
@@ -141,8 +142,16 @@ static void flush_spool(struct node *n, const char *dir)
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_addchdir_np(&fa, dir);
 	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	if (posix_spawn(&pid, n->hook_path, &fa, NULL, argv, environ) != 0)
+	if (posix_spawn(&pid, n->hook_path, &fa, NULL, argv, environ) != 0) {
 		log_warn("cannot run grant-hook in dir=%s", dir);
+	} else {
+		pid_t *p = realloc(n->hook_pids,
+				   (n->nhook_pids + 1) * sizeof(*p));
+		if (!p)
+			abort();
+		n->hook_pids = p;
+		n->hook_pids[n->nhook_pids++] = pid;
+	}
 	posix_spawn_file_actions_destroy(&fa);
 }
 
@@ -220,9 +229,21 @@ static void sweep_grants(struct node *n)
 	store_batch_free(&b);
 }
 
+/* Reap the grant-hook runs this thread started (and only those: the
+ * gitrepl actor waits for its own git children). */
+static void reap_hooks(struct node *n)
+{
+	for (size_t i = 0; i < n->nhook_pids;)
+		if (waitpid(n->hook_pids[i], NULL, WNOHANG) != 0)
+			n->hook_pids[i] = n->hook_pids[--n->nhook_pids];
+		else
+			i++;
+}
+
 static int run(struct node *n)
 {
-	zmq_pollitem_t items[3 + 2 + 2 * CONFIG_MAX_PEERS];
+	zmq_pollitem_t items[4 + 2 + 2 * CONFIG_MAX_PEERS];
+	bool was_syncing = n->syncing;
 	uint64_t last_sweep = 0; /* first sweep right after start */
 	int nitems;
 
@@ -232,8 +253,12 @@ static int run(struct node *n)
 				     ZMQ_POLLIN, 0 };
 	items[2] = (zmq_pollitem_t){ syncer_socket(n->syncer), 0, ZMQ_POLLIN,
 				     0 };
-	nitems = 3 + repl_pollitems(n->repl, items + 3,
-				    (int)GD_ARRAY_SIZE(items) - 3);
+	items[3] = (zmq_pollitem_t){ gitrepl_socket(n->gitrepl), 0,
+				     ZMQ_POLLIN, 0 };
+	nitems = 4 + repl_pollitems(n->repl, items + 4,
+				    (int)GD_ARRAY_SIZE(items) - 4);
+	/* every repository checked against its records once at start */
+	gitrepl_all(n->gitrepl, NULL);
 	log_info("node running site=%s user_socket=%s admin_socket=%s "
 		 "peers=%d", n->cfg->site, n->cfg->user_socket,
 		 n->cfg->admin_socket, n->cfg->npeers);
@@ -253,10 +278,16 @@ static int run(struct node *n)
 		if (items[0].revents || items[1].revents)
 			control_serve_batch(n->control, BATCH_MAX);
 		repl_handle(n->repl);
+		if (items[3].revents && repl_router(n->repl))
+			gitrepl_pump(n->gitrepl, repl_router(n->repl));
 		uint64_t now = hlc_wall_ms();
 		repl_tick(n->repl, now);
-		while (waitpid(-1, NULL, WNOHANG) > 0)
-			; /* reap grant-hook runs */
+		/* refs whose records changed: the disk follows them */
+		gitrepl_changed(n->gitrepl, &n->ops.refs_touched);
+		if (was_syncing && !n->syncing)
+			gitrepl_all(n->gitrepl, NULL); /* caught up: look again */
+		was_syncing = n->syncing;
+		reap_hooks(n);
 		if (now - last_sweep > SWEEP_INTERVAL_MS) {
 			sweep_grants(n);
 			last_sweep = now;
@@ -366,11 +397,15 @@ int main(int argc, char **argv)
 		goto out_zmq;
 	if ((rc = repl_open(&n.repl, &n)) < 0)
 		goto out_syncer;
-	if ((rc = control_open(&n.control, &n, n.zctx)) < 0)
+	if ((rc = gitrepl_start(&n.gitrepl, &n)) < 0)
 		goto out_repl;
+	if ((rc = control_open(&n.control, &n, n.zctx)) < 0)
+		goto out_gitrepl;
 	startup_repos(&n);
 	status = run(&n) < 0 ? 1 : 0;
 	control_destroy(&n.control);
+out_gitrepl:
+	gitrepl_stop(&n.gitrepl);
 out_repl:
 	repl_destroy(&n.repl);
 out_syncer:
@@ -385,6 +420,7 @@ out_cfg:
 	sodium_memzero(key, sizeof(key));
 	sodium_memzero(n.curve_sec, sizeof(n.curve_sec));
 	ops_close(&n.ops);
+	free(n.hook_pids);
 	config_free(&n.cfg);
 	buf_free(&err);
 	return status;

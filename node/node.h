@@ -7,12 +7,14 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "config.h"
 #include "ops.h"
 #include "store.h"
 
 struct control;
+struct gitrepl;
 struct repl;
 struct syncer;
 
@@ -23,6 +25,7 @@ struct node {
 	struct control *control;
 	struct repl *repl;
 	struct syncer *syncer;
+	struct gitrepl *gitrepl; /* repositories follow the ref records */
 	uint64_t sync_ticket;  /* last ticket handed to the syncer */
 	char curve_pub[Z85_KEY_LEN + 1];  /* this node's CURVE key pair */
 	char curve_sec[Z85_KEY_LEN + 1];
@@ -33,6 +36,8 @@ struct node {
 	char hook[8400];       /* post-receive command line */
 	uint64_t started_ms;
 	uint64_t bad_requests; /* control frames that failed to decode */
+	pid_t *hook_pids;      /* grant-hook runs not yet reaped */
+	size_t nhook_pids;
 };
 
 #endif

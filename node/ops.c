@@ -118,6 +118,7 @@ void ops_close(struct ops *o)
 {
 	ops_outbox_clear(o);
 	buf_free(&o->outbox);
+	buf_free(&o->refs_touched);
 	free(o->vv);
 	o->vv = NULL;
 	o->nvv = o->capvv = 0;
@@ -520,6 +521,8 @@ static int apply_refs(struct ops *o, struct store_batch *b,
 			break;
 		rc = lww_put(o, b, CF_REFS, k.p, k.len, &val, op->hlc,
 			     op->origin, &won);
+		if (rc == 0)
+			buf_add(&o->refs_touched, k.p, k.len + 1);
 		if (rc == 0 && cur && cur->target && cur->origin) {
 			const char *from = oid_zero(ch->old) ? "" : ch->old;
 			if (won && *cur->target && strcmp(cur->target, from) &&
@@ -692,6 +695,8 @@ static int merge_ref(struct ops *o, struct store_batch *b, const void *val,
 	buf_puts(&k, r->ref);
 	buf_add(&v, val, vlen);
 	rc = lww_put(o, b, CF_REFS, k.p, k.len, &v, r->hlc, r->origin, &won);
+	if (rc == 0 && won)
+		buf_add(&o->refs_touched, k.p, k.len + 1);
 done:
 	if (r)
 		grantd__v1__ref__free_unpacked(r, NULL);

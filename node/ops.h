@@ -46,6 +46,11 @@ struct ops {
 	 * packed, each behind a 4-byte big-endian length: published by repl
 	 * once their batch is committed, dropped if the commit failed. */
 	struct buf outbox;
+	/* Refs whose record an applied operation or snapshot record
+	 * touched, each "repo \0 ref \0": handed to gitrepl (main.c), which
+	 * makes the disk follow; an entry from a batch that then failed to
+	 * commit only costs gitrepl a look. */
+	struct buf refs_touched;
 	/* The version vector, cached: every change to it goes through this
 	 * module, so the cache is the store's vector (batch included) */
 	struct ops_vv {

@@ -16,6 +16,7 @@
 #include "log.h"
 #include "names.h"
 #include "ops.h"
+#include "gitrepl.h"
 #include "repl.h"
 #include "syncer.h"
 #include "banned.h"
@@ -378,10 +379,10 @@ static void *curve_server(struct repl *r, int type, const char *endpoint,
 	return s;
 }
 
-static void *curve_client(struct repl *r, int type, const char *endpoint,
-			  const char *server_key, int64_t maxmsg)
+void *repl_curve_client(struct node *n, int type, const char *endpoint,
+			const char *server_key, int64_t maxmsg)
 {
-	void *s = zmq_socket(r->n->zctx, type);
+	void *s = zmq_socket(n->zctx, type);
 	int one = 1;
 
 	if (!s)
@@ -389,9 +390,9 @@ static void *curve_client(struct repl *r, int type, const char *endpoint,
 	set_common(s, maxmsg);
 	if (zmq_setsockopt(s, ZMQ_CURVE_SERVERKEY, server_key,
 			   Z85_KEY_LEN) < 0 ||
-	    zmq_setsockopt(s, ZMQ_CURVE_PUBLICKEY, r->n->curve_pub,
+	    zmq_setsockopt(s, ZMQ_CURVE_PUBLICKEY, n->curve_pub,
 			   Z85_KEY_LEN) < 0 ||
-	    zmq_setsockopt(s, ZMQ_CURVE_SECRETKEY, r->n->curve_sec,
+	    zmq_setsockopt(s, ZMQ_CURVE_SECRETKEY, n->curve_sec,
 			   Z85_KEY_LEN) < 0)
 		return socket_failed(s, "secure", endpoint);
 	if (type == ZMQ_DEALER)
@@ -437,9 +438,9 @@ int repl_open(struct repl **out, struct node *n)
 		goto fail;
 	for (int i = 0; i < r->npeers; i++) {
 		struct peer *p = &r->peers[i];
-		p->sub = curve_client(r, ZMQ_SUB, p->cfg->publish,
+		p->sub = repl_curve_client(n, ZMQ_SUB, p->cfg->publish,
 				      p->cfg->public_key, SUB_MSG_MAX);
-		p->dealer = curve_client(r, ZMQ_DEALER, p->cfg->sync,
+		p->dealer = repl_curve_client(n, ZMQ_DEALER, p->cfg->sync,
 					 p->cfg->public_key, PEER_MSG_MAX);
 		if (!p->sub || !p->dealer)
 			goto fail;
@@ -981,6 +982,13 @@ static int handle_router(struct repl *r)
 		else if (m && m->body_case == GRANTD__V1__PEER_MSG__BODY_VV_REQ)
 			send_vector(r, r->router, zmq_msg_data(&id),
 				    zmq_msg_size(&id));
+		else if (m && r->n->gitrepl &&
+			 (m->body_case == GRANTD__V1__PEER_MSG__BODY_PACK_REQ ||
+			  m->body_case == GRANTD__V1__PEER_MSG__BODY_PACK_CREDIT ||
+			  m->body_case == GRANTD__V1__PEER_MSG__BODY_PACK_ERR))
+			gitrepl_serve(r->n->gitrepl, zmq_msg_data(&id),
+				      zmq_msg_size(&id), site,
+				      zmq_msg_data(&body), zmq_msg_size(&body));
 		else if (m)
 			r->n->ops.dropped++;
 		if (m)
@@ -1290,6 +1298,8 @@ void repl_metrics(struct repl *r, cJSON *obj)
 	cJSON_AddNumberToObject(cu, "ops", (double)r->met.last_ops);
 	cJSON_AddNumberToObject(cu, "ms", (double)r->met.last_ms);
 }
+
+void *repl_router(struct repl *r) { return r->router; }
 
 uint64_t repl_refused(struct repl *r)
 {

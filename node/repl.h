@@ -75,6 +75,16 @@ int repl_rebuild(struct repl *r, const char *site);
  * the origin to committed here) and "last_catchup" {ops, ms} to obj. */
 void repl_metrics(struct repl *r, cJSON *obj);
 
+/* A CURVE client socket of the given type connected to endpoint, as this
+ * node (its key pair), for a server with server_key; frames over maxmsg
+ * are refused.  NULL on failure (logged).  Used by gitrepl for its own
+ * DEALERs. */
+void *repl_curve_client(struct node *n, int type, const char *endpoint,
+			const char *server_key, int64_t maxmsg);
+
+/* The sync ROUTER (NULL when the node has no sync endpoint). */
+void *repl_router(struct repl *r);
+
 /* ZAP refusals so far. */
 uint64_t repl_refused(struct repl *r);
 

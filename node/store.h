@@ -35,7 +35,9 @@ enum store_cf {
 	CF_VV,        /* origin \0 epoch(8) -> applied seq (8, BE) */
 	CF_REFS,      /* repo \0 ref -> Ref (the replicated tip) */
 	CF_LOSERS,    /* repo \0 ref \0 origin \0 hlc(8) -> tip that lost an
-	               * LWW race; local, for refs/grantd/conflicts */
+	               * LWW race (local): "TIP" as noted by the writer,
+	               * "TIP kept" once gitrepl has kept it under
+	               * refs/grantd/conflicts (no entry: it was no conflict) */
 	CF_REVOKES,   /* user -> Revocation */
 	CF__COUNT,
 };
@@ -75,6 +77,13 @@ void store_batch_rollback(struct store_batch *b);
 /* Write the batch atomically; sync makes it durable (fsync) before the
  * return.  The batch is emptied either way.  Returns 0 or GD_EIO. */
 int store_commit(struct store_batch *b, bool sync);
+
+/* One write outside any batch, for local bookkeeping that another thread
+ * than the writer keeps (gitrepl's CF_LOSERS marks): not for replicated
+ * families, never for sealed ones (GD_EINVAL).  val NULL deletes the key.
+ * Not synced.  Returns 0, GD_EINVAL or GD_EIO. */
+int store_put_now(struct store *s, enum store_cf cf, const void *key,
+		  size_t klen, const void *val, size_t vlen);
 
 /*
  * Iterate the keys starting with prefix (plen may be 0: everything), in

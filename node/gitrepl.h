@@ -1,0 +1,86 @@
+/*
+ * gitrepl.h: the repositories on disk follow the replicated ref records.
+ *
+ * A push is replicated as a RefUpdate operation (ops.c keeps one LWW
+ * register per (repo, ref) in CF_REFS).  This module makes every
+ * repository's refs on disk follow those records:
+ *
+ *  1. For each ref whose record changed, compare the record with the disk.
+ *  2. If the record's tip is not in the object database, fetch it as a
+ *     thin pack from a peer that has it (the record's origin first, then
+ *     any other): `PackReq{wants, haves}` on the actor's own CURVE DEALER
+ *     to the peer's sync endpoint, answered by `PackChunk`s of at most
+ *     256 KiB under credit-based flow control.  Each chunk goes straight
+ *     into libgit2's indexer (git_odb_write_pack: every object's hash is
+ *     verified, thin packs are completed from local objects and
+ *     alternates), so no pack is ever held in memory whole.
+ *  3. Check that the new tips are connected (`git rev-list --objects
+ *     --stdin --not --all`, as git's own check_connected does); a bad,
+ *     truncated or unconnected pack is refused and the next peer asked.
+ *  4. Move the ref with libgit2's compare-and-swap on the value just read
+ *     (git_reference_create_matching); a ref that moved meanwhile is read
+ *     again.
+ *  5. A tip that lost an LWW race (CF_LOSERS) is fetched too; if the
+ *     winner descends from it there was no conflict, otherwise it is kept
+ *     as refs/grantd/conflicts/SITE/REF and reported by `grantctl status`.
+ *
+ * It also serves packs to peers: a `PackReq` arriving on repl's sync
+ * ROUTER is handed here (gitrepl_serve); `git pack-objects --revs --thin
+ * --stdout` runs in the repository and its output goes back in chunks,
+ * never more than the asker's credit ahead (gitrepl_pump sends them).
+ *
+ * One thread, the actor, owns all of this: its git_repository handles,
+ * its DEALERs, the pack-objects children.  The writer thread talks to it
+ * only through the functions below (an inproc pair), so nothing git does
+ * ever blocks token validation.  A repository whose hook has spooled
+ * pushes the node has not yet recorded (grantd-spool/) is left alone
+ * until the spool is sent, so a local push is never rolled back.
+ */
+#ifndef GD_GITREPL_H
+#define GD_GITREPL_H
+
+#include <cjson/cJSON.h>
+#include <stddef.h>
+
+#include "buf.h"
+#include "node.h"
+
+struct gitrepl;
+
+/* Start the actor (libgit2 initialised, n's config, store, keys and zmq
+ * context ready; they must outlive it).  *out is the caller's
+ * (gitrepl_stop).  Returns 0 or GD_EIO (logged). */
+int gitrepl_start(struct gitrepl **out, struct node *n);
+
+/* Stop the actor: running pack-objects children are killed, a fetch in
+ * progress is dropped (its temporary pack removed).  NULL is fine. */
+void gitrepl_stop(struct gitrepl **gp);
+
+/* The writer thread's end of the pair: poll it for input and call
+ * gitrepl_pump() when it is readable. */
+void *gitrepl_socket(struct gitrepl *g);
+
+/* Send what the actor has for peers (pack chunks and errors) on router,
+ * repl's sync ROUTER.  A frame for a peer that is gone is dropped (its
+ * stream times out). */
+void gitrepl_pump(struct gitrepl *g, void *router);
+
+/* Refs whose record changed, as ops.refs_touched holds them ("repo \0 ref
+ * \0" ...); refs is emptied. */
+void gitrepl_changed(struct gitrepl *g, struct buf *refs);
+
+/* Check every ref record (start-up, end of catch-up, rebuild); prefer,
+ * when not NULL, is the site to fetch from first. */
+void gitrepl_all(struct gitrepl *g, const char *prefer);
+
+/* A frame from a peer's DEALER on the sync ROUTER that belongs here
+ * (pack_req, pack_credit, pack_err): rid is its routing id, site the
+ * peer's name (from its CURVE key). */
+void gitrepl_serve(struct gitrepl *g, const void *rid, size_t ridlen,
+		   const char *site, const void *body, size_t len);
+
+/* Add the actor's counters to obj: pending refs, fetches, failures, bytes,
+ * packs served, refs moved, conflicts kept, the last error. */
+void gitrepl_status(struct gitrepl *g, cJSON *obj);
+
+#endif
