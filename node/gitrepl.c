@@ -11,6 +11,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <git2.h>
 #include <git2/sys/odb_backend.h>
 #include <pthread.h>
@@ -105,6 +106,7 @@ struct gitrepl {
 	pthread_t thread;
 	bool started;
 	char endpoint[64];
+	char conf[PATH_MAX];        /* the config, absolute, for grant-hook */
 	void *main_pair;            /* the writer's end */
 	/* actor */
 	void *pair;
@@ -361,6 +363,27 @@ static bool connected(struct gitrepl *g, const char *name,
 	buf_free(&path);
 	buf_free(&in);
 	return rc == 0;
+}
+
+/* Run grant-hook (stdin empty) in the repository: it sends what earlier
+ * hooks spooled while the node could not be reached. */
+static void run_hook(struct gitrepl *g, const char *name)
+{
+	posix_spawn_file_actions_t fa;
+	char *argv[] = { g->n->hook_path, "--config", g->conf, NULL };
+	struct buf path = BUF_INIT;
+	pid_t pid;
+
+	repos_path(&path, g->n->cfg->repo_dir, name);
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addchdir_np(&fa, path.p);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	if (posix_spawn(&pid, g->n->hook_path, &fa, NULL, argv, environ) == 0)
+		wait_child(pid);
+	else
+		log_warn("cannot run grant-hook in repo=%s", name);
+	posix_spawn_file_actions_destroy(&fa);
+	buf_free(&path);
 }
 
 /* ---- serving packs ---------------------------------------------------------- */
@@ -883,8 +906,12 @@ static enum verdict reconcile(struct gitrepl *g, const struct item *item,
 	bool have;
 	int rc;
 
-	if (spool_pending(g, name))
-		goto out; /* a local push the node has not recorded yet */
+	if (spool_pending(g, name)) {
+		/* a local push the node has not recorded yet: leave the refs
+		 * alone, and have the hook send it (the node is back) */
+		run_hook(g, name);
+		goto out;
+	}
 	rc = store_get(g->n->store, NULL, CF_REFS, item->key, item->klen - 1,
 		       &v);
 	if (rc == GD_ENOTFOUND) {
@@ -1276,6 +1303,8 @@ int gitrepl_start(struct gitrepl **out, struct node *n)
 	*out = NULL;
 	g->n = n;
 	g->prefer = -1;
+	if (!realpath(n->cfg->path, g->conf))
+		snprintf(g->conf, sizeof(g->conf), "%s", n->cfg->path);
 	pthread_mutex_init(&g->mu, NULL);
 	for (int i = 0; i < STREAMS_MAX; i++)
 		g->streams[i].fd = -1;
