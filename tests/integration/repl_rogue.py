@@ -30,6 +30,29 @@ peers, for tests/integration/test_repl_security.sh.  Needs python3-zmq.
       protocol version), random frames and a multi-frame message.  Prints
       {"per_round": N} first.
 
+  repl_rogue.py rogue-git MODE PUBLISH SYNC KEYFILE SITE REPO REF GITDIR SECONDS
+      Stand in for peer SITE (its node stopped) as a source of repository
+      objects: bind SITE's publish and sync endpoints as a CURVE server with
+      its key pair; publish, every 100 ms until SECONDS have passed, a
+      heartbeat whose vector holds (SITE, EPOCH, 1) and the one operation
+      Op{origin SITE, a fresh random EPOCH, seq 1, refs RefUpdate{REPO,
+      [REF: zeros -> TIP]}}, TIP being what REF names in the git repository
+      GITDIR (a tip no real site has); answer a RangeReq for it on the sync
+      ROUTER, and a vv_req with the heartbeat.  A PackReq for REPO that wants
+      TIP is answered with PackChunk{id, seq 0, 1, ..., data, last} frames of
+      at most 8 KiB, never more than the asker's credit ahead (PackCredit
+      adds to it, PackErr from the asker ends the stream), the last one
+      empty with last = true, carrying according to MODE:
+        good         the pack of TIP (`git pack-objects --revs --stdout`)
+        corrupt      that pack with 16 bytes in its middle inverted
+        truncated    that pack cut at 60 % of its length
+        unconnected  a valid pack of the commit TIP alone (no --revs): its
+                     tree and parents are missing
+      Any other PackReq gets PackErr "not here".  Prints one JSON object per
+      line: {"event": "start", "tip", "epoch", "pack_bytes", ...} first, then
+      every request, stream and cancellation, and {"event": "end", ...}
+      totals at the end (also on SIGTERM).
+
 Absence can only be shown by waiting: WAIT_S bounds those waits (heartbeats
 come every 250 ms, so a second is four of them).
 """
@@ -115,6 +138,232 @@ def probe(ctx, publish, sync, server_key, keys, wait_s, want):
     n_sub, n_dealer = listen([sub, dealer], wait_s, stop_at_first=want)
     print(json.dumps({"sub_received": n_sub, "dealer_received": n_dealer}))
     return n_sub, n_dealer
+
+
+# ---- rogue-git ---------------------------------------------------------------
+
+def pb_fields(b):
+    """Decode one protobuf message into {field number: [values]}: ints for
+    varints, bytes for length-delimited fields (enough for PeerMsg and the
+    bodies a sync ROUTER receives).  Raises ValueError on bad framing."""
+    out = {}
+    i, n = 0, len(b)
+
+    def varint_at(i):
+        v = shift = 0
+        while True:
+            if i >= n or shift > 63:
+                raise ValueError("bad varint")
+            c = b[i]
+            i += 1
+            v |= (c & 0x7F) << shift
+            shift += 7
+            if not c & 0x80:
+                return v, i
+    while i < n:
+        key, i = varint_at(i)
+        num, wt = key >> 3, key & 7
+        if wt == 0:
+            v, i = varint_at(i)
+        elif wt == 2:
+            ln, i = varint_at(i)
+            if i + ln > n:
+                raise ValueError("field past the end")
+            v, i = b[i:i + ln], i + ln
+        elif wt == 1:
+            v, i = b[i:i + 8], i + 8
+        elif wt == 5:
+            v, i = b[i:i + 4], i + 4
+        else:
+            raise ValueError("wire type %d" % wt)
+        out.setdefault(num, []).append(v)
+    return out
+
+
+def pb_one(f, num, default=None):
+    v = f.get(num)
+    return v[-1] if v else default
+
+
+def git_out(gitdir, args, stdin=b""):
+    import subprocess
+    return subprocess.run(["git", "-C", gitdir] + args, input=stdin,
+                          stdout=subprocess.PIPE, check=True).stdout
+
+
+def rogue_git(ctx, mode, publish, sync, keyfile, site, repo, ref, gitdir, secs):
+    import secrets
+    import signal
+
+    modes = ("good", "corrupt", "truncated", "unconnected")
+    if mode not in modes:
+        print("rogue-git: MODE is one of " + " ".join(modes), file=sys.stderr)
+        return 2
+    chunk_max = 8192
+    tip = git_out(gitdir, ["rev-parse", "--verify", ref + "^{commit}"]).decode().strip()
+    full = git_out(gitdir, ["pack-objects", "--revs", "--stdout", "-q"],
+                   (tip + "\n").encode())
+    if mode == "good":
+        pack = full
+    elif mode == "corrupt":
+        mid = len(full) // 2
+        pack = full[:mid] + bytes(c ^ 0xFF for c in full[mid:mid + 16]) + full[mid + 16:]
+    elif mode == "truncated":
+        pack = full[:len(full) * 6 // 10]
+    else:  # unconnected: the commit object alone
+        pack = git_out(gitdir, ["pack-objects", "--stdout", "-q"], (tip + "\n").encode())
+    counts = {"pack_reqs": 0, "streams": 0, "streams_done": 0, "cancelled": 0,
+              "refused_reqs": 0, "chunks": 0, "bytes": 0, "credits": 0,
+              "range_reqs": 0, "ops_published": 0}
+
+    def log(event, **kw):
+        kw = dict({"event": event}, **kw)
+        print(json.dumps(kw, sort_keys=True), flush=True)
+
+    def stop(*_):
+        raise SystemExit(0)
+    signal.signal(signal.SIGTERM, stop)
+
+    _, sec = load_keys(keyfile)
+
+    def server(kind, endpoint):
+        s = ctx.socket(kind)
+        s.setsockopt(zmq.LINGER, 0)
+        s.setsockopt(zmq.CURVE_SERVER, 1)
+        s.setsockopt(zmq.CURVE_SECRETKEY, sec)
+        s.bind(endpoint)
+        return s
+    pub = server(zmq.PUB, publish)
+    router = server(zmq.ROUTER, sync)
+
+    epoch = secrets.randbits(62) + 1
+    hlc = int(time.time() * 1000) << 16
+    zeros = "0" * 40
+    change = field_bytes(1, ref) + field_bytes(2, zeros) + field_bytes(3, tip)
+    op = (field_bytes(1, site) + field_varint(2, epoch) + field_varint(3, 1) +
+          field_varint(4, hlc) +
+          field_bytes(17, field_bytes(1, repo) + field_bytes(2, change)))
+    vv = field_bytes(1, field_bytes(1, site) + field_varint(2, epoch) + field_varint(3, 1))
+
+    def heartbeat():
+        now = int(time.time() * 1000) << 16
+        return peer_msg(sender=site, body=field_bytes(11, vv + field_varint(2, now)))
+
+    log("start", mode=mode, site=site, repo=repo, ref=ref, tip=tip,
+        epoch=epoch, hlc=hlc, pack_bytes=len(pack), full_pack_bytes=len(full),
+        chunk_max=chunk_max)
+
+    # streams: (routing id, stream id) -> state
+    streams = {}
+
+    def send(rid, body):
+        router.send_multipart([rid, peer_msg(sender=site, body=body)])
+
+    def pump(key):
+        st = streams[key]
+        rid, sid = key
+        while st["credit"] > 0 and st["off"] < len(pack):
+            data = pack[st["off"]:st["off"] + chunk_max]
+            send(rid, field_bytes(18, field_varint(1, sid) + field_varint(2, st["seq"]) +
+                                  field_bytes(3, data) + field_varint(4, 0)))
+            st["off"] += len(data)
+            st["seq"] += 1
+            st["credit"] -= 1
+            counts["chunks"] += 1
+            counts["bytes"] += len(data)
+        if st["off"] >= len(pack):
+            # like the real server: an empty last chunk, credit or not
+            send(rid, field_bytes(18, field_varint(1, sid) + field_varint(2, st["seq"]) +
+                                  field_bytes(3, b"") + field_varint(4, 1)))
+            counts["chunks"] += 1
+            counts["streams_done"] += 1
+            log("stream_done", peer=st["peer"], id=sid, chunks=st["seq"] + 1,
+                bytes=st["off"], credits=st["credits"])
+            del streams[key]
+
+    def on_frame(rid, body):
+        try:
+            m = pb_fields(body)
+        except ValueError as e:
+            log("undecodable", why=str(e))
+            return
+        peer = pb_one(m, 2, b"?").decode(errors="replace")
+        if 17 in m:  # pack_req
+            q = pb_fields(pb_one(m, 17))
+            sid = pb_one(q, 1, 0)
+            qrepo = pb_one(q, 2, b"").decode(errors="replace")
+            wants = [w.decode(errors="replace") for w in q.get(3, [])]
+            haves = [h.decode(errors="replace") for h in q.get(4, [])]
+            credit = pb_one(q, 5, 1) or 1
+            counts["pack_reqs"] += 1
+            log("pack_req", peer=peer, id=sid, repo=qrepo, wants=wants,
+                haves=haves, credit=credit)
+            if qrepo != repo or not wants or any(w != tip for w in wants):
+                counts["refused_reqs"] += 1
+                send(rid, field_bytes(20, field_varint(1, sid) + field_bytes(2, "not here")))
+                log("pack_err_sent", peer=peer, id=sid, why="not here")
+                return
+            key = (rid, sid)
+            streams[key] = {"peer": peer, "off": 0, "seq": 0, "credit": credit,
+                            "credits": 0}
+            counts["streams"] += 1
+            log("stream", peer=peer, id=sid, mode=mode, bytes=len(pack))
+            pump(key)
+        elif 19 in m:  # pack_credit
+            c = pb_fields(pb_one(m, 19))
+            key = (rid, pb_one(c, 1, 0))
+            n = pb_one(c, 2, 0)
+            counts["credits"] += n
+            if key in streams:
+                streams[key]["credit"] += n
+                streams[key]["credits"] += n
+                pump(key)
+        elif 20 in m:  # pack_err: the asker gives up the stream
+            e = pb_fields(pb_one(m, 20))
+            sid = pb_one(e, 1, 0)
+            why = pb_one(e, 2, b"").decode(errors="replace")
+            st = streams.pop((rid, sid), None)
+            if st is not None:
+                counts["cancelled"] += 1
+                log("cancelled", peer=peer, id=sid, why=why, sent=st["off"])
+        elif 12 in m:  # range_req
+            r = pb_fields(pb_one(m, 12))
+            origin = pb_one(r, 1, b"").decode(errors="replace")
+            repoch, frm = pb_one(r, 2, 0), pb_one(r, 3, 0)
+            counts["range_reqs"] += 1
+            ops = field_bytes(3, op) if (origin == site and repoch == epoch and frm == 1) else b""
+            send(rid, field_bytes(13, field_bytes(1, origin) + field_varint(2, repoch) +
+                                  ops + field_varint(4, frm)))
+            log("range_req", peer=peer, origin=origin, epoch=repoch, frm=frm,
+                answered=bool(ops))
+        elif 14 in m:  # vv_req
+            router.send_multipart([rid, heartbeat()])
+
+    poller = zmq.Poller()
+    poller.register(router, zmq.POLLIN)
+    end = time.monotonic() + float(secs)
+    next_pub = 0.0
+    try:
+        while time.monotonic() < end:
+            t = time.monotonic()
+            if t >= next_pub:
+                pub.send(heartbeat())
+                pub.send(peer_msg(sender=site, body=field_bytes(10, op)))
+                counts["ops_published"] += 1
+                next_pub = t + 0.1
+            for _ in poller.poll(max(1, int((next_pub - time.monotonic()) * 1000))):
+                while True:
+                    try:
+                        frames = router.recv_multipart(zmq.NOBLOCK)
+                    except zmq.Again:
+                        break
+                    if len(frames) == 2:
+                        on_frame(frames[0], frames[1])
+                    else:
+                        log("multipart", frames=len(frames))
+    finally:
+        log("end", **counts)
+    return 0
 
 
 def main(argv):
@@ -223,6 +472,8 @@ def main(argv):
             rounds += 1
             time.sleep(0.05)  # a round every 50 ms until killed
         return 0
+    if mode == "rogue-git":
+        return rogue_git(ctx, *argv[2:11])
     print("unknown mode " + mode, file=sys.stderr)
     return 2
 

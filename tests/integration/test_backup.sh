@@ -12,6 +12,14 @@ t_expect 0 "paloalto: enroll kim --hotp" t_c paloalto enroll kim --hotp --secret
 t_expect 0 "paloalto: repo add bk --mode required --writer kim" t_c paloalto repo add bk --mode required --writer kim
 t_expect 0 "paloalto: kim 2fa val <hotp 0>" t_sh paloalto 127.0.7.7 kim 2fa val "$(t_hotp "$KS" 0)"
 t_expect_converged "the three sites agree" 10
+W=$T_DIR/work
+git init -q "$W"
+commit() { echo "$1" >>"$W/f"; git -C "$W" add f; git -C "$W" -c user.name=t -c user.email=t@e commit -qm "$1"; }
+push() { git -C "$W" push -q "$(t_dir paloalto)/repos/bk.git" HEAD:refs/heads/master; }
+commit one
+t_expect 0 "push a first commit to paloalto's bk" push
+t_expect_soon 0 10 "montreal has it on disk" \
+	eval "[[ \$(git --git-dir=$(t_dir montreal)/repos/bk.git rev-parse -q --verify master) == $(git -C "$W" rev-parse HEAD) ]]"
 
 B=$T_DIR/backup
 t_expect 0 "montreal: grantctl backup $B" t_c montreal backup "$B"
@@ -37,6 +45,8 @@ t_expect 2 "montreal: backup to a relative nonsense path is refused" t_c montrea
 t_section "after the backup: more writes while montreal is lost"
 t_expect 0 "portland: kim 2fa val <hotp 1> from 127.0.7.8" t_sh portland 127.0.7.8 kim 2fa val "$(t_hotp "$KS" 1)"
 t_suser portland tom
+commit two
+t_expect 0 "push a second commit to paloalto's bk" push
 t_expect_converged "the three sites agree" 10
 t_stop montreal
 rm -rf "$(t_dir montreal)/data" "$(t_dir montreal)/repos"
@@ -45,6 +55,9 @@ cp -a "$B/repos" "$(t_dir montreal)/repos"
 t_start montreal
 t_expect_converged "montreal, restored from the old backup, caught up" 20
 t_expect 0 "montreal: has the grant made after the backup" t_c montreal check kim 127.0.7.8 bk
+t_expect_soon 0 15 "montreal: bk's master is the commit pushed after the backup" \
+	eval "[[ \$(git --git-dir=$(t_dir montreal)/repos/bk.git rev-parse -q --verify master) == $(git -C "$W" rev-parse HEAD) ]]"
+t_expect 0 "montreal: bk passes git fsck --strict" git --git-dir="$(t_dir montreal)/repos/bk.git" fsck --strict --no-progress
 t_expect_soon 1 10 "montreal: validating again" t_syncing montreal
 t_expect 1 "montreal: <hotp 1> (used after the backup) is refused" t_sh montreal 127.0.7.9 kim 2fa val "$(t_hotp "$KS" 1)"
 t_expect 0 "montreal: <hotp 2> is accepted" t_sh montreal 127.0.7.9 kim 2fa val "$(t_hotp "$KS" 2)"
