@@ -349,8 +349,8 @@ static bool connected(struct gitrepl *g, const char *name,
 		      const struct fetch *f)
 {
 	static const char *const args[] = { "rev-list", "--objects", "--stdin",
-					    "--not", "--all", "--quiet",
-					    NULL };
+					    "--not", "--all", "--alternate-refs",
+					    "--quiet", NULL };
 	struct buf path = BUF_INIT, in = BUF_INIT;
 	pid_t pid;
 	int rc;
