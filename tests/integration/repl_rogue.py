@@ -323,9 +323,11 @@ def rogue_git(ctx, mode, publish, sync, keyfile, site, repo, ref, gitdir, secs):
             sid = pb_one(e, 1, 0)
             why = pb_one(e, 2, b"").decode(errors="replace")
             st = streams.pop((rid, sid), None)
-            if st is not None:
-                counts["cancelled"] += 1
-                log("cancelled", peer=peer, id=sid, why=why, sent=st["off"])
+            counts["cancelled"] += 1
+            # (a stream already sent whole is cancelled by an asker that
+            # found the fault in its middle: the cancel comes after)
+            log("cancelled", peer=peer, id=sid, why=why, open=st is not None,
+                sent=st["off"] if st else None)
         elif 12 in m:  # range_req
             r = pb_fields(pb_one(m, 12))
             origin = pb_one(r, 1, b"").decode(errors="replace")

@@ -1,0 +1,319 @@
+/*
+ * test_gitrepl.c: node/gitrepl.h, the disk following the ref records.
+ *
+ * A real store (RocksDB) and a real bare repository (libgit2), the actor
+ * thread running, no peers: records are written the way apply_refs()
+ * writes them, the actor is told which refs changed, and the test waits
+ * (bounded) for the disk to show the effect:
+ *  - a record whose tip is here moves the ref (fast-forward or not);
+ *  - a deleted record deletes the ref;
+ *  - a loser the winner descends from is dropped, one it does not is kept
+ *    as refs/grantd/conflicts/SITE/REF and marked "kept";
+ *  - a record whose objects no peer can give leaves the ref where it is
+ *    and stays pending.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <git2.h>
+#include <sodium.h>
+#include <zmq.h>
+
+#include "buf.h"
+#include "config.h"
+#include "err.h"
+#include "gitrepl.h"
+#include "log.h"
+#include "node.h"
+#include "repos.h"
+#include "store.h"
+
+#define REF "refs/heads/master"
+#define WAIT_MS 10000
+
+static const uint8_t seal_key[STORE_SEAL_KEY_LEN] = "test_gitrepl seal key 0123456789";
+
+struct fx {
+	char dir[64];
+	char repo_dir[128], data_dir[128], conf[128];
+	struct config cfg;
+	struct node n;
+	git_repository *repo;
+	git_oid a, b, c;        /* a <- b, a <- c: b and c diverge */
+};
+
+static void commit(git_repository *repo, git_oid *out, const char *text,
+		   const git_oid *parent_id)
+{
+	git_treebuilder *tb;
+	git_oid blob, tree;
+	git_tree *t;
+	git_signature *sig;
+	git_commit *parent = NULL;
+
+	assert_int_equal(git_blob_create_from_buffer(&blob, repo, text,
+						     strlen(text)), 0);
+	assert_int_equal(git_treebuilder_new(&tb, repo, NULL), 0);
+	assert_int_equal(git_treebuilder_insert(NULL, tb, "f", &blob,
+						GIT_FILEMODE_BLOB), 0);
+	assert_int_equal(git_treebuilder_write(&tree, tb), 0);
+	git_treebuilder_free(tb);
+	assert_int_equal(git_tree_lookup(&t, repo, &tree), 0);
+	assert_int_equal(git_signature_new(&sig, "t", "t@e", 1700000000, 0), 0);
+	if (parent_id)
+		assert_int_equal(git_commit_lookup(&parent, repo, parent_id), 0);
+	assert_int_equal(git_commit_create_v(out, repo, NULL, sig, sig, NULL,
+					     text, t, parent ? 1 : 0, parent),
+			 0);
+	git_commit_free(parent);
+	git_signature_free(sig);
+	git_tree_free(t);
+}
+
+static int setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+	bool created;
+	FILE *fp;
+
+	snprintf(f->dir, sizeof(f->dir), "/tmp/test_gitrepl.XXXXXX");
+	assert_non_null(mkdtemp(f->dir));
+	snprintf(f->repo_dir, sizeof(f->repo_dir), "%s/repos", f->dir);
+	snprintf(f->data_dir, sizeof(f->data_dir), "%s/data", f->dir);
+	snprintf(f->conf, sizeof(f->conf), "%s/grantd.conf", f->dir);
+	assert_non_null(fp = fopen(f->conf, "w"));
+	fclose(fp);
+	assert_int_equal(mkdir(f->repo_dir, 0755), 0);
+	f->cfg.path = f->conf;
+	f->cfg.site = "paloalto";
+	f->cfg.repo_dir = f->repo_dir;
+	f->n.cfg = &f->cfg;
+	snprintf(f->n.ops.site, sizeof(f->n.ops.site), "paloalto");
+	snprintf(f->n.hook_path, sizeof(f->n.hook_path), "/bin/true");
+	assert_int_equal(store_open(&f->n.store, &created, f->data_dir,
+				    seal_key), 0);
+	assert_non_null(f->n.zctx = zmq_ctx_new());
+	assert_int_equal(repos_create(f->repo_dir, "r", NULL, NULL), 0);
+	{
+		struct buf p = BUF_INIT;
+		repos_path(&p, f->repo_dir, "r");
+		assert_int_equal(git_repository_open_bare(&f->repo, p.p), 0);
+		buf_free(&p);
+	}
+	commit(f->repo, &f->a, "a", NULL);
+	commit(f->repo, &f->b, "b", &f->a);
+	commit(f->repo, &f->c, "c", &f->a);
+	assert_int_equal(gitrepl_start(&f->n.gitrepl, &f->n), 0);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+	char cmd[128];
+
+	gitrepl_stop(&f->n.gitrepl);
+	git_repository_free(f->repo);
+	store_destroy(&f->n.store);
+	zmq_ctx_term(f->n.zctx);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->dir);
+	assert_int_equal(system(cmd), 0);
+	free(f);
+	return 0;
+}
+
+/* The record apply_refs() would leave: target NULL means deleted. */
+static void put_record(struct fx *f, const git_oid *target, uint64_t hlc,
+		       const char *origin)
+{
+	Grantd__V1__Ref rec = GRANTD__V1__REF__INIT;
+	struct store_batch *b;
+	char hex[GIT_OID_HEXSZ + 1] = "";
+	const char key[] = "r\0" REF;
+	uint8_t buf[256];
+	struct buf touched = BUF_INIT;
+
+	if (target)
+		git_oid_tostr(hex, sizeof(hex), target);
+	rec.repo = "r";
+	rec.ref = REF;
+	rec.target = hex;
+	rec.has_hlc = true;
+	rec.hlc = hlc;
+	rec.origin = (char *)origin;
+	size_t len = grantd__v1__ref__pack(&rec, buf);
+	assert_int_equal(store_batch_new(&b, f->n.store), 0);
+	store_put(b, CF_REFS, key, sizeof(key) - 1, buf, len);
+	assert_int_equal(store_commit(b, false), 0);
+	store_batch_free(&b);
+	buf_add(&touched, key, sizeof(key));
+	gitrepl_changed(f->n.gitrepl, &touched);
+	assert_int_equal(touched.len, 0);
+	buf_free(&touched);
+}
+
+static void loser_key(struct buf *k, const char *origin, uint64_t hlc)
+{
+	uint8_t be[8];
+	store_be64(be, hlc);
+	buf_reset(k);
+	buf_add(k, "r\0" REF, sizeof("r\0" REF));
+	buf_add(k, origin, strlen(origin) + 1);
+	buf_add(k, be, sizeof(be));
+}
+
+static void put_loser(struct fx *f, const char *origin, uint64_t hlc,
+		      const git_oid *tip)
+{
+	struct store_batch *b;
+	struct buf k = BUF_INIT;
+	char hex[GIT_OID_HEXSZ + 1];
+
+	git_oid_tostr(hex, sizeof(hex), tip);
+	loser_key(&k, origin, hlc);
+	assert_int_equal(store_batch_new(&b, f->n.store), 0);
+	store_put(b, CF_LOSERS, k.p, k.len, hex, strlen(hex));
+	assert_int_equal(store_commit(b, false), 0);
+	store_batch_free(&b);
+	buf_free(&k);
+}
+
+static uint64_t ms_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* The ref's target on disk now (zero oid when absent). */
+static git_oid disk(struct fx *f, const char *name)
+{
+	git_oid id;
+	if (git_reference_name_to_id(&id, f->repo, name) < 0)
+		memset(&id, 0, sizeof(id));
+	return id;
+}
+
+/* Wait (bounded) until ref name points at want (NULL: absent). */
+static bool wait_ref(struct fx *f, const char *name, const git_oid *want)
+{
+	git_oid zero;
+	memset(&zero, 0, sizeof(zero));
+	for (uint64_t end = ms_now() + WAIT_MS; ms_now() < end;
+	     usleep(2000)) {
+		git_oid got = disk(f, name);
+		if (git_oid_equal(&got, want ? want : &zero))
+			return true;
+	}
+	return false;
+}
+
+static double status_num(struct fx *f, const char *field)
+{
+	cJSON *o = cJSON_CreateObject();
+	gitrepl_status(f->n.gitrepl, o);
+	double v = cJSON_GetObjectItem(o, field)->valuedouble;
+	cJSON_Delete(o);
+	return v;
+}
+
+static void test_record_moves_ref(void **state)
+{
+	struct fx *f = *state;
+
+	put_record(f, &f->b, 100, "portland");
+	assert_true(wait_ref(f, REF, &f->b));
+	/* not a fast-forward: moves all the same, the record is the truth */
+	put_record(f, &f->c, 200, "montreal");
+	assert_true(wait_ref(f, REF, &f->c));
+	assert_true(status_num(f, "refs_moved") >= 2);
+	/* deleted */
+	put_record(f, NULL, 300, "portland");
+	assert_true(wait_ref(f, REF, NULL));
+}
+
+static void test_losers(void **state)
+{
+	struct fx *f = *state;
+	struct buf k = BUF_INIT, v = BUF_INIT;
+	char hex[GIT_OID_HEXSZ + 1];
+	const char *kept = "refs/grantd/conflicts/montreal/" REF;
+
+	/* a lost to b, but b builds on a: no conflict; c did not */
+	put_loser(f, "portland", 90, &f->a);
+	put_loser(f, "montreal", 95, &f->c);
+	put_record(f, &f->b, 100, "paloalto");
+	assert_true(wait_ref(f, REF, &f->b));
+	assert_true(wait_ref(f, kept, &f->c));
+	loser_key(&k, "montreal", 95);
+	for (uint64_t end = ms_now() + WAIT_MS; ms_now() < end; usleep(2000))
+		if (store_get(f->n.store, NULL, CF_LOSERS, k.p, k.len, &v) == 0 &&
+		    v.len > GIT_OID_HEXSZ)
+			break;
+	git_oid_tostr(hex, sizeof(hex), &f->c);
+	assert_int_equal(v.len, GIT_OID_HEXSZ + strlen(" kept"));
+	assert_memory_equal(v.p, hex, GIT_OID_HEXSZ);
+	assert_memory_equal(v.p + GIT_OID_HEXSZ, " kept", 5);
+	/* the ancestor's entry went (checked before the conflict was kept,
+	 * in key order: montreal < portland, so wait for it) */
+	loser_key(&k, "portland", 90);
+	int rc = 0;
+	for (uint64_t end = ms_now() + WAIT_MS; ms_now() < end; usleep(2000))
+		if ((rc = store_get(f->n.store, NULL, CF_LOSERS, k.p, k.len,
+				    &v)) == GD_ENOTFOUND)
+			break;
+	assert_int_equal(rc, GD_ENOTFOUND);
+	assert_int_equal((int)status_num(f, "conflicts_kept"), 1);
+	buf_free(&k);
+	buf_free(&v);
+}
+
+static void test_missing_objects_wait(void **state)
+{
+	struct fx *f = *state;
+	git_oid absent;
+
+	put_record(f, &f->b, 100, "paloalto");
+	assert_true(wait_ref(f, REF, &f->b));
+	/* an object nobody here has, and no peer to ask */
+	assert_int_equal(git_oid_fromstr(&absent,
+			 "0123456789abcdef0123456789abcdef01234567"), 0);
+	put_record(f, &absent, 200, "portland");
+	for (uint64_t end = ms_now() + WAIT_MS; ms_now() < end; usleep(2000))
+		if (status_num(f, "pending_refs") >= 1)
+			break;
+	assert_true(status_num(f, "pending_refs") >= 1);
+	git_oid now = disk(f, REF);
+	assert_true(git_oid_equal(&now, &f->b));
+	/* the record moves on to a tip that is here: the ref follows */
+	put_record(f, &f->c, 300, "portland");
+	assert_true(wait_ref(f, REF, &f->c));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_record_moves_ref, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_losers, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_missing_objects_wait,
+						setup, teardown),
+	};
+	if (sodium_init() < 0)
+		return 1;
+	git_libgit2_init();
+	log_init("test_gitrepl", false, LOG_LVL_WARN);
+	int rc = cmocka_run_group_tests(tests, NULL, NULL);
+	git_libgit2_shutdown();
+	return rc;
+}
