@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -87,7 +88,8 @@ struct fetch {
 	char repo[NAME_REPO_MAX + 1];
 	char wants[WANTS_MAX][OID_HEX + 1];
 	size_t nwants;
-	git_odb *odb;
+	git_odb *odb;               /* the quarantine's */
+	struct buf qdir;            /* the quarantine, "" when none */
 	git_odb_writepack *wp;
 	git_indexer_progress prog;  /* the indexer counts in it: one per pack */
 	uint32_t seq;
@@ -272,10 +274,12 @@ static bool spool_pending(struct gitrepl *g, const char *name)
 }
 
 /* Run git in the repository at path with argv (after "git"), feeding it
- * input; *outfd, when not NULL, gets its stdout (non-blocking) and the
- * child is left running.  Returns the pid or -1. */
+ * input, with envp (NULL: ours); *outfd, when not NULL, gets its stdout
+ * (non-blocking) and the child is left running.  Its stderr is dropped
+ * (the caller logs the exit status with context).  Returns the pid or
+ * -1. */
 static pid_t spawn_git(const char *path, const char *const *args,
-		       const struct buf *input, int *outfd)
+		       const struct buf *input, int *outfd, char **envp)
 {
 	posix_spawn_file_actions_t fa;
 	int in[2] = { -1, -1 }, out[2] = { -1, -1 };
@@ -303,7 +307,9 @@ static pid_t spawn_git(const char *path, const char *const *args,
 	if (!outfd)
 		posix_spawn_file_actions_addopen(&fa, 1, "/dev/null",
 						 O_WRONLY, 0);
-	if (posix_spawnp(&pid, "git", &fa, NULL, argv, environ) != 0)
+	posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+	if (posix_spawnp(&pid, "git", &fa, NULL, argv,
+			 envp ? envp : environ) != 0)
 		pid = -1;
 	posix_spawn_file_actions_destroy(&fa);
 	close(in[0]);
@@ -343,26 +349,174 @@ static int wait_child(pid_t pid)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
-/* git's own check after a fetch: everything reachable from the new tips
- * is here and joins what the refs already reach. */
-static bool connected(struct gitrepl *g, const char *name,
+/* git's own check after a fetch (check_connected): everything reachable
+ * from the new tips is in the quarantine qdir or the repository, and joins
+ * what the refs already reach. */
+static bool connected(struct gitrepl *g, const char *name, const char *qdir,
 		      const struct fetch *f)
 {
 	static const char *const args[] = { "rev-list", "--objects", "--stdin",
 					    "--not", "--all", "--alternate-refs",
 					    "--quiet", NULL };
-	struct buf path = BUF_INIT, in = BUF_INIT;
+	struct buf path = BUF_INIT, in = BUF_INIT, e1 = BUF_INIT, e2 = BUF_INIT;
+	size_t n = 0;
+	char **envp;
 	pid_t pid;
 	int rc;
 
 	repos_path(&path, g->n->cfg->repo_dir, name);
 	for (size_t i = 0; i < f->nwants; i++)
 		buf_printf(&in, "%s\n", f->wants[i]);
-	pid = spawn_git(path.p, args, &in, NULL);
+	/* the objects as receive-pack sees a push in quarantine */
+	buf_printf(&e1, "GIT_OBJECT_DIRECTORY=%s", qdir);
+	buf_printf(&e2, "GIT_ALTERNATE_OBJECT_DIRECTORIES=%s/objects", path.p);
+	while (environ[n])
+		n++;
+	if (!(envp = calloc(n + 3, sizeof(*envp))))
+		abort();
+	memcpy(envp, environ, n * sizeof(*envp));
+	envp[n] = e1.p;
+	envp[n + 1] = e2.p;
+	pid = spawn_git(path.p, args, &in, NULL, envp);
 	rc = pid > 0 ? wait_child(pid) : -1;
+	free(envp);
 	buf_free(&path);
 	buf_free(&in);
+	buf_free(&e1);
+	buf_free(&e2);
 	return rc == 0;
+}
+
+/* ---- the quarantine ---------------------------------------------------------
+ * A pack from a peer is indexed into NAME.git/grantd-incoming-XXXXXX/ (an
+ * objects directory of its own, the repository's objects as its
+ * alternate), checked there, and only then renamed into objects/pack/:
+ * objects that fail the checks never enter the repository, so a ref can
+ * never be moved onto them later. */
+
+#define QUARANTINE "grantd-incoming-"
+
+/* Remove a quarantine directory and what is in it (two levels). */
+static void quarantine_remove(const char *dir)
+{
+	struct buf p = BUF_INIT;
+	const char *sub[] = { "/pack", "" };
+
+	for (size_t i = 0; i < GD_ARRAY_SIZE(sub); i++) {
+		struct dirent *de;
+		DIR *d;
+		buf_reset(&p);
+		buf_printf(&p, "%s%s", dir, sub[i]);
+		if ((d = opendir(p.p))) {
+			while ((de = readdir(d)))
+				if (strcmp(de->d_name, ".") &&
+				    strcmp(de->d_name, ".."))
+					unlinkat(dirfd(d), de->d_name,
+						 !strcmp(de->d_name, "pack") &&
+							 !*sub[i] ?
+						 AT_REMOVEDIR : 0);
+			closedir(d);
+		}
+	}
+	rmdir(dir);
+	buf_free(&p);
+}
+
+/* Quarantines left by a fetch that a crash interrupted. */
+static void quarantine_sweep(const char *repo_path)
+{
+	struct buf p = BUF_INIT;
+	struct dirent *de;
+	DIR *d = opendir(repo_path);
+
+	while (d && (de = readdir(d)))
+		if (!strncmp(de->d_name, QUARANTINE, strlen(QUARANTINE))) {
+			buf_reset(&p);
+			buf_printf(&p, "%s/%s", repo_path, de->d_name);
+			quarantine_remove(p.p);
+		}
+	if (d)
+		closedir(d);
+	buf_free(&p);
+}
+
+/* Make qdir (an objects directory) and an odb that writes packs there and
+ * reads the repository's objects (and its alternates) for thin-pack
+ * bases. */
+static int quarantine_open(const char *repo_path, struct buf *qdir,
+			   git_odb **out)
+{
+	struct buf pack = BUF_INIT, objects = BUF_INIT;
+	git_odb_backend *be = NULL;
+	git_odb *odb = NULL;
+	int rc = 0;
+
+	buf_reset(qdir);
+	buf_printf(qdir, "%s/" QUARANTINE "XXXXXX", repo_path);
+	if (!mkdtemp(qdir->p)) {
+		buf_reset(qdir);
+		return GD_EIO;
+	}
+	buf_printf(&pack, "%s/pack", qdir->p);
+	buf_printf(&objects, "%s/objects", repo_path);
+	if (mkdir(pack.p, 0755) < 0 || git_odb_new(&odb) < 0 ||
+	    git_odb_backend_pack(&be, qdir->p) < 0 ||
+	    git_odb_add_backend(odb, be, 2) < 0 ||
+	    git_odb_add_disk_alternate(odb, objects.p) < 0) {
+		git_odb_free(odb);
+		quarantine_remove(qdir->p);
+		buf_reset(qdir);
+		rc = GD_EIO;
+	} else {
+		*out = odb;
+	}
+	buf_free(&pack);
+	buf_free(&objects);
+	return rc;
+}
+
+/* Move the checked pack (and its index, last: it makes the pack visible)
+ * into the repository, fsynced. */
+static int quarantine_commit(const char *repo_path, const char *qdir)
+{
+	static const char *const exts[] = { ".pack", ".rev", ".idx" };
+	struct buf from = BUF_INIT, to = BUF_INIT, dir = BUF_INIT;
+	struct dirent *de;
+	int rc = 0;
+	DIR *d;
+
+	buf_printf(&dir, "%s/pack", qdir);
+	if (!(d = opendir(dir.p))) {
+		buf_free(&dir);
+		return GD_EIO;
+	}
+	for (size_t e = 0; rc == 0 && e < GD_ARRAY_SIZE(exts); e++) {
+		rewinddir(d);
+		while (rc == 0 && (de = readdir(d))) {
+			size_t l = strlen(de->d_name), el = strlen(exts[e]);
+			if (l <= el || strcmp(de->d_name + l - el, exts[e]))
+				continue;
+			buf_reset(&from);
+			buf_reset(&to);
+			buf_printf(&from, "%s/%s", dir.p, de->d_name);
+			buf_printf(&to, "%s/objects/pack/%s", repo_path,
+				   de->d_name);
+			if (rename(from.p, to.p) < 0)
+				rc = GD_EIO;
+		}
+	}
+	closedir(d);
+	buf_reset(&dir);
+	buf_printf(&dir, "%s/objects/pack", repo_path);
+	int fd = open(dir.p, O_RDONLY | O_DIRECTORY);
+	if (fd < 0 || fsync(fd) < 0)
+		rc = GD_EIO;
+	if (fd >= 0)
+		close(fd);
+	buf_free(&from);
+	buf_free(&to);
+	buf_free(&dir);
+	return rc;
 }
 
 /* Run grant-hook (stdin empty) in the repository: it sends what earlier
@@ -481,7 +635,7 @@ static void serve_req(struct gitrepl *g, const struct buf *rid,
 			buf_printf(&in, "^%s\n", q->haves[i]);
 	struct stream *s = &g->streams[g->nstreams];
 	*s = (struct stream){ .fd = -1, .id = q->id };
-	s->pid = spawn_git(path.p, args, &in, &s->fd);
+	s->pid = spawn_git(path.p, args, &in, &s->fd, NULL);
 	if (s->pid < 0) {
 		why = "cannot run git pack-objects";
 		goto out;
@@ -603,11 +757,26 @@ static void fetch_haves(struct gitrepl *g, git_repository *repo,
 }
 
 /* Ask the next peer not asked yet; when none is left the fetch fails. */
+/* Drop the current attempt: its writer, its quarantine and what is in it. */
+static void attempt_drop(struct fetch *f)
+{
+	if (f->wp)
+		f->wp->free(f->wp);
+	f->wp = NULL;
+	git_odb_free(f->odb);
+	f->odb = NULL;
+	if (f->qdir.len)
+		quarantine_remove(f->qdir.p);
+	buf_reset(&f->qdir);
+}
+
 static void fetch_ask(struct gitrepl *g)
 {
 	struct fetch *f = &g->f;
+	struct buf path = BUF_INIT;
 	git_repository *repo;
 
+	repos_path(&path, g->n->cfg->repo_dir, f->repo);
 	for (;;) {
 		int i = -1;
 		if (f->first >= 0 && !(f->tried & (1u << f->first)))
@@ -615,15 +784,11 @@ static void fetch_ask(struct gitrepl *g)
 		for (int k = 0; i < 0 && k < g->npeers; k++)
 			if (!(f->tried & (1u << k)))
 				i = k;
-		if (i < 0) {
+		if (i < 0 || !(repo = open_repo(g, f->repo))) {
 			fetch_done(g, false);
-			return;
+			break;
 		}
 		f->tried |= 1u << i;
-		if (!(repo = open_repo(g, f->repo))) {
-			fetch_done(g, false);
-			return;
-		}
 		Grantd__V1__PeerMsg m = GRANTD__V1__PEER_MSG__INIT;
 		Grantd__V1__PackReq q = GRANTD__V1__PACK_REQ__INIT;
 		char *wants[WANTS_MAX];
@@ -647,29 +812,36 @@ static void fetch_ask(struct gitrepl *g)
 				  "connected)", g->n->cfg->peers[i].site);
 			continue;
 		}
-		if (git_odb_write_pack(&f->wp, f->odb, NULL, NULL) < 0) {
+		if (quarantine_open(path.p, &f->qdir, &f->odb) < 0 ||
+		    git_odb_write_pack(&f->wp, f->odb, NULL, NULL) < 0) {
 			log_error("cannot start receiving a pack repo=%s: %s",
 				  f->repo, git_why());
+			set_error(g, "cannot receive into %s", f->repo);
 			f->wp = NULL;
 			fetch_done(g, false);
-			return;
+			break;
 		}
 		f->peer = i;
 		f->prog = (git_indexer_progress){ 0 };
 		f->seq = 0;
 		f->bytes = 0;
 		f->last_ms = now_ms();
-		return;
+		break;
 	}
+	buf_free(&path);
 }
 
 static void fetch_start(struct gitrepl *g, const char *repo, int first)
 {
 	struct fetch *f = &g->f;
-	git_repository *r = open_repo(g, repo);
+	struct buf path = BUF_INIT;
 
-	if (!r || git_repository_odb(&f->odb, r) < 0)
+	if (!open_repo(g, repo))
 		return;
+	/* one fetch at a time: any quarantine here is a crash's leftover */
+	repos_path(&path, g->n->cfg->repo_dir, repo);
+	quarantine_sweep(path.p);
+	buf_free(&path);
 	f->active = true;
 	f->tried = 0;
 	f->first = g->prefer >= 0 ? g->prefer : first;
@@ -690,9 +862,7 @@ static void fetch_failed_peer(struct gitrepl *g, const char *why)
 	set_error(g, "fetch from %s of %s: %s", site, f->repo, why);
 	STAT_ADD(g, fetch_failures, 1);
 	send_err(g, g->dealer[f->peer], NULL, f->id, "cancelled");
-	if (f->wp)
-		f->wp->free(f->wp);
-	f->wp = NULL;
+	attempt_drop(f);
 	fetch_ask(g);
 }
 
@@ -701,11 +871,8 @@ static void fetch_done(struct gitrepl *g, bool ok)
 	struct fetch *f = &g->f;
 	uint64_t t = now_ms();
 
-	if (f->wp)
-		f->wp->free(f->wp);
-	f->wp = NULL;
+	attempt_drop(f);
 	if (ok) {
-		git_odb_refresh(f->odb);
 		pthread_mutex_lock(&g->mu);
 		g->st.fetches++;
 		g->st.bytes_in += f->bytes;
@@ -735,10 +902,39 @@ static void fetch_done(struct gitrepl *g, bool ok)
 			it->not_before_ms = t + it->backoff_ms;
 		}
 	}
-	git_odb_free(f->odb);
-	f->odb = NULL;
 	f->active = false;
 	f->nwants = 0;
+}
+
+/* The whole pack is indexed in the quarantine: check it, move it in. */
+static void fetch_finish(struct gitrepl *g)
+{
+	struct fetch *f = &g->f;
+	struct buf path = BUF_INIT;
+	git_repository *repo;
+	git_odb *odb = NULL;
+
+	repos_path(&path, g->n->cfg->repo_dir, f->repo);
+	if (!connected(g, f->repo, f->qdir.p, f)) {
+		buf_free(&path);
+		fetch_failed_peer(g, "pack does not connect the new tips");
+		return;
+	}
+	if (quarantine_commit(path.p, f->qdir.p) < 0) {
+		log_error("cannot move a fetched pack into repo=%s: %s",
+			  f->repo, strerror(errno));
+		set_error(g, "cannot move a pack into %s: %s", f->repo,
+			  strerror(errno));
+		buf_free(&path);
+		fetch_done(g, false);
+		return;
+	}
+	if ((repo = open_repo(g, f->repo)) &&
+	    git_repository_odb(&odb, repo) == 0)
+		git_odb_refresh(odb);
+	git_odb_free(odb);
+	buf_free(&path);
+	fetch_done(g, true);
 }
 
 static void fetch_chunk(struct gitrepl *g, const Grantd__V1__PackChunk *c)
@@ -753,7 +949,8 @@ static void fetch_chunk(struct gitrepl *g, const Grantd__V1__PackChunk *c)
 	f->last_ms = now_ms();
 	if (c->has_data && c->data.len) {
 		f->bytes += c->data.len;
-		if (f->wp->append(f->wp, c->data.data, c->data.len, &f->prog) < 0) {
+		if (f->wp->append(f->wp, c->data.data, c->data.len,
+				  &f->prog) < 0) {
 			fetch_failed_peer(g, git_why());
 			return;
 		}
@@ -773,13 +970,7 @@ static void fetch_chunk(struct gitrepl *g, const Grantd__V1__PackChunk *c)
 		fetch_failed_peer(g, git_why());
 		return;
 	}
-	git_odb_refresh(f->odb);
-	if (!connected(g, f->repo, f)) {
-		/* the objects stay (unreferenced; gc drops them), no ref moves */
-		fetch_failed_peer(g, "pack does not connect the new tips");
-		return;
-	}
-	fetch_done(g, true);
+	fetch_finish(g);
 }
 
 /* One frame on peer i's DEALER. */
@@ -1360,6 +1551,7 @@ void gitrepl_stop(struct gitrepl **gp)
 	for (size_t i = 0; i < g->nitems; i++)
 		free(g->items[i].key);
 	free(g->items);
+	buf_free(&g->f.qdir);
 	pthread_mutex_destroy(&g->mu);
 	free(g);
 	*gp = NULL;
