@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "err.h"
 #include "log.h"
@@ -35,6 +36,26 @@ static int write_alternates(const char *path, const char *parent)
 		rc = GD_EIO;
 	buf_free(&f);
 	return rc;
+}
+
+/* libgit2's built-in template writes files no hosted repository needs;
+ * each costs a disk block, which is most of what a fork costs (its
+ * objects live in the parent). */
+static void drop_samples(const char *path)
+{
+	static const char *const files[] = { "description", "info/exclude",
+					     "hooks/README.sample" };
+	struct buf f = BUF_INIT;
+
+	for (size_t i = 0; i < GD_ARRAY_SIZE(files); i++) {
+		buf_reset(&f);
+		buf_printf(&f, "%s/%s", path, files[i]);
+		unlink(f.p);
+	}
+	buf_reset(&f);
+	buf_printf(&f, "%s/info", path);
+	rmdir(f.p);
+	buf_free(&f);
 }
 
 /* Make hooks/post-receive run hook (a shell command line, e.g. exec
@@ -97,6 +118,7 @@ int repos_create(const char *repo_dir, const char *name, const char *fork_of,
 		rc = GD_EIO;
 		goto done;
 	}
+	drop_samples(path.p);
 	if (fork_of && *fork_of) {
 		repos_path(&parent, repo_dir, fork_of);
 		rc = write_alternates(path.p, parent.p);
