@@ -1144,6 +1144,14 @@ static enum verdict reconcile(struct gitrepl *g, const struct item *item,
 			res = V_NEED;
 			goto out;
 		}
+		if (have && rec->origin &&
+		    !strcmp(rec->origin, g->n->ops.site) &&
+		    git_graph_descendant_of(repo, &disk, &target) == 1) {
+			/* a push here went on from this site's own record:
+			 * its hook is recording it; never step back */
+			res = V_DONE;
+			goto out;
+		}
 		rc = git_reference_create_matching(&out, repo, ref, &target,
 						   have, have ? &disk : NULL,
 						   "grantd: replicated");

@@ -242,6 +242,31 @@ static void test_record_moves_ref(void **state)
 	assert_true(wait_ref(f, REF, NULL));
 }
 
+/* Two pushes here in quick succession: the disk already holds the second
+ * when the first one's record is applied; the ref must not step back.  A
+ * record from another site that is an ancestor is a rewind: it moves. */
+static void test_own_record_behind_disk(void **state)
+{
+	struct fx *f = *state;
+	git_oid d;
+	git_reference *r;
+
+	/* disk at b (a later local push), record a (this site's, earlier) */
+	assert_int_equal(git_reference_create(&r, f->repo, REF, &f->b, 1,
+					      NULL), 0);
+	git_reference_free(r);
+	put_record(f, &f->a, 100, "paloalto");
+	/* the positive control right after: another site's record a moves
+	 * the ref back; had the first been acted on, a would be there too,
+	 * so check in between that b held */
+	for (uint64_t end = ms_now() + 300; ms_now() < end; usleep(2000)) {
+		d = disk(f, REF);
+		assert_true(git_oid_equal(&d, &f->b));
+	}
+	put_record(f, &f->a, 200, "portland");
+	assert_true(wait_ref(f, REF, &f->a));
+}
+
 static void test_losers(void **state)
 {
 	struct fx *f = *state;
@@ -305,6 +330,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_record_moves_ref, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_own_record_behind_disk,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_losers, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_missing_objects_wait,
 						setup, teardown),
