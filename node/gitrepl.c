@@ -1316,6 +1316,8 @@ static bool work(struct gitrepl *g)
 				}
 		g->f.nwants = g->f.active ? g->f.nwants : 0;
 	}
+	if (!g->nitems)
+		g->prefer = -1; /* a rebuild's sweep is over */
 	pthread_mutex_lock(&g->mu);
 	g->st.pending = g->nitems;
 	pthread_mutex_unlock(&g->mu);

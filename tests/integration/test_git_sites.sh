@@ -136,6 +136,8 @@ t_section "portland loses its disk and its repositories, and rebuilds"
 t_stop portland
 rm -rf "$(t_dir portland)/data" "$(t_dir portland)/repos"
 t_start portland
+t_expect 0 "portland: grantctl rebuild --from montreal" t_c portland rebuild --from montreal
+t_has "... which names the repositories too" "$OUT" "repositories too"
 for r in a b c af; do
 	for b in master topic feature; do
 		tip=$(ref paloalto "$r" "refs/heads/$b")
