@@ -110,7 +110,7 @@ int repos_create(const char *repo_dir, const char *name, const char *fork_of,
 		goto hook; /* exists: only make sure of its hook */
 	io.flags = GIT_REPOSITORY_INIT_BARE | GIT_REPOSITORY_INIT_MKPATH |
 		   GIT_REPOSITORY_INIT_NO_REINIT;
-	io.initial_head = "master";
+	io.initial_head = "main"; /* what clones check out */
 	if (git_repository_init_ext(&repo, path.p, &io) < 0) {
 		const git_error *e = git_error_last();
 		log_error("cannot create repository repo=%s: %s", name,
