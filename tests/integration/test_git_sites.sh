@@ -53,7 +53,7 @@ everywhere a refs/heads/master "$A1" 15 "a's master arrived"
 t_section "pushes at all three sites at once, to different repositories and branches"
 work "$T_DIR/wb"; commit "$T_DIR/wb" 30
 work "$T_DIR/wc"; commit "$T_DIR/wc" 30
-git clone -q "$(t_dir paloalto)/repos/a.git" "$T_DIR/wa2" 2>/dev/null
+git clone -q -b master "$(t_dir paloalto)/repos/a.git" "$T_DIR/wa2" 2>/dev/null
 commit "$T_DIR/wa" 5
 commit "$T_DIR/wa2" 7
 push "$T_DIR/wa" paloalto a HEAD:refs/heads/master &
@@ -80,8 +80,8 @@ t_expect_converged "the three sites agree" 10
 
 t_section "a conflicting push to a's master at two sites"
 BASE=$(t_head "$T_DIR/wa")
-git clone -q "$(t_dir portland)/repos/a.git" "$T_DIR/wy" 2>/dev/null
-git clone -q "$(t_dir paloalto)/repos/a.git" "$T_DIR/wx" 2>/dev/null
+git clone -q -b master "$(t_dir portland)/repos/a.git" "$T_DIR/wy" 2>/dev/null
+git clone -q -b master "$(t_dir paloalto)/repos/a.git" "$T_DIR/wx" 2>/dev/null
 commit "$T_DIR/wy" 2
 commit "$T_DIR/wx" 3
 Y=$(t_head "$T_DIR/wy")
@@ -120,7 +120,7 @@ for s in "${T_SITES[@]}"; do
 	t_check "$s: af.git borrows a's objects (objects/info/alternates)" \
 		grep -qx "$(t_dir "$s")/repos/a.git/objects" "$(t_dir "$s")/repos/af.git/objects/info/alternates"
 done
-git clone -q "$(t_dir portland)/repos/a.git" "$T_DIR/wf" 2>/dev/null
+git clone -q -b master "$(t_dir portland)/repos/a.git" "$T_DIR/wf" 2>/dev/null
 commit "$T_DIR/wf" 1
 t_expect 0 "push one commit on a's master to af at portland" push "$T_DIR/wf" portland af HEAD:refs/heads/master
 everywhere af refs/heads/master "$(t_head "$T_DIR/wf")" 15 "af master arrived"
