@@ -45,6 +45,8 @@ extern char **environ;
 #define WINDOW 8                    /* chunks a fetch lets ahead */
 #define CREDIT_MAX 64               /* most a server lets itself be owed */
 #define STREAMS_MAX 8               /* packs served at once */
+#define STREAMS_PER_PEER 3          /* ... to one peer */
+#define KEEPALIVE_MS 3000           /* an empty chunk while git is busy */
 #define WANTS_MAX 256
 #define HAVES_MAX 512
 #define FETCH_IDLE_MS 10000         /* silent this long: ask the next peer */
@@ -74,7 +76,8 @@ struct stream {
 	pid_t pid;
 	int fd;                     /* pack-objects' stdout, non-blocking */
 	uint32_t credit, seq;
-	uint64_t last_ms;
+	uint64_t last_ms;           /* last credit or chunk: idle measure */
+	uint64_t sent_ms;           /* last frame sent, for keep-alives */
 	uint64_t bytes;
 };
 
@@ -121,6 +124,10 @@ struct gitrepl {
 	struct fetch f;
 	uint64_t next_id;
 	int prefer;                 /* peer index from gitrepl_all, or -1 */
+	/* the tips the last fetch proved connected: a ref may move onto
+	 * them without another check */
+	char verified[WANTS_MAX][OID_HEX + 1];
+	size_t nverified;
 	git_repository *repo;       /* the one open repository, cached */
 	char repo_name[NAME_REPO_MAX + 1];
 	bool quit;
@@ -131,7 +138,13 @@ struct gitrepl {
 
 enum verdict { V_DONE, V_RETRY, V_NEED };
 
-static uint64_t now_ms(void) { return hlc_wall_ms(); }
+/* Timeouts: a clock that never steps back. */
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
 
 static uint64_t wall_us(void)
 {
@@ -353,7 +366,7 @@ static int wait_child(pid_t pid)
  * from the new tips is in the quarantine qdir or the repository, and joins
  * what the refs already reach. */
 static bool connected(struct gitrepl *g, const char *name, const char *qdir,
-		      const struct fetch *f)
+		      const char (*wants)[OID_HEX + 1], size_t nwants)
 {
 	static const char *const args[] = { "rev-list", "--objects", "--stdin",
 					    "--not", "--all", "--alternate-refs",
@@ -365,8 +378,15 @@ static bool connected(struct gitrepl *g, const char *name, const char *qdir,
 	int rc;
 
 	repos_path(&path, g->n->cfg->repo_dir, name);
-	for (size_t i = 0; i < f->nwants; i++)
-		buf_printf(&in, "%s\n", f->wants[i]);
+	for (size_t i = 0; i < nwants; i++)
+		buf_printf(&in, "%s\n", wants[i]);
+	if (!qdir) {
+		pid = spawn_git(path.p, args, &in, NULL, NULL);
+		rc = pid > 0 ? wait_child(pid) : -1;
+		buf_free(&path);
+		buf_free(&in);
+		return rc == 0;
+	}
 	/* the objects as receive-pack sees a push in quarantine */
 	buf_printf(&e1, "GIT_OBJECT_DIRECTORY=%s", qdir);
 	buf_printf(&e2, "GIT_ALTERNATE_OBJECT_DIRECTORIES=%s/objects", path.p);
@@ -606,7 +626,11 @@ static void serve_req(struct gitrepl *g, const struct buf *rid,
 		why = "bad request";
 		goto out;
 	}
-	if (g->nstreams == STREAMS_MAX || stream_find(g, site, q->id)) {
+	int mine = 0;
+	for (int i = 0; i < g->nstreams; i++)
+		mine += !strcmp(g->streams[i].site, site);
+	if (g->nstreams == STREAMS_MAX || mine == STREAMS_PER_PEER ||
+	    stream_find(g, site, q->id)) {
 		why = "busy";
 		goto out;
 	}
@@ -643,8 +667,9 @@ static void serve_req(struct gitrepl *g, const struct buf *rid,
 	g->nstreams++;
 	buf_add(&s->rid, rid->p, rid->len);
 	snprintf(s->site, sizeof(s->site), "%s", site);
-	s->credit = q->has_credit && q->credit < CREDIT_MAX ? q->credit : 1;
-	s->last_ms = now_ms();
+	s->credit = !q->has_credit || !q->credit ? 1 :
+		    q->credit < CREDIT_MAX ? q->credit : CREDIT_MAX;
+	s->last_ms = s->sent_ms = now_ms();
 	log_debug("serving pack peer=%s repo=%s wants=%zu haves=%zu", site,
 		  q->repo, q->n_wants, q->n_haves);
 out:
@@ -673,6 +698,7 @@ static void send_chunk(struct gitrepl *g, struct stream *s, const void *p,
 	m.body_case = GRANTD__V1__PEER_MSG__BODY_PACK_CHUNK;
 	m.pack_chunk = &c;
 	send_peer_msg(g, g->pair, &m, &s->rid, 0);
+	s->sent_ms = now_ms();
 	s->bytes += len;
 }
 
@@ -682,6 +708,8 @@ static void stream_read(struct gitrepl *g, struct stream *s, uint8_t *chunk)
 	size_t got = 0;
 	bool eof = false;
 
+	if (!s->credit)
+		return;
 	while (got < CHUNK_MAX) {
 		ssize_t r = read(s->fd, chunk + got, CHUNK_MAX - got);
 		if (r > 0) {
@@ -873,6 +901,8 @@ static void fetch_done(struct gitrepl *g, bool ok)
 
 	attempt_drop(f);
 	if (ok) {
+		memcpy(g->verified, f->wants, f->nwants * sizeof(f->wants[0]));
+		g->nverified = f->nwants;
 		pthread_mutex_lock(&g->mu);
 		g->st.fetches++;
 		g->st.bytes_in += f->bytes;
@@ -915,7 +945,7 @@ static void fetch_finish(struct gitrepl *g)
 	git_odb *odb = NULL;
 
 	repos_path(&path, g->n->cfg->repo_dir, f->repo);
-	if (!connected(g, f->repo, f->qdir.p, f)) {
+	if (!connected(g, f->repo, f->qdir.p, f->wants, f->nwants)) {
 		buf_free(&path);
 		fetch_failed_peer(g, "pack does not connect the new tips");
 		return;
@@ -955,6 +985,8 @@ static void fetch_chunk(struct gitrepl *g, const Grantd__V1__PackChunk *c)
 			return;
 		}
 	}
+	if (!c->last && !(c->has_data && c->data.len))
+		return; /* a keep-alive: git is still counting or compressing */
 	if (!c->last) {
 		Grantd__V1__PeerMsg m = GRANTD__V1__PEER_MSG__INIT;
 		Grantd__V1__PackCredit cr = GRANTD__V1__PACK_CREDIT__INIT;
@@ -1006,6 +1038,26 @@ static void dealer_msg(struct gitrepl *g, int i, zmq_msg_t *msg)
 
 /* ---- making the disk follow the records -------------------------------------- */
 
+/* May a ref point at hex?  Objects here came from pushes (checked by
+ * receive-pack) or from packs whose wants were checked, but a pack may
+ * carry more than its wants: a tip that was not a checked want is
+ * checked now, so a ref never lands on an incomplete history. */
+static bool safe_tip(struct gitrepl *g, const char *name, const char *hex)
+{
+	char one[1][OID_HEX + 1];
+
+	for (size_t i = 0; i < g->nverified; i++)
+		if (!strcmp(g->verified[i], hex))
+			return true;
+	snprintf(one[0], sizeof(one[0]), "%s", hex);
+	if (connected(g, name, NULL, (const char (*)[OID_HEX + 1])one, 1))
+		return true;
+	log_warn("tip not connected here repo=%s tip=%s: fetching it again "
+		 "before any ref points at it", name, hex);
+	set_error(g, "%s: tip %s is not connected", name, hex);
+	return false;
+}
+
 /* Keep or drop the tips that lost an LWW race on this ref.  target is the
  * winner (NULL: the ref is deleted).  V_NEED with *need and *from set when
  * a loser's objects must be fetched first. */
@@ -1054,6 +1106,12 @@ static enum verdict losers(struct gitrepl *g, git_repository *repo,
 			store_put_now(g->n->store, CF_LOSERS, key, klen, NULL,
 				      0);
 			continue;
+		}
+		if (!safe_tip(g, name, hex)) {
+			memcpy(need, hex, OID_HEX + 1);
+			*from = peer_index(g, origin);
+			out = V_NEED;
+			break;
 		}
 		buf_reset(&cref);
 		buf_printf(&cref, CONFLICTS_PREFIX "%s/%s", origin, ref);
@@ -1150,6 +1208,13 @@ static enum verdict reconcile(struct gitrepl *g, const struct item *item,
 			/* a push here went on from this site's own record:
 			 * its hook is recording it; never step back */
 			res = V_DONE;
+			goto out;
+		}
+		if (!safe_tip(g, name, rec->target)) {
+			/* fetch it again: the pack brings what is missing */
+			snprintf(need, OID_HEX + 1, "%s", rec->target);
+			*from = peer_index(g, rec->origin);
+			res = V_NEED;
 			goto out;
 		}
 		rc = git_reference_create_matching(&out, repo, ref, &target,
@@ -1378,9 +1443,11 @@ static void pair_msg(struct gitrepl *g, uint8_t *chunk)
 			else if (m && m->body_case ==
 					      GRANTD__V1__PEER_MSG__BODY_PACK_CREDIT &&
 				 (s = stream_find(g, site, m->pack_credit->id))) {
-				s->credit += m->pack_credit->n;
-				if (s->credit > CREDIT_MAX)
-					s->credit = CREDIT_MAX;
+				uint64_t c = (uint64_t)s->credit +
+					     m->pack_credit->n;
+				s->credit = c > CREDIT_MAX ? CREDIT_MAX :
+							     (uint32_t)c;
+				s->last_ms = now_ms();
 			} else if (m && m->body_case ==
 						GRANTD__V1__PEER_MSG__BODY_PACK_ERR &&
 				   (s = stream_find(g, site, m->pack_err->id))) {
@@ -1431,6 +1498,12 @@ static void *actor(void *arg)
 				  zmq_strerror(errno));
 			break;
 		}
+		/* streams first: polled[] points into g->streams, which
+		 * pair_msg may reorder by closing one; closing one here
+		 * reorders too, so go from the end */
+		for (int i = ns; i-- > 0;)
+			if (items[1 + g->npeers + i].revents)
+				stream_read(g, polled[i], chunk);
 		if (items[0].revents)
 			for (int b = 0; b < 64 && !g->quit; b++) {
 				int ev = 0;
@@ -1455,14 +1528,15 @@ static void *actor(void *arg)
 				zmq_msg_close(&msg);
 			}
 		}
-		/* streams: read those readable (closing one reorders the
-		 * array, so go from the end) */
-		for (int i = ns; i-- > 0;)
-			if (items[1 + g->npeers + i].revents)
-				stream_read(g, polled[i], chunk);
 		uint64_t t = now_ms();
+		for (int i = 0; i < g->nstreams; i++) {
+			struct stream *st = &g->streams[i];
+			if (st->credit && t - st->sent_ms > KEEPALIVE_MS)
+				send_chunk(g, st, "", 0, false);
+		}
 		for (int i = g->nstreams; i-- > 0;)
-			if (t - g->streams[i].last_ms > SERVE_IDLE_MS) {
+			if (!g->streams[i].credit &&
+			    t - g->streams[i].last_ms > SERVE_IDLE_MS) {
 				log_warn("pack stream dropped peer=%s: no "
 					 "credit for %d s", g->streams[i].site,
 					 SERVE_IDLE_MS / 1000);
