@@ -27,6 +27,8 @@
 #include <unistd.h>
 #include <zmq.h>
 
+#include <sodium.h>
+
 #include "err.h"
 #include "gitrepl.h"
 #include "grantd.pb-c.h"
@@ -128,6 +130,8 @@ struct gitrepl {
 	 * them without another check */
 	char verified[WANTS_MAX][OID_HEX + 1];
 	size_t nverified;
+	char hook_repo[NAME_REPO_MAX + 1]; /* grant-hook last run here, */
+	uint64_t hook_ms;           /* ... then */
 	git_repository *repo;       /* the one open repository, cached */
 	char repo_name[NAME_REPO_MAX + 1];
 	bool quit;
@@ -501,6 +505,7 @@ static int quarantine_commit(const char *repo_path, const char *qdir)
 {
 	static const char *const exts[] = { ".pack", ".rev", ".idx" };
 	struct buf from = BUF_INIT, to = BUF_INIT, dir = BUF_INIT;
+	struct buf moved = BUF_INIT;
 	struct dirent *de;
 	int rc = 0;
 	DIR *d;
@@ -521,11 +526,20 @@ static int quarantine_commit(const char *repo_path, const char *qdir)
 			buf_printf(&from, "%s/%s", dir.p, de->d_name);
 			buf_printf(&to, "%s/objects/pack/%s", repo_path,
 				   de->d_name);
-			if (rename(from.p, to.p) < 0)
+			if (rename(from.p, to.p) < 0) {
 				rc = GD_EIO;
+				break;
+			}
+			buf_add(&moved, to.p, to.len + 1);
 		}
 	}
 	closedir(d);
+	/* a pack without its index is invisible but takes space: a move
+	 * that failed half-way takes back what it moved */
+	for (size_t off = 0; rc < 0 && off < moved.len;
+	     off += strlen(moved.p + off) + 1)
+		unlink(moved.p + off);
+	buf_free(&moved);
 	buf_reset(&dir);
 	buf_printf(&dir, "%s/objects/pack", repo_path);
 	int fd = open(dir.p, O_RDONLY | O_DIRECTORY);
@@ -1158,7 +1172,13 @@ static enum verdict reconcile(struct gitrepl *g, const struct item *item,
 	if (spool_pending(g, name)) {
 		/* a local push the node has not recorded yet: leave the refs
 		 * alone, and have the hook send it (the node is back) */
-		run_hook(g, name);
+		uint64_t t = now_ms();
+		if (strcmp(g->hook_repo, name) || t - g->hook_ms > 1000) {
+			run_hook(g, name);
+			snprintf(g->hook_repo, sizeof(g->hook_repo), "%s",
+				 name);
+			g->hook_ms = t;
+		}
 		goto out;
 	}
 	rc = store_get(g->n->store, NULL, CF_REFS, item->key, item->klen - 1,
@@ -1578,6 +1598,10 @@ int gitrepl_start(struct gitrepl **out, struct node *n)
 	*out = NULL;
 	g->n = n;
 	g->prefer = -1;
+	/* stream ids unlike those of an earlier run of this node, whose
+	 * streams a peer may still hold */
+	randombytes_buf(&g->next_id, sizeof(g->next_id));
+	g->next_id >>= 1;
 	if (!realpath(n->cfg->path, g->conf))
 		snprintf(g->conf, sizeof(g->conf), "%s", n->cfg->path);
 	pthread_mutex_init(&g->mu, NULL);
