@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -242,9 +243,19 @@ int main(int argc, char **argv)
 		rc = GD_EXIT_USAGE;
 		goto done;
 	}
+	/* one flusher at a time (the node re-runs this hook to send a
+	 * spool; a push's hook may be at it too): a file sent twice would
+	 * replay old lines with a newer stamp */
+	int lock = open(SPOOL_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (lock >= 0 && flock(lock, LOCK_EX) < 0) {
+		close(lock);
+		lock = -1;
+	}
 	rc = flush_spool(cfg, repo);
 	if (rc == 0 && l.n)
 		rc = send_lines(cfg, repo, &l);
+	if (lock >= 0)
+		close(lock); /* releases the lock */
 	if (rc == GD_EUNREACH && l.n) {
 		if (spool(&l) == 0)
 			fprintf(stderr, "%s: the grantd node is unreachable; "
