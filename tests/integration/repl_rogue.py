@@ -48,7 +48,19 @@ peers, for tests/integration/test_repl_security.sh.  Needs python3-zmq.
         truncated    that pack cut at 60 % of its length
         unconnected  a valid pack of the commit TIP alone (no --revs): its
                      tree and parents are missing
-      Any other PackReq gets PackErr "not here".  Prints one JSON object per
+        smuggle      the pack of TIP plus one more object: the commit X that
+                     refs/heads/smuggled names in GITDIR, alone (its tree and
+                     parents are neither in the pack nor at the asker).  The
+                     wants check out, so the asker keeps X's object.
+      Any other PackReq gets PackErr "not here".
+      In mode smuggle, SIGUSR1 moves the stand-in on one phase, logging
+      {"event": "phase", "phase": N}:
+        1  publish (and answer RangeReq with) a second operation, seq 2 of
+           EPOCH: RefUpdate{REPO, [refs/heads/smuggled: zeros -> X]}; a
+           PackReq that wants X still gets PackErr "not here" (the asker
+           must not point a ref at X, which it has but not connected)
+        2  a PackReq whose wants are TIP and/or X gets the whole history of
+           X (`git pack-objects --revs`): now the ref may move to X  Prints one JSON object per
       line: {"event": "start", "tip", "epoch", "pack_bytes", ...} first, then
       every request, stream and cancellation, and {"event": "end", ...}
       totals at the end (also on SIGTERM).
@@ -195,7 +207,7 @@ def rogue_git(ctx, mode, publish, sync, keyfile, site, repo, ref, gitdir, secs):
     import secrets
     import signal
 
-    modes = ("good", "corrupt", "truncated", "unconnected")
+    modes = ("good", "corrupt", "truncated", "unconnected", "smuggle")
     if mode not in modes:
         print("rogue-git: MODE is one of " + " ".join(modes), file=sys.stderr)
         return 2
@@ -210,8 +222,26 @@ def rogue_git(ctx, mode, publish, sync, keyfile, site, repo, ref, gitdir, secs):
         pack = full[:mid] + bytes(c ^ 0xFF for c in full[mid:mid + 16]) + full[mid + 16:]
     elif mode == "truncated":
         pack = full[:len(full) * 6 // 10]
-    else:  # unconnected: the commit object alone
+    elif mode == "unconnected":  # the commit object alone
         pack = git_out(gitdir, ["pack-objects", "--stdout", "-q"], (tip + "\n").encode())
+    smuggled_ref = "refs/heads/smuggled"
+    xtip, xpack = None, b""
+    if mode == "smuggle":
+        # the objects of the good pack plus X's commit object alone
+        # (without --revs pack-objects takes exactly the ids it is given)
+        xtip = git_out(gitdir, ["rev-parse", "--verify",
+                                smuggled_ref + "^{commit}"]).decode().strip()
+        ids = [ln.split()[0] for ln in git_out(
+            gitdir, ["rev-list", "--objects", tip]).decode().splitlines() if ln]
+        if xtip in ids:
+            print("rogue-git: X is reachable from TIP", file=sys.stderr)
+            return 2
+        pack = git_out(gitdir, ["pack-objects", "--stdout", "-q"],
+                       ("\n".join(ids + [xtip]) + "\n").encode())
+        xpack = git_out(gitdir, ["pack-objects", "--revs", "--stdout", "-q"],
+                        (xtip + "\n").encode())
+    phase = [0]   # smuggle: 0, then 1 and 2 on SIGUSR1
+    bumps = [0]   # SIGUSR1s not acted on yet
     counts = {"pack_reqs": 0, "streams": 0, "streams_done": 0, "cancelled": 0,
               "refused_reqs": 0, "chunks": 0, "bytes": 0, "credits": 0,
               "range_reqs": 0, "ops_published": 0}
@@ -223,6 +253,10 @@ def rogue_git(ctx, mode, publish, sync, keyfile, site, repo, ref, gitdir, secs):
     def stop(*_):
         raise SystemExit(0)
     signal.signal(signal.SIGTERM, stop)
+
+    def bump(*_):
+        bumps[0] += 1
+    signal.signal(signal.SIGUSR1, bump)
 
     _, sec = load_keys(keyfile)
 
@@ -243,15 +277,17 @@ def rogue_git(ctx, mode, publish, sync, keyfile, site, repo, ref, gitdir, secs):
     op = (field_bytes(1, site) + field_varint(2, epoch) + field_varint(3, 1) +
           field_varint(4, hlc) +
           field_bytes(17, field_bytes(1, repo) + field_bytes(2, change)))
-    vv = field_bytes(1, field_bytes(1, site) + field_varint(2, epoch) + field_varint(3, 1))
+    ops = [op]  # what has been published, seq 1 ...
 
     def heartbeat():
         now = int(time.time() * 1000) << 16
+        vv = field_bytes(1, field_bytes(1, site) + field_varint(2, epoch) +
+                         field_varint(3, len(ops)))
         return peer_msg(sender=site, body=field_bytes(11, vv + field_varint(2, now)))
 
     log("start", mode=mode, site=site, repo=repo, ref=ref, tip=tip,
         epoch=epoch, hlc=hlc, pack_bytes=len(pack), full_pack_bytes=len(full),
-        chunk_max=chunk_max)
+        chunk_max=chunk_max, smuggled=xtip, smuggled_pack_bytes=len(xpack))
 
     # streams: (routing id, stream id) -> state
     streams = {}
@@ -262,6 +298,7 @@ def rogue_git(ctx, mode, publish, sync, keyfile, site, repo, ref, gitdir, secs):
     def pump(key):
         st = streams[key]
         rid, sid = key
+        pack = st["pack"]
         while st["credit"] > 0 and st["off"] < len(pack):
             data = pack[st["off"]:st["off"] + chunk_max]
             send(rid, field_bytes(18, field_varint(1, sid) + field_varint(2, st["seq"]) +
@@ -298,16 +335,20 @@ def rogue_git(ctx, mode, publish, sync, keyfile, site, repo, ref, gitdir, secs):
             counts["pack_reqs"] += 1
             log("pack_req", peer=peer, id=sid, repo=qrepo, wants=wants,
                 haves=haves, credit=credit)
-            if qrepo != repo or not wants or any(w != tip for w in wants):
+            ok = {tip, xtip} if phase[0] >= 2 else {tip}
+            if qrepo != repo or not wants or any(w not in ok for w in wants):
                 counts["refused_reqs"] += 1
                 send(rid, field_bytes(20, field_varint(1, sid) + field_bytes(2, "not here")))
-                log("pack_err_sent", peer=peer, id=sid, why="not here")
+                log("pack_err_sent", peer=peer, id=sid, why="not here",
+                    wants=wants, phase=phase[0])
                 return
             key = (rid, sid)
+            what = xpack if phase[0] >= 2 else pack
             streams[key] = {"peer": peer, "off": 0, "seq": 0, "credit": credit,
-                            "credits": 0}
+                            "credits": 0, "pack": what}
             counts["streams"] += 1
-            log("stream", peer=peer, id=sid, mode=mode, bytes=len(pack))
+            log("stream", peer=peer, id=sid, mode=mode, bytes=len(what),
+                wants=wants, phase=phase[0])
             pump(key)
         elif 19 in m:  # pack_credit
             c = pb_fields(pb_one(m, 19))
@@ -333,11 +374,13 @@ def rogue_git(ctx, mode, publish, sync, keyfile, site, repo, ref, gitdir, secs):
             origin = pb_one(r, 1, b"").decode(errors="replace")
             repoch, frm = pb_one(r, 2, 0), pb_one(r, 3, 0)
             counts["range_reqs"] += 1
-            ops = field_bytes(3, op) if (origin == site and repoch == epoch and frm == 1) else b""
+            rep = b""
+            if origin == site and repoch == epoch and 1 <= frm <= len(ops):
+                rep = b"".join(field_bytes(3, o) for o in ops[frm - 1:])
             send(rid, field_bytes(13, field_bytes(1, origin) + field_varint(2, repoch) +
-                                  ops + field_varint(4, frm)))
+                                  rep + field_varint(4, frm)))
             log("range_req", peer=peer, origin=origin, epoch=repoch, frm=frm,
-                answered=bool(ops))
+                answered=bool(rep))
         elif 14 in m:  # vv_req
             router.send_multipart([rid, heartbeat()])
 
@@ -347,11 +390,25 @@ def rogue_git(ctx, mode, publish, sync, keyfile, site, repo, ref, gitdir, secs):
     next_pub = 0.0
     try:
         while time.monotonic() < end:
+            while bumps[0] and mode == "smuggle" and phase[0] < 2:
+                bumps[0] -= 1
+                phase[0] += 1
+                if phase[0] == 1:
+                    change2 = (field_bytes(1, smuggled_ref) + field_bytes(2, zeros) +
+                               field_bytes(3, xtip))
+                    ops.append(field_bytes(1, site) + field_varint(2, epoch) +
+                               field_varint(3, 2) +
+                               field_varint(4, int(time.time() * 1000) << 16) +
+                               field_bytes(17, field_bytes(1, repo) +
+                                           field_bytes(2, change2)))
+                log("phase", phase=phase[0], ops=len(ops))
+                next_pub = 0.0
             t = time.monotonic()
             if t >= next_pub:
                 pub.send(heartbeat())
-                pub.send(peer_msg(sender=site, body=field_bytes(10, op)))
-                counts["ops_published"] += 1
+                for o in ops:
+                    pub.send(peer_msg(sender=site, body=field_bytes(10, o)))
+                    counts["ops_published"] += 1
                 next_pub = t + 0.1
             for _ in poller.poll(max(1, int((next_pub - time.monotonic()) * 1000))):
                 while True:

@@ -10,10 +10,18 @@
 #   corrupt      the real pack with bytes inverted in its middle
 #   truncated    the real pack cut short, then last = true
 #   unconnected  a valid pack of the commit alone (no tree, no parents)
+#   smuggle      the real pack plus one extra commit object X whose tree
+#                and parents are nowhere at the victim; then a second op
+#                (seq 2) moving refs/heads/smuggled to X
 #   good         the real pack (positive control: the test can fail)
 # For each bad mode, paloalto and portland take the ref record, fetch from
 # the stand-in, refuse the pack (their log says why, status counts it),
 # ask again and refuse again; the ref stays absent and `git fsck` passes.
+# With the smuggle pack the victims take the pack (its want checks out)
+# and so hold X's object, but must not point refs/heads/smuggled at X
+# (safe_tip: "tip not connected here"); the ref stays absent and
+# everything the refs reach is whole.  When the stand-in then serves X's
+# whole history, the ref does move to X (the check can pass).
 # With the good pack both move the ref to the tip.  Then the real montreal
 # comes back and the three sites converge.
 . "$(dirname "$0")/lib.sh"
@@ -23,7 +31,7 @@ PY=$(t_py) || {
 	exit 77
 }
 ROGUE=$T_HERE/repl_rogue.py
-MODES=(corrupt truncated unconnected good)
+MODES=(corrupt truncated unconnected smuggle good)
 VICTIMS=(paloalto portland)
 REF=refs/heads/main
 
@@ -63,6 +71,22 @@ for i in $(seq 1 12); do
 done
 TIP=$(git -C "$SCRATCH" rev-parse HEAD)
 NCOMMITS=$(git -C "$SCRATCH" rev-list --count HEAD)
+# A side branch refs/heads/smuggled: two commits on top of TIP with new
+# files, made with plumbing (main stays checked out).  Its tip X, its
+# parent and their trees are in no pack of TIP.
+SMUGGLED=refs/heads/smuggled
+xparent=$TIP
+for i in 1 2; do
+	blob=$(head -c 6000 /dev/urandom | base64 | git -C "$SCRATCH" hash-object -w --stdin)
+	GIT_INDEX_FILE=$T_DIR/scratch-side.index git -C "$SCRATCH" read-tree "$xparent^{tree}"
+	GIT_INDEX_FILE=$T_DIR/scratch-side.index git -C "$SCRATCH" update-index --add \
+		--cacheinfo "100644,$blob,smuggled-$i.txt"
+	tree=$(GIT_INDEX_FILE=$T_DIR/scratch-side.index git -C "$SCRATCH" write-tree)
+	xparent=$(gd_git 127.0.0.1 /dev/null -C "$SCRATCH" commit-tree "$tree" -p "$xparent" -m "smuggled $i")
+done
+X=$xparent
+git -C "$SCRATCH" update-ref "$SMUGGLED" "$X"
+t_eq "X ($X) is two commits past the tip" "$(git -C "$SCRATCH" rev-list --count "$TIP..$X")" 2
 # has_tip SITE: one of SITE's repositories has the object TIP
 has_tip() {
 	local r
@@ -73,6 +97,7 @@ has_tip() {
 }
 for s in "${T_SITES[@]}"; do
 	t_expect 1 "$s does not have the tip $TIP" has_tip "$s"
+	t_expect 1 "$s does not have X $X" git --git-dir="$(gitdir "$s" rogue-smuggle)" cat-file -e "$X"
 done
 
 t_section "montreal stops; a stand-in with its key pair takes its endpoints"
@@ -153,6 +178,84 @@ for m in corrupt truncated unconnected; do
 	printf '# stand-in (%s): %s\n' "$m" "$(grep '"event": "end"' "$T_DIR/rogue-$m.out")"
 done
 
+t_section "mode smuggle: repository rogue-smuggle"
+R=rogue-smuggle
+# sref SITE: refs/heads/smuggled of rogue-smuggle on SITE's disk
+sref() { git --git-dir="$(gitdir "$1" "$R")" rev-parse -q --verify "$SMUGGLED" 2>/dev/null; }
+sref_is() { [[ $(sref "$1") == "$2" ]]; }
+has_x() { git --git-dir="$(gitdir "$1" "$R")" cat-file -e "$X" 2>/dev/null; }
+# nnotconn SITE: SITE's log lines refusing to point a ref of R at X
+nnotconn() { grep -cF "tip not connected here repo=$R tip=$X:" "$(t_dir "$1")/grantd.log"; }
+# rogue_refused_x SITE: the stand-in refused SITE a PackReq that wants X
+rogue_refused_x() {
+	grep '"event": "pack_err_sent"' "$T_DIR/rogue-smuggle.out" |
+		grep "\"peer\": \"$1\"" | grep -qF "\"$X\""
+}
+rogue_start smuggle
+t_eq "the stand-in's X is the side branch's tip" \
+	"$(grep '"event": "start"' "$T_DIR/rogue-smuggle.out" | t_json 'j["smuggled"]')" "$X"
+SVICTIMS=() # the victims that took the smuggle pack from the stand-in
+for v in "${VICTIMS[@]}"; do
+	t_expect_soon 0 30 "$v: $REF of $R moves to the tip (the wanted tip checks out)" \
+		ref_is "$v" "$R" "$TIP"
+	if rogue_served smuggle "$v"; then
+		t_check "$v: the smuggled object X is in $R's object store" has_x "$v"
+		SVICTIMS+=("$v")
+	else
+		# (a victim may take the tip from the other one: no X comes then)
+		printf '# %s took the tip from a peer, not the stand-in\n' "$v"
+	fi
+done
+t_check "the stand-in streamed the smuggle pack to a victim (${SVICTIMS[*]})" \
+	test "${#SVICTIMS[@]}" -gt 0
+t_check "X's object alone is not a whole history at ${SVICTIMS[0]}" \
+	t_exits 128 git --git-dir="$(gitdir "${SVICTIMS[0]}" "$R")" rev-list --objects "$X"
+kill -USR1 "$ROGUE_PID"
+t_expect_soon 0 10 "the stand-in publishes seq 2: $SMUGGLED -> X" \
+	grep -q '"event": "phase", "ops": 2, "phase": 1' "$T_DIR/rogue-smuggle.out"
+# Each victim holding X must look at the ref twice (a re-fetch of X in
+# between, refused by the stand-in) and not move it; a victim without X
+# just fetches it and is refused.  A ref that moves ends the wait early.
+# refused_x_twice_or_moved SITE
+refused_x_twice_or_moved() {
+	sref "$1" >/dev/null && return 0
+	if has_x "$1"; then (( $(nnotconn "$1") >= 2 )) && rogue_refused_x "$1"
+	else rogue_refused_x "$1"; fi
+}
+for v in "${VICTIMS[@]}"; do
+	t_expect_soon 0 30 "$v: looked at $SMUGGLED twice and asked for X again (or moved it)" \
+		refused_x_twice_or_moved "$v"
+	if has_x "$v"; then
+		t_check "$v: the log says the tip is not connected here (and fetches it again)" \
+			eval "(( \$(nnotconn $v) >= 2 ))"
+	fi
+	t_check "$v: the re-fetch names X (the stand-in refused a PackReq for it)" rogue_refused_x "$v"
+	t_expect 1 "$v: $SMUGGLED of $R did not move onto X (absent)" sref "$v"
+	t_hasnt "$v: no 'ref moved' for $SMUGGLED in the log" \
+		"$(grep -F "ref moved repo=$R ref=$SMUGGLED " "$(t_dir "$v")/grantd.log")" "ref moved"
+	t_expect 0 "$v: everything the refs of $R reach is here (rev-list --objects --all)" \
+		git --git-dir="$(gitdir "$v" "$R")" rev-list --objects --all
+	t_expect 0 "$v: git fsck --strict of $R passes" \
+		git --git-dir="$(gitdir "$v" "$R")" fsck --strict --no-progress
+	t_eq "$v: $REF of $R is still the tip" "$(ref "$v" "$R")" "$TIP"
+done
+t_section "mode smuggle, control: the stand-in now serves X's whole history"
+kill -USR1 "$ROGUE_PID"
+t_expect_soon 0 10 "the stand-in is in phase 2" \
+	grep -q '"event": "phase", "ops": 2, "phase": 2' "$T_DIR/rogue-smuggle.out"
+for v in "${VICTIMS[@]}"; do
+	t_expect_soon 0 30 "$v: $SMUGGLED of $R moves to X" sref_is "$v" "$X"
+	t_check "$v: the log names the move" t_grep_log "$v" "ref moved repo=$R ref=$SMUGGLED to=$X"
+	t_expect 0 "$v: git fsck --strict of $R passes" \
+		git --git-dir="$(gitdir "$v" "$R")" fsck --strict --no-progress
+	t_eq "$v: $((NCOMMITS + 2)) commits reachable from $SMUGGLED" \
+		"$(git --git-dir="$(gitdir "$v" "$R")" rev-list --count "$SMUGGLED")" "$((NCOMMITS + 2))"
+done
+served_x() { grep '"event": "stream"' "$T_DIR/rogue-smuggle.out" | grep '"phase": 2' | grep -qF "\"$X\""; }
+t_check "the stand-in streamed X's whole history" served_x
+rogue_stop
+printf '# stand-in (smuggle): %s\n' "$(grep '"event": "end"' "$T_DIR/rogue-smuggle.out")"
+
 t_section "mode good (positive control): repository rogue-good"
 R=rogue-good
 rogue_start good
@@ -185,6 +288,10 @@ t_expect_converged "the three sites agree" 30
 t_expect_soon 0 30 "montreal: $REF of rogue-good is the tip (fetched from a peer)" ref_is montreal rogue-good "$TIP"
 t_expect 0 "montreal: git fsck --strict of rogue-good passes" \
 	git --git-dir="$(gitdir montreal rogue-good)" fsck --strict --no-progress
+t_expect_soon 0 30 "montreal: $SMUGGLED of rogue-smuggle is X (fetched from a peer)" \
+	eval "[[ \$(git --git-dir=$(gitdir montreal rogue-smuggle) rev-parse -q --verify $SMUGGLED) == $X ]]"
+t_expect 0 "montreal: git fsck --strict of rogue-smuggle passes" \
+	git --git-dir="$(gitdir montreal rogue-smuggle)" fsck --strict --no-progress
 for s in "${T_SITES[@]}"; do
 	for m in corrupt truncated unconnected; do
 		t_expect 1 "$s: $REF of rogue-$m is absent" ref "$s" "rogue-$m"
