@@ -7,11 +7,10 @@
  * at the end (gitrepl_*) run on the writer thread and only touch the
  * writer's end of the pair, and the counters under g->mu.
  */
-#define _GNU_SOURCE /* posix_spawn_file_actions_addchdir_np, pipe2 */
+#define _GNU_SOURCE /* pipe2 */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <git2.h>
 #include <git2/sys/odb_backend.h>
 #include <pthread.h>
@@ -32,7 +31,6 @@
 #include "err.h"
 #include "gitrepl.h"
 #include "grantd.pb-c.h"
-#include "hlc.h"
 #include "log.h"
 #include "names.h"
 #include "ops.h"
@@ -113,7 +111,6 @@ struct gitrepl {
 	pthread_t thread;
 	bool started;
 	char endpoint[64];
-	char conf[PATH_MAX];        /* the config, absolute, for grant-hook */
 	void *main_pair;            /* the writer's end */
 	/* actor */
 	void *pair;
@@ -150,13 +147,6 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-static uint64_t wall_us(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
-}
-
 static void set_error(struct gitrepl *g, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 static void set_error(struct gitrepl *g, const char *fmt, ...)
@@ -191,43 +181,25 @@ static int peer_index(struct gitrepl *g, const char *site)
 
 /* ---- messages ------------------------------------------------------------- */
 
-/* Pack m and send it: on sock, behind a routing id when rid is given. */
-static int send_peer_msg(struct gitrepl *g, void *sock,
-			 Grantd__V1__PeerMsg *m, const struct buf *rid,
-			 int flags)
+/* Send m (made by repl_msg_init) on sock, behind rid when given. */
+static int send_peer_msg(void *sock, const Grantd__V1__PeerMsg *m,
+			 const struct buf *rid)
 {
-	size_t len;
-	uint8_t *p;
-	int rc = 0;
-
-	m->has_version = true;
-	m->version = GD_PEER_VERSION;
-	m->from = g->n->ops.site;
-	m->has_sent_us = true;
-	m->sent_us = wall_us();
-	len = grantd__v1__peer_msg__get_packed_size(m);
-	if (!(p = malloc(len ? len : 1)))
-		abort();
-	grantd__v1__peer_msg__pack(m, p);
-	if (rid && zmq_send(sock, rid->p, rid->len, ZMQ_SNDMORE | flags) < 0)
-		rc = GD_EIO;
-	else if (zmq_send(sock, p, len, flags) < 0)
-		rc = GD_EIO;
-	free(p);
-	return rc;
+	return repl_send(sock, m, rid ? rid->p : NULL, rid ? rid->len : 0);
 }
 
 static void send_err(struct gitrepl *g, void *sock, const struct buf *rid,
 		     uint64_t id, const char *why)
 {
-	Grantd__V1__PeerMsg m = GRANTD__V1__PEER_MSG__INIT;
+	Grantd__V1__PeerMsg m;
+	repl_msg_init(g->n, &m);
 	Grantd__V1__PackErr e = GRANTD__V1__PACK_ERR__INIT;
 	e.has_id = true;
 	e.id = id;
 	e.why = (char *)why;
 	m.body_case = GRANTD__V1__PEER_MSG__BODY_PACK_ERR;
 	m.pack_err = &e;
-	send_peer_msg(g, sock, &m, rid, rid ? 0 : ZMQ_DONTWAIT);
+	send_peer_msg(sock, &m, rid);
 }
 
 /* Decode a frame from site; NULL when it is not a well-formed PeerMsg
@@ -236,15 +208,14 @@ static Grantd__V1__PeerMsg *decode(const char *site, const void *p,
 				   size_t len)
 {
 	Grantd__V1__PeerMsg *m = grantd__v1__peer_msg__unpack(NULL, len, p);
-	if (m && (!m->has_version || m->version != GD_PEER_VERSION ||
-		  !m->from || strcmp(m->from, site))) {
+	const char *why = repl_msg_problem(m, site);
+
+	if (!why)
+		return m;
+	log_warn("git peer message dropped peer=%s: %s", site, why);
+	if (m)
 		grantd__v1__peer_msg__free_unpacked(m, NULL);
-		m = NULL;
-	}
-	if (!m)
-		log_warn("git peer message dropped peer=%s: does not decode "
-			 "or does not match its sender", site);
-	return m;
+	return NULL;
 }
 
 /* ---- repositories ------------------------------------------------------- */
@@ -320,8 +291,9 @@ static pid_t spawn_git(const char *path, const char *const *args,
 	}
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_adddup2(&fa, in[0], 0);
-	posix_spawn_file_actions_adddup2(&fa, outfd ? out[1] : -1, 1);
-	if (!outfd)
+	if (outfd)
+		posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+	else
 		posix_spawn_file_actions_addopen(&fa, 1, "/dev/null",
 						 O_WRONLY, 0);
 	posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
@@ -376,31 +348,27 @@ static bool connected(struct gitrepl *g, const char *name, const char *qdir,
 					    "--not", "--all", "--alternate-refs",
 					    "--quiet", NULL };
 	struct buf path = BUF_INIT, in = BUF_INIT, e1 = BUF_INIT, e2 = BUF_INIT;
-	size_t n = 0;
-	char **envp;
+	char **envp = NULL;
 	pid_t pid;
 	int rc;
 
 	repos_path(&path, g->n->cfg->repo_dir, name);
 	for (size_t i = 0; i < nwants; i++)
 		buf_printf(&in, "%s\n", wants[i]);
-	if (!qdir) {
-		pid = spawn_git(path.p, args, &in, NULL, NULL);
-		rc = pid > 0 ? wait_child(pid) : -1;
-		buf_free(&path);
-		buf_free(&in);
-		return rc == 0;
+	if (qdir) {
+		/* the objects as receive-pack sees a push in quarantine */
+		size_t n = 0;
+		buf_printf(&e1, "GIT_OBJECT_DIRECTORY=%s", qdir);
+		buf_printf(&e2, "GIT_ALTERNATE_OBJECT_DIRECTORIES=%s/objects",
+			   path.p);
+		while (environ[n])
+			n++;
+		if (!(envp = calloc(n + 3, sizeof(*envp))))
+			abort();
+		memcpy(envp, environ, n * sizeof(*envp));
+		envp[n] = e1.p;
+		envp[n + 1] = e2.p;
 	}
-	/* the objects as receive-pack sees a push in quarantine */
-	buf_printf(&e1, "GIT_OBJECT_DIRECTORY=%s", qdir);
-	buf_printf(&e2, "GIT_ALTERNATE_OBJECT_DIRECTORIES=%s/objects", path.p);
-	while (environ[n])
-		n++;
-	if (!(envp = calloc(n + 3, sizeof(*envp))))
-		abort();
-	memcpy(envp, environ, n * sizeof(*envp));
-	envp[n] = e1.p;
-	envp[n + 1] = e2.p;
 	pid = spawn_git(path.p, args, &in, NULL, envp);
 	rc = pid > 0 ? wait_child(pid) : -1;
 	free(envp);
@@ -557,20 +525,13 @@ static int quarantine_commit(const char *repo_path, const char *qdir)
  * hooks spooled while the node could not be reached. */
 static void run_hook(struct gitrepl *g, const char *name)
 {
-	posix_spawn_file_actions_t fa;
-	char *argv[] = { g->n->hook_path, "--config", g->conf, NULL };
 	struct buf path = BUF_INIT;
 	pid_t pid;
 
 	repos_path(&path, g->n->cfg->repo_dir, name);
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addchdir_np(&fa, path.p);
-	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	if (posix_spawn(&pid, g->n->hook_path, &fa, NULL, argv, environ) == 0)
+	if ((pid = repos_run_hook(g->n->hook_path, g->n->conf_path,
+				  path.p)) > 0)
 		wait_child(pid);
-	else
-		log_warn("cannot run grant-hook in repo=%s", name);
-	posix_spawn_file_actions_destroy(&fa);
 	buf_free(&path);
 }
 
@@ -598,9 +559,10 @@ static struct stream *stream_find(struct gitrepl *g, const char *site,
 	return NULL;
 }
 
-/* Add each ref's tip of the repository at path to out (at most max). */
+/* Add each ref tip of repo to out, one 40-hex line each, counting in *n
+ * (at most max in all). */
 static void tips(git_repository *repo, struct buf *out, size_t *n,
-		 size_t max, bool exclude)
+		 size_t max)
 {
 	git_reference_iterator *it;
 	git_reference *ref;
@@ -612,7 +574,7 @@ static void tips(git_repository *repo, struct buf *out, size_t *n,
 		if (id) {
 			char hex[OID_HEX + 1];
 			git_oid_tostr(hex, sizeof(hex), id);
-			buf_printf(out, "%s%s\n", exclude ? "^" : "", hex);
+			buf_printf(out, "%s\n", hex);
 			++*n;
 		}
 		git_reference_free(ref);
@@ -701,7 +663,8 @@ out:
 static void send_chunk(struct gitrepl *g, struct stream *s, const void *p,
 		       size_t len, bool last)
 {
-	Grantd__V1__PeerMsg m = GRANTD__V1__PEER_MSG__INIT;
+	Grantd__V1__PeerMsg m;
+	repl_msg_init(g->n, &m);
 	Grantd__V1__PackChunk c = GRANTD__V1__PACK_CHUNK__INIT;
 	c.has_id = c.has_seq = c.has_data = c.has_last = true;
 	c.id = s->id;
@@ -711,7 +674,7 @@ static void send_chunk(struct gitrepl *g, struct stream *s, const void *p,
 	c.last = last;
 	m.body_case = GRANTD__V1__PEER_MSG__BODY_PACK_CHUNK;
 	m.pack_chunk = &c;
-	send_peer_msg(g, g->pair, &m, &s->rid, 0);
+	send_peer_msg(g->pair, &m, &s->rid);
 	s->sent_ms = now_ms();
 	s->bytes += len;
 }
@@ -762,6 +725,15 @@ static void stream_read(struct gitrepl *g, struct stream *s, uint8_t *chunk)
 
 static void fetch_done(struct gitrepl *g, bool ok);
 
+/* Look at it again later: 0.25 s, doubling to 4 s. */
+static void back_off(struct item *it, uint64_t t)
+{
+	it->backoff_ms = it->backoff_ms ? it->backoff_ms * 2 : RETRY_MIN_MS;
+	if (it->backoff_ms > RETRY_MAX_MS)
+		it->backoff_ms = RETRY_MAX_MS;
+	it->not_before_ms = t + it->backoff_ms;
+}
+
 /* The haves of a fetch: the repository's own tips, and for a fork its
  * parent's (objects the fork reaches through alternates). */
 static void fetch_haves(struct gitrepl *g, git_repository *repo,
@@ -770,7 +742,7 @@ static void fetch_haves(struct gitrepl *g, git_repository *repo,
 	struct buf v = BUF_INIT, path = BUF_INIT;
 	size_t n = 0;
 
-	tips(repo, hv, &n, HAVES_MAX, false);
+	tips(repo, hv, &n, HAVES_MAX);
 	if (store_get(g->n->store, NULL, CF_REPOS, g->f.repo,
 		      strlen(g->f.repo), &v) == 0) {
 		Grantd__V1__Repo *r = grantd__v1__repo__unpack(
@@ -779,7 +751,7 @@ static void fetch_haves(struct gitrepl *g, git_repository *repo,
 		if (r && r->fork_of && *r->fork_of) {
 			repos_path(&path, g->n->cfg->repo_dir, r->fork_of);
 			if (git_repository_open_bare(&parent, path.p) == 0)
-				tips(parent, hv, &n, HAVES_MAX, false);
+				tips(parent, hv, &n, HAVES_MAX);
 			git_repository_free(parent);
 		}
 		if (r)
@@ -831,7 +803,7 @@ static void fetch_ask(struct gitrepl *g)
 			break;
 		}
 		f->tried |= 1u << i;
-		Grantd__V1__PeerMsg m = GRANTD__V1__PEER_MSG__INIT;
+		Grantd__V1__PeerMsg m;
 		Grantd__V1__PackReq q = GRANTD__V1__PACK_REQ__INIT;
 		char *wants[WANTS_MAX];
 		struct buf hv = BUF_INIT;
@@ -844,9 +816,10 @@ static void fetch_ask(struct gitrepl *g)
 		q.n_wants = f->nwants;
 		q.credit = WINDOW;
 		fetch_haves(g, repo, &q, &hv);
+		repl_msg_init(g->n, &m);
 		m.body_case = GRANTD__V1__PEER_MSG__BODY_PACK_REQ;
 		m.pack_req = &q;
-		int rc = send_peer_msg(g, g->dealer[i], &m, NULL, ZMQ_DONTWAIT);
+		int rc = send_peer_msg(g->dealer[i], &m, NULL);
 		free(q.haves);
 		buf_free(&hv);
 		if (rc < 0) {
@@ -939,11 +912,7 @@ static void fetch_done(struct gitrepl *g, bool ok)
 		if (ok) {
 			it->not_before_ms = 0;
 		} else {
-			it->backoff_ms = it->backoff_ms ? it->backoff_ms * 2 :
-							  RETRY_MIN_MS;
-			if (it->backoff_ms > RETRY_MAX_MS)
-				it->backoff_ms = RETRY_MAX_MS;
-			it->not_before_ms = t + it->backoff_ms;
+			back_off(it, t);
 		}
 	}
 	f->active = false;
@@ -1002,14 +971,15 @@ static void fetch_chunk(struct gitrepl *g, const Grantd__V1__PackChunk *c)
 	if (!c->last && !(c->has_data && c->data.len))
 		return; /* a keep-alive: git is still counting or compressing */
 	if (!c->last) {
-		Grantd__V1__PeerMsg m = GRANTD__V1__PEER_MSG__INIT;
+		Grantd__V1__PeerMsg m;
 		Grantd__V1__PackCredit cr = GRANTD__V1__PACK_CREDIT__INIT;
 		cr.has_id = cr.has_n = true;
 		cr.id = f->id;
 		cr.n = 1;
+		repl_msg_init(g->n, &m);
 		m.body_case = GRANTD__V1__PEER_MSG__BODY_PACK_CREDIT;
 		m.pack_credit = &cr;
-		send_peer_msg(g, g->dealer[f->peer], &m, NULL, ZMQ_DONTWAIT);
+		send_peer_msg(g->dealer[f->peer], &m, NULL);
 		return;
 	}
 	if (f->wp->commit(f->wp, &f->prog) < 0) {
@@ -1051,6 +1021,15 @@ static void dealer_msg(struct gitrepl *g, int i, zmq_msg_t *msg)
 }
 
 /* ---- making the disk follow the records -------------------------------------- */
+
+/* The verdict "fetch hex first", preferably from site origin. */
+static enum verdict need_tip(struct gitrepl *g, const char *hex,
+			     const char *origin, char *need, int *from)
+{
+	snprintf(need, OID_HEX + 1, "%s", hex);
+	*from = peer_index(g, origin);
+	return V_NEED;
+}
 
 /* May a ref point at hex?  Objects here came from pushes (checked by
  * receive-pack) or from packs whose wants were checked, but a pack may
@@ -1109,9 +1088,7 @@ static enum verdict losers(struct gitrepl *g, git_repository *repo,
 		if (git_oid_fromstr(&tip, hex) < 0)
 			continue;
 		if (!git_odb_exists(odb, &tip)) {
-			memcpy(need, hex, OID_HEX + 1);
-			*from = peer_index(g, origin);
-			out = V_NEED;
+			out = need_tip(g, hex, origin, need, from);
 			break;
 		}
 		if (target && (git_oid_equal(&tip, target) ||
@@ -1122,9 +1099,7 @@ static enum verdict losers(struct gitrepl *g, git_repository *repo,
 			continue;
 		}
 		if (!safe_tip(g, name, hex)) {
-			memcpy(need, hex, OID_HEX + 1);
-			*from = peer_index(g, origin);
-			out = V_NEED;
+			out = need_tip(g, hex, origin, need, from);
 			break;
 		}
 		buf_reset(&cref);
@@ -1217,9 +1192,7 @@ static enum verdict reconcile(struct gitrepl *g, const struct item *item,
 		if (git_repository_odb(&odb, repo) < 0)
 			goto out;
 		if (!git_odb_exists(odb, &target)) {
-			snprintf(need, OID_HEX + 1, "%s", rec->target);
-			*from = peer_index(g, rec->origin);
-			res = V_NEED;
+			res = need_tip(g, rec->target, rec->origin, need, from);
 			goto out;
 		}
 		if (have && rec->origin &&
@@ -1232,9 +1205,7 @@ static enum verdict reconcile(struct gitrepl *g, const struct item *item,
 		}
 		if (!safe_tip(g, name, rec->target)) {
 			/* fetch it again: the pack brings what is missing */
-			snprintf(need, OID_HEX + 1, "%s", rec->target);
-			*from = peer_index(g, rec->origin);
-			res = V_NEED;
+			res = need_tip(g, rec->target, rec->origin, need, from);
 			goto out;
 		}
 		rc = git_reference_create_matching(&out, repo, ref, &target,
@@ -1381,11 +1352,7 @@ static bool work(struct gitrepl *g)
 			it->not_before_ms = t + 100; /* after this fetch */
 			break;
 		case V_RETRY:
-			it->backoff_ms = it->backoff_ms ? it->backoff_ms * 2 :
-							  RETRY_MIN_MS;
-			if (it->backoff_ms > RETRY_MAX_MS)
-				it->backoff_ms = RETRY_MAX_MS;
-			it->not_before_ms = t + it->backoff_ms;
+			back_off(it, t);
 			break;
 		}
 		i++;
@@ -1602,8 +1569,6 @@ int gitrepl_start(struct gitrepl **out, struct node *n)
 	 * streams a peer may still hold */
 	randombytes_buf(&g->next_id, sizeof(g->next_id));
 	g->next_id >>= 1;
-	if (!realpath(n->cfg->path, g->conf))
-		snprintf(g->conf, sizeof(g->conf), "%s", n->cfg->path);
 	pthread_mutex_init(&g->mu, NULL);
 	for (int i = 0; i < STREAMS_MAX; i++)
 		g->streams[i].fd = -1;

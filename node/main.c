@@ -7,11 +7,8 @@
  * answers only after one synced commit.  A kill -9 at any moment loses
  * nothing acknowledged: RocksDB's WAL holds every committed batch.
  */
-#define _GNU_SOURCE /* posix_spawn_file_actions_addchdir_np */
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <getopt.h>
 #include <git2.h>
@@ -36,8 +33,6 @@
 #include "syncer.h"
 #include "wire.h"
 #include "banned.h"
-
-extern char **environ;
 
 #define BATCH_MAX 512
 #define SWEEP_INTERVAL_MS (6ULL * 3600 * 1000)
@@ -110,8 +105,10 @@ static int hook_command(struct node *n, const char *cfg_path)
 	ssize_t k = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	char *slash;
 
-	if (k <= 0 || !realpath(cfg_path, conf))
+	if (k <= 0 || !realpath(cfg_path, conf) ||
+	    strlen(conf) >= sizeof(n->conf_path))
 		return GD_EIO;
+	snprintf(n->conf_path, sizeof(n->conf_path), "%s", conf);
 	self[k] = '\0';
 	if (!(slash = strrchr(self, '/')))
 		return GD_EIO;
@@ -131,20 +128,8 @@ static int hook_command(struct node *n, const char *cfg_path)
  * not reach the node: it sends what they kept. */
 static void flush_spool(struct node *n, const char *dir)
 {
-	posix_spawn_file_actions_t fa;
-	char *argv[] = { n->hook_path, "--config", NULL, NULL };
-	char conf[PATH_MAX];
-	pid_t pid;
-
-	if (!realpath(n->cfg->path, conf))
-		return;
-	argv[2] = conf;
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addchdir_np(&fa, dir);
-	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	if (posix_spawn(&pid, n->hook_path, &fa, NULL, argv, environ) != 0) {
-		log_warn("cannot run grant-hook in dir=%s", dir);
-	} else {
+	pid_t pid = repos_run_hook(n->hook_path, n->conf_path, dir);
+	if (pid > 0) {
 		pid_t *p = realloc(n->hook_pids,
 				   (n->nhook_pids + 1) * sizeof(*p));
 		if (!p)
@@ -152,7 +137,6 @@ static void flush_spool(struct node *n, const char *dir)
 		n->hook_pids = p;
 		n->hook_pids[n->nhook_pids++] = pid;
 	}
-	posix_spawn_file_actions_destroy(&fa);
 }
 
 /* Every hosted repository gets the current hook, and sends what its

@@ -112,8 +112,8 @@ struct repl {
 
 /* ---- sending -------------------------------------------------------------- */
 
-static int send_msg(void *sock, const Grantd__V1__PeerMsg *m, const void *id,
-		    size_t idlen)
+int repl_send(void *sock, const Grantd__V1__PeerMsg *m, const void *id,
+	      size_t idlen)
 {
 	size_t len = grantd__v1__peer_msg__get_packed_size(m);
 	uint8_t *p = malloc(len ? len : 1);
@@ -138,14 +138,25 @@ static uint64_t wall_us(void)
 	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
 }
 
-static void msg_init(struct repl *r, Grantd__V1__PeerMsg *m)
+void repl_msg_init(const struct node *n, Grantd__V1__PeerMsg *m)
 {
 	grantd__v1__peer_msg__init(m);
 	m->version = GD_PEER_VERSION;
 	m->has_version = 1;
-	m->from = r->n->ops.site;
+	m->from = (char *)n->ops.site;
 	m->sent_us = wall_us();
 	m->has_sent_us = 1;
+}
+
+const char *repl_msg_problem(const Grantd__V1__PeerMsg *m, const char *site)
+{
+	if (!m)
+		return "does not decode";
+	if (!m->has_version || m->version != GD_PEER_VERSION)
+		return "unsupported protocol version";
+	if (!m->from || strcmp(m->from, site))
+		return "sender does not match its link";
+	return NULL;
 }
 
 /* ---- version vectors ------------------------------------------------------ */
@@ -240,7 +251,7 @@ static void request_range(struct repl *r, struct peer *p, const char *origin,
 		    !strcmp(q->range_origin, origin))
 			return;
 	}
-	msg_init(r, &m);
+	repl_msg_init(r->n, &m);
 	rq.origin = (char *)origin;
 	rq.epoch = epoch, rq.has_epoch = 1;
 	rq.from = ops_vv_get(&r->n->ops, NULL, origin, epoch) + 1;
@@ -248,7 +259,7 @@ static void request_range(struct repl *r, struct peer *p, const char *origin,
 	rq.max = RANGE_MAX_OPS, rq.has_max = 1;
 	m.body_case = GRANTD__V1__PEER_MSG__BODY_RANGE_REQ;
 	m.range_req = &rq;
-	if (send_msg(p->dealer, &m, NULL, 0) == 0) {
+	if (repl_send(p->dealer, &m, NULL, 0) == 0) {
 		p->range_inflight = true;
 		p->range_sent_ms = now_ms;
 		snprintf(p->range_origin, sizeof(p->range_origin), "%s",
@@ -594,7 +605,7 @@ static void snap_request(struct repl *r, uint64_t now_ms)
 	Grantd__V1__PeerMsg m;
 	Grantd__V1__SnapReq rq = GRANTD__V1__SNAP_REQ__INIT;
 
-	msg_init(r, &m);
+	repl_msg_init(r->n, &m);
 	rq.cf = (uint32_t)snap_cfs[sn->cf], rq.has_cf = 1;
 	if (sn->after.len) {
 		rq.after.data = (uint8_t *)sn->after.p;
@@ -604,7 +615,7 @@ static void snap_request(struct repl *r, uint64_t now_ms)
 	rq.max = SNAP_MAX_RECORDS, rq.has_max = 1;
 	m.body_case = GRANTD__V1__PEER_MSG__BODY_SNAP_REQ;
 	m.snap_req = &rq;
-	send_msg(sn->p->dealer, &m, NULL, 0);
+	repl_send(sn->p->dealer, &m, NULL, 0);
 	sn->sent_ms = now_ms;
 }
 
@@ -679,10 +690,10 @@ static void serve_snap(struct repl *r, const void *id, size_t idlen,
 	rep.keys = keys;
 	rep.values = vals;
 	rep.n_values = rep.n_keys;
-	msg_init(r, &m);
+	repl_msg_init(r->n, &m);
 	m.body_case = GRANTD__V1__PEER_MSG__BODY_SNAP_REP;
 	m.snap_rep = &rep;
-	send_msg(r->router, &m, id, idlen);
+	repl_send(r->router, &m, id, idlen);
 	for (size_t i = 0; i < rep.n_keys; i++) {
 		free(keys[i].data);
 		sodium_memzero(vals[i].data, vals[i].len);
@@ -846,14 +857,14 @@ static void serve_range(struct repl *r, const void *id, size_t idlen,
 	if (rep.n_ops == 0 && max > 0 &&
 	    ops_vv_get(&r->n->ops, NULL, rq->origin, rq->epoch) >= rq->from)
 		rep.truncated = rep.has_truncated = 1;
-	msg_init(r, &m);
+	repl_msg_init(r->n, &m);
 	rep.origin = rq->origin;
 	rep.epoch = rq->epoch, rep.has_epoch = 1;
 	rep.from = rq->from, rep.has_from = 1;
 	rep.ops = ops;
 	m.body_case = GRANTD__V1__PEER_MSG__BODY_RANGE_REP;
 	m.range_rep = &rep;
-	if (send_msg(r->router, &m, id, idlen) < 0)
+	if (repl_send(r->router, &m, id, idlen) < 0)
 		log_warn("range reply not sent peer=%s: %s", site,
 			 zmq_strerror(errno));
 	else
@@ -878,11 +889,11 @@ static void send_vector(struct repl *r, void *sock, const void *id,
 	Grantd__V1__PeerMsg m;
 	Grantd__V1__Heartbeat hb = GRANTD__V1__HEARTBEAT__INIT;
 
-	msg_init(r, &m);
+	repl_msg_init(r->n, &m);
 	hb_fill(r, &hb);
 	m.body_case = GRANTD__V1__PEER_MSG__BODY_HEARTBEAT;
 	m.heartbeat = &hb;
-	send_msg(sock, &m, id, idlen);
+	repl_send(sock, &m, id, idlen);
 	hb_free_entries(&hb);
 }
 
@@ -900,14 +911,8 @@ static Grantd__V1__PeerMsg *decode(struct repl *r, const char *site,
 {
 	Grantd__V1__PeerMsg *m = grantd__v1__peer_msg__unpack(
 		NULL, zmq_msg_size(msg), zmq_msg_data(msg));
-	const char *why = NULL;
+	const char *why = repl_msg_problem(m, site);
 
-	if (!m)
-		why = "does not decode";
-	else if (!m->has_version || m->version != GD_PEER_VERSION)
-		why = "unsupported protocol version";
-	else if (!m->from || strcmp(m->from, site))
-		why = "sender does not match its link";
 	if (!why)
 		return m;
 	r->n->ops.dropped++;
@@ -1113,10 +1118,10 @@ void repl_publish(struct buf *ob, void *payload)
 			r->n->ops.published = op->seq;
 		if (op) {
 			Grantd__V1__PeerMsg m;
-			msg_init(r, &m);
+			repl_msg_init(r->n, &m);
 			m.body_case = GRANTD__V1__PEER_MSG__BODY_OP;
 			m.op = op;
-			if (send_msg(r->pub, &m, NULL, 0) < 0)
+			if (repl_send(r->pub, &m, NULL, 0) < 0)
 				log_warn("publish failed seq=%llu: %s "
 					 "(peers will fetch it)",
 					 (unsigned long long)op->seq,
@@ -1248,10 +1253,10 @@ int repl_rebuild(struct repl *r, const char *site)
 
 	if (!p)
 		return GD_ENOTFOUND;
-	msg_init(r, &m);
+	repl_msg_init(r->n, &m);
 	m.body_case = GRANTD__V1__PEER_MSG__BODY_VV_REQ;
 	m.vv_req = 1;
-	if (send_msg(p->dealer, &m, NULL, 0) < 0)
+	if (repl_send(p->dealer, &m, NULL, 0) < 0)
 		return GD_EUNREACH;
 	log_info("rebuild requested from peer=%s", site);
 	return 0;

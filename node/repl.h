@@ -82,6 +82,20 @@ void repl_metrics(struct repl *r, cJSON *obj);
 void *repl_curve_client(struct node *n, int type, const char *endpoint,
 			const char *server_key, int64_t maxmsg);
 
+/* A PeerMsg from this node: cleared, with version, sender and send time
+ * set; the caller sets the body. */
+void repl_msg_init(const struct node *n, Grantd__V1__PeerMsg *m);
+
+/* Pack m and send it on sock without waiting, behind routing id when id
+ * is not NULL; the packed copy is wiped (operations carry secrets).
+ * Returns 0 or GD_EIO (not sent: no peer, or its queue is full). */
+int repl_send(void *sock, const Grantd__V1__PeerMsg *m, const void *id,
+	      size_t idlen);
+
+/* Why m (NULL: it did not decode) cannot be taken on site's link, or NULL
+ * when it can. */
+const char *repl_msg_problem(const Grantd__V1__PeerMsg *m, const char *site);
+
 /* The sync ROUTER (NULL when the node has no sync endpoint). */
 void *repl_router(struct repl *r);
 

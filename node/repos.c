@@ -2,7 +2,10 @@
  * repos.c: creating hosted repositories with libgit2.  libgit2 is
  * initialised once by main() before any thread starts.
  */
+#define _GNU_SOURCE /* posix_spawn_file_actions_addchdir_np */
 #include <errno.h>
+#include <fcntl.h>
+#include <spawn.h>
 #include <git2.h>
 #include <stdio.h>
 #include <string.h>
@@ -13,6 +16,26 @@
 #include "log.h"
 #include "repos.h"
 #include "banned.h"
+
+extern char **environ;
+
+pid_t repos_run_hook(const char *hook_path, const char *conf,
+		     const char *path)
+{
+	posix_spawn_file_actions_t fa;
+	char *argv[] = { (char *)hook_path, "--config", (char *)conf, NULL };
+	pid_t pid;
+
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addchdir_np(&fa, path);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	if (posix_spawn(&pid, hook_path, &fa, NULL, argv, environ) != 0) {
+		log_warn("cannot run grant-hook in dir=%s", path);
+		pid = -1;
+	}
+	posix_spawn_file_actions_destroy(&fa);
+	return pid;
+}
 
 void repos_path(struct buf *out, const char *repo_dir, const char *name)
 {

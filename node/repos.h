@@ -7,6 +7,8 @@
 #ifndef GD_REPOS_H
 #define GD_REPOS_H
 
+#include <sys/types.h>
+
 #include "buf.h"
 
 /* repo_dir/NAME.git into out (replacing its contents). */
@@ -19,5 +21,11 @@ void repos_path(struct buf *out, const char *repo_dir, const char *name);
  * Returns 0 or GD_EIO (logged). */
 int repos_create(const char *repo_dir, const char *name, const char *fork_of,
 		 const char *hook);
+
+/* Start hook_path --config conf in the repository at path with stdin
+ * empty: grant-hook then sends what earlier pushes' hooks spooled.
+ * Returns its pid (the caller reaps it) or -1 (logged). */
+pid_t repos_run_hook(const char *hook_path, const char *conf,
+		     const char *path);
 
 #endif

@@ -99,6 +99,7 @@ static int setup(void **state)
 	f->n.cfg = &f->cfg;
 	snprintf(f->n.ops.site, sizeof(f->n.ops.site), "paloalto");
 	snprintf(f->n.hook_path, sizeof(f->n.hook_path), "/bin/true");
+	snprintf(f->n.conf_path, sizeof(f->n.conf_path), "%s", f->conf);
 	assert_int_equal(store_open(&f->n.store, &created, f->data_dir,
 				    seal_key), 0);
 	assert_non_null(f->n.zctx = zmq_ctx_new());
@@ -271,6 +272,40 @@ static void test_own_record_behind_disk(void **state)
 	assert_true(wait_ref(f, REF, &f->a));
 }
 
+/* A push here that the hook could not hand to the node (spooled) is
+ * not rolled back: the repository is left alone, and the hook is run to
+ * send the spool; once it is gone the record is followed. */
+static void test_spool_left_alone(void **state)
+{
+	struct fx *f = *state;
+	char path[256], seen[256] = "";
+	FILE *fp;
+
+	/* the stand-in hook notes what the ref was when it ran, then
+	 * empties the spool as grant-hook does once it has sent it */
+	snprintf(path, sizeof(path), "%s/hook.sh", f->dir);
+	assert_non_null(fp = fopen(path, "w"));
+	fprintf(fp, "#!/bin/sh\ngit --git-dir=. rev-parse -q --verify " REF
+		" >../../hook-saw; rm -f grantd-spool/*.refs\n");
+	fclose(fp);
+	assert_int_equal(chmod(path, 0755), 0);
+	snprintf(f->n.hook_path, sizeof(f->n.hook_path), "%s", path);
+	snprintf(path, sizeof(path), "%s/r.git/grantd-spool", f->repo_dir);
+	assert_int_equal(mkdir(path, 0700), 0);
+	snprintf(path, sizeof(path), "%s/r.git/grantd-spool/1.refs",
+		 f->repo_dir);
+	assert_non_null(fp = fopen(path, "w"));
+	fclose(fp);
+
+	put_record(f, &f->b, 100, "portland");
+	assert_true(wait_ref(f, REF, &f->b));
+	/* the hook ran before the ref moved, and saw it absent */
+	snprintf(path, sizeof(path), "%s/hook-saw", f->dir);
+	assert_non_null(fp = fopen(path, "r"));
+	assert_null(fgets(seen, sizeof(seen), fp));
+	fclose(fp);
+}
+
 static void test_losers(void **state)
 {
 	struct fx *f = *state;
@@ -339,6 +374,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_own_record_behind_disk,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_spool_left_alone, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_losers, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_missing_objects_wait,
 						setup, teardown),
