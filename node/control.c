@@ -308,13 +308,19 @@ static int validate_token(struct control *c, struct req *r,
 			      "administrator to re-enroll you");
 	}
 	if (!res.ok) {
+		/* the attempt is named by its operation's stamp, unique here
+		 * even when the whole batch shares r->now_ms */
+		Grantd__V1__Op op = GRANTD__V1__OP__INIT;
 		Grantd__V1__Failures f = GRANTD__V1__FAILURES__INIT;
-		int64_t at = (int64_t)r->now_ms;
+		uint64_t at = ops_stamp(&n->ops);
 		f.user = (char *)user_of(r);
 		f.site = n->ops.site;
-		f.at_ms = &at;
-		f.n_at_ms = 1;
-		if ((rc = emit_body(c, GRANTD__V1__OP__BODY_FAILURE, &f)) < 0)
+		f.hlc = &at;
+		f.n_hlc = 1;
+		op.body_case = GRANTD__V1__OP__BODY_FAILURE;
+		op.failure = &f;
+		SET(op, hlc, at);
+		if ((rc = emit(c, &op)) < 0)
 			return rc;
 		return refuse(r, "Failed to validate token.\nIf using a phone "
 			      "app, please wait for token to change before "

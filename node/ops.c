@@ -4,7 +4,7 @@
  * Merge rules (SPEC 5): users, enrollments, grants, unlocks and
  * repositories are last-writer-wins registers ordered by (hlc, origin);
  * token-use marks merge by max (next) and union (scratch codes spent);
- * failures merge by union of timestamps per (user, site).  Each rule is
+ * failures merge by union of attempt stamps per (user, site).  Each rule is
  * commutative, associative and idempotent, so sites that apply the same
  * operations in any order end with the same records, and so with the same
  * digest.
@@ -336,18 +336,22 @@ done:
 	return rc;
 }
 
-static int cmp_i64(const void *a, const void *b)
+static int cmp_u64(const void *a, const void *b)
 {
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
 	return x < y ? -1 : x > y;
 }
 
+/* Attempts merge by union of their stamps (one stamp, one attempt: see
+ * Failures in grantd.proto), the newest OPS_MAX_FAILURES_KEPT kept; the
+ * newest of a union is the newest of the newest of its parts, so the bound
+ * keeps the rule associative. */
 static int apply_failure(struct ops *o, struct store_batch *b,
 			 const Grantd__V1__Failures *f)
 {
 	struct buf k = BUF_INIT, old = BUF_INIT, val = BUF_INIT;
 	Grantd__V1__Failures merged = GRANTD__V1__FAILURES__INIT;
-	int64_t at[2 * OPS_MAX_FAILURES_KEPT];
+	uint64_t at[2 * OPS_MAX_FAILURES_KEPT];
 	size_t n = 0;
 	int rc;
 
@@ -356,17 +360,17 @@ static int apply_failure(struct ops *o, struct store_batch *b,
 	if (rc == 0) {
 		Grantd__V1__Failures *of = grantd__v1__failures__unpack(
 			NULL, old.len, (const uint8_t *)old.p);
-		for (size_t i = 0; of && i < of->n_at_ms &&
+		for (size_t i = 0; of && i < of->n_hlc &&
 				   n < OPS_MAX_FAILURES_KEPT; i++)
-			at[n++] = of->at_ms[i];
+			at[n++] = of->hlc[i];
 		if (of)
 			grantd__v1__failures__free_unpacked(of, NULL);
 	} else if (rc != GD_ENOTFOUND) {
 		goto done;
 	}
-	for (size_t i = 0; i < f->n_at_ms && i < OPS_MAX_FAILURES_KEPT; i++)
-		at[n++] = f->at_ms[i];
-	qsort(at, n, sizeof(at[0]), cmp_i64);
+	for (size_t i = 0; i < f->n_hlc && i < OPS_MAX_FAILURES_KEPT; i++)
+		at[n++] = f->hlc[i];
+	qsort(at, n, sizeof(at[0]), cmp_u64);
 	size_t u = 0;
 	for (size_t i = 0; i < n; i++)
 		if (u == 0 || at[u - 1] != at[i])
@@ -374,8 +378,8 @@ static int apply_failure(struct ops *o, struct store_batch *b,
 	size_t first = u > OPS_MAX_FAILURES_KEPT ? u - OPS_MAX_FAILURES_KEPT : 0;
 	merged.user = f->user;
 	merged.site = f->site;
-	merged.at_ms = at + first;
-	merged.n_at_ms = u - first;
+	merged.hlc = at + first;
+	merged.n_hlc = u - first;
 	pack_msg(&val, &merged.base);
 	rc = 0;
 	replace_record(o, b, CF_FAILS, k.p, k.len, &old, &val);
@@ -912,8 +916,11 @@ int ops_check(const Grantd__V1__Op *op, struct buf *err)
 	case GRANTD__V1__OP__BODY_FAILURE:
 		if (!op->failure->user || !name_user_ok(op->failure->user) ||
 		    !op->failure->site || !name_site_ok(op->failure->site) ||
-		    op->failure->n_at_ms > OPS_MAX_FAILURES_KEPT)
+		    op->failure->n_hlc > OPS_MAX_FAILURES_KEPT)
 			why = "bad failure record";
+		for (size_t i = 0; !why && i < op->failure->n_hlc; i++)
+			if (!op->failure->hlc[i])
+				why = "bad failure record";
 		break;
 	case GRANTD__V1__OP__BODY_UNLOCK:
 		if (!op->unlock->user || !name_user_ok(op->unlock->user))

@@ -27,7 +27,11 @@
 
 struct config;
 
-/* Bounded by ops_check(). */
+/* Bounded by ops_check().  Failed attempts kept per (user, site): the
+ * newest ones, which is enough as long as no site may set lockout_failures
+ * above it (config.c caps it at 64): whatever the split over sites, the
+ * lockout_failures newest attempts after an unlock are all kept.  Equal at
+ * every site whatever their configs, or their records would differ. */
 #define OPS_MAX_FAILURES_KEPT 64
 #define OPS_MAX_KEYS 64
 #define OPS_MAX_REF_CHANGES 4096

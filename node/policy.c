@@ -72,6 +72,7 @@ int policy_lock_state(struct node *n, struct store_batch *b, const char *user,
 	const struct config_policy *p = &n->cfg->policy;
 	uint64_t window_ms = (uint64_t)p->lockout_window * 1000;
 	uint64_t since = now_ms > window_ms ? now_ms - window_ms : 0;
+	Grantd__V1__Unlock *un = NULL;
 	uint64_t *at = NULL;
 	size_t nat = 0, cap = 0;
 	struct buf v = BUF_INIT;
@@ -83,24 +84,24 @@ int policy_lock_state(struct node *n, struct store_batch *b, const char *user,
 	*failures = 0;
 	*until_ms = 0;
 	rc = store_get(n->store, b, CF_UNLOCK, user, strlen(user), &v);
-	if (rc == 0) {
-		Grantd__V1__Unlock *u = grantd__v1__unlock__unpack(
-			NULL, v.len, (const uint8_t *)v.p);
-		/* an unlock stamped in the future ends at now, not later */
-		if (u && hlc_ms(u->hlc) > since)
-			since = hlc_ms(u->hlc) < now_ms ? hlc_ms(u->hlc) :
-							   now_ms;
-		if (u)
-			grantd__v1__unlock__free_unpacked(u, NULL);
-	} else if (rc != GD_ENOTFOUND) {
+	if (rc == 0)
+		un = grantd__v1__unlock__unpack(NULL, v.len,
+						(const uint8_t *)v.p);
+	else if (rc != GD_ENOTFOUND)
 		goto done;
-	}
 	store_iter_new(&it, n->store, b, CF_FAILS, user, strlen(user) + 1);
 	while ((rc = store_iter_next(it, &key, &klen, &v)) > 0) {
 		Grantd__V1__Failures *f = grantd__v1__failures__unpack(
 			NULL, v.len, (const uint8_t *)v.p);
-		for (size_t i = 0; f && i < f->n_at_ms; i++) {
-			if (f->at_ms[i] < 0 || (uint64_t)f->at_ms[i] <= since)
+		for (size_t i = 0; f && i < f->n_hlc; i++) {
+			if (hlc_ms(f->hlc[i]) <= since)
+				continue;
+			/* An unlock forgives the attempts stamped before it
+			 * and no others, whatever its stamp says of the wall
+			 * clock: a site that knows the unlock stamps every
+			 * later attempt after it (its HLC observed it). */
+			if (un && !ops_stamp_after(f->hlc[i], f->site, un->hlc,
+						   un->origin))
 				continue;
 			if (nat == cap) {
 				cap = cap ? 2 * cap : 16;
@@ -108,7 +109,7 @@ int policy_lock_state(struct node *n, struct store_batch *b, const char *user,
 				if (!at)
 					abort();
 			}
-			at[nat++] = (uint64_t)f->at_ms[i];
+			at[nat++] = hlc_ms(f->hlc[i]);
 		}
 		if (f)
 			grantd__v1__failures__free_unpacked(f, NULL);
@@ -124,6 +125,8 @@ int policy_lock_state(struct node *n, struct store_batch *b, const char *user,
 		*until_ms = at[nat - (size_t)p->lockout_failures] + window_ms;
 	}
 done:
+	if (un)
+		grantd__v1__unlock__free_unpacked(un, NULL);
 	free(at);
 	buf_free(&v);
 	return rc;

@@ -27,8 +27,9 @@ int policy_user_load(struct policy_user *out, struct node *n,
 		     struct store_batch *b, const char *name);
 void policy_user_clear(struct policy_user *u);
 
-/* Failed attempts in the lockout window at every site, after the last
- * unlock; *until_ms is when the lock lifts (0: not locked). */
+/* Failed attempts in the lockout window at every site, each counted once,
+ * except those stamped before the last unlock (in (hlc, site) order, not by
+ * wall time); *until_ms is when the lock lifts (0: not locked). */
 int policy_lock_state(struct node *n, struct store_batch *b, const char *user,
 		      uint64_t now_ms, int *failures, uint64_t *until_ms);
 

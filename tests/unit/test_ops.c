@@ -65,7 +65,7 @@ struct top {
 	Grantd__V1__Failures fail;
 	Grantd__V1__Unlock unlock;
 	Grantd__V1__Repo repo;
-	int64_t at[OPS_MAX_FAILURES_KEPT];
+	uint64_t at[OPS_MAX_FAILURES_KEPT];
 	char *keys[2];
 };
 
@@ -244,7 +244,7 @@ static Grantd__V1__Op *op_mark(struct top *t, const char *origin,
 
 static Grantd__V1__Op *op_fail(struct top *t, const char *origin,
 			       uint64_t seq, uint64_t hlc, const char *user,
-			       const char *site, const int64_t *at, size_t n)
+			       const char *site, const uint64_t *at, size_t n)
 {
 	stamp(t, origin, seq, hlc);
 	grantd__v1__failures__init(&t->fail);
@@ -252,8 +252,8 @@ static Grantd__V1__Op *op_fail(struct top *t, const char *origin,
 	memcpy(t->at, at, n * sizeof(at[0]));
 	t->fail.user = (char *)user;
 	t->fail.site = (char *)site;
-	t->fail.at_ms = t->at;
-	t->fail.n_at_ms = n;
+	t->fail.hlc = t->at;
+	t->fail.n_hlc = n;
 	t->op.body_case = GRANTD__V1__OP__BODY_FAILURE;
 	t->op.failure = &t->fail;
 	return &t->op;
@@ -712,18 +712,22 @@ static void test_mark_merge(void **state)
 	check_digest(n);
 }
 
+/* Attempts are named by their stamps: the same attempt arriving twice
+ * (in two records) is one, attempts of one millisecond are all kept. */
 static void test_failure_merge(void **state)
 {
 	struct fixture *f = *state;
 	struct top t[3];
-	static const int64_t a1[] = { 3000, 1000 };
-	static const int64_t a2[] = { 2000, 3000 };
-	static const int64_t a3[] = { 500 };
-	static const int64_t want[] = { 500, 1000, 2000, 3000 };
+	static const uint64_t a1[] = { HLC(3000, 0), HLC(1000, 0) };
+	static const uint64_t a2[] = { HLC(2000, 0), HLC(3000, 0) };
+	static const uint64_t a3[] = { HLC(3000, 2), HLC(3000, 1) };
+	static const uint64_t want[] = { HLC(1000, 0), HLC(2000, 0),
+					 HLC(3000, 0), HLC(3000, 1),
+					 HLC(3000, 2) };
 	Grantd__V1__Op *m[] = {
 		op_fail(&t[0], "sitea", 1, HLC(1, 0), "alice", "sitea", a1, 2),
 		op_fail(&t[1], "siteb", 1, HLC(2, 0), "alice", "sitea", a2, 2),
-		op_fail(&t[2], "sitec", 1, HLC(3, 0), "alice", "sitea", a3, 1),
+		op_fail(&t[2], "sitec", 1, HLC(3, 0), "alice", "sitea", a3, 2),
 	};
 	static const int perm[6][3] = { { 0, 1, 2 }, { 0, 2, 1 }, { 1, 0, 2 },
 					{ 1, 2, 0 }, { 2, 0, 1 }, { 2, 1, 0 } };
@@ -736,14 +740,14 @@ static void test_failure_merge(void **state)
 		assert_non_null(r);
 		assert_string_equal(r->user, "alice");
 		assert_string_equal(r->site, "sitea");
-		assert_int_equal(r->n_at_ms, GD_ARRAY_SIZE(want));
+		assert_int_equal(r->n_hlc, GD_ARRAY_SIZE(want));
 		for (size_t i = 0; i < GD_ARRAY_SIZE(want); i++)
-			if (r->at_ms[i] != want[i])
-				fail_msg("order %d%d%d: at_ms[%zu] = %lld, "
-					 "want %lld", perm[p][0], perm[p][1],
+			if (r->hlc[i] != want[i])
+				fail_msg("order %d%d%d: hlc[%zu] = %llx, "
+					 "want %llx", perm[p][0], perm[p][1],
 					 perm[p][2], i,
-					 (long long)r->at_ms[i],
-					 (long long)want[i]);
+					 (unsigned long long)r->hlc[i],
+					 (unsigned long long)want[i]);
 		free_rec(r);
 		/* other (user, site) pairs are untouched */
 		assert_null(get_fail(n, "alice", "siteb"));
@@ -752,18 +756,51 @@ static void test_failure_merge(void **state)
 	}
 }
 
+/* Many attempts in one millisecond, each its own operation as control.c
+ * makes them, each delivered twice: every one counts, none twice. */
+static void test_failure_same_ms(void **state)
+{
+	struct fixture *f = *state;
+	struct node *n = node_open(f, 0), *m = node_open(f, 1);
+	static struct top t[40];
+	uint64_t at[40];
+
+	for (int i = 0; i < 40; i++) {
+		at[i] = HLC(7000, i);
+		op_fail(&t[i], "sitea", (uint64_t)i + 1, at[i], "gus", "sitea",
+			&at[i], 1);
+	}
+	/* each site gets every attempt twice: alone, and in one record of
+	 * them all (as a state transfer or a second path would bring it),
+	 * the two sites in opposite orders */
+	static struct top all;
+	op_fail(&all, "siteb", 1, HLC(9000, 0), "gus", "sitea", at, 40);
+	for (int i = 0; i < 40; i++)
+		apply1(n, &t[i].op);
+	apply1(n, &all.op);
+	apply1(m, &all.op);
+	for (int i = 0; i < 40; i++)
+		apply1(m, &t[i].op);
+	Grantd__V1__Failures *r = get_fail(n, "gus", "sitea");
+	assert_int_equal(r->n_hlc, 40);
+	for (int i = 0; i < 40; i++)
+		assert_int_equal(r->hlc[i], HLC(7000, i));
+	free_rec(r);
+	assert_same_state(n, m);
+}
+
 static void test_failure_bound(void **state)
 {
 	struct fixture *f = *state;
 	struct node *n0 = node_open(f, 0), *n1 = node_open(f, 1);
-	int64_t lo[OPS_MAX_FAILURES_KEPT], hi[OPS_MAX_FAILURES_KEPT];
+	uint64_t lo[OPS_MAX_FAILURES_KEPT], hi[OPS_MAX_FAILURES_KEPT];
 	static struct top t[2];
 
 	/* two full sets: the newest OPS_MAX_FAILURES_KEPT are kept, in
 	 * either order */
 	for (int i = 0; i < OPS_MAX_FAILURES_KEPT; i++) {
-		lo[i] = 1000 + 2 * i;     /* 1000, 1002, ... */
-		hi[i] = 1001 + 2 * i;     /* interleaved with lo */
+		lo[i] = HLC(1000, 2 * i);     /* 1000.0, 1000.2, ... */
+		hi[i] = HLC(1000, 2 * i + 1); /* interleaved with lo */
 	}
 	Grantd__V1__Op *x = op_fail(&t[0], "sitea", 1, HLC(1, 0), "dave",
 				    "sitea", lo, OPS_MAX_FAILURES_KEPT);
@@ -774,9 +811,10 @@ static void test_failure_bound(void **state)
 	apply1(n1, y);
 	apply1(n1, x);
 	Grantd__V1__Failures *r = get_fail(n0, "dave", "sitea");
-	assert_int_equal(r->n_at_ms, OPS_MAX_FAILURES_KEPT);
+	assert_int_equal(r->n_hlc, OPS_MAX_FAILURES_KEPT);
 	for (int i = 0; i < OPS_MAX_FAILURES_KEPT; i++)
-		assert_int_equal(r->at_ms[i], 1000 + OPS_MAX_FAILURES_KEPT + i);
+		assert_int_equal(r->hlc[i],
+				 HLC(1000, OPS_MAX_FAILURES_KEPT + i));
 	free_rec(r);
 	assert_same_state(n0, n1);
 }
@@ -792,7 +830,7 @@ static void test_idempotent(void **state)
 	uint8_t d[DIGEST_LEN], dd[DIGEST_LEN];
 	struct top t[8];
 	bool applied = true;
-	static const int64_t at[] = { 42 };
+	static const uint64_t at[] = { 42 };
 	Grantd__V1__Op *ops[] = {
 		op_user(&t[0], "sitea", 1, HLC(10, 0), "erin", "k"),
 		op_grant(&t[1], "sitea", 2, HLC(11, 0), "erin", "192.0.2.1",
@@ -993,8 +1031,8 @@ static const char *const origins[NORIGIN] = { "paloalto", "portland",
 static void make_streams(struct top t[NORIGIN][PER_ORIGIN],
 			 Grantd__V1__Op *ops[NORIGIN][PER_ORIGIN])
 {
-	static const int64_t at[NORIGIN][2] = { { 100, 300 }, { 200, 300 },
-						{ 50, 400 } };
+	static const uint64_t at[NORIGIN][2] = { { 100, 300 }, { 200, 300 },
+						 { 50, 400 } };
 	static const char *const users[] = { "alice", "bob" };
 	static const char *const nets[] = { "192.0.2.7", "2001:db8::/64" };
 
@@ -1166,7 +1204,7 @@ static void check_passed(const Grantd__V1__Op *op)
 static void test_check(void **state)
 {
 	struct top t;
-	static const int64_t at[] = { 1 };
+	static const uint64_t at[] = { 1 };
 	static const char *const bad_sites[] = {
 		"", "Paloalto", "palo alto", "palo_alto", "palo.alto",
 		"paloalto\n", "sit\xc3\xa9", "paloalto/x", "palo:alto",
@@ -1259,8 +1297,11 @@ static void test_check(void **state)
 	check_refused(op_fail(&t, "paloalto", 1, 1, "alice", NULL, at, 1),
 		      "bad failure record");
 	op_fail(&t, "paloalto", 1, 1, "alice", "paloalto", at, 1);
-	t.fail.n_at_ms = OPS_MAX_FAILURES_KEPT + 1;
+	t.fail.n_hlc = OPS_MAX_FAILURES_KEPT + 1;
 	check_refused(&t.op, "bad failure record");
+	static const uint64_t unstamped[] = { 5, 0 };
+	check_refused(op_fail(&t, "paloalto", 1, 1, "alice", "paloalto",
+			      unstamped, 2), "bad failure record");
 	check_refused(op_grant(&t, "paloalto", 1, 1, "alice", NULL, 1, false),
 		      "bad grant address");
 	check_refused(op_grant(&t, "paloalto", 1, 1, "alice", "10.0.0.1/33", 1,
@@ -1355,7 +1396,7 @@ static void test_merge_record_one(void **state)
 {
 	struct fixture *f = *state;
 	struct top t[8], old[8];
-	static const int64_t at[] = { 7, 9 }, at_old[] = { 8 };
+	static const uint64_t at[] = { 7, 9 }, at_old[] = { 8 };
 	static const struct {
 		enum store_cf cf;
 		const char *key;
@@ -1668,6 +1709,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_mark_merge, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_failure_merge, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_failure_same_ms, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_failure_bound, setup,
 						teardown),
