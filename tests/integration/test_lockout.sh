@@ -4,6 +4,12 @@
 # refused too, until `grantctl unlock`.
 . "$(dirname "$0")/lib.sh"
 
+# locked_msg TEXT N USER: TEXT has the lockout refusal, word for word: N
+# failed attempts counted, and the command that lifts it.
+locked_msg() {
+	grep -qxE "Rate-limit reached: $2 failed attempts; try again in [0-9]+[dhms]( [0-9]+[dhms])?, or ask an administrator to run 'grantctl unlock $3'" <<<"$1"
+}
+
 t_site_up lockout_failures=3 lockout_window=15m
 t_user lou
 t_user ben
@@ -26,7 +32,7 @@ t_expect 1 "lou: bad token from 127.0.7.7 refused" t_ssh 127.0.7.7 lou 2fa val "
 t_expect 1 "lou: bad token from 127.0.7.8 refused" t_ssh 127.0.7.8 lou 2fa val "$LBAD"
 t_expect 1 "lou: bad token from 127.0.7.9 refused" t_ssh 127.0.7.9 lou 2fa val "$LBAD"
 t_expect 1 "lou: a good token is refused while locked" t_ssh 127.0.7.10 lou 2fa val "$(t_hotp "$LS" 0)"
-t_has "the refusal says the user is locked" "${ERR,,}" "lock"
+t_check "the refusal says lou is locked after 3 failures and how to unlock" locked_msg "$ERR" 3 lou
 t_expect 1 "lou: 127.0.7.10 got no grant" t_ssh 127.0.7.10 lou 2fa isval
 t_expect 1 "check lou 127.0.7.10 locked exits 1" t_ctl check lou 127.0.7.10 locked
 t_expect 0 "ben (another user) is not locked" t_ssh 127.0.7.9 ben 2fa val "$(t_hotp "$BS" 1)"
