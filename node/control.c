@@ -622,6 +622,7 @@ struct inval_opts {
 	const struct gd_net *match; /* NULL: all */
 	bool purge;
 	int expired, already, found;
+	int exact;              /* expired ones whose key is match's own */
 };
 
 static int inval_one(struct control *c, struct req *r, Grantd__V1__Grant *g,
@@ -655,9 +656,33 @@ static int inval_one(struct control *c, struct req *r, Grantd__V1__Grant *g,
 	if (io->purge)
 		SET(ng, purged, 1);
 	io->expired++;
+	if (io->match && !memcmp(&net, io->match, sizeof(net)) &&
+	    !(g->session && *g->session))
+		io->exact++;
 	log_info("grant revoked user=%s net=%s%s", g->user, g->net,
 		 io->purge ? " purged" : "");
 	return emit_body(c, GRANTD__V1__OP__BODY_GRANT, &ng);
+}
+
+/* A revoked record for (user, net) without a session: a grant for it that
+ * is still on its way from another site, stamped before now, loses to it
+ * when it arrives. */
+static int emit_tombstone(struct control *c, struct req *r, const char *user,
+			  const struct gd_net *net)
+{
+	Grantd__V1__Grant g = GRANTD__V1__GRANT__INIT;
+	char netstr[ADDR_STRLEN];
+
+	addr_format(netstr, net);
+	g.user = (char *)user;
+	g.net = netstr;
+	g.session = "";
+	SET(g, added, r->now);
+	SET(g, expires, r->now - 1);
+	SET(g, revoked, 1);
+	g.site = c->n->ops.site;
+	log_info("revocation recorded user=%s net=%s", user, netstr);
+	return emit_body(c, GRANTD__V1__OP__BODY_GRANT, &g);
 }
 
 static int cmd_inval(struct control *c, struct req *r)
@@ -693,17 +718,7 @@ static int cmd_inval(struct control *c, struct req *r)
 	else if (!io.found) {
 		/* a grant for it may still be on its way from another site:
 		 * leave a revoked record it will lose against */
-		Grantd__V1__Grant g = GRANTD__V1__GRANT__INIT;
-		char netstr[ADDR_STRLEN];
-		addr_format(netstr, io.match);
-		g.user = (char *)user_of(r);
-		g.net = netstr;
-		g.session = "";
-		SET(g, added, r->now);
-		SET(g, expires, r->now - 1);
-		SET(g, revoked, 1);
-		g.site = c->n->ops.site;
-		if ((rc = emit_body(c, GRANTD__V1__OP__BODY_GRANT, &g)) < 0)
+		if ((rc = emit_tombstone(c, r, user_of(r), io.match)) < 0)
 			return rc;
 		return refuse(r, "Did not find %s in the list of authorized "
 			      "IPs.", what);
@@ -1538,6 +1553,7 @@ static int cmd_grant_revoke(struct control *c, struct req *r)
 {
 	struct inval_opts io = { 0 };
 	const char *name = r->rq->args[0];
+	char netstr[ADDR_STRLEN] = "";
 	struct gd_net target;
 	int rc;
 
@@ -1548,16 +1564,26 @@ static int cmd_grant_revoke(struct control *c, struct req *r)
 			return bad(r, "'%s' is not an IP address or subnet; "
 				   "give one, or 'all'", r->rq->args[1]);
 		io.match = &target;
+		addr_format(netstr, &target);
 	}
 	if ((rc = for_each_grant(c, r, name, inval_one, &io)) < 0)
 		return rc;
-	/* "all" also voids grants still on their way from other sites */
-	if (!io.match && (rc = emit_revocation(c, name)) < 0)
+	/* Recorded whatever this site knows, so that it also voids grants
+	 * made before now at sites whose operations have not arrived yet
+	 * (SPEC 2.4): "all" as a revocation of the user, an address as a
+	 * revoked record for it (unless one was just written). */
+	if (!io.match)
+		rc = emit_revocation(c, name);
+	else if (!io.exact)
+		rc = emit_tombstone(c, r, name, io.match);
+	if (rc < 0)
 		return rc;
-	if (!io.expired && io.match)
-		return refuse(r, "no live grant of user '%s' matched", name);
-	buf_printf(&r->out, "revoked %d grant%s of user %s\n", io.expired,
-		   io.expired == 1 ? "" : "s", name);
+	buf_printf(&r->out, "revoked %d live grant%s of user %s%s%s; recorded, "
+		   "so it also voids %s made before now at another site that "
+		   "has not arrived here yet\n", io.expired,
+		   io.expired == 1 ? "" : "s", name, io.match ? " for " : "",
+		   netstr,
+		   io.match ? "such a grant" : "every grant of the user");
 	return 0;
 }
 
