@@ -126,6 +126,30 @@ static void vreply(struct req *r, int status, const char *fmt, va_list ap)
 REPLY_FN(bad, GD_EXIT_USAGE)
 REPLY_FN(refuse, GD_EXIT_REFUSED)
 
+/* The node failed to decide r (a handler's store or crypto error, a batch
+ * that did not commit): exit 4, never a refusal (SPEC 3), and nothing of
+ * what the handler had answered so far.  The caller logs the cause. */
+static void undecided(struct req *r, int err)
+{
+	buf_reset(&r->out);
+	buf_reset(&r->uri);
+	buf_reset(&r->path);
+	buf_reset(&r->err);
+	r->status = GD_EXIT_INTERNAL;
+	buf_printf(&r->err, "the node failed to decide: internal error (%s); "
+		   "nothing was changed; the cause is in the node's log",
+		   gd_strerror(err));
+}
+
+/* Where a request failed: the command and who asked, never its
+ * arguments (they may hold a secret). */
+static void log_failed(const struct req *r, int err)
+{
+	log_error("request failed cmd=%s socket=%s%s%s: %s", r->rq->cmd,
+		  r->admin ? "admin" : "user", r->rq->user ? " user=" : "",
+		  r->rq->user ? r->rq->user : "", gd_strerror(err));
+}
+
 static void fmt_time(char *out, size_t len, int64_t t)
 {
 	struct tm tm;
@@ -2200,9 +2224,10 @@ int control_serve_batch(struct control *c, int max)
 				int drc = dispatch(c, r);
 				r->reads_only = false;
 				if (drc != GD_EAGAIN) {
-					if (drc < 0)
-						refuse(r, "internal error: %s",
-						       gd_strerror(drc));
+					if (drc < 0) {
+						log_failed(r, drc);
+						undecided(r, drc);
+					}
 					send_reply(r);
 					req_free(r);
 					memset(r, 0, sizeof(*r));
@@ -2221,8 +2246,7 @@ int control_serve_batch(struct control *c, int max)
 			continue;
 		uint64_t seq = c->n->ops.seq;
 		if ((rc = dispatch(c, r)) < 0) {
-			log_error("request failed cmd=%s: %s", r->rq->cmd,
-				  gd_strerror(rc));
+			log_failed(r, rc);
 			failed = rc;
 		}
 		r->wrote = c->n->ops.seq != seq;
@@ -2240,16 +2264,9 @@ int control_serve_batch(struct control *c, int max)
 		ops_reload(&c->n->ops);
 		ops_outbox_clear(&c->n->ops);
 		held = 0;
-		for (int i = 0; i < n; i++) {
-			buf_reset(&reqs[i].out);
-			buf_reset(&reqs[i].uri);
-			buf_reset(&reqs[i].path);
-			buf_reset(&reqs[i].err);
+		for (int i = 0; i < n; i++)
 			if (reqs[i].rq)
-				refuse(&reqs[i], "internal error: %s; nothing was "
-				      "changed (see the node's log)",
-				      gd_strerror(failed));
-		}
+				undecided(&reqs[i], failed);
 	}
 	struct pending *p = NULL;
 	if (held) {

@@ -42,8 +42,8 @@ t_expect 4 "check kim 127.0.7.7 ne exits 4 (the node failed to decide)" t_ctl ch
 t_has "grantctl says the node failed to decide" "$ERR" "failed to decide"
 t_has "and where to look" "$ERR" "log"
 t_hasnt "and does not call it a refusal" "${OUT,,}${ERR,,}" "not allowed"
-t_check "the node logs the cause: cmd=check user=kim and the error" \
-	grep -qE 'cmd=check user=kim.*cryptographic failure' "$T_SITE/grantd.log"
+t_check "the node logs the cause: the command and the error" \
+	grep -qF 'request failed cmd=check socket=admin: cryptographic failure' "$T_SITE/grantd.log"
 t_check "and the store's own reason" grep -qF "sealed value does not open cf=enroll" "$T_SITE/grantd.log"
 t_expect 4 "user list exits 4" t_ctl user list
 t_has "grantctl says the node failed to decide" "$ERR" "failed to decide"
@@ -53,8 +53,8 @@ t_has "grant-shell says it is a server problem" "$ERR" "server problem"
 t_has "and what to do" "$ERR" "try again later"
 no_internals "grant-shell shows no internals" "$ERR"
 t_hasnt "and does not call it a bad token" "$ERR" "Failed to validate"
-t_check "the node logs the cause: cmd=2fa.val user=kim" \
-	grep -qE 'cmd=2fa.val user=kim.*cryptographic failure' "$T_SITE/grantd.log"
+t_check "the node logs the cause: the command, the user and the error" \
+	grep -qF 'request failed cmd=2fa.val socket=user user=kim: cryptographic failure' "$T_SITE/grantd.log"
 t_expect 4 "kim: git-receive-pack 'ne' through sshd exits 4" t_ssh 127.0.7.7 kim "git-receive-pack 'ne'"
 t_has "grant-shell says it is a server problem" "$ERR" "server problem"
 no_internals "grant-shell shows no internals" "$ERR"
