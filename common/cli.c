@@ -63,8 +63,10 @@ static int call(Grantd__V1__Reply **out, const char *socket_path,
 
 static int reply_status(const Grantd__V1__Reply *rep)
 {
+	/* the node never answers 3: only a client sees it unreachable */
 	if (!rep->has_status || rep->status < GD_EXIT_OK ||
-	    rep->status > GD_EXIT_INTERNAL || rep->status == GD_EXIT_UNREACHABLE)
+	    rep->status > GD_EXIT_INTERNAL ||
+	    rep->status == GD_EXIT_UNREACHABLE)
 		return GD_EXIT_INTERNAL;
 	return rep->status;
 }
