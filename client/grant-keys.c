@@ -10,7 +10,8 @@
  *
  * (one line).  grant-shell is named by its absolute path: beside this
  * program unless --shell says otherwise.  Prints nothing and exits 3 when
- * the node cannot be reached, so sshd admits no one (fail closed).
+ * the node cannot be reached, 4 when it failed to decide, so sshd admits
+ * no one (fail closed).
  */
 #include <limits.h>
 #include <stdio.h>
@@ -45,7 +46,8 @@ static void usage(FILE *fp)
 "  --shell PATH   grant-shell to name (default: beside this program)\n"
 "  -h, --help     this text\n"
 "\n"
-"Exit status: 0 done, 2 usage error, 3 node unreachable (nothing printed).\n",
+"Exit status: 0 done, 2 usage error, 3 node unreachable, 4 the node failed\n"
+"to decide (3 and 4: nothing printed, a server problem said on stderr).\n",
 		CONFIG_DEFAULT_PATH);
 }
 
@@ -110,7 +112,7 @@ int main(int argc, char **argv)
 	if ((rc = cli_load_config(&cfg, prog, cfg_path)) != 0)
 		return rc;
 	req.cmd = "keys.list";
-	if ((rc = cli_call(&rep, prog, cfg->user_socket, &req)) != 0)
+	if ((rc = cli_call_user(&rep, prog, cfg->user_socket, &req)) != 0)
 		goto done;
 	if (rep->status != GD_EXIT_OK) {
 		rc = cli_print(rep);

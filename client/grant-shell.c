@@ -5,7 +5,8 @@
  * It reads SSH_ORIGINAL_COMMAND and SSH_CONNECTION, asks the node, and
  * either prints the answer (the `2fa` commands, with kernel.org's syntax)
  * or execs git-receive-pack / git-upload-pack on the repository the node
- * named.  It fails closed: no answer from the node means no push.  Every
+ * named.  It fails closed: no answer from the node, or an answer that it
+ * failed to decide, means no push and a "server problem" message.  Every
  * outcome goes to syslog (facility auth) as user=... host=... result=...,
  * never with the token.
  */
@@ -42,7 +43,9 @@ static void usage(FILE *fp)
 "  --config FILE  configuration (default $GRANTD_CONFIG, then %s)\n"
 "  -h, --help     this text\n"
 "\n"
-"Exit status: 0 done, 1 refused, 2 usage or input error, 3 node unreachable.\n",
+"Exit status: 0 done, 1 refused, 2 usage or input error, 3 node unreachable,\n"
+"4 the node failed to decide.  On 3 and 4 nothing is allowed (fail closed)\n"
+"and the user is told it is a server problem.\n",
 		CONFIG_DEFAULT_PATH);
 }
 
@@ -158,13 +161,14 @@ static int ask(struct ctx *cx, Grantd__V1__Reply **rep, const char *cmd,
 	req.session = cx->session[0] ? cx->session : NULL;
 	req.args = args;
 	req.n_args = nargs;
-	return cli_call(rep, prog, cx->cfg->user_socket, &req);
+	return cli_call_user(rep, prog, cx->cfg->user_socket, &req);
 }
 
 static const char *result_word(int rc)
 {
 	return rc == GD_EXIT_OK ? "ok" : rc == GD_EXIT_REFUSED ? "refused" :
-	       rc == GD_EXIT_USAGE ? "bad-input" : "node-unreachable";
+	       rc == GD_EXIT_USAGE ? "bad-input" :
+	       rc == GD_EXIT_UNREACHABLE ? "node-unreachable" : "node-error";
 }
 
 static int run_2fa(struct ctx *cx, char **words, int n)
@@ -246,18 +250,20 @@ static int run_git(struct ctx *cx, char **words, int n)
 			log_auth("user=%s host=%s command=%s repo=%s result=ok",
 				 cx->user, cx->ip, words[0], logname);
 			execlp(words[0], words[0], path, (char *)NULL);
-			fprintf(stderr, "%s: cannot run %s: %s\n", prog,
-				words[0], strerror(errno));
-			return GD_EXIT_REFUSED;
+			log_auth("user=%s host=%s command=%s repo=%s "
+				 "result=node-error cannot run: %s", cx->user,
+				 cx->ip, words[0], logname, strerror(errno));
+			fprintf(stderr, "%s: server problem: cannot run %s; "
+				"please try again later, and tell the "
+				"administrators if it persists.\n", prog,
+				words[0]);
+			return GD_EXIT_INTERNAL;
 		}
 		if (rep->err && *rep->err)
 			fprintf(stderr, "%s%s", rep->err,
 				rep->err[strlen(rep->err) - 1] == '\n' ? "" : "\n");
 		rc = rep->status ? rep->status : GD_EXIT_REFUSED;
 		grantd__v1__reply__free_unpacked(rep, NULL);
-	} else {
-		fprintf(stderr, "access denied: the authorisation service is "
-			"unreachable\n");
 	}
 	log_auth("user=%s host=%s command=%s repo=%s result=%s", cx->user,
 		 cx->ip, words[0], logname, result_word(rc));

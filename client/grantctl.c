@@ -55,7 +55,11 @@ static void usage(FILE *fp)
 "  repo list [--json]\n"
 "Grants\n"
 "  grant list [--user NAME] [--json]\n"
-"  grant revoke NAME [IP|all]\n"
+"  grant revoke NAME [IP|all]       revoke NAME's grants for IP (address or\n"
+"                                   subnet), or all of them; recorded even\n"
+"                                   when this site knows no such grant, so it\n"
+"                                   also voids grants made earlier at other\n"
+"                                   sites that have not arrived yet\n"
 "  check USER IP REPO               exit 0 if a push would be allowed now,\n"
 "                                   1 and the reason if not\n"
 "Node\n"
@@ -77,7 +81,9 @@ static void usage(FILE *fp)
 "  --config FILE   configuration (default $GRANTD_CONFIG, then %s)\n"
 "  -h, --help      this text\n"
 "\n"
-"Exit status: 0 done, 1 refused, 2 usage or input error, 3 node unreachable.\n",
+"Exit status: 0 done, 1 refused, 2 usage or input error, 3 node unreachable,\n"
+"4 the node failed to decide (an internal error, the cause in its log;\n"
+"nothing was changed).\n",
 		CONFIG_DEFAULT_PATH);
 }
 

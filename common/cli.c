@@ -53,12 +53,28 @@ int cli_load_config(struct config **out, const char *prog, const char *path)
 	return 0;
 }
 
-int cli_call(Grantd__V1__Reply **out, const char *prog, const char *socket_path,
-	     Grantd__V1__Request *req)
+static int call(Grantd__V1__Reply **out, const char *socket_path,
+		Grantd__V1__Request *req)
 {
 	req->version = GD_WIRE_VERSION;
 	req->has_version = 1;
-	int rc = wire_call(out, socket_path, req, CLI_TIMEOUT_MS);
+	return wire_call(out, socket_path, req, CLI_TIMEOUT_MS);
+}
+
+static int reply_status(const Grantd__V1__Reply *rep)
+{
+	/* the node never answers 3: only a client sees it unreachable */
+	if (!rep->has_status || rep->status < GD_EXIT_OK ||
+	    rep->status > GD_EXIT_INTERNAL ||
+	    rep->status == GD_EXIT_UNREACHABLE)
+		return GD_EXIT_INTERNAL;
+	return rep->status;
+}
+
+int cli_call(Grantd__V1__Reply **out, const char *prog, const char *socket_path,
+	     Grantd__V1__Request *req)
+{
+	int rc = call(out, socket_path, req);
 	if (rc == 0)
 		return 0;
 	fprintf(stderr, "%s: cannot reach the grantd node at %s: %s (is "
@@ -66,6 +82,26 @@ int cli_call(Grantd__V1__Reply **out, const char *prog, const char *socket_path,
 		rc == GD_EPROTO ? "the answer does not decode" :
 				  "no answer");
 	return GD_EXIT_UNREACHABLE;
+}
+
+int cli_call_user(Grantd__V1__Reply **out, const char *prog,
+		  const char *socket_path, Grantd__V1__Request *req)
+{
+	int code = GD_EXIT_UNREACHABLE;
+
+	if (call(out, socket_path, req) == 0) {
+		code = reply_status(*out);
+		if (code != GD_EXIT_INTERNAL)
+			return 0;
+		grantd__v1__reply__free_unpacked(*out, NULL);
+		*out = NULL;
+	}
+	fprintf(stderr, "%s: server problem: the authorisation service %s; "
+		"nothing was done. Please try again later, and tell the "
+		"administrators if it persists.\n", prog,
+		code == GD_EXIT_UNREACHABLE ? "is not answering" :
+					      "could not decide");
+	return code;
 }
 
 int cli_print(const Grantd__V1__Reply *rep)
@@ -78,7 +114,5 @@ int cli_print(const Grantd__V1__Reply *rep)
 			fputc('\n', stderr);
 	}
 	fflush(stdout);
-	if (!rep->has_status || rep->status < 0 || rep->status > 3)
-		return GD_EXIT_REFUSED;
-	return rep->status;
+	return reply_status(rep);
 }

@@ -1,7 +1,8 @@
 /*
  * cli.h: what every client program shares: finding the config, calling
  * the node, and turning the outcome into an exit code (SPEC 3: 0 ok,
- * 1 refused, 2 usage or input error, 3 node unreachable).
+ * 1 refused, 2 usage or input error, 3 node unreachable, 4 the node failed
+ * to decide).
  */
 #ifndef GD_CLI_H
 #define GD_CLI_H
@@ -44,8 +45,20 @@ int cli_load_config(struct config **out, const char *prog, const char *path);
 int cli_call(Grantd__V1__Reply **out, const char *prog, const char *socket_path,
 	     Grantd__V1__Request *req);
 
+/*
+ * The same for the programs users meet (grant-shell, grant-keys), which
+ * fail closed: when the node cannot be reached (3) or answers that it
+ * failed to decide (4, or a status it should never send), say it is a
+ * server problem, naming none of the node's internals, and return that
+ * code with *out NULL.  Otherwise 0, and *out (the caller's) has status
+ * 0, 1 or 2.
+ */
+int cli_call_user(Grantd__V1__Reply **out, const char *prog,
+		  const char *socket_path, Grantd__V1__Request *req);
+
 /* Print a reply's out to stdout and err to stderr; return its status as an
- * exit code. */
+ * exit code (GD_EXIT_INTERNAL for a missing or unknown status: a reply
+ * that does not say what happened is never taken as a refusal). */
 int cli_print(const Grantd__V1__Reply *rep);
 
 #endif

@@ -20,12 +20,15 @@
 #define GD_CTL_MAX_REPLY (16 * 1024 * 1024)
 #define GD_CTL_MAX_ARGS 1024
 
-/* Exit codes every command uses (SPEC 3). */
+/* Exit codes every command uses (SPEC 3), and the statuses of a Reply
+ * (all but GD_EXIT_UNREACHABLE, which only a client can see). */
 enum gd_exit {
 	GD_EXIT_OK = 0,
-	GD_EXIT_REFUSED = 1,
+	GD_EXIT_REFUSED = 1,    /* refused by policy: denied, bad token */
 	GD_EXIT_USAGE = 2,
 	GD_EXIT_UNREACHABLE = 3,
+	GD_EXIT_INTERNAL = 4,   /* the node failed to decide (its log says
+				 * why); nothing was changed */
 };
 
 /*

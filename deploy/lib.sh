@@ -23,7 +23,7 @@ GD_PACKAGES=(build-essential cmake pkg-config libzmq3-dev libprotobuf-c-dev
 	protobuf-c-compiler liboath-dev oathtool librocksdb-dev libgit2-dev
 	libinih-dev libcjson-dev libqrencode-dev libsodium-dev libcmocka-dev
 	openssh-server openssh-client git clang libclang-rt-14-dev python3
-	python3-zmq)
+	python3-zmq iptables)
 
 # Seconds to wait for a node or sshd to come up or go down.  Sanitizer
 # builds start slower; callers may raise it.

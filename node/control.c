@@ -126,6 +126,30 @@ static void vreply(struct req *r, int status, const char *fmt, va_list ap)
 REPLY_FN(bad, GD_EXIT_USAGE)
 REPLY_FN(refuse, GD_EXIT_REFUSED)
 
+/* The node failed to decide r (a handler's store or crypto error, a batch
+ * that did not commit): exit 4, never a refusal (SPEC 3), and nothing of
+ * what the handler had answered so far.  The caller logs the cause. */
+static void undecided(struct req *r, int err)
+{
+	buf_reset(&r->out);
+	buf_reset(&r->uri);
+	buf_reset(&r->path);
+	buf_reset(&r->err);
+	r->status = GD_EXIT_INTERNAL;
+	buf_printf(&r->err, "the node failed to decide: internal error (%s); "
+		   "nothing was changed; the cause is in the node's log",
+		   gd_strerror(err));
+}
+
+/* Where a request failed: the command and who asked, never its
+ * arguments (they may hold a secret). */
+static void log_failed(const struct req *r, int err)
+{
+	log_error("request failed cmd=%s socket=%s%s%s: %s", r->rq->cmd,
+		  r->admin ? "admin" : "user", r->rq->user ? " user=" : "",
+		  r->rq->user ? r->rq->user : "", gd_strerror(err));
+}
+
 static void fmt_time(char *out, size_t len, int64_t t)
 {
 	struct tm tm;
@@ -628,6 +652,7 @@ struct inval_opts {
 	const struct gd_net *match; /* NULL: all */
 	bool purge;
 	int expired, already, found;
+	int exact;              /* expired ones whose key is match's own */
 };
 
 static int inval_one(struct control *c, struct req *r, Grantd__V1__Grant *g,
@@ -661,9 +686,33 @@ static int inval_one(struct control *c, struct req *r, Grantd__V1__Grant *g,
 	if (io->purge)
 		SET(ng, purged, 1);
 	io->expired++;
+	if (io->match && !memcmp(&net, io->match, sizeof(net)) &&
+	    !(g->session && *g->session))
+		io->exact++;
 	log_info("grant revoked user=%s net=%s%s", g->user, g->net,
 		 io->purge ? " purged" : "");
 	return emit_body(c, GRANTD__V1__OP__BODY_GRANT, &ng);
+}
+
+/* A revoked record for (user, net) without a session: a grant for it that
+ * is still on its way from another site, stamped before now, loses to it
+ * when it arrives. */
+static int emit_tombstone(struct control *c, struct req *r, const char *user,
+			  const struct gd_net *net)
+{
+	Grantd__V1__Grant g = GRANTD__V1__GRANT__INIT;
+	char netstr[ADDR_STRLEN];
+
+	addr_format(netstr, net);
+	g.user = (char *)user;
+	g.net = netstr;
+	g.session = "";
+	SET(g, added, r->now);
+	SET(g, expires, r->now - 1);
+	SET(g, revoked, 1);
+	g.site = c->n->ops.site;
+	log_info("revocation recorded user=%s net=%s", user, netstr);
+	return emit_body(c, GRANTD__V1__OP__BODY_GRANT, &g);
 }
 
 static int cmd_inval(struct control *c, struct req *r)
@@ -699,17 +748,7 @@ static int cmd_inval(struct control *c, struct req *r)
 	else if (!io.found) {
 		/* a grant for it may still be on its way from another site:
 		 * leave a revoked record it will lose against */
-		Grantd__V1__Grant g = GRANTD__V1__GRANT__INIT;
-		char netstr[ADDR_STRLEN];
-		addr_format(netstr, io.match);
-		g.user = (char *)user_of(r);
-		g.net = netstr;
-		g.session = "";
-		SET(g, added, r->now);
-		SET(g, expires, r->now - 1);
-		SET(g, revoked, 1);
-		g.site = c->n->ops.site;
-		if ((rc = emit_body(c, GRANTD__V1__OP__BODY_GRANT, &g)) < 0)
+		if ((rc = emit_tombstone(c, r, user_of(r), io.match)) < 0)
 			return rc;
 		return refuse(r, "Did not find %s in the list of authorized "
 			      "IPs.", what);
@@ -1544,6 +1583,7 @@ static int cmd_grant_revoke(struct control *c, struct req *r)
 {
 	struct inval_opts io = { 0 };
 	const char *name = r->rq->args[0];
+	char netstr[ADDR_STRLEN] = "";
 	struct gd_net target;
 	int rc;
 
@@ -1554,16 +1594,26 @@ static int cmd_grant_revoke(struct control *c, struct req *r)
 			return bad(r, "'%s' is not an IP address or subnet; "
 				   "give one, or 'all'", r->rq->args[1]);
 		io.match = &target;
+		addr_format(netstr, &target);
 	}
 	if ((rc = for_each_grant(c, r, name, inval_one, &io)) < 0)
 		return rc;
-	/* "all" also voids grants still on their way from other sites */
-	if (!io.match && (rc = emit_revocation(c, name)) < 0)
+	/* Recorded whatever this site knows, so that it also voids grants
+	 * made before now at sites whose operations have not arrived yet
+	 * (SPEC 2.4): "all" as a revocation of the user, an address as a
+	 * revoked record for it (unless one was just written). */
+	if (!io.match)
+		rc = emit_revocation(c, name);
+	else if (!io.exact)
+		rc = emit_tombstone(c, r, name, io.match);
+	if (rc < 0)
 		return rc;
-	if (!io.expired && io.match)
-		return refuse(r, "no live grant of user '%s' matched", name);
-	buf_printf(&r->out, "revoked %d grant%s of user %s\n", io.expired,
-		   io.expired == 1 ? "" : "s", name);
+	buf_printf(&r->out, "revoked %d live grant%s of user %s%s%s; recorded, "
+		   "so it also voids %s made before now at another site that "
+		   "has not arrived here yet\n", io.expired,
+		   io.expired == 1 ? "" : "s", name, io.match ? " for " : "",
+		   netstr,
+		   io.match ? "such a grant" : "every grant of the user");
 	return 0;
 }
 
@@ -2180,9 +2230,10 @@ int control_serve_batch(struct control *c, int max)
 				int drc = dispatch(c, r);
 				r->reads_only = false;
 				if (drc != GD_EAGAIN) {
-					if (drc < 0)
-						refuse(r, "internal error: %s",
-						       gd_strerror(drc));
+					if (drc < 0) {
+						log_failed(r, drc);
+						undecided(r, drc);
+					}
 					send_reply(r);
 					req_free(r);
 					memset(r, 0, sizeof(*r));
@@ -2201,8 +2252,7 @@ int control_serve_batch(struct control *c, int max)
 			continue;
 		uint64_t seq = c->n->ops.seq;
 		if ((rc = dispatch(c, r)) < 0) {
-			log_error("request failed cmd=%s: %s", r->rq->cmd,
-				  gd_strerror(rc));
+			log_failed(r, rc);
 			failed = rc;
 		}
 		r->wrote = c->n->ops.seq != seq;
@@ -2220,16 +2270,9 @@ int control_serve_batch(struct control *c, int max)
 		ops_reload(&c->n->ops);
 		ops_outbox_clear(&c->n->ops);
 		held = 0;
-		for (int i = 0; i < n; i++) {
-			buf_reset(&reqs[i].out);
-			buf_reset(&reqs[i].uri);
-			buf_reset(&reqs[i].path);
-			buf_reset(&reqs[i].err);
+		for (int i = 0; i < n; i++)
 			if (reqs[i].rq)
-				refuse(&reqs[i], "internal error: %s; nothing was "
-				      "changed (see the node's log)",
-				      gd_strerror(failed));
-		}
+				undecided(&reqs[i], failed);
 	}
 	struct pending *p = NULL;
 	if (held) {

@@ -89,10 +89,15 @@ t_expect 3 "grantctl user list exits 3 when the node is down" t_ctl user list
 export SSH_CONNECTION="127.0.7.7 40000 127.0.0.1 22"
 t_expect 3 "grant-shell 2fa isval exits 3 when the node is down" \
 	env SSH_ORIGINAL_COMMAND="2fa isval" "$GD_BIN/grant-shell" --config "$CONF" alice
-t_expect nz "grant-shell git-receive-pack fails closed when the node is down" \
+t_has "and says it is a server problem" "$ERR" "server problem"
+t_hasnt "without naming the node's socket" "$ERR" "$T_DIR"
+t_expect 3 "grant-shell git-receive-pack fails closed (exit 3) when the node is down" \
 	env SSH_ORIGINAL_COMMAND="git-receive-pack 'demo'" "$GD_BIN/grant-shell" --config "$CONF" alice
-t_expect nz "grant-keys fails when the node is down (sshd then lets no one in)" \
+t_has "and says it is a server problem" "$ERR" "server problem"
+t_expect 3 "grant-keys fails (exit 3) when the node is down (sshd then lets no one in)" \
 	"$GD_BIN/grant-keys" --config "$CONF" root
+t_eq "and prints no key line" "$OUT" ""
+t_has "and says it is a server problem" "$ERR" "server problem"
 t_expect 3 "GRANTD_CONFIG is used without --config" env GRANTD_CONFIG="$CONF" "$GD_BIN/grantctl" status
 
 t_section "the node with the good config"

@@ -21,9 +21,20 @@ t_check "grantd is gone" eval '! gd_grantd_running "$T_SITE"'
 
 t_section "while the node is down"
 t_expect 3 "grantctl status exits 3 (node unreachable)" t_ctl status
-t_expect nz "2fa val fails while the node is down" t_ssh 127.0.7.8 kim 2fa val "$(t_hotp "$KS" 1)"
+t_expect 3 "grant-shell 2fa val exits 3 while the node is down" \
+	t_sh paloalto 127.0.7.8 kim 2fa val "$(t_hotp "$KS" 1)"
+t_has "and says it is a server problem" "$ERR" "server problem"
+t_expect 3 "grant-shell git-receive-pack exits 3 while the node is down" \
+	t_sh paloalto 127.0.7.7 kim "git-receive-pack 'crash'"
+t_has "and says it is a server problem" "$ERR" "server problem"
+# through sshd: grant-keys cannot list the keys, so sshd lets no one in
+t_expect 255 "2fa val through sshd: ssh is refused while the node is down" \
+	t_ssh 127.0.7.8 kim 2fa val "$(t_hotp "$KS" 1)"
+t_has "ssh says permission denied" "$ERR" "Permission denied"
 t_commit "$T_DIR/w"
-t_expect nz "a push fails closed while the node is down" t_push 127.0.7.7 kim "$T_DIR/w"
+t_expect 128 "a push fails closed while the node is down (git: cannot read from remote)" \
+	t_push 127.0.7.7 kim "$T_DIR/w"
+t_has "git says permission denied" "$ERR" "Permission denied"
 t_check "and moved nothing" eval '[[ -z $(t_ref crash) ]]'
 
 t_section "restart"
