@@ -41,6 +41,8 @@ static const char prog[] = "grant-hook";
 
 #define SPOOL_DIR "grantd-spool"
 #define LINES_PER_REQUEST 512
+/* and at most this many bytes of lines, well under GD_CTL_MAX_REQUEST */
+#define BYTES_PER_REQUEST (48 * 1024)
 /* the most input read (stdin or a spool file) */
 #define HOOK_MAX_INPUT (32 * 1024 * 1024)
 
@@ -103,6 +105,20 @@ static int read_lines(struct hooklines *l, FILE *fp, size_t *bad_line)
 	return rc;
 }
 
+/* How many lines from off go in one request: a part of a push is the
+ * same every time the push is sent, so its request id names the same
+ * lines. */
+static size_t part_lines(const struct hooklines *l, size_t off)
+{
+	size_t n = 0, bytes = 0;
+
+	while (off + n < l->n && n < LINES_PER_REQUEST &&
+	       (n == 0 || bytes + strlen(l->v[off + n]) + 8 <=
+				  BYTES_PER_REQUEST))
+		bytes += strlen(l->v[off + n++]) + 8;
+	return n;
+}
+
 /* 0 recorded; GD_EINVAL: the node says the lines are malformed (status 2:
  * sending them again cannot help); GD_EUNREACH: anything else (no answer,
  * a timeout, a refusal, an internal error), so keep them. */
@@ -110,16 +126,17 @@ static int send_lines(const struct config *cfg, const char *repo,
 		      const struct hooklines *l)
 {
 	unsigned part = 0;
+	size_t n;
 
-	for (size_t off = 0; off < l->n; off += LINES_PER_REQUEST, part++) {
+	for (size_t off = 0; off < l->n; off += n, part++) {
 		Grantd__V1__Request req = GRANTD__V1__REQUEST__INIT;
 		Grantd__V1__Reply *rep = NULL;
-		size_t n = l->n - off < LINES_PER_REQUEST ? l->n - off :
-							    LINES_PER_REQUEST;
-		char **args = calloc(n + 1, sizeof(*args));
+		char **args;
 		char id[HOOKLINE_REQ_ID_MAX + 1];
 		int rc;
 
+		n = part_lines(l, off);
+		args = calloc(n + 1, sizeof(*args));
 		if (!args)
 			abort();
 		args[0] = (char *)repo;
