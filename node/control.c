@@ -2262,10 +2262,12 @@ int control_serve_batch(struct control *c, int max)
 	 * others are handled again in a fresh one, without it, so that no
 	 * request fails because another of its batch did.  Each round
 	 * leaves one more out. */
-	int bad, err = 0;
-	while ((bad = handle_writes(c, reqs, n, &held, &err)) > 0) {
-		reqs[bad - 1].failed = err;
+	int which, err = 0;
+	while ((which = handle_writes(c, reqs, n, &held, &err)) > 0) {
+		reqs[which - 1].failed = err;
 		batch_discard(c, reqs, n);
+		log_warn("batch dropped, its other requests handled again "
+			 "without the failed one cmd=%s", reqs[which - 1].rq->cmd);
 	}
 	/* Written now (visible to the next batch), durable when the syncer
 	 * says so: only then are the writers answered. */
