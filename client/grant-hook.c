@@ -7,6 +7,14 @@
  * GIT_DIR/grantd-spool/ (fsynced) and sent later, by the next push's hook
  * or by the node itself when it starts.  Spooled files are sent first, in
  * order, so the updates of one repository keep their order.
+ *
+ * A push is kept on every outcome but a "malformed" answer (status 2):
+ * no answer at all, a timeout (the node may have recorded it and not
+ * answered in time), a refusal or an internal error.  So it may be sent
+ * twice: each push gets an id (hookline.h), kept in its spool file and
+ * sent with every request, and the node records a request id once, so a
+ * repeat is answered OK without a second, newer record that could move a
+ * ref back over a later push from another site.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -22,7 +30,9 @@
 
 #include "cli.h"
 #include "config.h"
+#include "buf.h"
 #include "err.h"
+#include "hookline.h"
 #include "names.h"
 #include "wire.h"
 #include "banned.h"
@@ -31,7 +41,10 @@ static const char prog[] = "grant-hook";
 
 #define SPOOL_DIR "grantd-spool"
 #define LINES_PER_REQUEST 512
-#define MAX_LINES 100000
+/* and at most this many bytes of lines, well under GD_CTL_MAX_REQUEST */
+#define BYTES_PER_REQUEST (48 * 1024)
+/* the most input read (stdin or a spool file) */
+#define HOOK_MAX_INPUT (32 * 1024 * 1024)
 
 static void usage(FILE *fp)
 {
@@ -40,14 +53,18 @@ static void usage(FILE *fp)
 "\n"
 "The post-receive hook of hosted repositories (installed by grantd): reads\n"
 "git's \"OLD NEW REF\" lines on stdin and hands them to the node, which\n"
-"replicates the push to every site.  Run in the repository (GIT_DIR).  If\n"
-"the node is unreachable the lines are kept in GIT_DIR/%s/ and sent\n"
-"later; the push itself is never refused.\n"
+"replicates the push to every site.  Run in the repository (GIT_DIR).  Unless\n"
+"the node records them (or answers that they are malformed) the lines are\n"
+"kept in GIT_DIR/%s/, with the push's id, and sent again later: by\n"
+"the next push's hook or by the node when it starts.  The node records a\n"
+"push id once, so a push sent again after a timeout is not recorded twice.\n"
+"The push itself is never refused.\n"
 "\n"
 "  --config FILE  configuration (default $GRANTD_CONFIG, then %s)\n"
 "  -h, --help     this text\n"
 "\n"
-"Exit status: 0 sent or kept for later, 2 usage or input error.\n",
+"Exit status: 0 sent or kept for later, 2 usage or input error (a line\n"
+"that is not \"OLD NEW REF\": nothing is sent).\n",
 		SPOOL_DIR, CONFIG_DEFAULT_PATH);
 }
 
@@ -65,53 +82,61 @@ static int repo_name(char *out, size_t len, const struct config *cfg)
 	return name_repo_norm(out, len, here + rl + 1);
 }
 
-struct lines {
-	char **v;
-	size_t n, cap;
-};
-
-static int read_lines(struct lines *l, FILE *fp)
+/* Read a push's lines (and id) from fp.  0, GD_EIO, GD_ETOOBIG or
+ * GD_EINVAL (*bad_line: which line is malformed). */
+static int read_lines(struct hooklines *l, FILE *fp, size_t *bad_line)
 {
-	char line[1024];
+	struct buf in = BUF_INIT;
+	size_t n;
+	int rc = 0;
 
-	while (fgets(line, sizeof(line), fp)) {
-		line[strcspn(line, "\r\n")] = '\0';
-		if (!*line)
-			continue;
-		if (l->n == MAX_LINES)
-			return GD_ETOOBIG;
-		if (l->n == l->cap) {
-			l->cap = l->cap ? 2 * l->cap : 64;
-			l->v = realloc(l->v, l->cap * sizeof(*l->v));
-			if (!l->v)
-				abort();
-		}
-		if (!(l->v[l->n++] = strdup(line)))
-			abort();
-	}
-	return ferror(fp) ? GD_EIO : 0;
+	*bad_line = 0;
+	do {
+		n = fread(buf_extend(&in, 65536), 1, 65536, fp);
+		in.len -= 65536 - n;
+		if (in.len > HOOK_MAX_INPUT)
+			rc = GD_ETOOBIG;
+	} while (rc == 0 && n > 0);
+	if (rc == 0 && ferror(fp))
+		rc = GD_EIO;
+	if (rc == 0)
+		rc = hooklines_parse(l, in.p, in.len, bad_line);
+	buf_free(&in);
+	return rc;
 }
 
-static void lines_free(struct lines *l)
+/* How many lines from off go in one request: a part of a push is the
+ * same every time the push is sent, so its request id names the same
+ * lines. */
+static size_t part_lines(const struct hooklines *l, size_t off)
 {
-	for (size_t i = 0; i < l->n; i++)
-		free(l->v[i]);
-	free(l->v);
-	memset(l, 0, sizeof(*l));
+	size_t n = 0, bytes = 0;
+
+	while (off + n < l->n && n < LINES_PER_REQUEST &&
+	       (n == 0 || bytes + strlen(l->v[off + n]) + 8 <=
+				  BYTES_PER_REQUEST))
+		bytes += strlen(l->v[off + n++]) + 8;
+	return n;
 }
 
-/* 0 sent, GD_EUNREACH (keep it), GD_EINVAL (the node refused it). */
+/* 0 recorded; GD_EINVAL: the node says the lines are malformed (status 2:
+ * sending them again cannot help); GD_EUNREACH: anything else (no answer,
+ * a timeout, a refusal, an internal error), so keep them. */
 static int send_lines(const struct config *cfg, const char *repo,
-		      const struct lines *l)
+		      const struct hooklines *l)
 {
-	for (size_t off = 0; off < l->n; off += LINES_PER_REQUEST) {
+	unsigned part = 0;
+	size_t n;
+
+	for (size_t off = 0; off < l->n; off += n, part++) {
 		Grantd__V1__Request req = GRANTD__V1__REQUEST__INIT;
 		Grantd__V1__Reply *rep = NULL;
-		size_t n = l->n - off < LINES_PER_REQUEST ? l->n - off :
-							    LINES_PER_REQUEST;
-		char **args = calloc(n + 1, sizeof(*args));
+		char **args;
+		char id[HOOKLINE_REQ_ID_MAX + 1];
 		int rc;
 
+		n = part_lines(l, off);
+		args = calloc(n + 1, sizeof(*args));
 		if (!args)
 			abort();
 		args[0] = (char *)repo;
@@ -120,38 +145,45 @@ static int send_lines(const struct config *cfg, const char *repo,
 		req.args = args;
 		req.n_args = n + 1;
 		req.version = GD_WIRE_VERSION, req.has_version = 1;
+		/* the same id for this part every time it is sent */
+		hookline_req_id(id, l->id, part);
+		req.push_id = id;
 		rc = wire_call(&rep, cfg->user_socket, &req, CLI_TIMEOUT_MS);
 		free(args);
-		if (rc < 0)
+		if (rc < 0) {
+			fprintf(stderr, "%s: no answer from the grantd node "
+				"(%s)\n", prog, gd_strerror(rc));
 			return GD_EUNREACH;
+		}
 		rc = rep->status;
-		if (rc != GD_EXIT_OK && rep->err)
-			fprintf(stderr, "%s: %s\n", prog, rep->err);
-		grantd__v1__reply__free_unpacked(rep, NULL);
 		if (rc != GD_EXIT_OK)
+			fprintf(stderr, "%s: the grantd node answered status "
+				"%d: %s\n", prog, rc,
+				rep->err ? rep->err : "(no reason given)");
+		grantd__v1__reply__free_unpacked(rep, NULL);
+		if (rc == GD_EXIT_USAGE)
 			return GD_EINVAL;
+		if (rc != GD_EXIT_OK)
+			return GD_EUNREACH;
 	}
 	return 0;
 }
 
-/* Keep l for later: a new file in the spool, written and fsynced before
- * it gets its final name, so a crash leaves either nothing or all. */
-static int spool(const struct lines *l)
+/* Write l (its id first) as the spool file name: written and fsynced
+ * under a temporary name first, so a crash leaves the old file or the new
+ * one, never a part. */
+static int spool_write(const char *name, const struct hooklines *l)
 {
-	char tmp[300], name[256];
-	struct timespec ts;
+	char tmp[300];
 	int fd, rc = 0;
 
-	if (mkdir(SPOOL_DIR, 0700) < 0 && errno != EEXIST)
-		return GD_EIO;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	snprintf(name, sizeof(name), SPOOL_DIR "/%020lld.%09ld.%d.refs",
-		 (long long)ts.tv_sec, ts.tv_nsec, (int)getpid());
 	snprintf(tmp, sizeof(tmp), "%s.tmp", name);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 	if (fd < 0)
 		return GD_EIO;
 	FILE *fp = fdopen(fd, "w");
+	if (fp && fprintf(fp, "id %s\n", l->id) < 0)
+		rc = GD_EIO;
 	for (size_t i = 0; fp && i < l->n; i++)
 		if (fprintf(fp, "%s\n", l->v[i]) < 0)
 			rc = GD_EIO;
@@ -163,6 +195,8 @@ static int spool(const struct lines *l)
 		close(fd);
 	if (rc == 0 && rename(tmp, name) < 0)
 		rc = GD_EIO;
+	if (rc < 0)
+		unlink(tmp);
 	if (rc == 0) {
 		int dfd = open(SPOOL_DIR, O_RDONLY | O_DIRECTORY);
 		if (dfd >= 0) {
@@ -171,6 +205,21 @@ static int spool(const struct lines *l)
 		}
 	}
 	return rc;
+}
+
+/* Keep l for later: a new file in the spool, named so files sort in the
+ * order they were made. */
+static int spool(const struct hooklines *l)
+{
+	char name[256];
+	struct timespec ts;
+
+	if (mkdir(SPOOL_DIR, 0700) < 0 && errno != EEXIST)
+		return GD_EIO;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	snprintf(name, sizeof(name), SPOOL_DIR "/%020lld.%09ld.%d.refs",
+		 (long long)ts.tv_sec, ts.tv_nsec, (int)getpid());
+	return spool_write(name, l);
 }
 
 static int by_name(const struct dirent **a, const struct dirent **b)
@@ -184,6 +233,48 @@ static int is_refs(const struct dirent *d)
 	return n > 5 && !strcmp(d->d_name + n - 5, ".refs");
 }
 
+/* Send one spooled file: 0 done with it (sent, or malformed: either way
+ * it goes), GD_EUNREACH (keep it and stop). */
+static int flush_one(const struct config *cfg, const char *repo,
+		     const char *path)
+{
+	struct hooklines l = { 0 };
+	size_t bad = 0;
+	int rc = 0;
+	FILE *fp = fopen(path, "r");
+
+	if (!fp) {
+		fprintf(stderr, "%s: cannot read %s: %s\n", prog, path,
+			strerror(errno));
+		return GD_EUNREACH;
+	}
+	rc = read_lines(&l, fp, &bad);
+	fclose(fp);
+	if (rc == GD_EINVAL || rc == GD_ETOOBIG) {
+		fprintf(stderr, "%s: %s is not a spool file (line %zu); "
+			"dropped\n", prog, path, bad);
+		rc = 0;
+	} else if (rc < 0) {
+		rc = GD_EUNREACH;
+	} else if (!*l.id &&
+		   (hookline_id_make(l.id, (uint64_t)time(NULL) * 1000) < 0 ||
+		    spool_write(path, &l) < 0)) {
+		/* a file an earlier version wrote: its id is kept with it
+		 * before it is sent, or a resend would carry another one */
+		rc = GD_EUNREACH;
+	} else {
+		rc = send_lines(cfg, repo, &l);
+		if (rc == GD_EINVAL)
+			fprintf(stderr, "%s: the node refused %s as malformed; "
+				"dropped\n", prog, path);
+		rc = rc == GD_EINVAL ? 0 : rc;
+	}
+	if (rc == 0)
+		unlink(path);
+	hooklines_free(&l);
+	return rc;
+}
+
 /* Send what earlier hooks had to keep, oldest first; stop at the first
  * that cannot be sent (order matters).  0, or GD_EUNREACH. */
 static int flush_spool(const struct config *cfg, const char *repo)
@@ -193,21 +284,9 @@ static int flush_spool(const struct config *cfg, const char *repo)
 
 	for (int i = 0; i < n; i++) {
 		char path[512];
-		struct lines l = { 0 };
 		snprintf(path, sizeof(path), SPOOL_DIR "/%s", ents[i]->d_name);
-		FILE *fp = rc == 0 ? fopen(path, "r") : NULL;
-		if (fp) {
-			if (read_lines(&l, fp) == 0) {
-				int s = send_lines(cfg, repo, &l);
-				if (s == GD_EUNREACH)
-					rc = s;
-				else
-					unlink(path); /* sent, or refused for
-						       * good: either way done */
-			}
-			fclose(fp);
-		}
-		lines_free(&l);
+		if (rc == 0)
+			rc = flush_one(cfg, repo, path);
 		free(ents[i]);
 	}
 	free(ents);
@@ -219,7 +298,9 @@ int main(int argc, char **argv)
 	const char *cfg_path = NULL;
 	struct config *cfg = NULL;
 	char repo[NAME_REPO_MAX + 1];
-	struct lines l = { 0 };
+	struct hooklines l = { 0 };
+	struct timespec now;
+	size_t bad;
 	int i, rc;
 
 	rc = cli_options(argc, argv, &i, prog, usage, &cfg_path, NULL);
@@ -238,15 +319,32 @@ int main(int argc, char **argv)
 		rc = GD_EXIT_USAGE;
 		goto done;
 	}
-	if (read_lines(&l, stdin) < 0) {
-		fprintf(stderr, "%s: cannot read the ref updates\n", prog);
+	if ((rc = read_lines(&l, stdin, &bad)) < 0) {
+		if (rc == GD_EINVAL)
+			fprintf(stderr, "%s: bad ref update line %zu (want 'OLD "
+				"NEW REF' as post-receive reads them); nothing "
+				"sent\n", prog, bad);
+		else
+			fprintf(stderr, "%s: cannot read the ref updates: %s\n",
+				prog, gd_strerror(rc));
 		rc = GD_EXIT_USAGE;
 		goto done;
 	}
-	/* one flusher at a time (the node re-runs this hook to send a
-	 * spool; a push's hook may be at it too): a file sent twice would
-	 * replay old lines with a newer stamp */
-	int lock = open(SPOOL_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	/* an id given on stdin is not ours to reuse: every push gets its
+	 * own */
+	clock_gettime(CLOCK_REALTIME, &now);
+	if (l.n && hookline_id_make(l.id, (uint64_t)now.tv_sec * 1000 +
+						  (uint64_t)now.tv_nsec / 1000000) < 0) {
+		fprintf(stderr, "%s: no random bytes for the push id\n", prog);
+		rc = GD_EXIT_USAGE;
+		goto done;
+	}
+	/* One hook at a time in a repository (the node re-runs this hook to
+	 * send a spool; other pushes' hooks may be at it too), from the
+	 * first spooled file to this push's own spool file: a file sent
+	 * twice, or a later push sent before an earlier one is kept, would
+	 * put the records out of the pushes' order. */
+	int lock = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (lock >= 0 && flock(lock, LOCK_EX) < 0) {
 		close(lock);
 		lock = -1;
@@ -254,21 +352,25 @@ int main(int argc, char **argv)
 	rc = flush_spool(cfg, repo);
 	if (rc == 0 && l.n)
 		rc = send_lines(cfg, repo, &l);
-	if (lock >= 0)
-		close(lock); /* releases the lock */
 	if (rc == GD_EUNREACH && l.n) {
 		if (spool(&l) == 0)
-			fprintf(stderr, "%s: the grantd node is unreachable; "
-				"this push is recorded and will replicate when "
-				"it returns\n", prog);
+			fprintf(stderr, "%s: the grantd node did not record this "
+				"push; it is kept in %s/ and will be sent again "
+				"(by the next push, or by the node when it "
+				"starts)\n", prog, SPOOL_DIR);
 		else
-			fprintf(stderr, "%s: the grantd node is unreachable "
-				"and the push could not be recorded: %s\n",
-				prog, strerror(errno));
+			fprintf(stderr, "%s: the grantd node did not record this "
+				"push and it could not be kept: %s\n", prog,
+				strerror(errno));
+	} else if (rc == GD_EINVAL) {
+		fprintf(stderr, "%s: the node refused these lines as "
+			"malformed; nothing kept\n", prog);
 	}
+	if (lock >= 0)
+		close(lock); /* releases the lock */
 	rc = GD_EXIT_OK;
 done:
-	lines_free(&l);
+	hooklines_free(&l);
 	config_free(&cfg);
 	return rc;
 }

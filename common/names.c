@@ -63,6 +63,9 @@ int name_repo_norm(char *out, size_t outlen, const char *in)
 		if (c == '/') {
 			if (part_start)
 				return GD_EINVAL; /* empty part or "//" */
+			/* "r0.git/x" would live inside r0's git dir */
+			if (i >= 4 && !strncmp(in + i - 4, ".git", 4))
+				return GD_EINVAL;
 			part_start = true;
 			continue;
 		}

@@ -21,8 +21,9 @@ bool name_site_ok(const char *s);
 /*
  * Normalise a repository name as git clients send it: drop one leading "/"
  * or "~/", one trailing ".git", and check each "/"-separated part is
- * [A-Za-z0-9_.+-]+ and does not start with ".".  out gets the bare name
- * (without .git).  Returns 0 or GD_EINVAL.
+ * [A-Za-z0-9_.+-]+ and does not start with ".", and that no part but the
+ * last ends in ".git" (a repository inside another's git dir).  out gets
+ * the bare name (without .git).  Returns 0 or GD_EINVAL.
  */
 int name_repo_norm(char *out, size_t outlen, const char *in);
 

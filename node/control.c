@@ -30,6 +30,7 @@
 #include "gitrepl.h"
 #include "dur.h"
 #include "err.h"
+#include "hookline.h"
 #include "log.h"
 #include "names.h"
 #include "node.h"
@@ -81,6 +82,8 @@ struct req {
 	bool reads_only;        /* dispatch only READS commands (1st pass) */
 	bool wrote;             /* made operations: answer once durable */
 	bool done;              /* answered */
+	int failed;             /* its handler failed (a gd_err): left out
+				 * when its batch is handled again */
 };
 
 typedef int (*cmd_fn)(struct control *c, struct req *r);
@@ -1005,22 +1008,33 @@ static int cmd_keys(struct control *c, struct req *r)
 
 /* ---- pushes to replicate (grant-hook) ------------------------------------ */
 
-/* args: REPO, then post-receive lines "OLD NEW REF". */
+/* args: REPO, then post-receive lines "OLD NEW REF"; push_id: grant-hook's
+ * request id (hookline.h), optional.  A request whose id was recorded
+ * already (its answer timed out, grant-hook sent it again) is answered
+ * as recorded, and makes no second operation: a newer stamp for the same
+ * push could move a ref back over a later push from another site. */
 static int cmd_hook_refs(struct control *c, struct req *r)
 {
 	Grantd__V1__RefUpdate u = GRANTD__V1__REF_UPDATE__INIT;
 	size_t n = r->rq->n_args - 1, k = 0;
 	Grantd__V1__RefChange *ch = calloc(n, sizeof(*ch));
 	Grantd__V1__RefChange **chp = calloc(n, sizeof(*chp));
-	char (*words)[3][256] = calloc(n, sizeof(*words));
+	struct hookline *words = calloc(n, sizeof(*words));
+	const char *id = r->rq->push_id;
 	char repo[NAME_REPO_MAX + 1];
 	Grantd__V1__Repo *rp = NULL;
+	bool seen = false;
 	int rc = 0;
 
 	if (!ch || !chp || !words)
 		abort();
 	if (repo_arg(r, r->rq->args[0], repo, sizeof(repo)) < 0)
 		goto done;
+	if (id && !hookline_req_id_ok(id)) {
+		rc = bad(r, "bad push id (want %d hex digits, '-', a number)",
+			 HOOKLINE_ID_LEN);
+		goto done;
+	}
 	rc = policy_repo_load(&rp, c->n, c->batch, repo);
 	if (rc == GD_ENOTFOUND) {
 		rc = refuse(r, "repository '%s' is not hosted here", repo);
@@ -1030,33 +1044,40 @@ static int cmd_hook_refs(struct control *c, struct req *r)
 		goto done;
 	for (size_t i = 0; i < n; i++) {
 		const char *line = r->rq->args[i + 1];
-		char extra[2];
-		if (sscanf(line, "%255s %255s %255s %1s", words[k][0],
-			   words[k][1], words[k][2], extra) != 3 ||
-		    !ops_oid_ok(words[k][0]) || !ops_oid_ok(words[k][1])) {
-			rc = bad(r, "bad ref update line '%s' (want 'OLD NEW "
+		if (hookline_parse(&words[k], line) < 0) {
+			rc = bad(r, "bad ref update line '%.300s' (want 'OLD NEW "
 				 "REF' as post-receive reads them)", line);
 			goto done;
 		}
-		if (!ops_ref_name_ok(words[k][2])) {
-			log_warn("ref not replicated repo=%s ref=%s", repo,
-				 words[k][2]);
+		if (!ops_ref_name_ok(words[k].ref)) {
+			log_warn("ref not replicated repo=%s ref=%.300s", repo,
+				 words[k].ref);
 			continue;
 		}
 		grantd__v1__ref_change__init(&ch[k]);
-		ch[k].old = words[k][0];
-		ch[k].new_ = words[k][1];
-		ch[k].ref = words[k][2];
+		ch[k].old = words[k].old;
+		ch[k].new_ = words[k].new_;
+		ch[k].ref = words[k].ref;
 		chp[k] = &ch[k];
 		k++;
 	}
-	if (k) {
+	if (k && id &&
+	    (rc = ops_push_seen(&c->n->ops, c->batch, repo, id, &seen)) < 0)
+		goto done;
+	if (seen) {
+		/* answered once what recorded it is durable, like the first */
+		r->wrote = true;
+		log_info("push already recorded repo=%s id=%s refs=%zu", repo,
+			 id, k);
+	} else if (k) {
 		u.repo = repo;
 		u.changes = chp;
 		u.n_changes = k;
+		u.push_id = (char *)id;
 		if ((rc = emit_body(c, GRANTD__V1__OP__BODY_REFS, &u)) < 0)
 			goto done;
-		log_info("push recorded repo=%s refs=%zu", repo, k);
+		log_info("push recorded repo=%s refs=%zu id=%s", repo, k,
+			 id ? id : "-");
 	}
 	buf_printf(&r->out, "replicating %zu ref update%s of %s\n", k,
 		   k == 1 ? "" : "s", repo);
@@ -2189,12 +2210,58 @@ void control_drain(struct control *c, control_publish_fn publish,
 	}
 }
 
+/* Handle the writes of reqs against the batch, but those that failed
+ * before.  Returns 0, or 1 + the index of the first request whose handler
+ * failed (its code in *err; the ones after it are not handled). */
+static int handle_writes(struct control *c, struct req *reqs, int n,
+			 int *held, int *err)
+{
+	*held = 0;
+	for (int i = 0; i < n; i++) {
+		struct req *r = &reqs[i];
+		if (!r->rq || r->failed)
+			continue;
+		uint64_t seq = c->n->ops.seq;
+		int rc = dispatch(c, r);
+		if (rc < 0) {
+			log_failed(r, rc);
+			*err = rc;
+			return i + 1;
+		}
+		/* a handler may hold its answer without writing (a push
+		 * recorded in this very batch) */
+		r->wrote = r->wrote || c->n->ops.seq != seq;
+		*held += r->wrote;
+	}
+	return 0;
+}
+
+/* Nothing of the batch will be written: drop it, forget the in-memory
+ * advances it made, and empty the answers of the requests in it. */
+static void batch_discard(struct control *c, struct req *reqs, int n)
+{
+	store_batch_free(&c->batch);
+	store_batch_new(&c->batch, c->n->store);
+	ops_reload(&c->n->ops);
+	ops_outbox_clear(&c->n->ops);
+	for (int i = 0; i < n; i++) {
+		if (!reqs[i].rq)
+			continue; /* answered when it was read */
+		buf_reset(&reqs[i].out);
+		buf_reset(&reqs[i].uri);
+		buf_reset(&reqs[i].path);
+		buf_reset(&reqs[i].err);
+		reqs[i].status = GD_EXIT_OK;
+		reqs[i].wrote = false;
+	}
+}
+
 int control_serve_batch(struct control *c, int max)
 {
 	struct req *reqs = calloc((size_t)max, sizeof(*reqs));
 	struct buf payload = BUF_INIT;
 	void *socks[2] = { c->user_sock, c->admin_sock };
-	int n = 0, rc = 0, failed = 0, held = 0;
+	int n = 0, failed = 0, held = 0;
 	uint64_t now_ms = hlc_wall_ms();
 
 	if (!reqs)
@@ -2246,34 +2313,32 @@ int control_serve_batch(struct control *c, int max)
 		}
 	}
 	buf_free(&payload);
-	for (int i = 0; i < n; i++) {
-		struct req *r = &reqs[i];
-		if (!r->rq || failed)
-			continue;
-		uint64_t seq = c->n->ops.seq;
-		if ((rc = dispatch(c, r)) < 0) {
-			log_failed(r, rc);
-			failed = rc;
-		}
-		r->wrote = c->n->ops.seq != seq;
-		held += r->wrote;
+	/* A handler that fails may leave part of its changes in the batch,
+	 * which cannot be taken out alone: the batch is dropped and the
+	 * others are handled again in a fresh one, without it, so that no
+	 * request fails because another of its batch did.  Each round
+	 * leaves one more out. */
+	int which, err = 0;
+	while ((which = handle_writes(c, reqs, n, &held, &err)) > 0) {
+		reqs[which - 1].failed = err;
+		batch_discard(c, reqs, n);
+		log_warn("batch dropped, its other requests handled again "
+			 "without the failed one cmd=%s", reqs[which - 1].rq->cmd);
 	}
 	/* Written now (visible to the next batch), durable when the syncer
 	 * says so: only then are the writers answered. */
-	if (!failed)
-		failed = ops_commit(&c->n->ops, c->batch, false);
+	failed = ops_commit(&c->n->ops, c->batch, false);
 	if (failed) {
-		/* Nothing of this batch is durable: say so to every caller
-		 * and forget the in-memory advances. */
-		store_batch_free(&c->batch);
-		store_batch_new(&c->batch, c->n->store);
-		ops_reload(&c->n->ops);
-		ops_outbox_clear(&c->n->ops);
+		/* Nothing of this batch is durable: say so to every caller. */
+		batch_discard(c, reqs, n);
 		held = 0;
 		for (int i = 0; i < n; i++)
 			if (reqs[i].rq)
-				undecided(&reqs[i], failed);
+				reqs[i].failed = failed;
 	}
+	for (int i = 0; i < n; i++)
+		if (reqs[i].rq && reqs[i].failed)
+			undecided(&reqs[i], reqs[i].failed);
 	struct pending *p = NULL;
 	if (held) {
 		p = calloc(1, sizeof(*p));

@@ -123,10 +123,12 @@ struct gitrepl {
 	struct fetch f;
 	uint64_t next_id;
 	int prefer;                 /* peer index from gitrepl_all, or -1 */
-	/* the tips the last fetch proved connected: a ref may move onto
-	 * them without another check */
+	/* the tips the last fetch proved connected in repository
+	 * verified_repo: a ref of that repository may move onto them
+	 * without another check (in another one they may not connect) */
 	char verified[WANTS_MAX][OID_HEX + 1];
 	size_t nverified;
+	char verified_repo[NAME_REPO_MAX + 1];
 	char hook_repo[NAME_REPO_MAX + 1]; /* grant-hook last run here, */
 	uint64_t hook_ms;           /* ... then */
 	git_repository *repo;       /* the one open repository, cached */
@@ -890,6 +892,8 @@ static void fetch_done(struct gitrepl *g, bool ok)
 	if (ok) {
 		memcpy(g->verified, f->wants, f->nwants * sizeof(f->wants[0]));
 		g->nverified = f->nwants;
+		snprintf(g->verified_repo, sizeof(g->verified_repo), "%s",
+			 f->repo);
 		pthread_mutex_lock(&g->mu);
 		g->st.fetches++;
 		g->st.bytes_in += f->bytes;
@@ -1039,7 +1043,8 @@ static bool safe_tip(struct gitrepl *g, const char *name, const char *hex)
 {
 	char one[1][OID_HEX + 1];
 
-	for (size_t i = 0; i < g->nverified; i++)
+	for (size_t i = 0; !strcmp(g->verified_repo, name) &&
+			   i < g->nverified; i++)
 		if (!strcmp(g->verified[i], hex))
 			return true;
 	snprintf(one[0], sizeof(one[0]), "%s", hex);

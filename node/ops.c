@@ -17,6 +17,7 @@
 #include "err.h"
 #include "log.h"
 #include "addr.h"
+#include "hookline.h"
 #include "names.h"
 #include "ops.h"
 #include "repos.h"
@@ -30,6 +31,9 @@
 #define META_SEQ "seq"
 #define META_HLC "hlc"
 #define META_DIGEST "digest"
+/* "push" \0 repo \0 request id -> the op's hlc (8, BE): grant-hook's
+ * requests recorded here (local, like the rest of CF_META) */
+#define META_PUSH "push"
 
 static int meta_u64(struct store *s, const char *key, uint64_t *out)
 {
@@ -490,6 +494,86 @@ static void loser_key(struct buf *k, const char *repo, const char *ref,
 	buf_add(k, be, sizeof(be));
 }
 
+/* The key of a recorded hook request; without id, the prefix of all of
+ * repo's. */
+static void push_key(struct buf *k, const char *repo, const char *id)
+{
+	buf_reset(k);
+	buf_add(k, META_PUSH, sizeof(META_PUSH));
+	buf_add(k, repo, strlen(repo) + 1);
+	if (id)
+		buf_puts(k, id);
+}
+
+int ops_push_seen(struct ops *o, struct store_batch *b, const char *repo,
+		  const char *id, bool *seen)
+{
+	struct buf k = BUF_INIT, v = BUF_INIT;
+	int rc;
+
+	push_key(&k, repo, id);
+	rc = store_get(o->store, b, CF_META, k.p, k.len, &v);
+	*seen = rc == 0;
+	buf_free(&k);
+	buf_free(&v);
+	return rc == GD_ENOTFOUND ? 0 : rc;
+}
+
+/* Remember the request id of a push made here (a resend of it is then
+ * answered without a second operation), and forget the oldest of its
+ * repository's past OPS_PUSH_IDS_KEPT: ids begin with the hook's clock,
+ * so key order is age.  Resends come in push order (grant-hook sends its
+ * spool oldest first and stops at the first it cannot send), so only
+ * the latest pushes of a repository can come again. */
+static int push_remember(struct ops *o, struct store_batch *b,
+			 const Grantd__V1__Op *op)
+{
+	const Grantd__V1__RefUpdate *u = op->refs;
+	struct buf k = BUF_INIT, v = BUF_INIT, old = BUF_INIT;
+	struct store_iter *it = NULL;
+	const char *key;
+	size_t klen, n = 0;
+	uint8_t be[8];
+	int rc;
+
+	if (!u->push_id || strcmp(op->origin, o->site))
+		return 0;
+	push_key(&k, u->repo, u->push_id);
+	store_be64(be, op->hlc);
+	store_put(b, CF_META, k.p, k.len, be, sizeof(be));
+	push_key(&k, u->repo, NULL);
+	store_iter_new(&it, o->store, b, CF_META, k.p, k.len);
+	while ((rc = store_iter_next(it, &key, &klen, &v)) > 0)
+		n++;
+	store_iter_free(&it);
+	/* the keys to drop are collected first: a batch that changes
+	 * under its iterator invalidates it */
+	if (rc == 0 && n > OPS_PUSH_IDS_KEPT) {
+		store_iter_new(&it, o->store, b, CF_META, k.p, k.len);
+		for (size_t i = n - OPS_PUSH_IDS_KEPT; i > 0 &&
+		     (rc = store_iter_next(it, &key, &klen, &v)) > 0; i--) {
+			uint8_t len[4] = { (uint8_t)(klen >> 24),
+					   (uint8_t)(klen >> 16),
+					   (uint8_t)(klen >> 8), (uint8_t)klen };
+			buf_add(&old, len, sizeof(len));
+			buf_add(&old, key, klen);
+		}
+		store_iter_free(&it);
+		rc = rc < 0 ? rc : 0;
+	}
+	for (size_t off = 0; rc == 0 && off + 4 <= old.len;) {
+		const uint8_t *p = (const uint8_t *)old.p + off;
+		size_t kl = (size_t)p[0] << 24 | (size_t)p[1] << 16 |
+			    (size_t)p[2] << 8 | p[3];
+		store_del(b, CF_META, p + 4, kl);
+		off += 4 + kl;
+	}
+	buf_free(&k);
+	buf_free(&v);
+	buf_free(&old);
+	return rc;
+}
+
 /*
  * A push: each ref is an LWW register (repo, ref) -> tip.  When two sites
  * moved a ref from different starting points, the tip that loses is noted
@@ -546,6 +630,8 @@ static int apply_refs(struct ops *o, struct store_batch *b,
 		if (cur)
 			grantd__v1__ref__free_unpacked(cur, NULL);
 	}
+	if (rc == 0)
+		rc = push_remember(o, b, op);
 	buf_free(&k);
 	buf_free(&val);
 	buf_free(&old);
@@ -959,6 +1045,8 @@ int ops_check(const Grantd__V1__Op *op, struct buf *err)
 			why = "bad repository name";
 		else if (u->n_changes == 0 || u->n_changes > OPS_MAX_REF_CHANGES)
 			why = "ref update out of bounds";
+		else if (u->push_id && !hookline_req_id_ok(u->push_id))
+			why = "bad push id";
 		for (size_t i = 0; !why && i < u->n_changes; i++) {
 			const Grantd__V1__RefChange *c = u->changes[i];
 			if (!ops_ref_name_ok(c->ref))

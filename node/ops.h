@@ -118,6 +118,15 @@ int ops_merge_record(struct ops *o, struct store_batch *b, enum store_cf cf,
 void ops_vv_raise(struct ops *o, struct store_batch *b, const char *origin,
 		  uint64_t epoch, uint64_t seq);
 
+/* Hook requests (grant-hook's request ids, RefUpdate.push_id) recorded
+ * here are remembered, this many per repository, the latest. */
+#define OPS_PUSH_IDS_KEPT 256
+
+/* Has the push request id of repo been recorded here (the batch b
+ * included)?  Returns 0 with *seen set, or a negative gd_err. */
+int ops_push_seen(struct ops *o, struct store_batch *b, const char *repo,
+		  const char *id, bool *seen);
+
 /* Delete up to max log entries older than cutoff_ms (HLC wall time);
  * returns how many were deleted or a negative gd_err. */
 int ops_truncate_log(struct ops *o, uint64_t cutoff_ms, int max);

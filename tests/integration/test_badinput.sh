@@ -61,6 +61,7 @@ bad 2 "git-receive-pack '../x'" t_ssh 127.0.7.7 alice "git-receive-pack '../x'"
 bad 2 "git-receive-pack 'demo/../../x'" t_ssh 127.0.7.7 alice "git-receive-pack 'demo/../../x'"
 bad 2 "git-receive-pack '.hidden'" t_ssh 127.0.7.7 alice "git-receive-pack '.hidden'"
 bad 2 "git-receive-pack 'a//b'" t_ssh 127.0.7.7 alice "git-receive-pack 'a//b'"
+bad 2 "git-receive-pack 'demo.git/x' (inside demo's git dir)" t_ssh 127.0.7.7 alice "git-receive-pack 'demo.git/x'"
 bad 2 "git-upload-pack '../x'" t_ssh 127.0.7.7 alice "git-upload-pack '../x'"
 bad nz "git-receive-pack of an absolute path outside repo_dir" \
 	t_ssh 127.0.7.7 alice "git-receive-pack '$T_DIR/outside.git'"
@@ -103,6 +104,8 @@ bad nz "enroll nosuchuser --totp" t_ctl enroll nosuchuser --totp --secret "$AS"
 bad 2 "repo add '../x'" t_ctl repo add ../x
 bad 2 "repo add 'a//b'" t_ctl repo add a//b
 bad 2 "repo add '.x'" t_ctl repo add .x
+bad 2 "repo add 'demo.git/refs/heads/x' (inside demo's git dir)" t_ctl repo add demo.git/refs/heads/x
+t_has "... and the error names the nested part" "$ERR" "demo.git/refs/heads/x"
 bad 2 "repo add ok --mode bogus" t_ctl repo add ok --mode bogus
 bad 2 "repo add ok --writer 'B@d'" t_ctl repo add ok --writer 'B@d'
 bad 2 "repo mode demo bogus" t_ctl repo mode demo bogus

@@ -20,7 +20,11 @@
 # With the smuggle pack the victims take the pack (its want checks out)
 # and so hold X's object, but must not point refs/heads/smuggled at X
 # (safe_tip: "tip not connected here"); the ref stays absent and
-# everything the refs reach is whole.  When the stand-in then serves X's
+# everything the refs reach is whole.  Before that record comes, X's whole
+# history is pushed to another repository, rogue-cross, at one victim and
+# fetched by the other, which holds X in rogue-smuggle: a tip proved
+# connected in rogue-cross is not connected in rogue-smuggle, so the ref
+# there must still not move onto X.  When the stand-in then serves X's
 # whole history, the ref does move to X (the check can pass).
 # With the good pack both move the ref to the tip.  Then the real montreal
 # comes back and the three sites converge.
@@ -49,12 +53,12 @@ failures() { t_sj "$1" "j['git']['fetch_failures']"; }
 t_cluster_up
 
 t_section "one repository per mode, made at paloalto"
-for m in "${MODES[@]}"; do
+for m in "${MODES[@]}" cross; do
 	t_expect 0 "paloalto: repo add rogue-$m --mode off" t_c paloalto repo add "rogue-$m" --mode off
 done
 t_expect_converged "the three sites agree" 20
 for s in "${T_SITES[@]}"; do
-	for m in "${MODES[@]}"; do
+	for m in "${MODES[@]}" cross; do
 		t_expect_soon 0 10 "$s: rogue-$m.git exists" test -d "$(gitdir "$s" "rogue-$m")/objects"
 	done
 done
@@ -167,11 +171,10 @@ for m in corrupt truncated unconnected; do
 		t_expect 1 "$v: $REF of $R did not move (absent)" ref "$v" "$R"
 		t_hasnt "$v: no 'ref moved' for $R in the log" "$(grep -F "ref moved repo=$R " "$(t_dir "$v")/grantd.log")" "ref moved"
 		t_expect 0 "$v: git fsck --strict of $R passes" git --git-dir="$(gitdir "$v" "$R")" fsck --strict --no-progress
-		if [[ $m != unconnected ]]; then
-			# (an unconnected pack is whole: its commit stays, dangling)
-			t_expect 1 "$v: no object of the bad pack was kept (the tip is not in $R)" \
-				git --git-dir="$(gitdir "$v" "$R")" cat-file -e "$TIP"
-		fi
+		# (a pack that does not connect is indexed in a quarantine that
+		# is dropped, so not even its valid commit object stays)
+		t_expect 1 "$v: no object of the bad pack was kept (the tip is not in $R)" \
+			git --git-dir="$(gitdir "$v" "$R")" cat-file -e "$TIP"
 	done
 	rogue_stop
 	t_check "the stand-in ($m) says what it did" grep -q '"event": "end"' "$T_DIR/rogue-$m.out"
@@ -210,6 +213,29 @@ t_check "the stand-in streamed the smuggle pack to a victim (${SVICTIMS[*]})" \
 	test "${#SVICTIMS[@]}" -gt 0
 t_check "X's object alone is not a whole history at ${SVICTIMS[0]}" \
 	t_exits 128 git --git-dir="$(gitdir "${SVICTIMS[0]}" "$R")" rev-list --objects "$X"
+
+t_section "mode smuggle, across repositories: X's history connected in rogue-cross only"
+# A victim holding X (unconnected) in rogue-smuggle fetches X's whole
+# history for another repository, rogue-cross, pushed at the other victim.
+# That fetch proves X connected in rogue-cross, not in rogue-smuggle: the
+# record below that moves rogue-smuggle's ref onto X must still wait for
+# X to connect there (review-fa65238: verified tips keyed by repository).
+CV=${SVICTIMS[0]}
+CO=
+for v in "${VICTIMS[@]}"; do [[ $v != "$CV" ]] && CO=$v; done
+# cref SITE: refs/heads/smuggled of rogue-cross on SITE's disk
+cref() { git --git-dir="$(gitdir "$1" rogue-cross)" rev-parse -q --verify "$SMUGGLED" 2>/dev/null; }
+cref_is() { [[ $(cref "$1") == "$2" ]]; }
+t_expect 0 "push X's whole history to $CO's rogue-cross (its hook records it)" \
+	git -C "$SCRATCH" push -q "$(gitdir "$CO" rogue-cross)" "$X:$SMUGGLED"
+t_expect_soon 0 30 "$CV: $SMUGGLED of rogue-cross moves to X (fetched: connected there)" \
+	cref_is "$CV" "$X"
+t_check "$CV: the log names the fetch of rogue-cross" t_grep_log "$CV" "pack fetched repo=rogue-cross peer="
+t_expect 0 "$CV: git fsck --strict of rogue-cross passes" \
+	git --git-dir="$(gitdir "$CV" rogue-cross)" fsck --strict --no-progress
+t_check "$CV: X is still not a whole history in $R" \
+	t_exits 128 git --git-dir="$(gitdir "$CV" "$R")" rev-list --objects "$X"
+
 kill -USR1 "$ROGUE_PID"
 t_expect_soon 0 10 "the stand-in publishes seq 2: $SMUGGLED -> X" \
 	grep -q '"event": "phase", "ops": 2, "phase": 1' "$T_DIR/rogue-smuggle.out"

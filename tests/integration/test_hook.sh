@@ -53,8 +53,10 @@ hook_in() { # LINE: run paloalto's grant-hook by hand in hk.git
 	(cd "$(t_dir paloalto)/repos/hk.git" &&
 		printf '%s\n' "$1" | "$GD_BIN/grant-hook" --config "$(t_dir paloalto)/grantd.conf")
 }
-t_expect 0 "grant-hook given 'not a ref line' (exits 0: never fails a push)" hook_in "not a ref line"
-t_has "... and says what was wrong" "$ERR" "bad ref update line"
+# (post-receive runs once the refs moved: its exit status fails no push)
+t_expect 2 "grant-hook given 'not a ref line' (exit 2: input error)" hook_in "not a ref line"
+t_has "... and says what was wrong" "$ERR" "bad ref update line 1"
+t_check "... and kept nothing" eval '! ls "$(t_dir paloalto)"/repos/hk.git/grantd-spool/*.refs >/dev/null 2>&1'
 t_expect 0 "grant-hook given a ref under refs/grantd/ (ours: not replicated)" \
 	hook_in "$(printf '0%.0s' {1..40}) $(git -C "$W" rev-parse HEAD) refs/grantd/x"
 t_eq "digest unchanged" "$(t_sdigest paloalto)" "$d"

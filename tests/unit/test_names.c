@@ -149,6 +149,27 @@ static void test_repo_bad(void **state)
 		repo_bad(bad[i]);
 }
 
+static void test_repo_nested(void **state)
+{
+	/* A repository lives at repo_dir/NAME.git: a name whose earlier part
+	 * ends in ".git" would sit inside another repository's git dir
+	 * ("r0.git/refs/heads/x" became repo_dir/r0.git/refs/heads/x.git,
+	 * a broken ref of r0).  Only the last part may end in ".git". */
+	static const char *bad[] = {
+		"r0.git/refs/heads/x", "r0.git/x", "/r0.git/x", "~/r0.git/x",
+		"a/r0.git/x", "a/b.git/c.git", "r0.git/objects/pack/p",
+		"x.git/y.git",
+	};
+
+	for (size_t i = 0; i < GD_ARRAY_SIZE(bad); i++)
+		repo_bad(bad[i]);
+	/* ".git" inside a part, or a part that only starts like it, is fine */
+	repo_is("a.gitx/b", "a.gitx/b");
+	repo_is("a.git-mirror/b", "a.git-mirror/b");
+	repo_is("git/b.git", "git/b");
+	repo_is("a/r0.git", "a/r0");
+}
+
 static void test_repo_length(void **state)
 {
 	static char in[NAME_REPO_MAX + 8];
@@ -194,6 +215,7 @@ int main(void)
 		cmocka_unit_test(test_repo_ok),
 		cmocka_unit_test(test_repo_leading_slash),
 		cmocka_unit_test(test_repo_bad),
+		cmocka_unit_test(test_repo_nested),
 		cmocka_unit_test(test_repo_length),
 		cmocka_unit_test(test_repo_small_out),
 	};
