@@ -330,9 +330,10 @@ static int validate_token(struct control *c, struct req *r,
 		return rc;
 	if ((rc = otp_check(&res, u->enroll, next, used, token, r->now,
 			    p->totp_window, p->hotp_lookahead)) < 0) {
+		/* a damaged record is the node failing to decide (exit 4,
+		 * logged by the dispatcher), never a refusal */
 		log_error("unusable enrollment user=%s", user_of(r));
-		return refuse(r, "your enrollment is damaged; ask an "
-			      "administrator to re-enroll you");
+		return rc;
 	}
 	if (!res.ok) {
 		/* the attempt is named by its operation's stamp, unique here
