@@ -127,7 +127,7 @@ t_show() { echo "exit $RC" "stdout: $OUT" "stderr: $ERR"; }
 t_expect() {
 	local want=$1 desc=$2; shift 2
 	t_run "$@"
-	if [[ $ERR == *"Sanitizer"* || $ERR == *"runtime error:"* ]]; then
+	if [[ $ERR =~ $T_SAN_RE ]]; then
 		t_fail "$desc (sanitizer report)" "$ERR"
 		return 1
 	fi
@@ -208,11 +208,17 @@ t_logs() {
 	done
 }
 
+# T_SAN_RE: the lines that start a sanitizer report: ASan, UBSan and LSan
+# ("ERROR: AddressSanitizer", "runtime error:"), and ThreadSanitizer
+# ("WARNING: ThreadSanitizer: data race", "FATAL: ThreadSanitizer", and its
+# "ThreadSanitizer: reported N warnings" at exit).
+T_SAN_RE='Sanitizer|runtime error:'
+
 # t_done: stop the nodes and sshds, check every node stopped cleanly and
 # left no sanitizer report, print the summary and exit.
 t_done() {
 	trap - INT TERM
-	local d name pid st dirs
+	local d name pid st dirs log
 	mapfile -t dirs < <(t_site_dirs)
 	for d in "${dirs[@]}"; do
 		name=${d##*/}
@@ -237,12 +243,16 @@ t_done() {
 			fi
 			rm -f "$d/grantd.pid"
 		fi
+		# (a quote inside ${name:+...} is a bash syntax error at run
+		# time, which ended this function early and let the test pass)
+		log=grantd.log
+		[[ -n $name ]] && log="$name's grantd.log"
 		if [[ -f $d/grantd.log ]]; then
-			if grep -qE 'Sanitizer|runtime error:' "$d/grantd.log"; then
-				t_fail "sanitizer report in${name:+ $name's} grantd.log" \
-					"$(grep -A 30 -E 'Sanitizer|runtime error:' "$d/grantd.log" | head -60)"
+			if grep -qE "$T_SAN_RE" "$d/grantd.log"; then
+				t_fail "sanitizer report in $log" \
+					"$(grep -A 40 -E "$T_SAN_RE" "$d/grantd.log" | head -80)"
 			else
-				t_ok "no sanitizer report in${name:+ $name's} grantd.log"
+				t_ok "no sanitizer report in $log"
 			fi
 		fi
 	done

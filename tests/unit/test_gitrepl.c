@@ -98,7 +98,13 @@ static int setup(void **state)
 	f->cfg.repo_dir = f->repo_dir;
 	f->n.cfg = &f->cfg;
 	snprintf(f->n.ops.site, sizeof(f->n.ops.site), "paloalto");
-	snprintf(f->n.hook_path, sizeof(f->n.hook_path), "/bin/true");
+	/* a hook that does nothing, until a test rewrites the file: the
+	 * actor reads hook_path, so the path never changes while it runs */
+	snprintf(f->n.hook_path, sizeof(f->n.hook_path), "%s/hook.sh", f->dir);
+	assert_non_null(fp = fopen(f->n.hook_path, "w"));
+	fprintf(fp, "#!/bin/sh\nexit 0\n");
+	fclose(fp);
+	assert_int_equal(chmod(f->n.hook_path, 0755), 0);
 	snprintf(f->n.conf_path, sizeof(f->n.conf_path), "%s", f->conf);
 	assert_int_equal(store_open(&f->n.store, &created, f->data_dir,
 				    seal_key), 0);
@@ -283,13 +289,13 @@ static void test_spool_left_alone(void **state)
 
 	/* the stand-in hook notes what the ref was when it ran, then
 	 * empties the spool as grant-hook does once it has sent it */
-	snprintf(path, sizeof(path), "%s/hook.sh", f->dir);
+	snprintf(path, sizeof(path), "%s/hook.sh.new", f->dir);
 	assert_non_null(fp = fopen(path, "w"));
 	fprintf(fp, "#!/bin/sh\ngit --git-dir=. rev-parse -q --verify " REF
 		" >../../hook-saw; rm -f grantd-spool/*.refs\n");
 	fclose(fp);
 	assert_int_equal(chmod(path, 0755), 0);
-	snprintf(f->n.hook_path, sizeof(f->n.hook_path), "%s", path);
+	assert_int_equal(rename(path, f->n.hook_path), 0);
 	snprintf(path, sizeof(path), "%s/r.git/grantd-spool", f->repo_dir);
 	assert_int_equal(mkdir(path, 0700), 0);
 	snprintf(path, sizeof(path), "%s/r.git/grantd-spool/1.refs",
