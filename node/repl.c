@@ -921,6 +921,8 @@ static void apply_snap(struct repl *r, struct peer *p,
 		return;
 	}
 	snap_raise(r, p);
+	if (sn->refused)
+		back_off(p, now_ms); /* not a state transfer a second */
 	snap_free(sn);
 }
 
