@@ -185,6 +185,7 @@ static struct ops_vv *vv_find(struct ops *o, const char *origin,
 	snprintf(e->origin, sizeof(e->origin), "%s", origin);
 	e->epoch = epoch;
 	e->seq = 0;
+	e->retired = false;
 	return e;
 }
 
@@ -225,14 +226,16 @@ static int vv_load(struct ops *o)
 	while ((rc = store_iter_next(it, &key, &klen, &v)) > 0) {
 		size_t ol = strnlen(key, klen);
 		char origin[65];
-		if (ol + 9 != klen || v.len != 8 || ol >= sizeof(origin))
+		/* 9 bytes: a retired epoch's (seq, 1), outside the vector */
+		if (ol + 9 != klen || (v.len != 8 && v.len != 9) ||
+		    ol >= sizeof(origin))
 			continue;
 		memcpy(origin, key, ol);
 		origin[ol] = '\0';
 		struct ops_vv *e = vv_find(o, origin,
 					   store_get_be64(key + ol + 1), true);
 		if (e)
-			e->seq = store_get_be64(v.p);
+			e->seq = store_get_be64(v.p), e->retired = v.len == 9;
 	}
 	store_iter_free(&it);
 	buf_free(&v);
@@ -761,13 +764,142 @@ void ops_outbox_clear(struct ops *o)
 void ops_vv_raise(struct ops *o, struct store_batch *b, const char *origin,
 		  uint64_t epoch, uint64_t seq)
 {
-	if (seq > ops_vv_get(o, b, origin, epoch))
+	const struct ops_vv *e = vv_find(o, origin, epoch, false);
+
+	/* a retired epoch is finished: its total is already counted */
+	if (seq > ops_vv_get(o, b, origin, epoch) && !(e && e->retired))
 		vv_set(o, b, origin, epoch, seq);
+}
+
+/* Retire entry i: its seq joins its origin's retired total, and it is
+ * kept marked retired (9 bytes: seq, 1). */
+static void vv_retire(struct ops *o, struct store_batch *b, size_t i)
+{
+	struct buf k = BUF_INIT;
+	struct ops_vv *e = &o->vv[i];
+	uint8_t val[9];
+
+	e->retired = true;
+	vv_key(&k, e->origin, e->epoch);
+	store_be64(val, e->seq);
+	val[8] = 1;
+	store_put(b, CF_VV, k.p, k.len, val, sizeof(val));
+	buf_free(&k);
+	log_debug("epoch retired origin=%s epoch=%016llx seq=%llu", e->origin,
+		  (unsigned long long)e->epoch, (unsigned long long)e->seq);
+	/* (vv_set may move the array: e is not used after it) */
+	vv_set(o, b, o->vv[i].origin, OPS_VV_RETIRED,
+	       ops_vv_get(o, b, o->vv[i].origin, OPS_VV_RETIRED) +
+		       o->vv[i].seq);
+}
+
+int ops_vv_retire_own(struct ops *o, struct store_batch *b,
+		      bool (*held)(const char *origin, uint64_t epoch,
+				   uint64_t seq, void *payload),
+		      void *payload)
+{
+	int n = 0;
+
+	for (size_t i = 0; i < o->nvv; i++) {
+		const struct ops_vv *e = &o->vv[i];
+		if (strcmp(e->origin, o->site) || e->epoch == o->epoch ||
+		    e->epoch == OPS_VV_RETIRED || e->retired ||
+		    !held(e->origin, e->epoch, e->seq, payload))
+			continue;
+		vv_retire(o, b, i);
+		n++;
+	}
+	return n;
+}
+
+static bool vv_lists(Grantd__V1__VvEntry *const *vv, size_t n,
+		     const char *origin, uint64_t epoch)
+{
+	for (size_t i = 0; i < n; i++)
+		if (vv[i]->epoch == epoch && vv[i]->origin &&
+		    !strcmp(vv[i]->origin, origin))
+			return true;
+	return false;
+}
+
+int ops_vv_follow(struct ops *o, struct store_batch *b, const char *origin,
+		  Grantd__V1__VvEntry *const *vv, size_t n)
+{
+	uint64_t theirs = 0, ours, gone = 0;
+	int k = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (vv[i]->epoch == OPS_VV_RETIRED && vv[i]->origin &&
+		    !strcmp(vv[i]->origin, origin))
+			theirs = vv[i]->seq;
+	ours = ops_vv_get(o, b, origin, OPS_VV_RETIRED);
+	if (theirs <= ours || !strcmp(origin, o->site))
+		return 0;
+	for (size_t i = 0; i < o->nvv; i++)
+		if (o->vv[i].epoch != OPS_VV_RETIRED && !o->vv[i].retired &&
+		    !strcmp(o->vv[i].origin, origin) &&
+		    !vv_lists(vv, n, origin, o->vv[i].epoch))
+			gone += o->vv[i].seq;
+	if (ours + gone != theirs)
+		return 0;
+	for (size_t i = 0; i < o->nvv; i++)
+		if (o->vv[i].epoch != OPS_VV_RETIRED && !o->vv[i].retired &&
+		    !strcmp(o->vv[i].origin, origin) &&
+		    !vv_lists(vv, n, origin, o->vv[i].epoch)) {
+			vv_retire(o, b, i);
+			k++;
+		}
+	return k;
+}
+
+int ops_vv_forget(struct ops *o, struct store_batch *b,
+		  bool (*gone)(const char *origin, uint64_t epoch,
+			       uint64_t total, void *payload),
+		  void *payload)
+{
+	struct buf k = BUF_INIT;
+	int n = 0;
+
+	for (size_t i = 0; i < o->nvv;) {
+		const struct ops_vv *e = &o->vv[i];
+		if (!e->retired ||
+		    !gone(e->origin, e->epoch,
+			  ops_vv_get(o, b, e->origin, OPS_VV_RETIRED), payload)) {
+			i++;
+			continue;
+		}
+		vv_key(&k, e->origin, e->epoch);
+		store_del(b, CF_VV, k.p, k.len);
+		o->vv[i] = o->vv[--o->nvv]; /* entry i is now another one */
+		n++;
+	}
+	buf_free(&k);
+	return n;
+}
+
+/* A peer's record stamped (hlc, origin): the checks a live operation
+ * gets (repl.c apply_op), then the clock observes the stamp. */
+static int trust_stamp(struct ops *o, const struct ops_trust *t, uint64_t hlc,
+		       const char *origin, struct buf *why)
+{
+	if (t && hlc > t->max_hlc) {
+		buf_printf(why, "stamped %llu ms ahead of the allowed skew "
+			   "(check the clock of origin=%s)",
+			   (unsigned long long)(hlc_ms(hlc) - hlc_ms(t->max_hlc)),
+			   origin);
+		return GD_EPROTO;
+	}
+	if (t && t->known && !t->known(origin, t->payload)) {
+		buf_printf(why, "unknown origin site %s", origin);
+		return GD_EPROTO;
+	}
+	hlc_observe(&o->hlc, hlc);
+	return 0;
 }
 
 /* A Ref from a snapshot: the same register apply_refs writes. */
 static int merge_ref(struct ops *o, struct store_batch *b, const void *val,
-		     size_t vlen)
+		     size_t vlen, const struct ops_trust *t, struct buf *why)
 {
 	Grantd__V1__Ref *r = grantd__v1__ref__unpack(NULL, vlen, val);
 	struct buf k = BUF_INIT, v = BUF_INIT;
@@ -779,7 +911,11 @@ static int merge_ref(struct ops *o, struct store_batch *b, const void *val,
 	    !r->hlc || !name_site_ok(r->origin) ||
 	    name_repo_norm(norm, sizeof(norm), r->repo) < 0 ||
 	    strcmp(norm, r->repo) || !ops_ref_name_ok(r->ref) ||
-	    (*r->target && !ops_oid_ok(r->target)))
+	    (*r->target && !ops_oid_ok(r->target))) {
+		buf_puts(why, "bad ref record");
+		goto done;
+	}
+	if ((rc = trust_stamp(o, t, r->hlc, r->origin, why)) < 0)
 		goto done;
 	buf_add(&k, r->repo, strlen(r->repo) + 1);
 	buf_puts(&k, r->ref);
@@ -796,21 +932,28 @@ done:
 }
 
 int ops_merge_record(struct ops *o, struct store_batch *b, enum store_cf cf,
-		     const void *val, size_t vlen)
+		     const void *val, size_t vlen, const struct ops_trust *t,
+		     struct buf *why_out)
 {
 	const struct family *f = family_of(GRANTD__V1__OP__BODY__NOT_SET, cf);
 	Grantd__V1__Op op = GRANTD__V1__OP__INIT;
 	struct buf why = BUF_INIT;
-	ProtobufCMessage *m;
-	int rc;
+	ProtobufCMessage *m = NULL;
+	int rc = GD_EPROTO;
 
-	if (!f)
-		return GD_EPROTO;
-	if (cf == CF_REFS)
-		return merge_ref(o, b, val, vlen);
+	if (!f) {
+		buf_puts(&why, "not a state family");
+		goto done;
+	}
+	if (cf == CF_REFS) {
+		rc = merge_ref(o, b, val, vlen, t, &why);
+		goto done;
+	}
 	m = protobuf_c_message_unpack(f->desc, NULL, vlen, val);
-	if (!m)
-		return GD_EPROTO;
+	if (!m) {
+		buf_puts(&why, "record does not decode");
+		goto done;
+	}
 	/* a record is the body of the operation that wrote it, with that
 	 * operation's stamp; merged records need none */
 	op.body_case = f->body;
@@ -821,12 +964,14 @@ int ops_merge_record(struct ops *o, struct store_batch *b, enum store_cf cf,
 		Grantd__V1__Stamped *st = grantd__v1__stamped__unpack(NULL, vlen,
 								      val);
 		if (!st) {
-			protobuf_c_message_free_unpacked(m, NULL);
-			return GD_EPROTO;
+			buf_puts(&why, "record without a stamp");
+			goto done;
 		}
 		op.hlc = st->hlc;
 		op.origin = st->origin ? st->origin : "";
 		rc = ops_check(&op, &why);
+		if (rc == 0)
+			rc = trust_stamp(o, t, op.hlc, op.origin, &why);
 		if (rc == 0)
 			rc = apply_body(o, b, &op);
 		grantd__v1__stamped__free_unpacked(st, NULL);
@@ -835,8 +980,12 @@ int ops_merge_record(struct ops *o, struct store_batch *b, enum store_cf cf,
 		if (rc == 0)
 			rc = apply_body(o, b, &op);
 	}
+done:
+	if (why_out && why.len)
+		buf_puts(why_out, why.p);
 	buf_free(&why);
-	protobuf_c_message_free_unpacked(m, NULL);
+	if (m)
+		protobuf_c_message_free_unpacked(m, NULL);
 	return rc;
 }
 

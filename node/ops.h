@@ -61,6 +61,7 @@ struct ops {
 		char origin[65];
 		uint64_t epoch;
 		uint64_t seq;
+		bool retired;  /* kept only to know its operations (ops.h) */
 	} *vv;
 	size_t nvv, capvv;
 	/* own operations up to here are durable and published (ranges and
@@ -106,13 +107,26 @@ int ops_commit(struct ops *o, struct store_batch *b, bool sync);
 int ops_apply(struct ops *o, struct store_batch *b, const Grantd__V1__Op *op,
 	      bool *applied);
 
+/* What a record from a peer must pass besides ops_check, as a live
+ * operation does: a stamp no later than max_hlc (the receiver's clock plus
+ * the allowed skew), from an origin that known() accepts. */
+struct ops_trust {
+	uint64_t max_hlc;
+	bool (*known)(const char *origin, void *payload);
+	void *payload;
+};
+
 /*
  * Merge one state record (as sent in a snapshot) of family cf into b with
- * the same rules as ops_apply, without touching the log or the vector.
- * Returns 0, or GD_EPROTO for a record that does not decode or check.
+ * the same rules as ops_apply, without touching the log or the vector; the
+ * clock observes its stamp, as it does an operation's.  t (NULL: only
+ * ops_check, for records this node wrote itself) adds the checks a peer's
+ * record must pass.  Returns 0, or GD_EPROTO for a record that does not
+ * decode or check, with the reason in why (NULL is fine).
  */
 int ops_merge_record(struct ops *o, struct store_batch *b, enum store_cf cf,
-		     const void *val, size_t vlen);
+		     const void *val, size_t vlen, const struct ops_trust *t,
+		     struct buf *why);
 
 /* Raise the vector entry for (origin, epoch) to seq if it is lower. */
 void ops_vv_raise(struct ops *o, struct store_batch *b, const char *origin,
@@ -126,6 +140,44 @@ void ops_vv_raise(struct ops *o, struct store_batch *b, const char *origin,
  * included)?  Returns 0 with *seen set, or a negative gd_err. */
 int ops_push_seen(struct ops *o, struct store_batch *b, const char *repo,
 		  const char *id, bool *seen);
+
+/*
+ * Retiring finished epochs.  Each start makes a new epoch, so the vector
+ * would grow by one entry per start.  Only an origin's current epoch can
+ * grow; an older one is finished.  A finished epoch that every peer holds
+ * in full is retired: its seq is added to the origin's retired total, the
+ * entry (origin, epoch 0) (no operation has epoch 0), so the vector's sum
+ * per origin stays the same, and its entry leaves the vector that is sent
+ * and summed.  It stays in the store, marked retired, so that its
+ * operations, relayed again by a peer that has not retired it yet, are
+ * still known (ops_vv_get), until every peer shows it retired too
+ * (ops_vv_forget).  Only the origin decides which of its epochs to retire;
+ * the others follow what its own heartbeat shows (docs/replication.md).
+ */
+#define OPS_VV_RETIRED 0
+
+/* Retire this site's finished epochs (all but o->epoch) that held() says
+ * every peer holds up to seq.  Returns how many were retired. */
+int ops_vv_retire_own(struct ops *o, struct store_batch *b,
+		      bool (*held)(const char *origin, uint64_t epoch,
+				   uint64_t seq, void *payload),
+		      void *payload);
+
+/* Follow origin's retirements as its own vector (vv, n entries; only those
+ * of origin are read) shows them: when its retired total is exactly ours
+ * plus the seqs of our epochs of origin that it no longer lists, retire
+ * those.  Anything else (we lack retired history, or it lost some) is left
+ * to ranges and state transfer.  Returns how many were retired. */
+int ops_vv_follow(struct ops *o, struct store_batch *b, const char *origin,
+		  Grantd__V1__VvEntry *const *vv, size_t n);
+
+/* Delete the retired entries that gone() says every peer has retired too
+ * (none lists it, and each one's retired total of its origin is at least
+ * ours).  Returns how many. */
+int ops_vv_forget(struct ops *o, struct store_batch *b,
+		  bool (*gone)(const char *origin, uint64_t epoch,
+			       uint64_t total, void *payload),
+		  void *payload);
 
 /* Delete up to max log entries older than cutoff_ms (HLC wall time);
  * returns how many were deleted or a negative gd_err. */

@@ -7,6 +7,8 @@
  * operations it missed from any peer, not only from their origin.
  */
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +39,7 @@
 #define MAX_SKEW_MS (120 * 1000)
 #define HANDLE_MAX 256
 #define MAX_VV 4096             /* (origin, epoch) entries in a vector */
+#define RETIRE_MS 1000          /* how often finished epochs are retired */
 #define HANDLE_MAX_SAMPLES 4096
 #define WAIT_SAMPLES 65536
 #define TRUNCATE_MAX 100000
@@ -65,6 +68,7 @@ struct snap {
 	size_t nvv;
 	uint64_t sent_ms;
 	uint64_t records;
+	uint64_t refused;          /* records that failed a check */
 };
 
 static const enum store_cf snap_cfs[] = { CF_USERS, CF_ENROLL, CF_GRANTS,
@@ -73,6 +77,20 @@ static const enum store_cf snap_cfs[] = { CF_USERS, CF_ENROLL, CF_GRANTS,
 #define SNAP_MAX_RECORDS 4096
 
 static void snap_free(struct snap *sn);
+
+/* Peer input refused for a reason of its own, counted apart (status:
+ * replication.dropped.<name>) as well as in counts.dropped. */
+enum drop_why {
+	DROP_FORGED_ORIGIN,   /* a live operation not of the link's site */
+	DROP_SNAP_RECORD,     /* a state-transfer record failing a check */
+	DROP_SNAP_VECTOR,     /* a state-transfer vector claim not proved */
+	DROP_HB_VECTOR,       /* heartbeat entries over MAX_VV, or bad */
+	DROP__COUNT
+};
+static const char *const drop_names[DROP__COUNT] = {
+	"forged_origin", "snapshot_record", "snapshot_vector",
+	"heartbeat_vector"
+};
 
 /* Replication latency samples (publish at the origin to durable here),
  * and the last catch-up episode, for `grantctl status` and bench/. */
@@ -106,6 +124,10 @@ struct repl {
 	uint64_t started_ms;
 	uint64_t refused;
 	uint64_t last_skew_log_ms;
+	uint64_t drops[DROP__COUNT];
+	uint64_t drop_log_ms[DROP__COUNT];
+	uint64_t last_cap_log_ms;
+	uint64_t last_retire_ms;
 	struct store_batch *batch;
 	bool dirty;                  /* batch holds applied peer ops */
 };
@@ -159,6 +181,32 @@ const char *repl_msg_problem(const Grantd__V1__PeerMsg *m, const char *site)
 	return NULL;
 }
 
+static struct peer *peer_by_site(struct repl *r, const char *site);
+
+/* Count n refusals for why (and in counts.dropped); the log says what at
+ * most once a second per reason, with the running count. */
+static void refuse(struct repl *r, enum drop_why why, uint64_t n,
+		   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void refuse(struct repl *r, enum drop_why why, uint64_t n,
+		   const char *fmt, ...)
+{
+	uint64_t now_ms = hlc_wall_ms();
+	char m[512];
+	va_list ap;
+
+	r->drops[why] += n;
+	r->n->ops.dropped += n;
+	if (now_ms - r->drop_log_ms[why] < 1000)
+		return;
+	r->drop_log_ms[why] = now_ms;
+	va_start(ap, fmt);
+	vsnprintf(m, sizeof(m), fmt, ap);
+	va_end(ap);
+	log_error("%s %s=%llu dropped=%llu", m, drop_names[why],
+		  (unsigned long long)r->drops[why],
+		  (unsigned long long)r->n->ops.dropped);
+}
+
 /* ---- version vectors ------------------------------------------------------ */
 
 /* Our whole vector as heartbeat entries; free with hb_free_entries. */
@@ -167,13 +215,22 @@ static void hb_fill(struct repl *r, Grantd__V1__Heartbeat *hb)
 	struct store_iter *it;
 	struct buf v = BUF_INIT;
 	const char *key;
-	size_t klen, cap = 0;
+	size_t klen, cap = 0, over = 0;
+	const struct ops *o = &r->n->ops;
 
 	store_iter_new(&it, r->n->store, NULL, CF_VV, "", 0);
 	while (store_iter_next(it, &key, &klen, &v) > 0) {
 		size_t ol = strnlen(key, klen);
 		if (ol + 1 + 8 != klen || v.len != 8)
 			continue;
+		/* never more than a peer takes (take_heartbeat); our own
+		 * stream always has its place */
+		bool ours = ol == strlen(o->site) && !memcmp(key, o->site, ol) &&
+			    store_get_be64(key + ol + 1) == o->epoch;
+		if (hb->n_vv >= MAX_VV - 1 && !ours) {
+			over++;
+			continue;
+		}
 		if (hb->n_vv == cap) {
 			cap = cap ? 2 * cap : 8;
 			hb->vv = realloc(hb->vv, cap * sizeof(*hb->vv));
@@ -196,6 +253,12 @@ static void hb_fill(struct repl *r, Grantd__V1__Heartbeat *hb)
 	}
 	store_iter_free(&it);
 	buf_free(&v);
+	if (over && hlc_wall_ms() - r->last_cap_log_ms > 60000) {
+		r->last_cap_log_ms = hlc_wall_ms();
+		log_warn("heartbeat vector capped entries=%zu sent=%zu: finished "
+			 "epochs are retired only once every peer holds them",
+			 hb->n_vv + over, hb->n_vv);
+	}
 	hb->hlc = r->n->ops.hlc.last, hb->has_hlc = 1;
 	hb->digest.data = r->n->ops.digest;
 	hb->digest.len = DIGEST_LEN, hb->has_digest = 1;
@@ -213,6 +276,29 @@ static void hb_free_entries(Grantd__V1__Heartbeat *hb)
 	hb->n_vv = 0;
 }
 
+/* The seqs of our epochs of origin that peer p's heartbeat does not list:
+ * epochs it has retired and we not yet (ops_vv_follow), so its retired
+ * total is ahead of ours by them without p holding anything we lack. */
+static uint64_t unlisted(struct repl *r, const struct peer *p,
+			 const char *origin)
+{
+	const struct ops *o = &r->n->ops;
+	uint64_t sum = 0;
+
+	for (size_t i = 0; i < o->nvv; i++) {
+		bool listed = false;
+		if (o->vv[i].epoch == OPS_VV_RETIRED || o->vv[i].retired ||
+		    strcmp(o->vv[i].origin, origin))
+			continue;
+		for (size_t j = 0; !listed && j < p->hb->n_vv; j++)
+			listed = p->hb->vv[j]->epoch == o->vv[i].epoch &&
+				 !strcmp(p->hb->vv[j]->origin, origin);
+		if (!listed)
+			sum += o->vv[i].seq;
+	}
+	return sum;
+}
+
 /* The first entry where peer p is ahead of us; NULL when level.  Also
  * counts how far behind we are in total. */
 static const Grantd__V1__VvEntry *peer_ahead(struct repl *r, struct peer *p,
@@ -227,6 +313,8 @@ static const Grantd__V1__VvEntry *peer_ahead(struct repl *r, struct peer *p,
 		const Grantd__V1__VvEntry *e = p->hb->vv[i];
 		uint64_t have = ops_vv_get(&r->n->ops, NULL, e->origin,
 					   e->epoch);
+		if (e->epoch == OPS_VV_RETIRED && e->seq > have)
+			have += unlisted(r, p, e->origin);
 		if (e->seq > have) {
 			*lag += e->seq - have;
 			if (!first)
@@ -711,7 +799,7 @@ static void snap_take_vv(struct snap *sn, Grantd__V1__SnapRep *rep)
 	sn->vv = calloc(rep->n_vv ? rep->n_vv : 1, sizeof(*sn->vv));
 	if (!sn->vv)
 		abort();
-	for (size_t i = 0; i < rep->n_vv; i++) {
+	for (size_t i = 0; i < rep->n_vv && sn->nvv < MAX_VV; i++) {
 		if (!rep->vv[i]->origin || !name_site_ok(rep->vv[i]->origin))
 			continue;
 		Grantd__V1__VvEntry *e = malloc(sizeof(*e));
@@ -723,11 +811,79 @@ static void snap_take_vv(struct snap *sn, Grantd__V1__SnapRep *rep)
 	}
 }
 
+static bool known_cb(const char *origin, void *payload)
+{
+	return origin_known(payload, origin);
+}
+
+/* How far a state transfer from p may raise our entry for (origin, epoch)
+ * (e->seq claimed): p speaks for its own streams, and a finished epoch of
+ * ours can never grow; another site's stream is raised no further than
+ * that site's own last heartbeat shows it (a claim beyond it would make us
+ * drop that site's later operations as duplicates). */
+static uint64_t snap_vv_cap(struct repl *r, struct peer *p,
+			    const Grantd__V1__VvEntry *e)
+{
+	const struct peer *q = peer_by_site(r, e->origin);
+	uint64_t said = 0;
+
+	if (!strcmp(e->origin, p->cfg->site))
+		return e->seq;
+	if (!strcmp(e->origin, r->n->ops.site))
+		return e->epoch == r->n->ops.epoch ? 0 : e->seq;
+	for (size_t i = 0; q && q->hb && i < q->hb->n_vv; i++)
+		if (q->hb->vv[i]->epoch == e->epoch &&
+		    !strcmp(q->hb->vv[i]->origin, e->origin))
+			said = q->hb->vv[i]->seq;
+	return said < e->seq ? said : e->seq;
+}
+
+/* Every family merged: raise the vector to what the sender's vector says,
+ * as far as snap_vv_cap allows; not at all when a record was refused (we
+ * may then lack effects the vector would claim). */
+static void snap_raise(struct repl *r, struct peer *p)
+{
+	struct snap *sn = &r->snap;
+	struct ops *o = &r->n->ops;
+	uint64_t capped = 0;
+
+	for (size_t i = 0; !sn->refused && i < sn->nvv; i++) {
+		Grantd__V1__VvEntry *e = sn->vv[i];
+		uint64_t cap = snap_vv_cap(r, p, e);
+		if (cap < e->seq && cap < ops_vv_get(o, NULL, e->origin, e->epoch))
+			cap = ops_vv_get(o, NULL, e->origin, e->epoch);
+		if (cap < e->seq && !capped++)
+			refuse(r, DROP_SNAP_VECTOR, 0, "state transfer vector "
+			       "claim not proved peer=%s origin=%s epoch=%016llx "
+			       "seq=%llu raised_to=%llu", p->cfg->site, e->origin,
+			       (unsigned long long)e->epoch,
+			       (unsigned long long)e->seq,
+			       (unsigned long long)cap);
+		ops_vv_raise(o, r->batch, e->origin, e->epoch, cap);
+	}
+	r->drops[DROP_SNAP_VECTOR] += capped;
+	o->dropped += capped;
+	if (sn->refused)
+		log_error("state transfer done peer=%s records=%llu refused=%llu:"
+			  " vector not raised", p->cfg->site,
+			  (unsigned long long)sn->records,
+			  (unsigned long long)sn->refused);
+	else
+		log_info("state transfer done peer=%s records=%llu "
+			 "claims_capped=%llu", p->cfg->site,
+			 (unsigned long long)sn->records,
+			 (unsigned long long)capped);
+}
+
 static void apply_snap(struct repl *r, struct peer *p,
 		       Grantd__V1__SnapRep *rep, uint64_t now_ms)
 {
 	struct snap *sn = &r->snap;
 	struct ops *o = &r->n->ops;
+	struct buf why = BUF_INIT;
+	/* the checks a live operation gets (apply_op) */
+	struct ops_trust t = { ((now_ms + MAX_SKEW_MS) << 16) | 0xffff,
+			       known_cb, r };
 
 	if (sn->p != p || rep->cf != (uint32_t)snap_cfs[sn->cf] ||
 	    rep->n_keys != rep->n_values) {
@@ -737,13 +893,19 @@ static void apply_snap(struct repl *r, struct peer *p,
 	if (rep->n_vv && !sn->vv)
 		snap_take_vv(sn, rep);
 	for (size_t i = 0; i < rep->n_values; i++) {
+		buf_reset(&why);
 		if (ops_merge_record(o, r->batch, (enum store_cf)rep->cf,
-				     rep->values[i].data,
-				     rep->values[i].len) < 0)
-			o->dropped++;
-		else
+				     rep->values[i].data, rep->values[i].len,
+				     &t, &why) < 0) {
+			sn->refused++;
+			refuse(r, DROP_SNAP_RECORD, 1, "state transfer record "
+			       "dropped peer=%s cf=%u: %s", p->cfg->site,
+			       (unsigned)rep->cf, why.len ? why.p : "?");
+		} else {
 			sn->records++;
+		}
 	}
+	buf_free(&why);
 	r->dirty = true;
 	if (rep->n_keys) {
 		buf_reset(&sn->after);
@@ -758,15 +920,9 @@ static void apply_snap(struct repl *r, struct peer *p,
 		snap_request(r, now_ms);
 		return;
 	}
-	/* every family merged: this node now holds what the vector says */
-	for (size_t i = 0; i < sn->nvv; i++) {
-		Grantd__V1__VvEntry *e = sn->vv[i];
-		if (!strcmp(e->origin, o->site) && e->epoch == o->epoch)
-			continue;
-		ops_vv_raise(o, r->batch, e->origin, e->epoch, e->seq);
-	}
-	log_info("state transfer done peer=%s records=%llu", p->cfg->site,
-		 (unsigned long long)sn->records);
+	snap_raise(r, p);
+	if (sn->refused)
+		back_off(p, now_ms); /* not a state transfer a second */
 	snap_free(sn);
 }
 
@@ -923,21 +1079,38 @@ static Grantd__V1__PeerMsg *decode(struct repl *r, const char *site,
 	return NULL;
 }
 
-static void take_heartbeat(struct peer *p, Grantd__V1__PeerMsg *m)
+/* Keep p's heartbeat, with what fits of its vector: entries past MAX_VV
+ * and entries with a bad origin are cut (logged and counted), never the
+ * whole heartbeat. */
+static void take_heartbeat(struct repl *r, struct peer *p,
+			   Grantd__V1__PeerMsg *m)
 {
+	Grantd__V1__Heartbeat *hb = m->heartbeat;
+	size_t kept = 0, bad = 0, over = 0;
+
 	if (p->hb)
 		grantd__v1__heartbeat__free_unpacked(p->hb, NULL);
 	/* keep the heartbeat, free the envelope */
-	p->hb = m->heartbeat;
+	p->hb = hb;
 	m->heartbeat = NULL;
 	m->body_case = GRANTD__V1__PEER_MSG__BODY__NOT_SET;
-	for (size_t i = 0; i < p->hb->n_vv; i++)
-		if (p->hb->n_vv > MAX_VV || !p->hb->vv[i]->origin ||
-		    !name_site_ok(p->hb->vv[i]->origin)) {
-			grantd__v1__heartbeat__free_unpacked(p->hb, NULL);
-			p->hb = NULL;
-			return;
+	for (size_t i = 0; i < hb->n_vv; i++) {
+		Grantd__V1__VvEntry *e = hb->vv[i];
+		if (!e->origin || !name_site_ok(e->origin))
+			bad++;
+		else if (kept == MAX_VV)
+			over++;
+		else {
+			hb->vv[kept++] = e;
+			continue;
 		}
+		grantd__v1__vv_entry__free_unpacked(e, NULL);
+	}
+	if (bad || over)
+		refuse(r, DROP_HB_VECTOR, 1, "heartbeat vector cut peer=%s "
+		       "entries=%zu kept=%zu bad=%zu over_limit=%zu (at most %d)",
+		       p->cfg->site, hb->n_vv, kept, bad, over, MAX_VV);
+	hb->n_vv = kept;
 }
 
 static int recv_frame(void *sock, zmq_msg_t *msg)
@@ -1004,6 +1177,21 @@ static int handle_router(struct repl *r)
 	return 1;
 }
 
+/* A peer publishes only its own operations: on its live channel an
+ * operation of another origin is a forgery (taking that origin's sequence
+ * numbers).  Relays of other origins come only in range answers. */
+static bool op_from_link(struct repl *r, struct peer *p,
+			 const Grantd__V1__Op *op)
+{
+	if (!op->origin || !strcmp(op->origin, p->cfg->site))
+		return true; /* (no origin: apply_op refuses it) */
+	refuse(r, DROP_FORGED_ORIGIN, 1, "peer operation dropped peer=%s "
+	       "origin=%s seq=%llu: origin is not the link's site",
+	       p->cfg->site, name_site_ok(op->origin) ? op->origin : "?",
+	       (unsigned long long)op->seq);
+	return false;
+}
+
 /* One frame from a peer's SUB or DEALER. */
 static int handle_peer(struct repl *r, struct peer *p, void *sock,
 		       uint64_t now_ms)
@@ -1025,14 +1213,14 @@ static int handle_peer(struct repl *r, struct peer *p, void *sock,
 	p->last_heard_ms = now_ms;
 	switch (m->body_case) {
 	case GRANTD__V1__PEER_MSG__BODY_OP:
-		if (sock == p->sub)
-			apply_op(r, p, m->op, m->sent_us, now_ms);
-		else
+		if (sock != p->sub)
 			r->n->ops.dropped++;
+		else if (op_from_link(r, p, m->op))
+			apply_op(r, p, m->op, m->sent_us, now_ms);
 		ops_wipe(m->op);
 		break;
 	case GRANTD__V1__PEER_MSG__BODY_HEARTBEAT:
-		take_heartbeat(p, m);
+		take_heartbeat(r, p, m);
 		break;
 	case GRANTD__V1__PEER_MSG__BODY_SNAP_REP:
 		if (sock == p->dealer)
@@ -1135,6 +1323,72 @@ void repl_publish(struct buf *ob, void *payload)
 	buf_reset(ob);
 }
 
+/* Does every peer's last heartbeat hold (origin, epoch) up to seq? */
+static bool peers_hold(const char *origin, uint64_t epoch, uint64_t seq,
+		       void *payload)
+{
+	struct repl *r = payload;
+
+	for (int i = 0; i < r->npeers; i++) {
+		const Grantd__V1__Heartbeat *hb = r->peers[i].hb;
+		bool held = false;
+		for (size_t j = 0; hb && !held && j < hb->n_vv; j++)
+			held = hb->vv[j]->epoch == epoch &&
+			       hb->vv[j]->seq >= seq &&
+			       !strcmp(hb->vv[j]->origin, origin);
+		if (!held)
+			return false;
+	}
+	return true;
+}
+
+/* Has every peer retired (origin, epoch) too: its last heartbeat does not
+ * list it, and its retired total of origin is at least ours (total)? */
+static bool peers_retired(const char *origin, uint64_t epoch, uint64_t total,
+			  void *payload)
+{
+	struct repl *r = payload;
+
+	for (int i = 0; i < r->npeers; i++) {
+		const Grantd__V1__Heartbeat *hb = r->peers[i].hb;
+		uint64_t theirs = 0;
+		if (!hb)
+			return false;
+		for (size_t j = 0; j < hb->n_vv; j++) {
+			if (strcmp(hb->vv[j]->origin, origin))
+				continue;
+			if (hb->vv[j]->epoch == epoch)
+				return false;
+			if (hb->vv[j]->epoch == OPS_VV_RETIRED)
+				theirs = hb->vv[j]->seq;
+		}
+		if (theirs < total)
+			return false;
+	}
+	return true;
+}
+
+/* Retire our finished epochs that every peer holds, follow what each
+ * peer's heartbeat shows it retired of its own, and forget retired epochs
+ * every peer has retired too (ops.h). */
+static void retire_epochs(struct repl *r)
+{
+	struct ops *o = &r->n->ops;
+	int k = ops_vv_retire_own(o, r->batch, peers_hold, r), f;
+
+	for (int i = 0; i < r->npeers; i++)
+		if (r->peers[i].hb)
+			k += ops_vv_follow(o, r->batch, r->peers[i].cfg->site,
+					   r->peers[i].hb->vv,
+					   r->peers[i].hb->n_vv);
+	f = ops_vv_forget(o, r->batch, peers_retired, r);
+	if (k > 0 || f > 0) {
+		r->dirty = true;
+		log_info("finished epochs retired n=%d forgotten=%d vector=%zu",
+			 k, f, o->nvv);
+	}
+}
+
 void repl_tick(struct repl *r, uint64_t now_ms)
 {
 	bool all_level = true, any_heard = false, all_heard = true;
@@ -1147,6 +1401,10 @@ void repl_tick(struct repl *r, uint64_t now_ms)
 		log_warn("state transfer timed out peer=%s; starting over",
 			 r->snap.p->cfg->site);
 		snap_free(&r->snap);
+	}
+	if (now_ms - r->last_retire_ms >= RETIRE_MS && !r->snap.p) {
+		r->last_retire_ms = now_ms;
+		retire_epochs(r);
 	}
 	int64_t keep = r->n->cfg->oplog_retention * 1000;
 	if (now_ms - r->last_truncate_ms >
@@ -1299,6 +1557,9 @@ void repl_metrics(struct repl *r, cJSON *obj)
 		cJSON_AddNumberToObject(lat, "max", v[n - 1]);
 		free(v);
 	}
+	cJSON *dr = cJSON_AddObjectToObject(obj, "dropped");
+	for (int i = 0; i < DROP__COUNT; i++)
+		cJSON_AddNumberToObject(dr, drop_names[i], (double)r->drops[i]);
 	cJSON *cu = cJSON_AddObjectToObject(obj, "last_catchup");
 	cJSON_AddNumberToObject(cu, "ops", (double)r->met.last_ops);
 	cJSON_AddNumberToObject(cu, "ms", (double)r->met.last_ms);

@@ -21,7 +21,14 @@
  *
  * Every received frame is size-capped by ZMQ_MAXMSGSIZE, decoded, checked
  * (ops_check) and only then applied; a bad one is dropped and counted in
- * ops.dropped.  One owner thread: the node's main loop.
+ * ops.dropped.  A peer holding a valid key is not trusted with the others'
+ * history: on its live channel only its own operations are taken, a state
+ * transfer's records get the live checks (origin, clock) and its vector
+ * raises another site's entry no further than that site's own heartbeat
+ * shows, and an oversized heartbeat is cut, not dropped; these refusals
+ * are also counted by reason (repl_metrics: replication.dropped).  Finished
+ * epochs that every peer holds are retired, so the vector stays bounded
+ * (ops.h).  One owner thread: the node's main loop.
  */
 #ifndef GD_REPL_H
 #define GD_REPL_H
@@ -33,7 +40,7 @@
 #include "buf.h"
 #include "node.h"
 
-#define GD_PEER_VERSION 1
+#define GD_PEER_VERSION 2
 #define REPL_HEARTBEAT_MS 250
 
 struct repl;
@@ -72,7 +79,9 @@ void repl_status(struct repl *r, cJSON *arr, uint64_t now_ms);
 int repl_rebuild(struct repl *r, const char *site);
 
 /* Add "latency_us" {count, p50, p99, max} (live operations, publish at
- * the origin to committed here) and "last_catchup" {ops, ms} to obj. */
+ * the origin to committed here), "dropped" {forged_origin, snapshot_record,
+ * snapshot_vector, heartbeat_vector} (peer input refused, by reason; each
+ * also in counts.dropped) and "last_catchup" {ops, ms} to obj. */
 void repl_metrics(struct repl *r, cJSON *obj);
 
 /* A CURVE client socket of the given type connected to endpoint, as this

@@ -65,6 +65,27 @@ peers, for tests/integration/test_repl_security.sh.  Needs python3-zmq.
       every request, stream and cancellation, and {"event": "end", ...}
       totals at the end (also on SIGTERM).
 
+  repl_rogue.py forge ATTACK PUBLISH SYNC KEYFILE SITE VICTIM VEPOCH VSEQ SECONDS
+      Stand in for peer SITE (its node stopped) with SITE's key pair, binding
+      its publish and sync endpoints, and lie about another site, VICTIM,
+      whose current epoch is VEPOCH (hex) and last sequence number VSEQ.
+      Publishes a heartbeat of SITE every 100 ms until SECONDS have passed,
+      and, by ATTACK:
+        live     also publishes Op{origin VICTIM, VEPOCH, VSEQ + 1, a Grant
+                 of kim from 10.66.6.6}: an operation in VICTIM's name on
+                 SITE's own live channel, taking VICTIM's next slot
+        snap     the heartbeat claims (SITE, a fresh EPOCH, 1); a RangeReq
+                 for it is answered `truncated`, so the node asks SITE for
+                 a state transfer, which is answered with the vector
+                 [(SITE, EPOCH, 1), (VICTIM, VEPOCH, 2^62)] and, in the grants
+                 family, a Grant of kim from 10.66.6.7 stamped near 2^64
+        snap-vv  the same with honest records (none) but the forged vector
+        hugevv   the heartbeat holds (SITE, EPOCH, 1) followed by 5,000
+                 entries of made-up sites: more than a node accepts
+      Prints one JSON object per line: {"event": "start", ...} first, each
+      request received ({"event": "range_req" | "snap_req", ...}), and
+      {"event": "end", ...} totals at the end (also on SIGTERM).
+
 Absence can only be shown by waiting: WAIT_S bounds those waits (heartbeats
 come every 250 ms, so a second is four of them).
 """
@@ -425,6 +446,129 @@ def rogue_git(ctx, mode, publish, sync, keyfile, site, repo, ref, gitdir, secs):
     return 0
 
 
+# ---- forge: a peer with a valid key lying about other sites ---------------
+
+def forge(ctx, attack, publish, sync, keyfile, site, victim, vepoch, vseq, secs):
+    import secrets
+    import signal
+
+    attacks = ("live", "snap", "snap-vv", "hugevv")
+    if attack not in attacks:
+        print("forge: ATTACK is one of " + " ".join(attacks), file=sys.stderr)
+        return 2
+    vepoch, vseq = int(vepoch, 16), int(vseq)
+    counts = {"range_reqs": 0, "snap_reqs": 0, "published": 0, "heartbeats": 0}
+
+    def log(event, **kw):
+        print(json.dumps(dict({"event": event}, **kw), sort_keys=True), flush=True)
+
+    def stop(*_):
+        raise SystemExit(0)
+    signal.signal(signal.SIGTERM, stop)
+    _, sec = load_keys(keyfile)
+
+    def server(kind, endpoint):
+        s = ctx.socket(kind)
+        s.setsockopt(zmq.LINGER, 0)
+        s.setsockopt(zmq.CURVE_SERVER, 1)
+        s.setsockopt(zmq.CURVE_SECRETKEY, sec)
+        s.bind(endpoint)
+        return s
+    pub = server(zmq.PUB, publish)
+    router = server(zmq.ROUTER, sync)
+    epoch = secrets.randbits(62) + 1
+    now_hlc = int(time.time() * 1000) << 16
+
+    def vv_entry(origin, ep, seq):
+        return field_bytes(1, field_bytes(1, origin) + field_varint(2, ep) +
+                           field_varint(3, seq))
+
+    def grant(net, hlc, origin):
+        return (field_bytes(1, "kim") + field_bytes(2, net) + field_bytes(3, "") +
+                field_varint(4, int(time.time())) +
+                field_varint(5, int(time.time()) + 86400) + field_bytes(6, origin) +
+                field_varint(14, hlc) + field_bytes(15, origin))
+
+    own = vv_entry(site, epoch, 1) if attack != "live" else b""
+    junk = b""
+    if attack == "hugevv":
+        junk = b"".join(vv_entry("junk%d" % i, i + 1, 1) for i in range(5000))
+
+    def heartbeat():
+        hlc = int(time.time() * 1000) << 16
+        return peer_msg(sender=site, body=field_bytes(11, own + junk + field_varint(2, hlc)))
+
+    forged_op = (field_bytes(1, victim) + field_varint(2, vepoch) +
+                 field_varint(3, vseq + 1) + field_varint(4, now_hlc) +
+                 field_bytes(12, grant("10.66.6.6", now_hlc, victim)))
+    log("start", attack=attack, site=site, epoch=epoch, victim=victim,
+        vepoch="%016x" % vepoch, vseq=vseq, heartbeat_entries=(1 if own else 0) +
+        (5000 if junk else 0))
+
+    def send(rid, body):
+        router.send_multipart([rid, peer_msg(sender=site, body=body)])
+
+    def on_frame(rid, body):
+        try:
+            m = pb_fields(body)
+        except ValueError as e:
+            log("undecodable", why=str(e))
+            return
+        if 12 in m:  # range_req: answered truncated (snap) or empty
+            r = pb_fields(pb_one(m, 12))
+            origin = pb_one(r, 1, b"").decode(errors="replace")
+            repoch, frm = pb_one(r, 2, 0), pb_one(r, 3, 0)
+            counts["range_reqs"] += 1
+            trunc = attack in ("snap", "snap-vv")
+            send(rid, field_bytes(13, field_bytes(1, origin) + field_varint(2, repoch) +
+                                  field_varint(4, frm) + field_varint(5, int(trunc))))
+            log("range_req", origin=origin, epoch=repoch, frm=frm, truncated=trunc)
+        elif 15 in m:  # snap_req
+            q = pb_fields(pb_one(m, 15))
+            cf = pb_one(q, 1, 0)
+            first = 2 not in q
+            counts["snap_reqs"] += 1
+            rep = field_varint(1, cf) + field_varint(4, 1)
+            if first and cf == 1:
+                rep += (field_bytes(5, field_bytes(1, site) + field_varint(2, epoch) +
+                                    field_varint(3, 1)) +
+                        field_bytes(5, field_bytes(1, victim) + field_varint(2, vepoch) +
+                                    field_varint(3, 1 << 62)))
+            if attack == "snap" and cf == 3:  # CF_GRANTS
+                rep += (field_bytes(2, b"kim\x0010.66.6.7\x00") +
+                        field_bytes(3, grant("10.66.6.7", (1 << 64) - (1 << 16), site)))
+            send(rid, field_bytes(16, rep))
+            log("snap_req", cf=cf, first=first)
+        elif 14 in m:  # vv_req
+            router.send_multipart([rid, heartbeat()])
+
+    poller = zmq.Poller()
+    poller.register(router, zmq.POLLIN)
+    end = time.monotonic() + float(secs)
+    next_pub = 0.0
+    try:
+        while time.monotonic() < end:
+            t = time.monotonic()
+            if t >= next_pub:
+                pub.send(heartbeat())
+                counts["heartbeats"] += 1
+                if attack == "live":
+                    pub.send(peer_msg(sender=site, body=field_bytes(10, forged_op)))
+                    counts["published"] += 1
+                next_pub = t + 0.1
+            for _ in poller.poll(max(1, int((next_pub - time.monotonic()) * 1000))):
+                while True:
+                    try:
+                        frames = router.recv_multipart(zmq.NOBLOCK)
+                    except zmq.Again:
+                        break
+                    if len(frames) == 2:
+                        on_frame(frames[0], frames[1])
+    finally:
+        log("end", **counts)
+    return 0
+
+
 def main(argv):
     ctx = zmq.Context()
     mode = argv[1]
@@ -531,6 +675,8 @@ def main(argv):
             rounds += 1
             time.sleep(0.05)  # a round every 50 ms until killed
         return 0
+    if mode == "forge":
+        return forge(ctx, *argv[2:12])
     if mode == "rogue-git":
         return rogue_git(ctx, *argv[2:11])
     print("unknown mode " + mode, file=sys.stderr)

@@ -1355,7 +1355,7 @@ static void test_merge_record(void **state)
 		while ((rc = store_iter_next(it, &key, &klen, &v)) > 0)
 			assert_int_equal(ops_merge_record(&dst->o, b,
 							  state_cfs[c], v.p,
-							  v.len), 0);
+							  v.len, NULL, NULL), 0);
 		assert_int_equal(rc, 0);
 		store_iter_free(&it);
 	}
@@ -1379,7 +1379,7 @@ static void test_merge_record(void **state)
 			store_iter_new(&it, src->s, NULL, state_cfs[c], "", 0);
 			while (store_iter_next(it, &key, &klen, &v) > 0)
 				assert_int_equal(ops_merge_record(
-					&n->o, b, state_cfs[c], v.p, v.len), 0);
+					&n->o, b, state_cfs[c], v.p, v.len, NULL, NULL), 0);
 			store_iter_free(&it);
 		}
 		assert_int_equal(store_batch_count(b), 0);
@@ -1470,7 +1470,7 @@ static void test_merge_record_one(void **state)
 			struct store_batch *b;
 			store_batch_new(&b, m->s);
 			int rc = ops_merge_record(&m->o, b, where[i].cf, v.p,
-						  v.len);
+						  v.len, NULL, NULL);
 			if (rc != 0)
 				fail_msg("%s record: ops_merge_record = %d",
 					 body_name(ops[i]), rc);
@@ -1510,25 +1510,25 @@ static void test_merge_record_bad(void **state)
 	store_batch_new(&b, n->s);
 	/* does not decode */
 	assert_int_equal(ops_merge_record(&n->o, b, CF_USERS, junk,
-					  sizeof(junk)), GD_EPROTO);
+					  sizeof(junk), NULL, NULL), GD_EPROTO);
 	/* not a state family */
-	assert_int_equal(ops_merge_record(&n->o, b, CF_OPLOG, "", 0),
+	assert_int_equal(ops_merge_record(&n->o, b, CF_OPLOG, "", 0, NULL, NULL),
 			 GD_EPROTO);
-	assert_int_equal(ops_merge_record(&n->o, b, CF_META, "", 0),
+	assert_int_equal(ops_merge_record(&n->o, b, CF_META, "", 0, NULL, NULL),
 			 GD_EPROTO);
-	assert_int_equal(ops_merge_record(&n->o, b, CF_VV, "", 0), GD_EPROTO);
+	assert_int_equal(ops_merge_record(&n->o, b, CF_VV, "", 0, NULL, NULL), GD_EPROTO);
 	/* an LWW record without its stamp */
 	u.name = "ivan";
 	size_t len = grantd__v1__user__get_packed_size(&u);
 	grantd__v1__user__pack(&u, buf_extend(&v, len));
-	assert_int_equal(ops_merge_record(&n->o, b, CF_USERS, v.p, v.len),
+	assert_int_equal(ops_merge_record(&n->o, b, CF_USERS, v.p, v.len, NULL, NULL),
 			 GD_EPROTO);
 	/* with a stamp but a bad name */
 	u.hlc = 5, u.has_hlc = 1, u.origin = "sitea", u.name = "Ivan";
 	buf_reset(&v);
 	len = grantd__v1__user__get_packed_size(&u);
 	grantd__v1__user__pack(&u, buf_extend(&v, len));
-	assert_int_equal(ops_merge_record(&n->o, b, CF_USERS, v.p, v.len),
+	assert_int_equal(ops_merge_record(&n->o, b, CF_USERS, v.p, v.len, NULL, NULL),
 			 GD_EPROTO);
 	assert_int_equal(store_batch_count(b), 0);
 	assert_true(digest_zero(n->o.digest));
@@ -1537,12 +1537,71 @@ static void test_merge_record_bad(void **state)
 	buf_reset(&v);
 	len = grantd__v1__user__get_packed_size(&u);
 	grantd__v1__user__pack(&u, buf_extend(&v, len));
-	assert_int_equal(ops_merge_record(&n->o, b, CF_USERS, v.p, v.len), 0);
+	assert_int_equal(ops_merge_record(&n->o, b, CF_USERS, v.p, v.len, NULL, NULL), 0);
 	assert_int_equal(ops_commit(&n->o, b, true), 0);
 	store_batch_free(&b);
 	check_digest(n);
 	assert_false(digest_zero(n->o.digest));
 	buf_free(&v);
+}
+
+static bool known_ab(const char *origin, void *payload)
+{
+	(void)payload;
+	return !strcmp(origin, "sitea") || !strcmp(origin, "siteb");
+}
+
+/* A peer's record gets the checks a live operation gets (issue 8): a stamp
+ * beyond the receiver's clock plus the skew, or from an origin that is not
+ * configured, is refused with its reason and changes nothing; a record
+ * that passes moves the clock up to its stamp. */
+static void test_merge_record_trust(void **state)
+{
+	struct fixture *f = *state;
+	struct node *n = node_open(f, 0);
+	struct ops_trust t = { HLC(1000, 0xffff), known_ab, NULL };
+	struct store_batch *b;
+	struct buf v = BUF_INIT, why = BUF_INIT;
+	Grantd__V1__Grant g = GRANTD__V1__GRANT__INIT;
+
+	g.user = "kim", g.net = "10.66.6.7", g.session = "", g.site = "sitea";
+	g.expires = 1900000000, g.has_expires = 1;
+	g.origin = "sitea";
+	store_batch_new(&b, n->s);
+	/* stamped near 2^64: would beat every later revocation */
+	g.hlc = UINT64_MAX - 0xffff, g.has_hlc = 1;
+	grantd__v1__grant__pack(&g, buf_extend(&v, grantd__v1__grant__get_packed_size(&g)));
+	assert_int_equal(ops_merge_record(&n->o, b, CF_GRANTS, v.p, v.len, &t,
+					  &why), GD_EPROTO);
+	assert_non_null(strstr(why.p, "ahead of the allowed skew"));
+	/* just past the bound */
+	g.hlc = HLC(1001, 0);
+	buf_reset(&v), buf_reset(&why);
+	grantd__v1__grant__pack(&g, buf_extend(&v, grantd__v1__grant__get_packed_size(&g)));
+	assert_int_equal(ops_merge_record(&n->o, b, CF_GRANTS, v.p, v.len, &t,
+					  &why), GD_EPROTO);
+	/* from a site that is not configured */
+	g.hlc = HLC(900, 0), g.origin = "nosuchsite";
+	buf_reset(&v), buf_reset(&why);
+	grantd__v1__grant__pack(&g, buf_extend(&v, grantd__v1__grant__get_packed_size(&g)));
+	assert_int_equal(ops_merge_record(&n->o, b, CF_GRANTS, v.p, v.len, &t,
+					  &why), GD_EPROTO);
+	assert_non_null(strstr(why.p, "unknown origin site nosuchsite"));
+	assert_int_equal(store_batch_count(b), 0);
+	assert_true(digest_zero(n->o.digest));
+	/* a good one is merged, and the clock observes it */
+	g.hlc = HLC(1000, 7), g.origin = "siteb";
+	buf_reset(&v), buf_reset(&why);
+	grantd__v1__grant__pack(&g, buf_extend(&v, grantd__v1__grant__get_packed_size(&g)));
+	n->o.hlc.last = HLC(10, 0);
+	assert_int_equal(ops_merge_record(&n->o, b, CF_GRANTS, v.p, v.len, &t,
+					  &why), 0);
+	assert_true(n->o.hlc.last >= HLC(1000, 7));
+	assert_int_equal(ops_commit(&n->o, b, true), 0);
+	store_batch_free(&b);
+	check_digest(n);
+	buf_free(&v);
+	buf_free(&why);
 }
 
 /* A grant long expired leaves the disk at the next sweep (the grants
@@ -1585,7 +1644,7 @@ static void test_sweep_keeps_digest(void **state)
 		while (store_iter_next(it, &key, &klen, &v) > 0)
 			assert_int_equal(ops_merge_record(&c->o, b,
 							  state_cfs[i], v.p,
-							  v.len), 0);
+							  v.len, NULL, NULL), 0);
 		store_iter_free(&it);
 	}
 	assert_int_equal(ops_commit(&c->o, b, true), 0);
@@ -1730,6 +1789,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_sweep_keeps_digest,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_local, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_merge_record_trust, setup,
+						teardown),
+
 	};
 	return cmocka_run_group_tests(tests, setup_group, teardown_group);
 }

@@ -1,0 +1,123 @@
+#!/bin/bash
+# A peer holding a valid key must not rewrite the others' history (issue 8,
+# items 5-7).  montreal's node is stopped and a stand-in
+# (tests/integration/repl_rogue.py forge, python3-zmq) binds its endpoints
+# with montreal's key pair, then lies about portland:
+#  (a) live: it publishes an operation in portland's name, with portland's
+#      epoch and next sequence number (a grant of kim);
+#  (b) snap: it makes paloalto take a state transfer from it, whose grants
+#      hold a grant stamped near 2^64 and whose vector claims 2^62
+#      operations of portland's current epoch; (b2) the vector alone;
+#  (c) hugevv: its heartbeat holds more than 4,096 vector entries.
+# Each lie is refused and counted by reason (status
+# replication.dropped.<reason>, and counts.dropped), the node takes what
+# fits of the huge heartbeat, and after each the cluster converges to the
+# honest state: portland's later operations (a revocation among them) reach
+# every site, and the forged grants are nowhere.
+. "$(dirname "$0")/lib.sh"
+
+PY=$(t_py) || {
+	echo "skip: no python3 with the zmq module (apt-get install python3-zmq)"
+	exit 77
+}
+ROGUE=$T_HERE/repl_rogue.py
+M=${T_SADDR[montreal]}
+MPUB=tcp://$M:$T_PUB_PORT
+MSYNC=tcp://$M:$T_SYNC_PORT
+MKEY=$(t_dir montreal)/node.key
+
+t_cluster_up lockout_failures=50
+t_suser paloalto kim
+KS=$(gd_base32_secret)
+t_expect 0 "paloalto: enroll kim --hotp" t_c paloalto enroll kim --hotp --secret "$KS" --digits 6
+t_expect 0 "paloalto: repo add sec --mode required --writer kim" t_c paloalto repo add sec --mode required --writer kim
+t_expect_converged "the three sites agree" 10
+
+dropped() { t_sj "$1" "j['replication'].get('dropped', {}).get('$2', 0)"; }
+# portland's current epoch (hex) and its last sequence number in it
+vepoch() { t_sj portland 'j["epoch"]'; }
+vseq() { t_sj portland 'next((e["seq"] for e in j["vector"] if e["origin"] == "portland" and e["epoch"] == j["epoch"]), 0)'; }
+# t_rogue NAME ATTACK: start the stand-in for montreal (its node stopped)
+t_rogue() {
+	local ep seq
+	t_stop montreal
+	ep=$(vepoch) && seq=$(vseq) || t_fatal "portland's epoch and sequence number"
+	"$PY" "$ROGUE" forge "$2" "$MPUB" "$MSYNC" "$MKEY" montreal portland \
+		"$ep" "$seq" 60 >"$T_DIR/$1.out" 2>&1 &
+	ROGUE_PID=$!
+	gd_wait_for 10 grep -q '"start"' "$T_DIR/$1.out" ||
+		t_fatal "the stand-in for montreal starts: $(<"$T_DIR/$1.out")"
+}
+t_rogue_end() {
+	kill "$ROGUE_PID" 2>/dev/null
+	wait "$ROGUE_PID" 2>/dev/null
+	t_start montreal
+}
+grew() { (( $(dropped "$1" "$2") >= $3 + 1 )); }
+allowed_nowhere() {
+	local s
+	for s in paloalto portland montreal; do
+		t_expect 1 "$s: check kim $1 sec is refused ($2)" t_c "$s" check kim "$1" sec
+	done
+}
+
+t_section "(a) an operation in portland's name on montreal's live channel"
+F0=$(dropped paloalto forged_origin)
+D0=$(t_sj paloalto "j['counts']['dropped']")
+t_rogue live live
+t_expect_soon 0 10 "paloalto: replication.dropped.forged_origin grew" grew paloalto forged_origin "$F0"
+t_check "paloalto: counts.dropped grew too" test "$(t_sj paloalto "j['counts']['dropped']")" -gt "$D0"
+t_check "paloalto's log names the forgery" t_grep_log paloalto "origin is not the link's site"
+t_expect 1 "paloalto: check kim 10.66.6.6 sec is refused (the forged grant was not taken)" \
+	t_c paloalto check kim 10.66.6.6 sec
+t_rogue_end
+t_expect 0 "portland: user add honest1 (portland's next sequence number)" t_c portland user add honest1
+t_expect_soon 0 10 "paloalto: has user honest1" t_has_user paloalto honest1
+t_expect_converged "the three sites agree after the forged operation" 20
+allowed_nowhere 10.66.6.6 "the forged grant"
+
+t_section "(b) a state transfer with a record stamped near 2^64 and a forged vector"
+t_expect 0 "portland: kim 2fa val <hotp 0> (a grant from 127.0.7.7)" t_sh portland 127.0.7.7 kim 2fa val "$(t_hotp "$KS" 0)"
+t_expect_converged "the three sites agree" 10
+t_expect 0 "paloalto: check kim 127.0.7.7 sec is allowed" t_c paloalto check kim 127.0.7.7 sec
+R0=$(dropped paloalto snapshot_record)
+V0=$(dropped paloalto snapshot_vector)
+t_rogue snap snap
+t_expect_soon 0 15 "paloalto: replication.dropped.snapshot_record grew" grew paloalto snapshot_record "$R0"
+t_check "paloalto's log says it took a state transfer from montreal" \
+	t_grep_log paloalto "state transfer started peer=montreal"
+t_expect 1 "paloalto: check kim 10.66.6.7 sec is refused (the record stamped near 2^64)" \
+	t_c paloalto check kim 10.66.6.7 sec
+t_rogue_end
+t_expect 0 "portland: grant revoke kim all (an honest later revocation)" t_c portland grant revoke kim all
+t_expect 0 "portland: user add honest2" t_c portland user add honest2
+t_expect_soon 0 10 "paloalto: has user honest2 (portland's later operations arrive)" t_has_user paloalto honest2
+t_expect_converged "the three sites agree after the forged snapshot" 20
+allowed_nowhere 127.0.7.7 "revoked at portland after the forged snapshot"
+allowed_nowhere 10.66.6.7 "the record stamped near 2^64"
+
+t_section "(b2) a state transfer whose vector alone is forged"
+V1=$(dropped paloalto snapshot_vector)
+t_rogue snapvv snap-vv
+t_expect_soon 0 15 "paloalto: replication.dropped.snapshot_vector grew" grew paloalto snapshot_vector "$V1"
+t_check "paloalto's log says the state transfer from montreal finished" \
+	t_grep_log paloalto "state transfer done peer=montreal"
+huge() { t_sj paloalto '[e["seq"] for e in j["vector"] if e["origin"] == "portland" and e["seq"] >= 2**40]'; }
+t_eq "paloalto: no vector entry of portland was raised to the claim" "$(huge)" "[]"
+t_rogue_end
+t_expect 0 "portland: user add honest3" t_c portland user add honest3
+t_expect_soon 0 10 "paloalto: has user honest3" t_has_user paloalto honest3
+t_expect_converged "the three sites agree after the forged vector" 20
+
+t_section "(c) a heartbeat with more than 4,096 vector entries"
+H0=$(dropped paloalto heartbeat_vector)
+t_rogue hugevv hugevv
+t_expect_soon 0 10 "paloalto: replication.dropped.heartbeat_vector grew" grew paloalto heartbeat_vector "$H0"
+t_check "paloalto's log says the heartbeat was cut" t_grep_log paloalto "heartbeat vector cut"
+asked() { grep -q '"event": "range_req".*"origin": "montreal"' "$T_DIR/hugevv.out"; }
+t_expect_soon 0 10 "paloalto took what fits: it asked the stand-in for the range its first entry announces" asked
+t_rogue_end
+t_expect 0 "portland: user add honest4" t_c portland user add honest4
+t_expect_soon 0 10 "paloalto: has user honest4" t_has_user paloalto honest4
+t_expect_converged "the three sites agree after the huge heartbeat" 20
+t_done
