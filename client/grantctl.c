@@ -41,10 +41,17 @@ static void usage(FILE *fp)
 "  user list [--json]\n"
 "  unlock NAME                      clear a lockout after failed tokens\n"
 "Enrollment\n"
-"  enroll NAME (--totp|--hotp) [--secret BASE32] [--digits 6|8]\n"
-"         [--counter N] [--period S]\n"
-"                                   enroll (active at once); without --secret\n"
-"                                   a random secret is made and shown once\n"
+"  enroll NAME (--totp|--hotp) [--secret-file FILE|- | --secret BASE32]\n"
+"         [--allow-short-secret] [--digits 6|8] [--counter N] [--period S]\n"
+"                                   enroll (active at once); without a secret\n"
+"                                   a random 160-bit one is made and shown\n"
+"                                   once.  --secret-file reads the base32\n"
+"                                   secret from FILE (- : stdin); --secret\n"
+"                                   puts it on the command line, which every\n"
+"                                   local user can read (ps, /proc): avoid it.\n"
+"                                   A given secret needs 128 bits or more;\n"
+"                                   --allow-short-secret takes 80 (a token\n"
+"                                   migrated from a system that made those)\n"
 "  unenroll NAME\n"
 "Repositories\n"
 "  repo add NAME [--mode off|opt-in|required] [--writer USER]...\n"
@@ -141,6 +148,37 @@ static char *read_pubkey(const char *path)
 	char *s = strdup(line);
 	if (!s)
 		abort();
+	return s;
+}
+
+/* The base32 secret in path ("-": stdin): its first line, without the
+ * surrounding blanks; NULL on error.  The caller wipes and frees it. */
+static char *read_secret(const char *path)
+{
+	char line[1024];
+	bool in = !strcmp(path, "-");
+	FILE *fp = in ? stdin : fopen(path, "r");
+	char *s = NULL;
+
+	if (!fp) {
+		fprintf(stderr, "%s: cannot read secret file %s: %s\n", prog,
+			path, strerror(errno));
+		return NULL;
+	}
+	if (!fgets(line, sizeof(line), fp))
+		line[0] = '\0';
+	if (!in)
+		fclose(fp);
+	char *b = line + strspn(line, " \t");
+	size_t n = strcspn(b, "\r\n");
+	while (n && (b[n - 1] == ' ' || b[n - 1] == '\t'))
+		n--;
+	if (!n)
+		fprintf(stderr, "%s: no secret in %s\n", prog,
+			in ? "standard input" : path);
+	else if (!(s = strndup(b, n)))
+		abort();
+	explicit_bzero(line, sizeof(line));
 	return s;
 }
 
@@ -253,6 +291,27 @@ int main(int argc, char **argv)
 				rc = GD_EXIT_USAGE;
 				goto done;
 			}
+		} else if (!strcmp(sub->cmd, "enroll") &&
+			   (!strcmp(argv[i], "--secret-file") ||
+			    !strcmp(argv[i], "--secret"))) {
+			if (i + 1 == argc) {
+				fprintf(stderr, "%s: %s needs a value\n", prog,
+					argv[i]);
+				rc = GD_EXIT_USAGE;
+				goto done;
+			}
+			args[nargs++] = strdup("--secret");
+			if (!strcmp(argv[i++], "--secret-file")) {
+				if (!(args[nargs++] = read_secret(argv[i]))) {
+					rc = GD_EXIT_USAGE;
+					goto done;
+				}
+			} else {
+				if (!(args[nargs++] = strdup(argv[i])))
+					abort();
+				/* shortens its life in /proc/PID/cmdline */
+				explicit_bzero(argv[i], strlen(argv[i]));
+			}
 		} else {
 			args[nargs] = strdup(argv[i]);
 			if (!args[nargs++])
@@ -286,8 +345,12 @@ int main(int argc, char **argv)
 		sodium_memzero(rep->out, strlen(rep->out));
 	grantd__v1__reply__free_unpacked(rep, NULL);
 done:
-	for (size_t k = 0; k < nargs; k++)
+	/* an argument may be a secret (enroll --secret, --secret-file) */
+	for (size_t k = 0; k < nargs; k++) {
+		if (args[k])
+			explicit_bzero(args[k], strlen(args[k]));
 		free(args[k]);
+	}
 	free(args);
 	config_free(&cfg);
 	return rc;

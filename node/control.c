@@ -788,7 +788,7 @@ done:
 static int cmd_enroll_self(struct control *c, struct req *r)
 {
 	const char *mode = r->rq->n_args ? r->rq->args[0] : NULL;
-	uint8_t secret[OTP_HOTP_SECRET_LEN];
+	uint8_t secret[OTP_NEW_SECRET_LEN];
 	struct policy_user u;
 	bool totp;
 	int rc;
@@ -808,12 +808,11 @@ static int cmd_enroll_self(struct control *c, struct req *r)
 		       c->n->host);
 		goto done;
 	}
-	size_t slen = totp ? OTP_TOTP_SECRET_LEN : OTP_HOTP_SECRET_LEN;
-	otp_new_secret(secret, slen);
+	otp_new_secret(secret, sizeof(secret));
 	rc = make_enrollment(c, r, user_of(r),
 			     totp ? GRANTD__V1__OTP_KIND__OTP_TOTP :
 				    GRANTD__V1__OTP_KIND__OTP_HOTP,
-			     secret, slen, 6, 30, 0, false);
+			     secret, sizeof(secret), 6, 30, 0, false);
 	if (rc == 0) {
 		if (!totp)
 			r->uri.len = 0; /* no QR code for a YubiKey */
@@ -1220,13 +1219,15 @@ static int parse_uint(const char *s, unsigned long long max,
 static int cmd_enroll_admin(struct control *c, struct req *r)
 {
 	static const char usage[] =
-		"usage: grantctl enroll NAME (--totp|--hotp) [--secret BASE32] "
-		"[--digits 6|8] [--counter N] [--period S]";
+		"usage: grantctl enroll NAME (--totp|--hotp) [--secret BASE32 "
+		"[--allow-short-secret]] [--digits 6|8] [--counter N] "
+		"[--period S]";
 	const char *name = r->rq->args[0], *b32 = NULL;
 	unsigned long long digits = 6, counter = 0, period = 30;
 	uint8_t secret[OTP_MAX_SECRET_LEN];
 	size_t slen = sizeof(secret);
 	int kind = 0, rc = 0;
+	bool allow_short = false;
 	struct policy_user u;
 
 	if (!name_arg(r, name))
@@ -1234,6 +1235,10 @@ static int cmd_enroll_admin(struct control *c, struct req *r)
 	for (size_t i = 1; i < r->rq->n_args; i++) {
 		const char *a = r->rq->args[i];
 		const char *v = i + 1 < r->rq->n_args ? r->rq->args[i + 1] : NULL;
+		if (!strcmp(a, "--allow-short-secret")) {
+			allow_short = true;
+			continue;
+		}
 		if (!strcmp(a, "--totp") || !strcmp(a, "--hotp")) {
 			if (kind)
 				return bad(r, "give one of --totp or --hotp");
@@ -1266,13 +1271,22 @@ static int cmd_enroll_admin(struct control *c, struct req *r)
 	if (!kind)
 		return bad(r, "%s", usage);
 	if (b32) {
-		if (otp_base32_decode(secret, &slen, b32) < 0 || slen < 10)
-			return bad(r, "--secret must be base32 (A-Z, 2-7) of "
-				   "at least 80 bits");
+		if (otp_base32_decode(secret, &slen, b32) < 0) {
+			rc = bad(r, "--secret must be base32 (A-Z, 2-7)");
+			goto wipe;
+		}
+		if (slen < OTP_MIN_SHORT_SECRET_LEN ||
+		    (slen < OTP_MIN_SECRET_LEN && !allow_short)) {
+			rc = bad(r, "--secret has %zu bits, fewer than 128 bits "
+				 "(RFC 4226); --allow-short-secret takes 80 or "
+				 "more, for a token migrated from a system "
+				 "that made shorter ones", slen * 8);
+			goto wipe;
+		}
+	} else if (allow_short) {
+		return bad(r, "--allow-short-secret goes with --secret");
 	} else {
-		slen = kind == GRANTD__V1__OTP_KIND__OTP_TOTP ?
-			       OTP_TOTP_SECRET_LEN :
-			       OTP_HOTP_SECRET_LEN;
+		slen = OTP_NEW_SECRET_LEN;
 		otp_new_secret(secret, slen);
 	}
 	if ((rc = policy_user_load(&u, c->n, c->batch, name)) < 0)
@@ -1288,6 +1302,9 @@ static int cmd_enroll_admin(struct control *c, struct req *r)
 				     secret, slen, (unsigned)digits,
 				     (unsigned)period, counter, true);
 	policy_user_clear(&u);
+	if (rc == 0 && b32 && slen < OTP_MIN_SECRET_LEN && r->status == 0)
+		log_warn("enrolled a short secret user=%s bits=%zu "
+			 "(--allow-short-secret)", name, slen * 8);
 	if (rc == 0 && b32) {
 		/* the operator gave the secret: don't echo it back */
 		buf_reset(&r->out);
@@ -1870,7 +1887,7 @@ static const struct cmd cmds[] = {
 	{ "user.del", ON_ADMIN, false, 1, 1, cmd_user_del },
 	{ "user.list", ON_ADMIN | READS, false, 0, 0, cmd_user_list },
 	{ "unlock", ON_ADMIN, false, 1, 1, cmd_unlock },
-	{ "enroll", ON_ADMIN, false, 2, 10, cmd_enroll_admin },
+	{ "enroll", ON_ADMIN, false, 2, 11, cmd_enroll_admin },
 	{ "unenroll", ON_ADMIN, false, 1, 1, cmd_unenroll_admin },
 	{ "repo.add", ON_ADMIN, false, 1, GD_CTL_MAX_ARGS, cmd_repo_add },
 	{ "repo.mode", ON_ADMIN, false, 2, 2, cmd_repo_mode },
