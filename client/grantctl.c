@@ -80,6 +80,12 @@ static void usage(FILE *fp)
 "                                   lacks, repository objects and refs too\n"
 "                                   (after a restore from an empty disk or an\n"
 "                                   old backup); wipes nothing\n"
+"  rekey NEWKEYFILE                 re-seal every stored secret under the\n"
+"                                   key pair in NEWKEYFILE (grantctl keygen;\n"
+"                                   mode 0600, readable by the node), in one\n"
+"                                   atomic write; then set secret_key to it\n"
+"                                   and restart the node, and give its new\n"
+"                                   public key to every other site\n"
 "\n"
 "  --config FILE   configuration (default $GRANTD_CONFIG, then %s)\n"
 "  -h, --help      this text\n"
@@ -222,7 +228,7 @@ static const struct sub subs[] = {
 	{ "grant", "revoke", "grant.revoke" },
 	{ "check", NULL, "check" },        { "status", NULL, "status" },
 	{ "rebuild", NULL, "rebuild" },
-	{ "backup", NULL, "backup" },
+	{ "backup", NULL, "backup" },      { "rekey", NULL, "rekey" },
 };
 
 int main(int argc, char **argv)
@@ -318,7 +324,8 @@ int main(int argc, char **argv)
 				abort();
 		}
 	}
-	if (!strcmp(sub->cmd, "backup") && nargs == 1 && args[0][0] != '/') {
+	if ((!strcmp(sub->cmd, "backup") || !strcmp(sub->cmd, "rekey")) &&
+	    nargs == 1 && args[0][0] != '/') {
 		/* the node needs an absolute path: it may run elsewhere */
 		char cwd[PATH_MAX], *abs;
 		if (!getcwd(cwd, sizeof(cwd)) ||

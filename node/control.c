@@ -1866,6 +1866,73 @@ static int cmd_status(struct control *c, struct req *r)
 	return 0;
 }
 
+/* ---- rekey ----------------------------------------------------------------- */
+
+/* The sealing key of the CURVE key file at path (checked as at start:
+ * mode 0600, a pair that belongs together); 0 or a bad() reply. */
+static int rekey_load(struct req *r, const char *path,
+		      uint8_t seal[STORE_SEAL_KEY_LEN],
+		      char pub[Z85_KEY_LEN + 1])
+{
+	char sec[Z85_KEY_LEN + 1], derived[Z85_KEY_LEN + 1];
+	uint8_t raw[32];
+	struct buf err = BUF_INIT;
+	int rc = 0;
+
+	if (config_read_keyfile(path, pub, sec, &err) < 0)
+		rc = bad(r, "%s", err.p);
+	else if (!zmq_z85_decode(raw, sec) ||
+		 zmq_curve_public(derived, sec) != 0 || strcmp(derived, pub))
+		rc = bad(r, "%s: the public and secret keys do not belong "
+			 "together (make a new pair with grantctl keygen)",
+			 path);
+	else
+		store_seal_key(seal, raw);
+	sodium_memzero(sec, sizeof(sec));
+	sodium_memzero(raw, sizeof(raw));
+	buf_free(&err);
+	return rc < 0 ? rc : r->status ? 1 : 0;
+}
+
+/* args: NEWKEYFILE (absolute): re-seal every stored secret under the
+ * sealing key of that CURVE key file, in this batch (atomic).  The node
+ * keeps its current CURVE key until it is restarted with the new file. */
+static int cmd_rekey(struct control *c, struct req *r)
+{
+	const char *path = r->rq->args[0];
+	uint8_t seal[STORE_SEAL_KEY_LEN];
+	char pub[Z85_KEY_LEN + 1];
+	size_t count = 0;
+	int rc;
+
+	if (path[0] != '/' || strlen(path) > 1024)
+		return bad(r, "rekey NEWKEYFILE must be an absolute path, not "
+			   "'%s'", path);
+	if ((rc = rekey_load(r, path, seal, pub)) != 0)
+		return rc < 0 ? rc : 0;
+	if (!strcmp(pub, c->n->curve_pub)) {
+		sodium_memzero(seal, sizeof(seal));
+		return bad(r, "%s holds the node's current key; make a new one "
+			   "with grantctl keygen", path);
+	}
+	rc = store_rekey(c->n->store, c->batch, seal, &count);
+	sodium_memzero(seal, sizeof(seal));
+	if (rc == GD_EAGAIN)
+		return refuse(r, "another rekey is in progress; try again");
+	if (rc < 0)
+		return rc;
+	r->wrote = true; /* answer once durable */
+	log_info("store rekeyed values=%zu new_key=%s public_key=%s", count,
+		 path, pub);
+	buf_printf(&r->out,
+		   "re-sealed %zu stored values under the key in %s\n"
+		   "now set 'secret_key = %s' in %s and restart grantd;\n"
+		   "its public key becomes %s: set it as public_key of "
+		   "[peer %s] at every other site\n",
+		   count, path, path, c->n->conf_path, pub, c->n->cfg->site);
+	return 0;
+}
+
 /* ---- dispatch ------------------------------------------------------------ */
 
 static const struct cmd cmds[] = {
@@ -1900,6 +1967,7 @@ static const struct cmd cmds[] = {
 	{ "status", ON_ADMIN | READS, false, 0, 0, cmd_status },
 	{ "rebuild", ON_ADMIN, false, 2, 2, cmd_rebuild },
 	{ "backup", ON_ADMIN | READS, false, 1, 1, cmd_backup },
+	{ "rekey", ON_ADMIN, false, 1, 1, cmd_rekey },
 };
 
 static int dispatch(struct control *c, struct req *r)
@@ -2216,7 +2284,7 @@ int control_serve_batch(struct control *c, int max)
 				  gd_strerror(rc));
 			failed = rc;
 		}
-		r->wrote = c->n->ops.seq != seq;
+		r->wrote = r->wrote || c->n->ops.seq != seq;
 		held += r->wrote;
 	}
 	/* Written now (visible to the next batch), durable when the syncer
