@@ -2106,13 +2106,31 @@ void *control_admin_socket(struct control *c)
 	return c->admin_sock;
 }
 
-/* Read one [id][""][payload] message; 1 read, 0 none waiting, <0 error. */
+/* A request is [id][""][payload frames]: REQ clients send one payload
+ * frame; a few more are tolerated, and their total is GD_CTL_MAX_REQUEST. */
+#define CTL_MAX_FRAMES 16
+
+/*
+ * Read one [id][""][payload] message; 1 read, 0 none waiting, <0 error:
+ * GD_ETOOBIG for more than CTL_MAX_FRAMES frames or a payload over
+ * GD_CTL_MAX_REQUEST (the rest of it is read and dropped as it comes, never
+ * kept; ident is kept, to answer), GD_EPROTO for a bad envelope.  Frames
+ * are wiped once copied: a request may carry a secret.  payload never
+ * grows past GD_CTL_MAX_REQUEST + 1, so it is never moved by realloc with
+ * a copy left behind; the caller wipes it.
+ */
 static int recv_one(void *sock, struct buf *ident, struct buf *payload)
 {
-	int frame = 0, more = 1;
+	int frame = 0, more = 1, rc = 1;
 
 	buf_reset(ident);
+	if (payload->p)
+		sodium_memzero(payload->p, payload->cap);
 	buf_reset(payload);
+	if (payload->cap < GD_CTL_MAX_REQUEST + 1) {
+		buf_extend(payload, GD_CTL_MAX_REQUEST);
+		buf_reset(payload);
+	}
 	while (more) {
 		zmq_msg_t m;
 		zmq_msg_init(&m);
@@ -2120,15 +2138,27 @@ static int recv_one(void *sock, struct buf *ident, struct buf *payload)
 			zmq_msg_close(&m);
 			return frame ? GD_EIO : 0;
 		}
-		if (frame == 0)
-			buf_add(ident, zmq_msg_data(&m), zmq_msg_size(&m));
-		else if (frame >= 2)
-			buf_add(payload, zmq_msg_data(&m), zmq_msg_size(&m));
+		size_t len = zmq_msg_size(&m);
+		if (frame == 1 && len != 0)
+			rc = GD_EPROTO;
+		else if (frame >= CTL_MAX_FRAMES ||
+			 (frame >= 2 && len > GD_CTL_MAX_REQUEST - payload->len))
+			rc = rc == 1 ? GD_ETOOBIG : rc;
+		if (frame == 0 && len <= 256)
+			buf_add(ident, zmq_msg_data(&m), len);
+		else if (frame >= 2 && rc == 1)
+			buf_add(payload, zmq_msg_data(&m), len);
 		more = zmq_msg_more(&m);
+		if (frame >= 2)
+			sodium_memzero(zmq_msg_data(&m), len);
 		zmq_msg_close(&m);
 		frame++;
 	}
-	return frame >= 3 ? 1 : GD_EPROTO;
+	if (rc == 1 && frame < 3)
+		rc = GD_EPROTO;
+	if (rc < 0)
+		sodium_memzero(payload->p, payload->cap);
+	return rc;
 }
 
 static void send_reply(struct req *r)
@@ -2174,6 +2204,22 @@ static void req_free(struct req *r)
 	buf_free(&r->uri);
 	buf_free(&r->path);
 	buf_free(&r->ident);
+}
+
+/* A request over the bounds: counted, logged and answered. */
+static void refuse_oversized(struct control *c, struct req *r, void *sock,
+			     bool admin)
+{
+	c->n->bad_requests++;
+	log_warn("bad request dropped socket=%s: more than %d frames or %d "
+		 "bytes", admin ? "admin" : "user", CTL_MAX_FRAMES,
+		 GD_CTL_MAX_REQUEST);
+	r->sock = sock;
+	bad(r, "bad request: request too large (at most %d bytes in %d "
+	    "frames)", GD_CTL_MAX_REQUEST, CTL_MAX_FRAMES - 2);
+	send_reply(r);
+	req_free(r);
+	memset(r, 0, sizeof(*r));
 }
 
 /* Send the replies held in p and publish its operations; free p. */
@@ -2237,6 +2283,10 @@ int control_serve_batch(struct control *c, int max)
 			if (got == 0)
 				continue;
 			progress = true;
+			if (got == GD_ETOOBIG) {
+				refuse_oversized(c, r, socks[s], s == 1);
+				continue;
+			}
 			if (got < 0) {
 				buf_free(&r->ident);
 				continue;
@@ -2273,6 +2323,8 @@ int control_serve_batch(struct control *c, int max)
 			n++;
 		}
 	}
+	if (payload.p)
+		sodium_memzero(payload.p, payload.cap); /* may hold a secret */
 	buf_free(&payload);
 	for (int i = 0; i < n; i++) {
 		struct req *r = &reqs[i];
