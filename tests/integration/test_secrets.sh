@@ -20,6 +20,41 @@ PID=$(<"$T_SITE/grantd.pid")
 t_eq "grantd's core size limit is 0 (soft and hard)" \
 	"$(prlimit --pid "$PID" --core --output SOFT,HARD --noheadings | tr -s ' ' | sed 's/^ //')" "0 0"
 
+# Dumpable: /proc/PID/* of a non-dumpable process belong to root, whatever
+# its user, so run a second node as nobody and compare with a dumpable
+# process of the same user (a positive control).
+if [[ $(id -u) == 0 ]] && command -v setpriv >/dev/null; then
+	NB=$T_DIR/nobody
+	mkdir -p "$NB"
+	chmod 711 "$T_DIR"
+	gd_site_keygen "$NB" >/dev/null || t_fatal "keygen for the nobody node"
+	gd_site_config "$NB" nobody "tcp://$T_ADDR:$((T_SSH_PORT + 3))" \
+		"tcp://$T_ADDR:$((T_SSH_PORT + 4))" || t_fatal "config for the nobody node"
+	chown -R 65534:65534 "$NB"
+	(setsid setpriv --reuid=65534 --regid=65534 --clear-groups \
+		"$GD_BIN/grantd" --config "$NB/grantd.conf" </dev/null >>"$NB/grantd.log" 2>&1 &
+		echo $! >"$T_DIR/nobody.pid")
+	NPID=$(<"$T_DIR/nobody.pid")
+	if gd_wait_for "$GD_TIMEOUT" eval 'gd_grantctl "$NB" status >/dev/null 2>&1'; then
+		setpriv --reuid=65534 --regid=65534 --clear-groups sleep 60 &
+		SPID=$!
+		gd_wait_for 10 eval '[[ $(cat "/proc/$SPID/comm" 2>/dev/null) == sleep ]]'
+		t_eq "a dumpable process of nobody owns its /proc/PID/environ (control)" \
+			"$(stat -c %u "/proc/$SPID/environ")" 65534
+		kill "$SPID"
+		t_eq "grantd runs as nobody" "$(stat -c %u "/proc/$NPID")" 65534
+		t_eq "but is not dumpable: its /proc/PID/environ belongs to root" \
+			"$(stat -c %u "/proc/$NPID/environ")" 0
+	else
+		t_fail "grantd as nobody starts" "$(tail -5 "$NB/grantd.log")"
+	fi
+	kill -TERM "$NPID" 2>/dev/null
+	gd_wait_for "$GD_TIMEOUT" eval '! kill -0 "$NPID" 2>/dev/null' ||
+		t_fail "grantd as nobody stops on SIGTERM"
+else
+	t_fail "the dumpable check needs root and setpriv"
+fi
+
 t_section "a key file readable by others is refused, as sshd does"
 t_check "grantd stops" gd_grantd_stop "$T_SITE"
 chmod 644 "$T_SITE/node.key"
