@@ -14,8 +14,7 @@
 
 /* Split s into words in out (at least strlen(s) + SSHCMD_MAX_WORDS
  * bytes).  Returns the number of words, or -1. */
-static int split_words(const char *s, char *out,
-		       char *words[SSHCMD_MAX_WORDS])
+static int split_words(const char *s, char *out, char *words[SSHCMD_MAX_WORDS])
 {
 	int n = 0;
 
@@ -85,8 +84,7 @@ int sshcmd_parse(struct sshcmd *out, const char *line)
 		out->args = out->words + 2;
 		out->nargs = n - 2;
 	}
-	if ((out->kind == SSHCMD_PUSH || out->kind == SSHCMD_FETCH) &&
-	    n == 2)
+	if ((out->kind == SSHCMD_PUSH || out->kind == SSHCMD_FETCH) && n == 2)
 		out->repo = out->words[1];
 	return 0;
 }
@@ -122,8 +120,7 @@ static bool xdg_ok(const char *s)
 	return true;
 }
 
-int sshcmd_session(char *out, size_t outlen, const char *conn,
-		   const char *xdg)
+int sshcmd_session(char *out, size_t outlen, const char *conn, const char *xdg)
 {
 	char f[4][ADDR_STRLEN], extra;
 	struct gd_net a;
@@ -133,7 +130,7 @@ int sshcmd_session(char *out, size_t outlen, const char *conn,
 		out[0] = '\0';
 	if (!conn || strnlen(conn, 256) >= 256 ||
 	    sscanf(conn, "%63s %63s %63s %63s %c", f[0], f[1], f[2], f[3],
-		   &extra) != 4)
+	           &extra) != 4)
 		return GD_EINVAL;
 	if (addr_parse(&a, f[0], false) < 0 || !port_ok(f[1]) ||
 	    addr_parse(&a, f[2], false) < 0 || !port_ok(f[3]))
@@ -141,7 +138,7 @@ int sshcmd_session(char *out, size_t outlen, const char *conn,
 	if (xdg && *xdg && !xdg_ok(xdg))
 		return GD_EINVAL;
 	k = snprintf(out, outlen, "%s %s %s %s%s%s", f[0], f[1], f[2], f[3],
-		     xdg && *xdg ? "/" : "", xdg && *xdg ? xdg : "");
+	             xdg && *xdg ? "/" : "", xdg && *xdg ? xdg : "");
 	if (k < 0 || (size_t)k >= outlen || k > SSHCMD_SESSION_MAX) {
 		if (outlen)
 			out[0] = '\0';

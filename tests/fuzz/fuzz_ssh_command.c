@@ -26,10 +26,10 @@ static void check_cmd(const struct sshcmd *c, size_t inlen)
 	static const struct {
 		const char *name;
 		enum sshcmd_kind kind;
-	} kinds[] = { { "2fa", SSHCMD_2FA },
-		      { "git-receive-pack", SSHCMD_PUSH },
-		      { "git-upload-pack", SSHCMD_FETCH },
-		      { "help", SSHCMD_HELP } };
+	} kinds[] = {{"2fa", SSHCMD_2FA},
+	             {"git-receive-pack", SSHCMD_PUSH},
+	             {"git-upload-pack", SSHCMD_FETCH},
+	             {"help", SSHCMD_HELP}};
 	enum sshcmd_kind want = SSHCMD_UNKNOWN;
 	size_t total = 0;
 
@@ -42,7 +42,8 @@ static void check_cmd(const struct sshcmd *c, size_t inlen)
 	}
 	for (int i = 0; i < c->n; i++) {
 		const char *w = c->words[i];
-		if (!w || w < lo || w >= hi || !memchr(w, '\0', (size_t)(hi - w)))
+		if (!w || w < lo || w >= hi ||
+		    !memchr(w, '\0', (size_t)(hi - w)))
 			abort();
 		total += strlen(w);
 	}
@@ -56,8 +57,7 @@ static void check_cmd(const struct sshcmd *c, size_t inlen)
 	if (c->args < c->words || c->nargs < 0 ||
 	    c->args + c->nargs != c->words + c->n)
 		abort();
-	if (c->kind == SSHCMD_2FA &&
-	    (c->n >= 2) != (c->sub != NULL))
+	if (c->kind == SSHCMD_2FA && (c->n >= 2) != (c->sub != NULL))
 		abort();
 	bool git = c->kind == SSHCMD_PUSH || c->kind == SSHCMD_FETCH;
 	if ((git && c->n == 2) != (c->repo != NULL))

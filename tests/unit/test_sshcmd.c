@@ -20,7 +20,7 @@ static void test_git_quoting(void **state)
 {
 	(void)state;
 	assert_int_equal(sshcmd_parse(&c, "git-receive-pack 'pub/scm/x.git'"),
-			 0);
+	                 0);
 	assert_int_equal(c.kind, SSHCMD_PUSH);
 	assert_int_equal(c.n, 2);
 	assert_string_equal(c.repo, "pub/scm/x.git");
@@ -90,13 +90,13 @@ static void session_is(const char *conn, const char *xdg, const char *want)
 	if (!want) {
 		if (rc != GD_EINVAL || out[0])
 			fail_msg("sshcmd_session('%s', '%s') = %d '%s', want "
-				 "GD_EINVAL", conn, xdg ? xdg : "(null)", rc,
-				 out);
+			         "GD_EINVAL",
+			         conn, xdg ? xdg : "(null)", rc, out);
 		return;
 	}
 	if (rc != 0 || strcmp(out, want))
 		fail_msg("sshcmd_session('%s', '%s') = %d '%s', want '%s'",
-			 conn, xdg ? xdg : "(null)", rc, out, want);
+		         conn, xdg ? xdg : "(null)", rc, out, want);
 }
 
 static void test_session(void **state)
@@ -104,20 +104,20 @@ static void test_session(void **state)
 	(void)state;
 	/* the whole connection: both addresses and both ports */
 	session_is("192.0.2.7 40022 192.0.2.1 22", NULL,
-		   "192.0.2.7 40022 192.0.2.1 22");
+	           "192.0.2.7 40022 192.0.2.1 22");
 	session_is("192.0.2.7 40022 192.0.2.1 22", "",
-		   "192.0.2.7 40022 192.0.2.1 22");
+	           "192.0.2.7 40022 192.0.2.1 22");
 	session_is("192.0.2.7 40022 192.0.2.1 22", "c42",
-		   "192.0.2.7 40022 192.0.2.1 22/c42");
+	           "192.0.2.7 40022 192.0.2.1 22/c42");
 	/* the longest: two IPv6 addresses and ports, the longest XDG */
 	session_is("ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255 65535 "
-		   "ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255 65535",
-		   "abcdefghijklmnopqrstuvwx",
-		   "ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255 65535 "
-		   "ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255 65535/"
-		   "abcdefghijklmnopqrstuvwx");
+	           "ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255 65535",
+	           "abcdefghijklmnopqrstuvwx",
+	           "ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255 65535 "
+	           "ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255 65535/"
+	           "abcdefghijklmnopqrstuvwx");
 	session_is("192.0.2.7 40022 192.0.2.1 22", "abcdefghijklmnopqrstuvwxy",
-		   NULL);
+	           NULL);
 	session_is("192.0.2.7 40022 192.0.2.1 22", "a b", NULL);
 	session_is("192.0.2.7 40022 192.0.2.1 22", "a/b", NULL);
 	session_is("192.0.2.7 40022", NULL, NULL);
@@ -134,10 +134,10 @@ static void test_session(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_git_quoting),
-		cmocka_unit_test(test_2fa),
-		cmocka_unit_test(test_empty_and_bad),
-		cmocka_unit_test(test_session),
+	        cmocka_unit_test(test_git_quoting),
+	        cmocka_unit_test(test_2fa),
+	        cmocka_unit_test(test_empty_and_bad),
+	        cmocka_unit_test(test_session),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
