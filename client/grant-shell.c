@@ -23,12 +23,11 @@
 #include "err.h"
 #include "log.h"
 #include "names.h"
+#include "sshcmd.h"
 #include "wire.h"
 #include "banned.h"
 
 static const char prog[] = "grant-shell";
-
-#define MAX_WORDS 8
 
 static void usage(FILE *fp)
 {
@@ -74,44 +73,6 @@ static void help_2fa(void)
 "TOKEN is the 6 or 8 digits your token shows, or an 8-digit scratch code.\n");
 }
 
-/*
- * Split a command line the way git quotes it ('...' with '\'' inside),
- * also taking backslash escapes and double quotes.  Words are written to
- * out (at least strlen(s) + MAX_WORDS bytes).  Returns the number of
- * words, or -1 for unbalanced quotes or too many words.
- */
-static int split_words(const char *s, char *out, char *words[MAX_WORDS])
-{
-	int n = 0;
-
-	while (*s) {
-		while (*s == ' ' || *s == '\t')
-			s++;
-		if (!*s)
-			break;
-		if (n == MAX_WORDS)
-			return -1;
-		words[n++] = out;
-		while (*s && *s != ' ' && *s != '\t') {
-			if (*s == '\'' || *s == '"') {
-				const char *e = strchr(s + 1, *s);
-				if (!e)
-					return -1;
-				memcpy(out, s + 1, (size_t)(e - s - 1));
-				out += e - s - 1;
-				s = e + 1;
-			} else if (*s == '\\' && s[1]) {
-				*out++ = s[1];
-				s += 2;
-			} else {
-				*out++ = *s++;
-			}
-		}
-		*out++ = '\0';
-	}
-	return n;
-}
-
 /* Draw the otpauth URI as a QR code with half-block characters, light
  * modules as blocks (reads on dark and light terminals alike, as
  * `qrencode -t UTF8`). */
@@ -146,7 +107,7 @@ static void draw_qr(const char *uri)
 struct ctx {
 	const char *user;
 	const char *ip;
-	char session[160];
+	char session[SSHCMD_SESSION_MAX + 1];
 	struct config *cfg;
 };
 
@@ -274,8 +235,8 @@ int main(int argc, char **argv)
 {
 	const char *cfg_path = NULL;
 	struct ctx cx = { 0 };
-	char *words[MAX_WORDS], *line = NULL;
-	int i = 1, n, rc;
+	static struct sshcmd sc;
+	int i = 1, rc;
 
 	rc = cli_options(argc, argv, &i, prog, usage, &cfg_path, NULL);
 	if (rc >= 0)
@@ -301,54 +262,45 @@ int main(int argc, char **argv)
 		return GD_EXIT_USAGE;
 	}
 	cx.ip = ipbuf;
-	{
-		char port[16] = "";
-		const char *xdg = getenv("XDG_SESSION_ID");
-		if (sscanf(conn, "%*s %15s", port) == 1)
-			snprintf(cx.session, sizeof(cx.session), "%s/%s", port,
-				 xdg && strlen(xdg) < 64 ? xdg : "");
-	}
+	/* the whole connection (and the logind session): a val-session grant
+	 * covers no other connection; none if it cannot be formed */
+	sshcmd_session(cx.session, sizeof(cx.session), conn,
+		       getenv("XDG_SESSION_ID"));
 
-	const char *orig = getenv("SSH_ORIGINAL_COMMAND");
-	if (!orig || !*orig) {
+	rc = sshcmd_parse(&sc, getenv("SSH_ORIGINAL_COMMAND"));
+	if (rc == GD_ETOOBIG) {
+		fprintf(stderr, "%s: command too long\n", prog);
+		return GD_EXIT_USAGE;
+	}
+	if (rc < 0) {
+		fprintf(stderr, "%s: cannot parse the command (unbalanced "
+			"quotes?)\n", prog);
+		return GD_EXIT_USAGE;
+	}
+	if (sc.kind == SSHCMD_EMPTY) {
 		printf("Hi %s! You have reached the git service; interactive "
 		       "logins are not offered.\n\n", cx.user);
 		help_2fa();
 		return GD_EXIT_OK;
 	}
-	if (strlen(orig) > 4096) {
-		fprintf(stderr, "%s: command too long\n", prog);
-		return GD_EXIT_USAGE;
-	}
-	line = malloc(strlen(orig) + MAX_WORDS + 1);
-	if (!line)
-		abort();
-	n = split_words(orig, line, words);
-	if (n <= 0) {
-		fprintf(stderr, "%s: cannot parse the command (unbalanced "
-			"quotes?)\n", prog);
-		rc = GD_EXIT_USAGE;
-		goto done;
-	}
 	if ((rc = cli_load_config(&cx.cfg, prog, cfg_path)) != 0)
 		goto done;
-	if (!strcmp(words[0], "2fa"))
-		rc = run_2fa(&cx, words, n);
-	else if (!strcmp(words[0], "git-receive-pack") ||
-		 !strcmp(words[0], "git-upload-pack"))
-		rc = run_git(&cx, words, n);
-	else if (!strcmp(words[0], "help")) {
+	if (sc.kind == SSHCMD_2FA)
+		rc = run_2fa(&cx, sc.words, sc.n);
+	else if (sc.kind == SSHCMD_PUSH || sc.kind == SSHCMD_FETCH)
+		rc = run_git(&cx, sc.words, sc.n);
+	else if (sc.kind == SSHCMD_HELP) {
 		help_2fa();
 		rc = GD_EXIT_OK;
 	} else {
 		fprintf(stderr, "Unknown command '%s'. Use git push/fetch, or "
-			"'ssh HOST 2fa help' for the 2fa commands.\n", words[0]);
+			"'ssh HOST 2fa help' for the 2fa commands.\n",
+			sc.words[0]);
 		log_auth("user=%s host=%s command=unknown result=bad-input",
 			 cx.user, cx.ip);
 		rc = GD_EXIT_USAGE;
 	}
 done:
-	free(line);
 	config_free(&cx.cfg);
 	return rc;
 }

@@ -41,10 +41,17 @@ static void usage(FILE *fp)
 "  user list [--json]\n"
 "  unlock NAME                      clear a lockout after failed tokens\n"
 "Enrollment\n"
-"  enroll NAME (--totp|--hotp) [--secret BASE32] [--digits 6|8]\n"
-"         [--counter N] [--period S]\n"
-"                                   enroll (active at once); without --secret\n"
-"                                   a random secret is made and shown once\n"
+"  enroll NAME (--totp|--hotp) [--secret-file FILE|- | --secret BASE32]\n"
+"         [--allow-short-secret] [--digits 6|8] [--counter N] [--period S]\n"
+"                                   enroll (active at once); without a secret\n"
+"                                   a random 160-bit one is made and shown\n"
+"                                   once.  --secret-file reads the base32\n"
+"                                   secret from FILE (- : stdin); --secret\n"
+"                                   puts it on the command line, which every\n"
+"                                   local user can read (ps, /proc): avoid it.\n"
+"                                   A given secret needs 128 bits or more;\n"
+"                                   --allow-short-secret takes 80 (a token\n"
+"                                   migrated from a system that made those)\n"
 "  unenroll NAME\n"
 "Repositories\n"
 "  repo add NAME [--mode off|opt-in|required] [--writer USER]...\n"
@@ -77,6 +84,12 @@ static void usage(FILE *fp)
 "                                   lacks, repository objects and refs too\n"
 "                                   (after a restore from an empty disk or an\n"
 "                                   old backup); wipes nothing\n"
+"  rekey NEWKEYFILE                 re-seal every stored secret under the\n"
+"                                   key pair in NEWKEYFILE (grantctl keygen;\n"
+"                                   mode 0600, readable by the node), in one\n"
+"                                   atomic write; then set secret_key to it\n"
+"                                   and restart the node, and give its new\n"
+"                                   public key to every other site\n"
 "\n"
 "  --config FILE   configuration (default $GRANTD_CONFIG, then %s)\n"
 "  -h, --help      this text\n"
@@ -150,6 +163,37 @@ static char *read_pubkey(const char *path)
 	return s;
 }
 
+/* The base32 secret in path ("-": stdin): its first line, without the
+ * surrounding blanks; NULL on error.  The caller wipes and frees it. */
+static char *read_secret(const char *path)
+{
+	char line[1024];
+	bool in = !strcmp(path, "-");
+	FILE *fp = in ? stdin : fopen(path, "r");
+	char *s = NULL;
+
+	if (!fp) {
+		fprintf(stderr, "%s: cannot read secret file %s: %s\n", prog,
+			path, strerror(errno));
+		return NULL;
+	}
+	if (!fgets(line, sizeof(line), fp))
+		line[0] = '\0';
+	if (!in)
+		fclose(fp);
+	char *b = line + strspn(line, " \t");
+	size_t n = strcspn(b, "\r\n");
+	while (n && (b[n - 1] == ' ' || b[n - 1] == '\t'))
+		n--;
+	if (!n)
+		fprintf(stderr, "%s: no secret in %s\n", prog,
+			in ? "standard input" : path);
+	else if (!(s = strndup(b, n)))
+		abort();
+	explicit_bzero(line, sizeof(line));
+	return s;
+}
+
 /* The repositories of a backup: after the store's checkpoint, so refs in
  * the copy are at least as new as the store says (the node reconciles
  * them with its peers when a restored site starts). */
@@ -190,7 +234,7 @@ static const struct sub subs[] = {
 	{ "grant", "revoke", "grant.revoke" },
 	{ "check", NULL, "check" },        { "status", NULL, "status" },
 	{ "rebuild", NULL, "rebuild" },
-	{ "backup", NULL, "backup" },
+	{ "backup", NULL, "backup" },      { "rekey", NULL, "rekey" },
 };
 
 int main(int argc, char **argv)
@@ -259,13 +303,35 @@ int main(int argc, char **argv)
 				rc = GD_EXIT_USAGE;
 				goto done;
 			}
+		} else if (!strcmp(sub->cmd, "enroll") &&
+			   (!strcmp(argv[i], "--secret-file") ||
+			    !strcmp(argv[i], "--secret"))) {
+			if (i + 1 == argc) {
+				fprintf(stderr, "%s: %s needs a value\n", prog,
+					argv[i]);
+				rc = GD_EXIT_USAGE;
+				goto done;
+			}
+			args[nargs++] = strdup("--secret");
+			if (!strcmp(argv[i++], "--secret-file")) {
+				if (!(args[nargs++] = read_secret(argv[i]))) {
+					rc = GD_EXIT_USAGE;
+					goto done;
+				}
+			} else {
+				if (!(args[nargs++] = strdup(argv[i])))
+					abort();
+				/* shortens its life in /proc/PID/cmdline */
+				explicit_bzero(argv[i], strlen(argv[i]));
+			}
 		} else {
 			args[nargs] = strdup(argv[i]);
 			if (!args[nargs++])
 				abort();
 		}
 	}
-	if (!strcmp(sub->cmd, "backup") && nargs == 1 && args[0][0] != '/') {
+	if ((!strcmp(sub->cmd, "backup") || !strcmp(sub->cmd, "rekey")) &&
+	    nargs == 1 && args[0][0] != '/') {
 		/* the node needs an absolute path: it may run elsewhere */
 		char cwd[PATH_MAX], *abs;
 		if (!getcwd(cwd, sizeof(cwd)) ||
@@ -292,8 +358,12 @@ int main(int argc, char **argv)
 		sodium_memzero(rep->out, strlen(rep->out));
 	grantd__v1__reply__free_unpacked(rep, NULL);
 done:
-	for (size_t k = 0; k < nargs; k++)
+	/* an argument may be a secret (enroll --secret, --secret-file) */
+	for (size_t k = 0; k < nargs; k++) {
+		if (args[k])
+			explicit_bzero(args[k], strlen(args[k]));
 		free(args[k]);
+	}
 	free(args);
 	config_free(&cfg);
 	return rc;

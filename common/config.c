@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "config.h"
 #include "dur.h"
@@ -444,6 +445,16 @@ int config_read_keyfile(const char *path, char pub[Z85_KEY_LEN + 1],
 		buf_printf(err, "%s: cannot read key file: %s", path,
 			   strerror(errno));
 		return GD_EIO;
+	}
+	struct stat st;
+	/* as sshd does for its host keys: a secret others can read is no
+	 * secret */
+	if (sec && (fstat(fileno(fp), &st) < 0 || (st.st_mode & 077))) {
+		buf_printf(err, "%s: the key file is readable by group or "
+			   "others (mode %04o); run: chmod 600 %s", path,
+			   (unsigned)(st.st_mode & 07777), path);
+		fclose(fp);
+		return GD_EINVAL;
 	}
 	int r = ini_parse_file(fp, key_handler, &ks);
 	fclose(fp);

@@ -69,7 +69,9 @@ void config_free(struct config **cp);
 
 /*
  * Read a key file written by `grantctl keygen`.  sec may be NULL when only
- * the public key is wanted.  Returns 0, or GD_EIO/GD_EINVAL with a message
+ * the public key is wanted; when it is not, a file readable by group or
+ * others is refused (GD_EINVAL, "chmod 600" in the message), as sshd
+ * refuses such host keys.  Returns 0, or GD_EIO/GD_EINVAL with a message
  * in err.  The caller wipes sec when done.
  */
 int config_read_keyfile(const char *path, char pub[Z85_KEY_LEN + 1],

@@ -86,6 +86,8 @@ int wire_call(Grantd__V1__Reply **out, const char *socket_path,
 	zmq_msg_close(&msg);
 	rc = *out ? 0 : GD_EPROTO;
 done:
+	/* the request may carry a secret (grantctl enroll) */
+	explicit_bzero(frame, len ? len : 1);
 	free(frame);
 	if (sock)
 		zmq_close(sock);

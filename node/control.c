@@ -837,7 +837,7 @@ done:
 static int cmd_enroll_self(struct control *c, struct req *r)
 {
 	const char *mode = r->rq->n_args ? r->rq->args[0] : NULL;
-	uint8_t secret[OTP_HOTP_SECRET_LEN];
+	uint8_t secret[OTP_NEW_SECRET_LEN];
 	struct policy_user u;
 	bool totp;
 	int rc;
@@ -857,12 +857,11 @@ static int cmd_enroll_self(struct control *c, struct req *r)
 		       c->n->host);
 		goto done;
 	}
-	size_t slen = totp ? OTP_TOTP_SECRET_LEN : OTP_HOTP_SECRET_LEN;
-	otp_new_secret(secret, slen);
+	otp_new_secret(secret, sizeof(secret));
 	rc = make_enrollment(c, r, user_of(r),
 			     totp ? GRANTD__V1__OTP_KIND__OTP_TOTP :
 				    GRANTD__V1__OTP_KIND__OTP_HOTP,
-			     secret, slen, 6, 30, 0, false);
+			     secret, sizeof(secret), 6, 30, 0, false);
 	if (rc == 0) {
 		if (!totp)
 			r->uri.len = 0; /* no QR code for a YubiKey */
@@ -1287,13 +1286,15 @@ static int parse_uint(const char *s, unsigned long long max,
 static int cmd_enroll_admin(struct control *c, struct req *r)
 {
 	static const char usage[] =
-		"usage: grantctl enroll NAME (--totp|--hotp) [--secret BASE32] "
-		"[--digits 6|8] [--counter N] [--period S]";
+		"usage: grantctl enroll NAME (--totp|--hotp) [--secret BASE32 "
+		"[--allow-short-secret]] [--digits 6|8] [--counter N] "
+		"[--period S]";
 	const char *name = r->rq->args[0], *b32 = NULL;
 	unsigned long long digits = 6, counter = 0, period = 30;
 	uint8_t secret[OTP_MAX_SECRET_LEN];
 	size_t slen = sizeof(secret);
 	int kind = 0, rc = 0;
+	bool allow_short = false;
 	struct policy_user u;
 
 	if (!name_arg(r, name))
@@ -1301,6 +1302,10 @@ static int cmd_enroll_admin(struct control *c, struct req *r)
 	for (size_t i = 1; i < r->rq->n_args; i++) {
 		const char *a = r->rq->args[i];
 		const char *v = i + 1 < r->rq->n_args ? r->rq->args[i + 1] : NULL;
+		if (!strcmp(a, "--allow-short-secret")) {
+			allow_short = true;
+			continue;
+		}
 		if (!strcmp(a, "--totp") || !strcmp(a, "--hotp")) {
 			if (kind)
 				return bad(r, "give one of --totp or --hotp");
@@ -1333,13 +1338,22 @@ static int cmd_enroll_admin(struct control *c, struct req *r)
 	if (!kind)
 		return bad(r, "%s", usage);
 	if (b32) {
-		if (otp_base32_decode(secret, &slen, b32) < 0 || slen < 10)
-			return bad(r, "--secret must be base32 (A-Z, 2-7) of "
-				   "at least 80 bits");
+		if (otp_base32_decode(secret, &slen, b32) < 0) {
+			rc = bad(r, "--secret must be base32 (A-Z, 2-7)");
+			goto wipe;
+		}
+		if (slen < OTP_MIN_SHORT_SECRET_LEN ||
+		    (slen < OTP_MIN_SECRET_LEN && !allow_short)) {
+			rc = bad(r, "--secret has %zu bits, fewer than 128 bits "
+				 "(RFC 4226); --allow-short-secret takes 80 or "
+				 "more, for a token migrated from a system "
+				 "that made shorter ones", slen * 8);
+			goto wipe;
+		}
+	} else if (allow_short) {
+		return bad(r, "--allow-short-secret goes with --secret");
 	} else {
-		slen = kind == GRANTD__V1__OTP_KIND__OTP_TOTP ?
-			       OTP_TOTP_SECRET_LEN :
-			       OTP_HOTP_SECRET_LEN;
+		slen = OTP_NEW_SECRET_LEN;
 		otp_new_secret(secret, slen);
 	}
 	if ((rc = policy_user_load(&u, c->n, c->batch, name)) < 0)
@@ -1355,6 +1369,9 @@ static int cmd_enroll_admin(struct control *c, struct req *r)
 				     secret, slen, (unsigned)digits,
 				     (unsigned)period, counter, true);
 	policy_user_clear(&u);
+	if (rc == 0 && b32 && slen < OTP_MIN_SECRET_LEN && r->status == 0)
+		log_warn("enrolled a short secret user=%s bits=%zu "
+			 "(--allow-short-secret)", name, slen * 8);
 	if (rc == 0 && b32) {
 		/* the operator gave the secret: don't echo it back */
 		buf_reset(&r->out);
@@ -1927,6 +1944,73 @@ static int cmd_status(struct control *c, struct req *r)
 	return 0;
 }
 
+/* ---- rekey ----------------------------------------------------------------- */
+
+/* The sealing key of the CURVE key file at path (checked as at start:
+ * mode 0600, a pair that belongs together); 0 or a bad() reply. */
+static int rekey_load(struct req *r, const char *path,
+		      uint8_t seal[STORE_SEAL_KEY_LEN],
+		      char pub[Z85_KEY_LEN + 1])
+{
+	char sec[Z85_KEY_LEN + 1], derived[Z85_KEY_LEN + 1];
+	uint8_t raw[32];
+	struct buf err = BUF_INIT;
+	int rc = 0;
+
+	if (config_read_keyfile(path, pub, sec, &err) < 0)
+		rc = bad(r, "%s", err.p);
+	else if (!zmq_z85_decode(raw, sec) ||
+		 zmq_curve_public(derived, sec) != 0 || strcmp(derived, pub))
+		rc = bad(r, "%s: the public and secret keys do not belong "
+			 "together (make a new pair with grantctl keygen)",
+			 path);
+	else
+		store_seal_key(seal, raw);
+	sodium_memzero(sec, sizeof(sec));
+	sodium_memzero(raw, sizeof(raw));
+	buf_free(&err);
+	return rc < 0 ? rc : r->status ? 1 : 0;
+}
+
+/* args: NEWKEYFILE (absolute): re-seal every stored secret under the
+ * sealing key of that CURVE key file, in this batch (atomic).  The node
+ * keeps its current CURVE key until it is restarted with the new file. */
+static int cmd_rekey(struct control *c, struct req *r)
+{
+	const char *path = r->rq->args[0];
+	uint8_t seal[STORE_SEAL_KEY_LEN];
+	char pub[Z85_KEY_LEN + 1];
+	size_t count = 0;
+	int rc;
+
+	if (path[0] != '/' || strlen(path) > 1024)
+		return bad(r, "rekey NEWKEYFILE must be an absolute path, not "
+			   "'%s'", path);
+	if ((rc = rekey_load(r, path, seal, pub)) != 0)
+		return rc < 0 ? rc : 0;
+	if (!strcmp(pub, c->n->curve_pub)) {
+		sodium_memzero(seal, sizeof(seal));
+		return bad(r, "%s holds the node's current key; make a new one "
+			   "with grantctl keygen", path);
+	}
+	rc = store_rekey(c->n->store, c->batch, seal, &count);
+	sodium_memzero(seal, sizeof(seal));
+	if (rc == GD_EAGAIN)
+		return refuse(r, "another rekey is in progress; try again");
+	if (rc < 0)
+		return rc;
+	r->wrote = true; /* answer once durable */
+	log_info("store rekeyed values=%zu new_key=%s public_key=%s", count,
+		 path, pub);
+	buf_printf(&r->out,
+		   "re-sealed %zu stored values under the key in %s\n"
+		   "now set 'secret_key = %s' in %s and restart grantd;\n"
+		   "its public key becomes %s: set it as public_key of "
+		   "[peer %s] at every other site\n",
+		   count, path, path, c->n->conf_path, pub, c->n->cfg->site);
+	return 0;
+}
+
 /* ---- dispatch ------------------------------------------------------------ */
 
 static const struct cmd cmds[] = {
@@ -1948,7 +2032,7 @@ static const struct cmd cmds[] = {
 	{ "user.del", ON_ADMIN, false, 1, 1, cmd_user_del },
 	{ "user.list", ON_ADMIN | READS, false, 0, 0, cmd_user_list },
 	{ "unlock", ON_ADMIN, false, 1, 1, cmd_unlock },
-	{ "enroll", ON_ADMIN, false, 2, 10, cmd_enroll_admin },
+	{ "enroll", ON_ADMIN, false, 2, 11, cmd_enroll_admin },
 	{ "unenroll", ON_ADMIN, false, 1, 1, cmd_unenroll_admin },
 	{ "repo.add", ON_ADMIN, false, 1, GD_CTL_MAX_ARGS, cmd_repo_add },
 	{ "repo.mode", ON_ADMIN, false, 2, 2, cmd_repo_mode },
@@ -1961,6 +2045,7 @@ static const struct cmd cmds[] = {
 	{ "status", ON_ADMIN | READS, false, 0, 0, cmd_status },
 	{ "rebuild", ON_ADMIN, false, 2, 2, cmd_rebuild },
 	{ "backup", ON_ADMIN | READS, false, 1, 1, cmd_backup },
+	{ "rekey", ON_ADMIN, false, 1, 1, cmd_rekey },
 };
 
 static int dispatch(struct control *c, struct req *r)
@@ -2099,13 +2184,31 @@ void *control_admin_socket(struct control *c)
 	return c->admin_sock;
 }
 
-/* Read one [id][""][payload] message; 1 read, 0 none waiting, <0 error. */
+/* A request is [id][""][payload frames]: REQ clients send one payload
+ * frame; a few more are tolerated, and their total is GD_CTL_MAX_REQUEST. */
+#define CTL_MAX_FRAMES 16
+
+/*
+ * Read one [id][""][payload] message; 1 read, 0 none waiting, <0 error:
+ * GD_ETOOBIG for more than CTL_MAX_FRAMES frames or a payload over
+ * GD_CTL_MAX_REQUEST (the rest of it is read and dropped as it comes, never
+ * kept; ident is kept, to answer), GD_EPROTO for a bad envelope.  Frames
+ * are wiped once copied: a request may carry a secret.  payload never
+ * grows past GD_CTL_MAX_REQUEST + 1, so it is never moved by realloc with
+ * a copy left behind; the caller wipes it.
+ */
 static int recv_one(void *sock, struct buf *ident, struct buf *payload)
 {
-	int frame = 0, more = 1;
+	int frame = 0, more = 1, rc = 1;
 
 	buf_reset(ident);
+	if (payload->p)
+		sodium_memzero(payload->p, payload->cap);
 	buf_reset(payload);
+	if (payload->cap < GD_CTL_MAX_REQUEST + 1) {
+		buf_extend(payload, GD_CTL_MAX_REQUEST);
+		buf_reset(payload);
+	}
 	while (more) {
 		zmq_msg_t m;
 		zmq_msg_init(&m);
@@ -2113,15 +2216,27 @@ static int recv_one(void *sock, struct buf *ident, struct buf *payload)
 			zmq_msg_close(&m);
 			return frame ? GD_EIO : 0;
 		}
-		if (frame == 0)
-			buf_add(ident, zmq_msg_data(&m), zmq_msg_size(&m));
-		else if (frame >= 2)
-			buf_add(payload, zmq_msg_data(&m), zmq_msg_size(&m));
+		size_t len = zmq_msg_size(&m);
+		if (frame == 1 && len != 0)
+			rc = GD_EPROTO;
+		else if (frame >= CTL_MAX_FRAMES ||
+			 (frame >= 2 && len > GD_CTL_MAX_REQUEST - payload->len))
+			rc = rc == 1 ? GD_ETOOBIG : rc;
+		if (frame == 0 && len <= 256)
+			buf_add(ident, zmq_msg_data(&m), len);
+		else if (frame >= 2 && rc == 1)
+			buf_add(payload, zmq_msg_data(&m), len);
 		more = zmq_msg_more(&m);
+		if (frame >= 2)
+			sodium_memzero(zmq_msg_data(&m), len);
 		zmq_msg_close(&m);
 		frame++;
 	}
-	return frame >= 3 ? 1 : GD_EPROTO;
+	if (rc == 1 && frame < 3)
+		rc = GD_EPROTO;
+	if (rc < 0)
+		sodium_memzero(payload->p, payload->cap);
+	return rc;
 }
 
 static void send_reply(struct req *r)
@@ -2167,6 +2282,22 @@ static void req_free(struct req *r)
 	buf_free(&r->uri);
 	buf_free(&r->path);
 	buf_free(&r->ident);
+}
+
+/* A request over the bounds: counted, logged and answered. */
+static void refuse_oversized(struct control *c, struct req *r, void *sock,
+			     bool admin)
+{
+	c->n->bad_requests++;
+	log_warn("bad request dropped socket=%s: more than %d frames or %d "
+		 "bytes", admin ? "admin" : "user", CTL_MAX_FRAMES,
+		 GD_CTL_MAX_REQUEST);
+	r->sock = sock;
+	bad(r, "bad request: request too large (at most %d bytes in %d "
+	    "frames)", GD_CTL_MAX_REQUEST, CTL_MAX_FRAMES - 2);
+	send_reply(r);
+	req_free(r);
+	memset(r, 0, sizeof(*r));
 }
 
 /* Send the replies held in p and publish its operations; free p. */
@@ -2276,6 +2407,10 @@ int control_serve_batch(struct control *c, int max)
 			if (got == 0)
 				continue;
 			progress = true;
+			if (got == GD_ETOOBIG) {
+				refuse_oversized(c, r, socks[s], s == 1);
+				continue;
+			}
 			if (got < 0) {
 				buf_free(&r->ident);
 				continue;
@@ -2313,6 +2448,8 @@ int control_serve_batch(struct control *c, int max)
 			n++;
 		}
 	}
+	if (payload.p)
+		sodium_memzero(payload.p, payload.cap); /* may hold a secret */
 	buf_free(&payload);
 	/* A handler that fails may leave part of its changes in the batch,
 	 * which cannot be taken out alone: the batch is dropped and the

@@ -9,6 +9,8 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <getopt.h>
 #include <git2.h>
@@ -67,6 +69,18 @@ static void usage(FILE *fp)
 		CONFIG_DEFAULT_PATH);
 }
 
+/* The node holds its key and opened secrets in memory: no core dump of
+ * it, no ptrace or /proc/PID/mem by other processes of its user. */
+static int no_core_dumps(void)
+{
+	struct rlimit zero = { 0, 0 };
+
+	if (setrlimit(RLIMIT_CORE, &zero) < 0 ||
+	    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+		return GD_EIO;
+	return 0;
+}
+
 /* Read the node's CURVE key pair, and derive from its secret the sealing
  * key for secrets at rest (so the key file is the one secret an operator
  * keeps off the data disk). */
@@ -74,7 +88,6 @@ static int load_keys(struct node *n, uint8_t seal[STORE_SEAL_KEY_LEN],
 		     struct buf *err)
 {
 	const char *keyfile = n->cfg->secret_key;
-	static const char dom[] = "grantd seal v1";
 	char derived[Z85_KEY_LEN + 1];
 	uint8_t raw[32];
 	int rc = config_read_keyfile(keyfile, n->curve_pub, n->curve_sec, err);
@@ -89,9 +102,7 @@ static int load_keys(struct node *n, uint8_t seal[STORE_SEAL_KEY_LEN],
 			   keyfile);
 		rc = GD_EINVAL;
 	} else {
-		crypto_generichash(seal, STORE_SEAL_KEY_LEN,
-				   (const uint8_t *)dom, sizeof(dom), raw,
-				   sizeof(raw));
+		store_seal_key(seal, raw);
 	}
 	sodium_memzero(raw, sizeof(raw));
 	return rc;
@@ -316,6 +327,11 @@ int main(int argc, char **argv)
 			argv[optind]);
 		usage(stderr);
 		return 2;
+	}
+	if (no_core_dumps() < 0) {
+		fprintf(stderr, "grantd: cannot disable core dumps: %s\n",
+			strerror(errno));
+		return 1;
 	}
 	if (!path)
 		path = config_default_path();

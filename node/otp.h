@@ -23,8 +23,13 @@
 
 #define OTP_SCRATCH_CODES 5
 #define OTP_SCRATCH_DIGITS 8
-#define OTP_TOTP_SECRET_LEN 10   /* 80 bits, as kernel.org's totp-cgi */
-#define OTP_HOTP_SECRET_LEN 20   /* 160 bits, a YubiKey OATH slot */
+/* Every secret we make has 160 bits (RFC 4226 R6 recommends it; a YubiKey
+ * OATH slot holds it): 32 base32 characters.  One given by an operator
+ * needs 128 bits (R6's minimum), or 80 (kernel.org's totp-cgi made those)
+ * with --allow-short-secret for a migrated token. */
+#define OTP_NEW_SECRET_LEN 20
+#define OTP_MIN_SECRET_LEN 16
+#define OTP_MIN_SHORT_SECRET_LEN 10
 #define OTP_MAX_SECRET_LEN 64
 
 struct otp_result {

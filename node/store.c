@@ -44,6 +44,11 @@ struct store {
 	rocksdb_writeoptions_t *wsync;
 	rocksdb_writeoptions_t *wnosync;
 	uint8_t key[STORE_SEAL_KEY_LEN];
+	/* after store_rekey: the key values on disk may still be sealed with
+	 * (until the rekey's batch commits, and if it fails) */
+	uint8_t old_key[STORE_SEAL_KEY_LEN];
+	bool has_old_key;
+	struct store_batch *rekey_batch; /* the batch holding a rekey */
 	/* nonces: a random prefix per open and a counter, unique under the
 	 * key without a getrandom call per sealed value */
 	uint8_t nonce_prefix[crypto_secretbox_NONCEBYTES - 8];
@@ -156,8 +161,17 @@ void store_destroy(struct store **sp)
 	if (s->wnosync)
 		rocksdb_writeoptions_destroy(s->wnosync);
 	sodium_memzero(s->key, sizeof(s->key));
+	sodium_memzero(s->old_key, sizeof(s->old_key));
 	free(s);
 	*sp = NULL;
+}
+
+void store_seal_key(uint8_t out[STORE_SEAL_KEY_LEN], const uint8_t sec[32])
+{
+	static const char dom[] = "grantd seal v1";
+
+	crypto_generichash(out, STORE_SEAL_KEY_LEN, (const uint8_t *)dom,
+			   sizeof(dom), sec, 32);
 }
 
 /* value = nonce || secretbox(plain) */
@@ -181,11 +195,13 @@ static int unseal(struct store *s, struct buf *out, const char *v, size_t n)
 	if (n < hdr)
 		return GD_ECRYPTO;
 	size_t plen = n - hdr;
-	if (crypto_secretbox_open_easy(buf_extend(out, plen),
-				       (const uint8_t *)v +
-					       crypto_secretbox_NONCEBYTES,
-				       n - crypto_secretbox_NONCEBYTES,
-				       (const uint8_t *)v, s->key) != 0) {
+	uint8_t *p = buf_extend(out, plen);
+	const uint8_t *c = (const uint8_t *)v + crypto_secretbox_NONCEBYTES;
+	if (crypto_secretbox_open_easy(p, c, n - crypto_secretbox_NONCEBYTES,
+				       (const uint8_t *)v, s->key) != 0 &&
+	    (!s->has_old_key ||
+	     crypto_secretbox_open_easy(p, c, n - crypto_secretbox_NONCEBYTES,
+					(const uint8_t *)v, s->old_key) != 0)) {
 		buf_reset(out);
 		return GD_ECRYPTO;
 	}
@@ -243,11 +259,25 @@ int store_batch_new(struct store_batch **out, struct store *s)
 	return 0;
 }
 
+/* A batch with a rekey that never committed: seal with the old key again
+ * (what is on disk). */
+static void rekey_undo(struct store_batch *b)
+{
+	struct store *s = b->s;
+
+	if (s->rekey_batch != b)
+		return;
+	memcpy(s->key, s->old_key, sizeof(s->key));
+	s->rekey_batch = NULL;
+	log_warn("store rekey undone: its batch was not committed");
+}
+
 void store_batch_free(struct store_batch **bp)
 {
 	struct store_batch *b = *bp;
 	if (!b)
 		return;
+	rekey_undo(b);
 	rocksdb_writebatch_wi_destroy(b->wb);
 	buf_free(&b->scratch);
 	free(b);
@@ -325,8 +355,93 @@ int store_commit(struct store_batch *b, bool sync)
 	if (err) {
 		log_error("store write failed: %s", err);
 		rocksdb_free(err);
+		rekey_undo(b);
 		return GD_EIO;
 	}
+	if (b->s->rekey_batch == b)
+		b->s->rekey_batch = NULL; /* the new key is the one on disk */
+	return 0;
+}
+
+/* One sealed value read for store_rekey: family, key, value in the clear. */
+struct resealed {
+	enum store_cf cf;
+	struct buf key, val;
+};
+
+static void resealed_free(struct resealed *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (v[i].val.p)
+			sodium_memzero(v[i].val.p, v[i].val.len);
+		buf_free(&v[i].key);
+		buf_free(&v[i].val);
+	}
+	free(v);
+}
+
+/* Every value of the sealed families as b sees it, in the clear. */
+static int read_sealed(struct store *s, struct store_batch *b,
+		       struct resealed **out, size_t *nout)
+{
+	struct resealed *v = NULL;
+	size_t n = 0, cap = 0;
+	int rc = 0;
+
+	for (int cf = 0; cf < CF__COUNT && rc >= 0; cf++) {
+		struct store_iter *it;
+		const char *key;
+		size_t klen;
+		if (!cf_sealed((enum store_cf)cf))
+			continue;
+		store_iter_new(&it, s, b, (enum store_cf)cf, "", 0);
+		for (;;) {
+			if (n == cap) {
+				cap = cap ? 2 * cap : 64;
+				v = realloc(v, cap * sizeof(*v));
+				if (!v)
+					abort();
+			}
+			memset(&v[n], 0, sizeof(v[n]));
+			rc = store_iter_next(it, &key, &klen, &v[n].val);
+			if (rc <= 0) {
+				buf_free(&v[n].val);
+				break;
+			}
+			v[n].cf = (enum store_cf)cf;
+			buf_add(&v[n].key, key, klen);
+			n++;
+		}
+		store_iter_free(&it);
+	}
+	*out = v;
+	*nout = n;
+	return rc;
+}
+
+int store_rekey(struct store *s, struct store_batch *b,
+		const uint8_t new_key[STORE_SEAL_KEY_LEN], size_t *count)
+{
+	struct resealed *v = NULL;
+	size_t n = 0;
+	int rc;
+
+	*count = 0;
+	if (s->rekey_batch)
+		return GD_EAGAIN; /* one rekey per batch */
+	if ((rc = read_sealed(s, b, &v, &n)) < 0) {
+		resealed_free(v, n);
+		return rc;
+	}
+	memcpy(s->old_key, s->key, sizeof(s->key));
+	s->has_old_key = true;
+	memcpy(s->key, new_key, sizeof(s->key));
+	s->rekey_batch = n ? b : NULL; /* none: nothing to undo */
+	for (size_t i = 0; i < n; i++)
+		store_put(b, v[i].cf, v[i].key.p, v[i].key.len, v[i].val.p,
+			  v[i].val.len);
+	*count = n;
+	resealed_free(v, n);
 	return 0;
 }
 

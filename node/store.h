@@ -112,6 +112,23 @@ void store_iter_seek(struct store_iter *it, const void *key, size_t klen);
  * call from another thread than the writer.  Returns 0 or GD_EIO. */
 int store_sync(struct store *s);
 
+/* The sealing key of a node whose CURVE secret key (raw, 32 bytes) is
+ * sec: BLAKE2b keyed with it over "grantd seal v1". */
+void store_seal_key(uint8_t out[STORE_SEAL_KEY_LEN], const uint8_t sec[32]);
+
+/*
+ * Key rotation: put every value of the sealed families (as b sees them,
+ * pending writes included) into b again, sealed with new_key, and seal
+ * everything later with new_key, so the change is one atomic batch.  Until
+ * the process ends values sealed with the old key still open; if b is
+ * freed or fails to commit, sealing goes back to the old key (what is on
+ * disk).  *count is the number of values re-sealed.  Writer thread only.
+ * Returns 0, GD_EAGAIN (a rekey is already pending in a batch), GD_EIO or
+ * GD_ECRYPTO (a value does not open: nothing changed).
+ */
+int store_rekey(struct store *s, struct store_batch *b,
+		const uint8_t new_key[STORE_SEAL_KEY_LEN], size_t *count);
+
 /* A consistent on-disk copy (RocksDB checkpoint) into dir, which must not
  * exist. */
 int store_checkpoint(struct store *s, const char *dir);

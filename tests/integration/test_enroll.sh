@@ -27,7 +27,7 @@ ENROLL_OUT=$OUT
 URI=$(grep -oE 'otpauth://totp/[^[:space:]]+' <<<"$ENROLL_OUT" | head -1)
 t_check "the output has an otpauth://totp/ URI" test -n "$URI"
 ES=$(uri_param "$URI" secret)
-t_check "the URI carries a base32 secret" eval '[[ $ES =~ ^[A-Z2-7]{16,}=*$ ]]'
+t_check "the URI carries a 160-bit base32 secret (32 characters)" eval '[[ $ES =~ ^[A-Z2-7]{32}$ ]]'
 t_has "the secret is shown" "$ENROLL_OUT" "$ES"
 t_check "a QR code is drawn (more than 15 lines of output)" \
 	eval '(( $(wc -l <<<"$ENROLL_OUT") > 15 ))'
@@ -80,6 +80,53 @@ t_expect 1 "yuki: the same value again is refused" \
 	t_ssh 127.0.7.8 yuki 2fa val "$(oathtool --hotp -d "$YD" -c "$YC" "$HEX")"
 t_expect 0 "yuki: the next value is accepted" \
 	t_ssh 127.0.7.8 yuki 2fa val "$(oathtool --hotp -d "$YD" -c $((YC + 1)) "$HEX")"
+
+t_section "grantctl enroll: secret lengths (RFC 4226: at least 128 bits)"
+t_user adam
+t_user bea
+t_user cal
+t_expect 0 "grantctl enroll adam --totp (no --secret)" t_ctl enroll adam --totp
+AS=$(grep -oE 'Secret \(base32\): [A-Z2-7]+' <<<"$OUT" | sed 's/.*: //')
+t_check "the made secret has 160 bits (32 base32 characters)" eval '[[ $AS =~ ^[A-Z2-7]{32}$ ]]'
+SHORT=$(head -c 10 /dev/urandom | base32 | tr -d '=\n')   # 80 bits
+S120=$(head -c 15 /dev/urandom | base32 | tr -d '=\n')    # 120 bits
+D0=$(t_digest)
+t_expect 2 "an 80-bit --secret is refused (exit 2)" t_ctl enroll bea --totp --secret "$SHORT"
+t_one_line "with a one-line message" "$ERR"
+t_has "which names the minimum" "$ERR" "128 bits"
+t_has "and the way out for migrated tokens" "$ERR" "--allow-short-secret"
+t_expect 2 "a 120-bit --secret is refused (exit 2)" t_ctl enroll bea --hotp --secret "$S120"
+t_eq "the refusals changed nothing (digest)" "$(t_digest)" "$D0"
+t_expect 0 "user list --json" t_ctl user list --json
+t_eq "bea is not enrolled" "$(t_json '[u for u in j if u["name"] == "bea"][0]["enrolled"]' <<<"$OUT")" no
+t_expect 0 "--allow-short-secret takes an 80-bit secret (a migrated token)" \
+	t_ctl enroll bea --totp --secret "$SHORT" --allow-short-secret
+t_check "the node logs a warning" grep -q 'short secret user=bea' "$T_SITE/grantd.log"
+t_check "without the secret" eval '! grep -qF "$SHORT" "$T_SITE/grantd.log"'
+t_totp_settle
+t_expect 0 "bea: 2fa val with the short-secret TOTP" t_ssh 127.0.7.7 bea 2fa val "$(t_totp "$SHORT")"
+t_expect 2 "--allow-short-secret does not take less than 80 bits" \
+	t_ctl enroll cal --totp --secret "$(head -c 5 /dev/urandom | base32 | tr -d '=\n')" --allow-short-secret
+
+t_section "grantctl enroll --secret-file FILE|- (argv is readable by every local user)"
+t_user dan
+t_user fay
+DS=$(gd_base32_secret)
+FS=$(gd_base32_secret)
+(umask 077; printf '  %s  \n' "$DS" >"$T_DIR/dan.secret")
+t_expect 0 "enroll dan --hotp --secret-file FILE" t_ctl enroll dan --hotp --secret-file "$T_DIR/dan.secret"
+t_hasnt "the secret is not echoed" "$OUT$ERR" "$DS"
+t_expect 0 "dan: 2fa val with the file's secret" t_ssh 127.0.7.7 dan 2fa val "$(t_hotp "$DS" 0)"
+t_expect 0 "enroll fay --hotp --secret-file - (stdin)" t_ctl enroll fay --hotp --secret-file - <<<"$FS"
+t_expect 0 "fay: 2fa val with the secret from stdin" t_ssh 127.0.7.7 fay 2fa val "$(t_hotp "$FS" 0)"
+t_expect 2 "--secret-file with a missing file exits 2" t_ctl enroll cal --totp --secret-file "$T_DIR/nonesuch"
+t_one_line "with a one-line message" "$ERR"
+t_has "naming the file" "$ERR" "$T_DIR/nonesuch"
+t_expect 2 "--secret-file - with nothing on stdin exits 2" t_ctl enroll cal --totp --secret-file - </dev/null
+t_expect 2 "an 80-bit secret from --secret-file is refused too" t_ctl enroll cal --totp --secret-file - <<<"$SHORT"
+t_expect 0 "grantctl --help warns about --secret on the command line" t_ctl --help
+t_has "it names --secret-file" "$OUT" "--secret-file FILE|-"
+t_has "and says argv is readable" "$OUT" "every"
 
 t_section "secrets stay secret"
 t_check "the TOTP secret is not in grantd.log" eval '! grep -qF "$ES" "$T_SITE/grantd.log"'

@@ -93,6 +93,26 @@ t_expect nz "a push over a new connection from the same address is refused" \
 	t_push 127.0.11.1 gus "$T_DIR/w"
 t_has "with the 2fa val hint" "$ERR" "2fa val"
 
+t_section "val-session is keyed on the whole SSH_CONNECTION and XDG_SESSION_ID"
+# gsh CONNECTION [XDG] COMMAND...: grant-shell as sshd runs it for gus.
+gsh() {
+	local conn=$1 xdg=$2; shift 2
+	env ${xdg:+XDG_SESSION_ID=$xdg} SSH_CONNECTION="$conn" SSH_ORIGINAL_COMMAND="$*" \
+		"$GD_BIN/grant-shell" --config "$T_SITE/grantd.conf" gus </dev/null
+}
+C0="127.0.12.1 40001 $T_ADDR 22"
+t_expect 0 "2fa val-session on connection '$C0'" gsh "$C0" "" 2fa val-session "$(tok)"
+t_expect 0 "the same connection is allowed" gsh "$C0" "" 2fa isval
+t_expect 1 "another client port is refused" gsh "127.0.12.1 40002 $T_ADDR 22" "" 2fa isval
+t_expect 1 "another server port is refused" gsh "127.0.12.1 40001 $T_ADDR 2222" "" 2fa isval
+t_expect 1 "another server address is refused" gsh "127.0.12.1 40001 127.0.0.2 22" "" 2fa isval
+t_expect 1 "a logind session the grant did not name is refused" gsh "$C0" 7 2fa isval
+t_expect 0 "2fa val-session on '$C0' in logind session 7" gsh "$C0" 7 2fa val-session "$(tok)"
+t_expect 0 "the same connection and session are allowed" gsh "$C0" 7 2fa isval
+t_expect 1 "the same connection in logind session 8 is refused" gsh "$C0" 8 2fa isval
+t_expect 0 "grant list --user gus --json" t_ctl grant list --user gus --json
+t_has "the grant names the whole connection" "$OUT" "127.0.12.1 40001 $T_ADDR 22"
+
 t_section "inval all, grantctl grant revoke"
 t_expect 0 "2fa inval all from 127.0.7.8" t_ssh 127.0.7.8 gus 2fa inval all
 t_expect 1 "127.0.7.8 is no longer whitelisted" t_ssh 127.0.7.8 gus 2fa isval

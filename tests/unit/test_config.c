@@ -497,6 +497,7 @@ static void test_keyfile_good(void **state)
 	snprintf(path, sizeof(path), "%s/node.key", f->dir);
 	write_file(path, "# grantctl keygen\n[curve]\npublic-key = " KEY_A
 			 "\nsecret-key = " KEY_S "\n");
+	assert_int_equal(chmod(path, 0600), 0);
 	assert_int_equal(config_read_keyfile(path, pub, sec, &f->err), 0);
 	assert_string_equal(pub, KEY_A);
 	assert_string_equal(sec, KEY_S);
@@ -505,6 +506,31 @@ static void test_keyfile_good(void **state)
 	memset(pub, 0, sizeof(pub));
 	assert_int_equal(config_read_keyfile(path, pub, NULL, &f->err), 0);
 	assert_string_equal(pub, KEY_A);
+}
+
+/* A secret key readable by group or others is refused, as sshd does; the
+ * public half alone may be read from such a file. */
+static void test_keyfile_mode(void **state)
+{
+	struct fixture *f = *state;
+	char path[160], pub[Z85_KEY_LEN + 1], sec[Z85_KEY_LEN + 1];
+	static const mode_t modes[] = { 0640, 0604, 0644, 0660, 0400 | 004 };
+
+	snprintf(path, sizeof(path), "%s/node.key", f->dir);
+	write_file(path, "[curve]\npublic-key = " KEY_A "\nsecret-key = "
+			 KEY_S "\n");
+	for (size_t i = 0; i < GD_ARRAY_SIZE(modes); i++) {
+		buf_reset(&f->err);
+		assert_int_equal(chmod(path, modes[i]), 0);
+		if (config_read_keyfile(path, pub, sec, &f->err) != GD_EINVAL)
+			fail_msg("mode %04o accepted", (unsigned)modes[i]);
+		assert_non_null(strstr(buf_str(&f->err), path));
+		assert_non_null(strstr(buf_str(&f->err), "chmod 600"));
+		assert_int_equal(config_read_keyfile(path, pub, NULL, &f->err),
+				 0);
+	}
+	assert_int_equal(chmod(path, 0400), 0);
+	assert_int_equal(config_read_keyfile(path, pub, sec, &f->err), 0);
 }
 
 static void test_keyfile_bad(void **state)
@@ -526,6 +552,7 @@ static void test_keyfile_bad(void **state)
 	for (size_t i = 0; i < GD_ARRAY_SIZE(bad); i++) {
 		buf_reset(&f->err);
 		write_file(path, bad[i]);
+		assert_int_equal(chmod(path, 0600), 0);
 		int rc = config_read_keyfile(path, pub, sec, &f->err);
 		if (rc != GD_EINVAL)
 			fail_msg("key file %zu: %d, want GD_EINVAL", i, rc);
@@ -562,6 +589,7 @@ int main(void)
 		T(test_unreadable),
 		T(test_default_path),
 		T(test_keyfile_good),
+		T(test_keyfile_mode),
 		T(test_keyfile_bad),
 #undef T
 	};
