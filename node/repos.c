@@ -248,40 +248,26 @@ static int rm_entry(const char *p, const struct stat *st, int flag,
 	return (flag == FTW_DP ? rmdir(p) : unlink(p)) < 0 && errno != ENOENT;
 }
 
-int repos_create(const char *repo_dir, const char *name, const char *fork_of,
-		 const char *hook)
+/* A new repository is made beside its place and renamed into it once
+ * complete, so the path holds a whole repository, hook included, or
+ * nothing; a crash leaves only NAME.git.grantd-new, which the next attempt
+ * removes. */
+static int create_new(const char *repo_dir, const char *path,
+		      const char *name, const char *fork_of, const char *hook)
 {
-	struct buf path = BUF_INIT, tmp = BUF_INIT;
-	struct stat st;
-	int rc = 0;
+	struct buf tmp = BUF_INIT;
+	int rc = GD_EIO;
 
-	repos_path(&path, repo_dir, name);
-	if (stat(path.p, &st) == 0) {
-		/* an earlier grantd made repositories in place: one it was
-		 * killed in the middle of lacks parts, its hook above all */
-		if (!complete(path.p)) {
-			rc = init_repo(path.p, name);
-			if (rc == 0)
-				log_warn("repaired a half-made repository "
-					 "repo=%s", name);
-		}
-		goto settle;
-	}
-	/* A new one is made beside its place and renamed into it once
-	 * complete, so the path either holds a whole repository, hook
-	 * included, or nothing; a crash leaves only NAME.git.grantd-new,
-	 * removed by the next attempt. */
-	buf_printf(&tmp, "%s.grantd-new", path.p);
+	buf_printf(&tmp, "%s.grantd-new", path);
 	if (nftw(tmp.p, rm_entry, 16, FTW_DEPTH | FTW_PHYS) != 0 &&
 	    errno != ENOENT && errno != ENOTDIR) {
 		log_error("cannot remove dir=%s: %s", tmp.p, strerror(errno));
-		rc = GD_EIO;
 		goto done;
 	}
 	if ((rc = init_repo(tmp.p, name)) < 0 ||
 	    (rc = settle(repo_dir, tmp.p, name, fork_of, hook)) < 0)
 		goto done;
-	if (rename(tmp.p, path.p) < 0) {
+	if (rename(tmp.p, path) < 0) {
 		log_error("cannot create repository repo=%s: rename: %s", name,
 			  strerror(errno));
 		rc = GD_EIO;
@@ -290,13 +276,33 @@ int repos_create(const char *repo_dir, const char *name, const char *fork_of,
 	log_info("created repository repo=%s%s%s", name,
 		 fork_of && *fork_of ? " fork_of=" : "",
 		 fork_of && *fork_of ? fork_of : "");
-	goto done;
-settle:
-	if (rc == 0)
-		rc = settle(repo_dir, path.p, name, fork_of, hook);
+done:
+	buf_free(&tmp);
+	return rc;
+}
+
+int repos_create(const char *repo_dir, const char *name, const char *fork_of,
+		 const char *hook)
+{
+	struct buf path = BUF_INIT;
+	struct stat st;
+	int rc = 0;
+
+	repos_path(&path, repo_dir, name);
+	if (stat(path.p, &st) < 0) {
+		rc = create_new(repo_dir, path.p, name, fork_of, hook);
+		goto done;
+	}
+	/* an older grantd made repositories in place: one it was killed in
+	 * the middle of lacks parts, its hook above all */
+	if (!complete(path.p)) {
+		if ((rc = init_repo(path.p, name)) < 0)
+			goto done;
+		log_warn("repaired a half-made repository repo=%s", name);
+	}
+	rc = settle(repo_dir, path.p, name, fork_of, hook);
 done:
 	buf_free(&path);
-	buf_free(&tmp);
 	return rc;
 }
 
