@@ -75,6 +75,10 @@ static void usage(FILE *fp)
 "                                   replication (git: refs pending, packs\n"
 "                                   fetched and served) and push conflicts\n"
 "                                   kept under refs/grantd/conflicts/\n"
+"  verify [--json]                  recompute the state digest from the\n"
+"                                   records on disk and compare it with the\n"
+"                                   live one (per family); exit 0 equal,\n"
+"                                   1 different (naming the families)\n"
 "  backup DIR                       a consistent snapshot: the store (RocksDB\n"
 "                                   checkpoint, secrets stay sealed) in\n"
 "                                   DIR/store, the repositories in DIR/repos;\n"
@@ -233,6 +237,7 @@ static const struct sub subs[] = {
 	{ "repo", "list", "repo.list" },   { "grant", "list", "grant.list" },
 	{ "grant", "revoke", "grant.revoke" },
 	{ "check", NULL, "check" },        { "status", NULL, "status" },
+	{ "verify", NULL, "verify" },
 	{ "rebuild", NULL, "rebuild" },
 	{ "backup", NULL, "backup" },      { "rekey", NULL, "rekey" },
 };

@@ -19,6 +19,14 @@
 void digest_toggle(uint8_t d[DIGEST_LEN], int cf, const void *key,
 		   size_t klen, const void *val, size_t vlen);
 
+/* h = H(cf, key, val), for XORing one record into several digests (the
+ * whole state's and its family's) with one hash. */
+void digest_hash(uint8_t h[DIGEST_LEN], int cf, const void *key, size_t klen,
+		 const void *val, size_t vlen);
+
+/* d ^= h */
+void digest_xor(uint8_t d[DIGEST_LEN], const uint8_t h[DIGEST_LEN]);
+
 /* Lower-case hex, 2 * DIGEST_LEN + 1 bytes. */
 void digest_hex(char out[2 * DIGEST_LEN + 1], const uint8_t d[DIGEST_LEN]);
 

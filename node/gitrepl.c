@@ -28,6 +28,7 @@
 
 #include <sodium.h>
 
+#include "crashpoint.h"
 #include "err.h"
 #include "gitrepl.h"
 #include "grantd.pb-c.h"
@@ -501,6 +502,7 @@ static int quarantine_commit(const char *repo_path, const char *qdir)
 				break;
 			}
 			buf_add(&moved, to.p, to.len + 1);
+			crashpoint("pack-move"); /* the pack in, its index not */
 		}
 	}
 	closedir(d);

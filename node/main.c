@@ -25,6 +25,7 @@
 
 #include "config.h"
 #include "control.h"
+#include "crashpoint.h"
 #include "err.h"
 #include "gitrepl.h"
 #include "log.h"
@@ -38,6 +39,7 @@
 
 #define BATCH_MAX 512
 #define SWEEP_INTERVAL_MS (6ULL * 3600 * 1000)
+#define REPOS_RETRY_MS 5000
 
 static volatile sig_atomic_t stopping;
 
@@ -208,7 +210,8 @@ static int make_dirs(const struct config *cfg)
 	return 0;
 }
 
-/* Forget grants long expired, on the writer thread so the digest follows. */
+/* Forget grants long expired, on the writer thread so the digest follows.
+ * A sweep that fails took its deletions back (ops_sweep_grants). */
 static void sweep_grants(struct node *n)
 {
 	struct store_batch *b;
@@ -221,7 +224,51 @@ static void sweep_grants(struct node *n)
 		log_info("expired grants forgotten count=%d", k);
 	else if (k > 0)
 		ops_reload(&n->ops);
+	else if (k < 0)
+		log_error("expired grants not swept: %s", gd_strerror(k));
 	store_batch_free(&b);
+}
+
+/* Repositories whose records the last batches made live get their
+ * directories now that those batches are committed; one that cannot be
+ * made (a full disk, a bad permission) is tried again every
+ * REPOS_RETRY_MS, and at the next start. */
+static void follow_repos(struct node *n, struct buf *retry, uint64_t now,
+			 uint64_t *next_retry)
+{
+	if (n->ops.repos_touched.len)
+		repos_follow(n->store, n->cfg->repo_dir, n->hook,
+			     &n->ops.repos_touched, retry);
+	if (retry->len && now >= *next_retry) {
+		struct buf again = *retry;
+		*retry = (struct buf)BUF_INIT;
+		repos_follow(n->store, n->cfg->repo_dir, n->hook, &again,
+			     retry);
+		buf_free(&again);
+		*next_retry = now + REPOS_RETRY_MS;
+	}
+}
+
+/* Hosted repositories and the git programs the node runs read no global,
+ * XDG or system configuration: they must not depend on the service
+ * account's own (nor fail when its HOME is unreadable, as libgit2 does:
+ * "failed to stat '/root/.gitconfig'").  Before any thread. */
+static int git_isolate(void)
+{
+	static const int levels[] = { GIT_CONFIG_LEVEL_PROGRAMDATA,
+				      GIT_CONFIG_LEVEL_SYSTEM,
+				      GIT_CONFIG_LEVEL_XDG,
+				      GIT_CONFIG_LEVEL_GLOBAL };
+
+	for (size_t i = 0; i < GD_ARRAY_SIZE(levels); i++)
+		if (git_libgit2_opts(GIT_OPT_SET_SEARCH_PATH, levels[i],
+				     "") < 0)
+			return GD_EIO;
+	if (setenv("GIT_CONFIG_NOSYSTEM", "1", 1) < 0 ||
+	    setenv("GIT_CONFIG_GLOBAL", "/dev/null", 1) < 0 ||
+	    setenv("GIT_ATTR_NOSYSTEM", "1", 1) < 0)
+		return GD_EIO;
+	return 0;
 }
 
 /* Reap the grant-hook runs this thread started (and only those: the
@@ -240,6 +287,8 @@ static int run(struct node *n)
 	zmq_pollitem_t items[4 + 2 + 2 * CONFIG_MAX_PEERS];
 	bool was_syncing = n->syncing;
 	uint64_t last_sweep = 0; /* first sweep right after start */
+	uint64_t repos_retry_at = 0;
+	struct buf repos_retry = BUF_INIT;
 	int nitems;
 
 	items[0] = (zmq_pollitem_t){ control_user_socket(n->control), 0,
@@ -263,6 +312,7 @@ static int run(struct node *n)
 			if (errno == EINTR)
 				continue;
 			log_error("poll failed: %s", zmq_strerror(errno));
+			buf_free(&repos_retry);
 			return GD_EIO;
 		}
 		if (items[2].revents) {
@@ -277,7 +327,9 @@ static int run(struct node *n)
 			gitrepl_pump(n->gitrepl, repl_router(n->repl));
 		uint64_t now = hlc_wall_ms();
 		repl_tick(n->repl, now);
-		/* refs whose records changed: the disk follows them */
+		/* repositories and refs whose records changed: the disk
+		 * follows them, repositories first */
+		follow_repos(n, &repos_retry, now, &repos_retry_at);
 		gitrepl_changed(n->gitrepl, &n->ops.refs_touched);
 		if (was_syncing && !n->syncing)
 			gitrepl_all(n->gitrepl, NULL); /* caught up: look again */
@@ -291,6 +343,7 @@ static int run(struct node *n)
 	log_info("node stopping site=%s", n->cfg->site);
 	/* finish in-flight writes: answer them once they are durable */
 	control_drain(n->control, repl_publish, n->repl);
+	buf_free(&repos_retry);
 	return 0;
 }
 
@@ -371,6 +424,12 @@ int main(int argc, char **argv)
 		goto out_cfg;
 	}
 	git_libgit2_init();
+	if (git_isolate() < 0) {
+		log_error("cannot keep git from reading the service account's "
+			  "configuration");
+		goto out_git;
+	}
+	crashpoint_init();
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGTERM, on_signal);
 	signal(SIGINT, on_signal);
@@ -391,7 +450,6 @@ int main(int argc, char **argv)
 			  "quote?)");
 		goto out_store;
 	}
-	n.ops.hook = n.hook;
 	n.zctx = zmq_ctx_new();
 	if ((rc = syncer_start(&n.syncer, n.store, n.zctx)) < 0)
 		goto out_zmq;

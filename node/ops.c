@@ -20,7 +20,6 @@
 #include "hookline.h"
 #include "names.h"
 #include "ops.h"
-#include "repos.h"
 #include "banned.h"
 
 #define SET_STAMP(op, e, s, h)                                                 \
@@ -54,7 +53,7 @@ static void meta_put_u64(struct store_batch *b, const char *key, uint64_t val)
 	store_put(b, CF_META, key, strlen(key), be, sizeof(be));
 }
 
-static int vv_load(struct ops *o);
+static int vv_load(struct ops *o, struct store_batch *b);
 
 int ops_reload(struct ops *o)
 {
@@ -63,7 +62,7 @@ int ops_reload(struct ops *o)
 	int rc;
 
 	o->seq = 0;
-	if ((rc = vv_load(o)) < 0)
+	if ((rc = vv_load(o, NULL)) < 0)
 		goto done;
 	if ((rc = meta_u64(o->store, META_EPOCH, &o->epoch)) < 0)
 		goto done;
@@ -80,9 +79,78 @@ int ops_reload(struct ops *o)
 	if (rc == 0 && v.len == DIGEST_LEN)
 		memcpy(o->digest, v.p, DIGEST_LEN);
 	rc = rc == GD_ENOTFOUND ? 0 : rc;
+	memcpy(o->fam_digest, o->fam_committed, sizeof(o->fam_digest));
 done:
 	buf_free(&v);
 	return rc;
+}
+
+static const struct family *family_of(Grantd__V1__Op__BodyCase body,
+				      enum store_cf cf);
+
+/* The digest of every replicated family, from the committed records;
+ * records may be NULL. */
+static int digest_scan(struct ops *o, uint8_t fam[CF__COUNT][DIGEST_LEN],
+		       uint64_t records[CF__COUNT])
+{
+	struct buf v = BUF_INIT;
+	int rc = 0;
+
+	memset(fam, 0, CF__COUNT * DIGEST_LEN);
+	for (int cf = 0; rc == 0 && cf < CF__COUNT; cf++) {
+		struct store_iter *it;
+		const char *key;
+		size_t klen;
+		if (!family_of(GRANTD__V1__OP__BODY__NOT_SET, cf))
+			continue;
+		store_iter_new(&it, o->store, NULL, cf, "", 0);
+		while ((rc = store_iter_next(it, &key, &klen, &v)) > 0) {
+			digest_toggle(fam[cf], cf, key, klen, v.p, v.len);
+			if (records)
+				records[cf]++;
+		}
+		store_iter_free(&it);
+	}
+	sodium_memzero(v.p, v.len);
+	buf_free(&v);
+	return rc;
+}
+
+static void digest_total(uint8_t d[DIGEST_LEN],
+			 uint8_t fam[CF__COUNT][DIGEST_LEN])
+{
+	memset(d, 0, DIGEST_LEN);
+	for (int cf = 0; cf < CF__COUNT; cf++)
+		digest_xor(d, fam[cf]);
+}
+
+/* At open the digest is made again from the records, which are what every
+ * decision reads: a stored digest that differs (a bug, or a store written
+ * by an older grantd that could split them) is reported and replaced, so
+ * no split outlives a restart. */
+static int digest_open(struct ops *o, struct store_batch *b)
+{
+	uint8_t d[DIGEST_LEN];
+	int rc = digest_scan(o, o->fam_digest, NULL);
+
+	if (rc < 0)
+		return rc;
+	digest_total(d, o->fam_digest);
+	if (memcmp(d, o->digest, DIGEST_LEN)) {
+		static const uint8_t zero[DIGEST_LEN];
+		char had[2 * DIGEST_LEN + 1], want[2 * DIGEST_LEN + 1];
+		digest_hex(had, o->digest);
+		digest_hex(want, d);
+		if (memcmp(o->digest, zero, DIGEST_LEN))
+			log_error("state digest did not match the records "
+				  "stored=%s records=%s: the records win",
+				  had, want);
+		memcpy(o->digest, d, DIGEST_LEN);
+	}
+	memcpy(o->fam_committed, o->fam_digest, sizeof(o->fam_committed));
+	store_put(b, CF_META, META_DIGEST, strlen(META_DIGEST), o->digest,
+		  DIGEST_LEN);
+	return 0;
 }
 
 int ops_open(struct ops *o, struct store *s, const struct config *cfg,
@@ -107,7 +175,8 @@ int ops_open(struct ops *o, struct store *s, const struct config *cfg,
 	store_batch_new(&b, s);
 	meta_put_u64(b, META_EPOCH, epoch);
 	meta_put_u64(b, META_SEQ, 0);
-	rc = store_commit(b, true);
+	if ((rc = digest_open(o, b)) == 0)
+		rc = store_commit(b, true);
 	store_batch_free(&b);
 	if (rc < 0)
 		return rc;
@@ -123,6 +192,7 @@ void ops_close(struct ops *o)
 	ops_outbox_clear(o);
 	buf_free(&o->outbox);
 	buf_free(&o->refs_touched);
+	buf_free(&o->repos_touched);
 	free(o->vv);
 	o->vv = NULL;
 	o->nvv = o->capvv = 0;
@@ -212,8 +282,8 @@ static void vv_set(struct ops *o, struct store_batch *b, const char *origin,
 	buf_free(&k);
 }
 
-/* Load the vector cache from the store. */
-static int vv_load(struct ops *o)
+/* Load the vector cache from the store (and b, when given). */
+static int vv_load(struct ops *o, struct store_batch *b)
 {
 	struct store_iter *it;
 	struct buf v = BUF_INIT;
@@ -222,7 +292,7 @@ static int vv_load(struct ops *o)
 	int rc;
 
 	o->nvv = 0;
-	store_iter_new(&it, o->store, NULL, CF_VV, "", 0);
+	store_iter_new(&it, o->store, b, CF_VV, "", 0);
 	while ((rc = store_iter_next(it, &key, &klen, &v)) > 0) {
 		size_t ol = strnlen(key, klen);
 		char origin[65];
@@ -257,6 +327,17 @@ bool ops_stamp_after(uint64_t h1, const char *o1, uint64_t h2,
 	return strcmp(o1 ? o1 : "", o2 ? o2 : "") > 0;
 }
 
+/* XOR one record in or out of the digest and its family's share. */
+static void toggle(struct ops *o, enum store_cf cf, const void *key,
+		   size_t klen, const void *val, size_t vlen)
+{
+	uint8_t h[DIGEST_LEN];
+
+	digest_hash(h, cf, key, klen, val, vlen);
+	digest_xor(o->digest, h);
+	digest_xor(o->fam_digest[cf], h);
+}
+
 /* Put val at key in place of old (empty: none), keeping the digest in
  * step; nothing when the bytes are the same. */
 static void replace_record(struct ops *o, struct store_batch *b,
@@ -266,8 +347,8 @@ static void replace_record(struct ops *o, struct store_batch *b,
 	if (old->len == val->len && !memcmp(old->p, val->p, val->len))
 		return;
 	if (old->len)
-		digest_toggle(o->digest, cf, key, klen, old->p, old->len);
-	digest_toggle(o->digest, cf, key, klen, val->p, val->len);
+		toggle(o, cf, key, klen, old->p, old->len);
+	toggle(o, cf, key, klen, val->p, val->len);
 	store_put(b, cf, key, klen, val->p, val->len);
 }
 
@@ -397,7 +478,10 @@ done:
 	return rc;
 }
 
-/* The kinds of record, the family each lives in, and how each merges. */
+/* The kinds of record, the family each lives in, and how each merges.
+ * The digest covers exactly these families: the scan at open and
+ * `grantctl verify` (digest_scan) walk them, so a family toggled into the
+ * digest must be listed here. */
 static const struct family {
 	Grantd__V1__Op__BodyCase body;
 	enum store_cf cf;
@@ -662,12 +746,14 @@ static int apply_body(struct ops *o, struct store_batch *b,
 	pack_stamped(&val, op_body(op), op->hlc, op->origin);
 	record_key(&k, op);
 	rc = lww_put(o, b, f->cf, k.p, k.len, &val, op->hlc, op->origin, &won);
-	/* A repository's directory is made before the commit: if the commit
-	 * fails an empty repository is left, which a retry reuses. */
+	/* A repository's directory is made once the record is committed
+	 * (repos_follow): a disk that refuses it cannot leave a record and
+	 * its digest change half-applied, and a commit that fails leaves no
+	 * repository behind. */
 	if (rc == 0 && won && op->body_case == GRANTD__V1__OP__BODY_REPO &&
 	    !op->repo->deleted)
-		rc = repos_create(o->cfg->repo_dir, op->repo->name,
-				  op->repo->fork_of, o->hook);
+		buf_add(&o->repos_touched, op->repo->name,
+			strlen(op->repo->name) + 1);
 	sodium_memzero(val.p, val.len);
 	buf_free(&k);
 	buf_free(&val);
@@ -678,6 +764,7 @@ int ops_apply(struct ops *o, struct store_batch *b, const Grantd__V1__Op *op,
 	      bool *applied)
 {
 	struct buf k = BUF_INIT, val = BUF_INIT;
+	struct ops_save sp;
 	uint8_t be[16];
 	uint64_t have;
 	int rc;
@@ -689,8 +776,13 @@ int ops_apply(struct ops *o, struct store_batch *b, const Grantd__V1__Op *op,
 	if (op->seq != have + 1)
 		return GD_EINVAL;
 	hlc_observe(&o->hlc, op->hlc);
-	if ((rc = apply_body(o, b, op)) < 0)
+	ops_savepoint(o, b, &sp);
+	if ((rc = apply_body(o, b, op)) < 0) {
+		/* e.g. a push whose second ref could not be read: its first
+		 * ref's record and digest change go, together */
+		ops_rollback(o, b, &sp);
 		goto done;
+	}
 
 	/* the operation log: origin \0 epoch seq */
 	buf_add(&k, op->origin, strlen(op->origin) + 1);
@@ -705,6 +797,7 @@ int ops_apply(struct ops *o, struct store_batch *b, const Grantd__V1__Op *op,
 	if (!strcmp(op->origin, o->site) && op->epoch == o->epoch &&
 	    op->seq > o->seq)
 		o->seq = op->seq;
+	ops_release(o, b);
 	*applied = true;
 done:
 	sodium_memzero(val.p, val.len);
@@ -745,13 +838,84 @@ int ops_local(struct ops *o, struct store_batch *b, Grantd__V1__Op *op)
 
 int ops_commit(struct ops *o, struct store_batch *b, bool sync)
 {
+	int rc;
+
 	if (store_batch_count(b) == 0)
-		return 0;
+		return store_commit(b, sync); /* drops its save points */
 	meta_put_u64(b, META_SEQ, o->seq);
 	meta_put_u64(b, META_HLC, o->hlc.last);
 	store_put(b, CF_META, META_DIGEST, strlen(META_DIGEST), o->digest,
 		  DIGEST_LEN);
-	return store_commit(b, sync);
+	if ((rc = store_commit(b, sync)) == 0)
+		memcpy(o->fam_committed, o->fam_digest,
+		       sizeof(o->fam_committed));
+	return rc;
+}
+
+void ops_savepoint(struct ops *o, struct store_batch *b, struct ops_save *sp)
+{
+	memcpy(sp->digest, o->digest, sizeof(sp->digest));
+	memcpy(sp->fam_digest, o->fam_digest, sizeof(sp->fam_digest));
+	sp->seq = o->seq;
+	sp->outbox_len = o->outbox.len;
+	sp->refs_len = o->refs_touched.len;
+	sp->repos_len = o->repos_touched.len;
+	store_batch_savepoint(b);
+}
+
+void ops_release(struct ops *o, struct store_batch *b)
+{
+	(void)o;
+	store_batch_release(b);
+}
+
+int ops_rollback(struct ops *o, struct store_batch *b,
+		 const struct ops_save *sp)
+{
+	int rc = store_batch_rollback(b);
+
+	memcpy(o->digest, sp->digest, sizeof(o->digest));
+	memcpy(o->fam_digest, sp->fam_digest, sizeof(o->fam_digest));
+	o->seq = sp->seq;
+	if (o->outbox.len > sp->outbox_len) {
+		sodium_memzero(o->outbox.p + sp->outbox_len,
+			       o->outbox.len - sp->outbox_len);
+		o->outbox.len = sp->outbox_len;
+	}
+	if (o->refs_touched.len > sp->refs_len)
+		o->refs_touched.len = sp->refs_len;
+	if (o->repos_touched.len > sp->repos_len)
+		o->repos_touched.len = sp->repos_len;
+	if (rc == 0)
+		rc = vv_load(o, b);
+	return rc;
+}
+
+int ops_verify(struct ops *o, struct ops_verify *v)
+{
+	struct buf m = BUF_INIT;
+	int rc;
+
+	memset(v, 0, sizeof(*v));
+	memcpy(v->live, o->digest, DIGEST_LEN);
+	memcpy(v->live_fam, o->fam_digest, sizeof(v->live_fam));
+	rc = store_get(o->store, NULL, CF_META, META_DIGEST,
+		       strlen(META_DIGEST), &m);
+	if (rc == 0 && m.len == DIGEST_LEN)
+		memcpy(v->stored, m.p, DIGEST_LEN);
+	buf_free(&m);
+	if (rc < 0 && rc != GD_ENOTFOUND)
+		return rc;
+	for (int cf = 0; cf < CF__COUNT; cf++)
+		v->covered[cf] =
+			family_of(GRANTD__V1__OP__BODY__NOT_SET, cf) != NULL;
+	if ((rc = digest_scan(o, v->disk_fam, v->records)) < 0)
+		return rc;
+	digest_total(v->disk, v->disk_fam);
+	v->equal = !memcmp(v->live, v->disk, DIGEST_LEN) &&
+		   !memcmp(v->stored, v->disk, DIGEST_LEN) &&
+		   !memcmp(v->live_fam, v->disk_fam, sizeof(v->disk_fam));
+	return 0;
 }
 
 void ops_outbox_clear(struct ops *o)
@@ -993,11 +1157,13 @@ int ops_sweep_grants(struct ops *o, struct store_batch *b, int64_t now,
 		     int max)
 {
 	struct store_iter *it;
+	struct ops_save sp;
 	struct buf v = BUF_INIT;
 	const char *key;
 	size_t klen;
 	int rc = 0, n = 0;
 
+	ops_savepoint(o, b, &sp);
 	store_iter_new(&it, o->store, NULL, CF_GRANTS, "", 0);
 	while (n < max && (rc = store_iter_next(it, &key, &klen, &v)) > 0) {
 		Grantd__V1__Grant *g = grantd__v1__grant__unpack(
@@ -1007,13 +1173,20 @@ int ops_sweep_grants(struct ops *o, struct store_batch *b, int64_t now,
 			grantd__v1__grant__free_unpacked(g, NULL);
 		if (!old)
 			continue;
-		digest_toggle(o->digest, CF_GRANTS, key, klen, v.p, v.len);
+		toggle(o, CF_GRANTS, key, klen, v.p, v.len);
 		store_del(b, CF_GRANTS, key, klen);
 		n++;
 	}
 	store_iter_free(&it);
 	buf_free(&v);
-	return rc < 0 ? rc : n;
+	/* a scan that failed half-way takes back its deletions and their
+	 * digest changes together */
+	if (rc < 0) {
+		ops_rollback(o, b, &sp);
+		return rc;
+	}
+	ops_release(o, b);
+	return n;
 }
 
 int ops_truncate_log(struct ops *o, uint64_t cutoff_ms, int max)

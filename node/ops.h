@@ -12,6 +12,13 @@
  *
  * One owner thread (the writer).  After a failed commit call ops_reload()
  * so the in-memory counters match the disk again.
+ *
+ * An operation is applied whole or not at all: ops_apply() undoes, in the
+ * batch and in memory alike, whatever an operation that fails half-way
+ * wrote (ops_savepoint), so the digest always describes the batch's
+ * records.  Nothing outside the store happens inside an apply: a new
+ * repository's directory is made after the commit (repos_touched), a ref's
+ * objects fetched after it (refs_touched).
  */
 #ifndef GD_OPS_H
 #define GD_OPS_H
@@ -39,12 +46,17 @@ struct config;
 struct ops {
 	struct store *store;
 	const struct config *cfg;
-	const char *hook;      /* post-receive command for new repositories */
 	char site[65];
 	uint64_t epoch;        /* random, made when the store was created */
 	uint64_t seq;          /* last sequence number given here */
 	struct hlc hlc;
 	uint8_t digest[DIGEST_LEN];
+	/* each replicated family's share of the digest (digest is their
+	 * XOR): recomputed from the records at open, so `grantctl verify`
+	 * can name the family whose records and digest parted; and the same
+	 * as of the last commit, for ops_reload */
+	uint8_t fam_digest[CF__COUNT][DIGEST_LEN];
+	uint8_t fam_committed[CF__COUNT][DIGEST_LEN];
 	uint64_t dropped;      /* peer messages refused (ops_check, decode) */
 	/* Operations made by ops_local() since the last ops_outbox_clear(),
 	 * packed, each behind a 4-byte big-endian length: published by repl
@@ -55,6 +67,10 @@ struct ops {
 	 * makes the disk follow; an entry from a batch that then failed to
 	 * commit only costs gitrepl a look. */
 	struct buf refs_touched;
+	/* Repositories whose record an applied operation or snapshot record
+	 * made live, each "name \0": main.c makes their directories once the
+	 * batch is committed (repos_follow), never inside the apply. */
+	struct buf repos_touched;
 	/* The version vector, cached: every change to it goes through this
 	 * module, so the cache is the store's vector (batch included) */
 	struct ops_vv {
@@ -79,6 +95,45 @@ void ops_close(struct ops *o);
 
 /* Re-read the counters from committed state after a failed commit. */
 int ops_reload(struct ops *o);
+
+/* A point to come back to: in a batch (store_batch_savepoint) and in the
+ * in-memory state that describes it (digest, sequence, outbox, touched
+ * lists; the vector is re-read from the batch). */
+struct ops_save {
+	uint8_t digest[DIGEST_LEN];
+	uint8_t fam_digest[CF__COUNT][DIGEST_LEN];
+	uint64_t seq;
+	size_t outbox_len, refs_len, repos_len;
+};
+
+/* Open a save point in b.  Then either ops_release() keeps what was
+ * applied since (it then belongs to the enclosing point, if any), or
+ * ops_rollback() undoes it in b and in memory alike.  Points nest.
+ * ops_rollback returns 0, or GD_EIO when the batch could not be rolled
+ * back (then drop the batch and call ops_reload). */
+void ops_savepoint(struct ops *o, struct store_batch *b, struct ops_save *sp);
+void ops_release(struct ops *o, struct store_batch *b);
+int ops_rollback(struct ops *o, struct store_batch *b,
+		 const struct ops_save *sp);
+
+/* The digest recomputed from the records on disk, beside the live one. */
+struct ops_verify {
+	uint8_t live[DIGEST_LEN];     /* in memory (grantctl status) */
+	uint8_t stored[DIGEST_LEN];   /* committed with the last batch */
+	uint8_t disk[DIGEST_LEN];     /* recomputed from the records */
+	bool covered[CF__COUNT];      /* the family is in the digest */
+	uint8_t live_fam[CF__COUNT][DIGEST_LEN];
+	uint8_t disk_fam[CF__COUNT][DIGEST_LEN];
+	uint64_t records[CF__COUNT];
+	bool equal;                   /* live == stored == disk */
+};
+
+/* Recompute the digest from the committed records of every replicated
+ * family and compare it with the live and the stored one.  It reads every
+ * record: call it between batches (nothing applied and uncommitted), on
+ * the writer thread.  Returns 0 (v->equal says the verdict) or a store
+ * error. */
+int ops_verify(struct ops *o, struct ops_verify *v);
 
 /* A fresh HLC stamp, for a handler that must know the stamp of the
  * operation it is about to make (an enrollment's id). */

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "crashpoint.h"
 #include "err.h"
 #include "log.h"
 #include "names.h"
@@ -1258,9 +1259,12 @@ void repl_handle(struct repl *r)
 			break;
 		handled += got;
 	}
-	if (!r->dirty)
+	/* whatever the batch holds goes to disk now, with the digest it
+	 * moved: an operation that failed left nothing in it (ops_apply) */
+	if (!r->dirty && store_batch_count(r->batch) == 0)
 		return;
 	r->dirty = false;
+	crashpoint("peer-batch");
 	/* Written now; made durable by the syncer, like local writes, so
 	 * the loop never waits on the disk.  Nothing is acknowledged for a
 	 * peer's operation: a crash before the fsync only means it is fetched

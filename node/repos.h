@@ -10,17 +10,29 @@
 #include <sys/types.h>
 
 #include "buf.h"
+#include "store.h"
 
 /* repo_dir/NAME.git into out (replacing its contents). */
 void repos_path(struct buf *out, const char *repo_dir, const char *name);
 
-/* Create the bare repository if it does not exist (idempotent); a fork
- * borrows its parent's objects through objects/info/alternates.  hook, when
- * not NULL, is the post-receive hook's command line, installed in a new or
- * an existing repository alike (it is rewritten only when it differs).
- * Returns 0 or GD_EIO (logged). */
+/* Create the bare repository if it does not exist (idempotent), whole or
+ * not at all (made beside its place, then renamed into it); complete one
+ * that a crash left half-made.  A fork borrows its parent's objects
+ * through objects/info/alternates.  hook, when not NULL, is the
+ * post-receive hook's command line, installed in a new or an existing
+ * repository alike (rewritten only when it differs); receive.fsckObjects
+ * is set in both.  Returns 0 or GD_EIO (logged). */
 int repos_create(const char *repo_dir, const char *name, const char *fork_of,
 		 const char *hook);
+
+/* Create (repos_create) each repository named in names ("name \0" each,
+ * as ops.repos_touched holds them) whose committed record is live; a name
+ * whose record is absent (its batch was not committed) or deleted is
+ * skipped.  names is emptied; a name that failed is added to failed (once)
+ * to be tried again later.  Writer thread.  Returns 0, or GD_EIO when one
+ * failed. */
+int repos_follow(struct store *s, const char *repo_dir, const char *hook,
+		 struct buf *names, struct buf *failed);
 
 /* Start hook_path --config conf in the repository at path with stdin
  * empty: grant-hook then sends what earlier pushes' hooks spooled.

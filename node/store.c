@@ -30,6 +30,11 @@ static const char *const cf_names[CF__COUNT] = {
 	[CF_REVOKES] = "revokes",
 };
 
+const char *store_cf_name(enum store_cf cf)
+{
+	return cf >= 0 && cf < CF__COUNT ? cf_names[cf] : "?";
+}
+
 static bool cf_sealed(enum store_cf cf)
 {
 	return cf == CF_ENROLL || cf == CF_OPLOG;
@@ -59,6 +64,12 @@ struct store_batch {
 	struct store *s;
 	rocksdb_writebatch_wi_t *wb;
 	struct buf scratch;
+	/* RocksDB's save points, oldest first: 1 while open, 0 once
+	 * released (the C API cannot pop one, so a released point stays on
+	 * RocksDB's stack and a rollback passes over it) */
+	uint8_t *saves;
+	size_t nsaves, capsaves;
+	bool broken;   /* a rollback failed: the batch is never written */
 };
 
 struct store_iter {
@@ -280,6 +291,7 @@ void store_batch_free(struct store_batch **bp)
 	rekey_undo(b);
 	rocksdb_writebatch_wi_destroy(b->wb);
 	buf_free(&b->scratch);
+	free(b->saves);
 	free(b);
 	*bp = NULL;
 }
@@ -309,17 +321,45 @@ int store_batch_count(struct store_batch *b)
 
 void store_batch_savepoint(struct store_batch *b)
 {
+	if (b->nsaves == b->capsaves) {
+		b->capsaves = b->capsaves ? 2 * b->capsaves : 16;
+		b->saves = realloc(b->saves, b->capsaves);
+		if (!b->saves)
+			abort();
+	}
 	rocksdb_writebatch_wi_set_save_point(b->wb);
+	b->saves[b->nsaves++] = 1;
 }
 
-void store_batch_rollback(struct store_batch *b)
+void store_batch_release(struct store_batch *b)
+{
+	for (size_t i = b->nsaves; i > 0; i--)
+		if (b->saves[i - 1]) {
+			b->saves[i - 1] = 0;
+			return;
+		}
+}
+
+int store_batch_rollback(struct store_batch *b)
 {
 	char *err = NULL;
-	rocksdb_writebatch_wi_rollback_to_save_point(b->wb, &err);
-	if (err) {
-		log_error("store rollback failed: %s", err);
-		rocksdb_free(err);
+
+	/* roll back to each released point above the open one, then to it:
+	 * the writes after the open point are gone, the ones before kept */
+	while (b->nsaves > 0) {
+		uint8_t open = b->saves[--b->nsaves];
+		rocksdb_writebatch_wi_rollback_to_save_point(b->wb, &err);
+		if (err) {
+			log_error("store rollback failed: %s", err);
+			rocksdb_free(err);
+			b->broken = true;
+			return GD_EIO;
+		}
+		if (open)
+			return 0;
 	}
+	log_error("store rollback without a save point");
+	return GD_EINVAL;
 }
 
 int store_put_now(struct store *s, enum store_cf cf, const void *key,
@@ -347,11 +387,23 @@ int store_commit(struct store_batch *b, bool sync)
 {
 	char *err = NULL;
 
-	if (rocksdb_writebatch_wi_count(b->wb) == 0)
+	if (b->broken) {
+		log_error("store write refused: a rollback of this batch "
+			  "failed");
+		rocksdb_writebatch_wi_clear(b->wb);
+		b->nsaves = 0;
+		b->broken = false;
+		return GD_EIO;
+	}
+	if (rocksdb_writebatch_wi_count(b->wb) == 0) {
+		rocksdb_writebatch_wi_clear(b->wb); /* save points only */
+		b->nsaves = 0;
 		return 0;
+	}
 	rocksdb_write_writebatch_wi(b->s->db, sync ? b->s->wsync : b->s->wnosync,
 				    b->wb, &err);
-	rocksdb_writebatch_wi_clear(b->wb);
+	rocksdb_writebatch_wi_clear(b->wb); /* and its save points */
+	b->nsaves = 0;
 	if (err) {
 		log_error("store write failed: %s", err);
 		rocksdb_free(err);

@@ -44,6 +44,9 @@ enum store_cf {
 
 #define STORE_SEAL_KEY_LEN 32
 
+/* The family's name ("users", "grants", ...; "default" for CF_META). */
+const char *store_cf_name(enum store_cf cf);
+
 struct store;
 struct store_batch;
 struct store_iter;
@@ -70,12 +73,20 @@ void store_put(struct store_batch *b, enum store_cf cf, const void *key,
 void store_del(struct store_batch *b, enum store_cf cf, const void *key,
 	       size_t klen);
 int store_batch_count(struct store_batch *b);
-/* Mark/rollback a point in the batch, to undo one request's writes. */
+/* Save points nest: store_batch_savepoint() opens one; then either
+ * store_batch_release() closes the innermost open one keeping its writes
+ * (they belong to the enclosing point, if any), or store_batch_rollback()
+ * undoes every write since the innermost open one and closes it.  A
+ * commit closes them all.  Rollback returns 0, GD_EINVAL (no open point)
+ * or GD_EIO (logged; the batch is then refused by store_commit, whose
+ * callers drop it and re-read their state). */
 void store_batch_savepoint(struct store_batch *b);
-void store_batch_rollback(struct store_batch *b);
+void store_batch_release(struct store_batch *b);
+int store_batch_rollback(struct store_batch *b);
 
 /* Write the batch atomically; sync makes it durable (fsync) before the
- * return.  The batch is emptied either way.  Returns 0 or GD_EIO. */
+ * return.  The batch is emptied either way.  Returns 0 or GD_EIO (also for
+ * a batch whose rollback failed). */
 int store_commit(struct store_batch *b, bool sync);
 
 /* One write outside any batch, for local bookkeeping that another thread

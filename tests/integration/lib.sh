@@ -11,9 +11,12 @@
 #
 # Nothing here sleeps for a fixed time: conditions are polled to a deadline
 # (gd_wait_for).  Every check prints an "ok" or "FAIL" line; t_done prints
-# "N passed, N failed", stops the node (which must exit cleanly on
-# SIGTERM), fails on any sanitizer report in the node's log, and exits
-# non-zero if anything failed.  GD_KEEP=1 keeps the temporary directory.
+# "N passed, N failed", checks `grantctl verify` at every running node,
+# stops the node (which must exit cleanly on SIGTERM), fails on any
+# sanitizer report in the node's log (or a restart that found its stored
+# digest apart from its records), and exits non-zero if anything failed.
+# t_expect_converged checks `grantctl verify` at every site it compares.
+# GD_KEEP=1 keeps the temporary directory.
 
 set -u
 set -o pipefail
@@ -214,6 +217,23 @@ t_logs() {
 # "ThreadSanitizer: reported N warnings" at exit).
 T_SAN_RE='Sanitizer|runtime error:'
 
+# t_done_verify DIR PID NAME: a running node (not frozen) passes `grantctl
+# verify` before it stops: in every test, its live digest is the one its
+# records hash to.  A node that does not answer is t_done's business.
+t_done_verify() {
+	local d=$1 pid=$2 name=$3 stat out rc
+	stat=$(cat "/proc/$pid/stat" 2>/dev/null) || return 0
+	stat=${stat##*) }
+	[[ ${stat%% *} == T ]] && return 0
+	out=$(gd_grantctl "$d" verify 2>&1)
+	rc=$?
+	if [[ $rc == 1 ]]; then
+		t_fail "grantd${name:+ ($name)}: grantctl verify at the end" "$out"
+	elif [[ $rc == 0 ]]; then
+		t_ok "grantd${name:+ ($name)}: grantctl verify at the end"
+	fi
+}
+
 # t_done: stop the nodes and sshds, check every node stopped cleanly and
 # left no sanitizer report, print the summary and exit.
 t_done() {
@@ -227,6 +247,7 @@ t_done() {
 		if [[ -f $d/grantd.pid ]]; then
 			pid=$(<"$d/grantd.pid")
 			if gd_alive "$pid" "$d/grantd.conf"; then
+				t_done_verify "$d" "$pid" "$name"
 				kill -TERM "$pid"
 				kill -CONT "$pid" 2>/dev/null
 				if gd_wait_for "$GD_TIMEOUT" eval "! gd_alive $pid"; then
@@ -247,6 +268,14 @@ t_done() {
 		# time, which ended this function early and let the test pass)
 		log=grantd.log
 		[[ -n $name ]] && log="$name's grantd.log"
+
+		if [[ -f $d/grantd.log ]] &&
+			grep -qF 'state digest did not match the records' "$d/grantd.log"; then
+			# a node found at start that its stored digest had
+			# parted from its records (ops.c digest_open)
+			t_fail "${name:+$name: }a restart found the stored digest apart from the records" \
+				"$(grep -F 'state digest did not match' "$d/grantd.log")"
+		fi
 		if [[ -f $d/grantd.log ]]; then
 			if grep -qE "$T_SAN_RE" "$d/grantd.log"; then
 				t_fail "sanitizer report in $log" \
@@ -528,16 +557,46 @@ print(j["digest"][:16], "syncing" if j.get("syncing") else "",
 	done
 }
 
+# t_verify_out [SITE...]: `grantctl verify` at SITE... (default all), for
+# failure reports: each site's verdict and per-family digests.
+t_verify_out() {
+	local s
+	(($#)) || set -- "${T_SITES[@]}"
+	for s in "$@"; do
+		echo "verify at $s:"
+		t_c "$s" verify 2>&1 | sed 's/^/  /'
+		echo "  (exit ${PIPESTATUS[0]})"
+	done
+}
+
+# t_verified [SITE...]: `grantctl verify` exits 0 at every SITE (default
+# all): each live digest is the one its records on disk hash to.
+t_verified() {
+	local s
+	(($#)) || set -- "${T_SITES[@]}"
+	for s in "$@"; do
+		t_c "$s" verify >/dev/null 2>&1 || return 1
+	done
+}
+
 # t_expect_converged DESC SECS [SITE...]: a check that SITE... converge
-# within SECS seconds; says how long it took, or shows every state.
+# within SECS seconds; says how long it took, or shows every state.  Once
+# they agree, `grantctl verify` must pass at each of them (SPEC 3.5: equal
+# digests mean something only if each digest is its records' own).
 t_expect_converged() {
 	local desc=$1 secs=$2 t0; shift 2
 	t0=$(gd_now_ms)
 	if t_wait_converged "$secs" "$@"; then
 		t_ok "$desc ($(( $(gd_now_ms) - t0 )) ms)"
-		return 0
+		if t_verified "$@"; then
+			t_ok "$desc: grantctl verify passes at ${*:-every site}"
+			return 0
+		fi
+		t_fail "$desc: grantctl verify fails" "$(t_verify_out "$@")"
+		return 1
 	fi
-	t_fail "$desc: not converged within ${secs}s" "$(t_states "$@")"
+	t_fail "$desc: not converged within ${secs}s" "$(t_states "$@")" \
+		"$(t_verify_out "$@")"
 	return 1
 }
 

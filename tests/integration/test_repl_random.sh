@@ -249,5 +249,10 @@ for u in "${USERS[@]:0:12}"; do
 	done
 done
 t_check "push checks agree at the three sites ${mismatch:+($mismatch)}" test -z "$mismatch"
-((T_FAIL)) && echo "# seed $SEED; operations in $OPLOG (GD_KEEP=1 keeps it)"
+if ((T_FAIL)); then
+	echo "# seed $SEED; operations in $OPLOG (GD_KEEP=1 keeps it)"
+	# each site's own verdict: is its digest its records' own, and which
+	# family's records differ between sites (per-family digests)
+	t_verify_out | sed 's/^/# /'
+fi
 t_done

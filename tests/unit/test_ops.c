@@ -31,6 +31,7 @@
 #include "err.h"
 #include "log.h"
 #include "ops.h"
+#include "repos.h"
 #include "store.h"
 
 #define MAX_NODES 8
@@ -376,7 +377,7 @@ static Grantd__V1__Failures *get_fail(struct node *n, const char *user,
 /* The replicated state families: the ones the digest covers. */
 static const enum store_cf state_cfs[] = { CF_USERS,  CF_ENROLL, CF_GRANTS,
 					   CF_MARKS,  CF_FAILS,  CF_UNLOCK,
-					   CF_REPOS };
+					   CF_REPOS,  CF_REFS,   CF_REVOKES };
 
 /* Every state record as cf, key, value, for comparing two sites; and the
  * digest recomputed from them. */
@@ -655,13 +656,194 @@ static void test_lww_repo(void **state)
 		assert_false(r->deleted);
 		assert_int_equal(r->hlc, HLC(200, 0));
 		free_rec(r);
-		/* the winner's repository exists on disk */
+		/* the winner's repository is made after the commit, from
+		 * what the applies noted */
+		struct buf failed = BUF_INIT;
+		assert_true(f->n[i].o.repos_touched.len > 0);
+		assert_int_equal(repos_follow(f->n[i].s, f->n[i].repo_dir,
+					      NULL, &f->n[i].o.repos_touched,
+					      &failed), 0);
+		assert_int_equal(f->n[i].o.repos_touched.len, 0);
+		assert_int_equal(failed.len, 0);
 		snprintf(path, sizeof(path), "%s/pub/linux.git/HEAD",
 			 f->n[i].repo_dir);
 		if (stat(path, &st) != 0)
 			fail_msg("%s: no %s", f->n[i].site, path);
 	}
 	assert_same_state(n0, n1);
+}
+
+/* A repository whose directory cannot be made (here: repo_dir is a file)
+ * must not leave its record and digest change half-applied in a peer
+ * batch that is then never committed, while another batch commits the
+ * digest (review-fa65238-security 2, path 1). */
+static void test_apply_failure_keeps_digest(void **state)
+{
+	struct fixture *f = *state;
+	struct node *n = node_open(f, 0);
+	struct store_batch *peer;
+	struct buf failed = BUF_INIT;
+	struct top t[2];
+	struct stat st;
+	char path[256];
+	bool applied = false;
+	FILE *fp;
+
+	fp = fopen(n->repo_dir, "w"); /* mkdir under it: ENOTDIR */
+	assert_non_null(fp);
+	fclose(fp);
+
+	/* the peer batch, as repl_handle builds it: committed when an
+	 * operation was applied */
+	store_batch_new(&peer, n->s);
+	int rc = ops_apply(&n->o, peer,
+			   op_repo(&t[0], "sitea", 1, HLC(100, 0), "pub/a",
+				   GRANTD__V1__REPO_MODE__MODE_REQUIRED, false),
+			   &applied);
+	if (applied)
+		assert_int_equal(ops_commit(&n->o, peer, false), 0);
+	/* a control batch commits the digest... */
+	apply1(n, op_user(&t[1], "siteb", 1, HLC(101, 0), "kim", "k"));
+	/* ...and the node dies before anything else */
+	store_batch_free(&peer);
+	check_digest(n);
+	assert_int_equal(rc, 0);
+	assert_true(applied);
+
+	/* the record is in; its directory is made after the commit, and
+	 * tried again while it cannot be */
+	Grantd__V1__Repo *r = get_rec(n, CF_REPOS, "pub/a", 5,
+				      &grantd__v1__repo__descriptor);
+	assert_non_null(r);
+	free_rec(r);
+	assert_int_equal(repos_follow(n->s, n->repo_dir, "exec true",
+				      &n->o.repos_touched, &failed),
+			 GD_EIO);
+	assert_int_equal(n->o.repos_touched.len, 0);
+	assert_string_equal(failed.p, "pub/a");
+	assert_int_equal(unlink(n->repo_dir), 0);
+	struct buf again = failed;
+	failed = (struct buf)BUF_INIT;
+	assert_int_equal(repos_follow(n->s, n->repo_dir, "exec true", &again,
+				      &failed), 0);
+	assert_int_equal(failed.len, 0);
+	snprintf(path, sizeof(path), "%s/pub/a.git/hooks/post-receive",
+		 n->repo_dir);
+	if (stat(path, &st) != 0)
+		fail_msg("no %s", path);
+	buf_free(&again);
+	buf_free(&failed);
+}
+
+/* Save points nest; a rollback takes back records, digest, vector and
+ * the touched lists together. */
+static void test_savepoint(void **state)
+{
+	struct fixture *f = *state;
+	struct node *n = node_open(f, 0), *m = node_open(f, 1);
+	struct store_batch *b;
+	struct ops_save outer, inner;
+	uint8_t d0[DIGEST_LEN];
+	struct top t[4];
+	bool applied;
+
+	apply1(n, op_user(&t[0], "sitea", 1, HLC(100, 0), "lee", "k"));
+	memcpy(d0, n->o.digest, DIGEST_LEN);
+
+	store_batch_new(&b, n->s);
+	ops_savepoint(&n->o, b, &outer);
+	assert_int_equal(ops_apply(&n->o, b,
+				   op_grant(&t[1], "sitea", 2, HLC(101, 0),
+					    "lee", "192.0.2.9", 1800000000,
+					    false), &applied), 0);
+	assert_true(applied);
+	ops_savepoint(&n->o, b, &inner);
+	assert_int_equal(ops_apply(&n->o, b,
+				   op_repo(&t[2], "sitea", 3, HLC(102, 0),
+					   "lee-repo",
+					   GRANTD__V1__REPO_MODE__MODE_OFF,
+					   false), &applied), 0);
+	assert_int_equal(ops_vv_get(&n->o, b, "sitea", EPOCH), 3);
+	assert_true(n->o.repos_touched.len > 0);
+
+	/* the inner point: the repository goes, the grant stays */
+	assert_int_equal(ops_rollback(&n->o, b, &inner), 0);
+	assert_int_equal(ops_vv_get(&n->o, b, "sitea", EPOCH), 2);
+	assert_int_equal(n->o.repos_touched.len, 0);
+	struct buf v = BUF_INIT;
+	assert_int_equal(store_get(n->s, b, CF_REPOS, "lee-repo", 8, &v),
+			 GD_ENOTFOUND);
+	struct buf k = BUF_INIT;
+	ops_key_grant(&k, "lee", "192.0.2.9", "");
+	assert_int_equal(store_get(n->s, b, CF_GRANTS, k.p, k.len, &v), 0);
+
+	/* the outer one: the grant goes too, the digest is as before */
+	assert_int_equal(ops_rollback(&n->o, b, &outer), 0);
+	assert_int_equal(store_get(n->s, b, CF_GRANTS, k.p, k.len, &v),
+			 GD_ENOTFOUND);
+	assert_int_equal(ops_vv_get(&n->o, b, "sitea", EPOCH), 1);
+	assert_memory_equal(n->o.digest, d0, DIGEST_LEN);
+	assert_int_equal(store_batch_rollback(b), GD_EINVAL); /* none left */
+
+	/* released points keep their writes: all three in, one commit */
+	ops_savepoint(&n->o, b, &outer);
+	for (int i = 1; i <= 2; i++) {
+		assert_int_equal(ops_apply(&n->o, b, &t[i].op, &applied), 0);
+		assert_true(applied);
+	}
+	ops_release(&n->o, b);
+	assert_int_equal(ops_commit(&n->o, b, false), 0);
+	store_batch_free(&b);
+	apply_all(m, (Grantd__V1__Op *[]){ &t[0].op, &t[1].op, &t[2].op }, 3);
+	assert_same_state(n, m);
+	buf_free(&k);
+	buf_free(&v);
+}
+
+/* ops_verify recomputes the digest from the records; a record written
+ * behind the digest's back is found, with its family, and a reopened
+ * store takes the records' digest. */
+static void test_verify(void **state)
+{
+	struct fixture *f = *state;
+	struct node *n = node_open(f, 0);
+	struct ops_verify v;
+	struct store_batch *b;
+	struct top t[3];
+
+	apply1(n, op_user(&t[0], "sitea", 1, HLC(100, 0), "mia", "k"));
+	apply1(n, op_grant(&t[1], "sitea", 2, HLC(101, 0), "mia",
+			   "192.0.2.7", 1800000000, false));
+	assert_int_equal(ops_verify(&n->o, &v), 0);
+	assert_true(v.equal);
+	assert_memory_equal(v.live, v.disk, DIGEST_LEN);
+	assert_memory_equal(v.stored, v.disk, DIGEST_LEN);
+	assert_int_equal(v.records[CF_USERS], 1);
+	assert_int_equal(v.records[CF_GRANTS], 1);
+	assert_true(v.covered[CF_REFS] && v.covered[CF_REVOKES]);
+	assert_false(v.covered[CF_OPLOG] || v.covered[CF_META]);
+
+	/* a record the digest never saw */
+	store_batch_new(&b, n->s);
+	store_put(b, CF_GRANTS, "mia\0192.0.2.8\0", 14, "x", 1);
+	assert_int_equal(store_commit(b, true), 0);
+	store_batch_free(&b);
+	assert_int_equal(ops_verify(&n->o, &v), 0);
+	assert_false(v.equal);
+	assert_int_equal(v.records[CF_GRANTS], 2);
+	for (int cf = 0; cf < CF__COUNT; cf++)
+		if ((memcmp(v.live_fam[cf], v.disk_fam[cf], DIGEST_LEN) != 0) !=
+		    (cf == CF_GRANTS))
+			fail_msg("family %s: differs %d", store_cf_name(cf),
+				 memcmp(v.live_fam[cf], v.disk_fam[cf],
+					DIGEST_LEN) != 0);
+
+	/* reopened: the records win */
+	node_close(n);
+	n = node_open(f, 0);
+	assert_int_equal(ops_verify(&n->o, &v), 0);
+	assert_true(v.equal);
+	check_digest(n);
 }
 
 /* ---- marks and failures ------------------------------------------------- */
@@ -1765,6 +1947,11 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_lww_users_enroll_unlock,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lww_repo, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_apply_failure_keeps_digest,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_savepoint, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_verify, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mark_merge, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_failure_merge, setup,

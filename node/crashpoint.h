@@ -1,0 +1,27 @@
+/*
+ * crashpoint.h: a test hook that kills the node at a named moment.
+ *
+ * SPEC 3.1 promises that grantd is safe to kill -9 at any moment.  Tests
+ * prove it for the moments that matter (SQLite's fault injection is the
+ * model): with GRANTD_TEST_CRASH_AT=POINT in its environment, the node
+ * SIGKILLs itself the first time it reaches POINT:
+ *
+ *   repo-init   a new repository's directory is made, nothing else yet
+ *   pack-move   a fetched pack is half moved into objects/pack
+ *   peer-batch  peers' operations are applied, their batch not written
+ *
+ * The variable is read once, by main() before any thread starts; without
+ * it a point costs one comparison.  It is compiled in always, so the tests
+ * run the binary that ships (docs/architecture.md says why that is safe).
+ */
+#ifndef GD_CRASHPOINT_H
+#define GD_CRASHPOINT_H
+
+/* Read GRANTD_TEST_CRASH_AT (logged when set).  Call once, before any
+ * thread. */
+void crashpoint_init(void);
+
+/* SIGKILL this process if name is the configured point. */
+void crashpoint(const char *name);
+
+#endif
