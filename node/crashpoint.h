@@ -10,18 +10,29 @@
  *   pack-move   a fetched pack is half moved into objects/pack
  *   peer-batch  peers' operations are applied, their batch not written
  *
- * The variable is read once, by main() before any thread starts; without
- * it a point costs one comparison.  It is compiled in always, so the tests
+ * GRANTD_TEST_FAULT_AT=POINT instead makes an operation fail at POINT, as
+ * the real fault would, every time it is reached (the node goes on):
+ *
+ *   read-enroll  reading an enrollment fails (a store read error), so
+ *                every request that needs one meets an internal error
+ *
+ * The variables are read once, by main() before any thread starts; without
+ * them a point costs one comparison.  It is compiled in always, so the tests
  * run the binary that ships (docs/architecture.md says why that is safe).
  */
 #ifndef GD_CRASHPOINT_H
 #define GD_CRASHPOINT_H
 
+#include <stdbool.h>
+
 /* Read GRANTD_TEST_CRASH_AT (logged when set).  Call once, before any
  * thread. */
 void crashpoint_init(void);
 
-/* SIGKILL this process if name is the configured point. */
+/* SIGKILL this process if name is the configured crash point. */
 void crashpoint(const char *name);
+
+/* Is name the configured fault point?  The caller then fails. */
+bool faultpoint(const char *name);
 
 #endif

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "crashpoint.h"
 #include "err.h"
 #include "grantd.pb-c.h"
 #include "log.h"
@@ -223,8 +224,13 @@ static int unseal(struct store *s, struct buf *out, const char *v, size_t n)
 static int set_value(struct store *s, enum store_cf cf, struct buf *val,
 		     const char *v, size_t n)
 {
-	if (cf_sealed(cf))
-		return unseal(s, val, v, n);
+	if (cf_sealed(cf)) {
+		int rc = unseal(s, val, v, n);
+		if (rc < 0)
+			log_error("sealed value does not open cf=%s (wrong key "
+				  "file?)", cf_names[cf]);
+		return rc;
+	}
 	buf_reset(val);
 	buf_add(val, v, n);
 	return 0;
@@ -251,11 +257,14 @@ int store_get(struct store *s, struct store_batch *b, enum store_cf cf,
 	}
 	if (!v)
 		return GD_ENOTFOUND;
+	if (cf == CF_ENROLL && faultpoint("read-enroll")) {
+		rocksdb_free(v);
+		log_error("store read failed cf=%s: test fault "
+			  "(GRANTD_TEST_FAULT_AT)", cf_names[cf]);
+		return GD_EIO;
+	}
 	rc = set_value(s, cf, val, v, n);
 	rocksdb_free(v);
-	if (rc < 0)
-		log_error("sealed value does not open cf=%s (wrong key file?)",
-			  cf_names[cf]);
 	return rc;
 }
 

@@ -1,8 +1,9 @@
 #!/bin/bash
 # The node failing to decide is never a refusal (SPEC 3; issue 8 item 16).
-# A real internal error: the node is restarted with another secret_key, so
-# the sealed enrollments do not open (a cryptographic failure).  Every
-# command that needs one then exits 4 (not 1, "refused"), the node logs the
+# A node restarted with another secret_key refuses to start (its sealed
+# enrollments do not open).  A store read that fails while it serves (the
+# GRANTD_TEST_FAULT_AT=read-enroll test hook) is an internal error: every
+# command that needs an enrollment then exits 4 (not 1, "refused"), the node logs the
 # cause, nothing changes, and grant-shell says it is a server problem
 # without showing the user any internals.  Then a stand-in node (python3-zmq)
 # that answers every request with status 4, to check grant-keys and
@@ -33,18 +34,33 @@ no_internals() {
 	t_ok "$1"
 }
 
-t_section "restarted with another secret_key: the enrollments do not open"
+t_section "restarted with another secret_key: the node refuses to start"
+# The digest is made again from the records at every start, and the
+# enrollments are hashed in the clear: a key that does not open them stops
+# the node at once, saying why, instead of serving exit 4 for ever.
 gd_grantd_stop "$T_SITE" || t_fatal "grantd stops"
 mv "$T_SITE/node.key" "$T_SITE/node.key.good"
 "$GD_BIN/grantctl" keygen "$T_SITE/node.key" >/dev/null || t_fatal "grantctl keygen (another key)"
-gd_grantd_start "$T_SITE" || t_fatal "grantd starts with the other key"
+gd_grantd_start "$T_SITE" >/dev/null 2>&1
+st=$(gd_grantd_exit_status "$T_SITE")
+t_check "grantd stops by itself with a non-zero exit status ($st)" \
+	eval '[[ $st =~ ^[0-9]+$ && $st != 0 ]]'
+t_check "and logs why: the store's records do not open with this key" \
+	grep -qF "sealed value does not open cf=enroll (wrong key file?)" "$T_SITE/grantd.log"
+rm -f "$T_SITE/grantd.pid"
+mv "$T_SITE/node.key.good" "$T_SITE/node.key"
+
+t_section "a store read that fails while the node serves: exit 4, never a refusal"
+# GRANTD_TEST_FAULT_AT=read-enroll (node/crashpoint.h): every read of an
+# enrollment fails as a disk error would.
+GRANTD_TEST_FAULT_AT=read-enroll gd_grantd_start "$T_SITE" || t_fatal "grantd starts with the fault armed"
 t_expect 4 "check kim 127.0.7.7 ne exits 4 (the node failed to decide)" t_ctl check kim 127.0.7.7 ne
 t_has "grantctl says the node failed to decide" "$ERR" "failed to decide"
 t_has "and where to look" "$ERR" "log"
 t_hasnt "and does not call it a refusal" "${OUT,,}${ERR,,}" "not allowed"
 t_check "the node logs the cause: the command and the error" \
-	grep -qF 'request failed cmd=check socket=admin: cryptographic failure' "$T_SITE/grantd.log"
-t_check "and the store's own reason" grep -qF "sealed value does not open cf=enroll" "$T_SITE/grantd.log"
+	grep -qF 'request failed cmd=check socket=admin: i/o error' "$T_SITE/grantd.log"
+t_check "and the store's own reason" grep -qF "store read failed cf=enroll: test fault" "$T_SITE/grantd.log"
 t_expect 4 "user list exits 4" t_ctl user list
 t_has "grantctl says the node failed to decide" "$ERR" "failed to decide"
 
@@ -54,7 +70,7 @@ t_has "and what to do" "$ERR" "try again later"
 no_internals "grant-shell shows no internals" "$ERR"
 t_hasnt "and does not call it a bad token" "$ERR" "Failed to validate"
 t_check "the node logs the cause: the command, the user and the error" \
-	grep -qF 'request failed cmd=2fa.val socket=user user=kim: cryptographic failure' "$T_SITE/grantd.log"
+	grep -qF 'request failed cmd=2fa.val socket=user user=kim: i/o error' "$T_SITE/grantd.log"
 t_expect 4 "kim: git-receive-pack 'ne' through sshd exits 4" t_ssh 127.0.7.7 kim "git-receive-pack 'ne'"
 t_has "grant-shell says it is a server problem" "$ERR" "server problem"
 no_internals "grant-shell shows no internals" "$ERR"
@@ -63,10 +79,9 @@ t_expect 128 "a git push from 127.0.7.7 fails closed (git: remote hung up)" t_pu
 t_has "git shows the server-problem message" "$ERR" "server problem"
 t_check "and moved nothing" eval '[[ -z $(t_ref ne) ]]'
 
-t_section "the right key again: nothing was changed"
+t_section "the fault gone: nothing was changed"
 gd_grantd_stop "$T_SITE" || t_fatal "grantd stops"
-mv "$T_SITE/node.key.good" "$T_SITE/node.key"
-gd_grantd_start "$T_SITE" || t_fatal "grantd starts with its own key"
+gd_grantd_start "$T_SITE" || t_fatal "grantd starts without the fault"
 t_eq "the digest is the one before" "$(t_digest)" "$d1"
 t_expect 0 "check kim 127.0.7.7 ne is allowed again" t_ctl check kim 127.0.7.7 ne
 t_expect 0 "kim: <hotp 1>, tried while the node could not decide, is still good" \
