@@ -44,6 +44,8 @@ int policy_user_load(struct policy_user *out, struct node *n,
 	}
 	rc = 0;
 done:
+	if (rc < 0)
+		policy_user_clear(out); /* nothing is the caller's on failure */
 	sodium_memzero(v.p, v.len);
 	buf_free(&v);
 	return rc;

@@ -22,7 +22,8 @@ struct policy_user {
 };
 
 /* Load a user's records (reading through b when given).  Fill *out; free
- * it with policy_user_clear.  Returns 0 or GD_EIO. */
+ * it with policy_user_clear.  Returns 0, or a negative gd_err with *out
+ * left empty (nothing to free). */
 int policy_user_load(struct policy_user *out, struct node *n,
 		     struct store_batch *b, const char *name);
 void policy_user_clear(struct policy_user *u);

@@ -255,14 +255,14 @@ int store_get(struct store *s, struct store_batch *b, enum store_cf cf,
 		rocksdb_free(err);
 		return GD_EIO;
 	}
-	if (!v)
-		return GD_ENOTFOUND;
 	if (cf == CF_ENROLL && faultpoint("read-enroll")) {
 		rocksdb_free(v);
 		log_error("store read failed cf=%s: test fault "
 			  "(GRANTD_TEST_FAULT_AT)", cf_names[cf]);
 		return GD_EIO;
 	}
+	if (!v)
+		return GD_ENOTFOUND;
 	rc = set_value(s, cf, val, v, n);
 	rocksdb_free(v);
 	return rc;
