@@ -76,9 +76,14 @@ T_SYNC_PORT=$((T_SSH_PORT + 2))
 T_SITE_DIRS=()
 
 T_CTL_MASTERS=()
+# strace processes of t_strace_attach, stopped (detached) by the cleanup.
+T_STRACE_PIDS=()
 
 t_cleanup() {
 	local m
+	for m in "${T_STRACE_PIDS[@]}"; do
+		kill -INT "$m" 2>/dev/null
+	done
 	for m in "${T_CTL_MASTERS[@]}"; do
 		ssh -S "$m" -O exit x >/dev/null 2>&1
 	done
@@ -582,3 +587,48 @@ t_py() {
 	done
 	return 1
 }
+
+# ---- system call order (test_durability.sh) ----------------------------------
+# kill -9 keeps the page cache, so only the order of the system calls shows
+# whether an answer can leave before the fsync that covers it.  The calls
+# tests/integration/fsync_order.py judges, traced with every descriptor's
+# file or socket named (-yy) and buffers in hex (-xx):
+T_STRACE_CALLS=write,pwrite64,writev,pwritev,fsync,fdatasync,sendto,sendmsg,recvfrom,recvmsg,openat,rename,exit_group
+t_strace() { strace -f -qq -yy -s 256 -xx -e trace=$T_STRACE_CALLS "$@"; }
+
+# t_traced PID: every thread of PID is held by a tracer.
+t_traced() {
+	local st t
+	for t in /proc/"$1"/task/*; do
+		st=$(grep '^TracerPid:' "$t/status" 2>/dev/null) || return 1
+		[[ ${st##*[[:space:]]} != 0 ]] || return 1
+	done
+}
+
+# t_strace_attach DIR LOG: trace the running node of the site in DIR, all
+# its threads, into LOG until t_strace_detach; waits until every thread is
+# held, so nothing done afterwards escapes the log.
+t_strace_attach() {
+	local pid
+	pid=$(<"$1/grantd.pid") || return 1
+	# exec: $! must be strace itself, which detaches on SIGINT
+	(exec strace -f -qq -yy -s 256 -xx -e trace=$T_STRACE_CALLS -o "$2" \
+		-p "$pid" 2>"$2.err") &
+	T_STRACE_PIDS+=($!)
+	gd_wait_for 20 t_traced "$pid" || { cat "$2.err" >&2; return 1; }
+}
+
+# t_strace_detach: stop every strace of t_strace_attach (the node runs on
+# untraced: LeakSanitizer cannot work in a traced process at its exit).
+t_strace_detach() {
+	local p
+	for p in "${T_STRACE_PIDS[@]}"; do
+		kill -INT "$p" 2>/dev/null
+		gd_wait_for 10 eval "! gd_alive $p" || kill -KILL "$p" 2>/dev/null
+		wait "$p" 2>/dev/null
+	done
+	T_STRACE_PIDS=()
+}
+
+# t_fsync_order MODE LOG [ARGS...]: tests/integration/fsync_order.py.
+t_fsync_order() { python3 "$T_HERE/fsync_order.py" "$@"; }
