@@ -373,10 +373,9 @@ static Grantd__V1__Failures *get_fail(struct node *n, const char *user,
 
 #define free_rec(m) protobuf_c_message_free_unpacked(&(m)->base, NULL)
 
-/* The replicated state families these tests compare record by record
- * (the digest covers CF_REFS and CF_REVOKES too: see snap_cfs in
- * node/repl.c; the tests here make no refs and compare revocations by
- * their effect on the grants). */
+/* The replicated state families these tests compare record by record;
+ * not all the digest covers: CF_REFS and CF_REVOKES are in it too (see
+ * snap_cfs in node/repl.c). */
 static const enum store_cf state_cfs[] = { CF_USERS,  CF_ENROLL, CF_GRANTS,
 					   CF_MARKS,  CF_FAILS,  CF_UNLOCK,
 					   CF_REPOS };
