@@ -117,7 +117,11 @@ bench_not_measured() {
 	for k in "${BENCH_SPEC6_ORDER[@]}"; do
 		for m in "$@"; do [[ $m == "$k" ]] && continue 2; done
 		by=${BENCH_SPEC6_BY[$k]}
-		echo "not measured: ${BENCH_SPEC6_ROW[$k]} (SPEC 6;" \
-			"${by:+measured by $by}${by:-no bench measures it})"
+		if [[ -n $by ]]; then
+			by="measured by $by, not by $BENCH_PROG"
+		else
+			by="no bench measures it"
+		fi
+		echo "not measured: ${BENCH_SPEC6_ROW[$k]} (SPEC 6; $by)"
 	done
 }
