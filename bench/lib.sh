@@ -89,3 +89,39 @@ bench_header() {
 		"data_dir_fs=$(stat -f -c %T "$2")" \
 		"loadavg=$(cut -d' ' -f1-3 /proc/loadavg)"
 }
+
+# SPEC 6's rows, each with the bench that measures it (none: no bench
+# does).  bench_not_measured KEY...: the bench measured the rows KEY...;
+# print "not measured" for every other row, so a reader never takes
+# silence for a pass.
+declare -A BENCH_SPEC6_ROW=(
+	[val]="2fa val at the node: p99 under 5 ms; >=15,000/s sustained with fsync"
+	[check]="push check at the node: p99 under 200 us; >=50,000/s; with vals at once, val p99 still under 5 ms"
+	[visible]="grant visible at every peer after the origin answers: p99 under 10 ms on loopback"
+	[visible_offered]="grant visible at every peer: under 5 ms at 1,000 vals/s offered (open loop)"
+	[push]="push replicated (ref moved at every peer): under 1.5x git fetch for 10,000 commits, under 0.6x for 1 commit"
+	[catchup]="catch-up after a site returns: >=100,000 missed operations/s"
+	[forks]="100 forks of one repository: under 1.1x the disk of one"
+	[memory]="node memory with 100,000 users and 1,000,000 grants: under 200 MB RSS"
+	[keys]="grant-keys USER FINGERPRINT with 100,000 users: p99 under 2 ms, process start included"
+	[quorum]="2fa val with token_quorum = majority: p99 under one round trip to the nearest majority + 5 ms"
+)
+declare -A BENCH_SPEC6_BY=(
+	[val]=bench/run [check]=bench/run [visible]=bench/run-repl
+	[visible_offered]= [push]=bench/run-git [catchup]=bench/run-repl
+	[forks]=bench/run-git [memory]= [keys]= [quorum]=
+)
+BENCH_SPEC6_ORDER=(val check visible visible_offered push catchup forks memory keys quorum)
+bench_not_measured() {
+	local k m by
+	for k in "${BENCH_SPEC6_ORDER[@]}"; do
+		for m in "$@"; do [[ $m == "$k" ]] && continue 2; done
+		by=${BENCH_SPEC6_BY[$k]}
+		if [[ -n $by ]]; then
+			by="measured by $by, not by $BENCH_PROG"
+		else
+			by="no bench measures it"
+		fi
+		echo "not measured: ${BENCH_SPEC6_ROW[$k]} (SPEC 6; $by)"
+	done
+}

@@ -150,14 +150,15 @@ gd_stop_pid() {
 	return $rc
 }
 
-# gd_kill9_pid PID TEXT: SIGKILL and wait until it is gone.
+# gd_kill9_pid PID TEXT: SIGKILL and wait until it is gone; 1 if it still
+# runs 10 s later.
 gd_kill9_pid() {
-	local pid=$1 text=$2
+	local pid=$1 text=$2 rc=0
 	gd_alive "$pid" "$text" || return 0
 	kill -KILL "$pid" 2>/dev/null
-	gd_wait_for 10 eval '! gd_alive '"$pid"
+	gd_wait_for 10 eval '! gd_alive '"$pid" || rc=1
 	wait "$pid" 2>/dev/null
-	return 0
+	return $rc
 }
 
 # gd_port_open ADDR PORT: something accepts TCP connections there.
@@ -325,12 +326,15 @@ gd_grantd_stop() {
 	return $rc
 }
 
-# gd_grantd_kill9 DIR: SIGKILL the site's grantd (a crash).
+# gd_grantd_kill9 DIR: SIGKILL the site's grantd (a crash); 1 if it
+# still runs.  The pid file goes either way: read it first to check.
 gd_grantd_kill9() {
-	local dir=$1
+	local dir=$1 rc
 	[[ -f $dir/grantd.pid ]] || return 0
 	gd_kill9_pid "$(<"$dir/grantd.pid")" "$dir/grantd.conf"
+	rc=$?
 	rm -f "$dir/grantd.pid"
+	return $rc
 }
 
 # gd_digest DIR: the state digest from `grantctl status --json`.

@@ -79,9 +79,14 @@ T_SYNC_PORT=$((T_SSH_PORT + 2))
 T_SITE_DIRS=()
 
 T_CTL_MASTERS=()
+# strace processes of t_strace_attach, stopped (detached) by the cleanup.
+T_STRACE_PIDS=()
 
 t_cleanup() {
 	local m
+	for m in "${T_STRACE_PIDS[@]}"; do
+		kill -INT "$m" 2>/dev/null
+	done
 	for m in "${T_CTL_MASTERS[@]}"; do
 		ssh -S "$m" -O exit x >/dev/null 2>&1
 	done
@@ -473,10 +478,28 @@ t_cluster_up() {
 
 # t_start SITE: start SITE's node (fatal if it does not come up).
 t_start() { gd_grantd_start "$T_DIR/$1" || t_fatal "grantd at $1 starts"; }
-# t_stop SITE: SIGTERM and wait.
-t_stop() { gd_grantd_stop "$T_DIR/$1"; }
+# t_stop SITE: SIGTERM and wait; a check: the node must stop by itself
+# and exit with status 0 (a node that needed SIGKILL, or died earlier,
+# fails the test here, not only at t_done).  Returns 1 when it failed.
+t_stop() {
+	local d=$T_DIR/$1 st
+	if [[ ! -f $d/grantd.pid ]]; then
+		t_fail "grantd at $1 stops on SIGTERM: it was not running"
+		return 1
+	fi
+	if ! gd_grantd_stop "$d"; then
+		t_fail "grantd at $1 stops on SIGTERM: it needed SIGKILL"
+		return 1
+	fi
+	st=$(gd_grantd_exit_status "$d")
+	t_eq "grantd at $1 stops on SIGTERM with status 0" "$st" 0
+}
 # t_kill9 SITE: SIGKILL (a crash), wait until it is gone.
 t_kill9() { gd_grantd_kill9 "$T_DIR/$1"; }
+# t_pid SITE: the pid of SITE's node (before a t_kill9 removes the file).
+t_pid() { cat "$T_DIR/$1/grantd.pid" 2>/dev/null; }
+# t_gone PID: no process PID runs (whatever its pid file says).
+t_gone() { [[ -n $1 ]] && ! gd_alive "$1"; }
 # t_pause SITE / t_resume SITE: SIGSTOP / SIGCONT.
 t_pause() { gd_grantd_pause "$T_DIR/$1"; }
 t_resume() { gd_grantd_resume "$T_DIR/$1"; }
@@ -515,11 +538,13 @@ t_sj() { t_status "$1" | t_json "$2"; }
 # t_sdigest SITE
 t_sdigest() { gd_status_digest "$(t_status "$1")"; }
 
-# t_syncing SITE: SITE answers and says it is catching up.
+# t_syncing SITE: exit 0 when SITE answers and says it is catching up, 1
+# when it answers and is not, 2 when it does not answer (so "validating
+# again", t_expect_soon 1 ... t_syncing, needs a live node).
 t_syncing() {
 	local j
-	j=$(t_status "$1" 2>/dev/null) || return 1
-	gd_status_syncing "$j"
+	j=$(t_status "$1" 2>/dev/null) || return 2
+	gd_status_syncing "$j" || return 1
 }
 
 # t_converged [SITE...]: SITE... (default all) agree and none is syncing.
@@ -650,4 +675,84 @@ t_py() {
 		if "$p" -c 'import zmq' 2>/dev/null; then echo "$p"; return 0; fi
 	done
 	return 1
+}
+
+# ---- system call order (test_durability.sh) ----------------------------------
+# kill -9 keeps the page cache, so only the order of the system calls shows
+# whether an answer can leave before the fsync that covers it.  The calls
+# tests/integration/fsync_order.py judges, traced with every descriptor's
+# file or socket named (-yy) and buffers in hex (-xx):
+T_STRACE_CALLS=write,pwrite64,writev,pwritev,fsync,fdatasync,sendto,sendmsg,recvfrom,recvmsg,openat,rename,exit_group
+t_strace() { strace -f -qq -yy -s 256 -xx -e trace=$T_STRACE_CALLS "$@"; }
+
+# t_traced PID: every thread of PID is held by a tracer.
+t_traced() {
+	local st t
+	for t in /proc/"$1"/task/*; do
+		st=$(grep '^TracerPid:' "$t/status" 2>/dev/null) || return 1
+		[[ ${st##*[[:space:]]} != 0 ]] || return 1
+	done
+}
+
+# t_strace_attach DIR LOG: trace the running node of the site in DIR, all
+# its threads, into LOG until t_strace_detach; waits until every thread is
+# held, so nothing done afterwards escapes the log.
+t_strace_attach() {
+	local pid
+	pid=$(<"$1/grantd.pid") || return 1
+	# exec: $! must be strace itself, which detaches on SIGINT
+	(exec strace -f -qq -yy -s 256 -xx -e trace=$T_STRACE_CALLS -o "$2" \
+		-p "$pid" 2>"$2.err") &
+	T_STRACE_PIDS+=($!)
+	gd_wait_for 20 t_traced "$pid" || { cat "$2.err" >&2; return 1; }
+}
+
+# t_strace_detach: stop every strace of t_strace_attach (the node runs on
+# untraced: LeakSanitizer cannot work in a traced process at its exit).
+t_strace_detach() {
+	local p
+	for p in "${T_STRACE_PIDS[@]}"; do
+		kill -INT "$p" 2>/dev/null
+		gd_wait_for 10 eval "! gd_alive $p" || kill -KILL "$p" 2>/dev/null
+		wait "$p" 2>/dev/null
+	done
+	T_STRACE_PIDS=()
+}
+
+# t_fsync_order MODE LOG [ARGS...]: tests/integration/fsync_order.py.
+t_fsync_order() { python3 "$T_HERE/fsync_order.py" "$@"; }
+
+# ---- secrets at rest -------------------------------------------------------
+
+# t_no_secret DIR b32|hex|code VALUE: no file under DIR holds the secret
+# VALUE in any encoding a leak could take.  A key given in base32 (b32)
+# or hex (hex) is looked for as its raw bytes, its base32 text and its hex
+# text, each in upper and lower case; a scratch code (code) as its digits.
+# Prints where it was found.
+t_no_secret() {
+	python3 - "$@" <<'PY'
+import base64, os, sys
+d, kind, v = sys.argv[1:4]
+if kind == "code":
+    needles = {"the code": v.encode()}
+else:
+    key = (base64.b32decode(v.upper() + "=" * (-len(v) % 8)) if kind == "b32"
+           else bytes.fromhex(v))
+    b32 = base64.b32encode(key).decode().rstrip("=")
+    needles = {"raw bytes": key, "base32": b32.encode(),
+               "base32 (lower case)": b32.lower().encode(),
+               "hex": key.hex().encode(), "hex (upper case)": key.hex().upper().encode()}
+for root, _, files in os.walk(d):
+    for f in files:
+        p = os.path.join(root, f)
+        try:
+            with open(p, "rb") as fp:
+                data = fp.read()
+        except OSError:
+            continue
+        for what, n in needles.items():
+            if n in data:
+                print("%s of the secret found in %s" % (what, p))
+                sys.exit(1)
+PY
 }

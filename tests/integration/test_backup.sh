@@ -25,22 +25,19 @@ B=$T_DIR/backup
 t_expect 0 "montreal: grantctl backup $B" t_c montreal backup "$B"
 t_check "the backup holds a store checkpoint" test -e "$B/store/CURRENT"
 t_check "the backup holds the repositories" test -d "$B/repos/bk.git"
-# the raw key bytes, not its base32 text, are what a leak would hold
-no_secret_in() { # DIR
-	python3 - "$KS" "$1" <<'PY'
-import base64, os, sys
-b32 = sys.argv[1].upper()
-key = base64.b32decode(b32 + "=" * (-len(b32) % 8))
-for d, _, files in os.walk(sys.argv[2]):
-    for f in files:
-        with open(os.path.join(d, f), "rb") as fp:
-            if key in fp.read():
-                sys.exit(1)
-PY
-}
-t_check "no OTP secret in the clear in the backup" no_secret_in "$B"
+# raw bytes, base32 or hex, in either case: none may be in the backup
+t_expect 0 "no OTP secret in the clear in the backup (raw, base32, hex)" t_no_secret "$B" b32 "$KS"
+t_expect 0 "nor in montreal's store (raw, base32, hex)" t_no_secret "$(t_dir montreal)/data" b32 "$KS"
 t_expect 2 "montreal: backup into an existing directory is refused" t_c montreal backup "$B"
-t_expect 2 "montreal: backup to a relative nonsense path is refused" t_c montreal backup ""
+t_has "... saying it exists" "$ERR" "exists"
+# a relative path is taken from grantctl's working directory; one whose
+# parent does not exist is refused, naming it, and nothing is made
+t_expect nz "montreal: backup to a relative path whose parent is missing is refused" \
+	t_c montreal backup "no-such-dir.$$/backup"
+t_has "... naming the path" "$ERR" "no-such-dir.$$/backup"
+t_one_line "... in one line" "$ERR"
+t_check "... and made nothing" test ! -e "no-such-dir.$$"
+t_expect 2 "montreal: backup to an empty path is refused" t_c montreal backup ""
 
 t_section "after the backup: more writes while montreal is lost"
 t_expect 0 "portland: kim 2fa val <hotp 1> from 127.0.7.8" t_sh portland 127.0.7.8 kim 2fa val "$(t_hotp "$KS" 1)"

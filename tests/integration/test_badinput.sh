@@ -21,6 +21,10 @@ t_expect 0 "2fa val <hotp 0> from 127.0.7.7" t_ssh 127.0.7.7 alice 2fa val "$(t_
 TOK=$(t_hotp "$AS" 1)   # a good, unused token: refused commands must not burn it
 git init -q --bare "$T_DIR/outside.git"
 git --git-dir="$T_DIR/outside.git" config receive.denyCurrentBranch ignore
+# not empty: a served outside.git would show this commit and its branch
+OUT_TREE=$(git --git-dir="$T_DIR/outside.git" hash-object -w -t tree /dev/null)
+OUT_OID=$(git --git-dir="$T_DIR/outside.git" -c user.name=t -c user.email=t@e commit-tree "$OUT_TREE" -m outside)
+git --git-dir="$T_DIR/outside.git" update-ref refs/heads/main "$OUT_OID" || t_fatal "a commit in outside.git"
 
 # bad CODE DESC CMD...: CMD exits CODE with a one-line error and the digest
 # does not move.  bad_usage: the same, but a usage text may take more lines.
@@ -70,19 +74,24 @@ bad 2 "git-receive-pack '.hidden'" t_ssh 127.0.7.7 alice "git-receive-pack '.hid
 bad 2 "git-receive-pack 'a//b'" t_ssh 127.0.7.7 alice "git-receive-pack 'a//b'"
 bad 2 "git-receive-pack 'demo.git/x' (inside demo's git dir)" t_ssh 127.0.7.7 alice "git-receive-pack 'demo.git/x'"
 bad 2 "git-upload-pack '../x'" t_ssh 127.0.7.7 alice "git-upload-pack '../x'"
+# git itself exits 128 at the end of its input, so the exit code alone
+# cannot tell; what was printed can: outside.git's commit and branch
 bad nz "git-receive-pack of an absolute path outside repo_dir" \
 	t_ssh 127.0.7.7 alice "git-receive-pack '$T_DIR/outside.git'"
-t_hasnt "no ref advertisement from outside.git" "$OUT" "refs/"
+t_hasnt "no ref advertisement from outside.git (its commit)" "$OUT" "$OUT_OID"
+t_hasnt "no ref advertisement from outside.git (its branch)" "$OUT" "refs/heads/main"
 bad nz "git-upload-pack of an absolute path outside repo_dir" \
 	t_ssh 127.0.7.7 alice "git-upload-pack '$T_DIR/outside.git'"
-t_hasnt "no ref advertisement from outside.git" "$OUT" "capabilities"
+t_hasnt "no ref advertisement from outside.git (its commit)" "$OUT" "$OUT_OID"
+t_hasnt "no ref advertisement from outside.git (its branch)" "$OUT" "refs/heads/main"
 t_commit_dir=$T_DIR/w
 git init -q -b main "$t_commit_dir" && t_commit "$t_commit_dir"
 t_expect nz "git push to ssh://.../../outside.git refused" \
 	t_git 127.0.7.7 alice -C "$t_commit_dir" push -q "ssh://root@$T_ADDR:$T_SSH_PORT/../outside.git" HEAD:refs/heads/main
 t_expect nz "git push to ssh://...//abs/outside.git refused" \
 	t_git 127.0.7.7 alice -C "$t_commit_dir" push -q "ssh://root@$T_ADDR:$T_SSH_PORT/$T_DIR/outside.git" HEAD:refs/heads/main
-t_check "outside.git got nothing" eval '! git --git-dir="$T_DIR/outside.git" rev-parse -q --verify refs/heads/main'
+t_eq "outside.git got nothing (its main is still its own commit)" \
+	"$(git --git-dir="$T_DIR/outside.git" rev-parse -q --verify refs/heads/main)" "$OUT_OID"
 
 t_section "grant-shell run by hand"
 bad_usage any "grant-shell without SSH_ORIGINAL_COMMAND" \

@@ -131,7 +131,11 @@ t_has "and says argv is readable" "$OUT" "every"
 t_section "secrets stay secret"
 t_check "the TOTP secret is not in grantd.log" eval '! grep -qF "$ES" "$T_SITE/grantd.log"'
 t_check "the hex key is not in grantd.log" eval '! grep -qiF "$HEX" "$T_SITE/grantd.log"'
-t_check "the TOTP secret is not stored in the clear" eval '! grep -rqF "$ES" "$T_SITE/data"'
+t_expect 0 "the TOTP secret is not stored in the clear (raw, base32, hex)" t_no_secret "$T_SITE/data" b32 "$ES"
+t_expect 0 "the YubiKey's hex key is not stored in the clear (raw, base32, hex)" t_no_secret "$T_SITE/data" hex "$HEX"
+for c in "${SCRATCH[@]}"; do
+	t_expect 0 "scratch code $c is not stored in the clear" t_no_secret "$T_SITE/data" code "$c"
+done
 t_expect 0 "grantctl user list --json" t_ctl user list --json
 t_hasnt "user list does not show the secret" "$OUT" "$ES"
 

@@ -15,6 +15,13 @@ t_cluster_up
 ref() { git --git-dir="$(t_dir "$1")/repos/$2.git" rev-parse -q --verify "${3:-refs/heads/master}" 2>/dev/null; }
 # ref_is SITE REPO REF TIP
 ref_is() { [[ $(ref "$1" "$2" "$3") == "$4" ]]; }
+# ref_gone SITE REPO REF: the repository is there and readable, and has no REF
+ref_gone() {
+	local refs
+	refs=$(git --git-dir="$(t_dir "$1")/repos/$2.git" for-each-ref --format='%(refname)') || return 1
+	git --git-dir="$(t_dir "$1")/repos/$2.git" rev-parse --git-dir >/dev/null 2>&1 || return 1
+	! grep -qxF -- "$3" <<<"$refs"
+}
 # work DIR: a scratch work tree
 work() { rm -rf "$1"; gd_git 127.0.0.1 /dev/null init -q "$1"; }
 # commit DIR [N]: N commits (default 1) with fresh content
@@ -113,7 +120,7 @@ t_expect 0 "delete c's dev at portland" push "$T_DIR/wc" portland c :refs/heads/
 t_start montreal
 t_expect_soon 0 20 "montreal: a master caught up" ref_is montreal a refs/heads/master "$(t_head "$T_DIR/wx")"
 t_expect_soon 0 20 "montreal: b feature caught up" ref_is montreal b refs/heads/feature "$(t_head "$T_DIR/wb")"
-t_expect_soon 0 20 "montreal: c dev deleted" ref_is montreal c refs/heads/dev ""
+t_expect_soon 0 20 "montreal: c dev deleted" ref_gone montreal c refs/heads/dev
 
 t_section "a fork shares its parent's objects and replicates"
 for s in "${T_SITES[@]}"; do
@@ -138,15 +145,22 @@ rm -rf "$(t_dir portland)/data" "$(t_dir portland)/repos"
 t_start portland
 t_expect 0 "portland: grantctl rebuild --from montreal" t_c portland rebuild --from montreal
 t_has "... which names the repositories too" "$OUT" "repositories too"
+nb=0
 for r in a b c af; do
-	for b in master topic feature; do
+	for b in master topic feature dev; do
 		tip=$(ref paloalto "$r" "refs/heads/$b")
-		[[ -n $tip ]] || continue
+		if [[ -z $tip ]]; then
+			t_expect_soon 0 30 "portland: $r has no $b (nor has paloalto)" ref_gone portland "$r" "refs/heads/$b"
+			continue
+		fi
+		nb=$((nb + 1))
 		t_expect_soon 0 30 "portland: $r $b rebuilt" ref_is portland "$r" "refs/heads/$b" "$tip"
 	done
 	t_expect 0 "portland: $r passes git fsck --strict" \
 		git --git-dir="$(t_dir portland)/repos/$r.git" fsck --strict --no-progress
 done
+# a master, topic; b master, feature; c master (dev deleted); af master
+t_eq "the branches rebuilt at portland are the 6 pushed" "$nb" 6
 t_expect_converged "the three sites agree" 20
 t_eq "portland: nothing left to do" "$(t_sj portland "j['git']['pending_refs']")" 0
 

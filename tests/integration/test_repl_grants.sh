@@ -21,8 +21,12 @@ t_expect 0 "paloalto: repo add r --mode required --writer alice --writer tina" \
 	t_c paloalto repo add r --mode required --writer alice --writer tina
 for s in portland montreal; do
 	t_expect_soon 0 10 "$s: has user alice" t_has_user "$s" alice
-	t_expect_soon 1 10 "$s: check alice 127.0.7.7 r refused (repo known, no grant yet)" \
+	# exit 1 also comes back while the repository is unknown: wait for it
+	t_expect_soon 0 10 "$s: knows repository r" eval 't_c "$s" repo list --json | grep -q "\"r\""'
+	t_expect 1 "$s: check alice 127.0.7.7 r refused (repo known, no grant yet)" \
 		t_c "$s" check alice 127.0.7.7 r
+	t_hasnt "... not because r is unknown" "$OUT$ERR" "does not exist"
+	t_has "... but for the missing grant" "$OUT$ERR" "2fa val"
 done
 t_expect_converged "the three sites agree" 10
 t_run t_c portland check alice 127.0.7.7 r

@@ -219,6 +219,19 @@ echo "# events: ${EVENTS[*]:-none}"
 for x in "${REPLAYS[@]}"; do echo "# replay accepted around a frozen or dead site: $x"; done
 echo "# results (operation exit-status: count):"
 for k in "${!STAT[@]}"; do echo "#   $k: ${STAT[$k]}"; done | sort
+# Convergence alone proves nothing if nothing was written: the model's
+# checks need writes of each kind to have succeeded, and an accepted val
+# to replay (a run of a few operations may not get there).
+if ((NOPS >= 200)); then
+	for k in user.add enroll repo.add; do
+		t_check "some '$k' succeeded (${STAT["$k 0"]:-0})" test "${STAT["$k 0"]:-0}" -ge 1
+	done
+	nval=$(( ${STAT["val 0"]:-0} + ${STAT["val-for-days 0"]:-0} ))
+	t_check "some vals were accepted ($nval)" test "$nval" -ge 1
+	nrep=0
+	for k in "${!STAT[@]}"; do [[ $k == "val.replay "* ]] && nrep=$((nrep + STAT[$k])); done
+	t_check "accepted tokens were replayed ($nrep tries)" test "$nrep" -ge 1
+fi
 
 t_section "heal: every node up and running"
 for s in "${T_SITES[@]}"; do

@@ -15,8 +15,9 @@ t_expect 0 "paloalto: repo add lost --mode required --writer kim" t_c paloalto r
 t_expect_converged "the three sites agree" 10
 
 t_section "portland killed (-9), montreal frozen (SIGSTOP): paloalto keeps validating"
+pid=$(t_pid portland)
 t_kill9 portland
-t_check "portland's node is gone" eval '! t_running portland'
+t_check "portland's node (pid $pid) is gone" t_gone "$pid"
 t_pause montreal || t_fatal "SIGSTOP montreal"
 t_expect 0 "paloalto: kim 2fa val <hotp 0> from 127.0.7.7" t_sh paloalto 127.0.7.7 kim 2fa val "$(t_hotp "$KS" 0)"
 t_expect 0 "paloalto: check kim 127.0.7.7 lost allowed" t_c paloalto check kim 127.0.7.7 lost
@@ -52,8 +53,9 @@ t_expect 0 "paloalto: repo mode lost2 required" t_c paloalto repo mode lost2 req
 t_expect 0 "paloalto: grant revoke kim 127.0.7.7" t_c paloalto grant revoke kim 127.0.7.7
 t_expect_converged "montreal has paloalto's operations" 10 paloalto montreal
 D_PM=$(t_sdigest montreal)
+pid=$(t_pid paloalto)
 t_kill9 paloalto
-t_check "paloalto's node is gone" eval '! t_running paloalto'
+t_check "paloalto's node (pid $pid) is gone" t_gone "$pid"
 
 t_section "portland returns with montreal its only live peer"
 t_start portland

@@ -374,7 +374,9 @@ static Grantd__V1__Failures *get_fail(struct node *n, const char *user,
 
 #define free_rec(m) protobuf_c_message_free_unpacked(&(m)->base, NULL)
 
-/* The replicated state families: the ones the digest covers. */
+/* The replicated state families these tests compare record by record;
+ * not all the digest covers: CF_REFS and CF_REVOKES are in it too (see
+ * snap_cfs in node/repl.c). */
 static const enum store_cf state_cfs[] = { CF_USERS,  CF_ENROLL, CF_GRANTS,
 					   CF_MARKS,  CF_FAILS,  CF_UNLOCK,
 					   CF_REPOS,  CF_REFS,   CF_REVOKES };
@@ -604,7 +606,9 @@ static void test_lww_users_enroll_unlock(void **state)
 		assert_string_equal(u->keys[0], key_of("new-key"));
 		assert_string_equal(u->origin, "sitea");
 		free_rec(u);
-		/* sealed at rest, opened by store_get */
+		/* read through store_get, which opens the sealed value: this
+		 * checks the enrollment arrived, not how it is kept at rest
+		 * (test_enroll.sh and test_backup.sh look at the files) */
 		Grantd__V1__Enrollment *e = get_rec(
 			n, CF_ENROLL, "carol", 5,
 			&grantd__v1__enrollment__descriptor);
