@@ -1141,6 +1141,14 @@ int ops_merge_record(struct ops *o, struct store_batch *b, enum store_cf cf,
 		grantd__v1__stamped__free_unpacked(st, NULL);
 	} else {
 		rc = ops_check(&op, &why);
+		/* failed attempts carry their own stamps: a peer's far-future
+		 * one would keep the user locked, or dodge an unlock */
+		if (rc == 0 && cf == CF_FAILS) {
+			const Grantd__V1__Failures *fl = op.failure;
+			for (size_t i = 0; rc == 0 && i < fl->n_hlc; i++)
+				rc = trust_stamp(o, t, fl->hlc[i], fl->site,
+						 &why);
+		}
 		if (rc == 0)
 			rc = apply_body(o, b, &op);
 	}

@@ -1783,6 +1783,27 @@ static void test_merge_record_trust(void **state)
 	assert_int_equal(ops_merge_record(&n->o, b, CF_GRANTS, v.p, v.len, &t,
 					  &why), 0);
 	assert_true(n->o.hlc.last >= HLC(1000, 7));
+	/* failed attempts carry their own stamps: a far-future one would
+	 * keep kim locked for good, one of an unknown site is refused too */
+	Grantd__V1__Failures fl = GRANTD__V1__FAILURES__INIT;
+	uint64_t at[2] = { HLC(900, 0), UINT64_MAX - 0xffff };
+	fl.user = "kim", fl.site = "sitea", fl.hlc = at, fl.n_hlc = 2;
+	buf_reset(&v), buf_reset(&why);
+	grantd__v1__failures__pack(&fl, buf_extend(&v, grantd__v1__failures__get_packed_size(&fl)));
+	assert_int_equal(ops_merge_record(&n->o, b, CF_FAILS, v.p, v.len, &t,
+					  &why), GD_EPROTO);
+	assert_non_null(strstr(why.p, "ahead of the allowed skew"));
+	fl.n_hlc = 1, fl.site = "nosuchsite";
+	buf_reset(&v), buf_reset(&why);
+	grantd__v1__failures__pack(&fl, buf_extend(&v, grantd__v1__failures__get_packed_size(&fl)));
+	assert_int_equal(ops_merge_record(&n->o, b, CF_FAILS, v.p, v.len, &t,
+					  &why), GD_EPROTO);
+	assert_non_null(strstr(why.p, "unknown origin site nosuchsite"));
+	fl.site = "sitea"; /* the positive control */
+	buf_reset(&v), buf_reset(&why);
+	grantd__v1__failures__pack(&fl, buf_extend(&v, grantd__v1__failures__get_packed_size(&fl)));
+	assert_int_equal(ops_merge_record(&n->o, b, CF_FAILS, v.p, v.len, &t,
+					  &why), 0);
 	assert_int_equal(ops_commit(&n->o, b, true), 0);
 	store_batch_free(&b);
 	check_digest(n);
