@@ -478,6 +478,16 @@ t_cluster_up() {
 
 # t_start SITE: start SITE's node (fatal if it does not come up).
 t_start() { gd_grantd_start "$T_DIR/$1" || t_fatal "grantd at $1 starts"; }
+# t_start_refused DIR DESC: a node at DIR that must refuse to start: it
+# stops by itself with a non-zero status (checked, as DESC) and is cleared
+# away so that it can be started again.
+t_start_refused() {
+	local st
+	gd_grantd_start "$1" >/dev/null 2>&1
+	st=$(gd_grantd_exit_status "$1")
+	t_check "$2 (exit status $st)" eval '[[ $st =~ ^[0-9]+$ && $st != 0 ]]'
+	rm -f "$1/grantd.pid"
+}
 # t_stop SITE: SIGTERM and wait; a check: the node must stop by itself
 # and exit with status 0 (a node that needed SIGKILL, or died earlier,
 # fails the test here, not only at t_done).  Returns 1 when it failed.
