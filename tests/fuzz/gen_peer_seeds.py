@@ -69,10 +69,11 @@ def mark(name="alice"):
             field_varint(3, 57) + field_varint(4, 3))
 
 
-def failures(name="alice", site=SITE, at=(1764770000000, 1764770000001)):
+def failures(name="alice", site=SITE, at=(1764770000000 << 16, (1764770000000 << 16) + 1)):
+    """Failures: each attempt named by its operation's HLC stamp (field 4)."""
     m = field_bytes(1, name) + field_bytes(2, site)
     for t in at:
-        m += field_varint(3, t)
+        m += field_varint(4, t)
     return m
 
 
@@ -116,7 +117,11 @@ def op(num, body, seq=1, origin=SITE, epoch=7, hlc=HLC):
             field_bytes(num, body))
 
 
-def peer_head(version=1, sender=SITE):
+# GD_PEER_VERSION of node/repl.h
+PEER_VERSION = 2
+
+
+def peer_head(version=PEER_VERSION, sender=SITE):
     m = b""
     if version is not None:
         m += field_varint(1, version)
@@ -125,7 +130,7 @@ def peer_head(version=1, sender=SITE):
     return m + field_varint(3, 1764770000000000)
 
 
-def peer_msg(body_num, body, version=1, sender=SITE):
+def peer_msg(body_num, body, version=PEER_VERSION, sender=SITE):
     return peer_head(version, sender) + field_bytes(body_num, body)
 
 
@@ -200,7 +205,7 @@ SEEDS = {
                          field_varint(5, 4)),
     # Shapes the node must refuse: another version, no version, a sender
     # that is not the link's site, an op whose origin lies about its stamp.
-    "version_2": peer_msg(P_OP, op(B_USER, user()), version=2),
+    "version_other": peer_msg(P_OP, op(B_USER, user()), version=PEER_VERSION + 1),
     "no_version": peer_msg(P_OP, op(B_USER, user()), version=None),
     "other_sender": peer_msg(P_OP, op(B_USER, user()), sender="montreal"),
     "op_seq_0": peer_msg(P_OP, op(B_USER, user(), seq=0)),

@@ -102,8 +102,12 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from pbwire import field_bytes, field_varint  # noqa: E402
 
 
-def peer_msg(version=1, sender="portland", body=b""):
-    """A grantd.v1.PeerMsg (proto/grantd.proto) by hand: version = 1,
+# GD_PEER_VERSION of node/repl.h: the protocol the nodes speak
+PEER_VERSION = 2
+
+
+def peer_msg(version=PEER_VERSION, sender="portland", body=b""):
+    """A grantd.v1.PeerMsg (proto/grantd.proto) by hand: version = PEER_VERSION,
     from = 2, sent_us = 3, bodies 10..16."""
     m = b""
     if version is not None:
@@ -592,7 +596,7 @@ def main(argv):
         sent = 0
         crafted = [
             b"",                                             # no version
-            peer_msg(version=2, body=VV_REQ),                # bad version
+            peer_msg(version=PEER_VERSION + 1, body=VV_REQ), # bad version
             peer_msg(version=None, body=VV_REQ),
             peer_msg(sender="montreal", body=VV_REQ),        # not its key
             peer_msg(sender="no such site", body=VV_REQ),
@@ -661,7 +665,7 @@ def main(argv):
             peer_msg(sender=site, body=field_bytes(10, op(site, "mallory2", seq=0))),
             # not from the site of this link; another protocol version
             peer_msg(sender="nosuchsite", body=field_bytes(10, op(site, "mallory3"))),
-            peer_msg(version=2, sender=site, body=field_bytes(10, op(site, "mallory4"))),
+            peer_msg(version=PEER_VERSION + 1, sender=site, body=field_bytes(10, op(site, "mallory4"))),
         ]
         bad += [bytes(rnd.getrandbits(8) for _ in range(rnd.randrange(1, 3000)))
                 for _ in range(20)]
