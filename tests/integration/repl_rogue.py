@@ -121,6 +121,17 @@ def peer_msg(version=PEER_VERSION, sender="portland", body=b""):
 VV_REQ = field_varint(14, 1)
 
 
+def curve_server(ctx, kind, endpoint, sec):
+    """A socket of kind bound at endpoint as a CURVE server with secret sec
+    (a stand-in site's PUB or ROUTER)."""
+    s = ctx.socket(kind)
+    s.setsockopt(zmq.LINGER, 0)
+    s.setsockopt(zmq.CURVE_SERVER, 1)
+    s.setsockopt(zmq.CURVE_SECRETKEY, sec)
+    s.bind(endpoint)
+    return s
+
+
 def load_keys(path):
     cp = configparser.ConfigParser(interpolation=None)
     cp.read(path)
@@ -285,15 +296,8 @@ def rogue_git(ctx, mode, publish, sync, keyfile, site, repo, ref, gitdir, secs):
 
     _, sec = load_keys(keyfile)
 
-    def server(kind, endpoint):
-        s = ctx.socket(kind)
-        s.setsockopt(zmq.LINGER, 0)
-        s.setsockopt(zmq.CURVE_SERVER, 1)
-        s.setsockopt(zmq.CURVE_SECRETKEY, sec)
-        s.bind(endpoint)
-        return s
-    pub = server(zmq.PUB, publish)
-    router = server(zmq.ROUTER, sync)
+    pub = curve_server(ctx, zmq.PUB, publish, sec)
+    router = curve_server(ctx, zmq.ROUTER, sync, sec)
 
     epoch = secrets.randbits(62) + 1
     hlc = int(time.time() * 1000) << 16
@@ -471,15 +475,8 @@ def forge(ctx, attack, publish, sync, keyfile, site, victim, vepoch, vseq, secs)
     signal.signal(signal.SIGTERM, stop)
     _, sec = load_keys(keyfile)
 
-    def server(kind, endpoint):
-        s = ctx.socket(kind)
-        s.setsockopt(zmq.LINGER, 0)
-        s.setsockopt(zmq.CURVE_SERVER, 1)
-        s.setsockopt(zmq.CURVE_SECRETKEY, sec)
-        s.bind(endpoint)
-        return s
-    pub = server(zmq.PUB, publish)
-    router = server(zmq.ROUTER, sync)
+    pub = curve_server(ctx, zmq.PUB, publish, sec)
+    router = curve_server(ctx, zmq.ROUTER, sync, sec)
     epoch = secrets.randbits(62) + 1
     now_hlc = int(time.time() * 1000) << 16
 
