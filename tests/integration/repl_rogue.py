@@ -132,6 +132,20 @@ def curve_server(ctx, kind, endpoint, sec):
     return s
 
 
+def drain(router, on_frame, on_other=None):
+    """Hand every (identity, frame) waiting on router to on_frame; a
+    message of another shape goes to on_other (its frame count)."""
+    while True:
+        try:
+            frames = router.recv_multipart(zmq.NOBLOCK)
+        except zmq.Again:
+            return
+        if len(frames) == 2:
+            on_frame(frames[0], frames[1])
+        elif on_other:
+            on_other(len(frames))
+
+
 def load_keys(path):
     cp = configparser.ConfigParser(interpolation=None)
     cp.read(path)
@@ -440,15 +454,8 @@ def rogue_git(ctx, mode, publish, sync, keyfile, site, repo, ref, gitdir, secs):
                     counts["ops_published"] += 1
                 next_pub = t + 0.1
             for _ in poller.poll(max(1, int((next_pub - time.monotonic()) * 1000))):
-                while True:
-                    try:
-                        frames = router.recv_multipart(zmq.NOBLOCK)
-                    except zmq.Again:
-                        break
-                    if len(frames) == 2:
-                        on_frame(frames[0], frames[1])
-                    else:
-                        log("multipart", frames=len(frames))
+                drain(router, on_frame,
+                      lambda n: log("multipart", frames=n))
     finally:
         log("end", **counts)
     return 0
@@ -558,13 +565,7 @@ def forge(ctx, attack, publish, sync, keyfile, site, victim, vepoch, vseq, secs)
                     counts["published"] += 1
                 next_pub = t + 0.1
             for _ in poller.poll(max(1, int((next_pub - time.monotonic()) * 1000))):
-                while True:
-                    try:
-                        frames = router.recv_multipart(zmq.NOBLOCK)
-                    except zmq.Again:
-                        break
-                    if len(frames) == 2:
-                        on_frame(frames[0], frames[1])
+                drain(router, on_frame)
     finally:
         log("end", **counts)
     return 0
