@@ -249,28 +249,6 @@ static void follow_repos(struct node *n, struct buf *retry, uint64_t now,
 	}
 }
 
-/* Hosted repositories and the git programs the node runs read no global,
- * XDG or system configuration: they must not depend on the service
- * account's own (nor fail when its HOME is unreadable, as libgit2 does:
- * "failed to stat '/root/.gitconfig'").  Before any thread. */
-static int git_isolate(void)
-{
-	static const int levels[] = { GIT_CONFIG_LEVEL_PROGRAMDATA,
-				      GIT_CONFIG_LEVEL_SYSTEM,
-				      GIT_CONFIG_LEVEL_XDG,
-				      GIT_CONFIG_LEVEL_GLOBAL };
-
-	for (size_t i = 0; i < GD_ARRAY_SIZE(levels); i++)
-		if (git_libgit2_opts(GIT_OPT_SET_SEARCH_PATH, levels[i],
-				     "") < 0)
-			return GD_EIO;
-	if (setenv("GIT_CONFIG_NOSYSTEM", "1", 1) < 0 ||
-	    setenv("GIT_CONFIG_GLOBAL", "/dev/null", 1) < 0 ||
-	    setenv("GIT_ATTR_NOSYSTEM", "1", 1) < 0)
-		return GD_EIO;
-	return 0;
-}
-
 /* Reap the grant-hook runs this thread started (and only those: the
  * gitrepl actor waits for its own git children). */
 static void reap_hooks(struct node *n)
@@ -424,7 +402,7 @@ int main(int argc, char **argv)
 		goto out_cfg;
 	}
 	git_libgit2_init();
-	if (git_isolate() < 0) {
+	if (repos_git_isolate() < 0) {
 		log_error("cannot keep git from reading the service account's "
 			  "configuration");
 		goto out_git;

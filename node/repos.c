@@ -16,6 +16,7 @@
 #include <spawn.h>
 #include <git2.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -350,4 +351,26 @@ int repos_follow(struct store *s, const char *repo_dir, const char *hook,
 	buf_reset(names);
 	buf_free(&v);
 	return rc;
+}
+
+/* Hosted repositories and the git programs the node runs read no global,
+ * XDG or system configuration: they must not depend on the service
+ * account's own (nor fail when its HOME is unreadable, as libgit2 does:
+ * "failed to stat '/root/.gitconfig'").  Before any thread. */
+int repos_git_isolate(void)
+{
+	static const int levels[] = { GIT_CONFIG_LEVEL_PROGRAMDATA,
+				      GIT_CONFIG_LEVEL_SYSTEM,
+				      GIT_CONFIG_LEVEL_XDG,
+				      GIT_CONFIG_LEVEL_GLOBAL };
+
+	for (size_t i = 0; i < GD_ARRAY_SIZE(levels); i++)
+		if (git_libgit2_opts(GIT_OPT_SET_SEARCH_PATH, levels[i],
+				     "") < 0)
+			return GD_EIO;
+	if (setenv("GIT_CONFIG_NOSYSTEM", "1", 1) < 0 ||
+	    setenv("GIT_CONFIG_GLOBAL", "/dev/null", 1) < 0 ||
+	    setenv("GIT_ATTR_NOSYSTEM", "1", 1) < 0)
+		return GD_EIO;
+	return 0;
 }

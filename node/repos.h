@@ -13,6 +13,12 @@
 #include "store.h"
 
 /* repo_dir/NAME.git into out (replacing its contents). */
+/* Make libgit2 read no global, XDG, system or ProgramData configuration,
+ * and the git programs the node runs none either (environment), so hosted
+ * repositories never depend on the service account's own.  Call once,
+ * before any thread.  Returns 0 or GD_EIO. */
+int repos_git_isolate(void);
+
 void repos_path(struct buf *out, const char *repo_dir, const char *name);
 
 /* Create the bare repository if it does not exist (idempotent), whole or

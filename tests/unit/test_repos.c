@@ -36,9 +36,8 @@ static int setup_group(void **state)
 	(void)state;
 	git_libgit2_init();
 	/* as grantd runs it: no global, XDG or system configuration */
-	git_libgit2_opts(GIT_OPT_SET_SEARCH_PATH, GIT_CONFIG_LEVEL_GLOBAL, "");
-	git_libgit2_opts(GIT_OPT_SET_SEARCH_PATH, GIT_CONFIG_LEVEL_XDG, "");
-	git_libgit2_opts(GIT_OPT_SET_SEARCH_PATH, GIT_CONFIG_LEVEL_SYSTEM, "");
+	if (repos_git_isolate() < 0)
+		return -1;
 	log_init("test_repos", false, LOG_LVL_ERROR);
 	return 0;
 }
