@@ -131,7 +131,8 @@ int cmd_admit(const struct cmd *cmd, struct req *r, bool syncing)
 		cmd_refuse(r, "'%s' is not allowed on this socket", rq->cmd);
 		return 1;
 	}
-	if ((int)rq->n_args < cmd->min_args || (int)rq->n_args > cmd->max_args) {
+	if ((int)rq->n_args < cmd->min_args ||
+	    (int)rq->n_args > cmd->max_args) {
 		cmd_bad(r, "wrong number of arguments for '%s'", rq->cmd);
 		return 1;
 	}

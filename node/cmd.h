@@ -50,7 +50,7 @@ enum cmd_flags {
 	 * once the batch is durable if it wrote.  Exactly one of CMD_READS and
 	 * CMD_BATCH. */
 	CMD_BATCH = 1 << 3,
-	CMD_NEEDS_USER = 1 << 4, /* on the user socket: the request names a user */
+	CMD_NEEDS_USER = 1 << 4, /* on the user socket: names a user */
 	/* on the user socket: refused while the node catches up with its
 	 * peers (it may not know the user, or that a token was used
 	 * elsewhere) */

@@ -76,17 +76,20 @@ int cmd_validate_token(struct cmd_ctx *x, struct req *r,
 		char d[32];
 		dur_format(d, sizeof(d), (int64_t)(until - r->now_ms) / 1000 + 1);
 		log_warn("locked out user=%s ip=%s failures=%d",
-			 cmd_user_of(r), r->rq->client_ip ? r->rq->client_ip : "-",
-			 fails);
-		return cmd_refuse(r, "Rate-limit reached: %d failed attempts; try "
-				  "again in %s, or ask an administrator to run "
-				  "'grantctl unlock %s'", fails, d, cmd_user_of(r));
+			 cmd_user_of(r),
+			 r->rq->client_ip ? r->rq->client_ip : "-", fails);
+		return cmd_refuse(r, "Rate-limit reached: %d failed attempts; "
+				  "try again in %s, or ask an administrator to "
+				  "run 'grantctl unlock %s'",
+				  fails, d, cmd_user_of(r));
 	}
 	if (!u->enroll)
 		return cmd_refuse(r, "User %s is not enrolled with 2-factor "
-				  "authentication; enroll with: ssh %s 2fa enroll "
-				  "totp (or yubikey)", cmd_user_of(r), x->p.host);
-	if ((rc = load_mark(x, cmd_user_of(r), u->enroll->id, &next, &used)) < 0)
+				  "authentication; enroll with: ssh %s 2fa "
+				  "enroll totp (or yubikey)",
+				  cmd_user_of(r), x->p.host);
+	if ((rc = load_mark(x, cmd_user_of(r), u->enroll->id, &next,
+			    &used)) < 0)
 		return rc;
 	if ((rc = otp_check(&res, u->enroll, next, used, token, r->now,
 			    p->totp_window, p->hotp_lookahead)) < 0) {
@@ -110,9 +113,9 @@ int cmd_validate_token(struct cmd_ctx *x, struct req *r,
 		SET(op, hlc, at);
 		if ((rc = cmd_emit(x, &op)) < 0)
 			return rc;
-		return cmd_refuse(r, "Failed to validate token.\nIf using a phone "
-				  "app, please wait for token to change before "
-				  "trying again.");
+		return cmd_refuse(r, "Failed to validate token.\nIf using a "
+				  "phone app, please wait for token to change "
+				  "before trying again.");
 	}
 	{
 		Grantd__V1__Mark m = GRANTD__V1__MARK__INIT;
@@ -129,7 +132,8 @@ int cmd_validate_token(struct cmd_ctx *x, struct req *r,
 		SET(e, active, 1);
 		e.has_hlc = 0;
 		e.origin = NULL;
-		if ((rc = cmd_emit_body(x, GRANTD__V1__OP__BODY_ENROLL, &e)) < 0)
+		rc = cmd_emit_body(x, GRANTD__V1__OP__BODY_ENROLL, &e);
+		if (rc < 0)
 			return rc;
 		u->enroll->active = 1;
 		u->enrolled = true;
@@ -211,8 +215,8 @@ static int cmd_val_for_days(struct cmd_ctx *x, struct req *r)
 	errno = 0;
 	long days = strtol(d, &end, 10);
 	if (errno || end == d || *end || days < 1 || days > max_days)
-		return cmd_bad(r, "The number of days must be a number between 1 "
-			       "and %lld, not '%s'", (long long)max_days, d);
+		return cmd_bad(r, "The number of days must be a number between "
+			       "1 and %lld, not '%s'", (long long)max_days, d);
 	return do_val(x, r, r->rq->args[1], &r->ip, NULL, days * 86400);
 }
 
@@ -230,8 +234,8 @@ static int cmd_val_subnet(struct cmd_ctx *x, struct req *r)
 	long prefix = strtol(s, &end, 10);
 	/* range-check the long before anything narrows it */
 	if (errno || end == s || *end || prefix < 0 || prefix > bits)
-		return cmd_bad(r, "The subnet mask is invalid: '%s' (give it as "
-			       "/NN, e.g. /24)", r->rq->args[0]);
+		return cmd_bad(r, "The subnet mask is invalid: '%s' (give it "
+			       "as /NN, e.g. /24)", r->rq->args[0]);
 	if (prefix < widest)
 		return cmd_bad(r, "Largest allowed subnet is /%d", widest);
 	if (addr_to_net(&net, &r->ip, (int)prefix) < 0)
@@ -494,9 +498,9 @@ static int cmd_inval(struct cmd_ctx *x, struct req *r)
 		io.match = &r->ip;
 	} else if (strcmp(what, "all")) {
 		if (addr_parse(&target, what, true) < 0)
-			return cmd_bad(r, "'%s' is not an IP address; give an "
-				       "address, a CIDR subnet, 'myip' or 'all'",
-				       what);
+			return cmd_bad(r, "'%s' is not an IP address; give "
+				       "an address, a CIDR subnet, 'myip' or "
+				       "'all'", what);
 		io.match = &target;
 	}
 	io.purge = r->rq->n_args == 2;
@@ -514,8 +518,8 @@ static int cmd_inval(struct cmd_ctx *x, struct req *r)
 		 * leave a revoked record it will lose against */
 		if ((rc = emit_tombstone(x, r, cmd_user_of(r), io.match)) < 0)
 			return rc;
-		return cmd_refuse(r, "Did not find %s in the list of authorized "
-				  "IPs.", what);
+		return cmd_refuse(r, "Did not find %s in the list of "
+				  "authorized IPs.", what);
 	}
 	else if (io.expired)
 		buf_printf(&r->out, "Force-expired %s (%d grant%s).\n", what,
@@ -606,8 +610,9 @@ static int cmd_grant_revoke(struct cmd_ctx *x, struct req *r)
 		return 0;
 	if (r->rq->n_args == 2 && strcmp(r->rq->args[1], "all")) {
 		if (addr_parse(&target, r->rq->args[1], true) < 0)
-			return cmd_bad(r, "'%s' is not an IP address or subnet; "
-				       "give one, or 'all'", r->rq->args[1]);
+			return cmd_bad(r, "'%s' is not an IP address or "
+				       "subnet; give one, or 'all'",
+				       r->rq->args[1]);
 		io.match = &target;
 		addr_format(netstr, &target);
 	}

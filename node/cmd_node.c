@@ -108,13 +108,14 @@ static int cmd_backup(struct cmd_ctx *x, struct req *r)
 	int rc;
 
 	if (dir[0] != '/' || strstr(dir, "/../") || strlen(dir) > 1024)
-		return cmd_bad(r, "backup DIR must be an absolute path, not '%s'",
-			       dir);
+		return cmd_bad(r, "backup DIR must be an absolute path, not "
+			       "'%s'", dir);
 	if (stat(dir, &st) == 0)
 		return cmd_bad(r, "'%s' exists: give a new directory (a backup "
 			       "never overwrites)", dir);
 	if (mkdir(dir, 0700) < 0)
-		return cmd_refuse(r, "cannot create '%s': %s", dir, strerror(errno));
+		return cmd_refuse(r, "cannot create '%s': %s",
+				  dir, strerror(errno));
 	buf_printf(&path, "%s/store", dir);
 	rc = store_checkpoint(x->p.store, path.p);
 	if (rc == 0) {
@@ -342,14 +343,14 @@ static int cmd_rekey(struct cmd_ctx *x, struct req *r)
 	int rc;
 
 	if (path[0] != '/' || strlen(path) > 1024)
-		return cmd_bad(r, "rekey NEWKEYFILE must be an absolute path, not "
-			       "'%s'", path);
+		return cmd_bad(r, "rekey NEWKEYFILE must be an absolute path, "
+			       "not '%s'", path);
 	if ((rc = rekey_load(r, path, seal, pub)) != 0)
 		return rc < 0 ? rc : 0;
 	if (!strcmp(pub, x->node->curve_pub)) {
 		sodium_memzero(seal, sizeof(seal));
-		return cmd_bad(r, "%s holds the node's current key; make a new one "
-			       "with grantctl keygen", path);
+		return cmd_bad(r, "%s holds the node's current key; make a new "
+			       "one with grantctl keygen", path);
 	}
 	rc = store_rekey(x->p.store, x->p.batch, seal, &count);
 	sodium_memzero(seal, sizeof(seal));

@@ -64,8 +64,8 @@ static int cmd_hook_refs(struct cmd_ctx *x, struct req *r)
 	if (cmd_repo_arg(r, r->rq->args[0], repo, sizeof(repo)) < 0)
 		goto done;
 	if (id && !hookline_req_id_ok(id)) {
-		rc = cmd_bad(r, "bad push id (want %d hex digits, '-', a number)",
-			     HOOKLINE_ID_LEN);
+		rc = cmd_bad(r, "bad push id (want %d hex digits, '-', a "
+			     "number)", HOOKLINE_ID_LEN);
 		goto done;
 	}
 	rc = policy_repo_load(&rp, &x->p, repo);
@@ -78,8 +78,9 @@ static int cmd_hook_refs(struct cmd_ctx *x, struct req *r)
 	for (size_t i = 0; i < n; i++) {
 		const char *line = r->rq->args[i + 1];
 		if (hookline_parse(&words[k], line) < 0) {
-			rc = cmd_bad(r, "bad ref update line '%.300s' (want 'OLD NEW "
-				     "REF' as post-receive reads them)", line);
+			rc = cmd_bad(r, "bad ref update line '%.300s' (want "
+				     "'OLD NEW REF' as post-receive reads "
+				     "them)", line);
 			goto done;
 		}
 		if (!ops_ref_name_ok(words[k].ref)) {
@@ -164,9 +165,9 @@ static int cmd_repo_add(struct cmd_ctx *x, struct req *r)
 	for (size_t i = 1; i < r->rq->n_args; i++) {
 		const char *a = r->rq->args[i];
 		if (i + 1 == r->rq->n_args)
-			return cmd_bad(r, "usage: grantctl repo add NAME [--mode "
-				       "off|opt-in|required] [--writer USER]... "
-				       "[--fork-of PARENT]");
+			return cmd_bad(r, "usage: grantctl repo add NAME "
+				       "[--mode off|opt-in|required] [--writer "
+				       "USER]... [--fork-of PARENT]");
 		const char *v = r->rq->args[++i];
 		if (!strcmp(a, "--mode")) {
 			if (mode_arg(r, v, &mode) < 0)
@@ -194,8 +195,8 @@ static int cmd_repo_add(struct cmd_ctx *x, struct req *r)
 	if (fork) {
 		rc = policy_repo_load(&old, &x->p, parent);
 		if (rc == GD_ENOTFOUND)
-			return cmd_refuse(r, "cannot fork '%s': no such repository",
-					  parent);
+			return cmd_refuse(r, "cannot fork '%s': no such "
+					  "repository", parent);
 		if (rc < 0)
 			return rc;
 		grantd__v1__repo__free_unpacked(old, NULL);

@@ -96,17 +96,19 @@ static int cmd_enroll_self(struct cmd_ctx *x, struct req *r)
 	int rc;
 
 	if (!mode)
-		return cmd_bad(r, "Enrolment mode not specified: use '2fa enroll "
-			       "totp' for a phone app or '2fa enroll yubikey'");
+		return cmd_bad(r, "Enrolment mode not specified: use '2fa "
+			       "enroll totp' for a phone app or '2fa enroll "
+			       "yubikey'");
 	if (strcmp(mode, "totp") && strcmp(mode, "yubikey"))
-		return cmd_bad(r, "%s is not a valid enrollment mode: use totp or "
-			       "yubikey", mode);
+		return cmd_bad(r, "%s is not a valid enrollment mode: use totp "
+			       "or yubikey", mode);
 	totp = !strcmp(mode, "totp");
 	if ((rc = cmd_load_caller(x, r, &u)) < 0)
 		goto done;
 	if (u.enrolled) {
-		cmd_refuse(r, "User %s already enrolled. To re-issue your token, "
-			   "first run: ssh %s 2fa unenroll <token>", cmd_user_of(r),
+		cmd_refuse(r, "User %s already enrolled. To re-issue your "
+			   "token, first run: ssh %s 2fa unenroll <token>",
+			   cmd_user_of(r),
 			   x->p.host);
 		goto done;
 	}
@@ -151,8 +153,8 @@ static int cmd_unenroll_self(struct cmd_ctx *x, struct req *r)
 
 	if ((rc = cmd_load_caller(x, r, &u)) < 0)
 		goto done;
-	if ((rc = cmd_validate_token(x, r, &u, r->rq->args[0], &ok, &how)) < 0 ||
-	    !ok)
+	if ((rc = cmd_validate_token(x, r, &u, r->rq->args[0], &ok,
+				     &how)) < 0 || !ok)
 		goto done;
 	if ((rc = end_enrollment(x, r, u.enroll)) < 0)
 		goto done;
@@ -232,7 +234,8 @@ static int cmd_user_add(struct cmd_ctx *x, struct req *r)
 		keys[nkeys++] = (char *)a;
 	}
 	if (u.user && nkeys == u.user->n_keys) {
-		cmd_refuse(r, "user '%s' already exists (with these keys)", name);
+		cmd_refuse(r, "user '%s' already exists (with these keys)",
+			   name);
 		goto done;
 	}
 	nu.name = (char *)name;
@@ -389,7 +392,8 @@ static int cmd_enroll_admin(struct cmd_ctx *x, struct req *r)
 		}
 		if (!strcmp(a, "--totp") || !strcmp(a, "--hotp")) {
 			if (kind)
-				return cmd_bad(r, "give one of --totp or --hotp");
+				return cmd_bad(r, "give one of --totp or --hotp"
+					       );
 			kind = a[2] == 't' ? GRANTD__V1__OTP_KIND__OTP_TOTP :
 					     GRANTD__V1__OTP_KIND__OTP_HOTP;
 			continue;
@@ -402,12 +406,13 @@ static int cmd_enroll_admin(struct cmd_ctx *x, struct req *r)
 		} else if (!strcmp(a, "--digits")) {
 			if (cmd_parse_uint(v, 8, &digits) < 0 ||
 			    (digits != 6 && digits != 8))
-				return cmd_bad(r, "--digits must be 6 or 8, not "
-					       "'%s'", v);
+				return cmd_bad(r, "--digits must be 6 or 8, "
+					       "not '%s'", v);
 		} else if (!strcmp(a, "--counter")) {
 			if (cmd_parse_uint(v, 1ULL << 62, &counter) < 0)
 				return cmd_bad(r, "--counter must be a "
-					       "non-negative integer, not '%s'", v);
+					       "non-negative integer, not '%s'",
+					       v);
 		} else if (!strcmp(a, "--period")) {
 			if (cmd_parse_uint(v, 300, &period) < 0 || period < 10)
 				return cmd_bad(r, "--period must be 10 to 300 "
@@ -425,10 +430,11 @@ static int cmd_enroll_admin(struct cmd_ctx *x, struct req *r)
 		}
 		if (slen < OTP_MIN_SHORT_SECRET_LEN ||
 		    (slen < OTP_MIN_SECRET_LEN && !allow_short)) {
-			rc = cmd_bad(r, "--secret has %zu bits, fewer than 128 bits "
-				     "(RFC 4226); --allow-short-secret takes 80 or "
-				     "more, for a token migrated from a system "
-				     "that made shorter ones", slen * 8);
+			rc = cmd_bad(r, "--secret has %zu bits, fewer than 128 "
+				     "bits (RFC 4226); --allow-short-secret "
+				     "takes 80 or more, for a token migrated "
+				     "from a system that made shorter ones",
+				     slen * 8);
 			goto wipe;
 		}
 	} else if (allow_short) {
@@ -440,8 +446,8 @@ static int cmd_enroll_admin(struct cmd_ctx *x, struct req *r)
 	if ((rc = policy_user_load(&u, &x->p, name)) < 0)
 		goto wipe;
 	if (!u.user)
-		cmd_refuse(r, "no such user '%s'; add it first: grantctl user add "
-			   "%s", name, name);
+		cmd_refuse(r, "no such user '%s'; add it first: grantctl user "
+			   "add %s", name, name);
 	else if (u.enrolled)
 		cmd_refuse(r, "user '%s' is already enrolled; run 'grantctl "
 			   "unenroll %s' first", name, name);

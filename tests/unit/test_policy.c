@@ -1,7 +1,7 @@
 /*
  * test_policy.c: node/policy.h, the lockout (SPEC 2.7).
  *
- * Failed attempts are made here the way control.c makes them (one
+ * Failed attempts are made here the way cmd_grant.c makes them (one
  * operation each through ops_local, stamped with a fresh HLC, read back
  * through the open batch as the next request of a control batch reads
  * them), and peers' failures and unlocks arrive through ops_apply as repl
@@ -106,7 +106,7 @@ static void commit(struct fixture *f)
 	ops_outbox_clear(&f->ops);
 }
 
-/* A failed attempt of user here, made as validate_token makes it. */
+/* A failed attempt of user here, made as cmd_validate_token makes it. */
 static void fail_here(struct fixture *f, const char *user)
 {
 	Grantd__V1__Op op = GRANTD__V1__OP__INIT;
