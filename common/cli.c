@@ -117,7 +117,7 @@ int cli_print(const Grantd__V1__Reply *rep)
 	return reply_status(rep);
 }
 
-/* ---- the 2fa subcommands (common/cmds.h) ---------------------------------- */
+/* ---- the 2fa subcommands (common/cmds.h) -------------------------------- */
 
 static const struct gd_2fa_cmd cmds_2fa[] = { GD_2FA_CMDS(GD_2FA_INIT) };
 

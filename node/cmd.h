@@ -59,6 +59,10 @@ enum cmd_flags {
 	CMD_NODE = 1 << 7,       /* needs the node-wide facts (cmd_ctx.node) */
 };
 
+/* What every 2fa subcommand is: a user's own, on the user socket, and not
+ * while the node catches up. */
+#define CMD_TWOFA (CMD_ON_USER | CMD_NEEDS_USER | CMD_SYNC_GATED)
+
 struct req;
 struct cmd_ctx;
 
@@ -202,7 +206,7 @@ int cmd_repo_arg(struct req *r, const char *arg, char *out, size_t len);
 int cmd_parse_uint(const char *s, unsigned long long max,
 		   unsigned long long *out);
 
-/* ---- what handlers of several files share --------------------------------- */
+/* ---- what handlers of several files share ------------------------------- */
 
 /* Make one local operation in the batch (CMD_BATCH rows). */
 int cmd_emit(struct cmd_ctx *x, Grantd__V1__Op *op);

@@ -178,7 +178,7 @@ static int add_grant(struct cmd_ctx *x, struct req *r, const char *user,
 	return 0;
 }
 
-/* ---- 2fa val, val-for-days, val-subnet, val-session ---------------------- */
+/* ---- 2fa val, val-for-days, val-subnet, val-session --------------------- */
 
 static int do_val(struct cmd_ctx *x, struct req *r, const char *token,
 		  const struct gd_net *net, const char *session,
@@ -254,7 +254,7 @@ static int cmd_val_session(struct cmd_ctx *x, struct req *r)
 		      x->p.cfg->policy.grant_subnet);
 }
 
-/* ---- isval, list-val, inval ------------------------------------------- */
+/* ---- isval, list-val, inval --------------------------------------------- */
 
 static int cmd_isval(struct cmd_ctx *x, struct req *r)
 {
@@ -541,7 +541,7 @@ int cmd_revoke_all(struct cmd_ctx *x, struct req *r, const char *user,
 	return rc < 0 ? rc : emit_revocation(x, user);
 }
 
-/* ---- push check ----------------------------------------------------------- */
+/* ---- push check --------------------------------------------------------- */
 
 static int push_decision(struct cmd_ctx *x, struct req *r, const char *user,
 			 const char *repo_in)
@@ -575,7 +575,7 @@ static int cmd_push_check(struct cmd_ctx *x, struct req *r)
 }
 
 
-/* ---- admin: grants, check ------------------------------------------------- */
+/* ---- admin: grants, check ----------------------------------------------- */
 
 static int cmd_grant_list(struct cmd_ctx *x, struct req *r)
 {
@@ -648,19 +648,19 @@ static int cmd_check(struct cmd_ctx *x, struct req *r)
 	return push_decision(x, r, user, r->rq->args[2]);
 }
 
-/* ---- the rows --------------------------------------------------------------- */
-
-/* the 2fa commands: a user's own, on the user socket, from an address */
-#define TWOFA (CMD_ON_USER | CMD_NEEDS_USER | CMD_SYNC_GATED | CMD_USES_IP)
+/* ---- the rows ----------------------------------------------------------- */
 
 const struct cmd cmd_grant_rows[] = {
-	CMD_2FA(VAL, TWOFA | CMD_BATCH, cmd_val),
-	CMD_2FA(VAL_FOR_DAYS, TWOFA | CMD_BATCH, cmd_val_for_days),
-	CMD_2FA(VAL_SUBNET, TWOFA | CMD_BATCH, cmd_val_subnet),
-	CMD_2FA(VAL_SESSION, TWOFA | CMD_BATCH, cmd_val_session),
-	CMD_2FA(ISVAL, TWOFA | CMD_READS, cmd_isval),
-	CMD_2FA(LIST_VAL, TWOFA | CMD_READS, cmd_list_val),
-	CMD_2FA(INVAL, TWOFA | CMD_BATCH, cmd_inval),
+	CMD_2FA(VAL, CMD_TWOFA | CMD_USES_IP | CMD_BATCH, cmd_val),
+	CMD_2FA(VAL_FOR_DAYS, CMD_TWOFA | CMD_USES_IP | CMD_BATCH,
+		cmd_val_for_days),
+	CMD_2FA(VAL_SUBNET, CMD_TWOFA | CMD_USES_IP | CMD_BATCH,
+		cmd_val_subnet),
+	CMD_2FA(VAL_SESSION, CMD_TWOFA | CMD_USES_IP | CMD_BATCH,
+		cmd_val_session),
+	CMD_2FA(ISVAL, CMD_TWOFA | CMD_USES_IP | CMD_READS, cmd_isval),
+	CMD_2FA(LIST_VAL, CMD_TWOFA | CMD_USES_IP | CMD_READS, cmd_list_val),
+	CMD_2FA(INVAL, CMD_TWOFA | CMD_USES_IP | CMD_BATCH, cmd_inval),
 	CMD_ROW("push.check",
 		CMD_ON_USER | CMD_READS | CMD_NEEDS_USER | CMD_USES_IP, 1, 1,
 		cmd_push_check),

@@ -22,7 +22,7 @@
 #include "store.h"
 #include "banned.h"
 
-/* ---- status, backup, rebuild ---------------------------------------------- */
+/* ---- status, backup, rebuild -------------------------------------------- */
 
 /* Whether a stored record counts in status: a user or repository not
  * deleted, a grant neither revoked nor expired, a ref that exists. */
@@ -303,7 +303,7 @@ static int cmd_status(struct cmd_ctx *x, struct req *r)
 	return 0;
 }
 
-/* ---- rekey ----------------------------------------------------------------- */
+/* ---- rekey -------------------------------------------------------------- */
 
 /* The sealing key of the CURVE key file at path (checked as at start:
  * mode 0600, a pair that belongs together); 0 or a cmd_bad() reply. */
@@ -450,7 +450,7 @@ static int cmd_verify(struct cmd_ctx *x, struct req *r)
 	return 0;
 }
 
-/* ---- the rows --------------------------------------------------------------- */
+/* ---- the rows ----------------------------------------------------------- */
 
 const struct cmd cmd_node_rows[] = {
 	CMD_ROW("status", CMD_ON_ADMIN | CMD_READS | CMD_NODE, 0, 0,

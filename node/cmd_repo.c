@@ -18,7 +18,7 @@
 #include "repos.h"
 #include "banned.h"
 
-/* ---- fetch ---------------------------------------------------------------- */
+/* ---- fetch -------------------------------------------------------------- */
 
 static int cmd_repo_read(struct cmd_ctx *x, struct req *r)
 {
@@ -39,7 +39,7 @@ static int cmd_repo_read(struct cmd_ctx *x, struct req *r)
 }
 
 
-/* ---- pushes to replicate (grant-hook) ------------------------------------ */
+/* ---- pushes to replicate (grant-hook) ----------------------------------- */
 
 /* args: REPO, then post-receive lines "OLD NEW REF"; push_id: grant-hook's
  * request id (hookline.h), optional.  A request whose id was recorded
@@ -315,7 +315,7 @@ static int cmd_repo_list(struct cmd_ctx *x, struct req *r)
 	return rc < 0 ? rc : 0;
 }
 
-/* ---- the rows --------------------------------------------------------------- */
+/* ---- the rows ----------------------------------------------------------- */
 
 const struct cmd cmd_repo_rows[] = {
 	CMD_ROW("repo.read", CMD_ON_USER | CMD_ON_ADMIN | CMD_READS, 1, 1,

@@ -18,7 +18,7 @@
 #include "policy.h"
 #include "banned.h"
 
-/* ---- 2fa enroll, unenroll ---------------------------------------------------- */
+/* ---- 2fa enroll, unenroll ----------------------------------------------- */
 
 static void scratch_to(struct buf *out,
 		       char codes[OTP_SCRATCH_CODES][OTP_SCRATCH_DIGITS + 1])
@@ -167,7 +167,7 @@ done:
 }
 
 
-/* ---- keys (grant-keys) ------------------------------------------------- */
+/* ---- keys (grant-keys) -------------------------------------------------- */
 
 static int cmd_keys(struct cmd_ctx *x, struct req *r)
 {
@@ -192,7 +192,7 @@ static int cmd_keys(struct cmd_ctx *x, struct req *r)
 }
 
 
-/* ---- admin: users -------------------------------------------------------- */
+/* ---- admin: users ------------------------------------------------------- */
 
 static int cmd_user_add(struct cmd_ctx *x, struct req *r)
 {
@@ -365,7 +365,7 @@ static int cmd_unlock(struct cmd_ctx *x, struct req *r)
 }
 
 
-/* ---- admin: enrollment ---------------------------------------------------- */
+/* ---- admin: enrollment -------------------------------------------------- */
 
 static int cmd_enroll_admin(struct cmd_ctx *x, struct req *r)
 {
@@ -492,15 +492,11 @@ static int cmd_unenroll_admin(struct cmd_ctx *x, struct req *r)
 	return rc;
 }
 
-/* ---- the rows --------------------------------------------------------------- */
+/* ---- the rows ----------------------------------------------------------- */
 
 const struct cmd cmd_user_rows[] = {
-	CMD_2FA(ENROLL,
-		CMD_ON_USER | CMD_BATCH | CMD_NEEDS_USER | CMD_SYNC_GATED,
-		cmd_enroll_self),
-	CMD_2FA(UNENROLL,
-		CMD_ON_USER | CMD_BATCH | CMD_NEEDS_USER | CMD_SYNC_GATED |
-			CMD_USES_IP,
+	CMD_2FA(ENROLL, CMD_TWOFA | CMD_BATCH, cmd_enroll_self),
+	CMD_2FA(UNENROLL, CMD_TWOFA | CMD_USES_IP | CMD_BATCH,
 		cmd_unenroll_self),
 	CMD_ROW("keys.list", CMD_ON_USER | CMD_ON_ADMIN | CMD_READS, 0, 0,
 		cmd_keys),

@@ -169,7 +169,7 @@ static void test_shell_help(void **state)
 	free(text);
 }
 
-/* ---- a row's rules --------------------------------------------------------- */
+/* ---- a row's rules ------------------------------------------------------ */
 
 struct fixture {
 	char dir[64];
