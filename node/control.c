@@ -11,15 +11,12 @@
  */
 #include <errno.h>
 #include <sodium.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 #include <grp.h>
-#include <sys/socket.h>
 #include <zmq.h>
 
 #include "addr.h"
