@@ -270,8 +270,9 @@ int cmd_load_caller(struct cmd_ctx *x, struct req *r, struct policy_user *u)
 	int rc = policy_user_load(u, &x->p, cmd_user_of(r));
 	if (rc < 0)
 		return rc;
-	if (!u->user)
-		return cmd_refuse(r, "unknown user '%s'", cmd_user_of(r)),
-		       GD_EDENIED;
+	if (!u->user) {
+		cmd_refuse(r, "unknown user '%s'", cmd_user_of(r));
+		return GD_EDENIED;
+	}
 	return 0;
 }
