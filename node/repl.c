@@ -5,6 +5,10 @@
  * own operations, sequence numbers are per (origin, epoch), and the
  * heartbeat carries the whole version vector so a node learns of
  * operations it missed from any peer, not only from their origin.
+ *
+ * The link below (framing, CURVE sockets, ZAP, the sync ROUTER) is
+ * peer.c's; the requests peers make on that ROUTER reach serve_range,
+ * serve_snap and vector_msg through the handlers registered in repl_open.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -43,7 +47,6 @@
 
 struct peer {
 	const struct config_peer *cfg;
-	uint8_t key[32];
 	void *sub;
 	void *dealer;
 	uint64_t last_heard_ms;
@@ -333,14 +336,8 @@ int repl_open(struct repl **out, const struct repl_opts *o)
 	r->sync_ticket = o->sync_ticket;
 	r->started_ms = clock_wall_ms();
 	store_batch_new(&r->batch, o->store);
-	for (int i = 0; i < cfg->npeers; i++) {
-		struct peer *p = &r->peers[r->npeers++];
-		p->cfg = &cfg->peers[i];
-		if (!zmq_z85_decode(p->key, p->cfg->public_key)) {
-			log_error("bad public_key for peer=%s", p->cfg->site);
-			goto fail;
-		}
-	}
+	for (int i = 0; i < cfg->npeers; i++)
+		r->peers[r->npeers++].cfg = &cfg->peers[i];
 	if (cfg->publish &&
 	    !(r->pub = peer_server(r->link, ZMQ_PUB, cfg->publish, 1024)))
 		goto fail;

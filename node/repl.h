@@ -66,8 +66,8 @@ struct repl_opts {
 };
 
 /* Bind PUB (admitted by link's ZAP), connect to every peer, register the
- * ROUTER requests with link.  *out is the caller's (repl_destroy).
- * Returns 0 or GD_EIO (logged). */
+ * ROUTER requests with link (which must not route after repl_destroy).
+ * *out is the caller's (repl_destroy).  Returns 0 or GD_EIO (logged). */
 int repl_open(struct repl **out, const struct repl_opts *o);
 void repl_destroy(struct repl **rp);
 
