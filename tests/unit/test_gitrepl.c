@@ -379,6 +379,33 @@ static void test_losers(void **state)
 	buf_free(&v);
 }
 
+/* The actor never writes the store: a conflict it keeps on disk is only
+ * marked "kept" in CF_LOSERS once the writer has taken the mark from the
+ * pair (gitrepl_pump) and committed it. */
+static void test_marks_written_by_writer(void **state)
+{
+	struct fx *f = *state;
+	struct buf k = BUF_INIT, v = BUF_INIT;
+	const char *kept = "refs/grantd/conflicts/montreal/" REF;
+
+	put_loser(f, "montreal", 95, &f->c);
+	put_record(f, &f->b, 100, "paloalto");
+	assert_true(wait_ref(f, kept, &f->c));
+	usleep(200 * 1000); /* time enough for a write, had the actor made it */
+	loser_key(&k, "montreal", 95);
+	assert_int_equal(store_get(f->store, NULL, CF_LOSERS, k.p, k.len, &v),
+			 0);
+	assert_int_equal(v.len, GIT_OID_HEXSZ); /* the bare tip, not kept */
+	for (uint64_t end = ms_now() + WAIT_MS; ms_now() < end; usleep(2000))
+		if (pump(f), store_get(f->store, NULL, CF_LOSERS, k.p, k.len,
+				       &v) == 0 && v.len > GIT_OID_HEXSZ)
+			break;
+	assert_int_equal(v.len, GIT_OID_HEXSZ + strlen(" kept"));
+	assert_memory_equal(v.p + GIT_OID_HEXSZ, " kept", 5);
+	buf_free(&k);
+	buf_free(&v);
+}
+
 static void test_missing_objects_wait(void **state)
 {
 	struct fx *f = *state;
@@ -411,6 +438,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_spool_left_alone, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_losers, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_marks_written_by_writer,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_missing_objects_wait,
 						setup, teardown),
 	};
