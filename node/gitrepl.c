@@ -55,7 +55,7 @@ void gitrepl_path(const struct gitrepl *g, struct buf *out, const char *name)
 	repos_path(out, g->repo_dir, name);
 }
 
-/* ---- messages ------------------------------------------------------------- */
+/* ---- messages ----------------------------------------------------------- */
 
 int gitrepl_send(struct gitrepl *g, void *sock, const struct buf *rid,
 		 const Grantd__V1__PeerMsg *m)
@@ -177,7 +177,7 @@ static void run_hook(struct gitrepl *g, const char *name)
 	buf_free(&path);
 }
 
-/* ---- making the disk follow the records -------------------------------------- */
+/* ---- making the disk follow the records --------------------------------- */
 
 /* Look at it again later: 0.25 s, doubling to 4 s. */
 static void back_off(struct item *it, uint64_t t)
@@ -565,7 +565,7 @@ static bool work(struct gitrepl *g)
 	return more;
 }
 
-/* ---- the actor's loop -------------------------------------------------------- */
+/* ---- the actor's loop --------------------------------------------------- */
 
 /* One message from the writer. */
 static void pair_msg(struct gitrepl *g, uint8_t *chunk)
@@ -714,7 +714,7 @@ static void *actor(void *arg)
 	return NULL;
 }
 
-/* ---- the writer's side ------------------------------------------------------- */
+/* ---- the writer's side -------------------------------------------------- */
 
 static void pair_opts(void *s)
 {
@@ -830,7 +830,8 @@ static int take(struct gitrepl *g, zmq_msg_t *f, int n, void *router,
 		 * queue EAGAIN.  Either way the frame is dropped and the
 		 * stream times out at the asker, who asks again. */
 		if (n == 3 && router &&
-		    (zmq_msg_send(&f[1], router, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0 ||
+		    (zmq_msg_send(&f[1], router,
+				  ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0 ||
 		     zmq_msg_send(&f[2], router, ZMQ_DONTWAIT) < 0))
 			log_debug("pack frame for a peer dropped: %s",
 				  zmq_strerror(errno));

@@ -145,7 +145,7 @@ struct gitrepl {
 	struct stats st_sent;       /* what the writer was last sent */
 };
 
-/* ---- gitrepl.c: shared by the stages --------------------------------------- */
+/* ---- gitrepl.c: shared by the stages ------------------------------------ */
 
 /* The path of repository name. */
 void gitrepl_path(const struct gitrepl *g, struct buf *out, const char *name);
@@ -175,7 +175,7 @@ void gitrepl_pack_err(struct gitrepl *g, void *sock, const struct buf *rid,
  * due again, now or after a back-off. */
 void gitrepl_fetched(struct gitrepl *g, bool ok, uint64_t now);
 
-/* ---- gitproc.c ---------------------------------------------------------------- */
+/* ---- gitproc.c ---------------------------------------------------------- */
 
 /* libgit2's last error text; never NULL. */
 const char *gitproc_why(void);
@@ -202,7 +202,7 @@ bool gitproc_connected(const char *path, const char *qdir,
 void gitproc_tips(git_repository *repo, struct buf *out, size_t *n,
 		  size_t max);
 
-/* ---- packsrv.c ----------------------------------------------------------------- */
+/* ---- packsrv.c ---------------------------------------------------------- */
 
 /* A PackReq from site (behind rid on the ROUTER): start pack-objects, or
  * say why not. */
@@ -221,7 +221,7 @@ void packsrv_tick(struct gitrepl *g, uint64_t now);
 /* Every stream closed, its child killed. */
 void packsrv_close_all(struct gitrepl *g);
 
-/* ---- packfetch.c --------------------------------------------------------------- */
+/* ---- packfetch.c -------------------------------------------------------- */
 
 /* Fetch g->f.wants into repo, asking peer first (-1: config order) or
  * g->prefer; g->f.active says whether it started. */

@@ -469,12 +469,13 @@ int main(int argc, char **argv)
 			.conf_path = n.conf_path })) < 0)
 		goto out_repl;
 	/* pack requests on the sync ROUTER go to the actor */
-	peer_on(n.peer, GRANTD__V1__PEER_MSG__BODY_PACK_REQ, gitrepl_serve,
-		n.gitrepl);
-	peer_on(n.peer, GRANTD__V1__PEER_MSG__BODY_PACK_CREDIT, gitrepl_serve,
-		n.gitrepl);
-	peer_on(n.peer, GRANTD__V1__PEER_MSG__BODY_PACK_ERR, gitrepl_serve,
-		n.gitrepl);
+	if (peer_on(n.peer, GRANTD__V1__PEER_MSG__BODY_PACK_REQ,
+		    gitrepl_serve, n.gitrepl) < 0 ||
+	    peer_on(n.peer, GRANTD__V1__PEER_MSG__BODY_PACK_CREDIT,
+		    gitrepl_serve, n.gitrepl) < 0 ||
+	    peer_on(n.peer, GRANTD__V1__PEER_MSG__BODY_PACK_ERR,
+		    gitrepl_serve, n.gitrepl) < 0)
+		goto out_gitrepl;
 	if ((rc = control_open(&n.control, &n, n.zctx)) < 0)
 		goto out_gitrepl;
 	startup_repos(&n);

@@ -167,7 +167,7 @@ static int quarantine_commit(const char *repo_path, const char *qdir)
 	return rc;
 }
 
-/* ---- fetching packs ------------------------------------------------------- */
+/* ---- fetching packs ----------------------------------------------------- */
 
 static void fetch_done(struct gitrepl *g, bool ok);
 

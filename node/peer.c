@@ -37,7 +37,7 @@ struct peer_link {
 	struct handler on[KINDS_MAX];
 };
 
-/* ---- framing ---------------------------------------------------------------- */
+/* ---- framing ------------------------------------------------------------ */
 
 void peer_msg_init(const struct peer_self *self, Grantd__V1__PeerMsg *m)
 {
@@ -92,7 +92,7 @@ Grantd__V1__PeerMsg *peer_msg_decode(const void *p, size_t len,
 	return NULL;
 }
 
-/* ---- sockets ---------------------------------------------------------------- */
+/* ---- sockets ------------------------------------------------------------ */
 
 static void set_common(void *s, int64_t maxmsg)
 {
@@ -183,7 +183,7 @@ void peer_drain(void *sock, zmq_msg_t *last)
 	}
 }
 
-/* ---- ZAP ---------------------------------------------------------------------- */
+/* ---- ZAP ---------------------------------------------------------------- */
 
 static void zap_reply(void *sock, const char *reqid, size_t idlen,
 		      const char *code, const char *text, const char *user)
@@ -258,7 +258,7 @@ void peer_zap_handle(struct peer_link *l)
 		zmq_msg_close(&f[i]);
 }
 
-/* ---- the link ----------------------------------------------------------------- */
+/* ---- the link ----------------------------------------------------------- */
 
 int peer_open(struct peer_link **out, const struct peer_link_opts *o)
 {
@@ -360,7 +360,8 @@ static void dispatch(struct peer_link *l, zmq_msg_t *id, zmq_msg_t *body,
 	if (!m) {
 		drop(l);
 		log_warn("peer message dropped peer=%s: %s dropped=%llu", site,
-			 why, (unsigned long long)(l->dropped ? *l->dropped : 0));
+			 why,
+			 (unsigned long long)(l->dropped ? *l->dropped : 0));
 		return;
 	}
 	int kind = (int)m->body_case;

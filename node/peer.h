@@ -86,7 +86,7 @@ int peer_recv_frame(void *sock, zmq_msg_t *msg);
 /* Skip the rest of a multi-frame message after last (left open). */
 void peer_drain(void *sock, zmq_msg_t *last);
 
-/* ---- the link: admission and the sync ROUTER ------------------------------ */
+/* ---- the link: admission and the sync ROUTER ---------------------------- */
 
 struct peer_link;
 
