@@ -567,6 +567,36 @@ static bool work(struct gitrepl *g)
 
 /* ---- the actor's loop --------------------------------------------------- */
 
+/* A peer's pack request, credit or error (S rid site body), which
+ * peer.c checked already: decoded again here, where the actor owns what
+ * it points into, and handed to the pack server. */
+static void pair_serve(struct gitrepl *g, zmq_msg_t *parts)
+{
+	struct buf rid = BUF_INIT;
+	char site[NAME_SITE_MAX + 1];
+	size_t sl = zmq_msg_size(&parts[2]);
+	const char *why;
+
+	if (sl > NAME_SITE_MAX)
+		return;
+	memcpy(site, zmq_msg_data(&parts[2]), sl);
+	site[sl] = '\0';
+	buf_add(&rid, zmq_msg_data(&parts[1]), zmq_msg_size(&parts[1]));
+	Grantd__V1__PeerMsg *m = peer_msg_decode(
+		zmq_msg_data(&parts[3]), zmq_msg_size(&parts[3]), site, &why);
+	if (!m)
+		log_warn("git peer message dropped peer=%s: %s", site, why);
+	else if (m->body_case == GRANTD__V1__PEER_MSG__BODY_PACK_REQ)
+		packsrv_request(g, &rid, site, m->pack_req);
+	else if (m->body_case == GRANTD__V1__PEER_MSG__BODY_PACK_CREDIT)
+		packsrv_credit(g, site, m->pack_credit);
+	else if (m->body_case == GRANTD__V1__PEER_MSG__BODY_PACK_ERR)
+		packsrv_cancel(g, site, m->pack_err->id);
+	if (m)
+		grantd__v1__peer_msg__free_unpacked(m, NULL);
+	buf_free(&rid);
+}
+
 /* One message from the writer. */
 static void pair_msg(struct gitrepl *g, uint8_t *chunk)
 {
@@ -599,38 +629,8 @@ static void pair_msg(struct gitrepl *g, uint8_t *chunk)
 		break;
 	}
 	case 'S':
-		if (n == 4) {
-			struct buf rid = BUF_INIT;
-			char site[NAME_SITE_MAX + 1];
-			size_t sl = zmq_msg_size(&parts[2]);
-			if (sl > NAME_SITE_MAX)
-				break;
-			memcpy(site, zmq_msg_data(&parts[2]), sl);
-			site[sl] = '\0';
-			buf_add(&rid, zmq_msg_data(&parts[1]),
-				zmq_msg_size(&parts[1]));
-			/* checked by peer.c already; decoded again here,
-			 * where the actor owns what it points into */
-			const char *why;
-			Grantd__V1__PeerMsg *m = peer_msg_decode(
-				zmq_msg_data(&parts[3]),
-				zmq_msg_size(&parts[3]), site, &why);
-			if (!m)
-				log_warn("git peer message dropped peer=%s: %s",
-					 site, why);
-			else if (m->body_case ==
-				 GRANTD__V1__PEER_MSG__BODY_PACK_REQ)
-				packsrv_request(g, &rid, site, m->pack_req);
-			else if (m->body_case ==
-				 GRANTD__V1__PEER_MSG__BODY_PACK_CREDIT)
-				packsrv_credit(g, site, m->pack_credit);
-			else if (m->body_case ==
-				 GRANTD__V1__PEER_MSG__BODY_PACK_ERR)
-				packsrv_cancel(g, site, m->pack_err->id);
-			if (m)
-				grantd__v1__peer_msg__free_unpacked(m, NULL);
-			buf_free(&rid);
-		}
+		if (n == 4)
+			pair_serve(g, parts);
 		break;
 	case 'Q':
 		g->quit = true;
