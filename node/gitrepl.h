@@ -23,18 +23,25 @@
  *  5. A tip that lost an LWW race (CF_LOSERS) is fetched too; if the
  *     winner descends from it there was no conflict, otherwise it is kept
  *     as refs/grantd/conflicts/SITE/REF and reported by `grantctl status`.
+ *     Either way the mark (entry dropped, or "TIP kept") goes to the
+ *     writer, which stores it: the actor only reads the store.
  *
- * It also serves packs to peers: a `PackReq` arriving on repl's sync
- * ROUTER is handed here (gitrepl_serve); `git pack-objects --revs --thin
- * --stdout` runs in the repository and its output goes back in chunks,
- * never more than the asker's credit ahead (gitrepl_pump sends them).
+ * It also serves packs to peers: a `PackReq` arriving on the sync ROUTER
+ * (peer.c) is handed here (gitrepl_serve, registered by main.c for the
+ * PACK_* kinds); `git pack-objects --revs --thin --stdout` runs in the
+ * repository and its output goes back in chunks, never more than the
+ * asker's credit ahead (gitrepl_pump sends them).
  *
  * One thread, the actor, owns all of this: its git_repository handles,
  * its DEALERs, the pack-objects children.  The writer thread talks to it
  * only through the functions below (an inproc pair), so nothing git does
- * ever blocks token validation.  A repository whose hook has spooled
- * pushes the node has not yet recorded (grantd-spool/) is left alone
- * until the spool is sent, so a local push is never rolled back.
+ * ever blocks token validation, and they share no memory but the
+ * read-only things it was started with.  A repository whose hook has
+ * spooled pushes the node has not yet recorded (grantd-spool/) is left
+ * alone until the spool is sent, so a local push is never rolled back.
+ *
+ * Inside: gitrepl.c (the actor, items, reconcile, losers), packfetch.c,
+ * packsrv.c and gitproc.c, sharing gitrepl_int.h.
  */
 #ifndef GD_GITREPL_H
 #define GD_GITREPL_H
@@ -43,14 +50,28 @@
 #include <stddef.h>
 
 #include "buf.h"
-#include "node.h"
+#include "config.h"
+#include "peer.h"
+#include "store.h"
 
 struct gitrepl;
 
-/* Start the actor (libgit2 initialised, n's config, store, keys and zmq
- * context ready; they must outlive it).  *out is the caller's
+/* What the actor is started with.  self, peers and store are borrowed and
+ * must outlive it (the actor reads them: self and peers never change, and
+ * RocksDB reads are thread-safe); the strings are copied. */
+struct gitrepl_opts {
+	const struct peer_self *self;    /* zmq context, site, key pair */
+	const struct config_peer *peers; /* whom to fetch from */
+	int npeers;
+	const char *repo_dir;
+	struct store *store;             /* read only, on the actor */
+	const char *hook_path;           /* grant-hook, for spooled pushes */
+	const char *conf_path;           /* ... and its config */
+};
+
+/* Start the actor (libgit2 initialised).  *out is the caller's
  * (gitrepl_stop).  Returns 0 or GD_EIO (logged). */
-int gitrepl_start(struct gitrepl **out, struct node *n);
+int gitrepl_start(struct gitrepl **out, const struct gitrepl_opts *o);
 
 /* Stop the actor: running pack-objects children are killed, a fetch in
  * progress is dropped (its temporary pack removed).  NULL is fine. */
@@ -60,10 +81,12 @@ void gitrepl_stop(struct gitrepl **gp);
  * gitrepl_pump() when it is readable. */
 void *gitrepl_socket(struct gitrepl *g);
 
-/* Send what the actor has for peers (pack chunks and errors) on router,
- * repl's sync ROUTER.  A frame for a peer that is gone is dropped (its
- * stream times out). */
-void gitrepl_pump(struct gitrepl *g, void *router);
+/* Take what the actor sent: frames for peers (pack chunks and errors) go
+ * out on router, the sync ROUTER (NULL: dropped; so is a frame for a peer
+ * that is gone: its stream times out); its counters are kept for
+ * gitrepl_status; conflict marks are put in marks (CF_LOSERS), the
+ * caller's batch to commit.  Returns how many marks were put. */
+int gitrepl_pump(struct gitrepl *g, void *router, struct store_batch *marks);
 
 /* Refs whose record changed, as ops.refs_touched holds them ("repo \0 ref
  * \0" ...); refs is emptied. */
@@ -73,14 +96,14 @@ void gitrepl_changed(struct gitrepl *g, struct buf *refs);
  * when not NULL, is the site to fetch from first. */
 void gitrepl_all(struct gitrepl *g, const char *prefer);
 
-/* A frame from a peer's DEALER on the sync ROUTER that belongs here
- * (pack_req, pack_credit, pack_err): rid is its routing id, site the
- * peer's name (from its CURVE key). */
-void gitrepl_serve(struct gitrepl *g, const void *rid, size_t ridlen,
-		   const char *site, const void *body, size_t len);
+/* A request on the sync ROUTER that belongs here (pack_req, pack_credit,
+ * pack_err): a peer_fn, payload the struct gitrepl; the frame is handed
+ * to the actor. */
+void gitrepl_serve(const struct peer_req *rq, void *payload);
 
-/* Add the actor's counters to obj: pending refs, fetches, failures, bytes,
- * packs served, refs moved, conflicts kept, the last error. */
+/* Add the actor's counters to obj, as of the last gitrepl_pump: pending
+ * refs, fetches, failures, bytes, packs served, refs moved, conflicts
+ * kept, the last error. */
 void gitrepl_status(struct gitrepl *g, cJSON *obj);
 
 #endif

@@ -1,14 +1,11 @@
 /* hlc.c: hybrid logical clock. */
-#include <time.h>
-
+#include "clock.h"
 #include "hlc.h"
 #include "banned.h"
 
 uint64_t hlc_wall_ms(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	return clock_wall_ms();
 }
 
 uint64_t hlc_tick(struct hlc *h, uint64_t wall_ms)
@@ -24,7 +21,7 @@ uint64_t hlc_tick(struct hlc *h, uint64_t wall_ms)
 
 uint64_t hlc_now(struct hlc *h)
 {
-	return hlc_tick(h, hlc_wall_ms());
+	return hlc_tick(h, clock_wall_ms());
 }
 
 void hlc_observe(struct hlc *h, uint64_t remote)

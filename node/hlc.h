@@ -32,7 +32,8 @@ uint64_t hlc_now(struct hlc *h);
  * it. */
 void hlc_observe(struct hlc *h, uint64_t remote);
 
-/* Wall clock in ms (CLOCK_REALTIME). */
+/* Wall clock in ms (CLOCK_REALTIME): clock_wall_ms(), under the name
+ * its older callers know. */
 uint64_t hlc_wall_ms(void);
 
 #endif

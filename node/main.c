@@ -31,6 +31,7 @@
 #include "log.h"
 #include "node.h"
 #include "otp.h"
+#include "peer.h"
 #include "repl.h"
 #include "repos.h"
 #include "syncer.h"
@@ -260,6 +261,21 @@ static void reap_hooks(struct node *n)
 			i++;
 }
 
+/* What the gitrepl actor sent: its frames for peers go out on the sync
+ * ROUTER, its conflict marks are written here (it never writes the
+ * store). */
+static void pump_gitrepl(struct node *n)
+{
+	struct store_batch *b;
+
+	store_batch_new(&b, n->store);
+	if (gitrepl_pump(n->gitrepl, peer_router(n->peer), b) > 0 &&
+	    store_commit(b, false) < 0)
+		log_error("conflict marks not written: the refs are looked at "
+			  "again at the next start");
+	store_batch_free(&b);
+}
+
 static int run(struct node *n)
 {
 	zmq_pollitem_t items[4 + 2 + 2 * CONFIG_MAX_PEERS];
@@ -301,10 +317,11 @@ static int run(struct node *n)
 		if (items[0].revents || items[1].revents)
 			control_serve_batch(n->control, BATCH_MAX);
 		repl_handle(n->repl);
-		if (items[3].revents && repl_router(n->repl))
-			gitrepl_pump(n->gitrepl, repl_router(n->repl));
+		if (items[3].revents)
+			pump_gitrepl(n);
 		uint64_t now = hlc_wall_ms();
 		repl_tick(n->repl, now);
+		n->syncing = repl_syncing(n->repl);
 		/* repositories and refs whose records changed: the disk
 		 * follows them, repositories first */
 		follow_repos(n, &repos_retry, now, &repos_retry_at);
@@ -338,6 +355,7 @@ int main(int argc, char **argv)
 	const char *path = NULL;
 	bool test = false, use_syslog = false, verbose = false;
 	struct node n = { 0 };
+	struct peer_self self;
 	struct buf err = BUF_INIT;
 	uint8_t key[STORE_SEAL_KEY_LEN];
 	bool created = false;
@@ -429,12 +447,35 @@ int main(int argc, char **argv)
 		goto out_store;
 	}
 	n.zctx = zmq_ctx_new();
+	self = (struct peer_self){ n.zctx, n.cfg->site, n.curve_pub,
+				   n.curve_sec };
 	if ((rc = syncer_start(&n.syncer, n.store, n.zctx)) < 0)
 		goto out_zmq;
-	if ((rc = repl_open(&n.repl, &n)) < 0)
+	if ((rc = peer_open(&n.peer, &(struct peer_link_opts){
+			.self = &self, .peers = n.cfg->peers,
+			.npeers = n.cfg->npeers, .sync = n.cfg->sync,
+			.maxmsg = 64 * 1024, .dropped = &n.ops.dropped })) < 0)
 		goto out_syncer;
-	if ((rc = gitrepl_start(&n.gitrepl, &n)) < 0)
+	if ((rc = repl_open(&n.repl, &(struct repl_opts){
+			.ops = &n.ops, .store = n.store, .cfg = n.cfg,
+			.self = &self, .link = n.peer, .syncer = n.syncer,
+			.sync_ticket = &n.sync_ticket })) < 0)
+		goto out_peer;
+	n.syncing = repl_syncing(n.repl);
+	if ((rc = gitrepl_start(&n.gitrepl, &(struct gitrepl_opts){
+			.self = &self, .peers = n.cfg->peers,
+			.npeers = n.cfg->npeers, .repo_dir = n.cfg->repo_dir,
+			.store = n.store, .hook_path = n.hook_path,
+			.conf_path = n.conf_path })) < 0)
 		goto out_repl;
+	/* pack requests on the sync ROUTER go to the actor */
+	if (peer_on(n.peer, GRANTD__V1__PEER_MSG__BODY_PACK_REQ,
+		    gitrepl_serve, n.gitrepl) < 0 ||
+	    peer_on(n.peer, GRANTD__V1__PEER_MSG__BODY_PACK_CREDIT,
+		    gitrepl_serve, n.gitrepl) < 0 ||
+	    peer_on(n.peer, GRANTD__V1__PEER_MSG__BODY_PACK_ERR,
+		    gitrepl_serve, n.gitrepl) < 0)
+		goto out_gitrepl;
 	if ((rc = control_open(&n.control, &n, n.zctx)) < 0)
 		goto out_gitrepl;
 	startup_repos(&n);
@@ -444,6 +485,8 @@ out_gitrepl:
 	gitrepl_stop(&n.gitrepl);
 out_repl:
 	repl_destroy(&n.repl);
+out_peer:
+	peer_close(&n.peer);
 out_syncer:
 	syncer_destroy(&n.syncer);
 out_zmq:

@@ -15,6 +15,7 @@
 
 struct control;
 struct gitrepl;
+struct peer_link;
 struct repl;
 struct syncer;
 
@@ -23,6 +24,7 @@ struct node {
 	struct store *store;
 	struct ops ops;
 	struct control *control;
+	struct peer_link *peer; /* the link to peers: ZAP, sync ROUTER */
 	struct repl *repl;
 	struct syncer *syncer;
 	struct gitrepl *gitrepl; /* repositories follow the ref records */

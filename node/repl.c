@@ -5,6 +5,10 @@
  * own operations, sequence numbers are per (origin, epoch), and the
  * heartbeat carries the whole version vector so a node learns of
  * operations it missed from any peer, not only from their origin.
+ *
+ * The link below (framing, CURVE sockets, ZAP, the sync ROUTER) is
+ * peer.c's; the requests peers make on that ROUTER reach serve_range,
+ * serve_snap and vector_msg through the handlers registered in repl_open.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -12,21 +16,17 @@
 #include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "clock.h"
 #include "crashpoint.h"
 #include "err.h"
 #include "log.h"
 #include "names.h"
 #include "ops.h"
-#include "gitrepl.h"
+#include "peer.h"
 #include "repl.h"
 #include "syncer.h"
 #include "banned.h"
-
-#define ZAP_ENDPOINT "inproc://zeromq.zap.01"
-#define ZAP_DOMAIN "grantd"
-#define ZMQ_ZAP_ENFORCE_DOMAIN_OPT 93 /* draft macro; honoured by 4.3.4 */
 
 #define RANGE_MAX_OPS 4096
 #define RANGE_MAX_BYTES (8 * 1024 * 1024)
@@ -47,7 +47,6 @@
 
 struct peer {
 	const struct config_peer *cfg;
-	uint8_t key[32];
 	void *sub;
 	void *dealer;
 	uint64_t last_heard_ms;
@@ -112,18 +111,22 @@ struct metrics {
 };
 
 struct repl {
-	struct node *n;
+	struct ops *ops;             /* the writer's: this thread's */
+	struct store *store;
+	const struct config *cfg;
+	const struct peer_self *self;
+	struct peer_link *link;      /* its ROUTER serves ranges, snapshots */
+	struct syncer *syncer;
+	uint64_t *sync_ticket;       /* last ticket handed to the syncer */
+	bool syncing;                /* catching up: see repl_syncing */
 	struct snap snap;
 	struct metrics met;
 	uint64_t last_truncate_ms;
-	void *zap;
 	void *pub;
-	void *router;
 	struct peer peers[CONFIG_MAX_PEERS];
 	int npeers;
 	uint64_t last_hb_ms;
 	uint64_t started_ms;
-	uint64_t refused;
 	uint64_t last_skew_log_ms;
 	uint64_t drops[DROP__COUNT];
 	uint64_t drop_log_ms[DROP__COUNT];
@@ -132,55 +135,6 @@ struct repl {
 	struct store_batch *batch;
 	bool dirty;                  /* batch holds applied peer ops */
 };
-
-/* ---- sending -------------------------------------------------------------- */
-
-int repl_send(void *sock, const Grantd__V1__PeerMsg *m, const void *id,
-	      size_t idlen)
-{
-	size_t len = grantd__v1__peer_msg__get_packed_size(m);
-	uint8_t *p = malloc(len ? len : 1);
-	int rc = 0;
-
-	if (!p)
-		abort();
-	grantd__v1__peer_msg__pack(m, p);
-	if (id && zmq_send(sock, id, idlen, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0)
-		rc = GD_EIO;
-	else if (zmq_send(sock, p, len, ZMQ_DONTWAIT) < 0)
-		rc = GD_EIO;
-	sodium_memzero(p, len);
-	free(p);
-	return rc;
-}
-
-static uint64_t wall_us(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
-}
-
-void repl_msg_init(const struct node *n, Grantd__V1__PeerMsg *m)
-{
-	grantd__v1__peer_msg__init(m);
-	m->version = GD_PEER_VERSION;
-	m->has_version = 1;
-	m->from = (char *)n->ops.site;
-	m->sent_us = wall_us();
-	m->has_sent_us = 1;
-}
-
-const char *repl_msg_problem(const Grantd__V1__PeerMsg *m, const char *site)
-{
-	if (!m)
-		return "does not decode";
-	if (!m->has_version || m->version != GD_PEER_VERSION)
-		return "unsupported protocol version";
-	if (!m->from || strcmp(m->from, site))
-		return "sender does not match its link";
-	return NULL;
-}
 
 static struct peer *peer_by_site(struct repl *r, const char *site);
 
@@ -191,12 +145,12 @@ static void refuse(struct repl *r, enum drop_why why, uint64_t n,
 static void refuse(struct repl *r, enum drop_why why, uint64_t n,
 		   const char *fmt, ...)
 {
-	uint64_t now_ms = hlc_wall_ms();
+	uint64_t now_ms = clock_wall_ms();
 	char m[512];
 	va_list ap;
 
 	r->drops[why] += n;
-	r->n->ops.dropped += n;
+	r->ops->dropped += n;
 	if (now_ms - r->drop_log_ms[why] < 1000)
 		return;
 	r->drop_log_ms[why] = now_ms;
@@ -205,7 +159,7 @@ static void refuse(struct repl *r, enum drop_why why, uint64_t n,
 	va_end(ap);
 	log_error("%s %s=%llu dropped=%llu", m, drop_names[why],
 		  (unsigned long long)r->drops[why],
-		  (unsigned long long)r->n->ops.dropped);
+		  (unsigned long long)r->ops->dropped);
 }
 
 /* ---- version vectors ------------------------------------------------------ */
@@ -217,9 +171,9 @@ static void hb_fill(struct repl *r, Grantd__V1__Heartbeat *hb)
 	struct buf v = BUF_INIT;
 	const char *key;
 	size_t klen, cap = 0, over = 0;
-	const struct ops *o = &r->n->ops;
+	const struct ops *o = r->ops;
 
-	store_iter_new(&it, r->n->store, NULL, CF_VV, "", 0);
+	store_iter_new(&it, r->store, NULL, CF_VV, "", 0);
 	while (store_iter_next(it, &key, &klen, &v) > 0) {
 		size_t ol = strnlen(key, klen);
 		if (ol + 1 + 8 != klen || v.len != 8)
@@ -246,24 +200,24 @@ static void hb_fill(struct repl *r, Grantd__V1__Heartbeat *hb)
 		e->epoch = store_get_be64(key + ol + 1), e->has_epoch = 1;
 		e->seq = store_get_be64(v.p), e->has_seq = 1;
 		/* our own stream: only what is durable and published */
-		if (!strcmp(e->origin, r->n->ops.site) &&
-		    e->epoch == r->n->ops.epoch &&
-		    e->seq > r->n->ops.published)
-			e->seq = r->n->ops.published;
+		if (!strcmp(e->origin, r->ops->site) &&
+		    e->epoch == r->ops->epoch &&
+		    e->seq > r->ops->published)
+			e->seq = r->ops->published;
 		hb->vv[hb->n_vv++] = e;
 	}
 	store_iter_free(&it);
 	buf_free(&v);
-	if (over && hlc_wall_ms() - r->last_cap_log_ms > 60000) {
-		r->last_cap_log_ms = hlc_wall_ms();
+	if (over && clock_wall_ms() - r->last_cap_log_ms > 60000) {
+		r->last_cap_log_ms = clock_wall_ms();
 		log_warn("heartbeat vector capped entries=%zu sent=%zu: finished "
 			 "epochs are retired only once every peer holds them",
 			 hb->n_vv + over, hb->n_vv);
 	}
-	hb->hlc = r->n->ops.hlc.last, hb->has_hlc = 1;
-	hb->digest.data = r->n->ops.digest;
+	hb->hlc = r->ops->hlc.last, hb->has_hlc = 1;
+	hb->digest.data = r->ops->digest;
 	hb->digest.len = DIGEST_LEN, hb->has_digest = 1;
-	hb->syncing = r->n->syncing, hb->has_syncing = 1;
+	hb->syncing = r->syncing, hb->has_syncing = 1;
 }
 
 static void hb_free_entries(Grantd__V1__Heartbeat *hb)
@@ -283,7 +237,7 @@ static void hb_free_entries(Grantd__V1__Heartbeat *hb)
 static uint64_t unlisted(struct repl *r, const struct peer *p,
 			 const char *origin)
 {
-	const struct ops *o = &r->n->ops;
+	const struct ops *o = r->ops;
 	uint64_t sum = 0;
 
 	for (size_t i = 0; i < o->nvv; i++) {
@@ -312,7 +266,7 @@ static const Grantd__V1__VvEntry *peer_ahead(struct repl *r, struct peer *p,
 		return NULL;
 	for (size_t i = 0; i < p->hb->n_vv; i++) {
 		const Grantd__V1__VvEntry *e = p->hb->vv[i];
-		uint64_t have = ops_vv_get(&r->n->ops, NULL, e->origin,
+		uint64_t have = ops_vv_get(r->ops, NULL, e->origin,
 					   e->epoch);
 		if (e->epoch == OPS_VV_RETIRED && e->seq > have)
 			have += unlisted(r, p, e->origin);
@@ -340,15 +294,15 @@ static void request_range(struct repl *r, struct peer *p, const char *origin,
 		    !strcmp(q->range_origin, origin))
 			return;
 	}
-	repl_msg_init(r->n, &m);
+	peer_msg_init(r->self, &m);
 	rq.origin = (char *)origin;
 	rq.epoch = epoch, rq.has_epoch = 1;
-	rq.from = ops_vv_get(&r->n->ops, NULL, origin, epoch) + 1;
+	rq.from = ops_vv_get(r->ops, NULL, origin, epoch) + 1;
 	rq.has_from = 1;
 	rq.max = RANGE_MAX_OPS, rq.has_max = 1;
 	m.body_case = GRANTD__V1__PEER_MSG__BODY_RANGE_REQ;
 	m.range_req = &rq;
-	if (repl_send(p->dealer, &m, NULL, 0) == 0) {
+	if (peer_send(p->dealer, &m, NULL, 0) == 0) {
 		p->range_inflight = true;
 		p->range_sent_ms = now_ms;
 		snprintf(p->range_origin, sizeof(p->range_origin), "%s",
@@ -359,195 +313,54 @@ static void request_range(struct repl *r, struct peer *p, const char *origin,
 	}
 }
 
-/* ---- ZAP ------------------------------------------------------------------- */
+/* ---- opening --------------------------------------------------------------- */
 
-static void zap_reply(void *sock, const char *reqid, size_t idlen,
-		      const char *code, const char *text, const char *user)
-{
-	zmq_send(sock, "1.0", 3, ZMQ_SNDMORE);
-	zmq_send(sock, reqid, idlen, ZMQ_SNDMORE);
-	zmq_send(sock, code, strlen(code), ZMQ_SNDMORE);
-	zmq_send(sock, text, strlen(text), ZMQ_SNDMORE);
-	zmq_send(sock, user, strlen(user), ZMQ_SNDMORE);
-	zmq_send(sock, "", 0, 0);
-}
+static void on_range_req(const struct peer_req *rq, void *payload);
+static void on_snap_req(const struct peer_req *rq, void *payload);
+static void on_vv_req(const struct peer_req *rq, void *payload);
 
-static void zap_handle(struct repl *r)
-{
-	zmq_msg_t f[8];
-	int nf = 0, more = 1;
-
-	while (more && nf < 8) {
-		zmq_msg_init(&f[nf]);
-		if (zmq_msg_recv(&f[nf], r->zap, ZMQ_DONTWAIT) < 0) {
-			zmq_msg_close(&f[nf]);
-			if (nf == 0)
-				return;
-			break;
-		}
-		more = zmq_msg_more(&f[nf]);
-		nf++;
-	}
-	while (more) { /* drain an oversized request */
-		zmq_msg_t x;
-		zmq_msg_init(&x);
-		if (zmq_msg_recv(&x, r->zap, 0) < 0)
-			more = 0;
-		else
-			more = zmq_msg_more(&x);
-		zmq_msg_close(&x);
-	}
-	const char *site = NULL;
-	char addr[64] = "?";
-	if (nf >= 7 && zmq_msg_size(&f[5]) == 5 &&
-	    !memcmp(zmq_msg_data(&f[5]), "CURVE", 5) &&
-	    zmq_msg_size(&f[6]) == 32) {
-		for (int i = 0; i < r->npeers; i++)
-			if (!sodium_memcmp(zmq_msg_data(&f[6]),
-					   r->peers[i].key, 32))
-				site = r->peers[i].cfg->site;
-	}
-	if (nf >= 4) {
-		size_t al = zmq_msg_size(&f[3]);
-		if (al >= sizeof(addr))
-			al = sizeof(addr) - 1;
-		memcpy(addr, zmq_msg_data(&f[3]), al);
-		addr[al] = '\0';
-		for (size_t i = 0; i < al; i++)
-			if (addr[i] < 0x20 || addr[i] > 0x7e)
-				addr[i] = '?';
-	}
-	if (nf >= 2) {
-		if (site) {
-			zap_reply(r->zap, zmq_msg_data(&f[1]),
-				  zmq_msg_size(&f[1]), "200", "OK", site);
-		} else {
-			r->refused++;
-			log_warn("peer refused addr=%s reason=%s refused=%llu",
-				 addr, nf >= 7 ? "unknown key" : "not CURVE",
-				 (unsigned long long)r->refused);
-			zap_reply(r->zap, zmq_msg_data(&f[1]),
-				  zmq_msg_size(&f[1]), "400", "not a peer", "");
-		}
-	}
-	for (int i = 0; i < nf; i++)
-		zmq_msg_close(&f[i]);
-}
-
-/* ---- sockets -------------------------------------------------------------- */
-
-static void set_common(void *s, int64_t maxmsg)
-{
-	int zero = 0, hwm = 100000;
-	zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof(zero));
-	zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &maxmsg, sizeof(maxmsg));
-	zmq_setsockopt(s, ZMQ_SNDHWM, &hwm, sizeof(hwm));
-	zmq_setsockopt(s, ZMQ_RCVHWM, &hwm, sizeof(hwm));
-}
-
-/* Log why endpoint could not be set up and close s; returns NULL. */
-static void *socket_failed(void *s, const char *what, const char *endpoint)
-{
-	log_error("cannot %s endpoint=%s: %s", what, endpoint,
-		  zmq_strerror(errno));
-	zmq_close(s);
-	return NULL;
-}
-
-static void *curve_server(struct repl *r, int type, const char *endpoint,
-			  int64_t maxmsg)
-{
-	void *s = zmq_socket(r->n->zctx, type);
-	int one = 1;
-
-	if (!s)
-		return NULL;
-	set_common(s, maxmsg);
-	/* fail closed: a socket without all of these must not exist */
-	if (zmq_setsockopt(s, ZMQ_CURVE_SERVER, &one, sizeof(one)) < 0 ||
-	    zmq_setsockopt(s, ZMQ_CURVE_SECRETKEY, r->n->curve_sec,
-			   Z85_KEY_LEN) < 0 ||
-	    zmq_setsockopt(s, ZMQ_ZAP_DOMAIN, ZAP_DOMAIN,
-			   strlen(ZAP_DOMAIN)) < 0 ||
-	    zmq_setsockopt(s, ZMQ_ZAP_ENFORCE_DOMAIN_OPT, &one,
-			   sizeof(one)) < 0 ||
-	    (type == ZMQ_ROUTER &&
-	     zmq_setsockopt(s, ZMQ_ROUTER_MANDATORY, &one, sizeof(one)) < 0))
-		return socket_failed(s, "secure", endpoint);
-	if (zmq_bind(s, endpoint) < 0)
-		return socket_failed(s, "bind", endpoint);
-	return s;
-}
-
-void *repl_curve_client(struct node *n, int type, const char *endpoint,
-			const char *server_key, int64_t maxmsg)
-{
-	void *s = zmq_socket(n->zctx, type);
-	int one = 1;
-
-	if (!s)
-		return NULL;
-	set_common(s, maxmsg);
-	if (zmq_setsockopt(s, ZMQ_CURVE_SERVERKEY, server_key,
-			   Z85_KEY_LEN) < 0 ||
-	    zmq_setsockopt(s, ZMQ_CURVE_PUBLICKEY, n->curve_pub,
-			   Z85_KEY_LEN) < 0 ||
-	    zmq_setsockopt(s, ZMQ_CURVE_SECRETKEY, n->curve_sec,
-			   Z85_KEY_LEN) < 0)
-		return socket_failed(s, "secure", endpoint);
-	if (type == ZMQ_DEALER)
-		zmq_setsockopt(s, ZMQ_IMMEDIATE, &one, sizeof(one));
-	if (type == ZMQ_SUB)
-		zmq_setsockopt(s, ZMQ_SUBSCRIBE, "", 0);
-	if (zmq_connect(s, endpoint) < 0)
-		return socket_failed(s, "connect", endpoint);
-	return s;
-}
-
-int repl_open(struct repl **out, struct node *n)
+int repl_open(struct repl **out, const struct repl_opts *o)
 {
 	struct repl *r = calloc(1, sizeof(*r));
-	const struct config *cfg = n->cfg;
+	const struct config *cfg = o->cfg;
 
 	if (!r)
 		abort();
 	*out = NULL;
-	r->n = n;
-	r->started_ms = hlc_wall_ms();
-	store_batch_new(&r->batch, n->store);
-	/* The ZAP handler first: a CURVE server without one admits anyone. */
-	r->zap = zmq_socket(n->zctx, ZMQ_REP);
-	if (!r->zap || zmq_bind(r->zap, ZAP_ENDPOINT) < 0) {
-		log_error("cannot start the ZAP handler: %s",
-			  zmq_strerror(errno));
-		goto fail;
-	}
-	for (int i = 0; i < cfg->npeers; i++) {
-		struct peer *p = &r->peers[r->npeers++];
-		p->cfg = &cfg->peers[i];
-		if (!zmq_z85_decode(p->key, p->cfg->public_key)) {
-			log_error("bad public_key for peer=%s", p->cfg->site);
-			goto fail;
-		}
-	}
+	r->ops = o->ops;
+	r->store = o->store;
+	r->cfg = cfg;
+	r->self = o->self;
+	r->link = o->link;
+	r->syncer = o->syncer;
+	r->sync_ticket = o->sync_ticket;
+	r->started_ms = clock_wall_ms();
+	store_batch_new(&r->batch, o->store);
+	for (int i = 0; i < cfg->npeers; i++)
+		r->peers[r->npeers++].cfg = &cfg->peers[i];
 	if (cfg->publish &&
-	    !(r->pub = curve_server(r, ZMQ_PUB, cfg->publish, 1024)))
+	    !(r->pub = peer_server(r->link, ZMQ_PUB, cfg->publish, 1024)))
 		goto fail;
-	if (cfg->sync && !(r->router = curve_server(r, ZMQ_ROUTER, cfg->sync,
-						    64 * 1024)))
+	if (peer_on(r->link, GRANTD__V1__PEER_MSG__BODY_RANGE_REQ, on_range_req,
+		    r) < 0 ||
+	    peer_on(r->link, GRANTD__V1__PEER_MSG__BODY_SNAP_REQ, on_snap_req,
+		    r) < 0 ||
+	    peer_on(r->link, GRANTD__V1__PEER_MSG__BODY_VV_REQ, on_vv_req,
+		    r) < 0)
 		goto fail;
 	for (int i = 0; i < r->npeers; i++) {
 		struct peer *p = &r->peers[i];
-		p->sub = repl_curve_client(n, ZMQ_SUB, p->cfg->publish,
-				      p->cfg->public_key, SUB_MSG_MAX);
-		p->dealer = repl_curve_client(n, ZMQ_DEALER, p->cfg->sync,
-					 p->cfg->public_key, PEER_MSG_MAX);
+		p->sub = peer_curve_client(r->self, ZMQ_SUB, p->cfg->publish,
+					   p->cfg->public_key, SUB_MSG_MAX);
+		p->dealer = peer_curve_client(r->self, ZMQ_DEALER,
+					      p->cfg->sync, p->cfg->public_key,
+					      PEER_MSG_MAX);
 		if (!p->sub || !p->dealer)
 			goto fail;
 	}
 	r->met.lat_us = calloc(LAT_SAMPLES, sizeof(*r->met.lat_us));
-	n->syncing = r->npeers > 0;
-	if (n->syncing)
+	r->syncing = r->npeers > 0;
+	if (r->syncing)
 		log_info("syncing with peers before validating tokens peers=%d",
 			 r->npeers);
 	*out = r;
@@ -573,10 +386,6 @@ void repl_destroy(struct repl **rp)
 	}
 	if (r->pub)
 		zmq_close(r->pub);
-	if (r->router)
-		zmq_close(r->router);
-	if (r->zap)
-		zmq_close(r->zap);
 	store_batch_free(&r->batch);
 	snap_free(&r->snap);
 	free(r->met.lat_us);
@@ -586,19 +395,16 @@ void repl_destroy(struct repl **rp)
 
 int repl_pollitems(struct repl *r, zmq_pollitem_t *items, int max)
 {
-	int k = 0;
-	void *socks[2 + 2 * CONFIG_MAX_PEERS];
-	socks[k++] = r->zap;
-	if (r->router)
-		socks[k++] = r->router;
+	int k = peer_pollitems(r->link, items, max);
+
 	for (int i = 0; i < r->npeers; i++) {
-		socks[k++] = r->peers[i].sub;
-		socks[k++] = r->peers[i].dealer;
+		if (k < max)
+			items[k++] = (zmq_pollitem_t){ r->peers[i].sub, 0,
+						       ZMQ_POLLIN, 0 };
+		if (k < max)
+			items[k++] = (zmq_pollitem_t){ r->peers[i].dealer, 0,
+						       ZMQ_POLLIN, 0 };
 	}
-	if (k > max)
-		k = max;
-	for (int i = 0; i < k; i++)
-		items[i] = (zmq_pollitem_t){ socks[i], 0, ZMQ_POLLIN, 0 };
 	return k;
 }
 
@@ -606,7 +412,7 @@ int repl_pollitems(struct repl *r, zmq_pollitem_t *items, int max)
 
 static bool origin_known(struct repl *r, const char *origin)
 {
-	if (!strcmp(origin, r->n->ops.site))
+	if (!strcmp(origin, r->ops->site))
 		return true;
 	for (int i = 0; i < r->npeers; i++)
 		if (!strcmp(r->peers[i].cfg->site, origin))
@@ -639,21 +445,21 @@ static void apply_op(struct repl *r, struct peer *p, const Grantd__V1__Op *op,
 			   (unsigned long long)(hlc_ms(op->hlc) - now_ms),
 			   op->origin);
 	if (why.len) {
-		r->n->ops.dropped++;
+		r->ops->dropped++;
 		if (now_ms - r->last_skew_log_ms > 1000) {
 			r->last_skew_log_ms = now_ms;
 			log_error("peer operation dropped peer=%s origin=%s "
 				  "seq=%llu: %s dropped=%llu", p->cfg->site,
 				  op->origin ? op->origin : "-",
 				  (unsigned long long)op->seq, why.p,
-				  (unsigned long long)r->n->ops.dropped);
+				  (unsigned long long)r->ops->dropped);
 		}
 		back_off(p, now_ms);
 		buf_free(&why);
 		return;
 	}
 	buf_free(&why);
-	rc = ops_apply(&r->n->ops, r->batch, op, &applied);
+	rc = ops_apply(r->ops, r->batch, op, &applied);
 	if (rc == GD_EINVAL) {
 		/* a gap: fetch what is missing from whoever sent it */
 		request_range(r, p, op->origin, op->epoch, now_ms);
@@ -694,7 +500,7 @@ static void snap_request(struct repl *r, uint64_t now_ms)
 	Grantd__V1__PeerMsg m;
 	Grantd__V1__SnapReq rq = GRANTD__V1__SNAP_REQ__INIT;
 
-	repl_msg_init(r->n, &m);
+	peer_msg_init(r->self, &m);
 	rq.cf = (uint32_t)snap_cfs[sn->cf], rq.has_cf = 1;
 	if (sn->after.len) {
 		rq.after.data = (uint8_t *)sn->after.p;
@@ -704,7 +510,7 @@ static void snap_request(struct repl *r, uint64_t now_ms)
 	rq.max = SNAP_MAX_RECORDS, rq.has_max = 1;
 	m.body_case = GRANTD__V1__PEER_MSG__BODY_SNAP_REQ;
 	m.snap_req = &rq;
-	repl_send(sn->p->dealer, &m, NULL, 0);
+	peer_send(sn->p->dealer, &m, NULL, 0);
 	sn->sent_ms = now_ms;
 }
 
@@ -718,7 +524,7 @@ static void snap_start(struct repl *r, struct peer *p, uint64_t now_ms)
 	snap_request(r, now_ms);
 }
 
-static void serve_snap(struct repl *r, const void *id, size_t idlen,
+static void serve_snap(struct repl *r, const struct peer_req *req,
 		       const Grantd__V1__SnapReq *rq)
 {
 	Grantd__V1__PeerMsg m;
@@ -737,7 +543,7 @@ static void serve_snap(struct repl *r, const void *id, size_t idlen,
 	for (size_t i = 0; i < GD_ARRAY_SIZE(snap_cfs); i++)
 		known |= rq->cf == (uint32_t)snap_cfs[i];
 	if (!known || rq->after.len > 4096) {
-		r->n->ops.dropped++;
+		r->ops->dropped++;
 		return;
 	}
 	if (rq->cf == (uint32_t)snap_cfs[0] && !rq->has_after) {
@@ -752,10 +558,10 @@ static void serve_snap(struct repl *r, const void *id, size_t idlen,
 	if (!keys || !vals)
 		abort();
 	if (rq->has_after)
-		store_iter_new_at(&it, r->n->store, NULL, rq->cf, "", 0,
+		store_iter_new_at(&it, r->store, NULL, rq->cf, "", 0,
 				  rq->after.data, rq->after.len);
 	else
-		store_iter_new(&it, r->n->store, NULL, rq->cf, "", 0);
+		store_iter_new(&it, r->store, NULL, rq->cf, "", 0);
 	while ((rc = store_iter_next(it, &key, &klen, &v)) > 0) {
 		if (rq->has_after && klen == rq->after.len &&
 		    !memcmp(key, rq->after.data, klen))
@@ -779,10 +585,10 @@ static void serve_snap(struct repl *r, const void *id, size_t idlen,
 	rep.keys = keys;
 	rep.values = vals;
 	rep.n_values = rep.n_keys;
-	repl_msg_init(r->n, &m);
+	peer_msg_init(r->self, &m);
 	m.body_case = GRANTD__V1__PEER_MSG__BODY_SNAP_REP;
 	m.snap_rep = &rep;
-	repl_send(r->router, &m, id, idlen);
+	peer_reply(req, &m);
 	for (size_t i = 0; i < rep.n_keys; i++) {
 		free(keys[i].data);
 		sodium_memzero(vals[i].data, vals[i].len);
@@ -830,8 +636,8 @@ static uint64_t snap_vv_cap(struct repl *r, struct peer *p,
 
 	if (!strcmp(e->origin, p->cfg->site))
 		return e->seq;
-	if (!strcmp(e->origin, r->n->ops.site))
-		return e->epoch == r->n->ops.epoch ? 0 : e->seq;
+	if (!strcmp(e->origin, r->ops->site))
+		return e->epoch == r->ops->epoch ? 0 : e->seq;
 	for (size_t i = 0; q && q->hb && i < q->hb->n_vv; i++)
 		if (q->hb->vv[i]->epoch == e->epoch &&
 		    !strcmp(q->hb->vv[i]->origin, e->origin))
@@ -845,7 +651,7 @@ static uint64_t snap_vv_cap(struct repl *r, struct peer *p,
 static void snap_raise(struct repl *r, struct peer *p)
 {
 	struct snap *sn = &r->snap;
-	struct ops *o = &r->n->ops;
+	struct ops *o = r->ops;
 	uint64_t capped = 0;
 
 	for (size_t i = 0; !sn->refused && i < sn->nvv; i++) {
@@ -880,7 +686,7 @@ static void apply_snap(struct repl *r, struct peer *p,
 		       Grantd__V1__SnapRep *rep, uint64_t now_ms)
 {
 	struct snap *sn = &r->snap;
-	struct ops *o = &r->n->ops;
+	struct ops *o = r->ops;
 	struct buf why = BUF_INIT;
 	/* the checks a live operation gets (apply_op) */
 	struct ops_trust t = { ((now_ms + MAX_SKEW_MS) << 16) | 0xffff,
@@ -934,7 +740,7 @@ static void apply_range(struct repl *r, struct peer *p,
 		Grantd__V1__Op *op = grantd__v1__op__unpack(
 			NULL, rr->ops[i].len, rr->ops[i].data);
 		if (!op) {
-			r->n->ops.dropped++;
+			r->ops->dropped++;
 			continue;
 		}
 		apply_op(r, p, op, 0, now_ms);
@@ -946,9 +752,10 @@ static void apply_range(struct repl *r, struct peer *p,
 		snap_start(r, p, now_ms);
 }
 
-static void serve_range(struct repl *r, const void *id, size_t idlen,
-			const char *site, const Grantd__V1__RangeReq *rq)
+static void serve_range(struct repl *r, const struct peer_req *req,
+			const Grantd__V1__RangeReq *rq)
 {
+	const char *site = req->site;
 	Grantd__V1__PeerMsg m;
 	Grantd__V1__RangeRep rep = GRANTD__V1__RANGE_REP__INIT;
 	struct store_iter *it;
@@ -962,7 +769,7 @@ static void serve_range(struct repl *r, const void *id, size_t idlen,
 							     RANGE_MAX_OPS;
 
 	if (!rq->origin || !name_site_ok(rq->origin) || !rq->from) {
-		r->n->ops.dropped++;
+		r->ops->dropped++;
 		return;
 	}
 	buf_add(&prefix, rq->origin, strlen(rq->origin) + 1);
@@ -971,13 +778,13 @@ static void serve_range(struct repl *r, const void *id, size_t idlen,
 	store_be64(be + 8, rq->from);
 	buf_add(&prefix, be + 8, 8);
 	/* keys are origin \0 epoch seq: walk this (origin, epoch) from seq */
-	store_iter_new_at(&it, r->n->store, NULL, CF_OPLOG, prefix.p,
+	store_iter_new_at(&it, r->store, NULL, CF_OPLOG, prefix.p,
 			  prefix.len - 8, prefix.p, prefix.len);
 	want = rq->from;
 	/* our own operations only once durable and published */
-	if (!strcmp(rq->origin, r->n->ops.site) &&
-	    rq->epoch == r->n->ops.epoch) {
-		uint64_t pub = r->n->ops.published;
+	if (!strcmp(rq->origin, r->ops->site) &&
+	    rq->epoch == r->ops->epoch) {
+		uint64_t pub = r->ops->published;
 		if (pub < rq->from)
 			max = 0;
 		else if (pub - rq->from + 1 < max)
@@ -1012,16 +819,16 @@ static void serve_range(struct repl *r, const void *id, size_t idlen,
 	}
 	store_iter_free(&it);
 	if (rep.n_ops == 0 && max > 0 &&
-	    ops_vv_get(&r->n->ops, NULL, rq->origin, rq->epoch) >= rq->from)
+	    ops_vv_get(r->ops, NULL, rq->origin, rq->epoch) >= rq->from)
 		rep.truncated = rep.has_truncated = 1;
-	repl_msg_init(r->n, &m);
+	peer_msg_init(r->self, &m);
 	rep.origin = rq->origin;
 	rep.epoch = rq->epoch, rep.has_epoch = 1;
 	rep.from = rq->from, rep.has_from = 1;
 	rep.ops = ops;
 	m.body_case = GRANTD__V1__PEER_MSG__BODY_RANGE_REP;
 	m.range_rep = &rep;
-	if (repl_send(r->router, &m, id, idlen) < 0)
+	if (peer_reply(req, &m) < 0)
 		log_warn("range reply not sent peer=%s: %s", site,
 			 zmq_strerror(errno));
 	else
@@ -1038,19 +845,24 @@ static void serve_range(struct repl *r, const void *id, size_t idlen,
 	buf_free(&prefix);
 }
 
-/* Our vector as a heartbeat: on PUB (id NULL) every 250 ms, or on the
- * ROUTER to the peer id that asked (vv_req). */
-static void send_vector(struct repl *r, void *sock, const void *id,
-			size_t idlen)
+/* Our vector as a heartbeat in m (hb filled: hb_free_entries after the
+ * send): on PUB every 250 ms, or to the peer that asked (vv_req). */
+static void vector_msg(struct repl *r, Grantd__V1__PeerMsg *m,
+		       Grantd__V1__Heartbeat *hb)
+{
+	peer_msg_init(r->self, m);
+	hb_fill(r, hb);
+	m->body_case = GRANTD__V1__PEER_MSG__BODY_HEARTBEAT;
+	m->heartbeat = hb;
+}
+
+static void send_vector(struct repl *r)
 {
 	Grantd__V1__PeerMsg m;
 	Grantd__V1__Heartbeat hb = GRANTD__V1__HEARTBEAT__INIT;
 
-	repl_msg_init(r->n, &m);
-	hb_fill(r, &hb);
-	m.body_case = GRANTD__V1__PEER_MSG__BODY_HEARTBEAT;
-	m.heartbeat = &hb;
-	repl_send(sock, &m, id, idlen);
+	vector_msg(r, &m, &hb);
+	peer_send(r->pub, &m, NULL, 0);
 	hb_free_entries(&hb);
 }
 
@@ -1066,17 +878,15 @@ static struct peer *peer_by_site(struct repl *r, const char *site)
 static Grantd__V1__PeerMsg *decode(struct repl *r, const char *site,
 				   zmq_msg_t *msg)
 {
-	Grantd__V1__PeerMsg *m = grantd__v1__peer_msg__unpack(
-		NULL, zmq_msg_size(msg), zmq_msg_data(msg));
-	const char *why = repl_msg_problem(m, site);
+	const char *why;
+	Grantd__V1__PeerMsg *m = peer_msg_decode(
+		zmq_msg_data(msg), zmq_msg_size(msg), site, &why);
 
-	if (!why)
-		return m;
-	r->n->ops.dropped++;
-	log_warn("peer message dropped peer=%s: %s dropped=%llu", site, why,
-		 (unsigned long long)r->n->ops.dropped);
 	if (m)
-		grantd__v1__peer_msg__free_unpacked(m, NULL);
+		return m;
+	r->ops->dropped++;
+	log_warn("peer message dropped peer=%s: %s dropped=%llu", site, why,
+		 (unsigned long long)r->ops->dropped);
 	return NULL;
 }
 
@@ -1114,68 +924,25 @@ static void take_heartbeat(struct repl *r, struct peer *p,
 	hb->n_vv = kept;
 }
 
-static int recv_frame(void *sock, zmq_msg_t *msg)
+/* The requests peers make on the sync ROUTER (peer.c reads it). */
+static void on_range_req(const struct peer_req *rq, void *payload)
 {
-	zmq_msg_init(msg);
-	if (zmq_msg_recv(msg, sock, ZMQ_DONTWAIT) < 0) {
-		zmq_msg_close(msg);
-		return 0;
-	}
-	return 1;
+	serve_range(payload, rq, rq->m->range_req);
 }
 
-/* Skip the rest of a multi-frame message we did not expect. */
-static void drain(void *sock, zmq_msg_t *last)
+static void on_snap_req(const struct peer_req *rq, void *payload)
 {
-	while (zmq_msg_more(last)) {
-		zmq_msg_close(last);
-		zmq_msg_init(last);
-		if (zmq_msg_recv(last, sock, 0) < 0)
-			break;
-	}
+	serve_snap(payload, rq, rq->m->snap_req);
 }
 
-static int handle_router(struct repl *r)
+static void on_vv_req(const struct peer_req *rq, void *payload)
 {
-	zmq_msg_t id, body;
+	Grantd__V1__PeerMsg m;
+	Grantd__V1__Heartbeat hb = GRANTD__V1__HEARTBEAT__INIT;
 
-	if (!r->router || !recv_frame(r->router, &id))
-		return 0;
-	if (!zmq_msg_more(&id) || !recv_frame(r->router, &body)) {
-		zmq_msg_close(&id);
-		return 1;
-	}
-	const char *site = zmq_msg_gets(&body, "User-Id");
-	struct peer *p = site ? peer_by_site(r, site) : NULL;
-	if (zmq_msg_more(&body) || !p) {
-		drain(r->router, &body);
-		r->n->ops.dropped++;
-	} else {
-		Grantd__V1__PeerMsg *m = decode(r, site, &body);
-		if (m && m->body_case == GRANTD__V1__PEER_MSG__BODY_RANGE_REQ)
-			serve_range(r, zmq_msg_data(&id), zmq_msg_size(&id),
-				    site, m->range_req);
-		else if (m && m->body_case == GRANTD__V1__PEER_MSG__BODY_SNAP_REQ)
-			serve_snap(r, zmq_msg_data(&id), zmq_msg_size(&id),
-				   m->snap_req);
-		else if (m && m->body_case == GRANTD__V1__PEER_MSG__BODY_VV_REQ)
-			send_vector(r, r->router, zmq_msg_data(&id),
-				    zmq_msg_size(&id));
-		else if (m && r->n->gitrepl &&
-			 (m->body_case == GRANTD__V1__PEER_MSG__BODY_PACK_REQ ||
-			  m->body_case == GRANTD__V1__PEER_MSG__BODY_PACK_CREDIT ||
-			  m->body_case == GRANTD__V1__PEER_MSG__BODY_PACK_ERR))
-			gitrepl_serve(r->n->gitrepl, zmq_msg_data(&id),
-				      zmq_msg_size(&id), site,
-				      zmq_msg_data(&body), zmq_msg_size(&body));
-		else if (m)
-			r->n->ops.dropped++;
-		if (m)
-			grantd__v1__peer_msg__free_unpacked(m, NULL);
-	}
-	zmq_msg_close(&body);
-	zmq_msg_close(&id);
-	return 1;
+	vector_msg(payload, &m, &hb);
+	peer_reply(rq, &m);
+	hb_free_entries(&hb);
 }
 
 /* A peer publishes only its own operations: on its live channel an
@@ -1199,12 +966,12 @@ static int handle_peer(struct repl *r, struct peer *p, void *sock,
 {
 	zmq_msg_t body;
 
-	if (!recv_frame(sock, &body))
+	if (!peer_recv_frame(sock, &body))
 		return 0;
 	if (zmq_msg_more(&body)) {
-		drain(sock, &body);
+		peer_drain(sock, &body);
 		zmq_msg_close(&body);
-		r->n->ops.dropped++;
+		r->ops->dropped++;
 		return 1;
 	}
 	Grantd__V1__PeerMsg *m = decode(r, p->cfg->site, &body);
@@ -1215,7 +982,7 @@ static int handle_peer(struct repl *r, struct peer *p, void *sock,
 	switch (m->body_case) {
 	case GRANTD__V1__PEER_MSG__BODY_OP:
 		if (sock != p->sub)
-			r->n->ops.dropped++;
+			r->ops->dropped++;
 		else if (op_from_link(r, p, m->op))
 			apply_op(r, p, m->op, m->sent_us, now_ms);
 		ops_wipe(m->op);
@@ -1227,16 +994,16 @@ static int handle_peer(struct repl *r, struct peer *p, void *sock,
 		if (sock == p->dealer)
 			apply_snap(r, p, m->snap_rep, now_ms);
 		else
-			r->n->ops.dropped++;
+			r->ops->dropped++;
 		break;
 	case GRANTD__V1__PEER_MSG__BODY_RANGE_REP:
 		if (sock == p->dealer)
 			apply_range(r, p, m->range_rep, now_ms);
 		else
-			r->n->ops.dropped++;
+			r->ops->dropped++;
 		break;
 	default:
-		r->n->ops.dropped++;
+		r->ops->dropped++;
 	}
 	grantd__v1__peer_msg__free_unpacked(m, NULL);
 	return 1;
@@ -1244,11 +1011,11 @@ static int handle_peer(struct repl *r, struct peer *p, void *sock,
 
 void repl_handle(struct repl *r)
 {
-	uint64_t now_ms = hlc_wall_ms();
+	uint64_t now_ms = clock_wall_ms();
 	int handled = 0;
 
-	while (zap_handle(r), handled < HANDLE_MAX) {
-		int got = handle_router(r);
+	while (peer_zap_handle(r->link), handled < HANDLE_MAX) {
+		int got = peer_route(r->link);
 		for (int i = 0; i < r->npeers; i++) {
 			got += handle_peer(r, &r->peers[i], r->peers[i].sub,
 					   now_ms);
@@ -1269,9 +1036,9 @@ void repl_handle(struct repl *r)
 	 * the loop never waits on the disk.  Nothing is acknowledged for a
 	 * peer's operation: a crash before the fsync only means it is fetched
 	 * again (the vector in the same batch rolls back with it). */
-	int rc = ops_commit(&r->n->ops, r->batch, false);
+	int rc = ops_commit(r->ops, r->batch, false);
 	if (rc == 0) {
-		uint64_t t = ++r->n->sync_ticket;
+		uint64_t t = ++*r->sync_ticket;
 		for (int i = 0; i < r->met.npending; i++) {
 			if (r->met.wait_tail - r->met.wait_head == WAIT_SAMPLES)
 				break; /* samples, not data: drop */
@@ -1279,15 +1046,15 @@ void repl_handle(struct repl *r)
 			r->met.waiting[w].ticket = t;
 			r->met.waiting[w].sent = r->met.pending[i];
 		}
-		syncer_request(r->n->syncer, t);
+		syncer_request(r->syncer, t);
 	}
 	r->met.npending = 0;
 	if (rc < 0) {
 		log_error("peer batch not committed; it will be fetched again");
 		store_batch_free(&r->batch);
-		store_batch_new(&r->batch, r->n->store);
-		ops_reload(&r->n->ops);
-		ops_outbox_clear(&r->n->ops);
+		store_batch_new(&r->batch, r->store);
+		ops_reload(r->ops);
+		ops_outbox_clear(r->ops);
 	}
 }
 
@@ -1305,15 +1072,15 @@ void repl_publish(struct buf *ob, void *payload)
 		if (off + 4 + len > ob->len)
 			break;
 		Grantd__V1__Op *op = grantd__v1__op__unpack(NULL, len, p + 4);
-		if (op && op->epoch == r->n->ops.epoch &&
-		    op->seq > r->n->ops.published)
-			r->n->ops.published = op->seq;
+		if (op && op->epoch == r->ops->epoch &&
+		    op->seq > r->ops->published)
+			r->ops->published = op->seq;
 		if (op) {
 			Grantd__V1__PeerMsg m;
-			repl_msg_init(r->n, &m);
+			peer_msg_init(r->self, &m);
 			m.body_case = GRANTD__V1__PEER_MSG__BODY_OP;
 			m.op = op;
-			if (repl_send(r->pub, &m, NULL, 0) < 0)
+			if (peer_send(r->pub, &m, NULL, 0) < 0)
 				log_warn("publish failed seq=%llu: %s "
 					 "(peers will fetch it)",
 					 (unsigned long long)op->seq,
@@ -1377,7 +1144,7 @@ static bool peers_retired(const char *origin, uint64_t epoch, uint64_t total,
  * every peer has retired too (ops.h). */
 static void retire_epochs(struct repl *r)
 {
-	struct ops *o = &r->n->ops;
+	struct ops *o = r->ops;
 	int k = ops_vv_retire_own(o, r->batch, peers_hold, r), f;
 
 	for (int i = 0; i < r->npeers; i++)
@@ -1399,7 +1166,7 @@ void repl_tick(struct repl *r, uint64_t now_ms)
 
 	if (r->pub && now_ms - r->last_hb_ms >= REPL_HEARTBEAT_MS) {
 		r->last_hb_ms = now_ms;
-		send_vector(r, r->pub, NULL, 0);
+		send_vector(r);
 	}
 	if (r->snap.p && now_ms - r->snap.sent_ms > RANGE_TIMEOUT_MS) {
 		log_warn("state transfer timed out peer=%s; starting over",
@@ -1410,11 +1177,11 @@ void repl_tick(struct repl *r, uint64_t now_ms)
 		r->last_retire_ms = now_ms;
 		retire_epochs(r);
 	}
-	int64_t keep = r->n->cfg->oplog_retention * 1000;
+	int64_t keep = r->cfg->oplog_retention * 1000;
 	if (now_ms - r->last_truncate_ms >
 	    (uint64_t)(keep / 2 < 60000 ? keep / 2 : 60000)) {
 		r->last_truncate_ms = now_ms;
-		int k = ops_truncate_log(&r->n->ops, now_ms - (uint64_t)keep,
+		int k = ops_truncate_log(r->ops, now_ms - (uint64_t)keep,
 					 TRUNCATE_MAX);
 		if (k > 0)
 			log_info("operation log truncated entries=%d", k);
@@ -1463,12 +1230,12 @@ void repl_tick(struct repl *r, uint64_t now_ms)
 							  (double)r->met.last_ms :
 						  0.0);
 	}
-	if (r->n->syncing) {
+	if (r->syncing) {
 		uint64_t up = now_ms - r->started_ms;
 		if ((all_level && all_heard) ||
 		    (all_level && any_heard && up > SYNC_GRACE_MS) ||
 		    (!any_heard && up > SYNC_GRACE_MS) || up > SYNC_MAX_MS) {
-			r->n->syncing = false;
+			r->syncing = false;
 			log_info("sync done: validating tokens peers_heard=%s "
 				 "after_ms=%llu", any_heard ? "yes" : "none",
 				 (unsigned long long)up);
@@ -1515,10 +1282,10 @@ int repl_rebuild(struct repl *r, const char *site)
 
 	if (!p)
 		return GD_ENOTFOUND;
-	repl_msg_init(r->n, &m);
+	peer_msg_init(r->self, &m);
 	m.body_case = GRANTD__V1__PEER_MSG__BODY_VV_REQ;
 	m.vv_req = 1;
-	if (repl_send(p->dealer, &m, NULL, 0) < 0)
+	if (peer_send(p->dealer, &m, NULL, 0) < 0)
 		return GD_EUNREACH;
 	log_info("rebuild requested from peer=%s", site);
 	return 0;
@@ -1526,7 +1293,7 @@ int repl_rebuild(struct repl *r, const char *site)
 
 void repl_synced(struct repl *r, uint64_t ticket)
 {
-	uint32_t now = (uint32_t)(wall_us() & 0xffffffff);
+	uint32_t now = (uint32_t)(clock_wall_us() & 0xffffffff);
 
 	while (r->met.wait_head < r->met.wait_tail) {
 		uint64_t w = r->met.wait_head % WAIT_SAMPLES;
@@ -1569,9 +1336,12 @@ void repl_metrics(struct repl *r, cJSON *obj)
 	cJSON_AddNumberToObject(cu, "ms", (double)r->met.last_ms);
 }
 
-void *repl_router(struct repl *r) { return r->router; }
-
 uint64_t repl_refused(struct repl *r)
 {
-	return r->refused;
+	return peer_refused(r->link);
+}
+
+bool repl_syncing(const struct repl *r)
+{
+	return r->syncing;
 }

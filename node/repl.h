@@ -29,29 +29,50 @@
  * are also counted by reason (repl_metrics: replication.dropped).  Finished
  * epochs that every peer holds are retired, so the vector stays bounded
  * (ops.h).  One owner thread: the node's main loop.
+ *
+ * The link itself (framing, CURVE sockets, ZAP, the sync ROUTER) is
+ * peer.c's: repl registers its ROUTER requests there (ranges, snapshots,
+ * vectors) and reads the link in repl_handle.
  */
 #ifndef GD_REPL_H
 #define GD_REPL_H
 
 #include <cjson/cJSON.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <zmq.h>
 
 #include "buf.h"
-#include "node.h"
+#include "config.h"
+#include "ops.h"
+#include "peer.h"
+#include "store.h"
 
-#define GD_PEER_VERSION 2
 #define REPL_HEARTBEAT_MS 250
 
 struct repl;
+struct syncer;
 
-/* Start the ZAP handler, bind PUB and ROUTER, connect to every peer.
+/* What repl works with; all borrowed, all the main loop's, and all must
+ * outlive it. */
+struct repl_opts {
+	struct ops *ops;            /* applies peers' operations */
+	struct store *store;
+	const struct config *cfg;   /* peers, publish, oplog_retention */
+	const struct peer_self *self;
+	struct peer_link *link;     /* ZAP and the sync ROUTER, open */
+	struct syncer *syncer;      /* makes peer batches durable */
+	uint64_t *sync_ticket;      /* the last ticket handed to it */
+};
+
+/* Bind PUB (admitted by link's ZAP), connect to every peer, register the
+ * ROUTER requests with link (which must not route after repl_destroy).
  * *out is the caller's (repl_destroy).  Returns 0 or GD_EIO (logged). */
-int repl_open(struct repl **out, struct node *n);
+int repl_open(struct repl **out, const struct repl_opts *o);
 void repl_destroy(struct repl **rp);
 
-/* The sockets to poll for input; returns how many were written (at most
- * max). */
+/* The sockets to poll for input (the link's too); returns how many were
+ * written (at most max). */
 int repl_pollitems(struct repl *r, zmq_pollitem_t *items, int max);
 
 /* Handle everything waiting on the replication sockets: answer ZAP,
@@ -84,31 +105,12 @@ int repl_rebuild(struct repl *r, const char *site);
  * also in counts.dropped) and "last_catchup" {ops, ms} to obj. */
 void repl_metrics(struct repl *r, cJSON *obj);
 
-/* A CURVE client socket of the given type connected to endpoint, as this
- * node (its key pair), for a server with server_key; frames over maxmsg
- * are refused.  NULL on failure (logged).  Used by gitrepl for its own
- * DEALERs. */
-void *repl_curve_client(struct node *n, int type, const char *endpoint,
-			const char *server_key, int64_t maxmsg);
-
-/* A PeerMsg from this node: cleared, with version, sender and send time
- * set; the caller sets the body. */
-void repl_msg_init(const struct node *n, Grantd__V1__PeerMsg *m);
-
-/* Pack m and send it on sock without waiting, behind routing id when id
- * is not NULL; the packed copy is wiped (operations carry secrets).
- * Returns 0 or GD_EIO (not sent: no peer, or its queue is full). */
-int repl_send(void *sock, const Grantd__V1__PeerMsg *m, const void *id,
-	      size_t idlen);
-
-/* Why m (NULL: it did not decode) cannot be taken on site's link, or NULL
- * when it can. */
-const char *repl_msg_problem(const Grantd__V1__PeerMsg *m, const char *site);
-
-/* The sync ROUTER (NULL when the node has no sync endpoint). */
-void *repl_router(struct repl *r);
-
 /* ZAP refusals so far. */
 uint64_t repl_refused(struct repl *r);
+
+/* Catching up with peers after a start: token validation is refused
+ * meanwhile (true from repl_open while peers are configured, until
+ * repl_tick finds the node level or the grace period over). */
+bool repl_syncing(const struct repl *r);
 
 #endif

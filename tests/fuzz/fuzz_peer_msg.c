@@ -2,8 +2,8 @@
  * fuzz_peer_msg.c: what a peer's frame meets first.
  *
  * Every frame from a peer's SUB or DEALER, or on our sync ROUTER, is one
- * PeerMsg (repl.c decode()): protobuf-c unpacks it and repl_msg_problem()
- * checks its version and sender.  Then the operations it carries (a live
+ * PeerMsg (peer.c peer_msg_decode()): protobuf-c unpacks it and
+ * peer_msg_problem() checks its version and sender.  Then the operations it carries (a live
  * op, or a range reply's packed ops) go through ops_check() and, when they
  * pass, ops_apply(); the records of a snapshot reply go through
  * ops_merge_record(), the state-transfer path with its own checks.
@@ -31,7 +31,7 @@
 #include "hlc.h"
 #include "log.h"
 #include "ops.h"
-#include "repl.h"
+#include "peer.h"
 #include "store.h"
 
 /* the link this frame is taken to come from */
@@ -156,10 +156,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (!fz.open)
 		fz_open();
-	Grantd__V1__PeerMsg *m = grantd__v1__peer_msg__unpack(NULL, size, data);
-	const char *why = repl_msg_problem(m, LINK_SITE);
-	if (why)
+	const char *why = NULL;
+	Grantd__V1__PeerMsg *m = peer_msg_decode(data, size, LINK_SITE, &why);
+	if (!m) {
+		if (!why) /* refused: always with a reason */
+			abort();
 		goto done;
+	}
 	/* taken: it must be of our version and from the link's own site */
 	if (!m || !m->has_version || m->version != GD_PEER_VERSION ||
 	    !m->from || strcmp(m->from, LINK_SITE))

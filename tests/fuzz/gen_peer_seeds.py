@@ -117,7 +117,7 @@ def op(num, body, seq=1, origin=SITE, epoch=7, hlc=HLC):
             field_bytes(num, body))
 
 
-# GD_PEER_VERSION of node/repl.h
+# GD_PEER_VERSION of node/peer.h
 PEER_VERSION = 2
 
 

@@ -8,7 +8,8 @@
  *  - a record whose tip is here moves the ref (fast-forward or not);
  *  - a deleted record deletes the ref;
  *  - a loser the winner descends from is dropped, one it does not is kept
- *    as refs/grantd/conflicts/SITE/REF and marked "kept";
+ *    as refs/grantd/conflicts/SITE/REF and marked "kept" (the marks come
+ *    back over the pair and the test, as the writer, stores them);
  *  - a record whose objects no peer can give leaves the ref where it is
  *    and stays pending.
  */
@@ -33,7 +34,7 @@
 #include "err.h"
 #include "gitrepl.h"
 #include "log.h"
-#include "node.h"
+#include "peer.h"
 #include "repos.h"
 #include "store.h"
 
@@ -45,8 +46,11 @@ static const uint8_t seal_key[STORE_SEAL_KEY_LEN] = "test_gitrepl seal key 01234
 struct fx {
 	char dir[64];
 	char repo_dir[128], data_dir[128], conf[128];
-	struct config cfg;
-	struct node n;
+	struct store *store;
+	void *zctx;
+	struct peer_self self;
+	struct gitrepl *g;
+	char hook_path[256], conf_path[256];
 	git_repository *repo;
 	git_oid a, b, c;        /* a <- b, a <- c: b and c diverge */
 };
@@ -93,22 +97,17 @@ static int setup(void **state)
 	assert_non_null(fp = fopen(f->conf, "w"));
 	fclose(fp);
 	assert_int_equal(mkdir(f->repo_dir, 0755), 0);
-	f->cfg.path = f->conf;
-	f->cfg.site = "paloalto";
-	f->cfg.repo_dir = f->repo_dir;
-	f->n.cfg = &f->cfg;
-	snprintf(f->n.ops.site, sizeof(f->n.ops.site), "paloalto");
 	/* a hook that does nothing, until a test rewrites the file: the
 	 * actor reads hook_path, so the path never changes while it runs */
-	snprintf(f->n.hook_path, sizeof(f->n.hook_path), "%s/hook.sh", f->dir);
-	assert_non_null(fp = fopen(f->n.hook_path, "w"));
+	snprintf(f->hook_path, sizeof(f->hook_path), "%s/hook.sh", f->dir);
+	assert_non_null(fp = fopen(f->hook_path, "w"));
 	fprintf(fp, "#!/bin/sh\nexit 0\n");
 	fclose(fp);
-	assert_int_equal(chmod(f->n.hook_path, 0755), 0);
-	snprintf(f->n.conf_path, sizeof(f->n.conf_path), "%s", f->conf);
-	assert_int_equal(store_open(&f->n.store, &created, f->data_dir,
+	assert_int_equal(chmod(f->hook_path, 0755), 0);
+	snprintf(f->conf_path, sizeof(f->conf_path), "%s", f->conf);
+	assert_int_equal(store_open(&f->store, &created, f->data_dir,
 				    seal_key), 0);
-	assert_non_null(f->n.zctx = zmq_ctx_new());
+	assert_non_null(f->zctx = zmq_ctx_new());
 	assert_int_equal(repos_create(f->repo_dir, "r", NULL, NULL), 0);
 	{
 		struct buf p = BUF_INIT;
@@ -119,7 +118,14 @@ static int setup(void **state)
 	commit(f->repo, &f->a, "a", NULL);
 	commit(f->repo, &f->b, "b", &f->a);
 	commit(f->repo, &f->c, "c", &f->a);
-	assert_int_equal(gitrepl_start(&f->n.gitrepl, &f->n), 0);
+	f->self = (struct peer_self){ f->zctx, "paloalto", NULL, NULL };
+	assert_int_equal(gitrepl_start(&f->g, &(struct gitrepl_opts){
+					       .self = &f->self,
+					       .repo_dir = f->repo_dir,
+					       .store = f->store,
+					       .hook_path = f->hook_path,
+					       .conf_path = f->conf_path }),
+			 0);
 	*state = f;
 	return 0;
 }
@@ -129,10 +135,10 @@ static int teardown(void **state)
 	struct fx *f = *state;
 	char cmd[128];
 
-	gitrepl_stop(&f->n.gitrepl);
+	gitrepl_stop(&f->g);
 	git_repository_free(f->repo);
-	store_destroy(&f->n.store);
-	zmq_ctx_term(f->n.zctx);
+	store_destroy(&f->store);
+	zmq_ctx_term(f->zctx);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->dir);
 	assert_int_equal(system(cmd), 0);
 	free(f);
@@ -162,12 +168,12 @@ static void put_ref_record(struct fx *f, const char *ref,
 	rec.hlc = hlc;
 	rec.origin = (char *)origin;
 	size_t len = grantd__v1__ref__pack(&rec, buf);
-	assert_int_equal(store_batch_new(&b, f->n.store), 0);
+	assert_int_equal(store_batch_new(&b, f->store), 0);
 	store_put(b, CF_REFS, key, klen, buf, len);
 	assert_int_equal(store_commit(b, false), 0);
 	store_batch_free(&b);
 	buf_add(&touched, key, klen + 1);
-	gitrepl_changed(f->n.gitrepl, &touched);
+	gitrepl_changed(f->g, &touched);
 	assert_int_equal(touched.len, 0);
 	buf_free(&touched);
 }
@@ -197,7 +203,7 @@ static void put_loser(struct fx *f, const char *origin, uint64_t hlc,
 
 	git_oid_tostr(hex, sizeof(hex), tip);
 	loser_key(&k, origin, hlc);
-	assert_int_equal(store_batch_new(&b, f->n.store), 0);
+	assert_int_equal(store_batch_new(&b, f->store), 0);
 	store_put(b, CF_LOSERS, k.p, k.len, hex, strlen(hex));
 	assert_int_equal(store_commit(b, false), 0);
 	store_batch_free(&b);
@@ -234,10 +240,22 @@ static bool wait_ref(struct fx *f, const char *name, const git_oid *want)
 	return false;
 }
 
+/* The writer's part: take what the actor sent, store its conflict marks. */
+static void pump(struct fx *f)
+{
+	struct store_batch *b;
+
+	assert_int_equal(store_batch_new(&b, f->store), 0);
+	if (gitrepl_pump(f->g, NULL, b) > 0)
+		assert_int_equal(store_commit(b, false), 0);
+	store_batch_free(&b);
+}
+
 static double status_num(struct fx *f, const char *field)
 {
 	cJSON *o = cJSON_CreateObject();
-	gitrepl_status(f->n.gitrepl, o);
+	pump(f);
+	gitrepl_status(f->g, o);
 	double v = cJSON_GetObjectItem(o, field)->valuedouble;
 	cJSON_Delete(o);
 	return v;
@@ -305,7 +323,7 @@ static void test_spool_left_alone(void **state)
 		" >../../hook-saw; rm -f grantd-spool/*.refs\n");
 	fclose(fp);
 	assert_int_equal(chmod(path, 0755), 0);
-	assert_int_equal(rename(path, f->n.hook_path), 0);
+	assert_int_equal(rename(path, f->hook_path), 0);
 	snprintf(path, sizeof(path), "%s/r.git/grantd-spool", f->repo_dir);
 	assert_int_equal(mkdir(path, 0700), 0);
 	snprintf(path, sizeof(path), "%s/r.git/grantd-spool/1.refs",
@@ -337,8 +355,8 @@ static void test_losers(void **state)
 	assert_true(wait_ref(f, kept, &f->c));
 	loser_key(&k, "montreal", 95);
 	for (uint64_t end = ms_now() + WAIT_MS; ms_now() < end; usleep(2000))
-		if (store_get(f->n.store, NULL, CF_LOSERS, k.p, k.len, &v) == 0 &&
-		    v.len > GIT_OID_HEXSZ)
+		if (pump(f), store_get(f->store, NULL, CF_LOSERS, k.p, k.len,
+				       &v) == 0 && v.len > GIT_OID_HEXSZ)
 			break;
 	git_oid_tostr(hex, sizeof(hex), &f->c);
 	assert_int_equal(v.len, GIT_OID_HEXSZ + strlen(" kept"));
@@ -349,14 +367,41 @@ static void test_losers(void **state)
 	loser_key(&k, "portland", 90);
 	int rc = 0;
 	for (uint64_t end = ms_now() + WAIT_MS; ms_now() < end; usleep(2000))
-		if ((rc = store_get(f->n.store, NULL, CF_LOSERS, k.p, k.len,
-				    &v)) == GD_ENOTFOUND)
+		if (pump(f), (rc = store_get(f->store, NULL, CF_LOSERS, k.p,
+					     k.len, &v)) == GD_ENOTFOUND)
 			break;
 	assert_int_equal(rc, GD_ENOTFOUND);
 	for (uint64_t end = ms_now() + WAIT_MS; ms_now() < end; usleep(2000))
 		if (status_num(f, "conflicts_kept") >= 1)
 			break;
 	assert_int_equal((int)status_num(f, "conflicts_kept"), 1);
+	buf_free(&k);
+	buf_free(&v);
+}
+
+/* The actor never writes the store: a conflict it keeps on disk is only
+ * marked "kept" in CF_LOSERS once the writer has taken the mark from the
+ * pair (gitrepl_pump) and committed it. */
+static void test_marks_written_by_writer(void **state)
+{
+	struct fx *f = *state;
+	struct buf k = BUF_INIT, v = BUF_INIT;
+	const char *kept = "refs/grantd/conflicts/montreal/" REF;
+
+	put_loser(f, "montreal", 95, &f->c);
+	put_record(f, &f->b, 100, "paloalto");
+	assert_true(wait_ref(f, kept, &f->c));
+	usleep(200 * 1000); /* time enough for a write, had the actor made it */
+	loser_key(&k, "montreal", 95);
+	assert_int_equal(store_get(f->store, NULL, CF_LOSERS, k.p, k.len, &v),
+			 0);
+	assert_int_equal(v.len, GIT_OID_HEXSZ); /* the bare tip, not kept */
+	for (uint64_t end = ms_now() + WAIT_MS; ms_now() < end; usleep(2000))
+		if (pump(f), store_get(f->store, NULL, CF_LOSERS, k.p, k.len,
+				       &v) == 0 && v.len > GIT_OID_HEXSZ)
+			break;
+	assert_int_equal(v.len, GIT_OID_HEXSZ + strlen(" kept"));
+	assert_memory_equal(v.p + GIT_OID_HEXSZ, " kept", 5);
 	buf_free(&k);
 	buf_free(&v);
 }
@@ -393,6 +438,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_spool_left_alone, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_losers, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_marks_written_by_writer,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_missing_objects_wait,
 						setup, teardown),
 	};

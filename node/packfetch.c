@@ -1,0 +1,465 @@
+/*
+ * packfetch.c: the one fetch in flight (gitrepl_int.h).  The objects one
+ * repository lacks are asked of a peer as a thin pack (PackReq{wants,
+ * haves} on the actor's DEALER), WINDOW chunks of credit ahead; each
+ * PackChunk goes straight into libgit2's indexer in a quarantine, and the
+ * pack enters the repository only once its tips are proved connected.  A
+ * peer that fails (an error, a bad or unconnected pack, FETCH_IDLE_MS of
+ * silence) is dropped for the next.  Actor thread only.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <git2/sys/odb_backend.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "crashpoint.h"
+#include "err.h"
+#include "gitrepl_int.h"
+#include "log.h"
+#include "banned.h"
+
+/* ---- the quarantine ---------------------------------------------------------
+ * A pack from a peer is indexed into NAME.git/grantd-incoming-XXXXXX/ (an
+ * objects directory of its own, the repository's objects as its
+ * alternate), checked there, and only then renamed into objects/pack/:
+ * objects that fail the checks never enter the repository, so a ref can
+ * never be moved onto them later. */
+
+#define QUARANTINE "grantd-incoming-"
+
+/* Remove a quarantine directory and what is in it (two levels). */
+static void quarantine_remove(const char *dir)
+{
+	struct buf p = BUF_INIT;
+	const char *sub[] = { "/pack", "" };
+
+	for (size_t i = 0; i < GD_ARRAY_SIZE(sub); i++) {
+		struct dirent *de;
+		DIR *d;
+		buf_reset(&p);
+		buf_printf(&p, "%s%s", dir, sub[i]);
+		if ((d = opendir(p.p))) {
+			while ((de = readdir(d)))
+				if (strcmp(de->d_name, ".") &&
+				    strcmp(de->d_name, ".."))
+					unlinkat(dirfd(d), de->d_name,
+						 !strcmp(de->d_name, "pack") &&
+							 !*sub[i] ?
+						 AT_REMOVEDIR : 0);
+			closedir(d);
+		}
+	}
+	rmdir(dir);
+	buf_free(&p);
+}
+
+/* Quarantines left by a fetch that a crash interrupted. */
+static void quarantine_sweep(const char *repo_path)
+{
+	struct buf p = BUF_INIT;
+	struct dirent *de;
+	DIR *d = opendir(repo_path);
+
+	while (d && (de = readdir(d)))
+		if (!strncmp(de->d_name, QUARANTINE, strlen(QUARANTINE))) {
+			buf_reset(&p);
+			buf_printf(&p, "%s/%s", repo_path, de->d_name);
+			quarantine_remove(p.p);
+		}
+	if (d)
+		closedir(d);
+	buf_free(&p);
+}
+
+/* Make qdir (an objects directory) and an odb that writes packs there and
+ * reads the repository's objects (and its alternates) for thin-pack
+ * bases. */
+static int quarantine_open(const char *repo_path, struct buf *qdir,
+			   git_odb **out)
+{
+	struct buf pack = BUF_INIT, objects = BUF_INIT;
+	git_odb_backend *be = NULL;
+	git_odb *odb = NULL;
+	int rc = 0;
+
+	buf_reset(qdir);
+	buf_printf(qdir, "%s/" QUARANTINE "XXXXXX", repo_path);
+	if (!mkdtemp(qdir->p)) {
+		buf_reset(qdir);
+		return GD_EIO;
+	}
+	buf_printf(&pack, "%s/pack", qdir->p);
+	buf_printf(&objects, "%s/objects", repo_path);
+	if (mkdir(pack.p, 0755) < 0 || git_odb_new(&odb) < 0 ||
+	    git_odb_backend_pack(&be, qdir->p) < 0 ||
+	    git_odb_add_backend(odb, be, 2) < 0 ||
+	    git_odb_add_disk_alternate(odb, objects.p) < 0) {
+		git_odb_free(odb);
+		quarantine_remove(qdir->p);
+		buf_reset(qdir);
+		rc = GD_EIO;
+	} else {
+		*out = odb;
+	}
+	buf_free(&pack);
+	buf_free(&objects);
+	return rc;
+}
+
+/* Move the checked pack (and its index, last: it makes the pack visible)
+ * into the repository, fsynced. */
+static int quarantine_commit(const char *repo_path, const char *qdir)
+{
+	static const char *const exts[] = { ".pack", ".rev", ".idx" };
+	struct buf from = BUF_INIT, to = BUF_INIT, dir = BUF_INIT;
+	struct buf moved = BUF_INIT;
+	struct dirent *de;
+	int rc = 0;
+	DIR *d;
+
+	buf_printf(&dir, "%s/pack", qdir);
+	if (!(d = opendir(dir.p))) {
+		buf_free(&dir);
+		return GD_EIO;
+	}
+	for (size_t e = 0; rc == 0 && e < GD_ARRAY_SIZE(exts); e++) {
+		rewinddir(d);
+		while (rc == 0 && (de = readdir(d))) {
+			size_t l = strlen(de->d_name), el = strlen(exts[e]);
+			if (l <= el || strcmp(de->d_name + l - el, exts[e]))
+				continue;
+			buf_reset(&from);
+			buf_reset(&to);
+			buf_printf(&from, "%s/%s", dir.p, de->d_name);
+			buf_printf(&to, "%s/objects/pack/%s", repo_path,
+				   de->d_name);
+			if (rename(from.p, to.p) < 0) {
+				rc = GD_EIO;
+				break;
+			}
+			buf_add(&moved, to.p, to.len + 1);
+			crashpoint("pack-move"); /* the pack in, its index not */
+		}
+	}
+	closedir(d);
+	/* a pack without its index is invisible but takes space: a move
+	 * that failed half-way takes back what it moved */
+	for (size_t off = 0; rc < 0 && off < moved.len;
+	     off += strlen(moved.p + off) + 1)
+		unlink(moved.p + off);
+	buf_free(&moved);
+	buf_reset(&dir);
+	buf_printf(&dir, "%s/objects/pack", repo_path);
+	int fd = open(dir.p, O_RDONLY | O_DIRECTORY);
+	if (fd < 0 || fsync(fd) < 0)
+		rc = GD_EIO;
+	if (fd >= 0)
+		close(fd);
+	buf_free(&from);
+	buf_free(&to);
+	buf_free(&dir);
+	return rc;
+}
+
+/* ---- fetching packs ----------------------------------------------------- */
+
+static void fetch_done(struct gitrepl *g, bool ok);
+
+/* The haves of a fetch: the repository's own tips, and for a fork its
+ * parent's (objects the fork reaches through alternates). */
+static void fetch_haves(struct gitrepl *g, git_repository *repo,
+			Grantd__V1__PackReq *q, struct buf *hv)
+{
+	struct buf v = BUF_INIT, path = BUF_INIT;
+	size_t n = 0;
+
+	gitproc_tips(repo, hv, &n, HAVES_MAX);
+	if (store_get(g->store, NULL, CF_REPOS, g->f.repo,
+		      strlen(g->f.repo), &v) == 0) {
+		Grantd__V1__Repo *r = grantd__v1__repo__unpack(
+			NULL, v.len, (const uint8_t *)v.p);
+		git_repository *parent = NULL;
+		if (r && r->fork_of && *r->fork_of) {
+			gitrepl_path(g, &path, r->fork_of);
+			if (git_repository_open_bare(&parent, path.p) == 0)
+				gitproc_tips(parent, hv, &n, HAVES_MAX);
+			git_repository_free(parent);
+		}
+		if (r)
+			grantd__v1__repo__free_unpacked(r, NULL);
+	}
+	q->n_haves = n;
+	q->haves = calloc(n ? n : 1, sizeof(char *));
+	if (!q->haves)
+		abort();
+	/* hv holds n lines of 41 bytes: point into it, NUL for newline */
+	for (size_t i = 0; i < n; i++) {
+		q->haves[i] = hv->p + i * (OID_HEX + 1);
+		q->haves[i][OID_HEX] = '\0';
+	}
+	buf_free(&v);
+	buf_free(&path);
+}
+
+/* Drop the current attempt: its writer, its quarantine and what is in it. */
+static void attempt_drop(struct fetch *f)
+{
+	if (f->wp)
+		f->wp->free(f->wp);
+	f->wp = NULL;
+	git_odb_free(f->odb);
+	f->odb = NULL;
+	if (f->qdir.len)
+		quarantine_remove(f->qdir.p);
+	buf_reset(&f->qdir);
+}
+
+/* Ask the next peer not asked yet; when none is left the fetch fails. */
+static void fetch_ask(struct gitrepl *g)
+{
+	struct fetch *f = &g->f;
+	struct buf path = BUF_INIT;
+	git_repository *repo;
+
+	gitrepl_path(g, &path, f->repo);
+	for (;;) {
+		int i = -1;
+		if (f->first >= 0 && !(f->tried & (1u << f->first)))
+			i = f->first;
+		for (int k = 0; i < 0 && k < g->npeers; k++)
+			if (!(f->tried & (1u << k)))
+				i = k;
+		if (i < 0 || !(repo = gitrepl_repo(g, f->repo))) {
+			fetch_done(g, false);
+			break;
+		}
+		f->tried |= 1u << i;
+		Grantd__V1__PeerMsg m;
+		Grantd__V1__PackReq q = GRANTD__V1__PACK_REQ__INIT;
+		char *wants[WANTS_MAX];
+		struct buf hv = BUF_INIT;
+		for (size_t k = 0; k < f->nwants; k++)
+			wants[k] = f->wants[k];
+		q.has_id = q.has_credit = true;
+		q.id = f->id = ++g->next_id;
+		q.repo = f->repo;
+		q.wants = wants;
+		q.n_wants = f->nwants;
+		q.credit = WINDOW;
+		fetch_haves(g, repo, &q, &hv);
+		peer_msg_init(g->self, &m);
+		m.body_case = GRANTD__V1__PEER_MSG__BODY_PACK_REQ;
+		m.pack_req = &q;
+		int rc = gitrepl_send(g, g->dealer[i], NULL, &m);
+		free(q.haves);
+		buf_free(&hv);
+		if (rc < 0) {
+			log_debug("pack request not sent peer=%s (not "
+				  "connected)", g->peers[i].site);
+			continue;
+		}
+		if (quarantine_open(path.p, &f->qdir, &f->odb) < 0 ||
+		    git_odb_write_pack(&f->wp, f->odb, NULL, NULL) < 0) {
+			log_error("cannot start receiving a pack repo=%s: %s",
+				  f->repo, gitproc_why());
+			gitrepl_error(g, "cannot receive into %s", f->repo);
+			f->wp = NULL;
+			fetch_done(g, false);
+			break;
+		}
+		f->peer = i;
+		f->prog = (git_indexer_progress){ 0 };
+		f->seq = 0;
+		f->bytes = 0;
+		f->last_ms = clock_mono_ms();
+		break;
+	}
+	buf_free(&path);
+}
+
+void packfetch_start(struct gitrepl *g, const char *repo, int first)
+{
+	struct fetch *f = &g->f;
+	struct buf path = BUF_INIT;
+
+	if (!gitrepl_repo(g, repo))
+		return;
+	/* one fetch at a time: any quarantine here is a crash's leftover */
+	gitrepl_path(g, &path, repo);
+	quarantine_sweep(path.p);
+	buf_free(&path);
+	f->active = true;
+	f->tried = 0;
+	f->first = g->prefer >= 0 ? g->prefer : first;
+	f->started_ms = clock_mono_ms();
+	snprintf(f->repo, sizeof(f->repo), "%s", repo);
+	fetch_ask(g);
+}
+
+/* The peer being asked failed us: say why, drop what it sent, ask the
+ * next one. */
+static void fetch_failed_peer(struct gitrepl *g, const char *why)
+{
+	struct fetch *f = &g->f;
+	const char *site = g->peers[f->peer].site;
+
+	log_warn("pack fetch failed repo=%s peer=%s bytes=%llu: %s", f->repo,
+		 site, (unsigned long long)f->bytes, why);
+	gitrepl_error(g, "fetch from %s of %s: %s", site, f->repo, why);
+	g->st.fetch_failures++;
+	gitrepl_pack_err(g, g->dealer[f->peer], NULL, f->id, "cancelled");
+	attempt_drop(f);
+	fetch_ask(g);
+}
+
+static void fetch_done(struct gitrepl *g, bool ok)
+{
+	struct fetch *f = &g->f;
+	uint64_t t = clock_mono_ms();
+
+	attempt_drop(f);
+	if (ok) {
+		memcpy(g->verified, f->wants, f->nwants * sizeof(f->wants[0]));
+		g->nverified = f->nwants;
+		snprintf(g->verified_repo, sizeof(g->verified_repo), "%s",
+			 f->repo);
+		g->st.fetches++;
+		g->st.bytes_in += f->bytes;
+		g->st.last_fetch_ms = t - f->started_ms;
+		g->st.last_fetch_bytes = f->bytes;
+		log_info("pack fetched repo=%s peer=%s wants=%zu bytes=%llu "
+			 "ms=%llu", f->repo, g->peers[f->peer].site,
+			 f->nwants, (unsigned long long)f->bytes,
+			 (unsigned long long)(t - f->started_ms));
+	} else {
+		log_info("objects not found at any reachable peer repo=%s "
+			 "wants=%zu (will retry)", f->repo, f->nwants);
+	}
+	gitrepl_fetched(g, ok, t);
+	f->active = false;
+	f->nwants = 0;
+}
+
+/* The whole pack is indexed in the quarantine: check it, move it in. */
+static void fetch_finish(struct gitrepl *g)
+{
+	struct fetch *f = &g->f;
+	struct buf path = BUF_INIT;
+	git_repository *repo;
+	git_odb *odb = NULL;
+
+	gitrepl_path(g, &path, f->repo);
+	if (!gitproc_connected(path.p, f->qdir.p, f->wants, f->nwants)) {
+		buf_free(&path);
+		fetch_failed_peer(g, "pack does not connect the new tips");
+		return;
+	}
+	if (quarantine_commit(path.p, f->qdir.p) < 0) {
+		log_error("cannot move a fetched pack into repo=%s: %s",
+			  f->repo, strerror(errno));
+		gitrepl_error(g, "cannot move a pack into %s: %s", f->repo,
+			  strerror(errno));
+		buf_free(&path);
+		fetch_done(g, false);
+		return;
+	}
+	if ((repo = gitrepl_repo(g, f->repo)) &&
+	    git_repository_odb(&odb, repo) == 0)
+		git_odb_refresh(odb);
+	git_odb_free(odb);
+	buf_free(&path);
+	fetch_done(g, true);
+}
+
+static void fetch_chunk(struct gitrepl *g, const Grantd__V1__PackChunk *c)
+{
+	struct fetch *f = &g->f;
+
+	if (!c->has_seq || c->seq != f->seq) {
+		fetch_failed_peer(g, "chunk out of order");
+		return;
+	}
+	f->seq++;
+	f->last_ms = clock_mono_ms();
+	if (c->has_data && c->data.len) {
+		f->bytes += c->data.len;
+		if (f->wp->append(f->wp, c->data.data, c->data.len,
+				  &f->prog) < 0) {
+			fetch_failed_peer(g, gitproc_why());
+			return;
+		}
+	}
+	if (!c->last && !(c->has_data && c->data.len))
+		return; /* a keep-alive: git is still counting or compressing */
+	if (!c->last) {
+		Grantd__V1__PeerMsg m;
+		Grantd__V1__PackCredit cr = GRANTD__V1__PACK_CREDIT__INIT;
+		cr.has_id = cr.has_n = true;
+		cr.id = f->id;
+		cr.n = 1;
+		peer_msg_init(g->self, &m);
+		m.body_case = GRANTD__V1__PEER_MSG__BODY_PACK_CREDIT;
+		m.pack_credit = &cr;
+		gitrepl_send(g, g->dealer[f->peer], NULL, &m);
+		return;
+	}
+	if (f->wp->commit(f->wp, &f->prog) < 0) {
+		fetch_failed_peer(g, gitproc_why());
+		return;
+	}
+	fetch_finish(g);
+}
+
+void packfetch_dealer(struct gitrepl *g, int i, zmq_msg_t *msg)
+{
+	const char *site = g->peers[i].site, *bad;
+	Grantd__V1__PeerMsg *m = peer_msg_decode(
+		zmq_msg_data(msg), zmq_msg_size(msg), site, &bad);
+	struct fetch *f = &g->f;
+	uint64_t id = 0;
+
+	if (!m) {
+		log_warn("git peer message dropped peer=%s: %s", site, bad);
+		return;
+	}
+	if (m->body_case == GRANTD__V1__PEER_MSG__BODY_PACK_CHUNK)
+		id = m->pack_chunk->id;
+	else if (m->body_case == GRANTD__V1__PEER_MSG__BODY_PACK_ERR)
+		id = m->pack_err->id;
+	if (!f->active || f->peer != i || id != f->id || !f->wp) {
+		/* a stream given up: tell the peer to stop it */
+		if (m->body_case == GRANTD__V1__PEER_MSG__BODY_PACK_CHUNK &&
+		    !m->pack_chunk->last)
+			gitrepl_pack_err(g, g->dealer[i], NULL, id,
+					 "cancelled");
+	} else if (m->body_case == GRANTD__V1__PEER_MSG__BODY_PACK_CHUNK) {
+		fetch_chunk(g, m->pack_chunk);
+	} else if (m->body_case == GRANTD__V1__PEER_MSG__BODY_PACK_ERR) {
+		char why[128];
+		snprintf(why, sizeof(why), "peer says: %s",
+			 m->pack_err->why ? m->pack_err->why : "?");
+		fetch_failed_peer(g, why);
+	}
+	grantd__v1__peer_msg__free_unpacked(m, NULL);
+}
+
+void packfetch_tick(struct gitrepl *g, uint64_t t)
+{
+	if (g->f.active && t - g->f.last_ms > FETCH_IDLE_MS)
+		fetch_failed_peer(g, "timed out");
+}
+
+void packfetch_abort(struct gitrepl *g)
+{
+	if (g->f.active) {
+		g->f.first = -1;
+		g->f.tried = ~0u;
+		fetch_done(g, false);
+	}
+}

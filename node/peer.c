@@ -1,0 +1,412 @@
+/*
+ * peer.c: the peer link (peer.h): PeerMsg framing, CurveZMQ sockets, the
+ * ZAP handler that admits configured peers, and the sync ROUTER's
+ * dispatch by message kind.  What the messages mean is repl's and
+ * gitrepl's business.
+ */
+#include <errno.h>
+#include <sodium.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "err.h"
+#include "log.h"
+#include "peer.h"
+#include "banned.h"
+
+#define ZAP_ENDPOINT "inproc://zeromq.zap.01"
+#define ZAP_DOMAIN "grantd"
+#define ZMQ_ZAP_ENFORCE_DOMAIN_OPT 93 /* draft macro; honoured by 4.3.4 */
+#define KINDS_MAX 32                  /* PeerMsg body cases are below */
+
+struct handler {
+	peer_fn fn;
+	void *payload;
+};
+
+struct peer_link {
+	const struct peer_self *self;
+	const struct config_peer *peers;
+	uint8_t keys[CONFIG_MAX_PEERS][32];
+	int npeers;
+	uint64_t *dropped;
+	uint64_t refused;
+	void *zap;
+	void *router;
+	struct handler on[KINDS_MAX];
+};
+
+/* ---- framing ------------------------------------------------------------ */
+
+void peer_msg_init(const struct peer_self *self, Grantd__V1__PeerMsg *m)
+{
+	grantd__v1__peer_msg__init(m);
+	m->version = GD_PEER_VERSION;
+	m->has_version = 1;
+	m->from = (char *)self->site;
+	m->sent_us = clock_wall_us();
+	m->has_sent_us = 1;
+}
+
+int peer_send(void *sock, const Grantd__V1__PeerMsg *m, const void *id,
+	      size_t idlen)
+{
+	size_t len = grantd__v1__peer_msg__get_packed_size(m);
+	uint8_t *p = malloc(len ? len : 1);
+	int rc = 0;
+
+	if (!p)
+		abort();
+	grantd__v1__peer_msg__pack(m, p);
+	if (id && zmq_send(sock, id, idlen, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0)
+		rc = GD_EIO;
+	else if (zmq_send(sock, p, len, ZMQ_DONTWAIT) < 0)
+		rc = GD_EIO;
+	sodium_memzero(p, len);
+	free(p);
+	return rc;
+}
+
+const char *peer_msg_problem(const Grantd__V1__PeerMsg *m, const char *site)
+{
+	if (!m)
+		return "does not decode";
+	if (!m->has_version || m->version != GD_PEER_VERSION)
+		return "unsupported protocol version";
+	if (!m->from || strcmp(m->from, site))
+		return "sender does not match its link";
+	return NULL;
+}
+
+Grantd__V1__PeerMsg *peer_msg_decode(const void *p, size_t len,
+				     const char *site, const char **why)
+{
+	Grantd__V1__PeerMsg *m = grantd__v1__peer_msg__unpack(NULL, len, p);
+
+	*why = peer_msg_problem(m, site);
+	if (!*why)
+		return m;
+	if (m)
+		grantd__v1__peer_msg__free_unpacked(m, NULL);
+	return NULL;
+}
+
+/* ---- sockets ------------------------------------------------------------ */
+
+static void set_common(void *s, int64_t maxmsg)
+{
+	int zero = 0, hwm = 100000;
+	zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof(zero));
+	zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &maxmsg, sizeof(maxmsg));
+	zmq_setsockopt(s, ZMQ_SNDHWM, &hwm, sizeof(hwm));
+	zmq_setsockopt(s, ZMQ_RCVHWM, &hwm, sizeof(hwm));
+}
+
+/* Log why endpoint could not be set up and close s; returns NULL. */
+static void *socket_failed(void *s, const char *what, const char *endpoint)
+{
+	log_error("cannot %s endpoint=%s: %s", what, endpoint,
+		  zmq_strerror(errno));
+	zmq_close(s);
+	return NULL;
+}
+
+void *peer_curve_client(const struct peer_self *self, int type,
+			const char *endpoint, const char *server_key,
+			int64_t maxmsg)
+{
+	void *s = zmq_socket(self->zctx, type);
+	int one = 1;
+
+	if (!s)
+		return NULL;
+	set_common(s, maxmsg);
+	if (zmq_setsockopt(s, ZMQ_CURVE_SERVERKEY, server_key,
+			   Z85_KEY_LEN) < 0 ||
+	    zmq_setsockopt(s, ZMQ_CURVE_PUBLICKEY, self->curve_pub,
+			   Z85_KEY_LEN) < 0 ||
+	    zmq_setsockopt(s, ZMQ_CURVE_SECRETKEY, self->curve_sec,
+			   Z85_KEY_LEN) < 0)
+		return socket_failed(s, "secure", endpoint);
+	if (type == ZMQ_DEALER)
+		zmq_setsockopt(s, ZMQ_IMMEDIATE, &one, sizeof(one));
+	if (type == ZMQ_SUB)
+		zmq_setsockopt(s, ZMQ_SUBSCRIBE, "", 0);
+	if (zmq_connect(s, endpoint) < 0)
+		return socket_failed(s, "connect", endpoint);
+	return s;
+}
+
+void *peer_server(struct peer_link *l, int type, const char *endpoint,
+		  int64_t maxmsg)
+{
+	void *s = zmq_socket(l->self->zctx, type);
+	int one = 1;
+
+	if (!s)
+		return NULL;
+	set_common(s, maxmsg);
+	/* fail closed: a socket without all of these must not exist */
+	if (zmq_setsockopt(s, ZMQ_CURVE_SERVER, &one, sizeof(one)) < 0 ||
+	    zmq_setsockopt(s, ZMQ_CURVE_SECRETKEY, l->self->curve_sec,
+			   Z85_KEY_LEN) < 0 ||
+	    zmq_setsockopt(s, ZMQ_ZAP_DOMAIN, ZAP_DOMAIN,
+			   strlen(ZAP_DOMAIN)) < 0 ||
+	    zmq_setsockopt(s, ZMQ_ZAP_ENFORCE_DOMAIN_OPT, &one,
+			   sizeof(one)) < 0 ||
+	    (type == ZMQ_ROUTER &&
+	     zmq_setsockopt(s, ZMQ_ROUTER_MANDATORY, &one, sizeof(one)) < 0))
+		return socket_failed(s, "secure", endpoint);
+	if (zmq_bind(s, endpoint) < 0)
+		return socket_failed(s, "bind", endpoint);
+	return s;
+}
+
+int peer_recv_frame(void *sock, zmq_msg_t *msg)
+{
+	zmq_msg_init(msg);
+	if (zmq_msg_recv(msg, sock, ZMQ_DONTWAIT) < 0) {
+		zmq_msg_close(msg);
+		return 0;
+	}
+	return 1;
+}
+
+void peer_drain(void *sock, zmq_msg_t *last)
+{
+	while (zmq_msg_more(last)) {
+		zmq_msg_close(last);
+		zmq_msg_init(last);
+		if (zmq_msg_recv(last, sock, 0) < 0)
+			break;
+	}
+}
+
+/* ---- ZAP ---------------------------------------------------------------- */
+
+static void zap_reply(void *sock, const char *reqid, size_t idlen,
+		      const char *code, const char *text, const char *user)
+{
+	zmq_send(sock, "1.0", 3, ZMQ_SNDMORE);
+	zmq_send(sock, reqid, idlen, ZMQ_SNDMORE);
+	zmq_send(sock, code, strlen(code), ZMQ_SNDMORE);
+	zmq_send(sock, text, strlen(text), ZMQ_SNDMORE);
+	zmq_send(sock, user, strlen(user), ZMQ_SNDMORE);
+	zmq_send(sock, "", 0, 0);
+}
+
+void peer_zap_handle(struct peer_link *l)
+{
+	zmq_msg_t f[8];
+	int nf = 0, more = 1;
+
+	while (more && nf < 8) {
+		zmq_msg_init(&f[nf]);
+		if (zmq_msg_recv(&f[nf], l->zap, ZMQ_DONTWAIT) < 0) {
+			zmq_msg_close(&f[nf]);
+			if (nf == 0)
+				return;
+			break;
+		}
+		more = zmq_msg_more(&f[nf]);
+		nf++;
+	}
+	while (more) { /* drain an oversized request */
+		zmq_msg_t x;
+		zmq_msg_init(&x);
+		if (zmq_msg_recv(&x, l->zap, 0) < 0)
+			more = 0;
+		else
+			more = zmq_msg_more(&x);
+		zmq_msg_close(&x);
+	}
+	const char *site = NULL;
+	char addr[64] = "?";
+	if (nf >= 7 && zmq_msg_size(&f[5]) == 5 &&
+	    !memcmp(zmq_msg_data(&f[5]), "CURVE", 5) &&
+	    zmq_msg_size(&f[6]) == 32) {
+		for (int i = 0; i < l->npeers; i++)
+			if (!sodium_memcmp(zmq_msg_data(&f[6]), l->keys[i],
+					   32))
+				site = l->peers[i].site;
+	}
+	if (nf >= 4) {
+		size_t al = zmq_msg_size(&f[3]);
+		if (al >= sizeof(addr))
+			al = sizeof(addr) - 1;
+		memcpy(addr, zmq_msg_data(&f[3]), al);
+		addr[al] = '\0';
+		for (size_t i = 0; i < al; i++)
+			if (addr[i] < 0x20 || addr[i] > 0x7e)
+				addr[i] = '?';
+	}
+	if (nf >= 2) {
+		if (site) {
+			zap_reply(l->zap, zmq_msg_data(&f[1]),
+				  zmq_msg_size(&f[1]), "200", "OK", site);
+		} else {
+			l->refused++;
+			log_warn("peer refused addr=%s reason=%s refused=%llu",
+				 addr, nf >= 7 ? "unknown key" : "not CURVE",
+				 (unsigned long long)l->refused);
+			zap_reply(l->zap, zmq_msg_data(&f[1]),
+				  zmq_msg_size(&f[1]), "400", "not a peer", "");
+		}
+	}
+	for (int i = 0; i < nf; i++)
+		zmq_msg_close(&f[i]);
+}
+
+/* ---- the link ----------------------------------------------------------- */
+
+int peer_open(struct peer_link **out, const struct peer_link_opts *o)
+{
+	struct peer_link *l = calloc(1, sizeof(*l));
+	int rc = GD_EIO;
+
+	if (!l)
+		abort();
+	*out = NULL;
+	l->self = o->self;
+	l->peers = o->peers;
+	l->dropped = o->dropped;
+	for (int i = 0; i < o->npeers && i < CONFIG_MAX_PEERS; i++) {
+		if (!zmq_z85_decode(l->keys[i], o->peers[i].public_key)) {
+			log_error("bad public_key for peer=%s",
+				  o->peers[i].site);
+			rc = GD_EINVAL;
+			goto fail;
+		}
+		l->npeers++;
+	}
+	/* The ZAP handler first: a CURVE server without one admits anyone. */
+	l->zap = zmq_socket(o->self->zctx, ZMQ_REP);
+	if (!l->zap || zmq_bind(l->zap, ZAP_ENDPOINT) < 0) {
+		log_error("cannot start the ZAP handler: %s",
+			  zmq_strerror(errno));
+		goto fail;
+	}
+	if (o->sync && !(l->router = peer_server(l, ZMQ_ROUTER, o->sync,
+						 o->maxmsg)))
+		goto fail;
+	*out = l;
+	return 0;
+fail:
+	peer_close(&l);
+	return rc;
+}
+
+void peer_close(struct peer_link **lp)
+{
+	struct peer_link *l = *lp;
+
+	if (!l)
+		return;
+	if (l->router)
+		zmq_close(l->router);
+	if (l->zap)
+		zmq_close(l->zap);
+	free(l);
+	*lp = NULL;
+}
+
+int peer_on(struct peer_link *l, int kind, peer_fn fn, void *payload)
+{
+	if (kind <= 0 || kind >= KINDS_MAX || !fn || l->on[kind].fn)
+		return GD_EINVAL;
+	l->on[kind] = (struct handler){ fn, payload };
+	return 0;
+}
+
+int peer_reply(const struct peer_req *rq, const Grantd__V1__PeerMsg *m)
+{
+	return peer_send(rq->link->router, m, rq->rid, rq->ridlen);
+}
+
+int peer_pollitems(struct peer_link *l, zmq_pollitem_t *items, int max)
+{
+	int k = 0;
+
+	if (k < max)
+		items[k++] = (zmq_pollitem_t){ l->zap, 0, ZMQ_POLLIN, 0 };
+	if (l->router && k < max)
+		items[k++] = (zmq_pollitem_t){ l->router, 0, ZMQ_POLLIN, 0 };
+	return k;
+}
+
+static void drop(struct peer_link *l)
+{
+	if (l->dropped)
+		++*l->dropped;
+}
+
+static bool known_site(const struct peer_link *l, const char *site)
+{
+	for (int i = 0; site && i < l->npeers; i++)
+		if (!strcmp(l->peers[i].site, site))
+			return true;
+	return false;
+}
+
+/* One decoded request to whoever registered its kind. */
+static void dispatch(struct peer_link *l, zmq_msg_t *id, zmq_msg_t *body,
+		     const char *site)
+{
+	const char *why;
+	Grantd__V1__PeerMsg *m = peer_msg_decode(
+		zmq_msg_data(body), zmq_msg_size(body), site, &why);
+
+	if (!m) {
+		drop(l);
+		log_warn("peer message dropped peer=%s: %s dropped=%llu", site,
+			 why,
+			 (unsigned long long)(l->dropped ? *l->dropped : 0));
+		return;
+	}
+	int kind = (int)m->body_case;
+	if (kind > 0 && kind < KINDS_MAX && l->on[kind].fn) {
+		struct peer_req rq = {
+			.link = l, .rid = zmq_msg_data(id),
+			.ridlen = zmq_msg_size(id), .site = site, .m = m,
+			.frame = zmq_msg_data(body), .len = zmq_msg_size(body),
+		};
+		l->on[kind].fn(&rq, l->on[kind].payload);
+	} else {
+		drop(l);
+	}
+	grantd__v1__peer_msg__free_unpacked(m, NULL);
+}
+
+int peer_route(struct peer_link *l)
+{
+	zmq_msg_t id, body;
+
+	if (!l->router || !peer_recv_frame(l->router, &id))
+		return 0;
+	if (!zmq_msg_more(&id) || !peer_recv_frame(l->router, &body)) {
+		zmq_msg_close(&id);
+		return 1;
+	}
+	/* the User-Id is what ZAP answered: the site of the peer's key */
+	const char *site = zmq_msg_gets(&body, "User-Id");
+	if (zmq_msg_more(&body) || !known_site(l, site)) {
+		peer_drain(l->router, &body);
+		drop(l);
+	} else {
+		dispatch(l, &id, &body, site);
+	}
+	zmq_msg_close(&body);
+	zmq_msg_close(&id);
+	return 1;
+}
+
+void *peer_router(struct peer_link *l)
+{
+	return l->router;
+}
+
+uint64_t peer_refused(struct peer_link *l)
+{
+	return l->refused;
+}
