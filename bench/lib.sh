@@ -1,4 +1,5 @@
-# bench/lib.sh: what the bench/ drivers (bench/run, bench/run-repl) share:
+# bench/lib.sh: what the bench/ drivers (bench/run, run-repl, run-git,
+# run-scale) share:
 # building the node and the bench programs in a build directory of their
 # own, checking that the sites go on a real disk, and the header line that
 # says what was measured.  Sites and nodes are made with deploy/lib.sh.
@@ -108,8 +109,9 @@ declare -A BENCH_SPEC6_ROW=(
 )
 declare -A BENCH_SPEC6_BY=(
 	[val]=bench/run [check]=bench/run [visible]=bench/run-repl
-	[visible_offered]= [push]=bench/run-git [catchup]=bench/run-repl
-	[forks]=bench/run-git [memory]= [keys]= [quorum]=
+	[visible_offered]=bench/run-repl [push]=bench/run-git
+	[catchup]=bench/run-repl [forks]=bench/run-git [memory]=bench/run-scale
+	[keys]=bench/run-scale [quorum]=
 )
 BENCH_SPEC6_ORDER=(val check visible visible_offered push catchup forks memory keys quorum)
 bench_not_measured() {
