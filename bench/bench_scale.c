@@ -705,18 +705,22 @@ static double realtime_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* Ask a push check every millisecond (a fresh REQ-like socket whenever
- * one goes unanswered for 50 ms) until one is allowed; print the seconds
- * since t0 (the caller's wall clock at the node's start). */
+/* Ask a push check until one is allowed; print the seconds since t0 (the
+ * caller's wall clock at the node's start) and the requests sent.  One
+ * DEALER socket that retries its connection every millisecond holds the
+ * request until the node's socket accepts it; a socket unanswered for a
+ * second (its connection may have died with a node that stopped) is
+ * replaced, and a refusal is asked again a millisecond later. */
 static int cmd_first_check(const struct config *cfg, double t0,
 			   double timeout_s)
 {
-	void *ctx = zmq_ctx_new();
+	void *ctx = zmq_ctx_new(), *s = NULL;
 	char ep[4200], name[32], ip[32], repo[64];
 	struct rq q = { .cmd = "push.check" };
 	uint8_t *frame;
 	size_t len;
-	int tries = 0;
+	int tries = 0, one = 1;
+	uint64_t sent = 0;
 	char last[200] = "no answer";
 
 	if (!ctx)
@@ -731,48 +735,51 @@ static int cmd_first_check(const struct config *cfg, double t0,
 	q.nargs = 1;
 	frame = pack(&q, &len);
 	while (realtime_s() - t0 < timeout_s) {
-		void *s = open_dealer(ctx, ep);
-		zmq_pollitem_t it = { s, 0, ZMQ_POLLIN, 0 };
-		tries++;
-		if (zmq_send(s, "", 0, ZMQ_SNDMORE | ZMQ_DONTWAIT) == 0 &&
-		    zmq_send(s, frame, len, ZMQ_DONTWAIT) >= 0 &&
-		    zmq_poll(&it, 1, 50) == 1) {
-			zmq_msg_t a, b;
-			zmq_msg_init(&a);
-			zmq_msg_init(&b);
-			if (zmq_msg_recv(&a, s, 0) >= 0 &&
-			    zmq_msg_recv(&b, s, 0) >= 0) {
-				double t = realtime_s();
-				Grantd__V1__Reply *rep =
-					grantd__v1__reply__unpack(
-						NULL, zmq_msg_size(&b),
-						zmq_msg_data(&b));
-				bool ok = rep && rep->has_status &&
-					  rep->status == 0;
-				if (rep && !ok)
-					snprintf(last, sizeof(last),
-						 "status %d: %s", rep->status,
-						 rep->err ? rep->err : "");
-				if (rep)
-					grantd__v1__reply__free_unpacked(rep,
-									 NULL);
-				zmq_msg_close(&a);
-				zmq_msg_close(&b);
-				if (ok) {
-					printf("%.3f %d\n", t - t0, tries);
-					zmq_close(s);
-					free(frame);
-					zmq_ctx_term(ctx);
-					return 0;
-				}
-			} else {
-				zmq_msg_close(&a);
-				zmq_msg_close(&b);
-			}
+		if (!s) {
+			s = open_dealer(ctx, ep);
+			zmq_setsockopt(s, ZMQ_RECONNECT_IVL, &one, sizeof(one));
+			tries++;
+			if (zmq_send(s, "", 0, ZMQ_SNDMORE) < 0 ||
+			    zmq_send(s, frame, len, 0) < 0)
+				die("send: %s", zmq_strerror(errno));
+			sent = now_ns();
 		}
+		zmq_pollitem_t it = { s, 0, ZMQ_POLLIN, 0 };
+		if (zmq_poll(&it, 1, 10) != 1) {
+			if (now_ns() - sent > 1000000000ull) {
+				zmq_close(s);
+				s = NULL;
+			}
+			continue;
+		}
+		zmq_msg_t a, b;
+		zmq_msg_init(&a);
+		zmq_msg_init(&b);
+		if (zmq_msg_recv(&a, s, 0) < 0 || zmq_msg_recv(&b, s, 0) < 0)
+			die("recv: %s", zmq_strerror(errno));
+		double t = realtime_s();
+		Grantd__V1__Reply *rep = grantd__v1__reply__unpack(
+			NULL, zmq_msg_size(&b), zmq_msg_data(&b));
+		bool ok = rep && rep->has_status && rep->status == 0;
+		if (rep && !ok)
+			snprintf(last, sizeof(last), "status %d: %s",
+				 rep->status, rep->err ? rep->err : "");
+		if (rep)
+			grantd__v1__reply__free_unpacked(rep, NULL);
+		zmq_msg_close(&a);
+		zmq_msg_close(&b);
 		zmq_close(s);
+		s = NULL;
+		if (ok) {
+			printf("%.3f %d\n", t - t0, tries);
+			free(frame);
+			zmq_ctx_term(ctx);
+			return 0;
+		}
 		usleep(1000);
 	}
+	if (s)
+		zmq_close(s);
 	last[strcspn(last, "\n")] = '\0';
 	printf("timeout %d %s\n", tries, last);
 	free(frame);
