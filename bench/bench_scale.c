@@ -28,6 +28,8 @@
  *   bench_scale check       --config F --users U --grants G [--n N] [--clients C]
  *   bench_scale first-check --config F --users U --grants G --t0 EPOCH
  *   bench_scale keys        --config F --users U --prog GRANT_KEYS --mode fp|all [--n N]
+ *   bench_scale show-key    --config F --n I   (user I's key lines and
+ *                           fingerprints, to hold against ssh-keygen -lf)
  *
  * Exit status: 0 every request succeeded, 1 some failed, 2 usage or set-up
  * error.
@@ -909,6 +911,7 @@ static void usage(FILE *fp)
 "               the seconds since EPOCH (wall clock) and the tries\n"
 "  keys         run PATH (grant-keys) N times (default 200): --mode fp\n"
 "               with USER FINGERPRINT, all with USER alone\n"
+"  show-key     user N's key lines and their SHA256 fingerprints\n"
 "\n"
 "Defaults: U=100000 G=1000000 TAG=s inflight=256.  --node-pid: the\n"
 "load prints the node's VmRSS and VmHWM after each phase.\n");
@@ -991,6 +994,15 @@ int main(int argc, char **argv)
 		if (t0 <= 0)
 			die("first-check needs --t0");
 		rc = cmd_first_check(cfg, t0, timeout_s);
+	} else if (!strcmp(sub, "show-key")) {
+		/* user N's keys and fingerprints, to check them against
+		 * ssh-keygen -lf */
+		for (int k = 0; k < NKEYS; k++) {
+			char line[256], fp[160];
+			key_of(line, sizeof(line), fp, sizeof(fp), n, k);
+			printf("%s\t%s\n", line, fp);
+		}
+		rc = 0;
 	} else if (!strcmp(sub, "keys")) {
 		if (!prog || (strcmp(mode, "fp") && strcmp(mode, "all")))
 			die("keys needs --prog PATH and --mode fp|all");
