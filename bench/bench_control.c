@@ -502,8 +502,13 @@ static void run_clients(struct result *val, struct result *check,
 #define OPEN_FIFO 1024          /* outstanding vals per user */
 #define OPEN_DRAIN_NS (10ull * 1000000000ull)
 
+/* A DEALER socket per user: the node answers a connection's vals in the
+ * order it took them (each waits for its commit, in ticket order), so
+ * the replies are matched to their scheduled times first in, first out.
+ * A refusal answered at once could overtake a val still waiting for its
+ * commit; it is counted as a failure, and the run is not judged then. */
 struct open_user {
-	void *sock;             /* DEALER: replies in order of the requests */
+	void *sock;
 	uint64_t sched[OPEN_FIFO];
 	unsigned head, n;
 };

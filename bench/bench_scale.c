@@ -898,7 +898,7 @@ static int cmd_keys(const char *cfg_path, const char *prog, bool fp_mode,
 static void usage(FILE *fp)
 {
 	fprintf(fp,
-"usage: bench_scale load|check|first-check|keys --config FILE\n"
+"usage: bench_scale load|check|first-check|keys|show-key --config FILE\n"
 "         [--users U] [--grants G] [--tag TAG] [--inflight N] [--n N]\n"
 "         [--clients C] [--t0 EPOCH] [--timeout S] [--prog PATH]\n"
 "         [--mode fp|all] [--node-pid PID]\n"
@@ -907,8 +907,9 @@ static void usage(FILE *fp)
 "               repositories TAG-rNN, and G grants by `2fa val`\n"
 "  check        N push checks (default 20000) from C clients (default\n"
 "               1), each a random sampled user and one of its addresses\n"
-"  first-check  ask a push check every ms until one is allowed; print\n"
-"               the seconds since EPOCH (wall clock) and the tries\n"
+"  first-check  ask a push check until one is allowed (the socket retries\n"
+"               its connection every ms); print the seconds since EPOCH\n"
+"               (wall clock) and the requests sent\n"
 "  keys         run PATH (grant-keys) N times (default 200): --mode fp\n"
 "               with USER FINGERPRINT, all with USER alone\n"
 "  show-key     user N's key lines and their SHA256 fingerprints\n"
