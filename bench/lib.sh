@@ -7,7 +7,8 @@
 # Source it from bash after setting BENCH_PROG (the driver's name, for
 # messages).  Environment, read by both drivers:
 #   GRANTD_BENCH_BUILD  build directory (default /var/tmp/grantd-bench-build;
-#                       the drivers share it, and a lock serialises builds)
+#                       the drivers share it, and a lock serialises builds;
+#                       one configured from another tree is refused)
 #   GRANTD_BENCH_REV    build the node of this git revision (e.g. HEAD)
 #                       instead of the work tree, with this work tree's
 #                       bench/: for a stable figure while the tree is edited
@@ -45,6 +46,16 @@ bench_build() {
 		fi
 		rm -rf "$src/bench"
 		cp -r "$BENCH_ROOT/bench" "$src/bench"
+	fi
+	# a build directory configured from another tree would build that
+	# tree's node, silently
+	local home
+	home=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' \
+		"$build/CMakeCache.txt" 2>/dev/null || true)
+	if [[ -n $home && $home != "$src" ]]; then
+		bench_say "$build was configured from $home, not $src:" \
+			"set GRANTD_BENCH_BUILD to a build directory of this tree"
+		return 2
 	fi
 	mkdir -p "$build"
 	# Its own build directory: bench/ is only part of the tree when
