@@ -880,12 +880,13 @@ static int cmd_keys(const char *cfg_path, const char *prog, bool fp_mode,
 	}
 	qsort(lat, nl, sizeof(*lat), cmp_u64);
 	printf("keys mode=%s n=%llu p50_ms=%.2f p90_ms=%.2f p99_ms=%.2f "
-	       "max_ms=%.2f lines_max=%zu failures=%llu (a process per "
-	       "call, spawn to exit)\n", fp_mode ? "fingerprint" : "all",
+	       "max_ms=%.2f lines_max=%zu failures=%llu (of %llu calls, the "
+	       "first 3 untimed; a process per call, spawn to exit)\n",
+	       fp_mode ? "fingerprint" : "all",
 	       (unsigned long long)nl, (double)pct(lat, nl, 50) / 1e6,
 	       (double)pct(lat, nl, 90) / 1e6, (double)pct(lat, nl, 99) / 1e6,
 	       nl ? (double)lat[nl - 1] / 1e6 : 0, lines_max,
-	       (unsigned long long)fails);
+	       (unsigned long long)fails, (unsigned long long)(n + 3));
 	if (fails)
 		printf("keys FAILURES: first: %s\n", first);
 	free(out);
