@@ -852,8 +852,9 @@ static int cmd_keys(const char *cfg_path, const char *prog, bool fp_mode,
 		char name[32], line[256], fp[160];
 		user_name(name, sizeof(name), i);
 		key_of(line, sizeof(line), fp, sizeof(fp), i, k);
+		/* as sshd runs it: %u (the git account, not looked at) %f */
 		char *argv[] = { (char *)prog, "--config", (char *)cfg_path,
-				 name, fp_mode ? fp : NULL, NULL };
+				 "git", fp_mode ? fp : NULL, NULL };
 		uint64_t t0 = now_ns();
 		int st = run_capture(argv, &out, &outlen, &cap);
 		uint64_t t = now_ns() - t0;
@@ -869,9 +870,9 @@ static int cmd_keys(const char *cfg_path, const char *prog, bool fp_mode,
 		bool ok = st == 0 && strstr(out, want) && strstr(out, name) &&
 			  (!fp_mode || lines == 1);
 		if (!ok && !fails++)
-			snprintf(first, sizeof(first), "%s %s%s%s: exit %d, "
-				 "%zu lines, %zu bytes%s", prog, name,
-				 fp_mode ? " " : "", fp_mode ? fp : "", st,
+			snprintf(first, sizeof(first), "%s git%s%s (user %s): "
+				 "exit %d, %zu lines, %zu bytes%s", prog,
+				 fp_mode ? " " : "", fp_mode ? fp : "", name, st,
 				 lines, outlen,
 				 st == 0 ? ", the user's key line missing "
 					   "or more than one line" : "");
@@ -911,8 +912,9 @@ static void usage(FILE *fp)
 "  first-check  ask a push check until one is allowed (the socket retries\n"
 "               its connection every ms); print the seconds since EPOCH\n"
 "               (wall clock) and the requests sent\n"
-"  keys         run PATH (grant-keys) N times (default 200): --mode fp\n"
-"               with USER FINGERPRINT, all with USER alone\n"
+"  keys         run PATH (grant-keys) N times (default 200) as sshd\n"
+"               does: --mode fp with `git FINGERPRINT` (of a random\n"
+"               user's key), all with `git` alone\n"
 "  show-key     user N's key lines and their SHA256 fingerprints\n"
 "\n"
 "Defaults: U=100000 G=1000000 TAG=s inflight=256.  --node-pid: the\n"
