@@ -95,8 +95,10 @@ bench_header() {
 	local head
 	head=$(git -C "$BENCH_ROOT" rev-parse --short HEAD 2>/dev/null ||
 		echo -)
+	local node="work tree on $head"
+	[[ -n $bench_rev ]] && node="commit $bench_rev"
 	echo "$1: $(date -u '+%Y-%m-%d %H:%M:%SZ')" \
-		"node=${bench_rev:+commit $bench_rev}${bench_rev:-work tree on $head}" \
+		"node=$node" \
 		"build=RelWithDebInfo cores=$(nproc)" \
 		"data_dir_fs=$(stat -f -c %T "$2")" \
 		"loadavg=$(cut -d' ' -f1-3 /proc/loadavg)"
