@@ -890,6 +890,21 @@ static int cmd_keys(const char *cfg_path, const char *prog, bool fp_mode,
 	       (unsigned long long)fails, (unsigned long long)(n + 3));
 	if (fails)
 		printf("keys FAILURES: first: %s\n", first);
+	/* the floor: the same program started, linked and ended, no node */
+	nl = 0;
+	for (uint64_t m = 0; m < n && m < 100; m++) {
+		char *argv[] = { (char *)prog, "--help", NULL };
+		uint64_t t0 = now_ns();
+		if (run_capture(argv, &out, &outlen, &cap) != 0)
+			break;
+		lat[nl++] = now_ns() - t0;
+	}
+	qsort(lat, nl, sizeof(*lat), cmp_u64);
+	printf("keys baseline: `%s --help` (start, dynamic linking, exit; no "
+	       "node) n=%llu p50_ms=%.2f p99_ms=%.2f\n",
+	       strrchr(prog, '/') ? strrchr(prog, '/') + 1 : prog,
+	       (unsigned long long)nl, (double)pct(lat, nl, 50) / 1e6,
+	       (double)pct(lat, nl, 99) / 1e6);
 	free(out);
 	free(lat);
 	return fails ? 1 : 0;
