@@ -39,6 +39,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/resource.h>
+#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 #include <zmq.h>
@@ -495,6 +496,192 @@ static void run_clients(struct result *val, struct result *check,
 	free(w);
 }
 
+/* ---- open loop: a fixed rate of vals, sent on schedule ----------------- */
+
+/* users (and sockets) of the open loop: zmq_poll's cost grows with the
+ * sockets it watches (64 cost the bench ~40 % of a core at 500/s); a
+ * user may have several vals in flight on its socket, in counter order */
+#define OPEN_USERS 16
+#define OPEN_FIFO 1024          /* outstanding vals per user */
+#define OPEN_DRAIN_NS (10ull * 1000000000ull)
+
+/* A DEALER socket per user: the node answers a connection's vals in the
+ * order it took them (each waits for its commit, in ticket order), so
+ * the replies are matched to their scheduled times first in, first out.
+ * A refusal answered at once could overtake a val still waiting for its
+ * commit; it is counted as a failure, and the run is not judged then. */
+struct open_user {
+	void *sock;
+	uint64_t sched[OPEN_FIFO];
+	unsigned head, n;
+};
+
+struct open_result {
+	double rate, secs;
+	uint64_t sent, answered, fails, late_sends;
+	uint64_t p50, p90, p99, max, send_lag_max; /* ns */
+	char first_err[256];
+};
+
+static void open_send(struct open_user *u, struct client *c,
+		      struct open_result *res, uint64_t sched)
+{
+	Grantd__V1__Request rq = GRANTD__V1__REQUEST__INIT;
+	char token[16], *args[1] = { token };
+	uint8_t frame[512];
+
+	if (oath_hotp_generate((const char *)c->secret, SECRET_LEN,
+			       c->counter++, 6, false,
+			       OATH_HOTP_DYNAMIC_TRUNCATION, token) != OATH_OK)
+		die("oath_hotp_generate failed");
+	rq.version = GD_WIRE_VERSION;
+	rq.has_version = 1;
+	rq.cmd = "2fa.val";
+	rq.user = c->user;
+	rq.client_ip = c->ip;
+	rq.args = args;
+	rq.n_args = 1;
+	size_t len = grantd__v1__request__get_packed_size(&rq);
+	if (len > sizeof(frame))
+		die("request too large");
+	grantd__v1__request__pack(&rq, frame);
+	if (zmq_send(u->sock, "", 0, ZMQ_SNDMORE) < 0 ||
+	    zmq_send(u->sock, frame, len, 0) < 0)
+		die("send: %s", zmq_strerror(errno));
+	u->sched[(u->head + u->n++) % OPEN_FIFO] = sched;
+	res->sent++;
+	uint64_t lag = now_ns() - sched;
+	if (lag > res->send_lag_max)
+		res->send_lag_max = lag;
+	if (lag > 1000000)
+		res->late_sends++;
+}
+
+/* Read every reply waiting on u; latencies from the scheduled send time. */
+static void open_recv(struct open_user *u, struct open_result *res,
+		      uint64_t *lat, size_t *nlat)
+{
+	for (;;) {
+		zmq_msg_t a, b;
+		zmq_msg_init(&a);
+		if (zmq_msg_recv(&a, u->sock, ZMQ_DONTWAIT) < 0) {
+			zmq_msg_close(&a);
+			return;
+		}
+		zmq_msg_init(&b);
+		if (!zmq_msg_more(&a) || zmq_msg_recv(&b, u->sock, 0) < 0)
+			die("recv: %s", zmq_strerror(errno));
+		uint64_t t = now_ns();
+		Grantd__V1__Reply *rep = grantd__v1__reply__unpack(
+			NULL, zmq_msg_size(&b), zmq_msg_data(&b));
+		zmq_msg_close(&a);
+		zmq_msg_close(&b);
+		if (!u->n)
+			die("a reply to no request");
+		uint64_t sched = u->sched[u->head];
+		u->head = (u->head + 1) % OPEN_FIFO;
+		u->n--;
+		res->answered++;
+		if (!rep || !rep->has_status || rep->status != 0) {
+			if (!res->fails++)
+				snprintf(res->first_err,
+					 sizeof(res->first_err), "2fa.val: %s",
+					 rep && rep->err ? rep->err :
+							   "(no reason)");
+		} else {
+			lat[(*nlat)++] = t - sched;
+		}
+		if (rep)
+			grantd__v1__reply__free_unpacked(rep, NULL);
+	}
+}
+
+/* rate vals/s for secs seconds, request k due at t0 + k/rate and sent
+ * then whatever came back before (open loop), from OPEN_USERS users in
+ * turn; one thread, a timerfd wakes it at each due time. */
+static void run_open(struct open_result *res, double rate)
+{
+	uint64_t total = (uint64_t)(rate * secs), k = 0;
+	uint64_t *lat = malloc((total ? total : 1) * sizeof(uint64_t));
+	struct open_user *u = calloc(OPEN_USERS, sizeof(*u));
+	zmq_pollitem_t it[OPEN_USERS + 1];
+	size_t nlat = 0;
+	int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	int zero = 0;
+
+	if (!lat || !u || tfd < 0 || (!ctx_s && !(ctx_s = zmq_ctx_new())))
+		die("open loop set-up failed");
+	memset(res, 0, sizeof(*res));
+	res->rate = rate;
+	for (int i = 0; i < OPEN_USERS; i++) {
+		if (!(u[i].sock = zmq_socket(ctx_s, ZMQ_DEALER)))
+			die("zmq_socket: %s", zmq_strerror(errno));
+		zmq_setsockopt(u[i].sock, ZMQ_LINGER, &zero, sizeof(zero));
+		if (zmq_connect(u[i].sock, endpoint_s) < 0)
+			die("connect: %s", zmq_strerror(errno));
+		it[i] = (zmq_pollitem_t){ u[i].sock, 0, ZMQ_POLLIN, 0 };
+	}
+	it[OPEN_USERS] = (zmq_pollitem_t){ NULL, tfd, ZMQ_POLLIN, 0 };
+	usleep(100000); /* the connections are up before the clock starts */
+	uint64_t t0 = now_ns() + 1000000, period = (uint64_t)(1e9 / rate);
+	uint64_t outstanding = 0, drain_until = 0;
+	for (;;) {
+		uint64_t now = now_ns();
+		while (k < total && t0 + k * period <= now) {
+			struct open_user *ou = &u[k % OPEN_USERS];
+			if (ou->n == OPEN_FIFO)
+				break; /* sent when one comes back, late */
+			open_send(ou, &clients[k % OPEN_USERS], res,
+				  t0 + k * period);
+			k++;
+		}
+		outstanding = res->sent - res->answered;
+		if (k == total && !outstanding)
+			break;
+		if (k == total && !drain_until)
+			drain_until = now + OPEN_DRAIN_NS;
+		if (drain_until && now > drain_until)
+			break;
+		long timeout = -1;
+		if (k < total) {
+			uint64_t due = t0 + k * period;
+			struct itimerspec ts = { { 0, 0 },
+				{ (time_t)(due / 1000000000ull),
+				  (long)(due % 1000000000ull) } };
+			timerfd_settime(tfd, TFD_TIMER_ABSTIME, &ts, NULL);
+		} else {
+			timeout = 100;
+		}
+		if (zmq_poll(it, OPEN_USERS + 1, timeout) < 0 && errno != EINTR)
+			die("zmq_poll: %s", zmq_strerror(errno));
+		if (it[OPEN_USERS].revents & ZMQ_POLLIN) {
+			uint64_t x;
+			if (read(tfd, &x, sizeof(x)) < 0 && errno != EAGAIN)
+				die("timerfd read: %s", strerror(errno));
+		}
+		for (int i = 0; i < OPEN_USERS; i++)
+			if (it[i].revents & ZMQ_POLLIN)
+				open_recv(&u[i], res, lat, &nlat);
+	}
+	res->secs = (double)(now_ns() - t0) / 1e9;
+	uint64_t lost = res->sent - res->answered;
+	if (lost && !res->fails)
+		snprintf(res->first_err, sizeof(res->first_err),
+			 "%llu vals unanswered 10 s after the last was sent",
+			 (unsigned long long)lost);
+	res->fails += lost + (total - res->sent);
+	qsort(lat, nlat, sizeof(uint64_t), cmp_u64);
+	res->p50 = pct(lat, nlat, 50);
+	res->p90 = pct(lat, nlat, 90);
+	res->p99 = pct(lat, nlat, 99);
+	res->max = nlat ? lat[nlat - 1] : 0;
+	for (int i = 0; i < OPEN_USERS; i++)
+		zmq_close(u[i].sock);
+	close(tfd);
+	free(u);
+	free(lat);
+}
+
 /* ---- printing ----------------------------------------------------------- */
 
 /* A latency target is met only by a run that had successes and no
@@ -630,7 +817,7 @@ static void usage(FILE *fp)
 	fprintf(fp,
 "usage: bench_control --config FILE [--secs S | --ops N] [--val LIST]\n"
 "         [--check LIST] [--mixed V,C] [--fsync-dir DIR] [--node-pid PID]\n"
-"         [--ctx shared|thread] [--tag TAG]\n"
+"         [--ctx shared|thread] [--tag TAG] [--open RATE]\n"
 "\n"
 "Benchmark a running grantd node through its user socket, each client a\n"
 "thread with its own REQ socket and user: `2fa val` (HOTP) with each\n"
@@ -647,13 +834,18 @@ static void usage(FILE *fp)
 "                   reports this program's and the whole machine's)\n"
 "  --ctx            one ZeroMQ context for all clients (default) or one\n"
 "                   per client thread\n"
+"  --open RATE      after the other runs, an open loop: RATE vals/s for\n"
+"                   S seconds, each sent at its scheduled time whether\n"
+"                   or not the earlier ones were answered, from %d users\n"
+"                   in turn (a DEALER socket each); latency from the\n"
+"                   scheduled time, so a stall is not hidden\n"
 "  --tag TAG        users TAG000.. and repository TAG-bench (TAG: a-z,\n"
 "                   default b) are created over the admin socket; they\n"
 "                   must not exist yet\n"
 "\n"
 "Exit status: 0 every reply was a success, 1 otherwise, 2 usage or\n"
 "setup error.\n",
-		SYNC_WRITES);
+		SYNC_WRITES, OPEN_USERS);
 }
 
 int main(int argc, char **argv)
@@ -669,6 +861,7 @@ int main(int argc, char **argv)
 		{ "node-pid", required_argument, NULL, 'p' },
 		{ "ctx", required_argument, NULL, 'x' },
 		{ "tag", required_argument, NULL, 't' },
+		{ "open", required_argument, NULL, 'O' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -677,7 +870,7 @@ int main(int argc, char **argv)
 	int nval = 4, ncheck = 3, nmixed = 2, opt, maxc = 0;
 	const char *cfg_path = NULL, *sync_dir = NULL;
 	bool per_thread_ctx = false, secs_given = false;
-	double sync_ms = 0, best_val = 0;
+	double sync_ms = 0, best_val = 0, open_rate = 0;
 	int best_val_clients = 0;
 	struct config *cfg = NULL;
 	struct buf err = BUF_INIT;
@@ -746,6 +939,12 @@ int main(int argc, char **argv)
 				die("--tag is 1 to 20 letters a-z, not '%s'",
 				    tag);
 			break;
+		case 'O':
+			open_rate = strtod(optarg, &end);
+			if (*end || open_rate < 1 || open_rate > 1e6)
+				die("--open is a rate, 1 to 1000000 vals/s, "
+				    "not '%s'", optarg);
+			break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -765,6 +964,8 @@ int main(int argc, char **argv)
 		maxc = checks[i] > maxc ? checks[i] : maxc;
 	if (nmixed && mixed[0] + mixed[1] > maxc)
 		maxc = mixed[0] + mixed[1];
+	if (open_rate > 0)
+		maxc = OPEN_USERS;
 	if (oath_init() != OATH_OK)
 		die("liboath failed to initialise");
 	snprintf(endpoint, sizeof(endpoint), "ipc://%s", cfg->user_socket);
@@ -809,6 +1010,37 @@ int main(int argc, char **argv)
 			print_check(label, &rk, &cpu);
 		}
 		fails += rv.fails + rk.fails;
+	}
+
+	if (open_rate > 0) {
+		struct open_result o;
+		double c0 = cpu_self_s(), n0 = cpu_node_s();
+		run_open(&o, open_rate);
+		double n1 = cpu_node_s(), c1 = cpu_self_s();
+		printf("open val rate=%.0f/s secs=%.2f sent=%llu answered=%llu "
+		       "achieved/s=%.0f p50_ms=%.2f p90_ms=%.2f p99_ms=%.2f "
+		       "max_ms=%.2f failures=%llu sends_late_over_1ms=%llu "
+		       "send_lag_max_ms=%.2f (latency from the scheduled send "
+		       "time; %d users in turn; cpu%%: node=%.0f bench=%.0f) "
+		       "target: p99<5ms (%s)\n", o.rate, o.secs,
+		       (unsigned long long)o.sent,
+		       (unsigned long long)o.answered,
+		       o.secs > 0 ? (double)(o.answered - o.fails) / o.secs : 0,
+		       (double)o.p50 / 1e6, (double)o.p90 / 1e6,
+		       (double)o.p99 / 1e6, (double)o.max / 1e6,
+		       (unsigned long long)o.fails,
+		       (unsigned long long)o.late_sends,
+		       (double)o.send_lag_max / 1e6, OPEN_USERS,
+		       n0 >= 0 && n1 >= 0 ? 100 * (n1 - n0) / o.secs : -1,
+		       100 * (c1 - c0) / o.secs,
+		       o.p99 < 5000000 && !o.fails && o.answered ? "ok" :
+								  "MISSED");
+		if (o.fails)
+			fprintf(stderr, "bench_control: open loop: %llu "
+				"failed, first: %s\n",
+				(unsigned long long)o.fails, o.first_err);
+		fails += (long)o.fails;
+		fflush(stdout);
 	}
 
 	if (sync_dir) {

@@ -1,4 +1,5 @@
-# bench/lib.sh: what the bench/ drivers (bench/run, bench/run-repl) share:
+# bench/lib.sh: what the bench/ drivers (bench/run, run-repl, run-git,
+# run-scale) share:
 # building the node and the bench programs in a build directory of their
 # own, checking that the sites go on a real disk, and the header line that
 # says what was measured.  Sites and nodes are made with deploy/lib.sh.
@@ -6,7 +7,8 @@
 # Source it from bash after setting BENCH_PROG (the driver's name, for
 # messages).  Environment, read by both drivers:
 #   GRANTD_BENCH_BUILD  build directory (default /var/tmp/grantd-bench-build;
-#                       the drivers share it, and a lock serialises builds)
+#                       the drivers share it, and a lock serialises builds;
+#                       one configured from another tree is refused)
 #   GRANTD_BENCH_REV    build the node of this git revision (e.g. HEAD)
 #                       instead of the work tree, with this work tree's
 #                       bench/: for a stable figure while the tree is edited
@@ -44,6 +46,16 @@ bench_build() {
 		fi
 		rm -rf "$src/bench"
 		cp -r "$BENCH_ROOT/bench" "$src/bench"
+	fi
+	# a build directory configured from another tree would build that
+	# tree's node, silently
+	local home
+	home=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' \
+		"$build/CMakeCache.txt" 2>/dev/null || true)
+	if [[ -n $home && $home != "$src" ]]; then
+		bench_say "$build was configured from $home, not $src:" \
+			"set GRANTD_BENCH_BUILD to a build directory of this tree"
+		return 2
 	fi
 	mkdir -p "$build"
 	# Its own build directory: bench/ is only part of the tree when
@@ -83,8 +95,10 @@ bench_header() {
 	local head
 	head=$(git -C "$BENCH_ROOT" rev-parse --short HEAD 2>/dev/null ||
 		echo -)
+	local node="work tree on $head"
+	[[ -n $bench_rev ]] && node="commit $bench_rev"
 	echo "$1: $(date -u '+%Y-%m-%d %H:%M:%SZ')" \
-		"node=${bench_rev:+commit $bench_rev}${bench_rev:-work tree on $head}" \
+		"node=$node" \
 		"build=RelWithDebInfo cores=$(nproc)" \
 		"data_dir_fs=$(stat -f -c %T "$2")" \
 		"loadavg=$(cut -d' ' -f1-3 /proc/loadavg)"
@@ -108,8 +122,9 @@ declare -A BENCH_SPEC6_ROW=(
 )
 declare -A BENCH_SPEC6_BY=(
 	[val]=bench/run [check]=bench/run [visible]=bench/run-repl
-	[visible_offered]= [push]=bench/run-git [catchup]=bench/run-repl
-	[forks]=bench/run-git [memory]= [keys]= [quorum]=
+	[visible_offered]=bench/run-repl [push]=bench/run-git
+	[catchup]=bench/run-repl [forks]=bench/run-git [memory]=bench/run-scale
+	[keys]=bench/run-scale [quorum]=""
 )
 BENCH_SPEC6_ORDER=(val check visible visible_offered push catchup forks memory keys quorum)
 bench_not_measured() {
