@@ -271,7 +271,7 @@ static int load_mark(struct control *c, const char *user, uint64_t id,
 
 	*next = 0;
 	*used = 0;
-	ops_key_mark(&k, user, id);
+	records_key_mark(&k, user, id);
 	rc = store_get(c->n->store, c->batch, CF_MARKS, k.p, k.len, &v);
 	if (rc == 0) {
 		Grantd__V1__Mark *m = grantd__v1__mark__unpack(
@@ -1671,37 +1671,7 @@ static int cmd_check(struct control *c, struct req *r)
  * deleted, a grant neither revoked nor expired, a ref that exists. */
 static bool record_live(enum store_cf cf, const struct buf *v, int64_t now)
 {
-	const ProtobufCMessageDescriptor *d =
-		cf == CF_GRANTS ? &grantd__v1__grant__descriptor :
-		cf == CF_REFS	? &grantd__v1__ref__descriptor :
-		cf == CF_USERS	? &grantd__v1__user__descriptor :
-				  &grantd__v1__repo__descriptor;
-	ProtobufCMessage *m =
-		protobuf_c_message_unpack(d, NULL, v->len, (const uint8_t *)v->p);
-	bool live;
-
-	if (!m)
-		return false;
-	switch (cf) {
-	case CF_GRANTS: {
-		const Grantd__V1__Grant *g = (const Grantd__V1__Grant *)m;
-		live = !g->revoked && g->expires > now;
-		break;
-	}
-	case CF_REFS: {
-		const Grantd__V1__Ref *f = (const Grantd__V1__Ref *)m;
-		live = f->target && *f->target;
-		break;
-	}
-	case CF_USERS:
-		live = !((const Grantd__V1__User *)m)->deleted;
-		break;
-	default:
-		live = !((const Grantd__V1__Repo *)m)->deleted;
-		break;
-	}
-	protobuf_c_message_free_unpacked(m, NULL);
-	return live;
+	return records_live_at(cf, v->p, v->len, now);
 }
 
 static int count_family(struct control *c, struct req *r, enum store_cf cf,

@@ -20,6 +20,7 @@
 #include "hookline.h"
 #include "names.h"
 #include "ops.h"
+#include "records.h"
 #include "banned.h"
 
 #define SET_STAMP(op, e, s, h)                                                 \
@@ -85,9 +86,6 @@ done:
 	return rc;
 }
 
-static const struct family *family_of(Grantd__V1__Op__BodyCase body,
-				      enum store_cf cf);
-
 /* The digest of every replicated family, from the committed records;
  * records may be NULL. */
 static int digest_scan(struct ops *o, uint8_t fam[CF__COUNT][DIGEST_LEN],
@@ -101,7 +99,7 @@ static int digest_scan(struct ops *o, uint8_t fam[CF__COUNT][DIGEST_LEN],
 		struct store_iter *it;
 		const char *key;
 		size_t klen;
-		if (!family_of(GRANTD__V1__OP__BODY__NOT_SET, cf))
+		if (!records_replicated(cf))
 			continue;
 		store_iter_new(&it, o->store, NULL, cf, "", 0);
 		while ((rc = store_iter_next(it, &key, &klen, &v)) > 0) {
@@ -201,31 +199,6 @@ void ops_close(struct ops *o)
 uint64_t ops_stamp(struct ops *o)
 {
 	return hlc_now(&o->hlc);
-}
-
-void ops_key_grant(struct buf *k, const char *user, const char *net,
-		   const char *session)
-{
-	buf_reset(k);
-	buf_add(k, user, strlen(user) + 1);
-	buf_add(k, net, strlen(net) + 1);
-	buf_add(k, session, strlen(session));
-}
-
-void ops_key_mark(struct buf *k, const char *user, uint64_t enroll_id)
-{
-	uint8_t be[8];
-	store_be64(be, enroll_id);
-	buf_reset(k);
-	buf_add(k, user, strlen(user) + 1);
-	buf_add(k, be, sizeof(be));
-}
-
-void ops_key_fail(struct buf *k, const char *user, const char *site)
-{
-	buf_reset(k);
-	buf_add(k, user, strlen(user) + 1);
-	buf_add(k, site, strlen(site));
 }
 
 static void vv_key(struct buf *k, const char *origin, uint64_t epoch)
@@ -398,7 +371,7 @@ static int apply_mark(struct ops *o, struct store_batch *b,
 	merged.base.n_unknown_fields = 0;
 	merged.base.unknown_fields = NULL;
 
-	ops_key_mark(&k, m->user, m->enroll_id);
+	records_key_mark(&k, m->user, m->enroll_id);
 	rc = store_get(o->store, b, CF_MARKS, k.p, k.len, &old);
 	if (rc == 0) {
 		Grantd__V1__Mark *om = grantd__v1__mark__unpack(
@@ -443,7 +416,7 @@ static int apply_failure(struct ops *o, struct store_batch *b,
 	size_t n = 0;
 	int rc;
 
-	ops_key_fail(&k, f->user, f->site);
+	records_key_fail(&k, f->user, f->site);
 	rc = store_get(o->store, b, CF_FAILS, k.p, k.len, &old);
 	if (rc == 0) {
 		Grantd__V1__Failures *of = grantd__v1__failures__unpack(
@@ -478,46 +451,6 @@ done:
 	return rc;
 }
 
-/* The kinds of record, the family each lives in, and how each merges.
- * The digest covers exactly these families: the scan at open and
- * `grantctl verify` (digest_scan) walk them, so a family toggled into the
- * digest must be listed here. */
-static const struct family {
-	Grantd__V1__Op__BodyCase body;
-	enum store_cf cf;
-	const ProtobufCMessageDescriptor *desc;
-	bool lww;   /* a register ordered by (hlc, origin); else merged */
-} families[] = {
-	{ GRANTD__V1__OP__BODY_USER, CF_USERS, &grantd__v1__user__descriptor,
-	  true },
-	{ GRANTD__V1__OP__BODY_ENROLL, CF_ENROLL,
-	  &grantd__v1__enrollment__descriptor, true },
-	{ GRANTD__V1__OP__BODY_GRANT, CF_GRANTS, &grantd__v1__grant__descriptor,
-	  true },
-	{ GRANTD__V1__OP__BODY_UNLOCK, CF_UNLOCK,
-	  &grantd__v1__unlock__descriptor, true },
-	{ GRANTD__V1__OP__BODY_REPO, CF_REPOS, &grantd__v1__repo__descriptor,
-	  true },
-	{ GRANTD__V1__OP__BODY_MARK, CF_MARKS, &grantd__v1__mark__descriptor,
-	  false },
-	{ GRANTD__V1__OP__BODY_FAILURE, CF_FAILS,
-	  &grantd__v1__failures__descriptor, false },
-	{ GRANTD__V1__OP__BODY_REVOKE, CF_REVOKES,
-	  &grantd__v1__revocation__descriptor, true },
-	/* a push's records are Refs, one per ref: see apply_refs */
-	{ GRANTD__V1__OP__BODY_REFS, CF_REFS, &grantd__v1__ref__descriptor,
-	  true },
-};
-
-static const struct family *family_of(Grantd__V1__Op__BodyCase body,
-				      enum store_cf cf)
-{
-	for (size_t i = 0; i < GD_ARRAY_SIZE(families); i++)
-		if (families[i].body == body || families[i].cf == cf)
-			return &families[i];
-	return NULL;
-}
-
 /* The body of an operation: the generated oneof is a union of pointers. */
 static const ProtobufCMessage *op_body(const Grantd__V1__Op *op)
 {
@@ -546,39 +479,9 @@ static void pack_stamped(struct buf *out, const ProtobufCMessage *body,
 	free(copy);
 }
 
-/* The key of an LWW record: its name (field 1: name or user), or for a
- * grant user \0 net \0 session. */
-static void record_key(struct buf *k, const Grantd__V1__Op *op)
-{
-	if (op->body_case == GRANTD__V1__OP__BODY_GRANT) {
-		const Grantd__V1__Grant *g = op->grant;
-		ops_key_grant(k, g->user, g->net, g->session ? g->session : "");
-		return;
-	}
-	const ProtobufCMessage *m = op_body(op);
-	const ProtobufCFieldDescriptor *f =
-		protobuf_c_message_descriptor_get_field(m->descriptor, 1);
-	const char *name;
-	memcpy(&name, (const uint8_t *)m + f->offset, sizeof(name));
-	buf_reset(k);
-	buf_puts(k, name);
-}
-
 static bool oid_zero(const char *oid)
 {
 	return strspn(oid, "0") == 40;
-}
-
-static void loser_key(struct buf *k, const char *repo, const char *ref,
-		      const char *origin, uint64_t hlc)
-{
-	uint8_t be[8];
-	store_be64(be, hlc);
-	buf_reset(k);
-	buf_add(k, repo, strlen(repo) + 1);
-	buf_add(k, ref, strlen(ref) + 1);
-	buf_add(k, origin, strlen(origin) + 1);
-	buf_add(k, be, sizeof(be));
 }
 
 /* The key of a recorded hook request; without id, the prefix of all of
@@ -685,9 +588,7 @@ static int apply_refs(struct ops *o, struct store_batch *b,
 		rec.ref = ch->ref;
 		rec.target = oid_zero(ch->new_) ? "" : ch->new_;
 		pack_stamped(&val, &rec.base, op->hlc, op->origin);
-		buf_reset(&k);
-		buf_add(&k, u->repo, strlen(u->repo) + 1);
-		buf_puts(&k, ch->ref);
+		records_key_ref(&k, u->repo, ch->ref);
 		rc = store_get(o->store, b, CF_REFS, k.p, k.len, &old);
 		if (rc == 0)
 			cur = grantd__v1__ref__unpack(NULL, old.len,
@@ -702,13 +603,13 @@ static int apply_refs(struct ops *o, struct store_batch *b,
 			const char *from = oid_zero(ch->old) ? "" : ch->old;
 			if (won && *cur->target && strcmp(cur->target, from) &&
 			    strcmp(cur->target, rec.target)) {
-				loser_key(&lk, u->repo, ch->ref, cur->origin,
+				records_key_loser(&lk, u->repo, ch->ref, cur->origin,
 					  cur->hlc);
 				store_put(b, CF_LOSERS, lk.p, lk.len,
 					  cur->target, strlen(cur->target));
 			} else if (!won && *rec.target &&
 				   strcmp(rec.target, cur->target)) {
-				loser_key(&lk, u->repo, ch->ref, op->origin,
+				records_key_loser(&lk, u->repo, ch->ref, op->origin,
 					  op->hlc);
 				store_put(b, CF_LOSERS, lk.p, lk.len,
 					  rec.target, strlen(rec.target));
@@ -730,21 +631,28 @@ static int apply_refs(struct ops *o, struct store_batch *b,
 static int apply_body(struct ops *o, struct store_batch *b,
 		      const Grantd__V1__Op *op)
 {
-	const struct family *f = family_of(op->body_case, CF__COUNT);
+	const struct records_kind *f = records_by_body(op->body_case);
 	struct buf k = BUF_INIT, val = BUF_INIT;
 	bool won = false;
 	int rc;
 
 	if (!f)
 		return GD_EPROTO;
-	if (op->body_case == GRANTD__V1__OP__BODY_MARK)
+	switch (f->merge) {
+	case RECORDS_MAX:
 		return apply_mark(o, b, op->mark);
-	if (op->body_case == GRANTD__V1__OP__BODY_FAILURE)
+	case RECORDS_UNION:
 		return apply_failure(o, b, op->failure);
+	case RECORDS_LWW:
+		break;
+	default:
+		return GD_EPROTO;
+	}
+	/* a push's records are Refs, one per ref: see apply_refs */
 	if (op->body_case == GRANTD__V1__OP__BODY_REFS)
 		return apply_refs(o, b, op);
 	pack_stamped(&val, op_body(op), op->hlc, op->origin);
-	record_key(&k, op);
+	records_key_lww(&k, op);
 	rc = lww_put(o, b, f->cf, k.p, k.len, &val, op->hlc, op->origin, &won);
 	/* A repository's directory is made once the record is committed
 	 * (repos_follow): a disk that refuses it cannot leave a record and
@@ -907,8 +815,7 @@ int ops_verify(struct ops *o, struct ops_verify *v)
 	if (rc < 0 && rc != GD_ENOTFOUND)
 		return rc;
 	for (int cf = 0; cf < CF__COUNT; cf++)
-		v->covered[cf] =
-			family_of(GRANTD__V1__OP__BODY__NOT_SET, cf) != NULL;
+		v->covered[cf] = records_replicated(cf);
 	if ((rc = digest_scan(o, v->disk_fam, v->records)) < 0)
 		return rc;
 	digest_total(v->disk, v->disk_fam);
@@ -1081,8 +988,7 @@ static int merge_ref(struct ops *o, struct store_batch *b, const void *val,
 	}
 	if ((rc = trust_stamp(o, t, r->hlc, r->origin, why)) < 0)
 		goto done;
-	buf_add(&k, r->repo, strlen(r->repo) + 1);
-	buf_puts(&k, r->ref);
+	records_key_ref(&k, r->repo, r->ref);
 	buf_add(&v, val, vlen);
 	rc = lww_put(o, b, CF_REFS, k.p, k.len, &v, r->hlc, r->origin, &won);
 	if (rc == 0 && won)
@@ -1099,7 +1005,8 @@ int ops_merge_record(struct ops *o, struct store_batch *b, enum store_cf cf,
 		     const void *val, size_t vlen, const struct ops_trust *t,
 		     struct buf *why_out)
 {
-	const struct family *f = family_of(GRANTD__V1__OP__BODY__NOT_SET, cf);
+	const struct records_kind *f =
+		records_replicated(cf) ? records_kind(cf) : NULL;
 	Grantd__V1__Op op = GRANTD__V1__OP__INIT;
 	struct buf why = BUF_INIT;
 	ProtobufCMessage *m = NULL;
@@ -1124,7 +1031,7 @@ int ops_merge_record(struct ops *o, struct store_batch *b, enum store_cf cf,
 	memcpy(&op.user, &m, sizeof(m));
 	SET_STAMP(op, 1, 1, 1);
 	op.origin = o->site;
-	if (f->lww) {
+	if (f->merge == RECORDS_LWW) {
 		Grantd__V1__Stamped *st = grantd__v1__stamped__unpack(NULL, vlen,
 								      val);
 		if (!st) {

@@ -268,11 +268,7 @@ bool ops_ref_name_ok(const char *s);
  * one body).  Returns 0 or GD_EPROTO with a reason in err. */
 int ops_check(const Grantd__V1__Op *op, struct buf *err);
 
-/* Keys of the record families (store.h documents the layouts). */
-void ops_key_grant(struct buf *k, const char *user, const char *net,
-		   const char *session);
-void ops_key_mark(struct buf *k, const char *user, uint64_t enroll_id);
-void ops_key_fail(struct buf *k, const char *user, const char *site);
+/* Keys of the record families: records.h. */
 
 /* Version vector entry for (origin, epoch); 0 when none.  It reads the
  * cache, which includes batches not yet committed (b is unused). */

@@ -343,7 +343,7 @@ static Grantd__V1__Grant *get_grant(struct node *n, const char *user,
 				    const char *net)
 {
 	struct buf k = BUF_INIT;
-	ops_key_grant(&k, user, net, "");
+	records_key_grant(&k, user, net, "");
 	void *m = get_rec(n, CF_GRANTS, k.p, k.len,
 			  &grantd__v1__grant__descriptor);
 	buf_free(&k);
@@ -354,7 +354,7 @@ static Grantd__V1__Mark *get_mark(struct node *n, const char *user,
 				  uint64_t id)
 {
 	struct buf k = BUF_INIT;
-	ops_key_mark(&k, user, id);
+	records_key_mark(&k, user, id);
 	void *m = get_rec(n, CF_MARKS, k.p, k.len,
 			  &grantd__v1__mark__descriptor);
 	buf_free(&k);
@@ -365,7 +365,7 @@ static Grantd__V1__Failures *get_fail(struct node *n, const char *user,
 				      const char *site)
 {
 	struct buf k = BUF_INIT;
-	ops_key_fail(&k, user, site);
+	records_key_fail(&k, user, site);
 	void *m = get_rec(n, CF_FAILS, k.p, k.len,
 			  &grantd__v1__failures__descriptor);
 	buf_free(&k);
@@ -778,7 +778,7 @@ static void test_savepoint(void **state)
 	assert_int_equal(store_get(n->s, b, CF_REPOS, "lee-repo", 8, &v),
 			 GD_ENOTFOUND);
 	struct buf k = BUF_INIT;
-	ops_key_grant(&k, "lee", "192.0.2.9", "");
+	records_key_grant(&k, "lee", "192.0.2.9", "");
 	assert_int_equal(store_get(n->s, b, CF_GRANTS, k.p, k.len, &v), 0);
 
 	/* the outer one: the grant goes too, the digest is as before */
@@ -1635,13 +1635,13 @@ static void test_merge_record_one(void **state)
 
 			switch (where[i].cf) {
 			case CF_GRANTS:
-				ops_key_grant(&k, "hank", "198.51.100.0/24", "");
+				records_key_grant(&k, "hank", "198.51.100.0/24", "");
 				break;
 			case CF_MARKS:
-				ops_key_mark(&k, "hank", 51);
+				records_key_mark(&k, "hank", 51);
 				break;
 			case CF_FAILS:
-				ops_key_fail(&k, "hank", "sitea");
+				records_key_fail(&k, "hank", "sitea");
 				break;
 			default:
 				buf_reset(&k);
@@ -1837,7 +1837,7 @@ static void test_sweep_keeps_digest(void **state)
 	assert_int_equal(ops_sweep_grants(&a->o, b, 2000000000, 1000), 1);
 	assert_int_equal(ops_commit(&a->o, b, true), 0);
 	store_batch_free(&b);
-	ops_key_grant(&k, "kim", "192.0.2.50", "");
+	records_key_grant(&k, "kim", "192.0.2.50", "");
 	assert_int_equal(store_get(a->s, NULL, CF_GRANTS, k.p, k.len, &v),
 			 GD_ENOTFOUND);
 
