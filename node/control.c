@@ -1006,6 +1006,37 @@ static int cmd_keys(struct control *c, struct req *r)
 	return rc < 0 ? rc : 0;
 }
 
+/* args: FINGERPRINT (sshd's %f, "SHA256:..."): the one key of a live user
+ * with that fingerprint, as keys.list prints it (NAME \t KEY), from the
+ * index ops keeps (CF_KEYFP); nothing when no user has the key.  Two users
+ * with one key: the first by name, the line sshd would take from
+ * keys.list. */
+static int cmd_keys_find(struct control *c, struct req *r)
+{
+	const char *fp = r->rq->args[0];
+	struct records_span sf, su;
+	struct store_iter *it;
+	struct buf k = BUF_INIT, v = BUF_INIT;
+	const char *key;
+	size_t klen;
+	int rc;
+
+	if (strncmp(fp, "SHA256:", 7) || strlen(fp) >= RECORDS_FP_MAX ||
+	    strpbrk(fp, " \t\r\n"))
+		return bad(r, "'%.80s' is no key fingerprint (want SHA256:..., "
+			   "as sshd gives it for %%f)", fp);
+	records_key_keyfp(&k, fp, NULL);
+	store_iter_new(&it, c->n->store, c->batch, CF_KEYFP, k.p, k.len);
+	rc = store_iter_next(it, &key, &klen, &v);
+	if (rc > 0 && records_keyfp_parse(key, klen, &sf, &su) == 0)
+		buf_printf(&r->out, "%.*s\t%.*s\n", (int)su.len, su.p,
+			   (int)v.len, v.p);
+	store_iter_free(&it);
+	buf_free(&k);
+	buf_free(&v);
+	return rc < 0 ? rc : 0;
+}
+
 /* ---- pushes to replicate (grant-hook) ------------------------------------ */
 
 /* args: REPO, then post-receive lines "OLD NEW REF"; push_id: grant-hook's
@@ -1669,27 +1700,11 @@ static int cmd_check(struct control *c, struct req *r)
 
 /* Whether a stored record counts in status: a user or repository not
  * deleted, a grant neither revoked nor expired, a ref that exists. */
-static bool record_live(enum store_cf cf, const struct buf *v, int64_t now)
-{
-	return records_live_at(cf, v->p, v->len, now);
-}
-
 static int count_family(struct control *c, struct req *r, enum store_cf cf,
 			int64_t *count)
 {
-	struct store_iter *it;
-	struct buf v = BUF_INIT;
-	const char *key;
-	size_t klen;
-	int rc;
-
-	*count = 0;
-	store_iter_new(&it, c->n->store, c->batch, cf, "", 0);
-	while ((rc = store_iter_next(it, &key, &klen, &v)) > 0)
-		*count += record_live(cf, &v, r->now);
-	store_iter_free(&it);
-	buf_free(&v);
-	return rc < 0 ? rc : 0;
+	*count = ops_count(&c->n->ops, cf, r->now);
+	return 0;
 }
 
 static int cmd_rebuild(struct control *c, struct req *r)
@@ -2076,6 +2091,7 @@ static const struct cmd cmds[] = {
 	{ "push.check", ON_USER | READS, true, 1, 1, cmd_push_check },
 	{ "repo.read", ON_USER | ON_ADMIN | READS, false, 1, 1, cmd_repo_read },
 	{ "keys.list", ON_USER | ON_ADMIN | READS, false, 0, 0, cmd_keys },
+	{ "keys.find", ON_USER | ON_ADMIN | READS, false, 1, 1, cmd_keys_find },
 	{ "hook.refs", ON_USER | ON_ADMIN, false, 2, GD_CTL_MAX_ARGS,
 	  cmd_hook_refs },
 	{ "user.add", ON_ADMIN, false, 1, GD_CTL_MAX_ARGS, cmd_user_add },

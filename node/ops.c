@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "crashpoint.h"
 #include "err.h"
 #include "log.h"
 #include "addr.h"
@@ -34,6 +35,9 @@
 /* "push" \0 repo \0 request id -> the op's hlc (8, BE): grant-hook's
  * requests recorded here (local, like the rest of CF_META) */
 #define META_PUSH "push"
+/* present once CF_KEYFP indexes every user's keys (a store made before
+ * the index has none: it is built at open) */
+#define META_KEYFP "keyfp"
 
 static int meta_u64(struct store *s, const char *key, uint64_t *out)
 {
@@ -54,6 +58,179 @@ static void meta_put_u64(struct store_batch *b, const char *key, uint64_t val)
 	store_put(b, CF_META, key, strlen(key), be, sizeof(be));
 }
 
+/* ---- live counts (status) ---- */
+
+static void heap_push(struct ops_heap *h, int64_t v)
+{
+	size_t i;
+
+	if (h->n == h->cap) {
+		h->cap = h->cap ? 2 * h->cap : 64;
+		h->v = realloc(h->v, h->cap * sizeof(*h->v));
+		if (!h->v)
+			abort();
+	}
+	for (i = h->n++; i > 0 && h->v[(i - 1) / 2] > v; i = (i - 1) / 2)
+		h->v[i] = h->v[(i - 1) / 2];
+	h->v[i] = v;
+}
+
+static void heap_pop(struct ops_heap *h)
+{
+	int64_t last = h->v[--h->n];
+	size_t i = 0;
+
+	for (;;) {
+		size_t c = 2 * i + 1;
+		if (c >= h->n)
+			break;
+		if (c + 1 < h->n && h->v[c + 1] < h->v[c])
+			c++;
+		if (h->v[c] >= last)
+			break;
+		h->v[i] = h->v[c];
+		i = c;
+	}
+	if (h->n)
+		h->v[i] = last;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Take the gone limits out of until (a sorted array is a heap), so that
+ * limits replaced long before they pass do not pile up. */
+static void count_compact(struct ops_count *c)
+{
+	size_t i = 0, j = 0, w = 0;
+
+	qsort(c->until.v, c->until.n, sizeof(int64_t), cmp_i64);
+	qsort(c->gone.v, c->gone.n, sizeof(int64_t), cmp_i64);
+	for (; i < c->until.n; i++) {
+		while (j < c->gone.n && c->gone.v[j] < c->until.v[i])
+			j++; /* cannot happen: gone is part of until */
+		if (j < c->gone.n && c->gone.v[j] == c->until.v[i])
+			j++;
+		else
+			c->until.v[w++] = c->until.v[i];
+	}
+	c->until.n = w;
+	c->gone.n = 0;
+}
+
+/* One live record more (sign 1) or less (-1), live until `until`. */
+static void count_move(struct ops_count *c, int sign, int64_t until)
+{
+	c->live += sign;
+	if (until == INT64_MAX)
+		return;
+	if (until <= c->horizon) {
+		c->expired += sign;
+		return;
+	}
+	heap_push(sign > 0 ? &c->until : &c->gone, until);
+	if (c->gone.n > 1024 && c->gone.n > c->until.n / 2)
+		count_compact(c);
+}
+
+static int64_t count_at(struct ops_count *c, int64_t now)
+{
+	if (now > c->horizon) {
+		c->horizon = now;
+		while (c->until.n && c->until.v[0] <= now) {
+			if (c->gone.n && c->gone.v[0] == c->until.v[0])
+				heap_pop(&c->gone);
+			else
+				c->expired++;
+			heap_pop(&c->until);
+		}
+	}
+	return c->live - c->expired;
+}
+
+static void count_free(struct ops_count *c)
+{
+	free(c->until.v);
+	free(c->gone.v);
+	memset(c, 0, sizeof(*c));
+}
+
+/* Count the record (val, vlen) of cf in (sign 1) or out (-1), when the
+ * family is counted and the record is live; undo: remember it for
+ * ops_rollback and ops_reload. */
+static void count_record(struct ops *o, struct ops_count *counts,
+			 enum store_cf cf, const void *val, size_t vlen,
+			 int sign, bool undo)
+{
+	const struct records_kind *k = records_kind(cf);
+	int64_t until;
+
+	if (!k->live || !vlen || !k->live(val, vlen, &until))
+		return;
+	count_move(&counts[cf], sign, until);
+	if (!undo)
+		return;
+	if (o->nundo == o->capundo) {
+		o->capundo = o->capundo ? 2 * o->capundo : 64;
+		o->undo = realloc(o->undo, o->capundo * sizeof(*o->undo));
+		if (!o->undo)
+			abort();
+	}
+	o->undo[o->nundo++] =
+		(struct ops_count_undo){ .cf = cf, .sign = sign, .until = until };
+}
+
+/* Undo the count changes made since the undo log had len entries. */
+static void count_undo(struct ops *o, size_t len)
+{
+	while (o->nundo > len) {
+		const struct ops_count_undo *u = &o->undo[--o->nundo];
+		count_move(&o->counts[u->cf], -u->sign, u->until);
+	}
+}
+
+static int64_t count_of(struct ops_count *c, enum store_cf cf, int64_t now)
+{
+	const struct records_kind *k = records_kind(cf);
+	return k && k->live ? count_at(c, now) : 0;
+}
+
+int64_t ops_count(struct ops *o, enum store_cf cf, int64_t now)
+{
+	return count_of(&o->counts[cf], cf, now);
+}
+
+/* ---- SSH keys by fingerprint (CF_KEYFP, derived from CF_USERS) ---- */
+
+/* Index (put) or forget the keys of the user record rec. */
+static void keyfp_index(struct store_batch *b, const void *rec, size_t len,
+			bool put)
+{
+	Grantd__V1__User *u;
+	struct buf k = BUF_INIT;
+	char fp[RECORDS_FP_MAX];
+
+	if (!len || faultpoint("no-keyfp") ||
+	    !(u = grantd__v1__user__unpack(NULL, len, rec)))
+		return;
+	for (size_t i = 0; u->name && (!put || !u->deleted) && i < u->n_keys;
+	     i++) {
+		if (records_ssh_fingerprint(fp, u->keys[i]) < 0)
+			continue;
+		records_key_keyfp(&k, fp, u->name);
+		if (put)
+			store_put(b, CF_KEYFP, k.p, k.len, u->keys[i],
+				  strlen(u->keys[i]));
+		else
+			store_del(b, CF_KEYFP, k.p, k.len);
+	}
+	grantd__v1__user__free_unpacked(u, NULL);
+	buf_free(&k);
+}
+
 static int vv_load(struct ops *o, struct store_batch *b);
 
 int ops_reload(struct ops *o)
@@ -63,6 +240,7 @@ int ops_reload(struct ops *o)
 	int rc;
 
 	o->seq = 0;
+	count_undo(o, 0);
 	if ((rc = vv_load(o, NULL)) < 0)
 		goto done;
 	if ((rc = meta_u64(o->store, META_EPOCH, &o->epoch)) < 0)
@@ -87,9 +265,9 @@ done:
 }
 
 /* The digest of every replicated family, from the committed records;
- * records may be NULL. */
+ * records and counts (the live records, ops_count) may be NULL. */
 static int digest_scan(struct ops *o, uint8_t fam[CF__COUNT][DIGEST_LEN],
-		       uint64_t records[CF__COUNT])
+		       uint64_t records[CF__COUNT], struct ops_count *counts)
 {
 	struct buf v = BUF_INIT;
 	int rc = 0;
@@ -106,6 +284,9 @@ static int digest_scan(struct ops *o, uint8_t fam[CF__COUNT][DIGEST_LEN],
 			digest_toggle(fam[cf], cf, key, klen, v.p, v.len);
 			if (records)
 				records[cf]++;
+			if (counts)
+				count_record(o, counts, cf, v.p, v.len, 1,
+					     false);
 		}
 		store_iter_free(&it);
 	}
@@ -129,7 +310,7 @@ static void digest_total(uint8_t d[DIGEST_LEN],
 static int digest_open(struct ops *o, struct store_batch *b)
 {
 	uint8_t d[DIGEST_LEN];
-	int rc = digest_scan(o, o->fam_digest, NULL);
+	int rc = digest_scan(o, o->fam_digest, NULL, o->counts);
 
 	if (rc < 0)
 		return rc;
@@ -148,6 +329,58 @@ static int digest_open(struct ops *o, struct store_batch *b)
 	memcpy(o->fam_committed, o->fam_digest, sizeof(o->fam_committed));
 	store_put(b, CF_META, META_DIGEST, strlen(META_DIGEST), o->digest,
 		  DIGEST_LEN);
+	return 0;
+}
+
+/* A store from before the index, for its test (crashpoint.h): no index,
+ * no mark. */
+static int keyfp_forget(struct ops *o, struct store_batch *b)
+{
+	struct buf v = BUF_INIT;
+	struct store_iter *it;
+	const char *key;
+	size_t klen;
+	int rc;
+
+	store_del(b, CF_META, META_KEYFP, strlen(META_KEYFP));
+	store_iter_new(&it, o->store, NULL, CF_KEYFP, "", 0);
+	while ((rc = store_iter_next(it, &key, &klen, &v)) > 0)
+		store_del(b, CF_KEYFP, key, klen);
+	store_iter_free(&it);
+	buf_free(&v);
+	return rc;
+}
+
+/* Index every user's keys by fingerprint, once: for a store made before
+ * the index (then kept by replace_record, in each user record's batch). */
+static int keyfp_open(struct ops *o, struct store_batch *b)
+{
+	struct buf v = BUF_INIT;
+	struct store_iter *it;
+	const char *key;
+	size_t klen, n = 0;
+	int rc;
+
+	if (faultpoint("no-keyfp"))
+		return keyfp_forget(o, b);
+	rc = store_get(o->store, NULL, CF_META, META_KEYFP, strlen(META_KEYFP),
+		       &v);
+	if (rc != GD_ENOTFOUND) {
+		buf_free(&v);
+		return rc;
+	}
+	store_iter_new(&it, o->store, NULL, CF_USERS, "", 0);
+	while ((rc = store_iter_next(it, &key, &klen, &v)) > 0) {
+		keyfp_index(b, v.p, v.len, true);
+		n++;
+	}
+	store_iter_free(&it);
+	buf_free(&v);
+	if (rc < 0)
+		return rc;
+	store_put(b, CF_META, META_KEYFP, strlen(META_KEYFP), "1", 1);
+	if (n)
+		log_info("ssh keys indexed by fingerprint users=%zu", n);
 	return 0;
 }
 
@@ -173,7 +406,7 @@ int ops_open(struct ops *o, struct store *s, const struct config *cfg,
 	store_batch_new(&b, s);
 	meta_put_u64(b, META_EPOCH, epoch);
 	meta_put_u64(b, META_SEQ, 0);
-	if ((rc = digest_open(o, b)) == 0)
+	if ((rc = keyfp_open(o, b)) == 0 && (rc = digest_open(o, b)) == 0)
 		rc = store_commit(b, true);
 	store_batch_free(&b);
 	if (rc < 0)
@@ -194,6 +427,11 @@ void ops_close(struct ops *o)
 	free(o->vv);
 	o->vv = NULL;
 	o->nvv = o->capvv = 0;
+	for (int cf = 0; cf < CF__COUNT; cf++)
+		count_free(&o->counts[cf]);
+	free(o->undo);
+	o->undo = NULL;
+	o->nundo = o->capundo = 0;
 }
 
 uint64_t ops_stamp(struct ops *o)
@@ -311,8 +549,9 @@ static void toggle(struct ops *o, enum store_cf cf, const void *key,
 	digest_xor(o->fam_digest[cf], h);
 }
 
-/* Put val at key in place of old (empty: none), keeping the digest in
- * step; nothing when the bytes are the same. */
+/* Put val at key in place of old (empty: none), keeping the digest, the
+ * live counts and the derived families in step; nothing when the bytes
+ * are the same. */
 static void replace_record(struct ops *o, struct store_batch *b,
 			   enum store_cf cf, const void *key, size_t klen,
 			   const struct buf *old, const struct buf *val)
@@ -322,6 +561,12 @@ static void replace_record(struct ops *o, struct store_batch *b,
 	if (old->len)
 		toggle(o, cf, key, klen, old->p, old->len);
 	toggle(o, cf, key, klen, val->p, val->len);
+	count_record(o, o->counts, cf, old->p, old->len, -1, true);
+	count_record(o, o->counts, cf, val->p, val->len, 1, true);
+	if (cf == CF_USERS) {
+		keyfp_index(b, old->p, old->len, false);
+		keyfp_index(b, val->p, val->len, true);
+	}
 	store_put(b, cf, key, klen, val->p, val->len);
 }
 
@@ -748,15 +993,21 @@ int ops_commit(struct ops *o, struct store_batch *b, bool sync)
 {
 	int rc;
 
-	if (store_batch_count(b) == 0)
-		return store_commit(b, sync); /* drops its save points */
+	if (store_batch_count(b) == 0) {
+		rc = store_commit(b, sync); /* drops its save points */
+		if (rc == 0)
+			o->nundo = 0;
+		return rc;
+	}
 	meta_put_u64(b, META_SEQ, o->seq);
 	meta_put_u64(b, META_HLC, o->hlc.last);
 	store_put(b, CF_META, META_DIGEST, strlen(META_DIGEST), o->digest,
 		  DIGEST_LEN);
-	if ((rc = store_commit(b, sync)) == 0)
+	if ((rc = store_commit(b, sync)) == 0) {
 		memcpy(o->fam_committed, o->fam_digest,
 		       sizeof(o->fam_committed));
+		o->nundo = 0;
+	}
 	return rc;
 }
 
@@ -768,6 +1019,7 @@ void ops_savepoint(struct ops *o, struct store_batch *b, struct ops_save *sp)
 	sp->outbox_len = o->outbox.len;
 	sp->refs_len = o->refs_touched.len;
 	sp->repos_len = o->repos_touched.len;
+	sp->undo_len = o->nundo;
 	store_batch_savepoint(b);
 }
 
@@ -794,6 +1046,7 @@ int ops_rollback(struct ops *o, struct store_batch *b,
 		o->refs_touched.len = sp->refs_len;
 	if (o->repos_touched.len > sp->repos_len)
 		o->repos_touched.len = sp->repos_len;
+	count_undo(o, sp->undo_len);
 	if (rc == 0)
 		rc = vv_load(o, b);
 	return rc;
@@ -816,13 +1069,32 @@ int ops_verify(struct ops *o, struct ops_verify *v)
 		return rc;
 	for (int cf = 0; cf < CF__COUNT; cf++)
 		v->covered[cf] = records_replicated(cf);
-	if ((rc = digest_scan(o, v->disk_fam, v->records)) < 0)
-		return rc;
+	struct ops_count *disk = calloc(CF__COUNT, sizeof(*disk));
+	if (!disk)
+		abort();
+	if ((rc = digest_scan(o, v->disk_fam, v->records, disk)) < 0)
+		goto done;
 	digest_total(v->disk, v->disk_fam);
 	v->equal = !memcmp(v->live, v->disk, DIGEST_LEN) &&
 		   !memcmp(v->stored, v->disk, DIGEST_LEN) &&
 		   !memcmp(v->live_fam, v->disk_fam, sizeof(v->disk_fam));
-	return 0;
+	int64_t now = (int64_t)(hlc_wall_ms() / 1000);
+	for (int cf = 0; cf < CF__COUNT; cf++) {
+		v->count_kept[cf] = ops_count(o, cf, now);
+		v->count_disk[cf] = count_of(&disk[cf], cf, now);
+		if (v->count_kept[cf] == v->count_disk[cf])
+			continue;
+		log_error("verify: the live count of family=%s is %lld, its "
+			  "records say %lld", store_cf_name(cf),
+			  (long long)v->count_kept[cf],
+			  (long long)v->count_disk[cf]);
+		v->equal = false;
+	}
+done:
+	for (int cf = 0; cf < CF__COUNT; cf++)
+		count_free(&disk[cf]);
+	free(disk);
+	return rc;
 }
 
 void ops_outbox_clear(struct ops *o)
@@ -1089,6 +1361,7 @@ int ops_sweep_grants(struct ops *o, struct store_batch *b, int64_t now,
 		if (!old)
 			continue;
 		toggle(o, CF_GRANTS, key, klen, v.p, v.len);
+		count_record(o, o->counts, CF_GRANTS, v.p, v.len, -1, true);
 		store_del(b, CF_GRANTS, key, klen);
 		n++;
 	}
