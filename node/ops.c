@@ -439,15 +439,6 @@ uint64_t ops_stamp(struct ops *o)
 	return hlc_now(&o->hlc);
 }
 
-static void vv_key(struct buf *k, const char *origin, uint64_t epoch)
-{
-	uint8_t be[8];
-	store_be64(be, epoch);
-	buf_reset(k);
-	buf_add(k, origin, strlen(origin) + 1);
-	buf_add(k, be, sizeof(be));
-}
-
 static struct ops_vv *vv_find(struct ops *o, const char *origin,
 			      uint64_t epoch, bool add)
 {
@@ -487,7 +478,7 @@ static void vv_set(struct ops *o, struct store_batch *b, const char *origin,
 
 	if (e)
 		e->seq = seq;
-	vv_key(&k, origin, epoch);
+	records_key_vv(&k, origin, epoch);
 	store_be64(be, seq);
 	store_put(b, CF_VV, k.p, k.len, be, sizeof(be));
 	buf_free(&k);
@@ -821,6 +812,7 @@ static int apply_refs(struct ops *o, struct store_batch *b,
 {
 	const Grantd__V1__RefUpdate *u = op->refs;
 	struct buf k = BUF_INIT, val = BUF_INIT, old = BUF_INIT, lk = BUF_INIT;
+	struct buf lv = BUF_INIT;
 	int rc = 0;
 
 	for (size_t i = 0; rc == 0 && i < u->n_changes; i++) {
@@ -848,16 +840,18 @@ static int apply_refs(struct ops *o, struct store_batch *b,
 			const char *from = oid_zero(ch->old) ? "" : ch->old;
 			if (won && *cur->target && strcmp(cur->target, from) &&
 			    strcmp(cur->target, rec.target)) {
-				records_key_loser(&lk, u->repo, ch->ref, cur->origin,
-					  cur->hlc);
-				store_put(b, CF_LOSERS, lk.p, lk.len,
-					  cur->target, strlen(cur->target));
+				records_key_loser(&lk, u->repo, ch->ref,
+						  cur->origin, cur->hlc);
+				records_loser_value(&lv, cur->target, false);
+				store_put(b, CF_LOSERS, lk.p, lk.len, lv.p,
+					  lv.len);
 			} else if (!won && *rec.target &&
 				   strcmp(rec.target, cur->target)) {
-				records_key_loser(&lk, u->repo, ch->ref, op->origin,
-					  op->hlc);
-				store_put(b, CF_LOSERS, lk.p, lk.len,
-					  rec.target, strlen(rec.target));
+				records_key_loser(&lk, u->repo, ch->ref,
+						  op->origin, op->hlc);
+				records_loser_value(&lv, rec.target, false);
+				store_put(b, CF_LOSERS, lk.p, lk.len, lv.p,
+					  lv.len);
 			}
 		}
 		if (cur)
@@ -869,6 +863,7 @@ static int apply_refs(struct ops *o, struct store_batch *b,
 	buf_free(&val);
 	buf_free(&old);
 	buf_free(&lk);
+	buf_free(&lv);
 	return rc;
 }
 
@@ -918,7 +913,6 @@ int ops_apply(struct ops *o, struct store_batch *b, const Grantd__V1__Op *op,
 {
 	struct buf k = BUF_INIT, val = BUF_INIT;
 	struct ops_save sp;
-	uint8_t be[16];
 	uint64_t have;
 	int rc;
 
@@ -937,11 +931,7 @@ int ops_apply(struct ops *o, struct store_batch *b, const Grantd__V1__Op *op,
 		goto done;
 	}
 
-	/* the operation log: origin \0 epoch seq */
-	buf_add(&k, op->origin, strlen(op->origin) + 1);
-	store_be64(be, op->epoch);
-	store_be64(be + 8, op->seq);
-	buf_add(&k, be, sizeof(be));
+	records_key_oplog(&k, op->origin, op->epoch, op->seq);
 	pack_msg(&val, &op->base);
 	store_put(b, CF_OPLOG, k.p, k.len, val.p, val.len);
 
@@ -1123,7 +1113,7 @@ static void vv_retire(struct ops *o, struct store_batch *b, size_t i)
 	uint8_t val[9];
 
 	e->retired = true;
-	vv_key(&k, e->origin, e->epoch);
+	records_key_vv(&k, e->origin, e->epoch);
 	store_be64(val, e->seq);
 	val[8] = 1;
 	store_put(b, CF_VV, k.p, k.len, val, sizeof(val));
@@ -1211,7 +1201,7 @@ int ops_vv_forget(struct ops *o, struct store_batch *b,
 			i++;
 			continue;
 		}
-		vv_key(&k, e->origin, e->epoch);
+		records_key_vv(&k, e->origin, e->epoch);
 		store_del(b, CF_VV, k.p, k.len);
 		o->vv[i] = o->vv[--o->nvv]; /* entry i is now another one */
 		n++;

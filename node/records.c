@@ -153,6 +153,20 @@ void records_key_loser(struct buf *k, const char *repo, const char *ref,
 	put_be64(k, hlc);
 }
 
+void records_key_vv(struct buf *k, const char *origin, uint64_t epoch)
+{
+	buf_reset(k);
+	buf_add(k, origin, strlen(origin) + 1);
+	put_be64(k, epoch);
+}
+
+void records_key_oplog(struct buf *k, const char *origin, uint64_t epoch,
+		       uint64_t seq)
+{
+	records_key_vv(k, origin, epoch);
+	put_be64(k, seq);
+}
+
 void records_key_lww(struct buf *k, const Grantd__V1__Op *op)
 {
 	if (op->body_case == GRANTD__V1__OP__BODY_GRANT) {

@@ -56,46 +56,46 @@ enum records_merge {
 
 /* clang-format off */
 #define GD_RECORD_KINDS(X)                                                     \
-	/* "epoch", "seq", "hlc", "digest", "push" \0 repo \0 id (ops.c) */   \
-	X(META,    "default", _NOT_SET, NULL, RECORDS_LOCAL, false, false, NULL)      \
+	/* "epoch", "seq", "hlc", "digest", "push" \0 repo \0 id (ops.c) */    \
+	X(META,    "default", _NOT_SET, NULL, RECORDS_LOCAL, false, false, NULL) \
 	/* user name -> User */                                                \
 	X(USERS,   "users",   USER, &grantd__v1__user__descriptor,             \
-	  RECORDS_LWW, false, true, records_live_user)                               \
+	  RECORDS_LWW, false, true, records_live_user)                         \
 	/* user name -> Enrollment */                                          \
 	X(ENROLL,  "enroll",  ENROLL, &grantd__v1__enrollment__descriptor,     \
-	  RECORDS_LWW, true, true, NULL)                                             \
+	  RECORDS_LWW, true, true, NULL)                                       \
 	/* user \0 net \0 session -> Grant */                                  \
 	X(GRANTS,  "grants",  GRANT, &grantd__v1__grant__descriptor,           \
-	  RECORDS_LWW, false, true, records_live_grant)                              \
+	  RECORDS_LWW, false, true, records_live_grant)                        \
 	/* user \0 enroll_id(8, BE) -> Mark */                                 \
 	X(MARKS,   "marks",   MARK, &grantd__v1__mark__descriptor,             \
-	  RECORDS_MAX, false, true, NULL)                                            \
+	  RECORDS_MAX, false, true, NULL)                                      \
 	/* user \0 site -> Failures */                                         \
 	X(FAILS,   "fails",   FAILURE, &grantd__v1__failures__descriptor,      \
-	  RECORDS_UNION, false, true, NULL)                                          \
+	  RECORDS_UNION, false, true, NULL)                                    \
 	/* user -> Unlock */                                                   \
 	X(UNLOCK,  "unlock",  UNLOCK, &grantd__v1__unlock__descriptor,         \
-	  RECORDS_LWW, false, true, NULL)                                            \
+	  RECORDS_LWW, false, true, NULL)                                      \
 	/* repo name -> Repo */                                                \
 	X(REPOS,   "repos",   REPO, &grantd__v1__repo__descriptor,             \
-	  RECORDS_LWW, false, true, records_live_repo)                               \
+	  RECORDS_LWW, false, true, records_live_repo)                         \
 	/* origin \0 epoch(8) seq(8) -> Op */                                  \
 	X(OPLOG,   "oplog",   _NOT_SET, &grantd__v1__op__descriptor,           \
-	  RECORDS_LOCAL, true, false, NULL)                                           \
+	  RECORDS_LOCAL, true, false, NULL)                                    \
 	/* origin \0 epoch(8) -> applied seq (8, BE) */                        \
-	X(VV,      "vv",      _NOT_SET, NULL, RECORDS_LOCAL, false, false, NULL)      \
+	X(VV,      "vv",      _NOT_SET, NULL, RECORDS_LOCAL, false, false, NULL) \
 	/* repo \0 ref -> Ref (the replicated tip; a RefUpdate writes them) */ \
 	X(REFS,    "refs",    REFS, &grantd__v1__ref__descriptor,              \
-	  RECORDS_LWW, false, true, records_live_ref)                                \
-	/* repo \0 ref \0 origin \0 hlc(8) -> tip that lost an LWW race:     \
-	 * "TIP" as noted by the writer, "TIP kept" once gitrepl has kept it  \
-	 * under refs/grantd/conflicts (no entry: it was no conflict) */      \
-	X(LOSERS,  "losers",  _NOT_SET, NULL, RECORDS_LOCAL, false, false, NULL)      \
+	  RECORDS_LWW, false, true, records_live_ref)                          \
+	/* repo \0 ref \0 origin \0 hlc(8) -> tip that lost an LWW race:       \
+	 * "TIP" as noted by the writer, "TIP kept" once gitrepl has kept it   \
+	 * under refs/grantd/conflicts (no entry: it was no conflict) */       \
+	X(LOSERS,  "losers",  _NOT_SET, NULL, RECORDS_LOCAL, false, false, NULL) \
 	/* user -> Revocation */                                               \
 	X(REVOKES, "revokes", REVOKE, &grantd__v1__revocation__descriptor,     \
-	  RECORDS_LWW, false, true, NULL)                                            \
+	  RECORDS_LWW, false, true, NULL)                                      \
 	/* SSH key fingerprint \0 user -> the key (derived from USERS by ops,  \
-	 * in the user record's batch; rebuilt at open when missing) */       \
+	 * in the user record's batch; rebuilt at open when missing) */        \
 	X(KEYFP,   "keyfp",   _NOT_SET, NULL, RECORDS_LOCAL, false, false, NULL)
 /* clang-format on */
 
@@ -111,7 +111,7 @@ enum store_cf {
  * in table order: { GD_RECORD_KINDS(RECORDS_SNAP_CF) }. */
 #define RECORDS_IF_true(...) __VA_ARGS__
 #define RECORDS_IF_false(...)
-#define RECORDS_SNAP_CF(cf, name, body, desc, merge, sealed, snap, live)      \
+#define RECORDS_SNAP_CF(cf, name, body, desc, merge, sealed, snap, live)       \
 	RECORDS_IF_##snap(CF_##cf, )
 
 /* One row of the table. */
@@ -162,6 +162,9 @@ void records_key_fail(struct buf *k, const char *user, const char *site);
 void records_key_ref(struct buf *k, const char *repo, const char *ref);
 void records_key_loser(struct buf *k, const char *repo, const char *ref,
 		       const char *origin, uint64_t hlc);
+void records_key_vv(struct buf *k, const char *origin, uint64_t epoch);
+void records_key_oplog(struct buf *k, const char *origin, uint64_t epoch,
+		       uint64_t seq);
 /* The key of the record an LWW operation writes: its field 1 (name or
  * user), or for a grant user \0 net \0 session. */
 void records_key_lww(struct buf *k, const Grantd__V1__Op *op);

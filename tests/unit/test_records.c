@@ -329,6 +329,15 @@ static void test_keys_and_parsers(void **state)
 	assert_int_equal(records_loser_value_parse(v.p, 44, tip, &kept),
 			 GD_EPROTO);
 
+	records_key_vv(&k, "sitea", 0x0102030405060708ULL);
+	assert_int_equal(k.len, 6 + 8);
+	assert_memory_equal(k.p, "sitea\0\x01\x02\x03\x04\x05\x06\x07\x08",
+			    14);
+	records_key_oplog(&k, "sitea", 1, 2);
+	assert_int_equal(k.len, 6 + 16);
+	assert_memory_equal(k.p + 6, "\0\0\0\0\0\0\0\x01\0\0\0\0\0\0\0\x02",
+			    16);
+
 	records_key_keyfp(&k, "SHA256:abc", "carol");
 	assert_int_equal(records_keyfp_parse(k.p, k.len, &a, &b), 0);
 	assert_true(span_is(&a, "SHA256:abc") && span_is(&b, "carol"));
