@@ -1,9 +1,11 @@
 /*
  * grant-keys: sshd's AuthorizedKeysCommand for the git account.
  *
- * Prints one forced-command line per SSH key of every active user, from
- * the replicated user store, so a user added at one site can log in at
- * every site:
+ * Given the offered key's fingerprint (sshd's %f), prints the one
+ * forced-command line of the user whose key it is, which the node finds
+ * in its fingerprint index; without one, a line per SSH key of every
+ * active user.  Both come from the replicated user store, so a user added
+ * at one site can log in at every site:
  *
  *   command="/usr/bin/grant-shell --config /etc/grantd/grantd.conf alice",
  *   no-pty,no-port-forwarding,no-agent-forwarding,no-X11-forwarding KEY
@@ -31,14 +33,17 @@ static const char prog[] = "grant-keys";
 static void usage(FILE *fp)
 {
 	fprintf(fp,
-"usage: grant-keys [--config FILE] [--shell PATH] [ACCOUNT]\n"
+"usage: grant-keys [--config FILE] [--shell PATH] [ACCOUNT [FINGERPRINT]]\n"
 "\n"
-"sshd AuthorizedKeysCommand: print forced-command authorized_keys lines\n"
-"(command=\"grant-shell USER\") for every active user's SSH keys.  Use it\n"
-"in sshd_config for the git account:\n"
+"sshd AuthorizedKeysCommand: print the forced-command authorized_keys line\n"
+"(command=\"grant-shell USER\") of the user whose SSH key has FINGERPRINT\n"
+"(sshd's %%f, SHA256:...), or nothing when no active user has that key;\n"
+"without FINGERPRINT, a line for every active user's every key.  ACCOUNT\n"
+"(sshd's %%u, the git account) is not looked at.  Use it in sshd_config\n"
+"for the git account:\n"
 "\n"
 "  Match User git\n"
-"      AuthorizedKeysCommand /usr/bin/grant-keys --config /etc/grantd/grantd.conf %%u\n"
+"      AuthorizedKeysCommand /usr/bin/grant-keys --config /etc/grantd/grantd.conf %%u %%f\n"
 "      AuthorizedKeysCommandUser git\n"
 "\n"
 "  --config FILE  configuration (default $GRANTD_CONFIG, then %s);\n"
@@ -75,7 +80,7 @@ static bool path_ok(const char *p)
 
 int main(int argc, char **argv)
 {
-	const char *cfg_path = NULL, *shell = NULL;
+	const char *cfg_path = NULL, *shell = NULL, *fp = NULL;
 	char shell_buf[PATH_MAX], cfg_abs[PATH_MAX];
 	Grantd__V1__Request req = GRANTD__V1__REQUEST__INIT;
 	Grantd__V1__Reply *rep = NULL;
@@ -87,10 +92,12 @@ int main(int argc, char **argv)
 	rc = cli_options(argc, argv, &i, prog, usage, &cfg_path, extra);
 	if (rc >= 0)
 		return rc;
-	if (argc - i > 1) {
+	if (argc - i > 2) {
 		usage(stderr);
 		return GD_EXIT_USAGE;
 	}
+	if (argc - i == 2)
+		fp = argv[i + 1];
 	if (!shell) {
 		if (shell_beside_me(shell_buf, sizeof(shell_buf)) < 0) {
 			fprintf(stderr, "%s: cannot find grant-shell; give "
@@ -111,14 +118,17 @@ int main(int argc, char **argv)
 	}
 	if ((rc = cli_load_config(&cfg, prog, cfg_path)) != 0)
 		return rc;
-	req.cmd = "keys.list";
+	/* one point read of the node's index, not every user's keys */
+	req.cmd = fp ? "keys.find" : "keys.list";
+	req.args = (char **)&fp;
+	req.n_args = fp ? 1 : 0;
 	if ((rc = cli_call_user(&rep, prog, cfg->user_socket, &req)) != 0)
 		goto done;
 	if (rep->status != GD_EXIT_OK) {
 		rc = cli_print(rep);
 		goto done;
 	}
-	/* each line of the answer: NAME \t KEY */
+	/* each line of the answer (keys.find: one or none): NAME \t KEY */
 	for (char *line = rep->out; line && *line;) {
 		char *nl = strchr(line, '\n'), *tab = strchr(line, '\t');
 		if (nl)

@@ -436,7 +436,7 @@ PidFile $sd/sshd.pid
 PermitRootLogin forced-commands-only
 PubkeyAuthentication yes
 AuthorizedKeysFile none
-AuthorizedKeysCommand $keysdir/grant-keys --config $dir/grantd.conf %u
+AuthorizedKeysCommand $keysdir/grant-keys --config $dir/grantd.conf %u %f
 AuthorizedKeysCommandUser root
 PasswordAuthentication no
 KbdInteractiveAuthentication no

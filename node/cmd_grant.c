@@ -24,6 +24,7 @@
 #include "names.h"
 #include "otp.h"
 #include "policy.h"
+#include "records.h"
 #include "repos.h"
 #include "banned.h"
 
@@ -37,7 +38,7 @@ static int load_mark(struct cmd_ctx *x, const char *user, uint64_t id,
 
 	*next = 0;
 	*used = 0;
-	ops_key_mark(&k, user, id);
+	records_key_mark(&k, user, id);
 	rc = store_get(x->p.store, x->p.batch, CF_MARKS, k.p, k.len, &v);
 	if (rc == 0) {
 		Grantd__V1__Mark *m = grantd__v1__mark__unpack(

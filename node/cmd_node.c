@@ -24,59 +24,13 @@
 
 /* ---- status, backup, rebuild -------------------------------------------- */
 
-/* Whether a stored record counts in status: a user or repository not
- * deleted, a grant neither revoked nor expired, a ref that exists. */
-static bool record_live(enum store_cf cf, const struct buf *v, int64_t now)
-{
-	const ProtobufCMessageDescriptor *d =
-		cf == CF_GRANTS ? &grantd__v1__grant__descriptor :
-		cf == CF_REFS	? &grantd__v1__ref__descriptor :
-		cf == CF_USERS	? &grantd__v1__user__descriptor :
-				  &grantd__v1__repo__descriptor;
-	ProtobufCMessage *m =
-		protobuf_c_message_unpack(d, NULL, v->len, (const uint8_t *)v->p);
-	bool live;
-
-	if (!m)
-		return false;
-	switch (cf) {
-	case CF_GRANTS: {
-		const Grantd__V1__Grant *g = (const Grantd__V1__Grant *)m;
-		live = !g->revoked && g->expires > now;
-		break;
-	}
-	case CF_REFS: {
-		const Grantd__V1__Ref *f = (const Grantd__V1__Ref *)m;
-		live = f->target && *f->target;
-		break;
-	}
-	case CF_USERS:
-		live = !((const Grantd__V1__User *)m)->deleted;
-		break;
-	default:
-		live = !((const Grantd__V1__Repo *)m)->deleted;
-		break;
-	}
-	protobuf_c_message_free_unpacked(m, NULL);
-	return live;
-}
-
+/* Live records of a family (a user or repository not deleted, a grant
+ * neither revoked nor expired, a ref that exists), as ops keeps them. */
 static int count_family(struct cmd_ctx *x, struct req *r, enum store_cf cf,
 			int64_t *count)
 {
-	struct store_iter *it;
-	struct buf v = BUF_INIT;
-	const char *key;
-	size_t klen;
-	int rc;
-
-	*count = 0;
-	store_iter_new(&it, x->p.store, x->p.batch, cf, "", 0);
-	while ((rc = store_iter_next(it, &key, &klen, &v)) > 0)
-		*count += record_live(cf, &v, r->now);
-	store_iter_free(&it);
-	buf_free(&v);
-	return rc < 0 ? rc : 0;
+	*count = ops_count(x->node->ops, cf, r->now);
+	return 0;
 }
 
 static int cmd_rebuild(struct cmd_ctx *x, struct req *r)

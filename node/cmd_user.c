@@ -16,6 +16,7 @@
 #include "names.h"
 #include "otp.h"
 #include "policy.h"
+#include "records.h"
 #include "banned.h"
 
 /* ---- 2fa enroll, unenroll ----------------------------------------------- */
@@ -187,6 +188,37 @@ static int cmd_keys(struct cmd_ctx *x, struct req *r)
 			grantd__v1__user__free_unpacked(u, NULL);
 	}
 	store_iter_free(&it);
+	buf_free(&v);
+	return rc < 0 ? rc : 0;
+}
+
+/* args: FINGERPRINT (sshd's %f, "SHA256:..."): the one key of a live user
+ * with that fingerprint, as keys.list prints it (NAME \t KEY), from the
+ * index ops keeps (CF_KEYFP); nothing when no user has the key.  Two users
+ * with one key: the first by name, the line sshd would take from
+ * keys.list. */
+static int cmd_keys_find(struct cmd_ctx *x, struct req *r)
+{
+	const char *fp = r->rq->args[0];
+	struct records_span sf, su;
+	struct store_iter *it;
+	struct buf k = BUF_INIT, v = BUF_INIT;
+	const char *key;
+	size_t klen;
+	int rc;
+
+	if (strncmp(fp, "SHA256:", 7) || strlen(fp) >= RECORDS_FP_MAX ||
+	    strpbrk(fp, " \t\r\n"))
+		return cmd_bad(r, "'%.80s' is no key fingerprint (want "
+			       "SHA256:..., as sshd gives it for %%f)", fp);
+	records_key_keyfp(&k, fp, NULL);
+	store_iter_new(&it, x->p.store, x->p.batch, CF_KEYFP, k.p, k.len);
+	rc = store_iter_next(it, &key, &klen, &v);
+	if (rc > 0 && records_keyfp_parse(key, klen, &sf, &su) == 0)
+		buf_printf(&r->out, "%.*s\t%.*s\n", (int)su.len, su.p,
+			   (int)v.len, v.p);
+	store_iter_free(&it);
+	buf_free(&k);
 	buf_free(&v);
 	return rc < 0 ? rc : 0;
 }
@@ -500,6 +532,8 @@ const struct cmd cmd_user_rows[] = {
 		cmd_unenroll_self),
 	CMD_ROW("keys.list", CMD_ON_USER | CMD_ON_ADMIN | CMD_READS, 0, 0,
 		cmd_keys),
+	CMD_ROW("keys.find", CMD_ON_USER | CMD_ON_ADMIN | CMD_READS, 1, 1,
+		cmd_keys_find),
 	CMD_ROW("user.add", CMD_ON_ADMIN | CMD_BATCH, 1, GD_CTL_MAX_ARGS,
 		cmd_user_add),
 	CMD_ROW("user.del", CMD_ON_ADMIN | CMD_BATCH, 1, 1, cmd_user_del),

@@ -15,6 +15,8 @@
  *
  *   read-enroll  reading an enrollment fails (a store read error), so
  *                every request that needs one meets an internal error
+ *   no-keyfp     the node keeps no SSH key fingerprint index, as a grantd
+ *                from before it: the next start without it builds one
  *
  * The variables are read once, by main() before any thread starts; without
  * them a point costs one comparison.  It is compiled in always, so the tests

@@ -14,12 +14,14 @@
 #include <string.h>
 
 #include "config.h"
+#include "crashpoint.h"
 #include "err.h"
 #include "log.h"
 #include "addr.h"
 #include "hookline.h"
 #include "names.h"
 #include "ops.h"
+#include "records.h"
 #include "banned.h"
 
 #define SET_STAMP(op, e, s, h)                                                 \
@@ -33,6 +35,9 @@
 /* "push" \0 repo \0 request id -> the op's hlc (8, BE): grant-hook's
  * requests recorded here (local, like the rest of CF_META) */
 #define META_PUSH "push"
+/* present once CF_KEYFP indexes every user's keys (a store made before
+ * the index has none: it is built at open) */
+#define META_KEYFP "keyfp"
 
 static int meta_u64(struct store *s, const char *key, uint64_t *out)
 {
@@ -53,6 +58,179 @@ static void meta_put_u64(struct store_batch *b, const char *key, uint64_t val)
 	store_put(b, CF_META, key, strlen(key), be, sizeof(be));
 }
 
+/* ---- live counts (status) ---- */
+
+static void heap_push(struct ops_heap *h, int64_t v)
+{
+	size_t i;
+
+	if (h->n == h->cap) {
+		h->cap = h->cap ? 2 * h->cap : 64;
+		h->v = realloc(h->v, h->cap * sizeof(*h->v));
+		if (!h->v)
+			abort();
+	}
+	for (i = h->n++; i > 0 && h->v[(i - 1) / 2] > v; i = (i - 1) / 2)
+		h->v[i] = h->v[(i - 1) / 2];
+	h->v[i] = v;
+}
+
+static void heap_pop(struct ops_heap *h)
+{
+	int64_t last = h->v[--h->n];
+	size_t i = 0;
+
+	for (;;) {
+		size_t c = 2 * i + 1;
+		if (c >= h->n)
+			break;
+		if (c + 1 < h->n && h->v[c + 1] < h->v[c])
+			c++;
+		if (h->v[c] >= last)
+			break;
+		h->v[i] = h->v[c];
+		i = c;
+	}
+	if (h->n)
+		h->v[i] = last;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Take the gone limits out of until (a sorted array is a heap), so that
+ * limits replaced long before they pass do not pile up. */
+static void count_compact(struct ops_count *c)
+{
+	size_t i = 0, j = 0, w = 0;
+
+	qsort(c->until.v, c->until.n, sizeof(int64_t), cmp_i64);
+	qsort(c->gone.v, c->gone.n, sizeof(int64_t), cmp_i64);
+	for (; i < c->until.n; i++) {
+		while (j < c->gone.n && c->gone.v[j] < c->until.v[i])
+			j++; /* cannot happen: gone is part of until */
+		if (j < c->gone.n && c->gone.v[j] == c->until.v[i])
+			j++;
+		else
+			c->until.v[w++] = c->until.v[i];
+	}
+	c->until.n = w;
+	c->gone.n = 0;
+}
+
+/* One live record more (sign 1) or less (-1), live until `until`. */
+static void count_move(struct ops_count *c, int sign, int64_t until)
+{
+	c->live += sign;
+	if (until == INT64_MAX)
+		return;
+	if (until <= c->horizon) {
+		c->expired += sign;
+		return;
+	}
+	heap_push(sign > 0 ? &c->until : &c->gone, until);
+	if (c->gone.n > 1024 && c->gone.n > c->until.n / 2)
+		count_compact(c);
+}
+
+static int64_t count_at(struct ops_count *c, int64_t now)
+{
+	if (now > c->horizon) {
+		c->horizon = now;
+		while (c->until.n && c->until.v[0] <= now) {
+			if (c->gone.n && c->gone.v[0] == c->until.v[0])
+				heap_pop(&c->gone);
+			else
+				c->expired++;
+			heap_pop(&c->until);
+		}
+	}
+	return c->live - c->expired;
+}
+
+static void count_free(struct ops_count *c)
+{
+	free(c->until.v);
+	free(c->gone.v);
+	memset(c, 0, sizeof(*c));
+}
+
+/* Count the record (val, vlen) of cf in (sign 1) or out (-1), when the
+ * family is counted and the record is live; undo: remember it for
+ * ops_rollback and ops_reload. */
+static void count_record(struct ops *o, struct ops_count *counts,
+			 enum store_cf cf, const void *val, size_t vlen,
+			 int sign, bool undo)
+{
+	const struct records_kind *k = records_kind(cf);
+	int64_t until;
+
+	if (!k->live || !vlen || !k->live(val, vlen, &until))
+		return;
+	count_move(&counts[cf], sign, until);
+	if (!undo)
+		return;
+	if (o->nundo == o->capundo) {
+		o->capundo = o->capundo ? 2 * o->capundo : 64;
+		o->undo = realloc(o->undo, o->capundo * sizeof(*o->undo));
+		if (!o->undo)
+			abort();
+	}
+	o->undo[o->nundo++] =
+		(struct ops_count_undo){ .cf = cf, .sign = sign, .until = until };
+}
+
+/* Undo the count changes made since the undo log had len entries. */
+static void count_undo(struct ops *o, size_t len)
+{
+	while (o->nundo > len) {
+		const struct ops_count_undo *u = &o->undo[--o->nundo];
+		count_move(&o->counts[u->cf], -u->sign, u->until);
+	}
+}
+
+static int64_t count_of(struct ops_count *c, enum store_cf cf, int64_t now)
+{
+	const struct records_kind *k = records_kind(cf);
+	return k && k->live ? count_at(c, now) : 0;
+}
+
+int64_t ops_count(struct ops *o, enum store_cf cf, int64_t now)
+{
+	return count_of(&o->counts[cf], cf, now);
+}
+
+/* ---- SSH keys by fingerprint (CF_KEYFP, derived from CF_USERS) ---- */
+
+/* Index (put) or forget the keys of the user record rec. */
+static void keyfp_index(struct store_batch *b, const void *rec, size_t len,
+			bool put)
+{
+	Grantd__V1__User *u;
+	struct buf k = BUF_INIT;
+	char fp[RECORDS_FP_MAX];
+
+	if (!len || faultpoint("no-keyfp") ||
+	    !(u = grantd__v1__user__unpack(NULL, len, rec)))
+		return;
+	for (size_t i = 0; u->name && (!put || !u->deleted) && i < u->n_keys;
+	     i++) {
+		if (records_ssh_fingerprint(fp, u->keys[i]) < 0)
+			continue;
+		records_key_keyfp(&k, fp, u->name);
+		if (put)
+			store_put(b, CF_KEYFP, k.p, k.len, u->keys[i],
+				  strlen(u->keys[i]));
+		else
+			store_del(b, CF_KEYFP, k.p, k.len);
+	}
+	grantd__v1__user__free_unpacked(u, NULL);
+	buf_free(&k);
+}
+
 static int vv_load(struct ops *o, struct store_batch *b);
 
 int ops_reload(struct ops *o)
@@ -62,6 +240,7 @@ int ops_reload(struct ops *o)
 	int rc;
 
 	o->seq = 0;
+	count_undo(o, 0);
 	if ((rc = vv_load(o, NULL)) < 0)
 		goto done;
 	if ((rc = meta_u64(o->store, META_EPOCH, &o->epoch)) < 0)
@@ -85,13 +264,10 @@ done:
 	return rc;
 }
 
-static const struct family *family_of(Grantd__V1__Op__BodyCase body,
-				      enum store_cf cf);
-
 /* The digest of every replicated family, from the committed records;
- * records may be NULL. */
+ * records and counts (the live records, ops_count) may be NULL. */
 static int digest_scan(struct ops *o, uint8_t fam[CF__COUNT][DIGEST_LEN],
-		       uint64_t records[CF__COUNT])
+		       uint64_t records[CF__COUNT], struct ops_count *counts)
 {
 	struct buf v = BUF_INIT;
 	int rc = 0;
@@ -101,13 +277,16 @@ static int digest_scan(struct ops *o, uint8_t fam[CF__COUNT][DIGEST_LEN],
 		struct store_iter *it;
 		const char *key;
 		size_t klen;
-		if (!family_of(GRANTD__V1__OP__BODY__NOT_SET, cf))
+		if (!records_replicated(cf))
 			continue;
 		store_iter_new(&it, o->store, NULL, cf, "", 0);
 		while ((rc = store_iter_next(it, &key, &klen, &v)) > 0) {
 			digest_toggle(fam[cf], cf, key, klen, v.p, v.len);
 			if (records)
 				records[cf]++;
+			if (counts)
+				count_record(o, counts, cf, v.p, v.len, 1,
+					     false);
 		}
 		store_iter_free(&it);
 	}
@@ -131,7 +310,7 @@ static void digest_total(uint8_t d[DIGEST_LEN],
 static int digest_open(struct ops *o, struct store_batch *b)
 {
 	uint8_t d[DIGEST_LEN];
-	int rc = digest_scan(o, o->fam_digest, NULL);
+	int rc = digest_scan(o, o->fam_digest, NULL, o->counts);
 
 	if (rc < 0)
 		return rc;
@@ -150,6 +329,58 @@ static int digest_open(struct ops *o, struct store_batch *b)
 	memcpy(o->fam_committed, o->fam_digest, sizeof(o->fam_committed));
 	store_put(b, CF_META, META_DIGEST, strlen(META_DIGEST), o->digest,
 		  DIGEST_LEN);
+	return 0;
+}
+
+/* A store from before the index, for its test (crashpoint.h): no index,
+ * no mark. */
+static int keyfp_forget(struct ops *o, struct store_batch *b)
+{
+	struct buf v = BUF_INIT;
+	struct store_iter *it;
+	const char *key;
+	size_t klen;
+	int rc;
+
+	store_del(b, CF_META, META_KEYFP, strlen(META_KEYFP));
+	store_iter_new(&it, o->store, NULL, CF_KEYFP, "", 0);
+	while ((rc = store_iter_next(it, &key, &klen, &v)) > 0)
+		store_del(b, CF_KEYFP, key, klen);
+	store_iter_free(&it);
+	buf_free(&v);
+	return rc;
+}
+
+/* Index every user's keys by fingerprint, once: for a store made before
+ * the index (then kept by replace_record, in each user record's batch). */
+static int keyfp_open(struct ops *o, struct store_batch *b)
+{
+	struct buf v = BUF_INIT;
+	struct store_iter *it;
+	const char *key;
+	size_t klen, n = 0;
+	int rc;
+
+	if (faultpoint("no-keyfp"))
+		return keyfp_forget(o, b);
+	rc = store_get(o->store, NULL, CF_META, META_KEYFP, strlen(META_KEYFP),
+		       &v);
+	if (rc != GD_ENOTFOUND) {
+		buf_free(&v);
+		return rc;
+	}
+	store_iter_new(&it, o->store, NULL, CF_USERS, "", 0);
+	while ((rc = store_iter_next(it, &key, &klen, &v)) > 0) {
+		keyfp_index(b, v.p, v.len, true);
+		n++;
+	}
+	store_iter_free(&it);
+	buf_free(&v);
+	if (rc < 0)
+		return rc;
+	store_put(b, CF_META, META_KEYFP, strlen(META_KEYFP), "1", 1);
+	if (n)
+		log_info("ssh keys indexed by fingerprint users=%zu", n);
 	return 0;
 }
 
@@ -175,7 +406,7 @@ int ops_open(struct ops *o, struct store *s, const struct config *cfg,
 	store_batch_new(&b, s);
 	meta_put_u64(b, META_EPOCH, epoch);
 	meta_put_u64(b, META_SEQ, 0);
-	if ((rc = digest_open(o, b)) == 0)
+	if ((rc = keyfp_open(o, b)) == 0 && (rc = digest_open(o, b)) == 0)
 		rc = store_commit(b, true);
 	store_batch_free(&b);
 	if (rc < 0)
@@ -196,45 +427,16 @@ void ops_close(struct ops *o)
 	free(o->vv);
 	o->vv = NULL;
 	o->nvv = o->capvv = 0;
+	for (int cf = 0; cf < CF__COUNT; cf++)
+		count_free(&o->counts[cf]);
+	free(o->undo);
+	o->undo = NULL;
+	o->nundo = o->capundo = 0;
 }
 
 uint64_t ops_stamp(struct ops *o)
 {
 	return hlc_now(&o->hlc);
-}
-
-void ops_key_grant(struct buf *k, const char *user, const char *net,
-		   const char *session)
-{
-	buf_reset(k);
-	buf_add(k, user, strlen(user) + 1);
-	buf_add(k, net, strlen(net) + 1);
-	buf_add(k, session, strlen(session));
-}
-
-void ops_key_mark(struct buf *k, const char *user, uint64_t enroll_id)
-{
-	uint8_t be[8];
-	store_be64(be, enroll_id);
-	buf_reset(k);
-	buf_add(k, user, strlen(user) + 1);
-	buf_add(k, be, sizeof(be));
-}
-
-void ops_key_fail(struct buf *k, const char *user, const char *site)
-{
-	buf_reset(k);
-	buf_add(k, user, strlen(user) + 1);
-	buf_add(k, site, strlen(site));
-}
-
-static void vv_key(struct buf *k, const char *origin, uint64_t epoch)
-{
-	uint8_t be[8];
-	store_be64(be, epoch);
-	buf_reset(k);
-	buf_add(k, origin, strlen(origin) + 1);
-	buf_add(k, be, sizeof(be));
 }
 
 static struct ops_vv *vv_find(struct ops *o, const char *origin,
@@ -276,7 +478,7 @@ static void vv_set(struct ops *o, struct store_batch *b, const char *origin,
 
 	if (e)
 		e->seq = seq;
-	vv_key(&k, origin, epoch);
+	records_key_vv(&k, origin, epoch);
 	store_be64(be, seq);
 	store_put(b, CF_VV, k.p, k.len, be, sizeof(be));
 	buf_free(&k);
@@ -338,8 +540,9 @@ static void toggle(struct ops *o, enum store_cf cf, const void *key,
 	digest_xor(o->fam_digest[cf], h);
 }
 
-/* Put val at key in place of old (empty: none), keeping the digest in
- * step; nothing when the bytes are the same. */
+/* Put val at key in place of old (empty: none), keeping the digest, the
+ * live counts and the derived families in step; nothing when the bytes
+ * are the same. */
 static void replace_record(struct ops *o, struct store_batch *b,
 			   enum store_cf cf, const void *key, size_t klen,
 			   const struct buf *old, const struct buf *val)
@@ -349,6 +552,12 @@ static void replace_record(struct ops *o, struct store_batch *b,
 	if (old->len)
 		toggle(o, cf, key, klen, old->p, old->len);
 	toggle(o, cf, key, klen, val->p, val->len);
+	count_record(o, o->counts, cf, old->p, old->len, -1, true);
+	count_record(o, o->counts, cf, val->p, val->len, 1, true);
+	if (cf == CF_USERS) {
+		keyfp_index(b, old->p, old->len, false);
+		keyfp_index(b, val->p, val->len, true);
+	}
 	store_put(b, cf, key, klen, val->p, val->len);
 }
 
@@ -398,7 +607,7 @@ static int apply_mark(struct ops *o, struct store_batch *b,
 	merged.base.n_unknown_fields = 0;
 	merged.base.unknown_fields = NULL;
 
-	ops_key_mark(&k, m->user, m->enroll_id);
+	records_key_mark(&k, m->user, m->enroll_id);
 	rc = store_get(o->store, b, CF_MARKS, k.p, k.len, &old);
 	if (rc == 0) {
 		Grantd__V1__Mark *om = grantd__v1__mark__unpack(
@@ -443,7 +652,7 @@ static int apply_failure(struct ops *o, struct store_batch *b,
 	size_t n = 0;
 	int rc;
 
-	ops_key_fail(&k, f->user, f->site);
+	records_key_fail(&k, f->user, f->site);
 	rc = store_get(o->store, b, CF_FAILS, k.p, k.len, &old);
 	if (rc == 0) {
 		Grantd__V1__Failures *of = grantd__v1__failures__unpack(
@@ -478,46 +687,6 @@ done:
 	return rc;
 }
 
-/* The kinds of record, the family each lives in, and how each merges.
- * The digest covers exactly these families: the scan at open and
- * `grantctl verify` (digest_scan) walk them, so a family toggled into the
- * digest must be listed here. */
-static const struct family {
-	Grantd__V1__Op__BodyCase body;
-	enum store_cf cf;
-	const ProtobufCMessageDescriptor *desc;
-	bool lww;   /* a register ordered by (hlc, origin); else merged */
-} families[] = {
-	{ GRANTD__V1__OP__BODY_USER, CF_USERS, &grantd__v1__user__descriptor,
-	  true },
-	{ GRANTD__V1__OP__BODY_ENROLL, CF_ENROLL,
-	  &grantd__v1__enrollment__descriptor, true },
-	{ GRANTD__V1__OP__BODY_GRANT, CF_GRANTS, &grantd__v1__grant__descriptor,
-	  true },
-	{ GRANTD__V1__OP__BODY_UNLOCK, CF_UNLOCK,
-	  &grantd__v1__unlock__descriptor, true },
-	{ GRANTD__V1__OP__BODY_REPO, CF_REPOS, &grantd__v1__repo__descriptor,
-	  true },
-	{ GRANTD__V1__OP__BODY_MARK, CF_MARKS, &grantd__v1__mark__descriptor,
-	  false },
-	{ GRANTD__V1__OP__BODY_FAILURE, CF_FAILS,
-	  &grantd__v1__failures__descriptor, false },
-	{ GRANTD__V1__OP__BODY_REVOKE, CF_REVOKES,
-	  &grantd__v1__revocation__descriptor, true },
-	/* a push's records are Refs, one per ref: see apply_refs */
-	{ GRANTD__V1__OP__BODY_REFS, CF_REFS, &grantd__v1__ref__descriptor,
-	  true },
-};
-
-static const struct family *family_of(Grantd__V1__Op__BodyCase body,
-				      enum store_cf cf)
-{
-	for (size_t i = 0; i < GD_ARRAY_SIZE(families); i++)
-		if (families[i].body == body || families[i].cf == cf)
-			return &families[i];
-	return NULL;
-}
-
 /* The body of an operation: the generated oneof is a union of pointers. */
 static const ProtobufCMessage *op_body(const Grantd__V1__Op *op)
 {
@@ -546,39 +715,9 @@ static void pack_stamped(struct buf *out, const ProtobufCMessage *body,
 	free(copy);
 }
 
-/* The key of an LWW record: its name (field 1: name or user), or for a
- * grant user \0 net \0 session. */
-static void record_key(struct buf *k, const Grantd__V1__Op *op)
-{
-	if (op->body_case == GRANTD__V1__OP__BODY_GRANT) {
-		const Grantd__V1__Grant *g = op->grant;
-		ops_key_grant(k, g->user, g->net, g->session ? g->session : "");
-		return;
-	}
-	const ProtobufCMessage *m = op_body(op);
-	const ProtobufCFieldDescriptor *f =
-		protobuf_c_message_descriptor_get_field(m->descriptor, 1);
-	const char *name;
-	memcpy(&name, (const uint8_t *)m + f->offset, sizeof(name));
-	buf_reset(k);
-	buf_puts(k, name);
-}
-
 static bool oid_zero(const char *oid)
 {
 	return strspn(oid, "0") == 40;
-}
-
-static void loser_key(struct buf *k, const char *repo, const char *ref,
-		      const char *origin, uint64_t hlc)
-{
-	uint8_t be[8];
-	store_be64(be, hlc);
-	buf_reset(k);
-	buf_add(k, repo, strlen(repo) + 1);
-	buf_add(k, ref, strlen(ref) + 1);
-	buf_add(k, origin, strlen(origin) + 1);
-	buf_add(k, be, sizeof(be));
 }
 
 /* The key of a recorded hook request; without id, the prefix of all of
@@ -673,6 +812,7 @@ static int apply_refs(struct ops *o, struct store_batch *b,
 {
 	const Grantd__V1__RefUpdate *u = op->refs;
 	struct buf k = BUF_INIT, val = BUF_INIT, old = BUF_INIT, lk = BUF_INIT;
+	struct buf lv = BUF_INIT;
 	int rc = 0;
 
 	for (size_t i = 0; rc == 0 && i < u->n_changes; i++) {
@@ -685,9 +825,7 @@ static int apply_refs(struct ops *o, struct store_batch *b,
 		rec.ref = ch->ref;
 		rec.target = oid_zero(ch->new_) ? "" : ch->new_;
 		pack_stamped(&val, &rec.base, op->hlc, op->origin);
-		buf_reset(&k);
-		buf_add(&k, u->repo, strlen(u->repo) + 1);
-		buf_puts(&k, ch->ref);
+		records_key_ref(&k, u->repo, ch->ref);
 		rc = store_get(o->store, b, CF_REFS, k.p, k.len, &old);
 		if (rc == 0)
 			cur = grantd__v1__ref__unpack(NULL, old.len,
@@ -702,16 +840,18 @@ static int apply_refs(struct ops *o, struct store_batch *b,
 			const char *from = oid_zero(ch->old) ? "" : ch->old;
 			if (won && *cur->target && strcmp(cur->target, from) &&
 			    strcmp(cur->target, rec.target)) {
-				loser_key(&lk, u->repo, ch->ref, cur->origin,
-					  cur->hlc);
-				store_put(b, CF_LOSERS, lk.p, lk.len,
-					  cur->target, strlen(cur->target));
+				records_key_loser(&lk, u->repo, ch->ref,
+						  cur->origin, cur->hlc);
+				records_loser_value(&lv, cur->target, false);
+				store_put(b, CF_LOSERS, lk.p, lk.len, lv.p,
+					  lv.len);
 			} else if (!won && *rec.target &&
 				   strcmp(rec.target, cur->target)) {
-				loser_key(&lk, u->repo, ch->ref, op->origin,
-					  op->hlc);
-				store_put(b, CF_LOSERS, lk.p, lk.len,
-					  rec.target, strlen(rec.target));
+				records_key_loser(&lk, u->repo, ch->ref,
+						  op->origin, op->hlc);
+				records_loser_value(&lv, rec.target, false);
+				store_put(b, CF_LOSERS, lk.p, lk.len, lv.p,
+					  lv.len);
 			}
 		}
 		if (cur)
@@ -723,6 +863,7 @@ static int apply_refs(struct ops *o, struct store_batch *b,
 	buf_free(&val);
 	buf_free(&old);
 	buf_free(&lk);
+	buf_free(&lv);
 	return rc;
 }
 
@@ -730,21 +871,28 @@ static int apply_refs(struct ops *o, struct store_batch *b,
 static int apply_body(struct ops *o, struct store_batch *b,
 		      const Grantd__V1__Op *op)
 {
-	const struct family *f = family_of(op->body_case, CF__COUNT);
+	const struct records_kind *f = records_by_body(op->body_case);
 	struct buf k = BUF_INIT, val = BUF_INIT;
 	bool won = false;
 	int rc;
 
 	if (!f)
 		return GD_EPROTO;
-	if (op->body_case == GRANTD__V1__OP__BODY_MARK)
+	switch (f->merge) {
+	case RECORDS_MAX:
 		return apply_mark(o, b, op->mark);
-	if (op->body_case == GRANTD__V1__OP__BODY_FAILURE)
+	case RECORDS_UNION:
 		return apply_failure(o, b, op->failure);
+	case RECORDS_LWW:
+		break;
+	default:
+		return GD_EPROTO;
+	}
+	/* a push's records are Refs, one per ref: see apply_refs */
 	if (op->body_case == GRANTD__V1__OP__BODY_REFS)
 		return apply_refs(o, b, op);
 	pack_stamped(&val, op_body(op), op->hlc, op->origin);
-	record_key(&k, op);
+	records_key_lww(&k, op);
 	rc = lww_put(o, b, f->cf, k.p, k.len, &val, op->hlc, op->origin, &won);
 	/* A repository's directory is made once the record is committed
 	 * (repos_follow): a disk that refuses it cannot leave a record and
@@ -765,7 +913,6 @@ int ops_apply(struct ops *o, struct store_batch *b, const Grantd__V1__Op *op,
 {
 	struct buf k = BUF_INIT, val = BUF_INIT;
 	struct ops_save sp;
-	uint8_t be[16];
 	uint64_t have;
 	int rc;
 
@@ -784,11 +931,7 @@ int ops_apply(struct ops *o, struct store_batch *b, const Grantd__V1__Op *op,
 		goto done;
 	}
 
-	/* the operation log: origin \0 epoch seq */
-	buf_add(&k, op->origin, strlen(op->origin) + 1);
-	store_be64(be, op->epoch);
-	store_be64(be + 8, op->seq);
-	buf_add(&k, be, sizeof(be));
+	records_key_oplog(&k, op->origin, op->epoch, op->seq);
 	pack_msg(&val, &op->base);
 	store_put(b, CF_OPLOG, k.p, k.len, val.p, val.len);
 
@@ -840,15 +983,21 @@ int ops_commit(struct ops *o, struct store_batch *b, bool sync)
 {
 	int rc;
 
-	if (store_batch_count(b) == 0)
-		return store_commit(b, sync); /* drops its save points */
+	if (store_batch_count(b) == 0) {
+		rc = store_commit(b, sync); /* drops its save points */
+		if (rc == 0)
+			o->nundo = 0;
+		return rc;
+	}
 	meta_put_u64(b, META_SEQ, o->seq);
 	meta_put_u64(b, META_HLC, o->hlc.last);
 	store_put(b, CF_META, META_DIGEST, strlen(META_DIGEST), o->digest,
 		  DIGEST_LEN);
-	if ((rc = store_commit(b, sync)) == 0)
+	if ((rc = store_commit(b, sync)) == 0) {
 		memcpy(o->fam_committed, o->fam_digest,
 		       sizeof(o->fam_committed));
+		o->nundo = 0;
+	}
 	return rc;
 }
 
@@ -860,6 +1009,7 @@ void ops_savepoint(struct ops *o, struct store_batch *b, struct ops_save *sp)
 	sp->outbox_len = o->outbox.len;
 	sp->refs_len = o->refs_touched.len;
 	sp->repos_len = o->repos_touched.len;
+	sp->undo_len = o->nundo;
 	store_batch_savepoint(b);
 }
 
@@ -886,6 +1036,7 @@ int ops_rollback(struct ops *o, struct store_batch *b,
 		o->refs_touched.len = sp->refs_len;
 	if (o->repos_touched.len > sp->repos_len)
 		o->repos_touched.len = sp->repos_len;
+	count_undo(o, sp->undo_len);
 	if (rc == 0)
 		rc = vv_load(o, b);
 	return rc;
@@ -907,15 +1058,33 @@ int ops_verify(struct ops *o, struct ops_verify *v)
 	if (rc < 0 && rc != GD_ENOTFOUND)
 		return rc;
 	for (int cf = 0; cf < CF__COUNT; cf++)
-		v->covered[cf] =
-			family_of(GRANTD__V1__OP__BODY__NOT_SET, cf) != NULL;
-	if ((rc = digest_scan(o, v->disk_fam, v->records)) < 0)
-		return rc;
+		v->covered[cf] = records_replicated(cf);
+	struct ops_count *disk = calloc(CF__COUNT, sizeof(*disk));
+	if (!disk)
+		abort();
+	if ((rc = digest_scan(o, v->disk_fam, v->records, disk)) < 0)
+		goto done;
 	digest_total(v->disk, v->disk_fam);
 	v->equal = !memcmp(v->live, v->disk, DIGEST_LEN) &&
 		   !memcmp(v->stored, v->disk, DIGEST_LEN) &&
 		   !memcmp(v->live_fam, v->disk_fam, sizeof(v->disk_fam));
-	return 0;
+	int64_t now = (int64_t)(hlc_wall_ms() / 1000);
+	for (int cf = 0; cf < CF__COUNT; cf++) {
+		v->count_kept[cf] = ops_count(o, cf, now);
+		v->count_disk[cf] = count_of(&disk[cf], cf, now);
+		if (v->count_kept[cf] == v->count_disk[cf])
+			continue;
+		log_error("verify: the live count of family=%s is %lld, its "
+			  "records say %lld", store_cf_name(cf),
+			  (long long)v->count_kept[cf],
+			  (long long)v->count_disk[cf]);
+		v->equal = false;
+	}
+done:
+	for (int cf = 0; cf < CF__COUNT; cf++)
+		count_free(&disk[cf]);
+	free(disk);
+	return rc;
 }
 
 void ops_outbox_clear(struct ops *o)
@@ -944,7 +1113,7 @@ static void vv_retire(struct ops *o, struct store_batch *b, size_t i)
 	uint8_t val[9];
 
 	e->retired = true;
-	vv_key(&k, e->origin, e->epoch);
+	records_key_vv(&k, e->origin, e->epoch);
 	store_be64(val, e->seq);
 	val[8] = 1;
 	store_put(b, CF_VV, k.p, k.len, val, sizeof(val));
@@ -1032,7 +1201,7 @@ int ops_vv_forget(struct ops *o, struct store_batch *b,
 			i++;
 			continue;
 		}
-		vv_key(&k, e->origin, e->epoch);
+		records_key_vv(&k, e->origin, e->epoch);
 		store_del(b, CF_VV, k.p, k.len);
 		o->vv[i] = o->vv[--o->nvv]; /* entry i is now another one */
 		n++;
@@ -1081,8 +1250,7 @@ static int merge_ref(struct ops *o, struct store_batch *b, const void *val,
 	}
 	if ((rc = trust_stamp(o, t, r->hlc, r->origin, why)) < 0)
 		goto done;
-	buf_add(&k, r->repo, strlen(r->repo) + 1);
-	buf_puts(&k, r->ref);
+	records_key_ref(&k, r->repo, r->ref);
 	buf_add(&v, val, vlen);
 	rc = lww_put(o, b, CF_REFS, k.p, k.len, &v, r->hlc, r->origin, &won);
 	if (rc == 0 && won)
@@ -1099,7 +1267,8 @@ int ops_merge_record(struct ops *o, struct store_batch *b, enum store_cf cf,
 		     const void *val, size_t vlen, const struct ops_trust *t,
 		     struct buf *why_out)
 {
-	const struct family *f = family_of(GRANTD__V1__OP__BODY__NOT_SET, cf);
+	const struct records_kind *f =
+		records_replicated(cf) ? records_kind(cf) : NULL;
 	Grantd__V1__Op op = GRANTD__V1__OP__INIT;
 	struct buf why = BUF_INIT;
 	ProtobufCMessage *m = NULL;
@@ -1124,7 +1293,7 @@ int ops_merge_record(struct ops *o, struct store_batch *b, enum store_cf cf,
 	memcpy(&op.user, &m, sizeof(m));
 	SET_STAMP(op, 1, 1, 1);
 	op.origin = o->site;
-	if (f->lww) {
+	if (f->merge == RECORDS_LWW) {
 		Grantd__V1__Stamped *st = grantd__v1__stamped__unpack(NULL, vlen,
 								      val);
 		if (!st) {
@@ -1182,6 +1351,7 @@ int ops_sweep_grants(struct ops *o, struct store_batch *b, int64_t now,
 		if (!old)
 			continue;
 		toggle(o, CF_GRANTS, key, klen, v.p, v.len);
+		count_record(o, o->counts, CF_GRANTS, v.p, v.len, -1, true);
 		store_del(b, CF_GRANTS, key, klen);
 		n++;
 	}

@@ -43,6 +43,25 @@ struct config;
 #define OPS_MAX_KEYS 64
 #define OPS_MAX_REF_CHANGES 4096
 
+/* A min-heap of unix seconds. */
+struct ops_heap {
+	int64_t *v;
+	size_t n, cap;
+};
+
+/* The live records of one family (records.h's live test), kept as
+ * operations apply so that `status` needs no scan.  A record live until a
+ * time (a grant, until it expires) counts until then: the limits of the
+ * live ones wait in a heap, and those passed by the latest time asked for
+ * (horizon) are counted as expired. */
+struct ops_count {
+	int64_t live;        /* live records, time aside */
+	int64_t expired;     /* of them, those whose limit <= horizon */
+	int64_t horizon;
+	struct ops_heap until; /* limits > horizon of live records */
+	struct ops_heap gone;  /* limits of those since replaced or deleted */
+};
+
 struct ops {
 	struct store *store;
 	const struct config *cfg;
@@ -83,6 +102,16 @@ struct ops {
 	/* own operations up to here are durable and published (ranges and
 	 * heartbeats never announce more) */
 	uint64_t published;
+	/* live records per family (ops_count), loaded at open; and each
+	 * change to them since the last commit, undone by ops_rollback and
+	 * ops_reload */
+	struct ops_count counts[CF__COUNT];
+	struct ops_count_undo {
+		int cf;
+		int sign;
+		int64_t until;
+	} *undo;
+	size_t nundo, capundo;
 };
 
 /* Load (or, for a new store, create) epoch, seq, hlc and digest.  The
@@ -103,7 +132,7 @@ struct ops_save {
 	uint8_t digest[DIGEST_LEN];
 	uint8_t fam_digest[CF__COUNT][DIGEST_LEN];
 	uint64_t seq;
-	size_t outbox_len, refs_len, repos_len;
+	size_t outbox_len, refs_len, repos_len, undo_len;
 };
 
 /* Open a save point in b.  Then either ops_release() keeps what was
@@ -125,7 +154,11 @@ struct ops_verify {
 	uint8_t live_fam[CF__COUNT][DIGEST_LEN];
 	uint8_t disk_fam[CF__COUNT][DIGEST_LEN];
 	uint64_t records[CF__COUNT];
-	bool equal;                   /* live == stored == disk */
+	/* live records (status) as kept and as counted on disk, at the
+	 * same time; both 0 for a family not counted */
+	int64_t count_kept[CF__COUNT];
+	int64_t count_disk[CF__COUNT];
+	bool equal;                   /* live == stored == disk, counts too */
 };
 
 /* Recompute the digest from the committed records of every replicated
@@ -134,6 +167,11 @@ struct ops_verify {
  * the writer thread.  Returns 0 (v->equal says the verdict) or a store
  * error. */
 int ops_verify(struct ops *o, struct ops_verify *v);
+
+/* How many records of cf are live at unix time now (`status`): kept as
+ * operations apply, never scanned; 0 for a family records.h does not
+ * count.  Moves the count's horizon (writer thread). */
+int64_t ops_count(struct ops *o, enum store_cf cf, int64_t now);
 
 /* A fresh HLC stamp, for a handler that must know the stamp of the
  * operation it is about to make (an enrollment's id). */
@@ -268,11 +306,7 @@ bool ops_ref_name_ok(const char *s);
  * one body).  Returns 0 or GD_EPROTO with a reason in err. */
 int ops_check(const Grantd__V1__Op *op, struct buf *err);
 
-/* Keys of the record families (store.h documents the layouts). */
-void ops_key_grant(struct buf *k, const char *user, const char *net,
-		   const char *session);
-void ops_key_mark(struct buf *k, const char *user, uint64_t enroll_id);
-void ops_key_fail(struct buf *k, const char *user, const char *site);
+/* Keys of the record families: records.h. */
 
 /* Version vector entry for (origin, epoch); 0 when none.  It reads the
  * cache, which includes batches not yet committed (b is unused). */

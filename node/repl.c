@@ -71,9 +71,8 @@ struct snap {
 	uint64_t refused;          /* records that failed a check */
 };
 
-static const enum store_cf snap_cfs[] = { CF_USERS, CF_ENROLL, CF_GRANTS,
-					  CF_MARKS, CF_FAILS, CF_UNLOCK,
-					  CF_REPOS, CF_REFS, CF_REVOKES };
+/* the replicated families, in table order (records.h) */
+static const enum store_cf snap_cfs[] = { GD_RECORD_KINDS(RECORDS_SNAP_CF) };
 #define SNAP_MAX_RECORDS 4096
 
 static void snap_free(struct snap *sn);

@@ -24,11 +24,10 @@
 #include "banned.h"
 
 static const char *const cf_names[CF__COUNT] = {
-	[CF_META] = "default", [CF_USERS] = "users",   [CF_ENROLL] = "enroll",
-	[CF_GRANTS] = "grants", [CF_MARKS] = "marks",  [CF_FAILS] = "fails",
-	[CF_UNLOCK] = "unlock", [CF_REPOS] = "repos",  [CF_OPLOG] = "oplog",
-	[CF_VV] = "vv", [CF_REFS] = "refs", [CF_LOSERS] = "losers",
-	[CF_REVOKES] = "revokes",
+#define STORE_CF_NAME(cf, name, body, desc, merge, sealed, snap, live)         \
+	[CF_##cf] = name,
+	GD_RECORD_KINDS(STORE_CF_NAME)
+#undef STORE_CF_NAME
 };
 
 const char *store_cf_name(enum store_cf cf)
@@ -38,7 +37,8 @@ const char *store_cf_name(enum store_cf cf)
 
 static bool cf_sealed(enum store_cf cf)
 {
-	return cf == CF_ENROLL || cf == CF_OPLOG;
+	const struct records_kind *k = records_kind(cf);
+	return k && k->sealed;
 }
 
 struct store {
@@ -376,7 +376,7 @@ int store_put_now(struct store *s, enum store_cf cf, const void *key,
 {
 	char *err = NULL;
 
-	if (cf == CF_ENROLL || cf == CF_OPLOG)
+	if (cf_sealed(cf))
 		return GD_EINVAL; /* sealed: only through a batch */
 	if (val)
 		rocksdb_put_cf(s->db, s->wnosync, s->cf[cf], key, klen, val,

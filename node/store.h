@@ -21,26 +21,10 @@
 #include <stdint.h>
 
 #include "buf.h"
+#include "records.h"
 
-enum store_cf {
-	CF_META,      /* "epoch", "seq", "hlc", "digest" */
-	CF_USERS,     /* user name -> User */
-	CF_ENROLL,    /* user name -> Enrollment (sealed) */
-	CF_GRANTS,    /* user \0 net \0 session -> Grant */
-	CF_MARKS,     /* user \0 enroll_id(8, BE) -> Mark */
-	CF_FAILS,     /* user \0 site -> Failures */
-	CF_UNLOCK,    /* user -> Unlock */
-	CF_REPOS,     /* repo name -> Repo */
-	CF_OPLOG,     /* origin \0 epoch(8) seq(8) -> Op (sealed) */
-	CF_VV,        /* origin \0 epoch(8) -> applied seq (8, BE) */
-	CF_REFS,      /* repo \0 ref -> Ref (the replicated tip) */
-	CF_LOSERS,    /* repo \0 ref \0 origin \0 hlc(8) -> tip that lost an
-	               * LWW race (local): "TIP" as noted by the writer,
-	               * "TIP kept" once gitrepl has kept it under
-	               * refs/grantd/conflicts (no entry: it was no conflict) */
-	CF_REVOKES,   /* user -> Revocation */
-	CF__COUNT,
-};
+/* enum store_cf (CF_USERS, CF_GRANTS, ..., CF__COUNT): one column family
+ * per row of records.h's table, which documents each family's layout. */
 
 #define STORE_SEAL_KEY_LEN 32
 

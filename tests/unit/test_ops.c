@@ -343,7 +343,7 @@ static Grantd__V1__Grant *get_grant(struct node *n, const char *user,
 				    const char *net)
 {
 	struct buf k = BUF_INIT;
-	ops_key_grant(&k, user, net, "");
+	records_key_grant(&k, user, net, "");
 	void *m = get_rec(n, CF_GRANTS, k.p, k.len,
 			  &grantd__v1__grant__descriptor);
 	buf_free(&k);
@@ -354,7 +354,7 @@ static Grantd__V1__Mark *get_mark(struct node *n, const char *user,
 				  uint64_t id)
 {
 	struct buf k = BUF_INIT;
-	ops_key_mark(&k, user, id);
+	records_key_mark(&k, user, id);
 	void *m = get_rec(n, CF_MARKS, k.p, k.len,
 			  &grantd__v1__mark__descriptor);
 	buf_free(&k);
@@ -365,7 +365,7 @@ static Grantd__V1__Failures *get_fail(struct node *n, const char *user,
 				      const char *site)
 {
 	struct buf k = BUF_INIT;
-	ops_key_fail(&k, user, site);
+	records_key_fail(&k, user, site);
 	void *m = get_rec(n, CF_FAILS, k.p, k.len,
 			  &grantd__v1__failures__descriptor);
 	buf_free(&k);
@@ -778,7 +778,7 @@ static void test_savepoint(void **state)
 	assert_int_equal(store_get(n->s, b, CF_REPOS, "lee-repo", 8, &v),
 			 GD_ENOTFOUND);
 	struct buf k = BUF_INIT;
-	ops_key_grant(&k, "lee", "192.0.2.9", "");
+	records_key_grant(&k, "lee", "192.0.2.9", "");
 	assert_int_equal(store_get(n->s, b, CF_GRANTS, k.p, k.len, &v), 0);
 
 	/* the outer one: the grant goes too, the digest is as before */
@@ -1635,13 +1635,13 @@ static void test_merge_record_one(void **state)
 
 			switch (where[i].cf) {
 			case CF_GRANTS:
-				ops_key_grant(&k, "hank", "198.51.100.0/24", "");
+				records_key_grant(&k, "hank", "198.51.100.0/24", "");
 				break;
 			case CF_MARKS:
-				ops_key_mark(&k, "hank", 51);
+				records_key_mark(&k, "hank", 51);
 				break;
 			case CF_FAILS:
-				ops_key_fail(&k, "hank", "sitea");
+				records_key_fail(&k, "hank", "sitea");
 				break;
 			default:
 				buf_reset(&k);
@@ -1837,7 +1837,7 @@ static void test_sweep_keeps_digest(void **state)
 	assert_int_equal(ops_sweep_grants(&a->o, b, 2000000000, 1000), 1);
 	assert_int_equal(ops_commit(&a->o, b, true), 0);
 	store_batch_free(&b);
-	ops_key_grant(&k, "kim", "192.0.2.50", "");
+	records_key_grant(&k, "kim", "192.0.2.50", "");
 	assert_int_equal(store_get(a->s, NULL, CF_GRANTS, k.p, k.len, &v),
 			 GD_ENOTFOUND);
 
@@ -1960,6 +1960,265 @@ static void test_local(void **state)
 	assert_int_equal(n->o.seq, 0);
 }
 
+/* ---- live counts (status) and the keys index ------------------------------ */
+
+/* What count_family scanned for before the counts were kept. */
+static int64_t recount(struct node *n, struct store_batch *b, enum store_cf cf,
+		       int64_t now)
+{
+	struct store_iter *it;
+	struct buf v = BUF_INIT;
+	const char *key;
+	size_t klen;
+	int64_t c = 0;
+
+	store_iter_new(&it, n->s, b, cf, "", 0);
+	while (store_iter_next(it, &key, &klen, &v) > 0)
+		c += records_live_at(cf, v.p, v.len, now);
+	store_iter_free(&it);
+	buf_free(&v);
+	return c;
+}
+
+static void check_counts(struct node *n, struct store_batch *b, int64_t now)
+{
+	for (int cf = 0; cf < CF__COUNT; cf++) {
+		int64_t kept = ops_count(&n->o, cf, now), disk =
+			recount(n, b, cf, now);
+		if (kept != disk)
+			fail_msg("%s family=%s now=%lld: kept %lld, records "
+				 "say %lld", n->site, store_cf_name(cf),
+				 (long long)now, (long long)kept,
+				 (long long)disk);
+	}
+}
+
+/* The counts follow every apply (a grant replaced, revoked, expiring; a
+ * user and a repository deleted), survive a restart, and match a recount
+ * at every moment, before and after each grant's expiry. */
+static void test_counts(void **state)
+{
+	struct fixture *f = *state;
+	struct node *n = node_open(f, 0);
+	struct ops_verify v;
+	struct top t[12];
+	const int64_t T = 2000000000;
+
+	apply_all(n, (Grantd__V1__Op *[]){
+		op_user(&t[0], "sitea", 1, HLC(100, 0), "ann", "k1"),
+		op_user(&t[1], "sitea", 2, HLC(101, 0), "ben", "k2"),
+		op_grant(&t[2], "sitea", 3, HLC(102, 0), "ann", "192.0.2.1",
+			 T + 10, false),
+		op_grant(&t[3], "sitea", 4, HLC(103, 0), "ann", "192.0.2.2",
+			 T + 20, false),
+		op_grant(&t[4], "sitea", 5, HLC(104, 0), "ben", "192.0.2.3",
+			 T - 5, false),
+		op_repo(&t[5], "sitea", 6, HLC(105, 0), "r1",
+			GRANTD__V1__REPO_MODE__MODE_OFF, false),
+	}, 6);
+	/* (verify counts at the wall clock's time, before T moves them) */
+	assert_int_equal(ops_verify(&n->o, &v), 0);
+	assert_true(v.equal);
+	assert_int_equal(v.count_kept[CF_GRANTS], 3);
+	assert_int_equal(v.count_disk[CF_GRANTS], 3);
+	assert_int_equal(ops_count(&n->o, CF_USERS, T), 2);
+	assert_int_equal(ops_count(&n->o, CF_GRANTS, T), 2);
+	assert_int_equal(ops_count(&n->o, CF_REPOS, T), 1);
+	assert_int_equal(ops_count(&n->o, CF_MARKS, T), 0); /* not counted */
+	check_counts(n, NULL, T);
+	/* the first grant extended past the second's end, then the second
+	 * revoked; ben deleted, the repository deleted */
+	apply_all(n, (Grantd__V1__Op *[]){
+		op_grant(&t[6], "sitea", 7, HLC(106, 0), "ann", "192.0.2.1",
+			 T + 30, false),
+		op_grant(&t[7], "sitea", 8, HLC(107, 0), "ann", "192.0.2.2",
+			 T + 20, true),
+		op_user(&t[8], "sitea", 9, HLC(108, 0), "ben", NULL),
+		op_repo(&t[9], "sitea", 10, HLC(109, 0), "r1",
+			GRANTD__V1__REPO_MODE__MODE_OFF, true),
+	}, 4);
+	check_counts(n, NULL, T);
+	assert_int_equal(ops_count(&n->o, CF_USERS, T), 2);
+	assert_int_equal(ops_count(&n->o, CF_REPOS, T), 0);
+	op_user(&t[10], "sitea", 11, HLC(110, 0), "ben", NULL);
+	t[10].user.deleted = 1, t[10].user.has_deleted = 1;
+	apply1(n, &t[10].op);
+	assert_int_equal(ops_count(&n->o, CF_USERS, T + 1), 1);
+	check_counts(n, NULL, T + 1);
+	check_counts(n, NULL, T + 10);
+	assert_int_equal(ops_count(&n->o, CF_GRANTS, T + 10), 1);
+	check_counts(n, NULL, T + 29);
+	check_counts(n, NULL, T + 30);
+	assert_int_equal(ops_count(&n->o, CF_GRANTS, T + 30), 0);
+	/* an expired grant revoked: no count below zero */
+	apply1(n, op_grant(&t[11], "sitea", 12, HLC(111, 0), "ann",
+			   "192.0.2.1", T + 30, true));
+	assert_int_equal(ops_count(&n->o, CF_GRANTS, T + 31), 0);
+	check_counts(n, NULL, T + 31);
+	/* loaded again at open */
+	node_close(n);
+	n = node_open(f, 0);
+	check_counts(n, NULL, T);
+	check_counts(n, NULL, T + 40);
+}
+
+/* A rolled back save point, and a batch dropped after a failed commit
+ * (ops_reload), take their count changes back with them; a count that
+ * parted from the records fails ops_verify. */
+static void test_counts_rollback(void **state)
+{
+	struct fixture *f = *state;
+	struct node *n = node_open(f, 0);
+	struct store_batch *b;
+	struct ops_save sp;
+	struct ops_verify v;
+	struct top t[4];
+	bool applied;
+	const int64_t T = 2000000000;
+
+	apply1(n, op_grant(&t[0], "sitea", 1, HLC(100, 0), "ann",
+			   "192.0.2.1", T + 10, false));
+	store_batch_new(&b, n->s);
+	ops_savepoint(&n->o, b, &sp);
+	assert_int_equal(ops_apply(&n->o, b,
+				   op_grant(&t[1], "sitea", 2, HLC(101, 0),
+					    "ann", "192.0.2.1", T + 10, true),
+				   &applied), 0);
+	assert_int_equal(ops_apply(&n->o, b,
+				   op_user(&t[2], "sitea", 3, HLC(102, 0),
+					   "ann", "k"), &applied), 0);
+	assert_int_equal(ops_count(&n->o, CF_GRANTS, T), 0);
+	assert_int_equal(ops_count(&n->o, CF_USERS, T), 1);
+	check_counts(n, b, T);
+	assert_int_equal(ops_rollback(&n->o, b, &sp), 0);
+	assert_int_equal(ops_count(&n->o, CF_GRANTS, T), 1);
+	assert_int_equal(ops_count(&n->o, CF_USERS, T), 0);
+	check_counts(n, b, T);
+	/* applied, then the batch dropped as after a failed commit */
+	assert_int_equal(ops_apply(&n->o, b, &t[1].op, &applied), 0);
+	assert_int_equal(ops_count(&n->o, CF_GRANTS, T + 1), 0);
+	store_batch_free(&b);
+	assert_int_equal(ops_reload(&n->o), 0);
+	assert_int_equal(ops_count(&n->o, CF_GRANTS, T + 1), 1);
+	check_counts(n, NULL, T + 1);
+	/* a live grant written behind ops' back: verify names the count */
+	{
+		uint8_t rec[128];
+		size_t len;
+		op_grant(&t[3], "sitea", 9, HLC(109, 0), "zed", "192.0.2.9",
+			 4000000000, false);
+		len = grantd__v1__grant__pack(&t[3].grant, rec);
+		store_batch_new(&b, n->s);
+		store_put(b, CF_GRANTS, "zed\0" "192.0.2.9\0", 14, rec, len);
+		assert_int_equal(store_commit(b, true), 0);
+		store_batch_free(&b);
+	}
+	assert_int_equal(ops_verify(&n->o, &v), 0);
+	assert_false(v.equal);
+	assert_int_equal(v.count_disk[CF_GRANTS], v.count_kept[CF_GRANTS] + 1);
+}
+
+/* How many keys the index holds for fp (any user), and the user and key
+ * of the first. */
+static int keyfp_find(struct node *n, const char *fp, struct buf *user,
+		      struct buf *key)
+{
+	struct store_iter *it;
+	struct buf k = BUF_INIT, v = BUF_INIT;
+	const char *ik;
+	size_t iklen;
+	int c = 0;
+
+	records_key_keyfp(&k, fp, NULL);
+	store_iter_new(&it, n->s, NULL, CF_KEYFP, k.p, k.len);
+	while (store_iter_next(it, &ik, &iklen, &v) > 0) {
+		struct records_span sf, su;
+		assert_int_equal(records_keyfp_parse(ik, iklen, &sf, &su), 0);
+		if (c++ == 0) {
+			buf_reset(user);
+			buf_add(user, su.p, su.len);
+			buf_add(user, "", 1);
+			user->len--;
+			buf_reset(key);
+			buf_add(key, v.p, v.len);
+			buf_add(key, "", 1);
+			key->len--;
+		}
+	}
+	store_iter_free(&it);
+	buf_free(&k);
+	buf_free(&v);
+	return c;
+}
+
+static const char *fp_of(const char *label)
+{
+	static char fp[RECORDS_FP_MAX];
+	assert_int_equal(records_ssh_fingerprint(fp, key_of(label)), 0);
+	return fp;
+}
+
+#define OTHER_KEY                                                              \
+	"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIPz0OdImpZkZRFWa0DIvXMsC+wwuYm7" \
+	"TcnlPutvwRV5v"
+
+/* CF_KEYFP follows the user records in their batch: a key indexed, a key
+ * replaced, a user deleted; and a store made before the index gets it at
+ * open. */
+static void test_keyfp(void **state)
+{
+	struct fixture *f = *state;
+	struct node *n = node_open(f, 0);
+	struct buf user = BUF_INIT, key = BUF_INIT, k = BUF_INIT;
+	struct store_batch *b;
+	struct top t[4];
+	char fp[RECORDS_FP_MAX], other[RECORDS_FP_MAX];
+
+	snprintf(fp, sizeof(fp), "%s", fp_of("a"));
+	assert_int_equal(records_ssh_fingerprint(other, OTHER_KEY), 0);
+	apply1(n, op_user(&t[0], "sitea", 1, HLC(100, 0), "ann", "a"));
+	assert_int_equal(keyfp_find(n, fp, &user, &key), 1);
+	assert_string_equal(user.p, "ann");
+	assert_string_equal(key.p, key_of("a"));
+	/* not replicated, not in the digest */
+	check_digest(n);
+
+	/* ann's key replaced by another: the old one stops matching */
+	op_user(&t[1], "sitea", 2, HLC(101, 0), "ann", NULL);
+	t[1].keys[0] = OTHER_KEY;
+	t[1].user.n_keys = 1;
+	apply1(n, &t[1].op);
+	assert_int_equal(keyfp_find(n, fp, &user, &key), 0);
+	assert_int_equal(keyfp_find(n, other, &user, &key), 1);
+	assert_string_equal(user.p, "ann");
+
+	/* deleted: nothing */
+	op_user(&t[2], "sitea", 3, HLC(102, 0), "ann", NULL);
+	t[2].keys[0] = OTHER_KEY;
+	t[2].user.n_keys = 1;
+	t[2].user.deleted = 1, t[2].user.has_deleted = 1;
+	apply1(n, &t[2].op);
+	assert_int_equal(keyfp_find(n, other, &user, &key), 0);
+
+	/* a store from before the index: its keys and its mark gone */
+	apply1(n, op_user(&t[3], "sitea", 4, HLC(103, 0), "bea", "a"));
+	store_batch_new(&b, n->s);
+	records_key_keyfp(&k, fp, "bea");
+	store_del(b, CF_KEYFP, k.p, k.len);
+	store_del(b, CF_META, "keyfp", 5);
+	assert_int_equal(store_commit(b, true), 0);
+	store_batch_free(&b);
+	assert_int_equal(keyfp_find(n, fp, &user, &key), 0);
+	node_close(n);
+	n = node_open(f, 0);
+	assert_int_equal(keyfp_find(n, fp, &user, &key), 1);
+	assert_string_equal(user.p, "bea");
+	assert_int_equal(keyfp_find(n, other, &user, &key), 0);
+	buf_free(&user);
+	buf_free(&key);
+	buf_free(&k);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2001,6 +2260,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_sweep_keeps_digest,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_local, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_counts, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_counts_rollback, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_keyfp, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_merge_record_trust, setup,
 						teardown),
 

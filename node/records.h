@@ -1,0 +1,203 @@
+/*
+ * records.h: the kinds of record the node keeps, in one table.
+ *
+ * GD_RECORD_KINDS is the one list of the store's column families, one row
+ * each, in the order of enum store_cf (whose values are on disk and on
+ * the wire: the digest hashes them, state transfer names them, so a new
+ * row goes at the END).  Each row is
+ *
+ *   X(CF, name, body, desc, merge, sealed, snap, live)
+ *
+ *   CF      the enum store_cf member, without its CF_ prefix
+ *   name    the RocksDB column family's name
+ *   body    the case of the Op oneof whose operations write it, without
+ *           its GRANTD__V1__OP__BODY_ prefix (_NOT_SET: no operation does)
+ *   desc    the protobuf descriptor of its records (NULL: not protobuf)
+ *   merge   how two copies merge (enum records_merge): RECORDS_LOCAL for
+ *           this node's own bookkeeping, never replicated; every other
+ *           rule makes a replicated family, which is in the digest, in
+ *           the operation log and in state transfer
+ *   sealed  values encrypted with the node's sealing key (store.h)
+ *   snap    sent in state transfer (every replicated family is: the unit
+ *           test holds them equal; a family left out of it would never
+ *           reach a peer that catches up by snapshot)
+ *   live    the function saying whether a record counts in `status`
+ *           (records_live; NULL: the family is not counted)
+ *
+ * The table is expanded by store.h (the enum) and store.c (the names,
+ * sealing), ops.c (apply, merge, digest, counts, ops_check's lookup),
+ * repl.c (the families sent in state transfer) and control.c (status).
+ * tests/unit/test_records.c checks the rows against each other and
+ * against the protobuf descriptors.
+ *
+ * The key of every family is built and parsed here, and nowhere else.
+ * Pure functions: any thread.
+ */
+#ifndef GD_RECORDS_H
+#define GD_RECORDS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "grantd.pb-c.h"
+
+/* How two copies of a family's record merge (ops.c applies the rule). */
+enum records_merge {
+	RECORDS_LOCAL,  /* not replicated: this node's bookkeeping */
+	RECORDS_LWW,    /* a register ordered by (hlc, origin): the record
+			 * keeps its key in field 1 (a grant's is user, net
+			 * and session) and its stamp in fields 14 (hlc) and
+			 * 15 (origin), like grantd.v1.Stamped */
+	RECORDS_MAX,    /* token-use marks: max (next), union (scratch) */
+	RECORDS_UNION,  /* failures: union of attempt stamps */
+};
+
+/* clang-format off */
+#define GD_RECORD_KINDS(X)                                                     \
+	/* "epoch", "seq", "hlc", "digest", "push" \0 repo \0 id (ops.c) */    \
+	X(META,    "default", _NOT_SET, NULL, RECORDS_LOCAL, false, false, NULL) \
+	/* user name -> User */                                                \
+	X(USERS,   "users",   USER, &grantd__v1__user__descriptor,             \
+	  RECORDS_LWW, false, true, records_live_user)                         \
+	/* user name -> Enrollment */                                          \
+	X(ENROLL,  "enroll",  ENROLL, &grantd__v1__enrollment__descriptor,     \
+	  RECORDS_LWW, true, true, NULL)                                       \
+	/* user \0 net \0 session -> Grant */                                  \
+	X(GRANTS,  "grants",  GRANT, &grantd__v1__grant__descriptor,           \
+	  RECORDS_LWW, false, true, records_live_grant)                        \
+	/* user \0 enroll_id(8, BE) -> Mark */                                 \
+	X(MARKS,   "marks",   MARK, &grantd__v1__mark__descriptor,             \
+	  RECORDS_MAX, false, true, NULL)                                      \
+	/* user \0 site -> Failures */                                         \
+	X(FAILS,   "fails",   FAILURE, &grantd__v1__failures__descriptor,      \
+	  RECORDS_UNION, false, true, NULL)                                    \
+	/* user -> Unlock */                                                   \
+	X(UNLOCK,  "unlock",  UNLOCK, &grantd__v1__unlock__descriptor,         \
+	  RECORDS_LWW, false, true, NULL)                                      \
+	/* repo name -> Repo */                                                \
+	X(REPOS,   "repos",   REPO, &grantd__v1__repo__descriptor,             \
+	  RECORDS_LWW, false, true, records_live_repo)                         \
+	/* origin \0 epoch(8) seq(8) -> Op */                                  \
+	X(OPLOG,   "oplog",   _NOT_SET, &grantd__v1__op__descriptor,           \
+	  RECORDS_LOCAL, true, false, NULL)                                    \
+	/* origin \0 epoch(8) -> applied seq (8, BE) */                        \
+	X(VV,      "vv",      _NOT_SET, NULL, RECORDS_LOCAL, false, false, NULL) \
+	/* repo \0 ref -> Ref (the replicated tip; a RefUpdate writes them) */ \
+	X(REFS,    "refs",    REFS, &grantd__v1__ref__descriptor,              \
+	  RECORDS_LWW, false, true, records_live_ref)                          \
+	/* repo \0 ref \0 origin \0 hlc(8) -> tip that lost an LWW race:       \
+	 * "TIP" as noted by the writer, "TIP kept" once gitrepl has kept it   \
+	 * under refs/grantd/conflicts (no entry: it was no conflict) */       \
+	X(LOSERS,  "losers",  _NOT_SET, NULL, RECORDS_LOCAL, false, false, NULL) \
+	/* user -> Revocation */                                               \
+	X(REVOKES, "revokes", REVOKE, &grantd__v1__revocation__descriptor,     \
+	  RECORDS_LWW, false, true, NULL)                                      \
+	/* SSH key fingerprint \0 user -> the key (derived from USERS by ops,  \
+	 * in the user record's batch; rebuilt at open when missing) */        \
+	X(KEYFP,   "keyfp",   _NOT_SET, NULL, RECORDS_LOCAL, false, false, NULL)
+/* clang-format on */
+
+enum store_cf {
+#define RECORDS_CF_ENUM(cf, name, body, desc, merge, sealed, snap, live) CF_##cf,
+	GD_RECORD_KINDS(RECORDS_CF_ENUM)
+#undef RECORDS_CF_ENUM
+	CF__COUNT,
+};
+
+/* Expansions that keep some rows: RECORDS_IF_##flag(...) keeps its
+ * arguments when flag is the token true.  The families of state transfer,
+ * in table order: { GD_RECORD_KINDS(RECORDS_SNAP_CF) }. */
+#define RECORDS_IF_true(...) __VA_ARGS__
+#define RECORDS_IF_false(...)
+#define RECORDS_SNAP_CF(cf, name, body, desc, merge, sealed, snap, live)       \
+	RECORDS_IF_##snap(CF_##cf, )
+
+/* One row of the table. */
+struct records_kind {
+	enum store_cf cf;
+	const char *name;
+	Grantd__V1__Op__BodyCase body;
+	const ProtobufCMessageDescriptor *desc;
+	enum records_merge merge;
+	bool sealed;
+	bool snap;
+	/* Is the record (val, vlen) live, ignoring time?  *until is the
+	 * unix second it stops being live by itself (INT64_MAX: never). */
+	bool (*live)(const void *val, size_t vlen, int64_t *until);
+};
+
+/* The row of cf (NULL for an out-of-range value). */
+const struct records_kind *records_kind(enum store_cf cf);
+
+/* The row whose operations have this body (NULL: none). */
+const struct records_kind *records_by_body(Grantd__V1__Op__BodyCase body);
+
+/* Replicated: in the digest, the operation log and state transfer. */
+bool records_replicated(enum store_cf cf);
+
+/* Is the record of cf live at unix time now (status counts)?  false for
+ * a family without a live test and for a record that does not decode. */
+bool records_live_at(enum store_cf cf, const void *val, size_t vlen,
+		     int64_t now);
+
+bool records_live_user(const void *val, size_t vlen, int64_t *until);
+bool records_live_grant(const void *val, size_t vlen, int64_t *until);
+bool records_live_repo(const void *val, size_t vlen, int64_t *until);
+bool records_live_ref(const void *val, size_t vlen, int64_t *until);
+
+/* ---- keys (the layouts are in the table above) ---- */
+
+/* A part of a key, borrowed from it. */
+struct records_span {
+	const char *p;
+	size_t len;
+};
+
+void records_key_grant(struct buf *k, const char *user, const char *net,
+		       const char *session);
+void records_key_mark(struct buf *k, const char *user, uint64_t enroll_id);
+void records_key_fail(struct buf *k, const char *user, const char *site);
+void records_key_ref(struct buf *k, const char *repo, const char *ref);
+void records_key_loser(struct buf *k, const char *repo, const char *ref,
+		       const char *origin, uint64_t hlc);
+void records_key_vv(struct buf *k, const char *origin, uint64_t epoch);
+void records_key_oplog(struct buf *k, const char *origin, uint64_t epoch,
+		       uint64_t seq);
+/* The key of the record an LWW operation writes: its field 1 (name or
+ * user), or for a grant user \0 net \0 session. */
+void records_key_lww(struct buf *k, const Grantd__V1__Op *op);
+
+/* Parsers: 0, or GD_EPROTO for a key not of that layout. */
+int records_grant_parse(const void *key, size_t klen,
+			struct records_span *user, struct records_span *net,
+			struct records_span *session);
+int records_ref_parse(const void *key, size_t klen, struct records_span *repo,
+		      struct records_span *ref);
+int records_loser_parse(const void *key, size_t klen,
+			struct records_span *repo, struct records_span *ref,
+			struct records_span *origin, uint64_t *hlc);
+
+/* A loser's value: the tip (40 hex digits, NUL-terminated in tip), and
+ * whether gitrepl has kept it.  0 or GD_EPROTO. */
+#define RECORDS_OID_HEX 40
+int records_loser_value_parse(const void *val, size_t vlen,
+			      char tip[RECORDS_OID_HEX + 1], bool *kept);
+void records_loser_value(struct buf *v, const char *tip, bool kept);
+
+/* ---- SSH keys by fingerprint (CF_KEYFP) ---- */
+
+/* "SHA256:" and 43 characters of unpadded base64, as sshd prints %f. */
+#define RECORDS_FP_MAX 64
+
+/* The fingerprint of an authorized_keys key "TYPE BASE64 [COMMENT]": the
+ * SHA-256 of the decoded blob.  0 or GD_EINVAL (no blob that decodes). */
+int records_ssh_fingerprint(char out[RECORDS_FP_MAX], const char *key);
+
+/* fingerprint \0 user; without user, the prefix of every user's. */
+void records_key_keyfp(struct buf *k, const char *fp, const char *user);
+int records_keyfp_parse(const void *key, size_t klen, struct records_span *fp,
+			struct records_span *user);
+
+#endif
