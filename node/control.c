@@ -40,6 +40,7 @@
 #include "repos.h"
 #include "syncer.h"
 #include "wire.h"
+#include "writer.h"
 #include "banned.h"
 
 #define SET(m, f, v) ((m).f = (v), (m).has_##f = 1)
@@ -2221,7 +2222,7 @@ int control_open(struct control **out, struct node *node, void *zctx)
 		*out = NULL;
 		return GD_EIO;
 	}
-	store_batch_new(&c->batch, node->store);
+	c->batch = writer_batch(node->writer); /* borrowed: THE batch */
 	*out = c;
 	return 0;
 }
@@ -2239,18 +2240,6 @@ void control_destroy(struct control **cp)
 		zmq_close(c->admin_sock);
 		unlink(c->n->cfg->admin_socket);
 	}
-	while (c->head) {
-		/* never synced: drop without answering (the callers see the
-		 * node go away and fail closed) */
-		struct pending *p = c->head;
-		c->head = p->next;
-		for (int i = 0; i < p->n; i++)
-			req_free(&p->reqs[i]);
-		buf_free(&p->ops);
-		free(p->reqs);
-		free(p);
-	}
-	store_batch_free(&c->batch);
 	free(c);
 	*cp = NULL;
 }
@@ -2381,46 +2370,26 @@ static void refuse_oversized(struct control *c, struct req *r, void *sock,
 	memset(r, 0, sizeof(*r));
 }
 
-/* Send the replies held in p and publish its operations; free p. */
-static void pending_finish(struct control *c, struct pending *p,
-			   control_publish_fn publish, void *payload)
-{
-	if (publish)
-		publish(&p->ops, payload);
-	for (int i = 0; i < p->n; i++) {
-		send_reply(&p->reqs[i]);
-		req_free(&p->reqs[i]);
-	}
-	sodium_memzero(p->ops.p, p->ops.len);
-	buf_free(&p->ops);
-	free(p->reqs);
-	free(p);
-	(void)c;
-}
+/* Replies held until their batch is durable (writer_hold). */
+struct held {
+	struct req *reqs;
+	int n;
+};
 
-void control_synced(struct control *c, uint64_t ticket,
-		    control_publish_fn publish, void *payload)
+/* The writer's end of a hold: answer once durable; free either way (a
+ * writer going away first drops them unanswered: the callers see the node
+ * go away and fail closed). */
+static void held_done(void *item, bool durable)
 {
-	while (c->head && c->head->ticket <= ticket) {
-		struct pending *p = c->head;
-		c->head = p->next;
-		if (!c->head)
-			c->tail = NULL;
-		pending_finish(c, p, publish, payload);
-	}
-}
+	struct held *h = item;
 
-void control_drain(struct control *c, control_publish_fn publish,
-		   void *payload)
-{
-	while (c->head) {
-		zmq_pollitem_t it = { syncer_socket(c->n->syncer), 0,
-				      ZMQ_POLLIN, 0 };
-		if (zmq_poll(&it, 1, 10000) <= 0)
-			break;
-		control_synced(c, syncer_done(c->n->syncer), publish,
-			       payload);
+	for (int i = 0; i < h->n; i++) {
+		if (durable)
+			send_reply(&h->reqs[i]);
+		req_free(&h->reqs[i]);
 	}
+	free(h->reqs);
+	free(h);
 }
 
 /* Handle the writes of reqs against the batch, but those that failed
@@ -2449,14 +2418,10 @@ static int handle_writes(struct control *c, struct req *reqs, int n,
 	return 0;
 }
 
-/* Nothing of the batch will be written: drop it, forget the in-memory
- * advances it made, and empty the answers of the requests in it. */
-static void batch_discard(struct control *c, struct req *reqs, int n)
+/* Empty the answers of the requests of a batch that will not be
+ * written. */
+static void answers_reset(struct req *reqs, int n)
 {
-	store_batch_free(&c->batch);
-	store_batch_new(&c->batch, c->n->store);
-	ops_reload(&c->n->ops);
-	ops_outbox_clear(&c->n->ops);
 	for (int i = 0; i < n; i++) {
 		if (!reqs[i].rq)
 			continue; /* answered when it was read */
@@ -2467,6 +2432,15 @@ static void batch_discard(struct control *c, struct req *reqs, int n)
 		reqs[i].status = GD_EXIT_OK;
 		reqs[i].wrote = false;
 	}
+}
+
+/* Nothing of the batch will be written: drop it, forget the in-memory
+ * advances it made (writer_discard), and empty the answers of the
+ * requests in it. */
+static void batch_discard(struct control *c, struct req *reqs, int n)
+{
+	writer_discard(c->n->writer);
+	answers_reset(reqs, n);
 }
 
 int control_serve_batch(struct control *c, int max)
@@ -2546,10 +2520,12 @@ int control_serve_batch(struct control *c, int max)
 	}
 	/* Written now (visible to the next batch), durable when the syncer
 	 * says so: only then are the writers answered. */
-	failed = ops_commit(&c->n->ops, c->batch, false);
+	uint64_t ticket;
+	failed = writer_commit(c->n->writer, &ticket);
 	if (failed) {
-		/* Nothing of this batch is durable: say so to every caller. */
-		batch_discard(c, reqs, n);
+		/* Nothing of this batch is written (the writer dropped it):
+		 * say so to every caller. */
+		answers_reset(reqs, n);
 		held = 0;
 		for (int i = 0; i < n; i++)
 			if (reqs[i].rq)
@@ -2558,33 +2534,24 @@ int control_serve_batch(struct control *c, int max)
 	for (int i = 0; i < n; i++)
 		if (reqs[i].rq && reqs[i].failed)
 			undecided(&reqs[i], reqs[i].failed);
-	struct pending *p = NULL;
+	struct held *h = NULL;
 	if (held) {
-		p = calloc(1, sizeof(*p));
-		p->reqs = calloc((size_t)held, sizeof(*p->reqs));
-		if (!p || !p->reqs)
+		h = calloc(1, sizeof(*h));
+		if (!h || !(h->reqs = calloc((size_t)held, sizeof(*h->reqs))))
 			abort();
-		p->ticket = ++c->n->sync_ticket;
-		/* the batch's operations go out with its replies */
-		p->ops = c->n->ops.outbox;
-		memset(&c->n->ops.outbox, 0, sizeof(c->n->ops.outbox));
 	}
 	for (int i = 0; i < n; i++) {
-		if (p && reqs[i].wrote) {
-			p->reqs[p->n++] = reqs[i];
+		if (h && reqs[i].wrote) {
+			h->reqs[h->n++] = reqs[i];
 			continue;
 		}
 		send_reply(&reqs[i]);
 		req_free(&reqs[i]);
 	}
-	if (p) {
-		if (c->tail)
-			c->tail->next = p;
-		else
-			c->head = p;
-		c->tail = p;
-		syncer_request(c->n->syncer, p->ticket);
-	}
+	/* the batch's operations went to the writer with its ticket: they
+	 * are published, then these replies sent, once it is durable */
+	if (h)
+		writer_hold(c->n->writer, ticket, held_done, h);
 	free(reqs);
 	return failed ? failed : n;
 }

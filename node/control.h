@@ -48,22 +48,11 @@ void *control_user_socket(struct control *c);
 void *control_admin_socket(struct control *c);
 
 /* Read every request waiting on both sockets (at most max), answer the
- * reads, handle the rest in one store batch, write it and ask the syncer
- * to make it durable.  Returns the number of requests handled or a
+ * reads, handle the rest in the writer's batch and commit it
+ * (writer_commit); their replies are held by the writer until the batch is
+ * durable (writer_hold).  Returns the number of requests handled or a
  * negative gd_err if the write failed (then every request in the batch
  * was answered with an error). */
 int control_serve_batch(struct control *c, int max);
-
-/* Called with the packed operations of a batch once it is durable. */
-typedef void (*control_publish_fn)(struct buf *ops, void *payload);
-
-/* The syncer made everything up to ticket durable: answer those batches'
- * writers and publish their operations. */
-void control_synced(struct control *c, uint64_t ticket,
-		    control_publish_fn publish, void *payload);
-
-/* At shutdown: wait for the batches still being synced, then answer. */
-void control_drain(struct control *c, control_publish_fn publish,
-		   void *payload);
 
 #endif

@@ -15,6 +15,9 @@
  *
  *   read-enroll  reading an enrollment fails (a store read error), so
  *                every request that needs one meets an internal error
+ *   commit       every write of a non-empty batch fails (writer_commit),
+ *                as a RocksDB write error would: the batch is dropped
+ *                and its callers are told the node failed to decide
  *
  * The variables are read once, by main() before any thread starts; without
  * them a point costs one comparison.  It is compiled in always, so the tests

@@ -35,11 +35,10 @@
 #include "repos.h"
 #include "syncer.h"
 #include "wire.h"
+#include "writer.h"
 #include "banned.h"
 
 #define BATCH_MAX 512
-#define SWEEP_INTERVAL_MS (6ULL * 3600 * 1000)
-#define REPOS_RETRY_MS 5000
 
 static volatile sig_atomic_t stopping;
 
@@ -210,45 +209,6 @@ static int make_dirs(const struct config *cfg)
 	return 0;
 }
 
-/* Forget grants long expired, on the writer thread so the digest follows.
- * A sweep that fails took its deletions back (ops_sweep_grants). */
-static void sweep_grants(struct node *n)
-{
-	struct store_batch *b;
-	int k;
-
-	store_batch_new(&b, n->store);
-	k = ops_sweep_grants(&n->ops, b, (int64_t)(hlc_wall_ms() / 1000),
-			     100000);
-	if (k > 0 && ops_commit(&n->ops, b, true) == 0)
-		log_info("expired grants forgotten count=%d", k);
-	else if (k > 0)
-		ops_reload(&n->ops);
-	else if (k < 0)
-		log_error("expired grants not swept: %s", gd_strerror(k));
-	store_batch_free(&b);
-}
-
-/* Repositories whose records the last batches made live get their
- * directories now that those batches are committed; one that cannot be
- * made (a full disk, a bad permission) is tried again every
- * REPOS_RETRY_MS, and at the next start. */
-static void follow_repos(struct node *n, struct buf *retry, uint64_t now,
-			 uint64_t *next_retry)
-{
-	if (n->ops.repos_touched.len)
-		repos_follow(n->store, n->cfg->repo_dir, n->hook,
-			     &n->ops.repos_touched, retry);
-	if (retry->len && now >= *next_retry) {
-		struct buf again = *retry;
-		*retry = (struct buf)BUF_INIT;
-		repos_follow(n->store, n->cfg->repo_dir, n->hook, &again,
-			     retry);
-		buf_free(&again);
-		*next_retry = now + REPOS_RETRY_MS;
-	}
-}
-
 /* Reap the grant-hook runs this thread started (and only those: the
  * gitrepl actor waits for its own git children). */
 static void reap_hooks(struct node *n)
@@ -264,16 +224,13 @@ static int run(struct node *n)
 {
 	zmq_pollitem_t items[4 + 2 + 2 * CONFIG_MAX_PEERS];
 	bool was_syncing = n->syncing;
-	uint64_t last_sweep = 0; /* first sweep right after start */
-	uint64_t repos_retry_at = 0;
-	struct buf repos_retry = BUF_INIT;
 	int nitems;
 
 	items[0] = (zmq_pollitem_t){ control_user_socket(n->control), 0,
 				     ZMQ_POLLIN, 0 };
 	items[1] = (zmq_pollitem_t){ control_admin_socket(n->control), 0,
 				     ZMQ_POLLIN, 0 };
-	items[2] = (zmq_pollitem_t){ syncer_socket(n->syncer), 0, ZMQ_POLLIN,
+	items[2] = (zmq_pollitem_t){ writer_socket(n->writer), 0, ZMQ_POLLIN,
 				     0 };
 	items[3] = (zmq_pollitem_t){ gitrepl_socket(n->gitrepl), 0,
 				     ZMQ_POLLIN, 0 };
@@ -290,12 +247,12 @@ static int run(struct node *n)
 			if (errno == EINTR)
 				continue;
 			log_error("poll failed: %s", zmq_strerror(errno));
-			buf_free(&repos_retry);
 			return GD_EIO;
 		}
 		if (items[2].revents) {
-			uint64_t t = syncer_done(n->syncer);
-			control_synced(n->control, t, repl_publish, n->repl);
+			/* readers, peers, then callers see what is durable */
+			uint64_t t = writer_synced(n->writer, repl_publish,
+						   n->repl);
 			repl_synced(n->repl, t);
 		}
 		if (items[0].revents || items[1].revents)
@@ -305,23 +262,18 @@ static int run(struct node *n)
 			gitrepl_pump(n->gitrepl, repl_router(n->repl));
 		uint64_t now = hlc_wall_ms();
 		repl_tick(n->repl, now);
-		/* repositories and refs whose records changed: the disk
-		 * follows them, repositories first */
-		follow_repos(n, &repos_retry, now, &repos_retry_at);
+		/* refs whose records changed: the disk follows them (the
+		 * writer made the new repositories after each commit) */
 		gitrepl_changed(n->gitrepl, &n->ops.refs_touched);
 		if (was_syncing && !n->syncing)
 			gitrepl_all(n->gitrepl, NULL); /* caught up: look again */
 		was_syncing = n->syncing;
 		reap_hooks(n);
-		if (now - last_sweep > SWEEP_INTERVAL_MS) {
-			sweep_grants(n);
-			last_sweep = now;
-		}
+		writer_tick(n->writer, now);
 	}
 	log_info("node stopping site=%s", n->cfg->site);
 	/* finish in-flight writes: answer them once they are durable */
-	control_drain(n->control, repl_publish, n->repl);
-	buf_free(&repos_retry);
+	writer_drain(n->writer, repl_publish, n->repl);
 	return 0;
 }
 
@@ -431,8 +383,16 @@ int main(int argc, char **argv)
 	n.zctx = zmq_ctx_new();
 	if ((rc = syncer_start(&n.syncer, n.store, n.zctx)) < 0)
 		goto out_zmq;
+	{
+		struct writer_opts wo = {
+			.store = n.store, .ops = &n.ops, .syncer = n.syncer,
+			.repo_dir = n.cfg->repo_dir, .hook = n.hook,
+		};
+		if ((rc = writer_open(&n.writer, &wo)) < 0)
+			goto out_syncer;
+	}
 	if ((rc = repl_open(&n.repl, &n)) < 0)
-		goto out_syncer;
+		goto out_writer;
 	if ((rc = gitrepl_start(&n.gitrepl, &n)) < 0)
 		goto out_repl;
 	if ((rc = control_open(&n.control, &n, n.zctx)) < 0)
@@ -444,6 +404,8 @@ out_gitrepl:
 	gitrepl_stop(&n.gitrepl);
 out_repl:
 	repl_destroy(&n.repl);
+out_writer:
+	writer_destroy(&n.writer);
 out_syncer:
 	syncer_destroy(&n.syncer);
 out_zmq:

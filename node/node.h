@@ -17,6 +17,7 @@ struct control;
 struct gitrepl;
 struct repl;
 struct syncer;
+struct writer;
 
 struct node {
 	struct config *cfg;
@@ -25,8 +26,8 @@ struct node {
 	struct control *control;
 	struct repl *repl;
 	struct syncer *syncer;
+	struct writer *writer; /* THE batch, its commit and tickets */
 	struct gitrepl *gitrepl; /* repositories follow the ref records */
-	uint64_t sync_ticket;  /* last ticket handed to the syncer */
 	char curve_pub[Z85_KEY_LEN + 1];  /* this node's CURVE key pair */
 	char curve_sec[Z85_KEY_LEN + 1];
 	bool syncing;          /* catching up: token validation refused */

@@ -21,7 +21,7 @@
 #include "ops.h"
 #include "gitrepl.h"
 #include "repl.h"
-#include "syncer.h"
+#include "writer.h"
 #include "banned.h"
 
 #define ZAP_ENDPOINT "inproc://zeromq.zap.01"
@@ -514,7 +514,7 @@ int repl_open(struct repl **out, struct node *n)
 	*out = NULL;
 	r->n = n;
 	r->started_ms = hlc_wall_ms();
-	store_batch_new(&r->batch, n->store);
+	r->batch = writer_batch(n->writer); /* borrowed: THE batch */
 	/* The ZAP handler first: a CURVE server without one admits anyone. */
 	r->zap = zmq_socket(n->zctx, ZMQ_REP);
 	if (!r->zap || zmq_bind(r->zap, ZAP_ENDPOINT) < 0) {
@@ -577,7 +577,6 @@ void repl_destroy(struct repl **rp)
 		zmq_close(r->router);
 	if (r->zap)
 		zmq_close(r->zap);
-	store_batch_free(&r->batch);
 	snap_free(&r->snap);
 	free(r->met.lat_us);
 	free(r);
@@ -1269,9 +1268,9 @@ void repl_handle(struct repl *r)
 	 * the loop never waits on the disk.  Nothing is acknowledged for a
 	 * peer's operation: a crash before the fsync only means it is fetched
 	 * again (the vector in the same batch rolls back with it). */
-	int rc = ops_commit(&r->n->ops, r->batch, false);
+	uint64_t t;
+	int rc = writer_commit(r->n->writer, &t);
 	if (rc == 0) {
-		uint64_t t = ++r->n->sync_ticket;
 		for (int i = 0; i < r->met.npending; i++) {
 			if (r->met.wait_tail - r->met.wait_head == WAIT_SAMPLES)
 				break; /* samples, not data: drop */
@@ -1279,16 +1278,10 @@ void repl_handle(struct repl *r)
 			r->met.waiting[w].ticket = t;
 			r->met.waiting[w].sent = r->met.pending[i];
 		}
-		syncer_request(r->n->syncer, t);
 	}
 	r->met.npending = 0;
-	if (rc < 0) {
+	if (rc < 0) /* the writer dropped it, and what it moved in memory */
 		log_error("peer batch not committed; it will be fetched again");
-		store_batch_free(&r->batch);
-		store_batch_new(&r->batch, r->n->store);
-		ops_reload(&r->n->ops);
-		ops_outbox_clear(&r->n->ops);
-	}
 }
 
 /* ---- publishing, heartbeats, catch-up ---------------------------------- */
