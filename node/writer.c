@@ -50,6 +50,8 @@ struct writer {
 	struct syncer *syncer;
 	const char *repo_dir;
 	const char *hook;
+	writer_view_fn view_fn;
+	void *view_payload;
 	struct store_batch *batch;
 	uint64_t ticket;            /* last taken */
 	uint64_t durable;           /* last the syncer covered */
@@ -72,8 +74,11 @@ int writer_open(struct writer **out, const struct writer_opts *o)
 	w->syncer = o->syncer;
 	w->repo_dir = o->repo_dir;
 	w->hook = o->hook;
+	w->view_fn = o->view_fn;
+	w->view_payload = o->view_payload;
 	store_batch_new(&w->batch, o->store);
-	store_view_new(&w->view, o->store);
+	if (!w->view_fn)
+		store_view_new(&w->view, o->store);
 	*out = w;
 	return 0;
 }
@@ -207,11 +212,13 @@ void *writer_socket(struct writer *w)
 	return syncer_socket(w->syncer);
 }
 
-/* Everything up to ticket is on disk: readers first, then peers, then
- * the callers. */
+/* Everything up to ticket is on disk: its operations go to peers, the
+ * newest view to the readers, and only then are the callers answered. */
 static void finish(struct writer *w, uint64_t ticket,
 		   writer_publish_fn publish, void *payload)
 {
+	struct store_batch *view = NULL;
+
 	if (ticket > w->durable)
 		w->durable = ticket;
 	while (w->head && w->head->ticket <= w->durable) {
@@ -219,12 +226,18 @@ static void finish(struct writer *w, uint64_t ticket,
 		w->head = t->next;
 		if (!w->head)
 			w->tail = NULL;
-		store_batch_free(&w->view);
-		w->view = t->view;
+		store_batch_free(&view); /* the newest is enough */
+		view = t->view;
 		t->view = NULL;
 		if (publish && t->ops.len)
 			publish(&t->ops, payload);
 		ticket_free(t);
+	}
+	if (view && w->view_fn) {
+		w->view_fn(view, w->view_payload);
+	} else if (view) {
+		store_batch_free(&w->view);
+		w->view = view;
 	}
 	while (w->hhead && w->hhead->ticket <= w->durable) {
 		struct hold *h = w->hhead;

@@ -17,8 +17,8 @@
  *   writer_hold()    keeps a caller's item (control's held replies) until
  *                    its ticket is durable.
  *   writer_synced()  the syncer's answer: for every ticket now durable,
- *                    publishes the read view to readers, then the
- *                    operations to peers, then hands back the held items.
+ *                    publishes the operations to peers and the newest read
+ *                    view to readers, then hands back the held items.
  *                    So a reader, a peer and a caller all see a batch only
  *                    once it is on disk.
  *
@@ -39,6 +39,10 @@
 struct syncer;
 struct writer;
 
+/* A read view of durable state for the readers; its ownership moves to
+ * the callee (readers_publish). */
+typedef void (*writer_view_fn)(struct store_batch *view, void *payload);
+
 struct writer_opts {
 	struct store *store;
 	struct ops *ops;          /* the node's, borrowed */
@@ -46,6 +50,9 @@ struct writer_opts {
 				   * writer_synced() */
 	const char *repo_dir;     /* repositories follow their records */
 	const char *hook;         /* their post-receive command line */
+	/* where durable views go (NULL: kept, for writer_view()) */
+	writer_view_fn view_fn;
+	void *view_payload;
 };
 
 /* Packed operations of a durable batch, as ops.outbox holds them
@@ -94,7 +101,7 @@ void writer_hold(struct writer *w, uint64_t ticket, writer_done_fn done,
 void *writer_socket(struct writer *w);
 
 /* Read the syncer's answer and finish every ticket it covers: publish
- * the newest read view, publish the operations (publish may be NULL),
+ * the operations (publish may be NULL), hand over the newest read view,
  * end the held items.  Returns the ticket now durable (0: no answer). */
 uint64_t writer_synced(struct writer *w, writer_publish_fn publish,
 		       void *payload);
@@ -110,7 +117,7 @@ uint64_t writer_durable(const struct writer *w);
 
 /* Committed state for reads: a read-only view (store_view_new) of the
  * state right after the newest durable batch.  Borrowed; valid until the
- * next writer_synced(). */
+ * next writer_synced().  NULL when the views go to o->view_fn. */
 struct store_batch *writer_view(struct writer *w);
 
 /* Periodic work, from the loop: repositories whose directory could not be
