@@ -50,27 +50,10 @@ static void usage(FILE *fp)
 
 static void help_2fa(void)
 {
-	printf(
-"2-factor authentication commands (ssh HOST 2fa COMMAND):\n"
-"\n"
-"  enroll totp|yubikey       start enrollment: a phone app (TOTP) or a\n"
-"                            YubiKey (HOTP); prints the secret, a QR code\n"
-"                            and 5 one-time scratch codes\n"
-"  val TOKEN                 validate a token; allows pushes from your\n"
-"                            current IP address for 24 hours\n"
-"  val-for-days NN TOKEN     the same for NN days (1-30)\n"
-"  val-subnet /NN TOKEN      allow your subnet (up to /12 IPv4, /48 IPv6)\n"
-"                            for 8 hours\n"
-"  val-session TOKEN         allow only this SSH connection (ControlMaster)\n"
-"                            for 8 hours\n"
-"  isval                     print True if your IP is allowed, else False\n"
-"  list-val [all]            list your allowed addresses (all: with expired)\n"
-"  inval IP|myip|all         expire an allowed address, yours, or all\n"
-"  inval all purge           expire all and forget the history\n"
-"  unenroll TOKEN            remove your enrollment (token or scratch code)\n"
-"  help                      this text\n"
-"\n"
-"TOKEN is the 6 or 8 digits your token shows, or an 8-digit scratch code.\n");
+	printf("2-factor authentication commands (ssh HOST 2fa COMMAND):\n\n");
+	cli_2fa_help(stdout);
+	printf("\nTOKEN is the 6 or 8 digits your token shows, or an 8-digit "
+	       "scratch code.\n");
 }
 
 /* Draw the otpauth URI as a QR code with half-block characters, light
@@ -134,46 +117,27 @@ static const char *result_word(int rc)
 
 static int run_2fa(struct ctx *cx, char **words, int n)
 {
-	static const char *known[] = { "enroll", "val", "val-for-days",
-				       "val-subnet", "val-session", "isval",
-				       "list-val", "inval", "unenroll" };
+	const struct gd_2fa_cmd *sub;
 	Grantd__V1__Reply *rep = NULL;
-	char cmd[32];
 	int rc;
 
 	if (n < 2 || !strcmp(words[1], "help")) {
 		help_2fa();
 		return GD_EXIT_OK;
 	}
-	bool ok = false;
-	for (size_t i = 0; i < GD_ARRAY_SIZE(known); i++)
-		ok |= !strcmp(words[1], known[i]);
-	if (!ok) {
+	if (!(sub = cli_2fa_find(words[1]))) {
 		fprintf(stderr, "Unknown 2fa command '%s'. Run '2fa help' for "
 			"the list.\n", words[1]);
 		log_auth("user=%s host=%s command=2fa result=bad-input",
 			 cx->user, cx->ip);
 		return GD_EXIT_USAGE;
 	}
-	/* kernel.org's messages for a missing token */
-	if ((!strncmp(words[1], "val", 3) || !strcmp(words[1], "unenroll")) &&
-	    n == 2) {
-		fprintf(stderr, "Missing tokencode.\nYou need to pass the "
-			"token code as the last argument. E.g.:\n    ssh HOST "
-			"2fa %s%s 123456\n", words[1],
-			!strcmp(words[1], "val-for-days") ? " 7" :
-			!strcmp(words[1], "val-subnet") ? " /24" : "");
+	/* kernel.org's messages for a missing token or address */
+	if (sub->missing && n == 2) {
+		fputs(sub->missing, stderr);
 		return GD_EXIT_USAGE;
 	}
-	if (!strcmp(words[1], "inval") && n == 2) {
-		fprintf(stderr, "You need to provide an IP address to "
-			"invalidate.\nUse 'myip' for your current address, "
-			"'all' for all of them, or 'all purge' to also forget "
-			"the history.\n");
-		return GD_EXIT_USAGE;
-	}
-	snprintf(cmd, sizeof(cmd), "2fa.%s", words[1]);
-	rc = ask(cx, &rep, cmd, words + 2, (size_t)n - 2);
+	rc = ask(cx, &rep, sub->request, words + 2, (size_t)n - 2);
 	if (rc == 0) {
 		rc = cli_print(rep);
 		if (rep->otpauth_uri && *rep->otpauth_uri) {

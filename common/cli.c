@@ -116,3 +116,43 @@ int cli_print(const Grantd__V1__Reply *rep)
 	fflush(stdout);
 	return reply_status(rep);
 }
+
+/* ---- the 2fa subcommands (common/cmds.h) -------------------------------- */
+
+static const struct gd_2fa_cmd cmds_2fa[] = { GD_2FA_CMDS(GD_2FA_INIT) };
+
+const struct gd_2fa_cmd *cli_2fa_find(const char *name)
+{
+	for (size_t i = 1; name && i < GD_ARRAY_SIZE(cmds_2fa); i++)
+		if (!strcmp(cmds_2fa[i].name, name))
+			return &cmds_2fa[i];
+	return NULL;
+}
+
+/* "  LEFT" padded to column 28, then help, each further line of it
+ * indented to column 28. */
+static void help_entry(FILE *fp, const char *name, const char *args,
+		       const char *help)
+{
+	char left[64];
+	const char *nl;
+
+	snprintf(left, sizeof(left), "%s%s%s", name, *args ? " " : "", args);
+	fprintf(fp, "  %-25s ", left);
+	while ((nl = strchr(help, '\n'))) {
+		fprintf(fp, "%.*s\n%28s", (int)(nl - help), help, "");
+		help = nl + 1;
+	}
+	fprintf(fp, "%s\n", help);
+}
+
+void cli_2fa_help(FILE *fp)
+{
+	for (size_t i = 1; i < GD_ARRAY_SIZE(cmds_2fa); i++) {
+		const struct gd_2fa_cmd *c = &cmds_2fa[i];
+		help_entry(fp, c->name, c->args, c->help);
+		if (c->args2)
+			help_entry(fp, c->name, c->args2, c->help2);
+	}
+	help_entry(fp, "help", "", "this text");
+}

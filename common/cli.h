@@ -7,6 +7,7 @@
 #ifndef GD_CLI_H
 #define GD_CLI_H
 
+#include "cmds.h"
 #include "config.h"
 #include "wire.h"
 
@@ -55,6 +56,13 @@ int cli_call(Grantd__V1__Reply **out, const char *prog, const char *socket_path,
  */
 int cli_call_user(Grantd__V1__Reply **out, const char *prog,
 		  const char *socket_path, Grantd__V1__Request *req);
+
+/* The 2fa subcommand (common/cmds.h) called name, or NULL. */
+const struct gd_2fa_cmd *cli_2fa_find(const char *name);
+
+/* The 2fa subcommands, one per line with their help, in the order of
+ * common/cmds.h, then help's own line: the body of `ssh HOST 2fa help`. */
+void cli_2fa_help(FILE *fp);
 
 /* Print a reply's out to stdout and err to stderr; return its status as an
  * exit code (GD_EXIT_INTERNAL for a missing or unknown status: a reply

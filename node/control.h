@@ -3,9 +3,10 @@
  *
  * Both are ZeroMQ ROUTER sockets on ipc:// (user socket mode 0660 group
  * git, admin socket 0600).  Each frame is one grantd.v1.Request; the answer
- * is one grantd.v1.Reply.  A dispatch table names every command, the
- * sockets it may arrive on (like OpenSSH's monitor.c) and its handler;
- * a command that is not allowed on the socket it came in on is refused.
+ * is one grantd.v1.Reply.  The command table (cmd.h) names every command,
+ * the sockets it may arrive on (like OpenSSH's monitor.c), what it needs
+ * and its handler; a command that is not allowed on the socket it came in
+ * on is refused.
  *
  * Requests are handled in batches by the node's one writer thread: all
  * requests waiting are read; reads (checks, lists, status) are answered at

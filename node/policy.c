@@ -1,6 +1,6 @@
 /*
  * policy.c: decisions over the stored state.  Reads only; every write
- * happens in control.c through ops_local().
+ * happens in the command handlers (cmd_*.c) through ops_local().
  */
 #include <sodium.h>
 #include <stdlib.h>
@@ -11,14 +11,14 @@
 #include "policy.h"
 #include "banned.h"
 
-int policy_user_load(struct policy_user *out, struct node *n,
-		     struct store_batch *b, const char *name)
+int policy_user_load(struct policy_user *out, const struct policy_ctx *pc,
+		     const char *name)
 {
 	struct buf v = BUF_INIT;
 	int rc;
 
 	memset(out, 0, sizeof(*out));
-	rc = store_get(n->store, b, CF_USERS, name, strlen(name), &v);
+	rc = store_get(pc->store, pc->batch, CF_USERS, name, strlen(name), &v);
 	if (rc == 0) {
 		out->user = grantd__v1__user__unpack(NULL, v.len,
 						     (const uint8_t *)v.p);
@@ -29,7 +29,8 @@ int policy_user_load(struct policy_user *out, struct node *n,
 	} else if (rc != GD_ENOTFOUND) {
 		goto done;
 	}
-	rc = store_get(n->store, b, CF_ENROLL, name, strlen(name), &v);
+	rc = store_get(pc->store, pc->batch, CF_ENROLL, name, strlen(name),
+		       &v);
 	if (rc == 0) {
 		out->enroll = grantd__v1__enrollment__unpack(
 			NULL, v.len, (const uint8_t *)v.p);
@@ -68,10 +69,10 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-int policy_lock_state(struct node *n, struct store_batch *b, const char *user,
+int policy_lock_state(const struct policy_ctx *pc, const char *user,
 		      uint64_t now_ms, int *failures, uint64_t *until_ms)
 {
-	const struct config_policy *p = &n->cfg->policy;
+	const struct config_policy *p = &pc->cfg->policy;
 	uint64_t window_ms = (uint64_t)p->lockout_window * 1000;
 	uint64_t since = now_ms > window_ms ? now_ms - window_ms : 0;
 	Grantd__V1__Unlock *un = NULL;
@@ -85,13 +86,15 @@ int policy_lock_state(struct node *n, struct store_batch *b, const char *user,
 
 	*failures = 0;
 	*until_ms = 0;
-	rc = store_get(n->store, b, CF_UNLOCK, user, strlen(user), &v);
+	rc = store_get(pc->store, pc->batch, CF_UNLOCK, user, strlen(user),
+		       &v);
 	if (rc == 0)
 		un = grantd__v1__unlock__unpack(NULL, v.len,
 						(const uint8_t *)v.p);
 	else if (rc != GD_ENOTFOUND)
 		goto done;
-	store_iter_new(&it, n->store, b, CF_FAILS, user, strlen(user) + 1);
+	store_iter_new(&it, pc->store, pc->batch, CF_FAILS, user,
+		       strlen(user) + 1);
 	while ((rc = store_iter_next(it, &key, &klen, &v)) > 0) {
 		Grantd__V1__Failures *f = grantd__v1__failures__unpack(
 			NULL, v.len, (const uint8_t *)v.p);
@@ -142,11 +145,12 @@ bool policy_grant_void(const Grantd__V1__Grant *g,
 	return rv && !ops_stamp_after(g->hlc, g->origin, rv->hlc, rv->origin);
 }
 
-int policy_revocation_load(Grantd__V1__Revocation **out, struct node *n,
-			   struct store_batch *b, const char *user)
+int policy_revocation_load(Grantd__V1__Revocation **out,
+			   const struct policy_ctx *pc, const char *user)
 {
 	struct buf v = BUF_INIT;
-	int rc = store_get(n->store, b, CF_REVOKES, user, strlen(user), &v);
+	int rc = store_get(pc->store, pc->batch, CF_REVOKES, user,
+			   strlen(user), &v);
 
 	*out = NULL;
 	if (rc == 0)
@@ -156,10 +160,9 @@ int policy_revocation_load(Grantd__V1__Revocation **out, struct node *n,
 	return rc == GD_ENOTFOUND ? 0 : rc;
 }
 
-int policy_find_grant(Grantd__V1__Grant **out, struct node *n,
-		      struct store_batch *b, const char *user,
-		      const struct gd_net *ip, const char *session,
-		      int64_t now)
+int policy_find_grant(Grantd__V1__Grant **out, const struct policy_ctx *pc,
+		      const char *user, const struct gd_net *ip,
+		      const char *session, int64_t now)
 {
 	struct store_iter *it;
 	struct buf v = BUF_INIT;
@@ -170,9 +173,10 @@ int policy_find_grant(Grantd__V1__Grant **out, struct node *n,
 	Grantd__V1__Revocation *rv = NULL;
 
 	*out = NULL;
-	if ((rc = policy_revocation_load(&rv, n, b, user)) < 0)
+	if ((rc = policy_revocation_load(&rv, pc, user)) < 0)
 		return rc;
-	store_iter_new(&it, n->store, b, CF_GRANTS, user, strlen(user) + 1);
+	store_iter_new(&it, pc->store, pc->batch, CF_GRANTS, user,
+		       strlen(user) + 1);
 	while ((rc = store_iter_next(it, &key, &klen, &v)) > 0) {
 		Grantd__V1__Grant *g = grantd__v1__grant__unpack(
 			NULL, v.len, (const uint8_t *)v.p);
@@ -198,14 +202,14 @@ int policy_find_grant(Grantd__V1__Grant **out, struct node *n,
 	return rc < 0 ? rc : 0;
 }
 
-int policy_repo_load(Grantd__V1__Repo **out, struct node *n,
-		     struct store_batch *b, const char *name)
+int policy_repo_load(Grantd__V1__Repo **out, const struct policy_ctx *pc,
+		     const char *name)
 {
 	struct buf v = BUF_INIT;
 	int rc;
 
 	*out = NULL;
-	rc = store_get(n->store, b, CF_REPOS, name, strlen(name), &v);
+	rc = store_get(pc->store, pc->batch, CF_REPOS, name, strlen(name), &v);
 	if (rc == 0) {
 		*out = grantd__v1__repo__unpack(NULL, v.len,
 						(const uint8_t *)v.p);
@@ -219,7 +223,7 @@ int policy_repo_load(Grantd__V1__Repo **out, struct node *n,
 	return rc;
 }
 
-int policy_push(struct node *n, struct store_batch *b, const char *user,
+int policy_push(const struct policy_ctx *pc, const char *user,
 		const struct gd_net *ip, const char *session, const char *repo,
 		int64_t now, struct buf *why, struct buf *hint)
 {
@@ -231,12 +235,12 @@ int policy_push(struct node *n, struct store_batch *b, const char *user,
 	int rc;
 
 	addr_format(ipstr, ip);
-	if ((rc = policy_repo_load(&r, n, b, repo)) < 0) {
+	if ((rc = policy_repo_load(&r, pc, repo)) < 0) {
 		if (rc == GD_ENOTFOUND)
 			buf_printf(why, "repository '%s' does not exist", repo);
 		return rc;
 	}
-	if ((rc = policy_user_load(&u, n, b, user)) < 0)
+	if ((rc = policy_user_load(&u, pc, user)) < 0)
 		goto done;
 	rc = GD_EDENIED;
 	if (!u.user) {
@@ -262,21 +266,21 @@ int policy_push(struct node *n, struct store_batch *b, const char *user,
 			   "authentication, which '%s' requires", user, repo);
 		if (u.enroll)
 			buf_printf(hint, "finish enrolling: ssh %s 2fa val "
-				   "<token>", n->host);
+				   "<token>", pc->host);
 		else
 			buf_printf(hint, "enroll first: ssh %s 2fa enroll "
 				   "totp (or yubikey), then ssh %s 2fa val "
-				   "<token>", n->host, n->host);
+				   "<token>", pc->host, pc->host);
 		goto done;
 	}
-	if ((rc = policy_find_grant(&g, n, b, user, ip, session, now)) < 0)
+	if ((rc = policy_find_grant(&g, pc, user, ip, session, now)) < 0)
 		goto done;
 	if (!g) {
 		rc = GD_EDENIED;
 		buf_printf(why, "IP address %s has not been validated for "
 			   "user '%s'", ipstr, user);
 		buf_printf(hint, "get your 2-factor token and run: ssh %s 2fa "
-			   "val <token>", n->host);
+			   "val <token>", pc->host);
 		goto done;
 	}
 	rc = 0;

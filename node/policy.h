@@ -1,8 +1,12 @@
 /*
  * policy.h: read-only decisions: who is enrolled, who is locked out,
  * which grant covers an address, and whether a push may proceed.  This is
- * where a push is authorised (policy_push); control.c calls it for
+ * where a push is authorised (policy_push); cmd_grant.c calls it for
  * grant-shell and for `grantctl check`.
+ *
+ * Every function reads through a struct policy_ctx: the config, the
+ * store, and the batch to read through (a writer's own changes) or NULL
+ * (committed state).  Any thread that owns the batch it passes.
  */
 #ifndef GD_POLICY_H
 #define GD_POLICY_H
@@ -13,7 +17,15 @@
 #include "addr.h"
 #include "buf.h"
 #include "grantd.pb-c.h"
-#include "node.h"
+#include "config.h"
+#include "store.h"
+
+struct policy_ctx {
+	const struct config *cfg;
+	struct store *store;
+	struct store_batch *batch; /* read through it; NULL: committed */
+	const char *host;          /* the name users ssh to, for hints */
+};
 
 struct policy_user {
 	Grantd__V1__User *user;         /* NULL: no such (live) user */
@@ -21,17 +33,17 @@ struct policy_user {
 	bool enrolled;                  /* enroll && enroll->active */
 };
 
-/* Load a user's records (reading through b when given).  Fill *out; free
- * it with policy_user_clear.  Returns 0, or a negative gd_err with *out
- * left empty (nothing to free). */
-int policy_user_load(struct policy_user *out, struct node *n,
-		     struct store_batch *b, const char *name);
+/* Load a user's records.  Fill *out; free it with policy_user_clear.
+ * Returns 0, or a negative gd_err with *out left empty (nothing to
+ * free). */
+int policy_user_load(struct policy_user *out, const struct policy_ctx *pc,
+		     const char *name);
 void policy_user_clear(struct policy_user *u);
 
 /* Failed attempts in the lockout window at every site, each counted once,
  * except those stamped before the last unlock (in (hlc, site) order, not by
  * wall time); *until_ms is when the lock lifts (0: not locked). */
-int policy_lock_state(struct node *n, struct store_batch *b, const char *user,
+int policy_lock_state(const struct policy_ctx *pc, const char *user,
 		      uint64_t now_ms, int *failures, uint64_t *until_ms);
 
 /* Whether grant g is void: revoked, or stamped before the user's last
@@ -40,16 +52,15 @@ bool policy_grant_void(const Grantd__V1__Grant *g,
 		       const Grantd__V1__Revocation *rv);
 
 /* The user's revocation record, or NULL; *out is the caller's. */
-int policy_revocation_load(Grantd__V1__Revocation **out, struct node *n,
-			   struct store_batch *b, const char *user);
+int policy_revocation_load(Grantd__V1__Revocation **out,
+			   const struct policy_ctx *pc, const char *user);
 
 /* The live grant of user covering ip (and session, for session grants)
  * that expires last; *out is the caller's
  * (grantd__v1__grant__free_unpacked) or NULL when none covers it. */
-int policy_find_grant(Grantd__V1__Grant **out, struct node *n,
-		      struct store_batch *b, const char *user,
-		      const struct gd_net *ip, const char *session,
-		      int64_t now);
+int policy_find_grant(Grantd__V1__Grant **out, const struct policy_ctx *pc,
+		      const char *user, const struct gd_net *ip,
+		      const char *session, int64_t now);
 
 /*
  * May user push to repo from ip (over SSH connection session) now?
@@ -57,12 +68,12 @@ int policy_find_grant(Grantd__V1__Grant **out, struct node *n,
  * the exact command that fixes it), GD_ENOTFOUND (no such repository) or
  * GD_EIO.
  */
-int policy_push(struct node *n, struct store_batch *b, const char *user,
+int policy_push(const struct policy_ctx *pc, const char *user,
 		const struct gd_net *ip, const char *session, const char *repo,
 		int64_t now, struct buf *why, struct buf *hint);
 
 /* The repository record, or NULL (deleted or missing); caller frees. */
-int policy_repo_load(Grantd__V1__Repo **out, struct node *n,
-		     struct store_batch *b, const char *name);
+int policy_repo_load(Grantd__V1__Repo **out, const struct policy_ctx *pc,
+		     const char *name);
 
 #endif

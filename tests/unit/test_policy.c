@@ -1,7 +1,7 @@
 /*
  * test_policy.c: node/policy.h, the lockout (SPEC 2.7).
  *
- * Failed attempts are made here the way control.c makes them (one
+ * Failed attempts are made here the way cmd_grant.c makes them (one
  * operation each through ops_local, stamped with a fresh HLC, read back
  * through the open batch as the next request of a control batch reads
  * them), and peers' failures and unlocks arrive through ops_apply as repl
@@ -24,7 +24,6 @@
 #include "config.h"
 #include "err.h"
 #include "log.h"
-#include "node.h"
 #include "ops.h"
 #include "policy.h"
 #include "store.h"
@@ -42,7 +41,8 @@ struct fixture {
 	char dir[64];
 	char repo_dir[96];
 	struct config cfg;
-	struct node n;
+	struct store *store;
+	struct ops ops;
 	struct store_batch *b;  /* the open batch, as control's c->batch */
 	uint64_t peer_seq;      /* last seq of the peer "siteb" */
 };
@@ -74,10 +74,9 @@ static int setup(void **state)
 	f->cfg.repo_dir = f->repo_dir;
 	f->cfg.policy.lockout_failures = FAILURES;
 	f->cfg.policy.lockout_window = WINDOW_S;
-	f->n.cfg = &f->cfg;
-	if (store_open(&f->n.store, &created, store_dir, seal_key) < 0 ||
-	    ops_open(&f->n.ops, f->n.store, &f->cfg, created) < 0 ||
-	    store_batch_new(&f->b, f->n.store) < 0)
+	if (store_open(&f->store, &created, store_dir, seal_key) < 0 ||
+	    ops_open(&f->ops, f->store, &f->cfg, created) < 0 ||
+	    store_batch_new(&f->b, f->store) < 0)
 		return -1;
 	*state = f;
 	return 0;
@@ -89,8 +88,8 @@ static int teardown(void **state)
 	char cmd[128];
 
 	store_batch_free(&f->b);
-	ops_close(&f->n.ops);
-	store_destroy(&f->n.store);
+	ops_close(&f->ops);
+	store_destroy(&f->store);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->dir);
 	if (system(cmd) != 0)
 		return -1;
@@ -101,27 +100,27 @@ static int teardown(void **state)
 /* Commit the open batch and open the next, as control does per batch. */
 static void commit(struct fixture *f)
 {
-	assert_int_equal(ops_commit(&f->n.ops, f->b, false), 0);
+	assert_int_equal(ops_commit(&f->ops, f->b, false), 0);
 	store_batch_free(&f->b);
-	assert_int_equal(store_batch_new(&f->b, f->n.store), 0);
-	ops_outbox_clear(&f->n.ops);
+	assert_int_equal(store_batch_new(&f->b, f->store), 0);
+	ops_outbox_clear(&f->ops);
 }
 
-/* A failed attempt of user here, made as validate_token makes it. */
+/* A failed attempt of user here, made as cmd_validate_token makes it. */
 static void fail_here(struct fixture *f, const char *user)
 {
 	Grantd__V1__Op op = GRANTD__V1__OP__INIT;
 	Grantd__V1__Failures fl = GRANTD__V1__FAILURES__INIT;
-	uint64_t at = ops_stamp(&f->n.ops);
+	uint64_t at = ops_stamp(&f->ops);
 
 	fl.user = (char *)user;
-	fl.site = f->n.ops.site;
+	fl.site = f->ops.site;
 	fl.hlc = &at;
 	fl.n_hlc = 1;
 	op.body_case = GRANTD__V1__OP__BODY_FAILURE;
 	op.failure = &fl;
 	op.hlc = at, op.has_hlc = 1;
-	assert_int_equal(ops_local(&f->n.ops, f->b, &op), 0);
+	assert_int_equal(ops_local(&f->ops, f->b, &op), 0);
 }
 
 /* grantctl unlock here. */
@@ -133,7 +132,7 @@ static void unlock_here(struct fixture *f, const char *user)
 	u.user = (char *)user;
 	op.body_case = GRANTD__V1__OP__BODY_UNLOCK;
 	op.unlock = &u;
-	assert_int_equal(ops_local(&f->n.ops, f->b, &op), 0);
+	assert_int_equal(ops_local(&f->ops, f->b, &op), 0);
 }
 
 /* The peer siteb's next operation, body already set in op. */
@@ -145,7 +144,7 @@ static void from_peer(struct fixture *f, Grantd__V1__Op *op, uint64_t hlc)
 	op->epoch = EPOCH, op->has_epoch = 1;
 	op->seq = ++f->peer_seq, op->has_seq = 1;
 	op->hlc = hlc, op->has_hlc = 1;
-	assert_int_equal(ops_apply(&f->n.ops, f->b, op, &applied), 0);
+	assert_int_equal(ops_apply(&f->ops, f->b, op, &applied), 0);
 	assert_true(applied);
 }
 
@@ -185,11 +184,11 @@ static void peer_unlocks(struct fixture *f, const char *user, uint64_t hlc)
 static int counted(struct fixture *f, const char *user, uint64_t now_ms,
 		   uint64_t *until)
 {
+	struct policy_ctx pc = { &f->cfg, f->store, f->b, "host" };
 	int fails = -1;
 	uint64_t u;
 
-	assert_int_equal(policy_lock_state(&f->n, f->b, user, now_ms, &fails,
-					   &u), 0);
+	assert_int_equal(policy_lock_state(&pc, user, now_ms, &fails, &u), 0);
 	if (until)
 		*until = u;
 	return fails;

@@ -1,0 +1,466 @@
+/*
+ * cmd_node.c: the node itself, for the administrator: status, verify,
+ * backup, rebuild, rekey.  These read beyond the store (the operations'
+ * counters, the peers, git replication) through cmd_ctx.node.
+ */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sodium.h>
+#include <sys/stat.h>
+#include <zmq.h>
+
+#include "cmd.h"
+#include "digest.h"
+#include "err.h"
+#include "gitrepl.h"
+#include "log.h"
+#include "names.h"
+#include "repl.h"
+#include "store.h"
+#include "banned.h"
+
+/* ---- status, backup, rebuild -------------------------------------------- */
+
+/* Whether a stored record counts in status: a user or repository not
+ * deleted, a grant neither revoked nor expired, a ref that exists. */
+static bool record_live(enum store_cf cf, const struct buf *v, int64_t now)
+{
+	const ProtobufCMessageDescriptor *d =
+		cf == CF_GRANTS ? &grantd__v1__grant__descriptor :
+		cf == CF_REFS	? &grantd__v1__ref__descriptor :
+		cf == CF_USERS	? &grantd__v1__user__descriptor :
+				  &grantd__v1__repo__descriptor;
+	ProtobufCMessage *m =
+		protobuf_c_message_unpack(d, NULL, v->len, (const uint8_t *)v->p);
+	bool live;
+
+	if (!m)
+		return false;
+	switch (cf) {
+	case CF_GRANTS: {
+		const Grantd__V1__Grant *g = (const Grantd__V1__Grant *)m;
+		live = !g->revoked && g->expires > now;
+		break;
+	}
+	case CF_REFS: {
+		const Grantd__V1__Ref *f = (const Grantd__V1__Ref *)m;
+		live = f->target && *f->target;
+		break;
+	}
+	case CF_USERS:
+		live = !((const Grantd__V1__User *)m)->deleted;
+		break;
+	default:
+		live = !((const Grantd__V1__Repo *)m)->deleted;
+		break;
+	}
+	protobuf_c_message_free_unpacked(m, NULL);
+	return live;
+}
+
+static int count_family(struct cmd_ctx *x, struct req *r, enum store_cf cf,
+			int64_t *count)
+{
+	struct store_iter *it;
+	struct buf v = BUF_INIT;
+	const char *key;
+	size_t klen;
+	int rc;
+
+	*count = 0;
+	store_iter_new(&it, x->p.store, x->p.batch, cf, "", 0);
+	while ((rc = store_iter_next(it, &key, &klen, &v)) > 0)
+		*count += record_live(cf, &v, r->now);
+	store_iter_free(&it);
+	buf_free(&v);
+	return rc < 0 ? rc : 0;
+}
+
+static int cmd_rebuild(struct cmd_ctx *x, struct req *r)
+{
+	if (strcmp(r->rq->args[0], "--from"))
+		return cmd_bad(r, "usage: grantctl rebuild --from SITE");
+	int rc = repl_rebuild(x->node->repl, r->rq->args[1]);
+	if (rc == GD_ENOTFOUND)
+		return cmd_bad(r, "'%s' is not a configured peer site",
+			       r->rq->args[1]);
+	if (rc < 0)
+		return cmd_refuse(r, "cannot reach site %s", r->rq->args[1]);
+	if (x->node->gitrepl)
+		gitrepl_all(x->node->gitrepl, r->rq->args[1]);
+	buf_printf(&r->out, "rebuilding from %s: everything it has that this "
+		   "site lacks is being fetched, repositories too; watch "
+		   "'grantctl status' until lag_ops and pending_refs are 0\n",
+		   r->rq->args[1]);
+	return 0;
+}
+
+/* args: DIR (absolute, must not exist): a RocksDB checkpoint at DIR/store.
+ * grantctl copies the repositories to DIR/repos once this answers. */
+static int cmd_backup(struct cmd_ctx *x, struct req *r)
+{
+	const char *dir = r->rq->args[0];
+	struct buf path = BUF_INIT;
+	struct stat st;
+	int rc;
+
+	if (dir[0] != '/' || strstr(dir, "/../") || strlen(dir) > 1024)
+		return cmd_bad(r, "backup DIR must be an absolute path, not "
+			       "'%s'", dir);
+	if (stat(dir, &st) == 0)
+		return cmd_bad(r, "'%s' exists: give a new directory (a backup "
+			       "never overwrites)", dir);
+	if (mkdir(dir, 0700) < 0)
+		return cmd_refuse(r, "cannot create '%s': %s",
+				  dir, strerror(errno));
+	buf_printf(&path, "%s/store", dir);
+	rc = store_checkpoint(x->p.store, path.p);
+	if (rc == 0) {
+		buf_printf(&r->out, "store checkpoint written to %s\n", path.p);
+		/* the repository root, for grantctl to copy */
+		buf_puts(&r->path, x->p.cfg->repo_dir);
+		log_info("backup written dir=%s", dir);
+	} else {
+		rc = cmd_refuse(r, "checkpoint failed (see the node's log)");
+	}
+	buf_free(&path);
+	return rc;
+}
+
+/* The tips kept under refs/grantd/conflicts (CF_LOSERS entries gitrepl
+ * marked "kept"; the others are still being looked at). */
+static int add_conflicts(struct cmd_ctx *x, cJSON *arr)
+{
+	struct store_iter *it;
+	struct buf v = BUF_INIT, name = BUF_INIT;
+	const char *key;
+	size_t klen;
+	int rc;
+
+	store_iter_new(&it, x->p.store, x->p.batch, CF_LOSERS, "", 0);
+	while ((rc = store_iter_next(it, &key, &klen, &v)) > 0) {
+		const char *repo = key, *ref, *site;
+		size_t a = strnlen(key, klen), b, d;
+		if (a + 1 >= klen || v.len != 40 + strlen(" kept") ||
+		    memcmp(v.p + 40, " kept", 5))
+			continue;
+		ref = key + a + 1;
+		b = strnlen(ref, klen - a - 1);
+		if (a + 1 + b + 1 >= klen)
+			continue;
+		site = ref + b + 1;
+		d = strnlen(site, klen - a - b - 2);
+		if (a + b + d + 3 + 8 != klen)
+			continue;
+		cJSON *e = cJSON_CreateObject();
+		cJSON_AddStringToObject(e, "repo", repo);
+		cJSON_AddStringToObject(e, "ref", ref);
+		cJSON_AddStringToObject(e, "site", site);
+		v.p[40] = '\0';
+		cJSON_AddStringToObject(e, "tip", v.p);
+		buf_reset(&name);
+		buf_printf(&name, "refs/grantd/conflicts/%s/%s", site, ref);
+		cJSON_AddStringToObject(e, "kept_as", name.p);
+		cJSON_AddItemToArray(arr, e);
+	}
+	store_iter_free(&it);
+	buf_free(&v);
+	buf_free(&name);
+	return rc < 0 ? rc : 0;
+}
+
+static int cmd_status(struct cmd_ctx *x, struct req *r)
+{
+	const struct cmd_node *n = x->node;
+	const struct ops *ops = n->ops;
+	char digest[2 * DIGEST_LEN + 1];
+	int64_t users, grants, repos, refs;
+	cJSON *j, *applied, *peers, *counts;
+	struct store_iter *it;
+	struct buf v = BUF_INIT;
+	const char *key;
+	size_t klen;
+	int rc;
+
+	if ((rc = count_family(x, r, CF_USERS, &users)) < 0 ||
+	    (rc = count_family(x, r, CF_GRANTS, &grants)) < 0 ||
+	    (rc = count_family(x, r, CF_REPOS, &repos)) < 0 ||
+	    (rc = count_family(x, r, CF_REFS, &refs)) < 0)
+		return rc;
+	digest_hex(digest, ops->digest);
+	j = cJSON_CreateObject();
+	cJSON_AddStringToObject(j, "site", ops->site);
+	cJSON_AddStringToObject(j, "digest", digest);
+	{
+		/* beyond 2^53: a JSON integer written as text, not a double */
+		char h[24];
+		snprintf(h, sizeof(h), "%llu",
+			 (unsigned long long)ops->hlc.last);
+		cJSON_AddRawToObject(j, "hlc", h);
+	}
+	{
+		char ep[17];
+		snprintf(ep, sizeof(ep), "%016llx",
+			 (unsigned long long)ops->epoch);
+		cJSON_AddStringToObject(j, "epoch", ep);
+	}
+	applied = cJSON_AddObjectToObject(j, "applied");
+	cJSON *vector = cJSON_AddArrayToObject(j, "vector");
+	for (size_t i = 0; i < ops->nvv; i++) {
+		cJSON *e = cJSON_CreateObject();
+		char ep[17];
+		snprintf(ep, sizeof(ep), "%016llx",
+			 (unsigned long long)ops->vv[i].epoch);
+		cJSON_AddStringToObject(e, "origin", ops->vv[i].origin);
+		cJSON_AddStringToObject(e, "epoch", ep);
+		cJSON_AddNumberToObject(e, "seq", (double)ops->vv[i].seq);
+		cJSON_AddItemToArray(vector, e);
+	}
+	store_iter_new(&it, x->p.store, x->p.batch, CF_VV, "", 0);
+	while ((rc = store_iter_next(it, &key, &klen, &v)) > 0) {
+		size_t ol = strnlen(key, klen);
+		char origin[NAME_SITE_MAX + 1];
+		if (ol > NAME_SITE_MAX || v.len != 8)
+			continue;
+		memcpy(origin, key, ol);
+		origin[ol] = '\0';
+		double seq = (double)store_get_be64(v.p);
+		cJSON *prev = cJSON_GetObjectItem(applied, origin);
+		if (prev)
+			cJSON_SetNumberValue(prev, prev->valuedouble + seq);
+		else
+			cJSON_AddNumberToObject(applied, origin, seq);
+	}
+	store_iter_free(&it);
+	buf_free(&v);
+	peers = cJSON_AddArrayToObject(j, "peers");
+	repl_status(n->repl, peers, r->now_ms);
+	cJSON_AddBoolToObject(j, "syncing", x->syncing);
+	repl_metrics(n->repl, cJSON_AddObjectToObject(j, "replication"));
+	if (n->gitrepl)
+		gitrepl_status(n->gitrepl, cJSON_AddObjectToObject(j, "git"));
+	if ((rc = add_conflicts(x, cJSON_AddArrayToObject(j, "conflicts"))) < 0) {
+		cJSON_Delete(j);
+		return rc;
+	}
+	counts = cJSON_AddObjectToObject(j, "counts");
+	cJSON_AddNumberToObject(counts, "users", (double)users);
+	cJSON_AddNumberToObject(counts, "grants", (double)grants);
+	cJSON_AddNumberToObject(counts, "repos", (double)repos);
+	cJSON_AddNumberToObject(counts, "refs", (double)refs);
+	cJSON_AddNumberToObject(counts, "dropped", (double)ops->dropped);
+	cJSON_AddNumberToObject(counts, "bad_requests",
+				(double)n->bad_requests);
+	cJSON_AddNumberToObject(counts, "refused_peers",
+				(double)repl_refused(n->repl));
+	if (r->rq->json) {
+		cmd_print_json(r, j);
+		return 0;
+	}
+	buf_printf(&r->out, "site:     %s\nepoch:    %016llx\nhlc:      "
+		   "%llu\ndigest:   %s\nusers:    %lld\ngrants:   %lld (live)\n"
+		   "repos:    %lld\ndropped:  %llu\n",
+		   ops->site, (unsigned long long)ops->epoch,
+		   (unsigned long long)ops->hlc.last, digest,
+		   (long long)users, (long long)grants, (long long)repos,
+		   (unsigned long long)ops->dropped);
+	cJSON *o;
+	cJSON_ArrayForEach(o, applied)
+		buf_printf(&r->out, "applied:  %s %.0f\n", o->string,
+			   o->valuedouble);
+	cJSON_ArrayForEach(o, peers) {
+		cJSON *con = cJSON_GetObjectItem(o, "connected");
+		buf_printf(&r->out, "peer:     %s %s last_heard_ms=%.0f "
+			   "lag_ops=%.0f lag_ms=%.0f\n",
+			   cJSON_GetObjectItem(o, "site")->valuestring,
+			   cJSON_IsTrue(con) ? "connected" : "NOT CONNECTED",
+			   cJSON_GetObjectItem(o, "last_heard_ms")->valuedouble,
+			   cJSON_GetObjectItem(o, "lag_ops")->valuedouble,
+			   cJSON_GetObjectItem(o, "lag_ms")->valuedouble);
+	}
+	cJSON *git = cJSON_GetObjectItem(j, "git");
+	if (git)
+		buf_printf(&r->out, "git:      pending_refs=%.0f packs_fetched=%.0f "
+			   "fetch_failures=%.0f packs_served=%.0f\n",
+			   cJSON_GetObjectItem(git, "pending_refs")->valuedouble,
+			   cJSON_GetObjectItem(git, "packs_fetched")->valuedouble,
+			   cJSON_GetObjectItem(git, "fetch_failures")->valuedouble,
+			   cJSON_GetObjectItem(git, "packs_served")->valuedouble);
+	cJSON_ArrayForEach(o, cJSON_GetObjectItem(j, "conflicts"))
+		buf_printf(&r->out, "conflict: repo=%s ref=%s site=%s tip=%s "
+			   "kept_as=%s\n",
+			   cJSON_GetObjectItem(o, "repo")->valuestring,
+			   cJSON_GetObjectItem(o, "ref")->valuestring,
+			   cJSON_GetObjectItem(o, "site")->valuestring,
+			   cJSON_GetObjectItem(o, "tip")->valuestring,
+			   cJSON_GetObjectItem(o, "kept_as")->valuestring);
+	if (x->syncing)
+		buf_puts(&r->out, "syncing:  yes (token validation waits)\n");
+	cJSON_Delete(j);
+	return 0;
+}
+
+/* ---- rekey -------------------------------------------------------------- */
+
+/* The sealing key of the CURVE key file at path (checked as at start:
+ * mode 0600, a pair that belongs together); 0 or a cmd_bad() reply. */
+static int rekey_load(struct req *r, const char *path,
+		      uint8_t seal[STORE_SEAL_KEY_LEN],
+		      char pub[Z85_KEY_LEN + 1])
+{
+	char sec[Z85_KEY_LEN + 1], derived[Z85_KEY_LEN + 1];
+	uint8_t raw[32];
+	struct buf err = BUF_INIT;
+	int rc = 0;
+
+	if (config_read_keyfile(path, pub, sec, &err) < 0)
+		rc = cmd_bad(r, "%s", err.p);
+	else if (!zmq_z85_decode(raw, sec) ||
+		 zmq_curve_public(derived, sec) != 0 || strcmp(derived, pub))
+		rc = cmd_bad(r, "%s: the public and secret keys do not belong "
+			     "together (make a new pair with grantctl keygen)",
+			     path);
+	else
+		store_seal_key(seal, raw);
+	sodium_memzero(sec, sizeof(sec));
+	sodium_memzero(raw, sizeof(raw));
+	buf_free(&err);
+	return rc < 0 ? rc : r->status ? 1 : 0;
+}
+
+/* args: NEWKEYFILE (absolute): re-seal every stored secret under the
+ * sealing key of that CURVE key file, in this batch (atomic).  The node
+ * keeps its current CURVE key until it is restarted with the new file. */
+static int cmd_rekey(struct cmd_ctx *x, struct req *r)
+{
+	const char *path = r->rq->args[0];
+	uint8_t seal[STORE_SEAL_KEY_LEN];
+	char pub[Z85_KEY_LEN + 1];
+	size_t count = 0;
+	int rc;
+
+	if (path[0] != '/' || strlen(path) > 1024)
+		return cmd_bad(r, "rekey NEWKEYFILE must be an absolute path, "
+			       "not '%s'", path);
+	if ((rc = rekey_load(r, path, seal, pub)) != 0)
+		return rc < 0 ? rc : 0;
+	if (!strcmp(pub, x->node->curve_pub)) {
+		sodium_memzero(seal, sizeof(seal));
+		return cmd_bad(r, "%s holds the node's current key; make a new "
+			       "one with grantctl keygen", path);
+	}
+	rc = store_rekey(x->p.store, x->p.batch, seal, &count);
+	sodium_memzero(seal, sizeof(seal));
+	if (rc == GD_EAGAIN)
+		return cmd_refuse(r, "another rekey is in progress; try again");
+	if (rc < 0)
+		return rc;
+	r->wrote = true; /* answer once durable */
+	log_info("store rekeyed values=%zu new_key=%s public_key=%s", count,
+		 path, pub);
+	buf_printf(&r->out,
+		   "re-sealed %zu stored values under the key in %s\n"
+		   "now set 'secret_key = %s' in %s and restart grantd;\n"
+		   "its public key becomes %s: set it as public_key of "
+		   "[peer %s] at every other site\n",
+		   count, path, path, x->node->conf_path, pub, x->p.cfg->site);
+	return 0;
+}
+
+/* grantctl verify: the digest made again from the records on disk against
+ * the live one (SPEC 3.5).  A family whose share differs is named: the
+ * records of that family and the digest parted.  The digest holds no
+ * record, so it cannot name one; two sites' per-family digests (--json)
+ * tell which family to compare when their states differ. */
+static int cmd_verify(struct cmd_ctx *x, struct req *r)
+{
+	struct ops_verify *v = calloc(1, sizeof(*v));
+	char live[2 * DIGEST_LEN + 1], stored[2 * DIGEST_LEN + 1];
+	char disk[2 * DIGEST_LEN + 1], h[2 * DIGEST_LEN + 1];
+	struct buf differs = BUF_INIT;
+	cJSON *j, *fams;
+	int rc;
+
+	if (!v)
+		abort();
+	if ((rc = ops_verify(x->node->ops, v)) < 0) {
+		free(v);
+		return rc;
+	}
+	digest_hex(live, v->live);
+	digest_hex(stored, v->stored);
+	digest_hex(disk, v->disk);
+	j = cJSON_CreateObject();
+	cJSON_AddStringToObject(j, "site", x->node->ops->site);
+	cJSON_AddBoolToObject(j, "equal", v->equal);
+	cJSON_AddStringToObject(j, "live", live);
+	cJSON_AddStringToObject(j, "stored", stored);
+	cJSON_AddStringToObject(j, "recomputed", disk);
+	fams = cJSON_AddArrayToObject(j, "families");
+	cJSON *dj = cJSON_AddArrayToObject(j, "differs");
+	buf_printf(&r->out, "site:       %s\nlive:       %s\nstored:     %s\n"
+		   "recomputed: %s\n", x->node->ops->site, live, stored, disk);
+	for (int cf = 0; cf < CF__COUNT; cf++) {
+		if (!v->covered[cf])
+			continue;
+		bool same = !memcmp(v->live_fam[cf], v->disk_fam[cf],
+				    DIGEST_LEN);
+		const char *name = store_cf_name(cf);
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "family", name);
+		cJSON_AddNumberToObject(o, "records", (double)v->records[cf]);
+		digest_hex(h, v->disk_fam[cf]);
+		cJSON_AddStringToObject(o, "recomputed", h);
+		buf_printf(&r->out, "family:     %-8s records=%llu "
+			   "recomputed=%.16s", name,
+			   (unsigned long long)v->records[cf], h);
+		digest_hex(h, v->live_fam[cf]);
+		cJSON_AddStringToObject(o, "live", h);
+		cJSON_AddBoolToObject(o, "equal", same);
+		cJSON_AddItemToArray(fams, o);
+		if (!same) {
+			buf_printf(&r->out, " live=%.16s DIFFERS", h);
+			buf_printf(&differs, "%s%s", differs.len ? " " : "",
+				   name);
+			cJSON_AddItemToArray(dj, cJSON_CreateString(name));
+		}
+		buf_puts(&r->out, "\n");
+	}
+	if (r->rq->json) {
+		buf_reset(&r->out);
+		cmd_print_json(r, j);
+	} else {
+		cJSON_Delete(j);
+	}
+	if (!v->equal) {
+		log_error("verify: the live digest does not match the records "
+			  "live=%s stored=%s recomputed=%s families=%s", live,
+			  stored, disk, differs.len ? differs.p : "-");
+		cmd_refuse(r, "the state digest does not match the records on "
+			   "disk (live %.16s, stored %.16s, recomputed %.16s; "
+			   "families differing: %s); restarting the node "
+			   "recomputes it from the records", live, stored, disk,
+			   differs.len ? differs.p : "none, only the total");
+	}
+	buf_free(&differs);
+	free(v);
+	return 0;
+}
+
+/* ---- the rows ----------------------------------------------------------- */
+
+const struct cmd cmd_node_rows[] = {
+	CMD_ROW("status", CMD_ON_ADMIN | CMD_READS | CMD_NODE, 0, 0,
+		cmd_status),
+	CMD_ROW("verify", CMD_ON_ADMIN | CMD_READS | CMD_NODE, 0, 0,
+		cmd_verify),
+	CMD_ROW("backup", CMD_ON_ADMIN | CMD_READS, 1, 1, cmd_backup),
+	CMD_ROW("rebuild", CMD_ON_ADMIN | CMD_BATCH | CMD_NODE, 2, 2,
+		cmd_rebuild),
+	CMD_ROW("rekey", CMD_ON_ADMIN | CMD_BATCH | CMD_NODE, 1, 1,
+		cmd_rekey),
+};
+const size_t cmd_node_nrows = GD_ARRAY_SIZE(cmd_node_rows);

@@ -1,0 +1,332 @@
+/*
+ * cmd_repo.c: repositories.  Where grant-shell finds a repository to
+ * fetch from (repo.read), the pushes grant-hook hands over to replicate
+ * (hook.refs), and the administrator's repo add, mode, writers and list.
+ */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd.h"
+#include "err.h"
+#include "hookline.h"
+#include "log.h"
+#include "names.h"
+#include "policy.h"
+#include "repos.h"
+#include "banned.h"
+
+/* ---- fetch -------------------------------------------------------------- */
+
+static int cmd_repo_read(struct cmd_ctx *x, struct req *r)
+{
+	char repo[NAME_REPO_MAX + 1];
+	Grantd__V1__Repo *rp;
+	int rc;
+
+	if (cmd_repo_arg(r, r->rq->args[0], repo, sizeof(repo)) < 0)
+		return 0;
+	rc = policy_repo_load(&rp, &x->p, repo);
+	if (rc == GD_ENOTFOUND)
+		return cmd_refuse(r, "repository '%s' does not exist", repo);
+	if (rc < 0)
+		return rc;
+	grantd__v1__repo__free_unpacked(rp, NULL);
+	repos_path(&r->path, x->p.cfg->repo_dir, repo);
+	return 0;
+}
+
+
+/* ---- pushes to replicate (grant-hook) ----------------------------------- */
+
+/* args: REPO, then post-receive lines "OLD NEW REF"; push_id: grant-hook's
+ * request id (hookline.h), optional.  A request whose id was recorded
+ * already (its answer timed out, grant-hook sent it again) is answered
+ * as recorded, and makes no second operation: a newer stamp for the same
+ * push could move a ref back over a later push from another site. */
+static int cmd_hook_refs(struct cmd_ctx *x, struct req *r)
+{
+	Grantd__V1__RefUpdate u = GRANTD__V1__REF_UPDATE__INIT;
+	size_t n = r->rq->n_args - 1, k = 0;
+	Grantd__V1__RefChange *ch = calloc(n, sizeof(*ch));
+	Grantd__V1__RefChange **chp = calloc(n, sizeof(*chp));
+	struct hookline *words = calloc(n, sizeof(*words));
+	const char *id = r->rq->push_id;
+	char repo[NAME_REPO_MAX + 1];
+	Grantd__V1__Repo *rp = NULL;
+	bool seen = false;
+	int rc = 0;
+
+	if (!ch || !chp || !words)
+		abort();
+	if (cmd_repo_arg(r, r->rq->args[0], repo, sizeof(repo)) < 0)
+		goto done;
+	if (id && !hookline_req_id_ok(id)) {
+		rc = cmd_bad(r, "bad push id (want %d hex digits, '-', a "
+			     "number)", HOOKLINE_ID_LEN);
+		goto done;
+	}
+	rc = policy_repo_load(&rp, &x->p, repo);
+	if (rc == GD_ENOTFOUND) {
+		rc = cmd_refuse(r, "repository '%s' is not hosted here", repo);
+		goto done;
+	}
+	if (rc < 0)
+		goto done;
+	for (size_t i = 0; i < n; i++) {
+		const char *line = r->rq->args[i + 1];
+		if (hookline_parse(&words[k], line) < 0) {
+			rc = cmd_bad(r, "bad ref update line '%.300s' (want "
+				     "'OLD NEW REF' as post-receive reads "
+				     "them)", line);
+			goto done;
+		}
+		if (!ops_ref_name_ok(words[k].ref)) {
+			log_warn("ref not replicated repo=%s ref=%.300s", repo,
+				 words[k].ref);
+			continue;
+		}
+		grantd__v1__ref_change__init(&ch[k]);
+		ch[k].old = words[k].old;
+		ch[k].new_ = words[k].new_;
+		ch[k].ref = words[k].ref;
+		chp[k] = &ch[k];
+		k++;
+	}
+	if (k && id &&
+	    (rc = ops_push_seen(x->ops, x->p.batch, repo, id, &seen)) < 0)
+		goto done;
+	if (seen) {
+		/* answered once what recorded it is durable, like the first */
+		r->wrote = true;
+		log_info("push already recorded repo=%s id=%s refs=%zu", repo,
+			 id, k);
+	} else if (k) {
+		u.repo = repo;
+		u.changes = chp;
+		u.n_changes = k;
+		u.push_id = (char *)id;
+		if ((rc = cmd_emit_body(x, GRANTD__V1__OP__BODY_REFS, &u)) < 0)
+			goto done;
+		log_info("push recorded repo=%s refs=%zu id=%s", repo, k,
+			 id ? id : "-");
+	}
+	buf_printf(&r->out, "replicating %zu ref update%s of %s\n", k,
+		   k == 1 ? "" : "s", repo);
+done:
+	if (rp)
+		grantd__v1__repo__free_unpacked(rp, NULL);
+	free(ch);
+	free(chp);
+	free(words);
+	return rc;
+}
+
+
+/* ---- admin: repositories ------------------------------------------------ */
+
+static int mode_arg(struct req *r, const char *s, Grantd__V1__RepoMode *out)
+{
+	if (!strcmp(s, "off"))
+		*out = GRANTD__V1__REPO_MODE__MODE_OFF;
+	else if (!strcmp(s, "opt-in"))
+		*out = GRANTD__V1__REPO_MODE__MODE_OPT_IN;
+	else if (!strcmp(s, "required"))
+		*out = GRANTD__V1__REPO_MODE__MODE_REQUIRED;
+	else {
+		cmd_bad(r, "bad mode '%s': use off, opt-in or required", s);
+		return GD_EINVAL;
+	}
+	return 0;
+}
+
+static const char *mode_name(Grantd__V1__RepoMode m)
+{
+	return m == GRANTD__V1__REPO_MODE__MODE_OFF    ? "off" :
+	       m == GRANTD__V1__REPO_MODE__MODE_OPT_IN ? "opt-in" :
+							 "required";
+}
+
+static int cmd_repo_add(struct cmd_ctx *x, struct req *r)
+{
+	Grantd__V1__Repo rp = GRANTD__V1__REPO__INIT;
+	Grantd__V1__RepoMode mode = GRANTD__V1__REPO_MODE__MODE_REQUIRED;
+	char name[NAME_REPO_MAX + 1], parent[NAME_REPO_MAX + 1];
+	char *writers[GD_CTL_MAX_ARGS];
+	size_t nw = 0;
+	Grantd__V1__Repo *old = NULL;
+	bool fork = false;
+	int rc;
+
+	if (cmd_repo_arg(r, r->rq->args[0], name, sizeof(name)) < 0)
+		return 0;
+	for (size_t i = 1; i < r->rq->n_args; i++) {
+		const char *a = r->rq->args[i];
+		if (i + 1 == r->rq->n_args)
+			return cmd_bad(r, "usage: grantctl repo add NAME "
+				       "[--mode off|opt-in|required] [--writer "
+				       "USER]... [--fork-of PARENT]");
+		const char *v = r->rq->args[++i];
+		if (!strcmp(a, "--mode")) {
+			if (mode_arg(r, v, &mode) < 0)
+				return 0;
+		} else if (!strcmp(a, "--writer")) {
+			if (!cmd_name_arg(r, v))
+				return 0;
+			writers[nw++] = (char *)v;
+		} else if (!strcmp(a, "--fork-of")) {
+			if (cmd_repo_arg(r, v, parent, sizeof(parent)) < 0)
+				return 0;
+			fork = true;
+		} else {
+			return cmd_bad(r, "unknown option '%s' (use --mode, "
+				       "--writer or --fork-of)", a);
+		}
+	}
+	rc = policy_repo_load(&old, &x->p, name);
+	if (rc == 0) {
+		grantd__v1__repo__free_unpacked(old, NULL);
+		return cmd_refuse(r, "repository '%s' already exists", name);
+	}
+	if (rc != GD_ENOTFOUND)
+		return rc;
+	if (fork) {
+		rc = policy_repo_load(&old, &x->p, parent);
+		if (rc == GD_ENOTFOUND)
+			return cmd_refuse(r, "cannot fork '%s': no such "
+					  "repository", parent);
+		if (rc < 0)
+			return rc;
+		grantd__v1__repo__free_unpacked(old, NULL);
+		if (!strcmp(parent, name))
+			return cmd_bad(r, "a repository cannot fork itself");
+	}
+	rp.name = name;
+	SET(rp, mode, mode);
+	rp.writers = writers;
+	rp.n_writers = nw;
+	rp.fork_of = fork ? parent : NULL;
+	if ((rc = cmd_emit_body(x, GRANTD__V1__OP__BODY_REPO, &rp)) < 0)
+		return rc;
+	buf_printf(&r->out, "added repository %s (mode %s)\n", name,
+		   mode_name(mode));
+	return 0;
+}
+
+/* Change an existing repository: mode (args: NAME MODE) or writers
+ * (args: NAME USER...). */
+static int repo_change(struct cmd_ctx *x, struct req *r, bool writers)
+{
+	char name[NAME_REPO_MAX + 1];
+	Grantd__V1__Repo *old = NULL;
+	Grantd__V1__RepoMode mode;
+	int rc;
+
+	if (cmd_repo_arg(r, r->rq->args[0], name, sizeof(name)) < 0)
+		return 0;
+	if (!writers && mode_arg(r, r->rq->args[1], &mode) < 0)
+		return 0;
+	for (size_t i = 1; writers && i < r->rq->n_args; i++)
+		if (!cmd_name_arg(r, r->rq->args[i]))
+			return 0;
+	rc = policy_repo_load(&old, &x->p, name);
+	if (rc == GD_ENOTFOUND)
+		return cmd_refuse(r, "no such repository '%s'", name);
+	if (rc < 0)
+		return rc;
+	Grantd__V1__Repo rp = *old;
+	rp.has_hlc = 0;
+	rp.origin = NULL;
+	if (writers) {
+		rp.writers = r->rq->args + 1;
+		rp.n_writers = r->rq->n_args - 1;
+	} else {
+		SET(rp, mode, mode);
+	}
+	rc = cmd_emit_body(x, GRANTD__V1__OP__BODY_REPO, &rp);
+	if (rc == 0)
+		buf_printf(&r->out, "updated repository %s\n", name);
+	grantd__v1__repo__free_unpacked(old, NULL);
+	return rc;
+}
+
+static int cmd_repo_mode(struct cmd_ctx *x, struct req *r)
+{
+	return repo_change(x, r, false);
+}
+
+static int cmd_repo_writers(struct cmd_ctx *x, struct req *r)
+{
+	return repo_change(x, r, true);
+}
+
+static int cmd_repo_list(struct cmd_ctx *x, struct req *r)
+{
+	struct store_iter *it;
+	struct buf v = BUF_INIT, w = BUF_INIT;
+	cJSON *arr = r->rq->json ? cJSON_CreateArray() : NULL;
+	const char *key;
+	size_t klen;
+	int rc, shown = 0;
+
+	store_iter_new(&it, x->p.store, x->p.batch, CF_REPOS, "", 0);
+	while ((rc = store_iter_next(it, &key, &klen, &v)) > 0) {
+		Grantd__V1__Repo *rp = grantd__v1__repo__unpack(
+			NULL, v.len, (const uint8_t *)v.p);
+		if (!rp || rp->deleted) {
+			if (rp)
+				grantd__v1__repo__free_unpacked(rp, NULL);
+			continue;
+		}
+		buf_reset(&w);
+		for (size_t i = 0; i < rp->n_writers; i++)
+			buf_printf(&w, "%s%s", i ? "," : "", rp->writers[i]);
+		if (arr) {
+			cJSON *o = cJSON_CreateObject();
+			cJSON *wa = cJSON_AddArrayToObject(o, "writers");
+			cJSON_AddStringToObject(o, "name", rp->name);
+			cJSON_AddStringToObject(o, "mode", mode_name(rp->mode));
+			for (size_t i = 0; i < rp->n_writers; i++)
+				cJSON_AddItemToArray(
+					wa, cJSON_CreateString(rp->writers[i]));
+			cJSON_AddStringToObject(o, "fork_of",
+						rp->fork_of ? rp->fork_of : "");
+			cJSON_AddItemToArray(arr, o);
+		} else {
+			if (!shown++)
+				buf_printf(&r->out, "%-30s %-9s %-20s %s\n",
+					   "NAME", "MODE", "FORK_OF",
+					   "WRITERS");
+			buf_printf(&r->out, "%-30s %-9s %-20s %s\n", rp->name,
+				   mode_name(rp->mode),
+				   rp->fork_of && *rp->fork_of ? rp->fork_of :
+								 "-",
+				   buf_str(&w));
+		}
+		grantd__v1__repo__free_unpacked(rp, NULL);
+	}
+	store_iter_free(&it);
+	buf_free(&v);
+	buf_free(&w);
+	if (arr)
+		cmd_print_json(r, arr);
+	return rc < 0 ? rc : 0;
+}
+
+/* ---- the rows ----------------------------------------------------------- */
+
+const struct cmd cmd_repo_rows[] = {
+	CMD_ROW("repo.read", CMD_ON_USER | CMD_ON_ADMIN | CMD_READS, 1, 1,
+		cmd_repo_read),
+	CMD_ROW("hook.refs", CMD_ON_USER | CMD_ON_ADMIN | CMD_BATCH, 2,
+		GD_CTL_MAX_ARGS, cmd_hook_refs),
+	CMD_ROW("repo.add", CMD_ON_ADMIN | CMD_BATCH, 1, GD_CTL_MAX_ARGS,
+		cmd_repo_add),
+	CMD_ROW("repo.mode", CMD_ON_ADMIN | CMD_BATCH, 2, 2, cmd_repo_mode),
+	CMD_ROW("repo.writers", CMD_ON_ADMIN | CMD_BATCH, 1, GD_CTL_MAX_ARGS,
+		cmd_repo_writers),
+	CMD_ROW("repo.list", CMD_ON_ADMIN | CMD_READS, 0, 0, cmd_repo_list),
+};
+const size_t cmd_repo_nrows = GD_ARRAY_SIZE(cmd_repo_rows);
