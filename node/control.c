@@ -26,29 +26,15 @@
 #include "log.h"
 #include "names.h"
 #include "node.h"
-#include "syncer.h"
 #include "wire.h"
+#include "readers.h"
 #include "writer.h"
 #include "banned.h"
 
-struct req;
-static void req_free(struct req *r);
-
-/* Replies held until the syncer says their batch is on disk. */
-struct pending {
-	uint64_t ticket;
-	struct req *reqs;
-	int n;
-	struct buf ops;         /* their operations, as in ops.outbox */
-	struct pending *next;
-};
-
 struct control {
 	struct node *n;
-	void *user_sock;
-	void *admin_sock;
+	void *pipe;             /* the reader thread's requests (readers.h) */
 	struct store_batch *batch;
-	struct pending *head, *tail;
 	struct cmd_table *cmds;
 };
 
@@ -162,55 +148,18 @@ static int dispatch(struct control *c, struct req *r)
 
 /* ---- sockets and batches -------------------------------------------------- */
 
-static void *bind_socket(void *zctx, const char *path, mode_t mode,
-			 bool group_git)
-{
-	void *s = zmq_socket(zctx, ZMQ_ROUTER);
-	/* frames up to 16 times the request limit get an error answer from
-	 * control_decode; only larger ones are dropped by ZeroMQ unanswered */
-	int64_t max = 16 * GD_CTL_MAX_REQUEST;
-	int zero = 0, one = 1;
-	char ep[4200];
-
-	if (!s)
-		return NULL;
-	zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &max, sizeof(max));
-	zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof(zero));
-	zmq_setsockopt(s, ZMQ_ROUTER_MANDATORY, &one, sizeof(one));
-	unlink(path);
-	snprintf(ep, sizeof(ep), "ipc://%s", path);
-	if (zmq_bind(s, ep) < 0) {
-		log_error("cannot bind socket path=%s: %s", path,
-			  zmq_strerror(errno));
-		zmq_close(s);
-		return NULL;
-	}
-	if (chmod(path, mode) < 0)
-		log_warn("cannot chmod socket path=%s: %s", path,
-			 strerror(errno));
-	if (group_git) {
-		struct group *g = getgrnam("git");
-		if (g && chown(path, (uid_t)-1, g->gr_gid) < 0)
-			log_warn("cannot chgrp git socket path=%s: %s", path,
-				 strerror(errno));
-	}
-	return s;
-}
-
-int control_open(struct control **out, struct node *node, void *zctx)
+int control_open(struct control **out, struct node *node, void *pipe)
 {
 	struct control *c = calloc(1, sizeof(*c));
 
 	if (!c)
 		abort();
 	c->n = node;
-	c->user_sock = bind_socket(zctx, node->cfg->user_socket, 0660, true);
-	c->admin_sock = bind_socket(zctx, node->cfg->admin_socket, 0600, false);
-	if (!c->user_sock || !c->admin_sock ||
-	    cmd_table_new(&c->cmds) < 0) {
+	c->pipe = pipe;
+	if (cmd_table_new(&c->cmds) < 0) {
 		control_destroy(&c);
 		*out = NULL;
-		return GD_EIO;
+		return GD_EINVAL;
 	}
 	c->batch = writer_batch(node->writer); /* borrowed: THE batch */
 	*out = c;
@@ -222,43 +171,22 @@ void control_destroy(struct control **cp)
 	struct control *c = *cp;
 	if (!c)
 		return;
-	if (c->user_sock) {
-		zmq_close(c->user_sock);
-		unlink(c->n->cfg->user_socket);
-	}
-	if (c->admin_sock) {
-		zmq_close(c->admin_sock);
-		unlink(c->n->cfg->admin_socket);
-	}
 	cmd_table_free(&c->cmds);
 	free(c);
 	*cp = NULL;
 }
 
-void *control_user_socket(struct control *c)
+void *control_socket(struct control *c)
 {
-	return c->user_sock;
+	return c->pipe;
 }
 
-void *control_admin_socket(struct control *c)
+void control_log_failed(const struct req *r, int err)
 {
-	return c->admin_sock;
+	log_failed(r, err);
 }
 
-/* A request is [id][""][payload frames]: REQ clients send one payload
- * frame; a few more are tolerated, and their total is GD_CTL_MAX_REQUEST. */
-#define CTL_MAX_FRAMES 16
-
-/*
- * Read one [id][""][payload] message; 1 read, 0 none waiting, <0 error:
- * GD_ETOOBIG for more than CTL_MAX_FRAMES frames or a payload over
- * GD_CTL_MAX_REQUEST (the rest of it is read and dropped as it comes, never
- * kept; ident is kept, to answer), GD_EPROTO for a bad envelope.  Frames
- * are wiped once copied: a request may carry a secret.  payload never
- * grows past GD_CTL_MAX_REQUEST + 1, so it is never moved by realloc with
- * a copy left behind; the caller wipes it.
- */
-static int recv_one(void *sock, struct buf *ident, struct buf *payload)
+int control_recv(void *sock, struct buf *ident, struct buf *payload)
 {
 	int frame = 0, more = 1, rc = 1;
 
@@ -300,7 +228,7 @@ static int recv_one(void *sock, struct buf *ident, struct buf *payload)
 	return rc;
 }
 
-static void send_reply(struct req *r)
+void control_send_reply(struct req *r)
 {
 	Grantd__V1__Reply rep = GRANTD__V1__REPLY__INIT;
 	uint8_t *frame;
@@ -327,7 +255,7 @@ static void send_reply(struct req *r)
 	free(frame);
 }
 
-static void req_free(struct req *r)
+void control_req_free(struct req *r)
 {
 	/* arguments may carry a secret (grantctl enroll --secret) */
 	for (size_t i = 0; r->rq && i < r->rq->n_args; i++)
@@ -345,19 +273,16 @@ static void req_free(struct req *r)
 	buf_free(&r->ident);
 }
 
-/* A request over the bounds: counted, logged and answered. */
-static void refuse_oversized(struct control *c, struct req *r, void *sock,
-			     bool admin)
+void control_refuse_oversized(struct req *r, void *sock, bool admin)
 {
-	c->n->bad_requests++;
 	log_warn("bad request dropped socket=%s: more than %d frames or %d "
 		 "bytes", admin ? "admin" : "user", CTL_MAX_FRAMES,
 		 GD_CTL_MAX_REQUEST);
 	r->sock = sock;
 	cmd_bad(r, "bad request: request too large (at most %d bytes in %d "
 	    "frames)", GD_CTL_MAX_REQUEST, CTL_MAX_FRAMES - 2);
-	send_reply(r);
-	req_free(r);
+	control_send_reply(r);
+	control_req_free(r);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -376,8 +301,8 @@ static void held_done(void *item, bool durable)
 
 	for (int i = 0; i < h->n; i++) {
 		if (durable)
-			send_reply(&h->reqs[i]);
-		req_free(&h->reqs[i]);
+			control_send_reply(&h->reqs[i]);
+		control_req_free(&h->reqs[i]);
 	}
 	free(h->reqs);
 	free(h);
@@ -438,61 +363,57 @@ int control_serve_batch(struct control *c, int max)
 {
 	struct req *reqs = calloc((size_t)max, sizeof(*reqs));
 	struct buf payload = BUF_INIT;
-	void *socks[2] = { c->user_sock, c->admin_sock };
 	int n = 0, failed = 0, held = 0;
 	uint64_t now_ms = hlc_wall_ms();
 
 	if (!reqs)
 		abort();
-	/* Read whatever is waiting on either socket, alternating. */
-	for (bool progress = true; progress && n < max;) {
-		progress = false;
-		for (int s = 0; s < 2 && n < max; s++) {
-			struct req *r = &reqs[n];
-			int got = recv_one(socks[s], &r->ident, &payload);
-			if (got == 0)
-				continue;
-			progress = true;
-			if (got == GD_ETOOBIG) {
-				refuse_oversized(c, r, socks[s], s == 1);
-				continue;
-			}
-			if (got < 0) {
-				buf_free(&r->ident);
-				continue;
-			}
-			r->sock = socks[s];
-			r->admin = s == 1;
-			r->now_ms = now_ms;
-			r->now = (int64_t)(now_ms / 1000);
-			struct buf why = BUF_INIT;
-			if (control_decode(&r->rq, (const uint8_t *)payload.p,
-					   payload.len, &why) < 0) {
-				c->n->bad_requests++;
-				log_warn("bad request dropped socket=%s: %s",
-					 r->admin ? "admin" : "user", why.p);
-				cmd_bad(r, "bad request: %s", why.p);
-			} else {
-				/* reads are answered now, writes after the
-				 * commit */
-				r->reads_only = true;
-				int drc = dispatch(c, r);
-				r->reads_only = false;
-				if (drc != GD_EAGAIN) {
-					if (drc < 0) {
-						log_failed(r, drc);
-						cmd_undecided(r, drc);
-					}
-					send_reply(r);
-					req_free(r);
-					memset(r, 0, sizeof(*r));
-					buf_free(&why);
-					continue;
-				}
-			}
-			buf_free(&why);
-			n++;
+	/* Read whatever the reader forwarded: [socket, routing id][""]
+	 * [request], answered the same way (readers.h). */
+	while (n < max) {
+		struct req *r = &reqs[n];
+		int got = control_recv(c->pipe, &r->ident, &payload);
+		if (got == 0)
+			break;
+		if (got > 0 && r->ident.len == 1 &&
+		    (uint8_t)r->ident.p[0] == READERS_BAD_REQUEST)
+			c->n->bad_requests++; /* refused there */
+		if (got < 0 || r->ident.len < 1 ||
+		    (uint8_t)r->ident.p[0] > 1) {
+			buf_free(&r->ident);
+			continue;
 		}
+		r->sock = c->pipe;
+		r->admin = r->ident.p[0] == 1;
+		r->now_ms = now_ms;
+		r->now = (int64_t)(now_ms / 1000);
+		struct buf why = BUF_INIT;
+		if (control_decode(&r->rq, (const uint8_t *)payload.p,
+				   payload.len, &why) < 0) {
+			c->n->bad_requests++;
+			log_warn("bad request dropped socket=%s: %s",
+				 r->admin ? "admin" : "user", why.p);
+			cmd_bad(r, "bad request: %s", why.p);
+		} else {
+			/* reads are answered now, writes after the
+			 * commit */
+			r->reads_only = true;
+			int drc = dispatch(c, r);
+			r->reads_only = false;
+			if (drc != GD_EAGAIN) {
+				if (drc < 0) {
+					log_failed(r, drc);
+					cmd_undecided(r, drc);
+				}
+				control_send_reply(r);
+				control_req_free(r);
+				memset(r, 0, sizeof(*r));
+				buf_free(&why);
+				continue;
+			}
+		}
+		buf_free(&why);
+		n++;
 	}
 	if (payload.p)
 		sodium_memzero(payload.p, payload.cap); /* may hold a secret */
@@ -536,8 +457,8 @@ int control_serve_batch(struct control *c, int max)
 			h->reqs[h->n++] = reqs[i];
 			continue;
 		}
-		send_reply(&reqs[i]);
-		req_free(&reqs[i]);
+		control_send_reply(&reqs[i]);
+		control_req_free(&reqs[i]);
 	}
 	/* the batch's operations went to the writer with its ticket: they
 	 * are published, then these replies sent, once it is durable */

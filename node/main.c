@@ -1,10 +1,11 @@
 /*
  * main.c: grantd, the node.  Wiring only: read the config, open the store,
- * bind the sockets, run the loop, stop cleanly on SIGTERM/SIGINT.
+ * start the threads, run the loop, stop cleanly on SIGTERM/SIGINT.
  *
- * The loop is the node's one writer thread: it waits on the control
- * sockets and hands whatever is waiting to control_serve_batch(), which
- * answers only after one synced commit.  A kill -9 at any moment loses
+ * The loop is the node's one writer thread: it waits on the requests the
+ * reader thread forwards (readers.h: the reader owns the sockets and
+ * answers the plain reads itself) and hands them to control_serve_batch(),
+ * which answers only after one synced commit.  A kill -9 at any moment loses
  * nothing acknowledged: RocksDB's WAL holds every committed batch.
  */
 #include <errno.h>
@@ -31,6 +32,7 @@
 #include "log.h"
 #include "node.h"
 #include "otp.h"
+#include "readers.h"
 #include "repl.h"
 #include "repos.h"
 #include "syncer.h"
@@ -222,20 +224,18 @@ static void reap_hooks(struct node *n)
 
 static int run(struct node *n)
 {
-	zmq_pollitem_t items[4 + 2 + 2 * CONFIG_MAX_PEERS];
+	zmq_pollitem_t items[3 + 2 + 2 * CONFIG_MAX_PEERS];
 	bool was_syncing = n->syncing;
 	int nitems;
 
-	items[0] = (zmq_pollitem_t){ control_user_socket(n->control), 0,
+	items[0] = (zmq_pollitem_t){ control_socket(n->control), 0,
 				     ZMQ_POLLIN, 0 };
-	items[1] = (zmq_pollitem_t){ control_admin_socket(n->control), 0,
-				     ZMQ_POLLIN, 0 };
-	items[2] = (zmq_pollitem_t){ writer_socket(n->writer), 0, ZMQ_POLLIN,
+	items[1] = (zmq_pollitem_t){ writer_socket(n->writer), 0, ZMQ_POLLIN,
 				     0 };
-	items[3] = (zmq_pollitem_t){ gitrepl_socket(n->gitrepl), 0,
+	items[2] = (zmq_pollitem_t){ gitrepl_socket(n->gitrepl), 0,
 				     ZMQ_POLLIN, 0 };
-	nitems = 4 + repl_pollitems(n->repl, items + 4,
-				    (int)GD_ARRAY_SIZE(items) - 4);
+	nitems = 3 + repl_pollitems(n->repl, items + 3,
+				    (int)GD_ARRAY_SIZE(items) - 3);
 	/* every repository checked against its records once at start */
 	gitrepl_all(n->gitrepl, NULL);
 	log_info("node running site=%s user_socket=%s admin_socket=%s "
@@ -249,16 +249,16 @@ static int run(struct node *n)
 			log_error("poll failed: %s", zmq_strerror(errno));
 			return GD_EIO;
 		}
-		if (items[2].revents) {
-			/* readers, peers, then callers see what is durable */
+		if (items[1].revents) {
+			/* peers, readers, then callers see what is durable */
 			uint64_t t = writer_synced(n->writer, repl_publish,
 						   n->repl);
 			repl_synced(n->repl, t);
 		}
-		if (items[0].revents || items[1].revents)
+		if (items[0].revents)
 			control_serve_batch(n->control, BATCH_MAX);
 		repl_handle(n->repl);
-		if (items[3].revents && repl_router(n->repl))
+		if (items[2].revents && repl_router(n->repl))
 			gitrepl_pump(n->gitrepl, repl_router(n->repl));
 		uint64_t now = hlc_wall_ms();
 		repl_tick(n->repl, now);
@@ -267,6 +267,8 @@ static int run(struct node *n)
 		gitrepl_changed(n->gitrepl, &n->ops.refs_touched);
 		if (was_syncing && !n->syncing)
 			gitrepl_all(n->gitrepl, NULL); /* caught up: look again */
+		if (was_syncing != n->syncing) /* the reader gates 2fa reads */
+			readers_publish(n->readers, NULL, n->syncing);
 		was_syncing = n->syncing;
 		reap_hooks(n);
 		writer_tick(n->writer, now);
@@ -275,6 +277,32 @@ static int run(struct node *n)
 	/* finish in-flight writes: answer them once they are durable */
 	writer_drain(n->writer, repl_publish, n->repl);
 	return 0;
+}
+
+/* A durable view goes to the reader thread, with the syncing flag of the
+ * moment (writer_opts.view_fn). */
+static void give_view(struct store_batch *view, void *payload)
+{
+	struct node *n = payload;
+
+	if (n->readers)
+		readers_publish(n->readers, view, n->syncing);
+	else
+		store_batch_free(&view);
+}
+
+/* The reader thread, with a first view of the committed state. */
+static int start_readers(struct node *n)
+{
+	struct store_batch *view;
+	struct readers_opts ro = {
+		.cfg = n->cfg, .store = n->store, .host = n->host,
+		.zctx = n->zctx, .syncing = n->syncing,
+	};
+
+	store_view_new(&view, n->store);
+	ro.view = view;
+	return readers_start(&n->readers, &ro);
 }
 
 int main(int argc, char **argv)
@@ -387,6 +415,7 @@ int main(int argc, char **argv)
 		struct writer_opts wo = {
 			.store = n.store, .ops = &n.ops, .syncer = n.syncer,
 			.repo_dir = n.cfg->repo_dir, .hook = n.hook,
+			.view_fn = give_view, .view_payload = &n,
 		};
 		if ((rc = writer_open(&n.writer, &wo)) < 0)
 			goto out_syncer;
@@ -395,11 +424,17 @@ int main(int argc, char **argv)
 		goto out_writer;
 	if ((rc = gitrepl_start(&n.gitrepl, &n)) < 0)
 		goto out_repl;
-	if ((rc = control_open(&n.control, &n, n.zctx)) < 0)
+	if ((rc = start_readers(&n)) < 0)
 		goto out_gitrepl;
+	if ((rc = control_open(&n.control, &n, readers_pipe(n.readers))) < 0)
+		goto out_readers;
 	startup_repos(&n);
 	status = run(&n) < 0 ? 1 : 0;
 	control_destroy(&n.control);
+out_readers:
+	/* after the drain: the answers it sent go out before the reader
+	 * stops */
+	readers_stop(&n.readers);
 out_gitrepl:
 	gitrepl_stop(&n.gitrepl);
 out_repl:

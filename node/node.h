@@ -15,6 +15,7 @@
 
 struct control;
 struct gitrepl;
+struct readers;
 struct repl;
 struct syncer;
 struct writer;
@@ -24,6 +25,7 @@ struct node {
 	struct store *store;
 	struct ops ops;
 	struct control *control;
+	struct readers *readers; /* the sockets, and the reads off this thread */
 	struct repl *repl;
 	struct syncer *syncer;
 	struct writer *writer; /* THE batch, its commit and tickets */
