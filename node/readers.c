@@ -38,6 +38,13 @@ struct readers {
 	pthread_t thread;
 	bool started;
 	char endpoint[64];
+	/* the hand-over: the writer leaves the newest view and the flag
+	 * here and rings ("V" on the pipe); the reader takes them.  A mutex,
+	 * not the pointer in the message, so that ThreadSanitizer sees the
+	 * view change hands (libzmq's own ordering is invisible to it). */
+	pthread_mutex_t lock;
+	struct store_batch *next_view;
+	bool next_syncing;
 	/* the thread's own */
 	struct store_batch *view;
 	bool syncing;
@@ -222,16 +229,17 @@ static int from_writer(struct readers *rd)
 	if (rc == 1 && n == 3) {
 		const uint8_t *id = zmq_msg_data(&m[0]);
 		size_t idlen = zmq_msg_size(&m[0]);
-		if (idlen == 1 && id[0] == 'V' &&
-		    zmq_msg_size(&m[1]) == sizeof(struct store_batch *)) {
+		if (idlen == 1 && id[0] == 'V') {
 			struct store_batch *v;
-			memcpy(&v, zmq_msg_data(&m[1]), sizeof(v));
+			pthread_mutex_lock(&rd->lock);
+			v = rd->next_view;
+			rd->next_view = NULL;
+			rd->syncing = rd->next_syncing;
+			pthread_mutex_unlock(&rd->lock);
 			if (v) {
 				store_batch_free(&rd->view);
 				rd->view = v;
 			}
-			rd->syncing = zmq_msg_size(&m[2]) == 1 &&
-				      *(const uint8_t *)zmq_msg_data(&m[2]);
 		} else if (idlen >= 1 && id[0] <= 1) {
 			void *sock = rd->socks[id[0]];
 			/* never block on a client that does not read its
@@ -308,6 +316,7 @@ int readers_start(struct readers **out, const struct readers_opts *o)
 	snprintf(rd->host, sizeof(rd->host), "%s", o->host ? o->host : "");
 	rd->view = view;
 	rd->syncing = o->syncing;
+	pthread_mutex_init(&rd->lock, NULL);
 	snprintf(rd->endpoint, sizeof(rd->endpoint), "inproc://readers-%p",
 		 (void *)rd);
 	rd->socks[0] = bind_socket(o->zctx, o->cfg->user_socket, 0660, true);
@@ -360,6 +369,8 @@ void readers_stop(struct readers **rp)
 	if (rd->pipe)
 		zmq_close(rd->pipe);
 	store_batch_free(&rd->view);
+	store_batch_free(&rd->next_view);
+	pthread_mutex_destroy(&rd->lock);
 	cmd_table_free(&rd->cmds);
 	if (rd->payload.p)
 		sodium_memzero(rd->payload.p, rd->payload.cap);
@@ -378,13 +389,18 @@ void *readers_pipe(struct readers *rd)
 void readers_publish(struct readers *rd, struct store_batch *view,
 		     bool syncing)
 {
-	uint8_t flag = syncing;
-	const void *p[3] = { "V", &view, &flag };
-	size_t len[3] = { 1, sizeof(view), 1 };
+	const void *p[3] = { "V", "", "" };
+	size_t len[3] = { 1, 0, 0 };
 
-	if (send_frames(rd->pipe, p, len, 3, 0) < 0) {
-		log_error("read view not handed to the reader: %s",
-			  zmq_strerror(errno));
-		store_batch_free(&view);
+	pthread_mutex_lock(&rd->lock);
+	if (view) {
+		/* one the reader has not taken yet is already older */
+		store_batch_free(&rd->next_view);
+		rd->next_view = view;
 	}
+	rd->next_syncing = syncing;
+	pthread_mutex_unlock(&rd->lock);
+	if (send_frames(rd->pipe, p, len, 3, 0) < 0)
+		log_error("read view not announced to the reader: %s",
+			  zmq_strerror(errno));
 }

@@ -27,8 +27,9 @@
  *                                        (counted in status)
  * writer to reader:
  *   [0|1 routing-id]["" ][reply]         an answer to send on
- *   ["V"][view pointer][syncing]         a read view (NULL: only the
- *                                        flag), now the reader's
+ *   ["V"]["" ]["" ]                      a new read view and syncing
+ *                                        flag wait in the hand-over slot
+ *                                        (readers_publish)
  */
 #ifndef GD_READERS_H
 #define GD_READERS_H
