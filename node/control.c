@@ -1,5 +1,7 @@
 /*
- * control.c: the user and admin sockets.
+ * control.c: requests on the writer thread, and the socket helpers the
+ * reader thread shares (readers.h owns the sockets and answers the plain
+ * reads; the rest arrive here through its pipe).
  *
  * A request is decoded and checked (control_decode), looked up in the
  * command table (cmd.h: the rows of cmd_grant.c, cmd_user.c, cmd_repo.c
