@@ -11,7 +11,10 @@
  * Writes go through a batch (a RocksDB WriteBatchWithIndex): reads given
  * the batch see its own pending writes, so many requests can be handled in
  * one batch and committed with one fsync.  One thread owns the store's
- * batches; reads without a batch may come from any thread.
+ * batches; reads without a batch may come from any thread.  A read view
+ * (store_view_new) is a batch that only reads, over a snapshot: the
+ * writer takes one after each commit, and the reader thread answers from
+ * it once that commit is durable (writer.h, readers.h).
  */
 #ifndef GD_STORE_H
 #define GD_STORE_H
