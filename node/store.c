@@ -236,11 +236,11 @@ static int set_value(struct store *s, const struct store_batch *view,
 		     enum store_cf cf, struct buf *val, const char *v, size_t n)
 {
 	if (cf_sealed(cf)) {
-		int rc = view ? unseal(view->key,
-				       view->has_old_key ? view->old_key : NULL,
-				       val, v, n) :
-				unseal(s->key, s->has_old_key ? s->old_key : NULL,
-				       val, v, n);
+		const uint8_t *key = view ? view->key : s->key;
+		bool old = view ? view->has_old_key : s->has_old_key;
+		int rc = unseal(key, !old ? NULL : view ? view->old_key :
+						     s->old_key,
+				val, v, n);
 		if (rc < 0)
 			log_error("sealed value does not open cf=%s (wrong key "
 				  "file?)", cf_names[cf]);
@@ -593,8 +593,8 @@ int store_iter_new(struct store_iter **out, struct store *s,
 	it->s = s;
 	it->cf = cf;
 	it->view = b && b->snap ? b : NULL;
-	it->it = rocksdb_create_iterator_cf(s->db, it->view ? b->ropts : s->ropts,
-					    s->cf[cf]);
+	it->it = rocksdb_create_iterator_cf(
+		s->db, it->view ? b->ropts : s->ropts, s->cf[cf]);
 	if (b && !b->snap)
 		it->it = rocksdb_writebatch_wi_create_iterator_with_base_cf(
 			b->wb, it->it, s->cf[cf]);

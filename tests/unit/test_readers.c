@@ -35,7 +35,8 @@
 #include "store.h"
 #include "wire.h"
 
-static const uint8_t seal_key[STORE_SEAL_KEY_LEN] = "test_readers seal key 012345678";
+static const uint8_t seal_key[STORE_SEAL_KEY_LEN] =
+	"test_readers seal key 012345678";
 
 #define KEY_ALICE \
 	"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHLAx+6EsJuGELLoK4oqtzjiFQlr/4K" \

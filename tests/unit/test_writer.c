@@ -63,15 +63,16 @@ void rocksdb_write_writebatch_wi(rocksdb_t *db,
 		return;
 	}
 	if (!real)
-		real = (write_wi_fn)(uintptr_t)dlsym(RTLD_NEXT,
-						     "rocksdb_write_writebatch_wi");
+		real = (write_wi_fn)(uintptr_t)dlsym(
+			RTLD_NEXT, "rocksdb_write_writebatch_wi");
 	assert_non_null(real);
 	real(db, options, wbwi, errptr);
 }
 
 /* ---- a node's writer side ------------------------------------------------- */
 
-static const uint8_t seal_key[STORE_SEAL_KEY_LEN] = "test_writer seal key 0123456789";
+static const uint8_t seal_key[STORE_SEAL_KEY_LEN] =
+	"test_writer seal key 0123456789";
 
 struct fixture {
 	char dir[64];
