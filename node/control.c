@@ -1,5 +1,7 @@
 /*
- * control.c: the user and admin sockets.
+ * control.c: requests on the writer thread, and the socket helpers the
+ * reader thread shares (readers.h owns the sockets and answers the plain
+ * reads; the rest arrive here through its pipe).
  *
  * A request is decoded and checked (control_decode), looked up in the
  * command table (cmd.h: the rows of cmd_grant.c, cmd_user.c, cmd_repo.c
@@ -26,28 +28,15 @@
 #include "log.h"
 #include "names.h"
 #include "node.h"
-#include "syncer.h"
 #include "wire.h"
+#include "readers.h"
+#include "writer.h"
 #include "banned.h"
-
-struct req;
-static void req_free(struct req *r);
-
-/* Replies held until the syncer says their batch is on disk. */
-struct pending {
-	uint64_t ticket;
-	struct req *reqs;
-	int n;
-	struct buf ops;         /* their operations, as in ops.outbox */
-	struct pending *next;
-};
 
 struct control {
 	struct node *n;
-	void *user_sock;
-	void *admin_sock;
+	void *pipe;             /* the reader thread's requests (readers.h) */
 	struct store_batch *batch;
-	struct pending *head, *tail;
 	struct cmd_table *cmds;
 };
 
@@ -161,57 +150,20 @@ static int dispatch(struct control *c, struct req *r)
 
 /* ---- sockets and batches -------------------------------------------------- */
 
-static void *bind_socket(void *zctx, const char *path, mode_t mode,
-			 bool group_git)
-{
-	void *s = zmq_socket(zctx, ZMQ_ROUTER);
-	/* frames up to 16 times the request limit get an error answer from
-	 * control_decode; only larger ones are dropped by ZeroMQ unanswered */
-	int64_t max = 16 * GD_CTL_MAX_REQUEST;
-	int zero = 0, one = 1;
-	char ep[4200];
-
-	if (!s)
-		return NULL;
-	zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &max, sizeof(max));
-	zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof(zero));
-	zmq_setsockopt(s, ZMQ_ROUTER_MANDATORY, &one, sizeof(one));
-	unlink(path);
-	snprintf(ep, sizeof(ep), "ipc://%s", path);
-	if (zmq_bind(s, ep) < 0) {
-		log_error("cannot bind socket path=%s: %s", path,
-			  zmq_strerror(errno));
-		zmq_close(s);
-		return NULL;
-	}
-	if (chmod(path, mode) < 0)
-		log_warn("cannot chmod socket path=%s: %s", path,
-			 strerror(errno));
-	if (group_git) {
-		struct group *g = getgrnam("git");
-		if (g && chown(path, (uid_t)-1, g->gr_gid) < 0)
-			log_warn("cannot chgrp git socket path=%s: %s", path,
-				 strerror(errno));
-	}
-	return s;
-}
-
-int control_open(struct control **out, struct node *node, void *zctx)
+int control_open(struct control **out, struct node *node, void *pipe)
 {
 	struct control *c = calloc(1, sizeof(*c));
 
 	if (!c)
 		abort();
 	c->n = node;
-	c->user_sock = bind_socket(zctx, node->cfg->user_socket, 0660, true);
-	c->admin_sock = bind_socket(zctx, node->cfg->admin_socket, 0600, false);
-	if (!c->user_sock || !c->admin_sock ||
-	    cmd_table_new(&c->cmds) < 0) {
+	c->pipe = pipe;
+	if (cmd_table_new(&c->cmds) < 0) {
 		control_destroy(&c);
 		*out = NULL;
-		return GD_EIO;
+		return GD_EINVAL;
 	}
-	store_batch_new(&c->batch, node->store);
+	c->batch = writer_batch(node->writer); /* borrowed: THE batch */
 	*out = c;
 	return 0;
 }
@@ -221,55 +173,22 @@ void control_destroy(struct control **cp)
 	struct control *c = *cp;
 	if (!c)
 		return;
-	if (c->user_sock) {
-		zmq_close(c->user_sock);
-		unlink(c->n->cfg->user_socket);
-	}
-	if (c->admin_sock) {
-		zmq_close(c->admin_sock);
-		unlink(c->n->cfg->admin_socket);
-	}
-	while (c->head) {
-		/* never synced: drop without answering (the callers see the
-		 * node go away and fail closed) */
-		struct pending *p = c->head;
-		c->head = p->next;
-		for (int i = 0; i < p->n; i++)
-			req_free(&p->reqs[i]);
-		buf_free(&p->ops);
-		free(p->reqs);
-		free(p);
-	}
-	store_batch_free(&c->batch);
 	cmd_table_free(&c->cmds);
 	free(c);
 	*cp = NULL;
 }
 
-void *control_user_socket(struct control *c)
+void *control_socket(struct control *c)
 {
-	return c->user_sock;
+	return c->pipe;
 }
 
-void *control_admin_socket(struct control *c)
+void control_log_failed(const struct req *r, int err)
 {
-	return c->admin_sock;
+	log_failed(r, err);
 }
 
-/* A request is [id][""][payload frames]: REQ clients send one payload
- * frame; a few more are tolerated, and their total is GD_CTL_MAX_REQUEST. */
-#define CTL_MAX_FRAMES 16
-
-/*
- * Read one [id][""][payload] message; 1 read, 0 none waiting, <0 error:
- * GD_ETOOBIG for more than CTL_MAX_FRAMES frames or a payload over
- * GD_CTL_MAX_REQUEST (the rest of it is read and dropped as it comes, never
- * kept; ident is kept, to answer), GD_EPROTO for a bad envelope.  Frames
- * are wiped once copied: a request may carry a secret.  payload never
- * grows past GD_CTL_MAX_REQUEST + 1, so it is never moved by realloc with
- * a copy left behind; the caller wipes it.
- */
-static int recv_one(void *sock, struct buf *ident, struct buf *payload)
+int control_recv(void *sock, struct buf *ident, struct buf *payload)
 {
 	int frame = 0, more = 1, rc = 1;
 
@@ -311,7 +230,7 @@ static int recv_one(void *sock, struct buf *ident, struct buf *payload)
 	return rc;
 }
 
-static void send_reply(struct req *r)
+void control_send_reply(struct req *r)
 {
 	Grantd__V1__Reply rep = GRANTD__V1__REPLY__INIT;
 	uint8_t *frame;
@@ -338,7 +257,7 @@ static void send_reply(struct req *r)
 	free(frame);
 }
 
-static void req_free(struct req *r)
+void control_req_free(struct req *r)
 {
 	/* arguments may carry a secret (grantctl enroll --secret) */
 	for (size_t i = 0; r->rq && i < r->rq->n_args; i++)
@@ -356,62 +275,39 @@ static void req_free(struct req *r)
 	buf_free(&r->ident);
 }
 
-/* A request over the bounds: counted, logged and answered. */
-static void refuse_oversized(struct control *c, struct req *r, void *sock,
-			     bool admin)
+void control_refuse_oversized(struct req *r, void *sock, bool admin)
 {
-	c->n->bad_requests++;
 	log_warn("bad request dropped socket=%s: more than %d frames or %d "
 		 "bytes", admin ? "admin" : "user", CTL_MAX_FRAMES,
 		 GD_CTL_MAX_REQUEST);
 	r->sock = sock;
 	cmd_bad(r, "bad request: request too large (at most %d bytes in %d "
 	    "frames)", GD_CTL_MAX_REQUEST, CTL_MAX_FRAMES - 2);
-	send_reply(r);
-	req_free(r);
+	control_send_reply(r);
+	control_req_free(r);
 	memset(r, 0, sizeof(*r));
 }
 
-/* Send the replies held in p and publish its operations; free p. */
-static void pending_finish(struct control *c, struct pending *p,
-			   control_publish_fn publish, void *payload)
-{
-	if (publish)
-		publish(&p->ops, payload);
-	for (int i = 0; i < p->n; i++) {
-		send_reply(&p->reqs[i]);
-		req_free(&p->reqs[i]);
-	}
-	sodium_memzero(p->ops.p, p->ops.len);
-	buf_free(&p->ops);
-	free(p->reqs);
-	free(p);
-	(void)c;
-}
+/* Replies held until their batch is durable (writer_hold). */
+struct held {
+	struct req *reqs;
+	int n;
+};
 
-void control_synced(struct control *c, uint64_t ticket,
-		    control_publish_fn publish, void *payload)
+/* The writer's end of a hold: answer once durable; free either way (a
+ * writer going away first drops them unanswered: the callers see the node
+ * go away and fail closed). */
+static void held_done(void *item, bool durable)
 {
-	while (c->head && c->head->ticket <= ticket) {
-		struct pending *p = c->head;
-		c->head = p->next;
-		if (!c->head)
-			c->tail = NULL;
-		pending_finish(c, p, publish, payload);
-	}
-}
+	struct held *h = item;
 
-void control_drain(struct control *c, control_publish_fn publish,
-		   void *payload)
-{
-	while (c->head) {
-		zmq_pollitem_t it = { syncer_socket(c->n->syncer), 0,
-				      ZMQ_POLLIN, 0 };
-		if (zmq_poll(&it, 1, 10000) <= 0)
-			break;
-		control_synced(c, syncer_done(c->n->syncer), publish,
-			       payload);
+	for (int i = 0; i < h->n; i++) {
+		if (durable)
+			control_send_reply(&h->reqs[i]);
+		control_req_free(&h->reqs[i]);
 	}
+	free(h->reqs);
+	free(h);
 }
 
 /* Handle the writes of reqs against the batch, but those that failed
@@ -440,14 +336,10 @@ static int handle_writes(struct control *c, struct req *reqs, int n,
 	return 0;
 }
 
-/* Nothing of the batch will be written: drop it, forget the in-memory
- * advances it made, and empty the answers of the requests in it. */
-static void batch_discard(struct control *c, struct req *reqs, int n)
+/* Empty the answers of the requests of a batch that will not be
+ * written. */
+static void answers_reset(struct req *reqs, int n)
 {
-	store_batch_free(&c->batch);
-	store_batch_new(&c->batch, c->n->store);
-	ops_reload(&c->n->ops);
-	ops_outbox_clear(&c->n->ops);
 	for (int i = 0; i < n; i++) {
 		if (!reqs[i].rq)
 			continue; /* answered when it was read */
@@ -460,65 +352,70 @@ static void batch_discard(struct control *c, struct req *reqs, int n)
 	}
 }
 
+/* Nothing of the batch will be written: drop it, forget the in-memory
+ * advances it made (writer_discard), and empty the answers of the
+ * requests in it. */
+static void batch_discard(struct control *c, struct req *reqs, int n)
+{
+	writer_discard(c->n->writer);
+	answers_reset(reqs, n);
+}
+
 int control_serve_batch(struct control *c, int max)
 {
 	struct req *reqs = calloc((size_t)max, sizeof(*reqs));
 	struct buf payload = BUF_INIT;
-	void *socks[2] = { c->user_sock, c->admin_sock };
 	int n = 0, failed = 0, held = 0;
 	uint64_t now_ms = hlc_wall_ms();
 
 	if (!reqs)
 		abort();
-	/* Read whatever is waiting on either socket, alternating. */
-	for (bool progress = true; progress && n < max;) {
-		progress = false;
-		for (int s = 0; s < 2 && n < max; s++) {
-			struct req *r = &reqs[n];
-			int got = recv_one(socks[s], &r->ident, &payload);
-			if (got == 0)
-				continue;
-			progress = true;
-			if (got == GD_ETOOBIG) {
-				refuse_oversized(c, r, socks[s], s == 1);
-				continue;
-			}
-			if (got < 0) {
-				buf_free(&r->ident);
-				continue;
-			}
-			r->sock = socks[s];
-			r->admin = s == 1;
-			r->now_ms = now_ms;
-			r->now = (int64_t)(now_ms / 1000);
-			struct buf why = BUF_INIT;
-			if (control_decode(&r->rq, (const uint8_t *)payload.p,
-					   payload.len, &why) < 0) {
-				c->n->bad_requests++;
-				log_warn("bad request dropped socket=%s: %s",
-					 r->admin ? "admin" : "user", why.p);
-				cmd_bad(r, "bad request: %s", why.p);
-			} else {
-				/* reads are answered now, writes after the
-				 * commit */
-				r->reads_only = true;
-				int drc = dispatch(c, r);
-				r->reads_only = false;
-				if (drc != GD_EAGAIN) {
-					if (drc < 0) {
-						log_failed(r, drc);
-						cmd_undecided(r, drc);
-					}
-					send_reply(r);
-					req_free(r);
-					memset(r, 0, sizeof(*r));
-					buf_free(&why);
-					continue;
-				}
-			}
-			buf_free(&why);
-			n++;
+	/* Read whatever the reader forwarded: [socket, routing id][""]
+	 * [request], answered the same way (readers.h). */
+	while (n < max) {
+		struct req *r = &reqs[n];
+		int got = control_recv(c->pipe, &r->ident, &payload);
+		if (got == 0)
+			break;
+		if (got > 0 && r->ident.len == 1 &&
+		    (uint8_t)r->ident.p[0] == READERS_BAD_REQUEST)
+			c->n->bad_requests++; /* refused there */
+		if (got < 0 || r->ident.len < 1 ||
+		    (uint8_t)r->ident.p[0] > 1) {
+			buf_free(&r->ident);
+			continue;
 		}
+		r->sock = c->pipe;
+		r->admin = r->ident.p[0] == 1;
+		r->now_ms = now_ms;
+		r->now = (int64_t)(now_ms / 1000);
+		struct buf why = BUF_INIT;
+		if (control_decode(&r->rq, (const uint8_t *)payload.p,
+				   payload.len, &why) < 0) {
+			c->n->bad_requests++;
+			log_warn("bad request dropped socket=%s: %s",
+				 r->admin ? "admin" : "user", why.p);
+			cmd_bad(r, "bad request: %s", why.p);
+		} else {
+			/* reads are answered now, writes after the
+			 * commit */
+			r->reads_only = true;
+			int drc = dispatch(c, r);
+			r->reads_only = false;
+			if (drc != GD_EAGAIN) {
+				if (drc < 0) {
+					log_failed(r, drc);
+					cmd_undecided(r, drc);
+				}
+				control_send_reply(r);
+				control_req_free(r);
+				memset(r, 0, sizeof(*r));
+				buf_free(&why);
+				continue;
+			}
+		}
+		buf_free(&why);
+		n++;
 	}
 	if (payload.p)
 		sodium_memzero(payload.p, payload.cap); /* may hold a secret */
@@ -537,10 +434,12 @@ int control_serve_batch(struct control *c, int max)
 	}
 	/* Written now (visible to the next batch), durable when the syncer
 	 * says so: only then are the writers answered. */
-	failed = ops_commit(&c->n->ops, c->batch, false);
+	uint64_t ticket;
+	failed = writer_commit(c->n->writer, &ticket);
 	if (failed) {
-		/* Nothing of this batch is durable: say so to every caller. */
-		batch_discard(c, reqs, n);
+		/* Nothing of this batch is written (the writer dropped it):
+		 * say so to every caller. */
+		answers_reset(reqs, n);
 		held = 0;
 		for (int i = 0; i < n; i++)
 			if (reqs[i].rq)
@@ -549,33 +448,24 @@ int control_serve_batch(struct control *c, int max)
 	for (int i = 0; i < n; i++)
 		if (reqs[i].rq && reqs[i].failed)
 			cmd_undecided(&reqs[i], reqs[i].failed);
-	struct pending *p = NULL;
+	struct held *h = NULL;
 	if (held) {
-		p = calloc(1, sizeof(*p));
-		p->reqs = calloc((size_t)held, sizeof(*p->reqs));
-		if (!p || !p->reqs)
+		h = calloc(1, sizeof(*h));
+		if (!h || !(h->reqs = calloc((size_t)held, sizeof(*h->reqs))))
 			abort();
-		p->ticket = ++c->n->sync_ticket;
-		/* the batch's operations go out with its replies */
-		p->ops = c->n->ops.outbox;
-		memset(&c->n->ops.outbox, 0, sizeof(c->n->ops.outbox));
 	}
 	for (int i = 0; i < n; i++) {
-		if (p && reqs[i].wrote) {
-			p->reqs[p->n++] = reqs[i];
+		if (h && reqs[i].wrote) {
+			h->reqs[h->n++] = reqs[i];
 			continue;
 		}
-		send_reply(&reqs[i]);
-		req_free(&reqs[i]);
+		control_send_reply(&reqs[i]);
+		control_req_free(&reqs[i]);
 	}
-	if (p) {
-		if (c->tail)
-			c->tail->next = p;
-		else
-			c->head = p;
-		c->tail = p;
-		syncer_request(c->n->syncer, p->ticket);
-	}
+	/* the batch's operations went to the writer with its ticket: they
+	 * are published, then these replies sent, once it is durable */
+	if (h)
+		writer_hold(c->n->writer, ticket, held_done, h);
 	free(reqs);
 	return failed ? failed : n;
 }

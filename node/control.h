@@ -1,24 +1,31 @@
 /*
- * control.h: the user socket and the admin socket.
+ * control.h: requests to the node, and their batches.
  *
- * Both are ZeroMQ ROUTER sockets on ipc:// (user socket mode 0660 group
- * git, admin socket 0600).  Each frame is one grantd.v1.Request; the answer
- * is one grantd.v1.Reply.  The command table (cmd.h) names every command,
+ * The user and admin sockets are ZeroMQ ROUTER sockets on ipc:// (user
+ * socket mode 0660 group git, admin socket 0600), owned by the reader
+ * thread (readers.h).  Each frame is one grantd.v1.Request; the answer is
+ * one grantd.v1.Reply.  The command table (cmd.h) names every command,
  * the sockets it may arrive on (like OpenSSH's monitor.c), what it needs
  * and its handler; a command that is not allowed on the socket it came in
  * on is refused.
  *
- * Requests are handled in batches by the node's one writer thread: all
- * requests waiting are read; reads (checks, lists, status) are answered at
- * once; the others are handled against a store batch (which sees the
- * batch's own writes), the batch is written, and the syncer thread makes
- * it durable with one fsync for every batch waiting (pipelined group
- * commit).  Only then are the writers answered and the operations
- * published.  So nothing is acknowledged before it is durable.
+ * The reader answers the reads that need nothing of the writer's and
+ * forwards every other request to the writer thread, which handles them
+ * here in batches: all requests waiting are read; the reads left (status,
+ * verify) are answered at once; the others are handled against the
+ * writer's batch (which sees the batch's own writes), the batch is written
+ * (writer_commit), and the syncer thread makes it durable with one fsync
+ * for every batch waiting (pipelined group commit).  Only then are the
+ * writers answered and the operations published.  So nothing is
+ * acknowledged before it is durable.
+ *
+ * The socket helpers below are shared by both threads; each calls them on
+ * its own sockets only.
  */
 #ifndef GD_CONTROL_H
 #define GD_CONTROL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -26,6 +33,7 @@
 #include "grantd.pb-c.h"
 
 struct node;
+struct req;
 
 /*
  * Decode and check one request frame: size, protocol version, command name
@@ -39,32 +47,51 @@ int control_decode(Grantd__V1__Request **out, const uint8_t *data,
 
 struct control;
 
-/* Bind both sockets (removing stale socket files first) and set their
- * modes.  *out is the caller's (control_destroy). */
-int control_open(struct control **out, struct node *node, void *zctx);
+/* Handle the requests the reader forwards on pipe (readers_pipe(); the
+ * caller's, writer thread).  *out is the caller's (control_destroy).
+ * Returns 0 or GD_EINVAL (a command table that breaks its rules). */
+int control_open(struct control **out, struct node *node, void *pipe);
 void control_destroy(struct control **cp);
 
-/* The sockets, for the node's poll loop. */
-void *control_user_socket(struct control *c);
-void *control_admin_socket(struct control *c);
+/* The pipe, for the node's poll loop. */
+void *control_socket(struct control *c);
+
+/* ---- shared by the reader and the writer --------------------------------- */
+
+/* A request is [id][""][payload frames]: REQ clients send one payload
+ * frame; a few more are tolerated, and their total is GD_CTL_MAX_REQUEST. */
+#define CTL_MAX_FRAMES 16
+
+/*
+ * Read one [id][""][payload] message from sock; 1 read, 0 none waiting,
+ * <0 error: GD_ETOOBIG for more than CTL_MAX_FRAMES frames or a payload
+ * over GD_CTL_MAX_REQUEST (the rest of it is read and dropped as it comes,
+ * never kept; ident is kept, to answer), GD_EPROTO for a bad envelope.
+ * Frames are wiped once copied: a request may carry a secret.  payload
+ * never grows past GD_CTL_MAX_REQUEST + 1, so it is never moved by realloc
+ * with a copy left behind; the caller wipes it.
+ */
+int control_recv(void *sock, struct buf *ident, struct buf *payload);
+
+/* Send r's answer [r->ident][""][Reply] on r->sock, never blocking. */
+void control_send_reply(struct req *r);
+
+/* Free what r holds (wiping what may be secret); r may then be reused
+ * after a memset. */
+void control_req_free(struct req *r);
+
+/* Answer a request over the bounds (logged; the caller counts it). */
+void control_refuse_oversized(struct req *r, void *sock, bool admin);
+
+/* Log that r failed: the command and who asked, never its arguments. */
+void control_log_failed(const struct req *r, int err);
 
 /* Read every request waiting on both sockets (at most max), answer the
- * reads, handle the rest in one store batch, write it and ask the syncer
- * to make it durable.  Returns the number of requests handled or a
+ * reads, handle the rest in the writer's batch and commit it
+ * (writer_commit); their replies are held by the writer until the batch is
+ * durable (writer_hold).  Returns the number of requests handled or a
  * negative gd_err if the write failed (then every request in the batch
  * was answered with an error). */
 int control_serve_batch(struct control *c, int max);
-
-/* Called with the packed operations of a batch once it is durable. */
-typedef void (*control_publish_fn)(struct buf *ops, void *payload);
-
-/* The syncer made everything up to ticket durable: answer those batches'
- * writers and publish their operations. */
-void control_synced(struct control *c, uint64_t ticket,
-		    control_publish_fn publish, void *payload);
-
-/* At shutdown: wait for the batches still being synced, then answer. */
-void control_drain(struct control *c, control_publish_fn publish,
-		   void *payload);
 
 #endif

@@ -17,6 +17,9 @@
  *                every request that needs one meets an internal error
  *   no-keyfp     the node keeps no SSH key fingerprint index, as a grantd
  *                from before it: the next start without it builds one
+ *   commit       every write of a non-empty batch fails (writer_commit),
+ *                as a RocksDB write error would: the batch is dropped
+ *                and its callers are told the node failed to decide
  *
  * The variables are read once, by main() before any thread starts; without
  * them a point costs one comparison.  It is compiled in always, so the tests

@@ -1,10 +1,11 @@
 /*
  * main.c: grantd, the node.  Wiring only: read the config, open the store,
- * bind the sockets, run the loop, stop cleanly on SIGTERM/SIGINT.
+ * start the threads, run the loop, stop cleanly on SIGTERM/SIGINT.
  *
- * The loop is the node's one writer thread: it waits on the control
- * sockets and hands whatever is waiting to control_serve_batch(), which
- * answers only after one synced commit.  A kill -9 at any moment loses
+ * The loop is the node's one writer thread: it waits on the requests the
+ * reader thread forwards (readers.h: the reader owns the sockets and
+ * answers the plain reads itself) and hands them to control_serve_batch(),
+ * which answers only after one synced commit.  A kill -9 at any moment loses
  * nothing acknowledged: RocksDB's WAL holds every committed batch.
  */
 #include <errno.h>
@@ -32,15 +33,15 @@
 #include "node.h"
 #include "otp.h"
 #include "peer.h"
+#include "readers.h"
 #include "repl.h"
 #include "repos.h"
 #include "syncer.h"
 #include "wire.h"
+#include "writer.h"
 #include "banned.h"
 
 #define BATCH_MAX 512
-#define SWEEP_INTERVAL_MS (6ULL * 3600 * 1000)
-#define REPOS_RETRY_MS 5000
 
 static volatile sig_atomic_t stopping;
 
@@ -211,45 +212,6 @@ static int make_dirs(const struct config *cfg)
 	return 0;
 }
 
-/* Forget grants long expired, on the writer thread so the digest follows.
- * A sweep that fails took its deletions back (ops_sweep_grants). */
-static void sweep_grants(struct node *n)
-{
-	struct store_batch *b;
-	int k;
-
-	store_batch_new(&b, n->store);
-	k = ops_sweep_grants(&n->ops, b, (int64_t)(hlc_wall_ms() / 1000),
-			     100000);
-	if (k > 0 && ops_commit(&n->ops, b, true) == 0)
-		log_info("expired grants forgotten count=%d", k);
-	else if (k > 0)
-		ops_reload(&n->ops);
-	else if (k < 0)
-		log_error("expired grants not swept: %s", gd_strerror(k));
-	store_batch_free(&b);
-}
-
-/* Repositories whose records the last batches made live get their
- * directories now that those batches are committed; one that cannot be
- * made (a full disk, a bad permission) is tried again every
- * REPOS_RETRY_MS, and at the next start. */
-static void follow_repos(struct node *n, struct buf *retry, uint64_t now,
-			 uint64_t *next_retry)
-{
-	if (n->ops.repos_touched.len)
-		repos_follow(n->store, n->cfg->repo_dir, n->hook,
-			     &n->ops.repos_touched, retry);
-	if (retry->len && now >= *next_retry) {
-		struct buf again = *retry;
-		*retry = (struct buf)BUF_INIT;
-		repos_follow(n->store, n->cfg->repo_dir, n->hook, &again,
-			     retry);
-		buf_free(&again);
-		*next_retry = now + REPOS_RETRY_MS;
-	}
-}
-
 /* Reap the grant-hook runs this thread started (and only those: the
  * gitrepl actor waits for its own git children). */
 static void reap_hooks(struct node *n)
@@ -262,39 +224,33 @@ static void reap_hooks(struct node *n)
 }
 
 /* What the gitrepl actor sent: its frames for peers go out on the sync
- * ROUTER, its conflict marks are written here (it never writes the
- * store). */
+ * ROUTER, its conflict marks are written here, in the writer's batch (the
+ * actor never writes the store). */
 static void pump_gitrepl(struct node *n)
 {
-	struct store_batch *b;
+	uint64_t t;
 
-	store_batch_new(&b, n->store);
-	if (gitrepl_pump(n->gitrepl, peer_router(n->peer), b) > 0 &&
-	    store_commit(b, false) < 0)
+	if (gitrepl_pump(n->gitrepl, peer_router(n->peer),
+			 writer_batch(n->writer)) > 0 &&
+	    writer_commit(n->writer, &t) < 0)
 		log_error("conflict marks not written: the refs are looked at "
 			  "again at the next start");
-	store_batch_free(&b);
 }
 
 static int run(struct node *n)
 {
-	zmq_pollitem_t items[4 + 2 + 2 * CONFIG_MAX_PEERS];
+	zmq_pollitem_t items[3 + 2 + 2 * CONFIG_MAX_PEERS];
 	bool was_syncing = n->syncing;
-	uint64_t last_sweep = 0; /* first sweep right after start */
-	uint64_t repos_retry_at = 0;
-	struct buf repos_retry = BUF_INIT;
 	int nitems;
 
-	items[0] = (zmq_pollitem_t){ control_user_socket(n->control), 0,
+	items[0] = (zmq_pollitem_t){ control_socket(n->control), 0,
 				     ZMQ_POLLIN, 0 };
-	items[1] = (zmq_pollitem_t){ control_admin_socket(n->control), 0,
-				     ZMQ_POLLIN, 0 };
-	items[2] = (zmq_pollitem_t){ syncer_socket(n->syncer), 0, ZMQ_POLLIN,
+	items[1] = (zmq_pollitem_t){ writer_socket(n->writer), 0, ZMQ_POLLIN,
 				     0 };
-	items[3] = (zmq_pollitem_t){ gitrepl_socket(n->gitrepl), 0,
+	items[2] = (zmq_pollitem_t){ gitrepl_socket(n->gitrepl), 0,
 				     ZMQ_POLLIN, 0 };
-	nitems = 4 + repl_pollitems(n->repl, items + 4,
-				    (int)GD_ARRAY_SIZE(items) - 4);
+	nitems = 3 + repl_pollitems(n->repl, items + 3,
+				    (int)GD_ARRAY_SIZE(items) - 3);
 	/* every repository checked against its records once at start */
 	gitrepl_all(n->gitrepl, NULL);
 	log_info("node running site=%s user_socket=%s admin_socket=%s "
@@ -306,40 +262,63 @@ static int run(struct node *n)
 			if (errno == EINTR)
 				continue;
 			log_error("poll failed: %s", zmq_strerror(errno));
-			buf_free(&repos_retry);
 			return GD_EIO;
 		}
-		if (items[2].revents) {
-			uint64_t t = syncer_done(n->syncer);
-			control_synced(n->control, t, repl_publish, n->repl);
+		if (items[1].revents) {
+			/* peers, readers, then callers see what is durable */
+			uint64_t t = writer_synced(n->writer, repl_publish,
+						   n->repl);
 			repl_synced(n->repl, t);
 		}
-		if (items[0].revents || items[1].revents)
+		if (items[0].revents)
 			control_serve_batch(n->control, BATCH_MAX);
 		repl_handle(n->repl);
-		if (items[3].revents)
+		if (items[2].revents)
 			pump_gitrepl(n);
 		uint64_t now = hlc_wall_ms();
 		repl_tick(n->repl, now);
 		n->syncing = repl_syncing(n->repl);
-		/* repositories and refs whose records changed: the disk
-		 * follows them, repositories first */
-		follow_repos(n, &repos_retry, now, &repos_retry_at);
+		/* refs whose records changed: the disk follows them (the
+		 * writer made the new repositories after each commit) */
 		gitrepl_changed(n->gitrepl, &n->ops.refs_touched);
 		if (was_syncing && !n->syncing)
 			gitrepl_all(n->gitrepl, NULL); /* caught up: look again */
+		if (was_syncing != n->syncing) /* the reader gates 2fa reads */
+			readers_publish(n->readers, NULL, n->syncing);
 		was_syncing = n->syncing;
 		reap_hooks(n);
-		if (now - last_sweep > SWEEP_INTERVAL_MS) {
-			sweep_grants(n);
-			last_sweep = now;
-		}
+		writer_tick(n->writer, now);
 	}
 	log_info("node stopping site=%s", n->cfg->site);
 	/* finish in-flight writes: answer them once they are durable */
-	control_drain(n->control, repl_publish, n->repl);
-	buf_free(&repos_retry);
+	writer_drain(n->writer, repl_publish, n->repl);
 	return 0;
+}
+
+/* A durable view goes to the reader thread, with the syncing flag of the
+ * moment (writer_opts.view_fn). */
+static void give_view(struct store_batch *view, void *payload)
+{
+	struct node *n = payload;
+
+	if (n->readers)
+		readers_publish(n->readers, view, n->syncing);
+	else
+		store_batch_free(&view);
+}
+
+/* The reader thread, with a first view of the committed state. */
+static int start_readers(struct node *n)
+{
+	struct store_batch *view;
+	struct readers_opts ro = {
+		.cfg = n->cfg, .store = n->store, .host = n->host,
+		.zctx = n->zctx, .syncing = n->syncing,
+	};
+
+	store_view_new(&view, n->store);
+	ro.view = view;
+	return readers_start(&n->readers, &ro);
 }
 
 int main(int argc, char **argv)
@@ -451,15 +430,23 @@ int main(int argc, char **argv)
 				   n.curve_sec };
 	if ((rc = syncer_start(&n.syncer, n.store, n.zctx)) < 0)
 		goto out_zmq;
+	{
+		struct writer_opts wo = {
+			.store = n.store, .ops = &n.ops, .syncer = n.syncer,
+			.repo_dir = n.cfg->repo_dir, .hook = n.hook,
+			.view_fn = give_view, .view_payload = &n,
+		};
+		if ((rc = writer_open(&n.writer, &wo)) < 0)
+			goto out_syncer;
+	}
 	if ((rc = peer_open(&n.peer, &(struct peer_link_opts){
 			.self = &self, .peers = n.cfg->peers,
 			.npeers = n.cfg->npeers, .sync = n.cfg->sync,
 			.maxmsg = 64 * 1024, .dropped = &n.ops.dropped })) < 0)
-		goto out_syncer;
+		goto out_writer;
 	if ((rc = repl_open(&n.repl, &(struct repl_opts){
 			.ops = &n.ops, .store = n.store, .cfg = n.cfg,
-			.self = &self, .link = n.peer, .syncer = n.syncer,
-			.sync_ticket = &n.sync_ticket })) < 0)
+			.self = &self, .link = n.peer, .writer = n.writer })) < 0)
 		goto out_peer;
 	n.syncing = repl_syncing(n.repl);
 	if ((rc = gitrepl_start(&n.gitrepl, &(struct gitrepl_opts){
@@ -476,17 +463,25 @@ int main(int argc, char **argv)
 	    peer_on(n.peer, GRANTD__V1__PEER_MSG__BODY_PACK_ERR,
 		    gitrepl_serve, n.gitrepl) < 0)
 		goto out_gitrepl;
-	if ((rc = control_open(&n.control, &n, n.zctx)) < 0)
+	if ((rc = start_readers(&n)) < 0)
 		goto out_gitrepl;
+	if ((rc = control_open(&n.control, &n, readers_pipe(n.readers))) < 0)
+		goto out_readers;
 	startup_repos(&n);
 	status = run(&n) < 0 ? 1 : 0;
 	control_destroy(&n.control);
+out_readers:
+	/* after the drain: the answers it sent go out before the reader
+	 * stops */
+	readers_stop(&n.readers);
 out_gitrepl:
 	gitrepl_stop(&n.gitrepl);
 out_repl:
 	repl_destroy(&n.repl);
 out_peer:
 	peer_close(&n.peer);
+out_writer:
+	writer_destroy(&n.writer);
 out_syncer:
 	syncer_destroy(&n.syncer);
 out_zmq:

@@ -16,8 +16,10 @@
 struct control;
 struct gitrepl;
 struct peer_link;
+struct readers;
 struct repl;
 struct syncer;
+struct writer;
 
 struct node {
 	struct config *cfg;
@@ -25,10 +27,11 @@ struct node {
 	struct ops ops;
 	struct control *control;
 	struct peer_link *peer; /* the link to peers: ZAP, sync ROUTER */
+	struct readers *readers; /* the sockets, and the reads off this thread */
 	struct repl *repl;
 	struct syncer *syncer;
+	struct writer *writer; /* THE batch, its commit and tickets */
 	struct gitrepl *gitrepl; /* repositories follow the ref records */
-	uint64_t sync_ticket;  /* last ticket handed to the syncer */
 	char curve_pub[Z85_KEY_LEN + 1];  /* this node's CURVE key pair */
 	char curve_sec[Z85_KEY_LEN + 1];
 	bool syncing;          /* catching up: token validation refused */

@@ -25,7 +25,7 @@
 #include "ops.h"
 #include "peer.h"
 #include "repl.h"
-#include "syncer.h"
+#include "writer.h"
 #include "banned.h"
 
 #define RANGE_MAX_OPS 4096
@@ -115,8 +115,7 @@ struct repl {
 	const struct config *cfg;
 	const struct peer_self *self;
 	struct peer_link *link;      /* its ROUTER serves ranges, snapshots */
-	struct syncer *syncer;
-	uint64_t *sync_ticket;       /* last ticket handed to the syncer */
+	struct writer *writer;       /* THE batch and its commit */
 	bool syncing;                /* catching up: see repl_syncing */
 	struct snap snap;
 	struct metrics met;
@@ -331,10 +330,9 @@ int repl_open(struct repl **out, const struct repl_opts *o)
 	r->cfg = cfg;
 	r->self = o->self;
 	r->link = o->link;
-	r->syncer = o->syncer;
-	r->sync_ticket = o->sync_ticket;
+	r->writer = o->writer;
 	r->started_ms = clock_wall_ms();
-	store_batch_new(&r->batch, o->store);
+	r->batch = writer_batch(o->writer); /* borrowed: THE batch */
 	for (int i = 0; i < cfg->npeers; i++)
 		r->peers[r->npeers++].cfg = &cfg->peers[i];
 	if (cfg->publish &&
@@ -385,7 +383,6 @@ void repl_destroy(struct repl **rp)
 	}
 	if (r->pub)
 		zmq_close(r->pub);
-	store_batch_free(&r->batch);
 	snap_free(&r->snap);
 	free(r->met.lat_us);
 	free(r);
@@ -1035,9 +1032,9 @@ void repl_handle(struct repl *r)
 	 * the loop never waits on the disk.  Nothing is acknowledged for a
 	 * peer's operation: a crash before the fsync only means it is fetched
 	 * again (the vector in the same batch rolls back with it). */
-	int rc = ops_commit(r->ops, r->batch, false);
+	uint64_t t;
+	int rc = writer_commit(r->writer, &t);
 	if (rc == 0) {
-		uint64_t t = ++*r->sync_ticket;
 		for (int i = 0; i < r->met.npending; i++) {
 			if (r->met.wait_tail - r->met.wait_head == WAIT_SAMPLES)
 				break; /* samples, not data: drop */
@@ -1045,16 +1042,10 @@ void repl_handle(struct repl *r)
 			r->met.waiting[w].ticket = t;
 			r->met.waiting[w].sent = r->met.pending[i];
 		}
-		syncer_request(r->syncer, t);
 	}
 	r->met.npending = 0;
-	if (rc < 0) {
+	if (rc < 0) /* the writer dropped it, and what it moved in memory */
 		log_error("peer batch not committed; it will be fetched again");
-		store_batch_free(&r->batch);
-		store_batch_new(&r->batch, r->store);
-		ops_reload(r->ops);
-		ops_outbox_clear(r->ops);
-	}
 }
 
 /* ---- publishing, heartbeats, catch-up ---------------------------------- */

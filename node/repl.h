@@ -51,7 +51,7 @@
 #define REPL_HEARTBEAT_MS 250
 
 struct repl;
-struct syncer;
+struct writer;
 
 /* What repl works with; all borrowed, all the main loop's, and all must
  * outlive it. */
@@ -61,8 +61,7 @@ struct repl_opts {
 	const struct config *cfg;   /* peers, publish, oplog_retention */
 	const struct peer_self *self;
 	struct peer_link *link;     /* ZAP and the sync ROUTER, open */
-	struct syncer *syncer;      /* makes peer batches durable */
-	uint64_t *sync_ticket;      /* the last ticket handed to it */
+	struct writer *writer;      /* THE batch (borrowed), its commit */
 };
 
 /* Bind PUB (admitted by link's ZAP), connect to every peer, register the

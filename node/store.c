@@ -71,10 +71,18 @@ struct store_batch {
 	uint8_t *saves;
 	size_t nsaves, capsaves;
 	bool broken;   /* a rollback failed: the batch is never written */
+	/* a read view (store_view_new): no wb, a snapshot, and the keys
+	 * sealed values may be under, copied when it was taken */
+	const rocksdb_snapshot_t *snap;
+	rocksdb_readoptions_t *ropts;
+	uint8_t key[STORE_SEAL_KEY_LEN];
+	uint8_t old_key[STORE_SEAL_KEY_LEN];
+	bool has_old_key;
 };
 
 struct store_iter {
 	struct store *s;
+	const struct store_batch *view; /* its keys open sealed values */
 	enum store_cf cf;
 	rocksdb_iterator_t *it;
 	char *prefix;
@@ -199,7 +207,8 @@ static void seal(struct store *s, struct buf *out, const void *p, size_t n)
 	crypto_secretbox_easy(buf_extend(out, clen), p, n, nonce, s->key);
 }
 
-static int unseal(struct store *s, struct buf *out, const char *v, size_t n)
+static int unseal(const uint8_t *key, const uint8_t *old_key, struct buf *out,
+		  const char *v, size_t n)
 {
 	size_t hdr = crypto_secretbox_NONCEBYTES + crypto_secretbox_MACBYTES;
 
@@ -210,10 +219,10 @@ static int unseal(struct store *s, struct buf *out, const char *v, size_t n)
 	uint8_t *p = buf_extend(out, plen);
 	const uint8_t *c = (const uint8_t *)v + crypto_secretbox_NONCEBYTES;
 	if (crypto_secretbox_open_easy(p, c, n - crypto_secretbox_NONCEBYTES,
-				       (const uint8_t *)v, s->key) != 0 &&
-	    (!s->has_old_key ||
+				       (const uint8_t *)v, key) != 0 &&
+	    (!old_key ||
 	     crypto_secretbox_open_easy(p, c, n - crypto_secretbox_NONCEBYTES,
-					(const uint8_t *)v, s->old_key) != 0)) {
+					(const uint8_t *)v, old_key) != 0)) {
 		buf_reset(out);
 		return GD_ECRYPTO;
 	}
@@ -221,11 +230,17 @@ static int unseal(struct store *s, struct buf *out, const char *v, size_t n)
 	return 0;
 }
 
-static int set_value(struct store *s, enum store_cf cf, struct buf *val,
-		     const char *v, size_t n)
+/* view: a read view, whose own copy of the keys is used (NULL: the
+ * store's, writer thread) */
+static int set_value(struct store *s, const struct store_batch *view,
+		     enum store_cf cf, struct buf *val, const char *v, size_t n)
 {
 	if (cf_sealed(cf)) {
-		int rc = unseal(s, val, v, n);
+		const uint8_t *key = view ? view->key : s->key;
+		bool old = view ? view->has_old_key : s->has_old_key;
+		int rc = unseal(key, !old ? NULL : view ? view->old_key :
+						     s->old_key,
+				val, v, n);
 		if (rc < 0)
 			log_error("sealed value does not open cf=%s (wrong key "
 				  "file?)", cf_names[cf]);
@@ -243,7 +258,10 @@ int store_get(struct store *s, struct store_batch *b, enum store_cf cf,
 	size_t n = 0;
 	int rc;
 
-	if (b)
+	if (b && b->snap)
+		v = rocksdb_get_cf(s->db, b->ropts, s->cf[cf], key, klen, &n,
+				   &err);
+	else if (b)
 		v = rocksdb_writebatch_wi_get_from_batch_and_db_cf(
 			b->wb, s->db, s->ropts, s->cf[cf], key, klen, &n,
 			&err);
@@ -263,7 +281,7 @@ int store_get(struct store *s, struct store_batch *b, enum store_cf cf,
 	}
 	if (!v)
 		return GD_ENOTFOUND;
-	rc = set_value(s, cf, val, v, n);
+	rc = set_value(s, b && b->snap ? b : NULL, cf, val, v, n);
 	rocksdb_free(v);
 	return rc;
 }
@@ -297,6 +315,15 @@ void store_batch_free(struct store_batch **bp)
 	struct store_batch *b = *bp;
 	if (!b)
 		return;
+	if (b->snap) {
+		rocksdb_release_snapshot(b->s->db, b->snap);
+		rocksdb_readoptions_destroy(b->ropts);
+		sodium_memzero(b->key, sizeof(b->key));
+		sodium_memzero(b->old_key, sizeof(b->old_key));
+		free(b);
+		*bp = NULL;
+		return;
+	}
 	rekey_undo(b);
 	rocksdb_writebatch_wi_destroy(b->wb);
 	buf_free(&b->scratch);
@@ -305,9 +332,51 @@ void store_batch_free(struct store_batch **bp)
 	*bp = NULL;
 }
 
+void store_batch_clear(struct store_batch *b)
+{
+	if (b->snap)
+		return;
+	rekey_undo(b);
+	rocksdb_writebatch_wi_clear(b->wb); /* and its save points */
+	b->nsaves = 0;
+	b->broken = false;
+}
+
+int store_view_new(struct store_batch **out, struct store *s)
+{
+	struct store_batch *b = calloc(1, sizeof(*b));
+
+	if (!b)
+		abort();
+	b->s = s;
+	b->snap = rocksdb_create_snapshot(s->db);
+	b->ropts = rocksdb_readoptions_create();
+	rocksdb_readoptions_set_snapshot(b->ropts, b->snap);
+	memcpy(b->key, s->key, sizeof(b->key));
+	memcpy(b->old_key, s->old_key, sizeof(b->old_key));
+	b->has_old_key = s->has_old_key;
+	*out = b;
+	return 0;
+}
+
+bool store_batch_is_view(const struct store_batch *b)
+{
+	return b && b->snap;
+}
+
+/* A view is never written: a caller that tries has a bug. */
+static void refuse_view(const struct store_batch *b, const char *what)
+{
+	if (b->snap) {
+		log_error("store %s on a read view (a bug)", what);
+		abort();
+	}
+}
+
 void store_put(struct store_batch *b, enum store_cf cf, const void *key,
 	       size_t klen, const void *val, size_t vlen)
 {
+	refuse_view(b, "put");
 	if (cf_sealed(cf)) {
 		seal(b->s, &b->scratch, val, vlen);
 		val = b->scratch.p;
@@ -320,16 +389,20 @@ void store_put(struct store_batch *b, enum store_cf cf, const void *key,
 void store_del(struct store_batch *b, enum store_cf cf, const void *key,
 	       size_t klen)
 {
+	refuse_view(b, "delete");
 	rocksdb_writebatch_wi_delete_cf(b->wb, b->s->cf[cf], key, klen);
 }
 
 int store_batch_count(struct store_batch *b)
 {
+	if (b->snap)
+		return 0;
 	return rocksdb_writebatch_wi_count(b->wb);
 }
 
 void store_batch_savepoint(struct store_batch *b)
 {
+	refuse_view(b, "save point");
 	if (b->nsaves == b->capsaves) {
 		b->capsaves = b->capsaves ? 2 * b->capsaves : 16;
 		b->saves = realloc(b->saves, b->capsaves);
@@ -396,6 +469,8 @@ int store_commit(struct store_batch *b, bool sync)
 {
 	char *err = NULL;
 
+	if (b->snap)
+		return GD_EINVAL;
 	if (b->broken) {
 		log_error("store write refused: a rollback of this batch "
 			  "failed");
@@ -488,6 +563,8 @@ int store_rekey(struct store *s, struct store_batch *b,
 	int rc;
 
 	*count = 0;
+	if (b->snap)
+		return GD_EINVAL;
 	if (s->rekey_batch)
 		return GD_EAGAIN; /* one rekey per batch */
 	if ((rc = read_sealed(s, b, &v, &n)) < 0) {
@@ -515,8 +592,10 @@ int store_iter_new(struct store_iter **out, struct store *s,
 		abort();
 	it->s = s;
 	it->cf = cf;
-	it->it = rocksdb_create_iterator_cf(s->db, s->ropts, s->cf[cf]);
-	if (b)
+	it->view = b && b->snap ? b : NULL;
+	it->it = rocksdb_create_iterator_cf(
+		s->db, it->view ? b->ropts : s->ropts, s->cf[cf]);
+	if (b && !b->snap)
 		it->it = rocksdb_writebatch_wi_create_iterator_with_base_cf(
 			b->wb, it->it, s->cf[cf]);
 	it->prefix = malloc(plen ? plen : 1);
@@ -575,7 +654,7 @@ int store_iter_next(struct store_iter *it, const char **key, size_t *klen,
 	if (*klen < it->plen || memcmp(*key, it->prefix, it->plen))
 		return 0;
 	v = rocksdb_iter_value(it->it, &vlen);
-	int rc = set_value(it->s, it->cf, val, v, vlen);
+	int rc = set_value(it->s, it->view, it->cf, val, v, vlen);
 	return rc < 0 ? rc : 1;
 }
 

@@ -11,7 +11,10 @@
  * Writes go through a batch (a RocksDB WriteBatchWithIndex): reads given
  * the batch see its own pending writes, so many requests can be handled in
  * one batch and committed with one fsync.  One thread owns the store's
- * batches; reads without a batch may come from any thread.
+ * batches; reads without a batch may come from any thread.  A read view
+ * (store_view_new) is a batch that only reads, over a snapshot: the
+ * writer takes one after each commit, and the reader thread answers from
+ * it once that commit is durable (writer.h, readers.h).
  */
 #ifndef GD_STORE_H
 #define GD_STORE_H
@@ -52,6 +55,22 @@ int store_get(struct store *s, struct store_batch *b, enum store_cf cf,
 
 int store_batch_new(struct store_batch **out, struct store *s);
 void store_batch_free(struct store_batch **bp);
+/* Drop every write and save point of b (and a rekey it held): b is then
+ * as new. */
+void store_batch_clear(struct store_batch *b);
+
+/*
+ * A read view: the committed state at this moment (a RocksDB snapshot),
+ * read wherever a batch is read (store_get, store_iter_new...), so read
+ * handlers take a view or a batch alike.  A view cannot be written
+ * (store_put and store_del on it abort; store_commit and store_rekey
+ * return GD_EINVAL).  Take it on the writer thread; it carries its own
+ * copy of the sealing keys, so it may then be read and freed
+ * (store_batch_free) by any one thread, the store outliving it.  *out is
+ * the caller's.  Returns 0.
+ */
+int store_view_new(struct store_batch **out, struct store *s);
+bool store_batch_is_view(const struct store_batch *b);
 void store_put(struct store_batch *b, enum store_cf cf, const void *key,
 	       size_t klen, const void *val, size_t vlen);
 void store_del(struct store_batch *b, enum store_cf cf, const void *key,

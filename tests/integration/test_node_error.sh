@@ -83,6 +83,30 @@ t_expect 0 "check kim 127.0.7.7 ne is allowed again" t_ctl check kim 127.0.7.7 n
 t_expect 0 "kim: <hotp 1>, tried while the node could not decide, is still good" \
 	t_ssh 127.0.7.8 kim 2fa val "$(t_hotp "$KS" 1)"
 
+t_section "a batch whose write fails: exit 4, nothing half-applied"
+# GRANTD_TEST_FAULT_AT=commit (node/crashpoint.h): every batch write fails
+# as a RocksDB write error would.  The writer drops the batch and what it
+# moved in memory; every caller of the batch is told the node failed to
+# decide.
+d2=$(t_digest)
+gd_grantd_stop "$T_SITE" || t_fatal "grantd stops"
+GRANTD_TEST_FAULT_AT=commit gd_grantd_start "$T_SITE" || t_fatal "grantd starts with the fault armed"
+t_expect 4 "kim: 2fa val <hotp 2> exits 4 (its batch was not written)" t_ssh 127.0.7.9 kim 2fa val "$(t_hotp "$KS" 2)"
+t_has "grant-shell says it is a server problem" "$ERR" "server problem"
+no_internals "grant-shell shows no internals" "$ERR"
+t_expect 4 "user add lee exits 4" t_ctl user add lee
+t_has "grantctl says the node failed to decide" "$ERR" "failed to decide"
+t_check "the node logs the cause" grep -qF "store write failed: test fault" "$T_SITE/grantd.log"
+t_expect 1 "check kim 127.0.7.9 ne: no grant was made" t_ctl check kim 127.0.7.9 ne
+t_expect 0 "the node still answers reads: user list" t_ctl user list
+t_hasnt "and lee is not there" "$OUT" "lee"
+t_eq "the digest is the one before" "$(t_digest)" "$d2"
+gd_grantd_stop "$T_SITE" || t_fatal "grantd stops"
+gd_grantd_start "$T_SITE" || t_fatal "grantd starts without the fault"
+t_eq "after a restart too" "$(t_digest)" "$d2"
+t_expect 0 "kim: <hotp 2>, tried while writes failed, is still good" \
+	t_ssh 127.0.7.9 kim 2fa val "$(t_hotp "$KS" 2)"
+
 t_section "a node that answers every request with status 4"
 gd_sshd_stop "$T_SITE"
 gd_grantd_stop "$T_SITE" || t_fatal "grantd stops"

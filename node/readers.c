@@ -1,0 +1,406 @@
+/*
+ * readers.c: the reader thread (readers.h).
+ *
+ * Why one thread with the sockets and not the writer: a push check or an
+ * isval that waits behind a batch of vals and its fsync is what made
+ * checks slow under load (issue 9); a read answered here costs the
+ * writer nothing.  Why forward whole frames: the writer decodes them
+ * again (a few microseconds) and keeps its batch logic exactly as it was.
+ */
+#include <errno.h>
+#include <grp.h>
+#include <pthread.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#include "cmd.h"
+#include "control.h"
+#include "err.h"
+#include "hlc.h"
+#include "log.h"
+#include "readers.h"
+#include "wire.h"
+#include "banned.h"
+
+struct readers {
+	const struct config *cfg;
+	struct store *store;
+	struct cmd_table *cmds;     /* its own copy */
+	char host[256];
+	void *socks[2];             /* user, admin: the thread's */
+	void *pipe;                 /* the writer's end */
+	void *rpipe;                /* the thread's end */
+	pthread_t thread;
+	bool started;
+	char endpoint[64];
+	/* the hand-over: the writer leaves the newest view and the flag
+	 * here and rings ("V" on the pipe); the reader takes them.  A mutex,
+	 * not the pointer in the message, so that ThreadSanitizer sees the
+	 * view change hands (libzmq's own ordering is invisible to it). */
+	pthread_mutex_t lock;
+	struct store_batch *next_view;
+	bool next_syncing;
+	/* the thread's own */
+	struct store_batch *view;
+	bool syncing;
+	struct buf ident, payload, fwd;
+};
+
+/* ---- sockets -------------------------------------------------------------- */
+
+static void *bind_socket(void *zctx, const char *path, mode_t mode,
+			 bool group_git)
+{
+	void *s = zmq_socket(zctx, ZMQ_ROUTER);
+	/* frames up to 16 times the request limit get an error answer from
+	 * control_decode; only larger ones are dropped by ZeroMQ unanswered */
+	int64_t max = 16 * GD_CTL_MAX_REQUEST;
+	int zero = 0, one = 1;
+	char ep[4200];
+
+	if (!s)
+		return NULL;
+	zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &max, sizeof(max));
+	zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof(zero));
+	zmq_setsockopt(s, ZMQ_ROUTER_MANDATORY, &one, sizeof(one));
+	unlink(path);
+	snprintf(ep, sizeof(ep), "ipc://%s", path);
+	if (zmq_bind(s, ep) < 0) {
+		log_error("cannot bind socket path=%s: %s", path,
+			  zmq_strerror(errno));
+		zmq_close(s);
+		return NULL;
+	}
+	if (chmod(path, mode) < 0)
+		log_warn("cannot chmod socket path=%s: %s", path,
+			 strerror(errno));
+	if (group_git) {
+		struct group *g = getgrnam("git");
+		if (g && chown(path, (uid_t)-1, g->gr_gid) < 0)
+			log_warn("cannot chgrp git socket path=%s: %s", path,
+				 strerror(errno));
+	}
+	return s;
+}
+
+/* A pipe end: never drop, never block on a full queue (both ends drain
+ * it all the time). */
+static void *pipe_socket(void *zctx)
+{
+	void *s = zmq_socket(zctx, ZMQ_PAIR);
+	int zero = 0;
+
+	if (!s)
+		return NULL;
+	zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof(zero));
+	zmq_setsockopt(s, ZMQ_SNDHWM, &zero, sizeof(zero));
+	zmq_setsockopt(s, ZMQ_RCVHWM, &zero, sizeof(zero));
+	return s;
+}
+
+/* ---- the thread ----------------------------------------------------------- */
+
+/* Send frames on sock: n frames, the last without SNDMORE. */
+static int send_frames(void *sock, const void *const *p, const size_t *len,
+		       int n, int flags)
+{
+	for (int i = 0; i < n; i++)
+		if (zmq_send(sock, p[i], len[i],
+			     flags | (i < n - 1 ? ZMQ_SNDMORE : 0)) < 0)
+			return GD_EIO;
+	return 0;
+}
+
+/* The request in rd->payload, from socket idx, to the writer. */
+static void forward(struct readers *rd, int idx)
+{
+	buf_reset(&rd->fwd);
+	buf_add(&rd->fwd, &(uint8_t){ (uint8_t)idx }, 1);
+	buf_add(&rd->fwd, rd->ident.p, rd->ident.len);
+	const void *p[3] = { rd->fwd.p, "", rd->payload.p };
+	size_t len[3] = { rd->fwd.len, 0, rd->payload.len };
+	if (send_frames(rd->rpipe, p, len, 3, 0) < 0)
+		log_error("request not handed to the writer: %s",
+			  zmq_strerror(errno));
+}
+
+/* Is cmd answered here?  A read that needs nothing of the writer's. */
+static bool reader_row(const struct cmd *cmd)
+{
+	return cmd && (cmd->flags & CMD_READS) && !(cmd->flags & CMD_NODE);
+}
+
+/* Answer r (decoded, its row cmd) from the view. */
+static void answer(struct readers *rd, const struct cmd *cmd, struct req *r)
+{
+	struct cmd_ctx x;
+	int rc;
+
+	if (cmd_admit(cmd, r, rd->syncing))
+		return;
+	memset(&x, 0, sizeof(x));
+	x.p.cfg = rd->cfg;
+	x.p.store = rd->store;
+	x.p.batch = rd->view;
+	x.p.host = rd->host;
+	x.syncing = rd->syncing;
+	if ((rc = cmd->fn(&x, r)) < 0) {
+		control_log_failed(r, rc);
+		cmd_undecided(r, rc);
+	}
+}
+
+/* One request waiting on socket idx: answered here or forwarded.
+ * Returns 1 when one was read, 0 when none was waiting. */
+static int serve_one(struct readers *rd, int idx)
+{
+	struct req r;
+	struct buf why = BUF_INIT;
+	const struct cmd *cmd = NULL;
+	int got = control_recv(rd->socks[idx], &rd->ident, &rd->payload);
+
+	if (got == 0)
+		return 0;
+	if (got == GD_ETOOBIG) {
+		/* answered here; counted by the writer, whose status shows it */
+		memset(&r, 0, sizeof(r));
+		buf_add(&r.ident, rd->ident.p, rd->ident.len);
+		control_refuse_oversized(&r, rd->socks[idx], idx == 1);
+		const void *p[3] = { &(uint8_t){ READERS_BAD_REQUEST }, "", "" };
+		size_t len[3] = { 1, 0, 0 };
+		send_frames(rd->rpipe, p, len, 3, 0);
+		return 1;
+	}
+	if (got < 0)
+		return 1;
+	memset(&r, 0, sizeof(r));
+	if (control_decode(&r.rq, (const uint8_t *)rd->payload.p,
+			   rd->payload.len, &why) == 0)
+		cmd = cmd_table_find(rd->cmds, r.rq->cmd);
+	buf_free(&why);
+	if (!reader_row(cmd) || !rd->view) {
+		/* the writer's, or a bad one (the writer answers and counts) */
+		if (r.rq)
+			grantd__v1__request__free_unpacked(r.rq, NULL);
+		forward(rd, idx);
+	} else {
+		uint64_t now_ms = hlc_wall_ms();
+		buf_add(&r.ident, rd->ident.p, rd->ident.len);
+		r.sock = rd->socks[idx];
+		r.admin = idx == 1;
+		r.now_ms = now_ms;
+		r.now = (int64_t)(now_ms / 1000);
+		answer(rd, cmd, &r);
+		control_send_reply(&r);
+		control_req_free(&r);
+	}
+	sodium_memzero(rd->payload.p, rd->payload.cap); /* may hold a secret */
+	return 1;
+}
+
+/* One message from the writer: an answer to send on, or a view.  Returns
+ * 1 handled, 0 none waiting, -1 stop. */
+static int from_writer(struct readers *rd)
+{
+	zmq_msg_t m[3];
+	int n = 0, more = 1, rc = 1;
+
+	while (more) {
+		zmq_msg_t f;
+		zmq_msg_init(&f);
+		if (zmq_msg_recv(&f, rd->rpipe, n ? 0 : ZMQ_DONTWAIT) < 0) {
+			zmq_msg_close(&f);
+			if (!n)
+				return errno == EAGAIN ? 0 : -1;
+			rc = -1;
+			break;
+		}
+		more = zmq_msg_more(&f);
+		if (n < 3)
+			m[n++] = f;
+		else
+			zmq_msg_close(&f);
+	}
+	if (rc == 1 && n == 3) {
+		const uint8_t *id = zmq_msg_data(&m[0]);
+		size_t idlen = zmq_msg_size(&m[0]);
+		if (idlen == 1 && id[0] == 'V') {
+			struct store_batch *v;
+			pthread_mutex_lock(&rd->lock);
+			v = rd->next_view;
+			rd->next_view = NULL;
+			rd->syncing = rd->next_syncing;
+			pthread_mutex_unlock(&rd->lock);
+			if (v) {
+				store_batch_free(&rd->view);
+				rd->view = v;
+			}
+		} else if (idlen >= 1 && id[0] <= 1) {
+			void *sock = rd->socks[id[0]];
+			/* never block on a client that does not read its
+			 * answers */
+			const void *p[3] = { id + 1, "", zmq_msg_data(&m[2]) };
+			size_t len[3] = { idlen - 1, 0, zmq_msg_size(&m[2]) };
+			if (send_frames(sock, p, len, 3, ZMQ_DONTWAIT) < 0)
+				log_warn("reply not delivered: %s",
+					 zmq_strerror(errno));
+			/* the reply may hold a fresh secret (enroll) */
+			sodium_memzero(zmq_msg_data(&m[2]),
+				       zmq_msg_size(&m[2]));
+		} else if (idlen == 1 && id[0] == 'Q') {
+			rc = -1;
+		}
+	}
+	for (int i = 0; i < n; i++)
+		zmq_msg_close(&m[i]);
+	return rc;
+}
+
+static void *readers_main(void *arg)
+{
+	struct readers *rd = arg;
+	zmq_pollitem_t items[3] = {
+		{ rd->rpipe, 0, ZMQ_POLLIN, 0 },
+		{ rd->socks[0], 0, ZMQ_POLLIN, 0 },
+		{ rd->socks[1], 0, ZMQ_POLLIN, 0 },
+	};
+
+	for (;;) {
+		if (zmq_poll(items, 3, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == ETERM)
+				break;
+			log_error("reader poll failed: %s",
+				  zmq_strerror(errno));
+			break;
+		}
+		int got;
+		while ((got = from_writer(rd)) > 0)
+			;
+		if (got < 0)
+			break;
+		/* whatever waits on either socket, alternating */
+		for (bool progress = true; progress;) {
+			progress = false;
+			for (int s = 0; s < 2; s++)
+				progress |= serve_one(rd, s) > 0;
+			/* answers and views first: they unblock callers */
+			while ((got = from_writer(rd)) > 0)
+				;
+			if (got < 0)
+				goto out;
+		}
+	}
+out:
+	return NULL;
+}
+
+/* ---- the writer's side ---------------------------------------------------- */
+
+int readers_start(struct readers **out, const struct readers_opts *o)
+{
+	struct readers *rd = calloc(1, sizeof(*rd));
+	struct store_batch *view = o->view;
+
+	if (!rd)
+		abort();
+	*out = NULL;
+	rd->cfg = o->cfg;
+	rd->store = o->store;
+	snprintf(rd->host, sizeof(rd->host), "%s", o->host ? o->host : "");
+	rd->view = view;
+	rd->syncing = o->syncing;
+	pthread_mutex_init(&rd->lock, NULL);
+	snprintf(rd->endpoint, sizeof(rd->endpoint), "inproc://readers-%p",
+		 (void *)rd);
+	rd->socks[0] = bind_socket(o->zctx, o->cfg->user_socket, 0660, true);
+	rd->socks[1] = bind_socket(o->zctx, o->cfg->admin_socket, 0600, false);
+	rd->pipe = pipe_socket(o->zctx);
+	rd->rpipe = pipe_socket(o->zctx);
+	if (cmd_table_new(&rd->cmds) < 0 ||
+	    !rd->socks[0] || !rd->socks[1] || !rd->pipe || !rd->rpipe ||
+	    zmq_bind(rd->pipe, rd->endpoint) < 0 ||
+	    zmq_connect(rd->rpipe, rd->endpoint) < 0) {
+		log_error("cannot open the control sockets");
+		readers_stop(&rd);
+		return GD_EIO;
+	}
+	/* the sockets move to the thread (pthread_create is the barrier
+	 * ZeroMQ asks for): from here on only it uses them */
+	if (pthread_create(&rd->thread, NULL, readers_main, rd) != 0) {
+		log_error("cannot start the reader thread");
+		readers_stop(&rd);
+		return GD_EIO;
+	}
+	rd->started = true;
+	*out = rd;
+	return 0;
+}
+
+void readers_stop(struct readers **rp)
+{
+	struct readers *rd = *rp;
+
+	if (!rd)
+		return;
+	if (rd->started) {
+		const void *p[3] = { "Q", "", "" };
+		size_t len[3] = { 1, 0, 0 };
+		send_frames(rd->pipe, p, len, 3, 0);
+		pthread_join(rd->thread, NULL);
+		/* the thread is gone: views still in the pipe are freed here
+		 * (a snapshot must be released before the store closes) */
+		for (int i = 0; i < 1000000 && from_writer(rd) != 0; i++)
+			;
+	}
+	for (int i = 0; i < 2; i++)
+		if (rd->socks[i]) {
+			zmq_close(rd->socks[i]);
+			unlink(i ? rd->cfg->admin_socket : rd->cfg->user_socket);
+		}
+	if (rd->rpipe)
+		zmq_close(rd->rpipe);
+	if (rd->pipe)
+		zmq_close(rd->pipe);
+	store_batch_free(&rd->view);
+	store_batch_free(&rd->next_view);
+	pthread_mutex_destroy(&rd->lock);
+	cmd_table_free(&rd->cmds);
+	if (rd->payload.p)
+		sodium_memzero(rd->payload.p, rd->payload.cap);
+	buf_free(&rd->payload);
+	buf_free(&rd->ident);
+	buf_free(&rd->fwd);
+	free(rd);
+	*rp = NULL;
+}
+
+void *readers_pipe(struct readers *rd)
+{
+	return rd->pipe;
+}
+
+void readers_publish(struct readers *rd, struct store_batch *view,
+		     bool syncing)
+{
+	const void *p[3] = { "V", "", "" };
+	size_t len[3] = { 1, 0, 0 };
+
+	pthread_mutex_lock(&rd->lock);
+	if (view) {
+		/* one the reader has not taken yet is already older */
+		store_batch_free(&rd->next_view);
+		rd->next_view = view;
+	}
+	rd->next_syncing = syncing;
+	pthread_mutex_unlock(&rd->lock);
+	if (send_frames(rd->pipe, p, len, 3, 0) < 0)
+		log_error("read view not announced to the reader: %s",
+			  zmq_strerror(errno));
+}

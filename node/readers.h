@@ -1,0 +1,73 @@
+/*
+ * readers.h: the reader thread, which owns the user and admin sockets.
+ *
+ * Every request from grant-shell, grant-keys and grantctl arrives here.
+ * The reader answers the rows that only read (cmd.h: CMD_READS without
+ * CMD_NODE: push.check, 2fa isval and list-val, keys.list, check,
+ * grant.list, user.list, repo.read, repo.list, backup) itself, from the
+ * newest read view the writer published: committed state as of a batch
+ * the syncer reported durable, so a reader never shows what a crash could
+ * still take back, and never waits for a write.  Every other request
+ * (writes, and the reads that need the writer's memory: status, verify)
+ * is forwarded to the writer over an inproc pipe, whole; the writer
+ * answers it back through the same pipe and the reader sends the answer
+ * on.  So a write never waits for a read either.
+ *
+ * The reader touches nothing the writer owns: the config, the store's
+ * handles and the command table are read only once the node runs; a view
+ * and the syncing flag come to it as messages, and the view is then its
+ * own.  Replies on the pipe come in the order the writer sent them, after
+ * the view it published before them, so a caller answered "granted" sees
+ * its grant in the very next read.
+ *
+ * The pipe (a ZeroMQ PAIR), reader to writer:
+ *   [0|1 routing-id]["" ][request...]   a request from the user (0) or
+ *                                        admin (1) socket
+ *   [2]["" ]["" ]                        one bad request refused here
+ *                                        (counted in status)
+ * writer to reader:
+ *   [0|1 routing-id]["" ][reply]         an answer to send on
+ *   ["V"]["" ]["" ]                      a new read view and syncing
+ *                                        flag wait in the hand-over slot
+ *                                        (readers_publish)
+ */
+#ifndef GD_READERS_H
+#define GD_READERS_H
+
+#include <stdbool.h>
+
+#include "config.h"
+#include "store.h"
+
+struct readers;
+
+#define READERS_BAD_REQUEST 2
+
+struct readers_opts {
+	const struct config *cfg;      /* socket paths; read only */
+	struct store *store;
+	const char *host;              /* copied */
+	void *zctx;
+	struct store_batch *view;      /* the first view; now the reader's */
+	bool syncing;
+};
+
+/* Bind both sockets (removing stale socket files first, setting their
+ * modes), make the thread's own command table (cmd.h) and start the
+ * thread.  *out is the caller's (readers_stop).  Returns 0 or GD_EIO
+ * (logged; the view is freed either way). */
+int readers_start(struct readers **out, const struct readers_opts *o);
+
+/* Stop the thread, close the sockets and remove their files.  NULL-safe;
+ * sets *rp to NULL. */
+void readers_stop(struct readers **rp);
+
+/* The writer's end of the pipe (writer thread only). */
+void *readers_pipe(struct readers *rd);
+
+/* Hand the reader a new view (its ownership moves; NULL: none) and the
+ * syncing flag.  Writer thread. */
+void readers_publish(struct readers *rd, struct store_batch *view,
+		     bool syncing);
+
+#endif

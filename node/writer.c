@@ -1,0 +1,317 @@
+/*
+ * writer.c: THE batch, its commit, its recovery, and the syncer handshake
+ * (writer.h).
+ *
+ * Why the work after a commit lives here and not with the callers: control
+ * and repl both commit, and before this file each wrote its own commit,
+ * ticket and recovery; one of them forgetting a step (the outbox, the
+ * vector reload) would leave the digest or the peers' view wrong only on
+ * the rare failed write.  Now they call writer_commit() and keep only what
+ * is theirs: control its held replies, repl its latency samples.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sodium.h>
+#include <zmq.h>
+
+#include "crashpoint.h"
+#include "err.h"
+#include "hlc.h"
+#include "log.h"
+#include "repos.h"
+#include "syncer.h"
+#include "writer.h"
+#include "banned.h"
+
+#define SWEEP_INTERVAL_MS (6ULL * 3600 * 1000)
+#define SWEEP_MAX 100000
+#define REPOS_RETRY_MS 5000
+
+/* A committed batch not yet durable. */
+struct ticket {
+	uint64_t ticket;
+	struct buf ops;             /* its operations, packed (ops.outbox) */
+	struct store_batch *view;   /* the state right after it */
+	struct ticket *next;
+};
+
+/* A caller's item waiting for its ticket. */
+struct hold {
+	uint64_t ticket;
+	writer_done_fn done;
+	void *item;
+	struct hold *next;
+};
+
+struct writer {
+	struct store *store;
+	struct ops *ops;
+	struct syncer *syncer;
+	const char *repo_dir;
+	const char *hook;
+	writer_view_fn view_fn;
+	void *view_payload;
+	struct store_batch *batch;
+	uint64_t ticket;            /* last taken */
+	uint64_t durable;           /* last the syncer covered */
+	struct ticket *head, *tail;
+	struct hold *hhead, *htail;
+	struct store_batch *view;   /* newest durable state */
+	struct buf repos_retry;     /* repositories to make again */
+	uint64_t repos_retry_at;
+	uint64_t last_sweep;        /* 0: sweep at the first tick */
+};
+
+int writer_open(struct writer **out, const struct writer_opts *o)
+{
+	struct writer *w = calloc(1, sizeof(*w));
+
+	if (!w)
+		abort();
+	w->store = o->store;
+	w->ops = o->ops;
+	w->syncer = o->syncer;
+	w->repo_dir = o->repo_dir;
+	w->hook = o->hook;
+	w->view_fn = o->view_fn;
+	w->view_payload = o->view_payload;
+	store_batch_new(&w->batch, o->store);
+	if (!w->view_fn)
+		store_view_new(&w->view, o->store);
+	*out = w;
+	return 0;
+}
+
+static void ticket_free(struct ticket *t)
+{
+	if (t->ops.p)
+		sodium_memzero(t->ops.p, t->ops.len); /* may hold a secret */
+	buf_free(&t->ops);
+	store_batch_free(&t->view);
+	free(t);
+}
+
+void writer_destroy(struct writer **wp)
+{
+	struct writer *w = *wp;
+
+	if (!w)
+		return;
+	while (w->head) {
+		struct ticket *t = w->head;
+		w->head = t->next;
+		ticket_free(t);
+	}
+	while (w->hhead) {
+		/* never durable: the item is only freed */
+		struct hold *h = w->hhead;
+		w->hhead = h->next;
+		h->done(h->item, false);
+		free(h);
+	}
+	store_batch_free(&w->view);
+	store_batch_free(&w->batch);
+	buf_free(&w->repos_retry);
+	free(w);
+	*wp = NULL;
+}
+
+struct store_batch *writer_batch(struct writer *w)
+{
+	return w->batch;
+}
+
+void writer_discard(struct writer *w)
+{
+	int rc;
+
+	store_batch_clear(w->batch);
+	if ((rc = ops_reload(w->ops)) < 0)
+		log_error("node counters not re-read after a dropped batch: %s",
+			  gd_strerror(rc));
+	ops_outbox_clear(w->ops);
+}
+
+/* Repositories whose records the batch made live get their directories
+ * now that it is committed; one that cannot be made (a full disk, a bad
+ * permission) is tried again every REPOS_RETRY_MS, and at the next start
+ * (main.c's startup pass). */
+static void follow_repos(struct writer *w)
+{
+	if (w->ops->repos_touched.len)
+		repos_follow(w->store, w->repo_dir, w->hook,
+			     &w->ops->repos_touched, &w->repos_retry);
+}
+
+int writer_commit(struct writer *w, uint64_t *ticket)
+{
+	struct ticket *t;
+	bool wrote = store_batch_count(w->batch) > 0;
+	int rc;
+
+	*ticket = 0;
+	if (wrote && faultpoint("commit")) {
+		log_error("store write failed: test fault "
+			  "(GRANTD_TEST_FAULT_AT)");
+		rc = GD_EIO;
+	} else {
+		rc = ops_commit(w->ops, w->batch, false);
+	}
+	if (rc < 0) {
+		/* nothing of it is on disk: nothing of it stays in memory */
+		writer_discard(w);
+		return rc;
+	}
+	follow_repos(w);
+	if (!wrote && !w->ops->outbox.len) {
+		*ticket = w->ticket;
+		return 0;
+	}
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		abort();
+	t->ticket = ++w->ticket;
+	t->ops = w->ops->outbox; /* published with its durability */
+	memset(&w->ops->outbox, 0, sizeof(w->ops->outbox));
+	store_view_new(&t->view, w->store);
+	if (w->tail)
+		w->tail->next = t;
+	else
+		w->head = t;
+	w->tail = t;
+	syncer_request(w->syncer, t->ticket);
+	*ticket = t->ticket;
+	return 0;
+}
+
+void writer_hold(struct writer *w, uint64_t ticket, writer_done_fn done,
+		 void *item)
+{
+	struct hold *h;
+
+	if (ticket <= w->durable) {
+		done(item, true);
+		return;
+	}
+	h = calloc(1, sizeof(*h));
+	if (!h)
+		abort();
+	h->ticket = ticket;
+	h->done = done;
+	h->item = item;
+	if (w->htail)
+		w->htail->next = h;
+	else
+		w->hhead = h;
+	w->htail = h;
+}
+
+void *writer_socket(struct writer *w)
+{
+	return syncer_socket(w->syncer);
+}
+
+/* Everything up to ticket is on disk: its operations go to peers, the
+ * newest view to the readers, and only then are the callers answered. */
+static void finish(struct writer *w, uint64_t ticket,
+		   writer_publish_fn publish, void *payload)
+{
+	struct store_batch *view = NULL;
+
+	if (ticket > w->durable)
+		w->durable = ticket;
+	while (w->head && w->head->ticket <= w->durable) {
+		struct ticket *t = w->head;
+		w->head = t->next;
+		if (!w->head)
+			w->tail = NULL;
+		store_batch_free(&view); /* the newest is enough */
+		view = t->view;
+		t->view = NULL;
+		if (publish && t->ops.len)
+			publish(&t->ops, payload);
+		ticket_free(t);
+	}
+	if (view && w->view_fn) {
+		w->view_fn(view, w->view_payload);
+	} else if (view) {
+		store_batch_free(&w->view);
+		w->view = view;
+	}
+	while (w->hhead && w->hhead->ticket <= w->durable) {
+		struct hold *h = w->hhead;
+		w->hhead = h->next;
+		if (!w->hhead)
+			w->htail = NULL;
+		h->done(h->item, true);
+		free(h);
+	}
+}
+
+uint64_t writer_synced(struct writer *w, writer_publish_fn publish,
+		       void *payload)
+{
+	uint64_t t = syncer_done(w->syncer);
+
+	if (t)
+		finish(w, t, publish, payload);
+	return t;
+}
+
+void writer_drain(struct writer *w, writer_publish_fn publish,
+		  void *payload)
+{
+	while (w->head || w->hhead) {
+		zmq_pollitem_t it = { syncer_socket(w->syncer), 0, ZMQ_POLLIN,
+				      0 };
+		if (zmq_poll(&it, 1, 10000) <= 0)
+			break;
+		writer_synced(w, publish, payload);
+	}
+}
+
+uint64_t writer_ticket(const struct writer *w)
+{
+	return w->ticket;
+}
+
+uint64_t writer_durable(const struct writer *w)
+{
+	return w->durable;
+}
+
+struct store_batch *writer_view(struct writer *w)
+{
+	return w->view;
+}
+
+/* Forget grants long expired, through the batch so the digest follows.
+ * A sweep that fails took its deletions back (ops_sweep_grants). */
+static void sweep_grants(struct writer *w, uint64_t now_ms)
+{
+	uint64_t t;
+	int k = ops_sweep_grants(w->ops, w->batch, (int64_t)(now_ms / 1000),
+				 SWEEP_MAX);
+
+	if (k > 0 && writer_commit(w, &t) == 0)
+		log_info("expired grants forgotten count=%d", k);
+	else if (k < 0)
+		log_error("expired grants not swept: %s", gd_strerror(k));
+}
+
+void writer_tick(struct writer *w, uint64_t now_ms)
+{
+	if (w->repos_retry.len && now_ms >= w->repos_retry_at) {
+		struct buf again = w->repos_retry;
+		w->repos_retry = (struct buf)BUF_INIT;
+		repos_follow(w->store, w->repo_dir, w->hook, &again,
+			     &w->repos_retry);
+		buf_free(&again);
+		w->repos_retry_at = now_ms + REPOS_RETRY_MS;
+	}
+	if (!w->last_sweep || now_ms - w->last_sweep > SWEEP_INTERVAL_MS) {
+		sweep_grants(w, now_ms);
+		w->last_sweep = now_ms;
+	}
+}

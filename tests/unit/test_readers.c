@@ -1,0 +1,352 @@
+/*
+ * test_readers.c: node/readers.h, the reader thread.
+ *
+ * A real store, a real reader thread on real ipc:// sockets, and clients
+ * that speak the control protocol as grant-keys and grantctl do.  The
+ * writer is played by the test: it reads the pipe only when a test says
+ * so, which shows that reads never wait for it.
+ *   - reads are answered by the reader alone, from its view;
+ *   - a write is forwarded whole to the writer, and its answer comes back
+ *     to the client through the reader;
+ *   - a view shows a change only once the writer publishes it;
+ *   - the syncing flag the writer publishes gates the 2fa reads.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <git2.h>
+#include <sodium.h>
+#include <zmq.h>
+
+#include "buf.h"
+#include "cmd.h"
+#include "config.h"
+#include "err.h"
+#include "log.h"
+#include "ops.h"
+#include "readers.h"
+#include "store.h"
+#include "wire.h"
+
+static const uint8_t seal_key[STORE_SEAL_KEY_LEN] =
+	"test_readers seal key 012345678";
+
+#define KEY_ALICE \
+	"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHLAx+6EsJuGELLoK4oqtzjiFQlr/4K" \
+	"ExvUYKBZ/LSGg alice"
+#define KEY_CAROL \
+	"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHLAx+6EsJuGELLoK4oqtzjiFQlr/4K" \
+	"ExvUYKBZ/LSGg carol"
+
+struct fixture {
+	char dir[64];
+	char user_sock[96], admin_sock[96], store_dir[96], repo_dir[96];
+	struct config cfg;
+	struct store *s;
+	struct ops o;
+	void *zctx;
+	struct readers *rd;
+	void *user, *admin;   /* clients */
+};
+
+static int setup_group(void **state)
+{
+	(void)state;
+	if (sodium_init() < 0)
+		return -1;
+	git_libgit2_init();
+	log_init("test_readers", false, LOG_LVL_ERROR);
+	return 0;
+}
+
+static int teardown_group(void **state)
+{
+	(void)state;
+	git_libgit2_shutdown();
+	return 0;
+}
+
+/* A user with one key, committed (straight to the store: no writer). */
+static void add_user(struct fixture *f, const char *name, const char *key)
+{
+	Grantd__V1__Op op = GRANTD__V1__OP__INIT;
+	Grantd__V1__User u = GRANTD__V1__USER__INIT;
+	char *keys[1] = { (char *)key };
+	struct store_batch *b;
+
+	u.name = (char *)name;
+	u.keys = keys;
+	u.n_keys = 1;
+	op.body_case = GRANTD__V1__OP__BODY_USER;
+	op.user = &u;
+	store_batch_new(&b, f->s);
+	assert_int_equal(ops_local(&f->o, b, &op), 0);
+	assert_int_equal(ops_commit(&f->o, b, false), 0);
+	ops_outbox_clear(&f->o);
+	store_batch_free(&b);
+}
+
+static void *client(struct fixture *f, const char *path)
+{
+	void *s = zmq_socket(f->zctx, ZMQ_REQ);
+	char ep[128];
+	int ms = 10000, zero = 0;
+
+	assert_non_null(s);
+	zmq_setsockopt(s, ZMQ_RCVTIMEO, &ms, sizeof(ms));
+	zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof(zero));
+	snprintf(ep, sizeof(ep), "ipc://%s", path);
+	assert_int_equal(zmq_connect(s, ep), 0);
+	return s;
+}
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+	const char *tmp = getenv("TMPDIR");
+	bool created = false;
+	struct store_batch *view;
+
+	if (!f)
+		return -1;
+	snprintf(f->dir, sizeof(f->dir), "%s/test_readers.XXXXXX",
+		 tmp && *tmp && strlen(tmp) < 32 ? tmp : "/tmp");
+	if (!mkdtemp(f->dir))
+		return -1;
+	snprintf(f->store_dir, sizeof(f->store_dir), "%s/store", f->dir);
+	snprintf(f->repo_dir, sizeof(f->repo_dir), "%s/repos", f->dir);
+	snprintf(f->user_sock, sizeof(f->user_sock), "%s/user.sock", f->dir);
+	snprintf(f->admin_sock, sizeof(f->admin_sock), "%s/admin.sock",
+		 f->dir);
+	f->cfg.site = "reader1";
+	f->cfg.repo_dir = f->repo_dir;
+	f->cfg.user_socket = f->user_sock;
+	f->cfg.admin_socket = f->admin_sock;
+	f->cfg.policy.lockout_failures = 5;
+	f->cfg.policy.lockout_window = 900;
+	if (store_open(&f->s, &created, f->store_dir, seal_key) < 0 ||
+	    ops_open(&f->o, f->s, &f->cfg, created) < 0)
+		return -1;
+	add_user(f, "alice", KEY_ALICE);
+	f->zctx = zmq_ctx_new();
+	store_view_new(&view, f->s);
+	struct readers_opts o = { .cfg = &f->cfg, .store = f->s,
+				  .host = "test",
+				  .zctx = f->zctx, .view = view,
+				  .syncing = false };
+	if (readers_start(&f->rd, &o) < 0)
+		return -1;
+	f->user = client(f, f->user_sock);
+	f->admin = client(f, f->admin_sock);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+	char cmd[128];
+
+	zmq_close(f->user);
+	zmq_close(f->admin);
+	readers_stop(&f->rd);
+	zmq_ctx_term(f->zctx);
+	ops_close(&f->o);
+	store_destroy(&f->s);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->dir);
+	if (system(cmd) != 0)
+		return -1;
+	free(f);
+	return 0;
+}
+
+/* Send one request; args NULL-terminated. */
+static void send_req(void *sock, const char *cmd, const char *user,
+		     const char *ip, ...)
+{
+	Grantd__V1__Request rq = GRANTD__V1__REQUEST__INIT;
+	char *args[8];
+	va_list ap;
+	const char *a;
+	uint8_t frame[1024];
+
+	rq.version = GD_WIRE_VERSION, rq.has_version = 1;
+	rq.cmd = (char *)cmd;
+	rq.user = (char *)user;
+	rq.client_ip = (char *)ip;
+	va_start(ap, ip);
+	while ((a = va_arg(ap, const char *)) && rq.n_args < 8)
+		args[rq.n_args++] = (char *)a;
+	va_end(ap);
+	rq.args = args;
+	size_t len = grantd__v1__request__get_packed_size(&rq);
+	assert_true(len <= sizeof(frame));
+	grantd__v1__request__pack(&rq, frame);
+	assert_int_equal(zmq_send(sock, frame, len, 0), (int)len);
+}
+
+/* Receive the reply: its status, out and err (NULL-safe). */
+static int recv_reply(void *sock, struct buf *out, struct buf *err)
+{
+	uint8_t frame[65536];
+	int n = zmq_recv(sock, frame, sizeof(frame), 0);
+	Grantd__V1__Reply *rep;
+	int status;
+
+	assert_true(n > 0);
+	rep = grantd__v1__reply__unpack(NULL, (size_t)n, frame);
+	assert_non_null(rep);
+	status = rep->status;
+	buf_reset(out);
+	buf_reset(err);
+	if (rep->out)
+		buf_puts(out, rep->out);
+	if (rep->err)
+		buf_puts(err, rep->err);
+	grantd__v1__reply__free_unpacked(rep, NULL);
+	return status;
+}
+
+/* A read is answered by the reader alone: the writer's end of the pipe is
+ * never read here. */
+static void test_read_answered_without_writer(void **state)
+{
+	struct fixture *f = *state;
+	struct buf out = BUF_INIT, err = BUF_INIT;
+
+	send_req(f->user, "keys.list", NULL, NULL, NULL);
+	assert_int_equal(recv_reply(f->user, &out, &err), 0);
+	assert_non_null(strstr(out.p, "alice\t" KEY_ALICE));
+	send_req(f->admin, "user.list", NULL, NULL, NULL);
+	assert_int_equal(recv_reply(f->admin, &out, &err), 0);
+	assert_non_null(strstr(out.p, "alice"));
+	/* a read not allowed on the socket is refused here too */
+	send_req(f->user, "user.list", NULL, NULL, NULL);
+	assert_int_equal(recv_reply(f->user, &out, &err), GD_EXIT_REFUSED);
+	buf_free(&out);
+	buf_free(&err);
+}
+
+/* Read one forwarded request from the writer's end. */
+static void writer_recv(struct fixture *f, struct buf *ident,
+			Grantd__V1__Request **rq)
+{
+	void *pipe = readers_pipe(f->rd);
+	zmq_pollitem_t it = { pipe, 0, ZMQ_POLLIN, 0 };
+	zmq_msg_t m;
+	int frame = 0;
+
+	assert_int_equal(zmq_poll(&it, 1, 10000), 1);
+	buf_reset(ident);
+	for (int more = 1; more; frame++) {
+		zmq_msg_init(&m);
+		assert_true(zmq_msg_recv(&m, pipe, 0) >= 0);
+		if (frame == 0)
+			buf_add(ident, zmq_msg_data(&m), zmq_msg_size(&m));
+		else if (frame == 1)
+			assert_int_equal(zmq_msg_size(&m), 0);
+		else
+			*rq = grantd__v1__request__unpack(
+				NULL, zmq_msg_size(&m), zmq_msg_data(&m));
+		more = zmq_msg_more(&m);
+		zmq_msg_close(&m);
+	}
+	assert_int_equal(frame, 3);
+	assert_non_null(*rq);
+}
+
+/* A write goes to the writer whole, and its answer back to the client. */
+static void test_write_forwarded(void **state)
+{
+	struct fixture *f = *state;
+	struct buf out = BUF_INIT, err = BUF_INIT, ident = BUF_INIT;
+	Grantd__V1__Request *rq = NULL;
+	Grantd__V1__Reply rep = GRANTD__V1__REPLY__INIT;
+	uint8_t frame[256];
+
+	send_req(f->admin, "user.add", NULL, NULL, "bob", NULL);
+	writer_recv(f, &ident, &rq);
+	assert_int_equal(((uint8_t *)ident.p)[0], 1); /* the admin socket */
+	assert_string_equal(rq->cmd, "user.add");
+	assert_string_equal(rq->args[0], "bob");
+	grantd__v1__request__free_unpacked(rq, NULL);
+	/* meanwhile reads go on */
+	send_req(f->user, "keys.list", NULL, NULL, NULL);
+	assert_int_equal(recv_reply(f->user, &out, &err), 0);
+	/* the writer answers through the pipe */
+	rep.status = 0, rep.has_status = 1;
+	rep.out = "user bob added";
+	size_t len = grantd__v1__reply__get_packed_size(&rep);
+	grantd__v1__reply__pack(&rep, frame);
+	void *pipe = readers_pipe(f->rd);
+	assert_true(zmq_send(pipe, ident.p, ident.len, ZMQ_SNDMORE) >= 0);
+	assert_true(zmq_send(pipe, "", 0, ZMQ_SNDMORE) >= 0);
+	assert_true(zmq_send(pipe, frame, len, 0) >= 0);
+	assert_int_equal(recv_reply(f->admin, &out, &err), 0);
+	assert_string_equal(out.p, "user bob added");
+	buf_free(&out);
+	buf_free(&err);
+	buf_free(&ident);
+}
+
+/* A change shows in reads only once the writer publishes a view that has
+ * it (the writer does so when the change is durable). */
+static void test_view_published(void **state)
+{
+	struct fixture *f = *state;
+	struct buf out = BUF_INIT, err = BUF_INIT;
+	struct store_batch *v;
+
+	add_user(f, "carol", KEY_CAROL); /* written, not published */
+	send_req(f->user, "keys.list", NULL, NULL, NULL);
+	assert_int_equal(recv_reply(f->user, &out, &err), 0);
+	assert_null(strstr(out.p, "carol"));
+	store_view_new(&v, f->s);
+	readers_publish(f->rd, v, false);
+	send_req(f->user, "keys.list", NULL, NULL, NULL);
+	assert_int_equal(recv_reply(f->user, &out, &err), 0);
+	assert_non_null(strstr(out.p, "carol\t" KEY_CAROL));
+	buf_free(&out);
+	buf_free(&err);
+}
+
+/* The syncing flag comes from the writer: while set, the 2fa reads are
+ * refused on the user socket. */
+static void test_syncing_gate(void **state)
+{
+	struct fixture *f = *state;
+	struct buf out = BUF_INIT, err = BUF_INIT;
+
+	readers_publish(f->rd, NULL, true);
+	send_req(f->user, "2fa.isval", "alice", "192.0.2.7", NULL);
+	assert_int_equal(recv_reply(f->user, &out, &err), GD_EXIT_REFUSED);
+	assert_non_null(strstr(err.p, "catching up"));
+	readers_publish(f->rd, NULL, false);
+	send_req(f->user, "2fa.isval", "alice", "192.0.2.7", NULL);
+	recv_reply(f->user, &out, &err);
+	assert_null(strstr(err.p, "catching up"));
+	buf_free(&out);
+	buf_free(&err);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(
+			test_read_answered_without_writer, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_write_forwarded, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_view_published, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_syncing_gate, setup,
+						teardown),
+	};
+	return cmocka_run_group_tests(tests, setup_group, teardown_group);
+}
