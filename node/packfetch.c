@@ -2,15 +2,16 @@
  * packfetch.c: the one fetch in flight (gitrepl_int.h).  The objects one
  * repository lacks are asked of a peer as a thin pack (PackReq{wants,
  * haves} on the actor's DEALER), WINDOW chunks of credit ahead; each
- * PackChunk goes straight into libgit2's indexer in a quarantine, and the
- * pack enters the repository only once its tips are proved connected.  A
+ * PackChunk goes straight into a `git index-pack` child writing into a
+ * quarantine, and the pack enters the repository only once its tips are
+ * proved connected.  A
  * peer that fails (an error, a bad or unconnected pack, FETCH_IDLE_MS of
  * silence) is dropped for the next.  Actor thread only.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <git2/sys/odb_backend.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,9 +26,9 @@
 #include "banned.h"
 
 /* ---- the quarantine ---------------------------------------------------------
- * A pack from a peer is indexed into NAME.git/grantd-incoming-XXXXXX/ (an
- * objects directory of its own, the repository's objects as its
- * alternate), checked there, and only then renamed into objects/pack/:
+ * A pack from a peer is indexed (git index-pack) into
+ * NAME.git/grantd-incoming-XXXXXX/ (an objects directory of its own, the
+ * repository's objects as its alternate), checked there, and only then renamed into objects/pack/:
  * objects that fail the checks never enter the repository, so a ref can
  * never be moved onto them later. */
 
@@ -77,15 +78,10 @@ static void quarantine_sweep(const char *repo_path)
 	buf_free(&p);
 }
 
-/* Make qdir (an objects directory) and an odb that writes packs there and
- * reads the repository's objects (and its alternates) for thin-pack
- * bases. */
-static int quarantine_open(const char *repo_path, struct buf *qdir,
-			   git_odb **out)
+/* Make qdir, an objects directory for index-pack to write a pack in. */
+static int quarantine_open(const char *repo_path, struct buf *qdir)
 {
-	struct buf pack = BUF_INIT, objects = BUF_INIT;
-	git_odb_backend *be = NULL;
-	git_odb *odb = NULL;
+	struct buf pack = BUF_INIT;
 	int rc = 0;
 
 	buf_reset(qdir);
@@ -95,20 +91,12 @@ static int quarantine_open(const char *repo_path, struct buf *qdir,
 		return GD_EIO;
 	}
 	buf_printf(&pack, "%s/pack", qdir->p);
-	buf_printf(&objects, "%s/objects", repo_path);
-	if (mkdir(pack.p, 0755) < 0 || git_odb_new(&odb) < 0 ||
-	    git_odb_backend_pack(&be, qdir->p) < 0 ||
-	    git_odb_add_backend(odb, be, 2) < 0 ||
-	    git_odb_add_disk_alternate(odb, objects.p) < 0) {
-		git_odb_free(odb);
+	if (mkdir(pack.p, 0755) < 0) {
 		quarantine_remove(qdir->p);
 		buf_reset(qdir);
 		rc = GD_EIO;
-	} else {
-		*out = odb;
 	}
 	buf_free(&pack);
-	buf_free(&objects);
 	return rc;
 }
 
@@ -207,14 +195,29 @@ static void fetch_haves(struct gitrepl *g, git_repository *repo,
 	buf_free(&path);
 }
 
-/* Drop the current attempt: its writer, its quarantine and what is in it. */
+/* Close index-pack's stdin, so it finishes (or fails on the pack it
+ * has); with kill, stop it first.  Its exit status, or -1. */
+static int indexer_end(struct fetch *f, bool kill_it)
+{
+	int rc;
+
+	if (f->ipid <= 0)
+		return -1;
+	if (f->ifd >= 0)
+		close(f->ifd);
+	f->ifd = -1;
+	if (kill_it)
+		kill(f->ipid, SIGKILL);
+	rc = gitproc_wait(f->ipid);
+	f->ipid = 0;
+	return rc;
+}
+
+/* Drop the current attempt: its index-pack, its quarantine and what is in
+ * it. */
 static void attempt_drop(struct fetch *f)
 {
-	if (f->wp)
-		f->wp->free(f->wp);
-	f->wp = NULL;
-	git_odb_free(f->odb);
-	f->odb = NULL;
+	indexer_end(f, true);
 	if (f->qdir.len)
 		quarantine_remove(f->qdir.p);
 	buf_reset(&f->qdir);
@@ -264,17 +267,20 @@ static void fetch_ask(struct gitrepl *g)
 				  "connected)", g->peers[i].site);
 			continue;
 		}
-		if (quarantine_open(path.p, &f->qdir, &f->odb) < 0 ||
-		    git_odb_write_pack(&f->wp, f->odb, NULL, NULL) < 0) {
+		f->ifd = -1;
+		if (quarantine_open(path.p, &f->qdir) < 0 ||
+		    (f->ipid = gitproc_index_start(path.p, f->qdir.p,
+						   &f->ifd)) <= 0) {
 			log_error("cannot start receiving a pack repo=%s: %s",
-				  f->repo, gitproc_why());
+				  f->repo, f->qdir.len ?
+				  "cannot run git index-pack" :
+				  strerror(errno));
 			gitrepl_error(g, "cannot receive into %s", f->repo);
-			f->wp = NULL;
+			f->ipid = 0;
 			fetch_done(g, false);
 			break;
 		}
 		f->peer = i;
-		f->prog = (git_indexer_progress){ 0 };
 		f->seq = 0;
 		f->bytes = 0;
 		f->last_ms = clock_mono_ms();
@@ -377,6 +383,17 @@ static void fetch_finish(struct gitrepl *g)
 	fetch_done(g, true);
 }
 
+/* index-pack refused the pack: the peer failed us, with git's reason. */
+static void indexer_failed(struct gitrepl *g)
+{
+	struct fetch *f = &g->f;
+	char why[512];
+
+	indexer_end(f, true); /* stalled, or already gone: reaped */
+	gitproc_index_why(f->qdir.p, why, sizeof(why));
+	fetch_failed_peer(g, why);
+}
+
 static void fetch_chunk(struct gitrepl *g, const Grantd__V1__PackChunk *c)
 {
 	struct fetch *f = &g->f;
@@ -389,9 +406,10 @@ static void fetch_chunk(struct gitrepl *g, const Grantd__V1__PackChunk *c)
 	f->last_ms = clock_mono_ms();
 	if (c->has_data && c->data.len) {
 		f->bytes += c->data.len;
-		if (f->wp->append(f->wp, c->data.data, c->data.len,
-				  &f->prog) < 0) {
-			fetch_failed_peer(g, gitproc_why());
+		if (gitproc_feed(f->ifd, c->data.data, c->data.len,
+				 FETCH_IDLE_MS) < 0) {
+			/* index-pack refused the pack early (or hangs) */
+			indexer_failed(g);
 			return;
 		}
 	}
@@ -409,8 +427,8 @@ static void fetch_chunk(struct gitrepl *g, const Grantd__V1__PackChunk *c)
 		gitrepl_send(g, g->dealer[f->peer], NULL, &m);
 		return;
 	}
-	if (f->wp->commit(f->wp, &f->prog) < 0) {
-		fetch_failed_peer(g, gitproc_why());
+	if (indexer_end(f, false) != 0) {
+		indexer_failed(g);
 		return;
 	}
 	fetch_finish(g);
@@ -432,7 +450,7 @@ void packfetch_dealer(struct gitrepl *g, int i, zmq_msg_t *msg)
 		id = m->pack_chunk->id;
 	else if (m->body_case == GRANTD__V1__PEER_MSG__BODY_PACK_ERR)
 		id = m->pack_err->id;
-	if (!f->active || f->peer != i || id != f->id || !f->wp) {
+	if (!f->active || f->peer != i || id != f->id || f->ipid <= 0) {
 		/* a stream given up: tell the peer to stop it */
 		if (m->body_case == GRANTD__V1__PEER_MSG__BODY_PACK_CHUNK &&
 		    !m->pack_chunk->last)
