@@ -3,7 +3,8 @@
  * repository lacks are asked of a peer as a thin pack (PackReq{wants,
  * haves} on the actor's DEALER), WINDOW chunks of credit ahead; each
  * PackChunk goes straight into a `git index-pack` child writing into a
- * quarantine, and the pack enters the repository only once its tips are
+ * quarantine (a pack that comes whole in one chunk, a push of a few
+ * commits, into libgit2's indexer: no child to start), and the pack enters the repository only once its tips are
  * proved connected.  A
  * peer that fails (an error, a bad or unconnected pack, FETCH_IDLE_MS of
  * silence) is dropped for the next.  Actor thread only.
@@ -11,6 +12,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <git2/sys/odb_backend.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -218,6 +220,7 @@ static int indexer_end(struct fetch *f, bool kill_it)
 static void attempt_drop(struct fetch *f)
 {
 	indexer_end(f, true);
+	buf_free(&f->held);
 	if (f->qdir.len)
 		quarantine_remove(f->qdir.p);
 	buf_reset(&f->qdir);
@@ -268,15 +271,11 @@ static void fetch_ask(struct gitrepl *g)
 			continue;
 		}
 		f->ifd = -1;
-		if (quarantine_open(path.p, &f->qdir) < 0 ||
-		    (f->ipid = gitproc_index_start(path.p, f->qdir.p,
-						   &f->ifd)) <= 0) {
+		f->ipid = 0;
+		if (quarantine_open(path.p, &f->qdir) < 0) {
 			log_error("cannot start receiving a pack repo=%s: %s",
-				  f->repo, f->qdir.len ?
-				  "cannot run git index-pack" :
-				  strerror(errno));
+				  f->repo, strerror(errno));
 			gitrepl_error(g, "cannot receive into %s", f->repo);
-			f->ipid = 0;
 			fetch_done(g, false);
 			break;
 		}
@@ -394,9 +393,74 @@ static void indexer_failed(struct gitrepl *g)
 	fetch_failed_peer(g, why);
 }
 
+/* A second chunk of pack: start index-pack and give it the first.
+ * Returns 0, or GD_EIO having ended the fetch (a local failure). */
+static int indexer_start(struct gitrepl *g)
+{
+	struct fetch *f = &g->f;
+	struct buf path = BUF_INIT;
+
+	gitrepl_path(g, &path, f->repo);
+	f->ipid = gitproc_index_start(path.p, f->qdir.p, &f->ifd);
+	buf_free(&path);
+	if (f->ipid <= 0) {
+		f->ipid = 0;
+		log_error("cannot start receiving a pack repo=%s: cannot run "
+			  "git index-pack", f->repo);
+		gitrepl_error(g, "cannot receive into %s", f->repo);
+		fetch_done(g, false);
+		return GD_EIO;
+	}
+	if (gitproc_feed(f->ifd, f->held.p, f->held.len,
+			 FETCH_IDLE_MS) < 0) {
+		indexer_failed(g);
+		return GD_EIO;
+	}
+	buf_free(&f->held);
+	return 0;
+}
+
+/* The whole pack came in one chunk (a push of a few commits): libgit2
+ * indexes it in-process, which is faster than starting index-pack for a
+ * small pack (docs/git-replication.md).  Returns 0, or GD_EIO with
+ * libgit2's reason in why. */
+static int index_one_chunk(struct gitrepl *g, char *why, size_t n)
+{
+	struct fetch *f = &g->f;
+	struct buf objects = BUF_INIT;
+	git_odb_backend *be = NULL;
+	git_odb_writepack *wp = NULL;
+	git_indexer_progress prog = { 0 };
+	git_odb *odb = NULL;
+	int rc = 0;
+
+	gitrepl_path(g, &objects, f->repo);
+	buf_puts(&objects, "/objects");
+	/* a pack backend on the quarantine, the repository's objects (and
+	 * its alternates) for thin-pack bases */
+	if (git_odb_new(&odb) < 0 ||
+	    git_odb_backend_pack(&be, f->qdir.p) < 0 ||
+	    git_odb_add_backend(odb, be, 2) < 0 ||
+	    git_odb_add_disk_alternate(odb, objects.p) < 0 ||
+	    git_odb_write_pack(&wp, odb, NULL, NULL) < 0 ||
+	    (f->held.len &&
+	     wp->append(wp, f->held.p, f->held.len, &prog) < 0) ||
+	    wp->commit(wp, &prog) < 0) {
+		snprintf(why, n, "%s", gitproc_why());
+		rc = GD_EIO;
+	}
+	if (wp)
+		wp->free(wp);
+	git_odb_free(odb);
+	buf_free(&objects);
+	buf_free(&f->held);
+	return rc;
+}
+
 static void fetch_chunk(struct gitrepl *g, const Grantd__V1__PackChunk *c)
 {
 	struct fetch *f = &g->f;
+	bool data = c->has_data && c->data.len;
 
 	if (!c->has_seq || c->seq != f->seq) {
 		fetch_failed_peer(g, "chunk out of order");
@@ -404,17 +468,22 @@ static void fetch_chunk(struct gitrepl *g, const Grantd__V1__PackChunk *c)
 	}
 	f->seq++;
 	f->last_ms = clock_mono_ms();
-	if (c->has_data && c->data.len) {
+	if (!c->last && !data)
+		return; /* a keep-alive: git is still counting or compressing */
+	if (data) {
 		f->bytes += c->data.len;
-		if (gitproc_feed(f->ifd, c->data.data, c->data.len,
-				 FETCH_IDLE_MS) < 0) {
+		if (f->ipid <= 0 && !f->held.len) {
+			/* held: the pack may be whole in it */
+			buf_add(&f->held, c->data.data, c->data.len);
+		} else if (f->ipid <= 0 && indexer_start(g) < 0) {
+			return;
+		} else if (gitproc_feed(f->ifd, c->data.data, c->data.len,
+					FETCH_IDLE_MS) < 0) {
 			/* index-pack refused the pack early (or hangs) */
 			indexer_failed(g);
 			return;
 		}
 	}
-	if (!c->last && !(c->has_data && c->data.len))
-		return; /* a keep-alive: git is still counting or compressing */
 	if (!c->last) {
 		Grantd__V1__PeerMsg m;
 		Grantd__V1__PackCredit cr = GRANTD__V1__PACK_CREDIT__INIT;
@@ -427,7 +496,13 @@ static void fetch_chunk(struct gitrepl *g, const Grantd__V1__PackChunk *c)
 		gitrepl_send(g, g->dealer[f->peer], NULL, &m);
 		return;
 	}
-	if (indexer_end(f, false) != 0) {
+	if (f->ipid <= 0) {
+		char why[512];
+		if (index_one_chunk(g, why, sizeof(why)) < 0) {
+			fetch_failed_peer(g, why);
+			return;
+		}
+	} else if (indexer_end(f, false) != 0) {
 		indexer_failed(g);
 		return;
 	}
@@ -450,7 +525,7 @@ void packfetch_dealer(struct gitrepl *g, int i, zmq_msg_t *msg)
 		id = m->pack_chunk->id;
 	else if (m->body_case == GRANTD__V1__PEER_MSG__BODY_PACK_ERR)
 		id = m->pack_err->id;
-	if (!f->active || f->peer != i || id != f->id || f->ipid <= 0) {
+	if (!f->active || f->peer != i || id != f->id || !f->qdir.len) {
 		/* a stream given up: tell the peer to stop it */
 		if (m->body_case == GRANTD__V1__PEER_MSG__BODY_PACK_CHUNK &&
 		    !m->pack_chunk->last)
