@@ -5,8 +5,8 @@
  *   gitrepl.c    the actor: its pair with the writer, the items (refs to
  *                bring in line with their records), reconcile, losers
  *   packfetch.c  the one fetch in flight: ask a peer, give credit, chunks
- *                into git index-pack (or libgit2's indexer for a pack of
- *                one chunk) in a quarantine, check, commit
+ *                into git index-pack (libgit2's indexer for a small
+ *                pack) in a quarantine, check, commit
  *   packsrv.c    packs served to peers: pack-objects streams, credit,
  *                keep-alives
  *   gitproc.c    git child processes, the connectivity check and the
@@ -87,9 +87,9 @@ struct fetch {
 	char wants[WANTS_MAX][OID_HEX + 1];
 	size_t nwants;
 	struct buf qdir;            /* the quarantine, "" when none */
-	struct buf held;            /* the first chunk, until a second one
-				     * starts index-pack (a pack of one
-				     * chunk goes to libgit2's indexer) */
+	struct buf held;            /* the pack's first bytes, until there
+				     * are too many and index-pack starts
+				     * (a small pack: libgit2's indexer) */
 	pid_t ipid;                 /* git index-pack into it, 0: none */
 	int ifd;                    /* its stdin (non-blocking), -1: closed */
 	uint32_t seq;
