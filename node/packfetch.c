@@ -4,10 +4,10 @@
  * haves} on the actor's DEALER), WINDOW chunks of credit ahead; each
  * PackChunk goes straight into a `git index-pack` child writing into a
  * quarantine (a pack of HOLD_MAX bytes at most, a push of a few commits,
- * into libgit2's indexer: no child to start), and the pack enters the repository only once its tips are
- * proved connected.  A
- * peer that fails (an error, a bad or unconnected pack, FETCH_IDLE_MS of
- * silence) is dropped for the next.  Actor thread only.
+ * into libgit2's indexer: no child to start), and the pack enters the
+ * repository only once its tips are proved connected.  A peer that fails
+ * (an error, a bad or unconnected pack, FETCH_IDLE_MS of silence) is
+ * dropped for the next.  Actor thread only.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -28,9 +28,9 @@
 #include "banned.h"
 
 /* ---- the quarantine ---------------------------------------------------------
- * A pack from a peer is indexed (git index-pack) into
- * NAME.git/grantd-incoming-XXXXXX/ (an objects directory of its own, the
- * repository's objects as its alternate), checked there, and only then renamed into objects/pack/:
+ * A pack from a peer is indexed into NAME.git/grantd-incoming-XXXXXX/ (an
+ * objects directory of its own, the repository's objects as its
+ * alternate), checked there, and only then renamed into objects/pack/:
  * objects that fail the checks never enter the repository, so a ref can
  * never be moved onto them later. */
 
@@ -402,7 +402,8 @@ static void indexer_failed(struct gitrepl *g)
 }
 
 /* More than HOLD_MAX bytes of pack: start index-pack and give it what
- * was held.  Returns 0, or GD_EIO having ended the fetch (a local failure). */
+ * was held.  Returns 0, or GD_EIO having failed the peer (index-pack
+ * refused) or ended the fetch (index-pack cannot run). */
 static int indexer_start(struct gitrepl *g)
 {
 	struct fetch *f = &g->f;
@@ -429,9 +430,9 @@ static int indexer_start(struct gitrepl *g)
 }
 
 /* The whole pack is held (HOLD_MAX bytes at most: a push of a few
- * commits): libgit2 indexes it in-process, which is faster than starting index-pack for a
- * small pack (docs/git-replication.md).  Returns 0, or GD_EIO with
- * libgit2's reason in why. */
+ * commits): libgit2 indexes it in-process, faster than starting
+ * index-pack for a small pack (docs/git-replication.md).  Returns 0, or
+ * GD_EIO with libgit2's reason in why. */
 static int index_held(struct gitrepl *g, char *why, size_t n)
 {
 	struct fetch *f = &g->f;
