@@ -5,11 +5,13 @@
  *   gitrepl.c    the actor: its pair with the writer, the items (refs to
  *                bring in line with their records), reconcile, losers
  *   packfetch.c  the one fetch in flight: ask a peer, give credit, chunks
- *                into the indexer in a quarantine, check, commit
+ *                into git index-pack (libgit2's indexer for a small
+ *                pack) in a quarantine, check, commit
  *   packsrv.c    packs served to peers: pack-objects streams, credit,
  *                keep-alives
- *   gitproc.c    git child processes and the connectivity check (what git
- *                keeps in run-command.c and connected.c)
+ *   gitproc.c    git child processes, the connectivity check and the
+ *                index-pack a fetch feeds (what git keeps in
+ *                run-command.c, connected.c and fetch-pack.c)
  *
  * Everything in struct gitrepl belongs to the actor, except what the
  * "writer" part names: the writer thread's end of the pair and the last
@@ -84,10 +86,12 @@ struct fetch {
 	char repo[NAME_REPO_MAX + 1];
 	char wants[WANTS_MAX][OID_HEX + 1];
 	size_t nwants;
-	git_odb *odb;               /* the quarantine's */
 	struct buf qdir;            /* the quarantine, "" when none */
-	git_odb_writepack *wp;
-	git_indexer_progress prog;  /* the indexer counts in it: one per pack */
+	struct buf held;            /* the pack's first bytes, until there
+				     * are too many and index-pack starts
+				     * (a small pack: libgit2's indexer) */
+	pid_t ipid;                 /* git index-pack into it, 0: none */
+	int ifd;                    /* its stdin (non-blocking), -1: closed */
 	uint32_t seq;
 	uint64_t last_ms, started_ms, bytes;
 };
@@ -196,6 +200,23 @@ int gitproc_wait(pid_t pid);
  * repository at path, and joins what the refs already reach. */
 bool gitproc_connected(const char *path, const char *qdir,
 		       const char (*wants)[OID_HEX + 1], size_t nwants);
+
+/* Start `git index-pack --stdin --fix-thin --keep` writing into the
+ * quarantine qdir (an objects directory) of the repository at path, whose
+ * objects complete a thin pack; *infd gets its stdin (non-blocking), its
+ * stderr goes to a file in qdir (gitproc_index_why).  The environment is
+ * ours (repos_git_isolate: no global or system configuration).  Returns
+ * the pid or -1. */
+pid_t gitproc_index_start(const char *path, const char *qdir, int *infd);
+
+/* Write len bytes to the non-blocking pipe fd, waiting at most
+ * timeout_ms each time the pipe is full.  Returns 0, or GD_EIO: the child
+ * is gone (EPIPE, never a SIGPIPE) or stalled. */
+int gitproc_feed(int fd, const void *data, size_t len, int timeout_ms);
+
+/* Why index-pack refused its pack (its stderr in qdir), as one line for
+ * the log into out. */
+void gitproc_index_why(const char *qdir, char *out, size_t n);
 
 /* Add each ref tip of repo to out, one 40-hex line each, counting in *n
  * (at most max in all). */
