@@ -4,12 +4,12 @@
  * Every request from grant-shell, grant-keys and grantctl arrives here.
  * The reader answers the rows that only read (cmd.h: CMD_READS without
  * CMD_NODE: push.check, 2fa isval and list-val, keys.list, check,
- * grant.list, user.list, repo.read, repo.list, backup) itself, from the
- * newest read view the writer published: committed state as of a batch
- * the syncer reported durable, so a reader never shows what a crash could
- * still take back, and never waits for a write.  Every other request
- * (writes, and the reads that need the writer's memory: verify, rebuild,
- * rekey) is forwarded to the writer over an inproc pipe, whole; the writer
+ * grant.list, user.list, repo.read, repo.list, backup, status) itself,
+ * from the newest read view the writer published: committed state as of
+ * a batch the syncer reported durable, so a reader never shows what a
+ * crash could still take back, and never waits for a write.  Every other request
+ * (writes, and verify, the read that needs the writer's memory) is
+ * forwarded to the writer over an inproc pipe, whole; the writer
  * answers it back through the same pipe and the reader sends the answer
  * on.  So a write never waits for a read either.
  *
