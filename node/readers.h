@@ -7,11 +7,11 @@
  * grant.list, user.list, repo.read, repo.list, backup, status) itself,
  * from the newest read view the writer published: committed state as of
  * a batch the syncer reported durable, so a reader never shows what a
- * crash could still take back, and never waits for a write.  Every other request
- * (writes, and verify, the read that needs the writer's memory) is
- * forwarded to the writer over an inproc pipe, whole; the writer
- * answers it back through the same pipe and the reader sends the answer
- * on.  So a write never waits for a read either.
+ * crash could still take back, and never waits for a write.  Every
+ * other request (writes, and verify, the read that needs the writer's
+ * memory) is forwarded to the writer over an inproc pipe, whole; the
+ * writer answers it back through the same pipe and the reader sends the
+ * answer on.  So a write never waits for a read either.
  *
  * The reader touches nothing the writer owns: the config, the store's
  * handles and the command table are read only once the node runs; a view
