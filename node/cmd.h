@@ -150,6 +150,16 @@ struct cmd_node {
 	const char *conf_path;    /* the config, absolute */
 };
 
+/* What `status` shows beyond the store, as the reader thread holds it
+ * (readers.c): the writer's parts, rendered on the writer thread
+ * (cmd_status_store, cmd_status_repl) and handed over whole, plus the
+ * reader's own count of bad requests.  Borrowed, read only. */
+struct cmd_status {
+	const cJSON *store;       /* NULL: not published yet */
+	const cJSON *repl;
+	uint64_t bad_requests;    /* frames refused or failing to decode */
+};
+
 struct cmd_ctx {
 	/* config, store, host; p.batch: the batch (CMD_BATCH rows), NULL for
 	 * CMD_READS rows (committed state) */
@@ -157,7 +167,19 @@ struct cmd_ctx {
 	struct ops *ops;          /* CMD_BATCH rows only, else NULL */
 	bool syncing;             /* catching up with peers */
 	const struct cmd_node *node; /* CMD_NODE rows only, else NULL */
+	const struct cmd_status *status; /* the reader's; NULL elsewhere */
 };
+
+/*
+ * The writer's parts of `status`, rendered on the writer thread for the
+ * reader (readers_publish_status); each a new object, the caller's.
+ * store: site, digest, hlc, epoch, vector and the kept counts
+ * (ops_count at now, unix seconds; ops->dropped), as ops holds them now.
+ * repl: peers, replication metrics, git (g NULL: none), refused peers.
+ */
+cJSON *cmd_status_store(struct ops *ops, int64_t now);
+cJSON *cmd_status_repl(struct repl *repl, struct gitrepl *g,
+		       uint64_t now_ms);
 
 /*
  * The rules of row cmd for r, in order: the socket, the argument count,

@@ -1,7 +1,11 @@
 /*
  * cmd_node.c: the node itself, for the administrator: status, verify,
- * backup, rebuild, rekey.  These read beyond the store (the operations'
- * counters, the peers, git replication) through cmd_ctx.node.
+ * backup, rebuild, rekey.  verify, rebuild and rekey read beyond the
+ * store (the operations' counters, the peers, git replication) through
+ * cmd_ctx.node, on the writer thread: verify recomputes the digest from
+ * the records and compares it with the live one.  status is answered by
+ * the reader thread from the parts the writer published
+ * (cmd_status_store, cmd_status_repl) and its view.
  */
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -23,15 +27,6 @@
 #include "banned.h"
 
 /* ---- status, backup, rebuild -------------------------------------------- */
-
-/* Live records of a family (a user or repository not deleted, a grant
- * neither revoked nor expired, a ref that exists), as ops keeps them. */
-static int count_family(struct cmd_ctx *x, struct req *r, enum store_cf cf,
-			int64_t *count)
-{
-	*count = ops_count(x->node->ops, cf, r->now);
-	return 0;
-}
 
 static int cmd_rebuild(struct cmd_ctx *x, struct req *r)
 {
@@ -126,46 +121,22 @@ static int add_conflicts(struct cmd_ctx *x, cJSON *arr)
 	return rc < 0 ? rc : 0;
 }
 
-static int cmd_status(struct cmd_ctx *x, struct req *r)
+cJSON *cmd_status_store(struct ops *ops, int64_t now)
 {
-	const struct cmd_node *n = x->node;
-	const struct ops *ops = n->ops;
-	char digest[2 * DIGEST_LEN + 1];
-	int64_t users, grants, repos, refs;
-	cJSON *j, *applied, *peers, *counts;
-	struct store_iter *it;
-	struct buf v = BUF_INIT;
-	const char *key;
-	size_t klen;
-	int rc;
+	char digest[2 * DIGEST_LEN + 1], h[24], ep[17];
+	cJSON *j = cJSON_CreateObject(), *vector, *counts;
 
-	if ((rc = count_family(x, r, CF_USERS, &users)) < 0 ||
-	    (rc = count_family(x, r, CF_GRANTS, &grants)) < 0 ||
-	    (rc = count_family(x, r, CF_REPOS, &repos)) < 0 ||
-	    (rc = count_family(x, r, CF_REFS, &refs)) < 0)
-		return rc;
 	digest_hex(digest, ops->digest);
-	j = cJSON_CreateObject();
 	cJSON_AddStringToObject(j, "site", ops->site);
 	cJSON_AddStringToObject(j, "digest", digest);
-	{
-		/* beyond 2^53: a JSON integer written as text, not a double */
-		char h[24];
-		snprintf(h, sizeof(h), "%llu",
-			 (unsigned long long)ops->hlc.last);
-		cJSON_AddRawToObject(j, "hlc", h);
-	}
-	{
-		char ep[17];
-		snprintf(ep, sizeof(ep), "%016llx",
-			 (unsigned long long)ops->epoch);
-		cJSON_AddStringToObject(j, "epoch", ep);
-	}
-	applied = cJSON_AddObjectToObject(j, "applied");
-	cJSON *vector = cJSON_AddArrayToObject(j, "vector");
+	/* beyond 2^53: a JSON integer written as text, not a double */
+	snprintf(h, sizeof(h), "%llu", (unsigned long long)ops->hlc.last);
+	cJSON_AddRawToObject(j, "hlc", h);
+	snprintf(ep, sizeof(ep), "%016llx", (unsigned long long)ops->epoch);
+	cJSON_AddStringToObject(j, "epoch", ep);
+	vector = cJSON_AddArrayToObject(j, "vector");
 	for (size_t i = 0; i < ops->nvv; i++) {
 		cJSON *e = cJSON_CreateObject();
-		char ep[17];
 		snprintf(ep, sizeof(ep), "%016llx",
 			 (unsigned long long)ops->vv[i].epoch);
 		cJSON_AddStringToObject(e, "origin", ops->vv[i].origin);
@@ -173,6 +144,54 @@ static int cmd_status(struct cmd_ctx *x, struct req *r)
 		cJSON_AddNumberToObject(e, "seq", (double)ops->vv[i].seq);
 		cJSON_AddItemToArray(vector, e);
 	}
+	/* live records of a family (a user or repository not deleted, a
+	 * grant neither revoked nor expired, a ref that exists), kept by ops */
+	counts = cJSON_AddObjectToObject(j, "counts");
+	cJSON_AddNumberToObject(counts, "users",
+				(double)ops_count(ops, CF_USERS, now));
+	cJSON_AddNumberToObject(counts, "grants",
+				(double)ops_count(ops, CF_GRANTS, now));
+	cJSON_AddNumberToObject(counts, "repos",
+				(double)ops_count(ops, CF_REPOS, now));
+	cJSON_AddNumberToObject(counts, "refs",
+				(double)ops_count(ops, CF_REFS, now));
+	cJSON_AddNumberToObject(counts, "dropped", (double)ops->dropped);
+	return j;
+}
+
+cJSON *cmd_status_repl(struct repl *repl, struct gitrepl *g,
+		       uint64_t now_ms)
+{
+	cJSON *j = cJSON_CreateObject();
+
+	repl_status(repl, cJSON_AddArrayToObject(j, "peers"), now_ms);
+	repl_metrics(repl, cJSON_AddObjectToObject(j, "replication"));
+	if (g)
+		gitrepl_status(g, cJSON_AddObjectToObject(j, "git"));
+	cJSON_AddNumberToObject(j, "refused_peers",
+				(double)repl_refused(repl));
+	return j;
+}
+
+/* A copy of from's member key, as to's member of the same name (none
+ * when from has none). */
+static void take(cJSON *to, const cJSON *from, const char *key)
+{
+	const cJSON *i = cJSON_GetObjectItemCaseSensitive(from, key);
+
+	if (i)
+		cJSON_AddItemToObject(to, key, cJSON_Duplicate(i, true));
+}
+
+/* The per-origin sums of the vector as the view stores it (CF_VV). */
+static int add_applied(struct cmd_ctx *x, cJSON *applied)
+{
+	struct store_iter *it;
+	struct buf v = BUF_INIT;
+	const char *key;
+	size_t klen;
+	int rc;
+
 	store_iter_new(&it, x->p.store, x->p.batch, CF_VV, "", 0);
 	while ((rc = store_iter_next(it, &key, &klen, &v)) > 0) {
 		size_t ol = strnlen(key, klen);
@@ -190,71 +209,104 @@ static int cmd_status(struct cmd_ctx *x, struct req *r)
 	}
 	store_iter_free(&it);
 	buf_free(&v);
-	peers = cJSON_AddArrayToObject(j, "peers");
-	repl_status(n->repl, peers, r->now_ms);
+	return rc < 0 ? rc : 0;
+}
+
+static double num(const cJSON *o, const char *key)
+{
+	return cJSON_GetObjectItemCaseSensitive(o, key)->valuedouble;
+}
+
+static const char *str(const cJSON *o, const char *key)
+{
+	return cJSON_GetObjectItemCaseSensitive(o, key)->valuestring;
+}
+
+/* status as text, from its JSON j (every member present). */
+static int status_text(struct cmd_ctx *x, struct req *r, const cJSON *j)
+{
+	const cJSON *counts = cJSON_GetObjectItemCaseSensitive(j, "counts");
+	const cJSON *o, *git = cJSON_GetObjectItemCaseSensitive(j, "git");
+
+	buf_printf(&r->out, "site:     %s\nepoch:    %s\nhlc:      "
+		   "%s\ndigest:   %s\nusers:    %lld\ngrants:   %lld (live)\n"
+		   "repos:    %lld\ndropped:  %llu\n",
+		   str(j, "site"), str(j, "epoch"), str(j, "hlc"),
+		   str(j, "digest"), (long long)num(counts, "users"),
+		   (long long)num(counts, "grants"),
+		   (long long)num(counts, "repos"),
+		   (unsigned long long)num(counts, "dropped"));
+	cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(j, "applied"))
+		buf_printf(&r->out, "applied:  %s %.0f\n", o->string,
+			   o->valuedouble);
+	cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(j, "peers")) {
+		cJSON *con = cJSON_GetObjectItem(o, "connected");
+		buf_printf(&r->out, "peer:     %s %s last_heard_ms=%.0f "
+			   "lag_ops=%.0f lag_ms=%.0f\n", str(o, "site"),
+			   cJSON_IsTrue(con) ? "connected" : "NOT CONNECTED",
+			   num(o, "last_heard_ms"), num(o, "lag_ops"),
+			   num(o, "lag_ms"));
+	}
+	if (git)
+		buf_printf(&r->out, "git:      pending_refs=%.0f packs_fetched=%.0f "
+			   "fetch_failures=%.0f packs_served=%.0f\n",
+			   num(git, "pending_refs"), num(git, "packs_fetched"),
+			   num(git, "fetch_failures"), num(git, "packs_served"));
+	cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(j, "conflicts"))
+		buf_printf(&r->out, "conflict: repo=%s ref=%s site=%s tip=%s "
+			   "kept_as=%s\n", str(o, "repo"), str(o, "ref"),
+			   str(o, "site"), str(o, "tip"), str(o, "kept_as"));
+	if (x->syncing)
+		buf_puts(&r->out, "syncing:  yes (token validation waits)\n");
+	return 0;
+}
+
+/* Answered by the reader thread: the writer's parts as last published
+ * (x->status), the vector sums and conflicts from the view, the syncing
+ * flag and the bad requests the reader counted. */
+static int cmd_status(struct cmd_ctx *x, struct req *r)
+{
+	const cJSON *s, *rp, *sc;
+	cJSON *j, *applied, *counts;
+	int rc;
+
+	if (!x->status || !x->status->store || !x->status->repl)
+		return cmd_refuse(r, "status not known yet: try again");
+	s = x->status->store;
+	rp = x->status->repl;
+	sc = cJSON_GetObjectItemCaseSensitive(s, "counts");
+	j = cJSON_CreateObject();
+	take(j, s, "site");
+	take(j, s, "digest");
+	take(j, s, "hlc");
+	take(j, s, "epoch");
+	applied = cJSON_AddObjectToObject(j, "applied");
+	take(j, s, "vector");
+	take(j, rp, "peers");
 	cJSON_AddBoolToObject(j, "syncing", x->syncing);
-	repl_metrics(n->repl, cJSON_AddObjectToObject(j, "replication"));
-	if (n->gitrepl)
-		gitrepl_status(n->gitrepl, cJSON_AddObjectToObject(j, "git"));
-	if ((rc = add_conflicts(x, cJSON_AddArrayToObject(j, "conflicts"))) < 0) {
+	take(j, rp, "replication");
+	take(j, rp, "git");
+	if ((rc = add_applied(x, applied)) < 0 ||
+	    (rc = add_conflicts(x, cJSON_AddArrayToObject(j, "conflicts"))) < 0) {
 		cJSON_Delete(j);
 		return rc;
 	}
 	counts = cJSON_AddObjectToObject(j, "counts");
-	cJSON_AddNumberToObject(counts, "users", (double)users);
-	cJSON_AddNumberToObject(counts, "grants", (double)grants);
-	cJSON_AddNumberToObject(counts, "repos", (double)repos);
-	cJSON_AddNumberToObject(counts, "refs", (double)refs);
-	cJSON_AddNumberToObject(counts, "dropped", (double)ops->dropped);
+	take(counts, sc, "users");
+	take(counts, sc, "grants");
+	take(counts, sc, "repos");
+	take(counts, sc, "refs");
+	take(counts, sc, "dropped");
 	cJSON_AddNumberToObject(counts, "bad_requests",
-				(double)n->bad_requests);
-	cJSON_AddNumberToObject(counts, "refused_peers",
-				(double)repl_refused(n->repl));
+				(double)x->status->bad_requests);
+	take(counts, rp, "refused_peers");
 	if (r->rq->json) {
 		cmd_print_json(r, j);
 		return 0;
 	}
-	buf_printf(&r->out, "site:     %s\nepoch:    %016llx\nhlc:      "
-		   "%llu\ndigest:   %s\nusers:    %lld\ngrants:   %lld (live)\n"
-		   "repos:    %lld\ndropped:  %llu\n",
-		   ops->site, (unsigned long long)ops->epoch,
-		   (unsigned long long)ops->hlc.last, digest,
-		   (long long)users, (long long)grants, (long long)repos,
-		   (unsigned long long)ops->dropped);
-	cJSON *o;
-	cJSON_ArrayForEach(o, applied)
-		buf_printf(&r->out, "applied:  %s %.0f\n", o->string,
-			   o->valuedouble);
-	cJSON_ArrayForEach(o, peers) {
-		cJSON *con = cJSON_GetObjectItem(o, "connected");
-		buf_printf(&r->out, "peer:     %s %s last_heard_ms=%.0f "
-			   "lag_ops=%.0f lag_ms=%.0f\n",
-			   cJSON_GetObjectItem(o, "site")->valuestring,
-			   cJSON_IsTrue(con) ? "connected" : "NOT CONNECTED",
-			   cJSON_GetObjectItem(o, "last_heard_ms")->valuedouble,
-			   cJSON_GetObjectItem(o, "lag_ops")->valuedouble,
-			   cJSON_GetObjectItem(o, "lag_ms")->valuedouble);
-	}
-	cJSON *git = cJSON_GetObjectItem(j, "git");
-	if (git)
-		buf_printf(&r->out, "git:      pending_refs=%.0f packs_fetched=%.0f "
-			   "fetch_failures=%.0f packs_served=%.0f\n",
-			   cJSON_GetObjectItem(git, "pending_refs")->valuedouble,
-			   cJSON_GetObjectItem(git, "packs_fetched")->valuedouble,
-			   cJSON_GetObjectItem(git, "fetch_failures")->valuedouble,
-			   cJSON_GetObjectItem(git, "packs_served")->valuedouble);
-	cJSON_ArrayForEach(o, cJSON_GetObjectItem(j, "conflicts"))
-		buf_printf(&r->out, "conflict: repo=%s ref=%s site=%s tip=%s "
-			   "kept_as=%s\n",
-			   cJSON_GetObjectItem(o, "repo")->valuestring,
-			   cJSON_GetObjectItem(o, "ref")->valuestring,
-			   cJSON_GetObjectItem(o, "site")->valuestring,
-			   cJSON_GetObjectItem(o, "tip")->valuestring,
-			   cJSON_GetObjectItem(o, "kept_as")->valuestring);
-	if (x->syncing)
-		buf_puts(&r->out, "syncing:  yes (token validation waits)\n");
+	rc = status_text(x, r, j);
 	cJSON_Delete(j);
-	return 0;
+	return rc;
 }
 
 /* ---- rekey -------------------------------------------------------------- */
@@ -407,7 +459,7 @@ static int cmd_verify(struct cmd_ctx *x, struct req *r)
 /* ---- the rows ----------------------------------------------------------- */
 
 const struct cmd cmd_node_rows[] = {
-	CMD_ROW("status", CMD_ON_ADMIN | CMD_READS | CMD_NODE, 0, 0,
+	CMD_ROW("status", CMD_ON_ADMIN | CMD_READS, 0, 0,
 		cmd_status),
 	CMD_ROW("verify", CMD_ON_ADMIN | CMD_READS | CMD_NODE, 0, 0,
 		cmd_verify),

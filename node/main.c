@@ -24,6 +24,7 @@
 #include <unistd.h>
 #include <zmq.h>
 
+#include "cmd.h"
 #include "config.h"
 #include "control.h"
 #include "crashpoint.h"
@@ -237,8 +238,36 @@ static void pump_gitrepl(struct node *n)
 			  "again at the next start");
 }
 
+/* Every STATUS_MS at most, the parts of status that changed go to the
+ * reader (readers_publish_status); last[] are the writer's copies of
+ * what it last sent, to compare with. */
+#define STATUS_MS 100
+
+static void tick_status(struct node *n, cJSON *last[2], uint64_t now_ms)
+{
+	cJSON *part[2] = {
+		cmd_status_store(&n->ops, (int64_t)(now_ms / 1000)),
+		cmd_status_repl(n->repl, n->gitrepl, now_ms),
+	};
+	cJSON *give[2] = { NULL, NULL };
+
+	for (int i = 0; i < 2; i++) {
+		if (last[i] && cJSON_Compare(last[i], part[i], true)) {
+			cJSON_Delete(part[i]);
+			continue;
+		}
+		cJSON_Delete(last[i]);
+		last[i] = part[i];
+		give[i] = cJSON_Duplicate(part[i], true);
+	}
+	if (give[0] || give[1])
+		readers_publish_status(n->readers, give[0], give[1]);
+}
+
 static int run(struct node *n)
 {
+	cJSON *status_last[2] = { NULL, NULL };
+	uint64_t status_at = 0;
 	zmq_pollitem_t items[3 + 2 + 2 * CONFIG_MAX_PEERS];
 	bool was_syncing = n->syncing;
 	int nitems;
@@ -288,7 +317,13 @@ static int run(struct node *n)
 		was_syncing = n->syncing;
 		reap_hooks(n);
 		writer_tick(n->writer, now);
+		if (now - status_at >= STATUS_MS) {
+			tick_status(n, status_last, now);
+			status_at = now;
+		}
 	}
+	for (int i = 0; i < 2; i++)
+		cJSON_Delete(status_last[i]);
 	log_info("node stopping site=%s", n->cfg->site);
 	/* finish in-flight writes: answer them once they are durable */
 	writer_drain(n->writer, repl_publish, n->repl);
@@ -296,15 +331,19 @@ static int run(struct node *n)
 }
 
 /* A durable view goes to the reader thread, with the syncing flag of the
- * moment (writer_opts.view_fn). */
+ * moment and the counters status shows, before the replies it covers
+ * (writer_opts.view_fn). */
 static void give_view(struct store_batch *view, void *payload)
 {
 	struct node *n = payload;
 
-	if (n->readers)
+	if (n->readers) {
+		readers_publish_status(n->readers, cmd_status_store(
+			&n->ops, (int64_t)(hlc_wall_ms() / 1000)), NULL);
 		readers_publish(n->readers, view, n->syncing);
-	else
+	} else {
 		store_batch_free(&view);
+	}
 }
 
 /* The reader thread, with a first view of the committed state. */
@@ -316,8 +355,12 @@ static int start_readers(struct node *n)
 		.zctx = n->zctx, .syncing = n->syncing,
 	};
 
+	uint64_t now_ms = hlc_wall_ms();
+
 	store_view_new(&view, n->store);
 	ro.view = view;
+	ro.status_store = cmd_status_store(&n->ops, (int64_t)(now_ms / 1000));
+	ro.status_repl = cmd_status_repl(n->repl, n->gitrepl, now_ms);
 	return readers_start(&n->readers, &ro);
 }
 

@@ -7,6 +7,7 @@
  * writer nothing.  Why forward whole frames: the writer decodes them
  * again (a few microseconds) and keeps its batch logic exactly as it was.
  */
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <grp.h>
 #include <pthread.h>
@@ -45,9 +46,12 @@ struct readers {
 	pthread_mutex_t lock;
 	struct store_batch *next_view;
 	bool next_syncing;
+	cJSON *next_status[2];      /* store, repl parts (cmd.h) */
 	/* the thread's own */
 	struct store_batch *view;
 	bool syncing;
+	cJSON *status[2];           /* the newest parts taken */
+	uint64_t bad_requests;      /* refused or undecodable frames */
 	struct buf ident, payload, fwd;
 };
 
@@ -138,12 +142,15 @@ static bool reader_row(const struct cmd *cmd)
 /* Answer r (decoded, its row cmd) from the view. */
 static void answer(struct readers *rd, const struct cmd *cmd, struct req *r)
 {
+	struct cmd_status st = { rd->status[0], rd->status[1],
+				 rd->bad_requests };
 	struct cmd_ctx x;
 	int rc;
 
 	if (cmd_admit(cmd, r, rd->syncing))
 		return;
 	memset(&x, 0, sizeof(x));
+	x.status = &st;
 	x.p.cfg = rd->cfg;
 	x.p.store = rd->store;
 	x.p.batch = rd->view;
@@ -167,7 +174,8 @@ static int serve_one(struct readers *rd, int idx)
 	if (got == 0)
 		return 0;
 	if (got == GD_ETOOBIG) {
-		/* answered here; counted by the writer, whose status shows it */
+		/* answered and counted here (the writer counts it too) */
+		rd->bad_requests++;
 		memset(&r, 0, sizeof(r));
 		buf_add(&r.ident, rd->ident.p, rd->ident.len);
 		control_refuse_oversized(&r, rd->socks[idx], idx == 1);
@@ -182,6 +190,8 @@ static int serve_one(struct readers *rd, int idx)
 	if (control_decode(&r.rq, (const uint8_t *)rd->payload.p,
 			   rd->payload.len, &why) == 0)
 		cmd = cmd_table_find(rd->cmds, r.rq->cmd);
+	else
+		rd->bad_requests++; /* the writer answers it */
 	buf_free(&why);
 	if (!reader_row(cmd) || !rd->view) {
 		/* the writer's, or a bad one (the writer answers and counts) */
@@ -231,11 +241,21 @@ static int from_writer(struct readers *rd)
 		size_t idlen = zmq_msg_size(&m[0]);
 		if (idlen == 1 && id[0] == 'V') {
 			struct store_batch *v;
+			cJSON *st[2];
 			pthread_mutex_lock(&rd->lock);
 			v = rd->next_view;
 			rd->next_view = NULL;
 			rd->syncing = rd->next_syncing;
+			for (int i = 0; i < 2; i++) {
+				st[i] = rd->next_status[i];
+				rd->next_status[i] = NULL;
+			}
 			pthread_mutex_unlock(&rd->lock);
+			for (int i = 0; i < 2; i++)
+				if (st[i]) {
+					cJSON_Delete(rd->status[i]);
+					rd->status[i] = st[i];
+				}
 			if (v) {
 				store_batch_free(&rd->view);
 				rd->view = v;
@@ -316,6 +336,8 @@ int readers_start(struct readers **out, const struct readers_opts *o)
 	snprintf(rd->host, sizeof(rd->host), "%s", o->host ? o->host : "");
 	rd->view = view;
 	rd->syncing = o->syncing;
+	rd->status[0] = o->status_store;
+	rd->status[1] = o->status_repl;
 	pthread_mutex_init(&rd->lock, NULL);
 	snprintf(rd->endpoint, sizeof(rd->endpoint), "inproc://readers-%p",
 		 (void *)rd);
@@ -370,6 +392,10 @@ void readers_stop(struct readers **rp)
 		zmq_close(rd->pipe);
 	store_batch_free(&rd->view);
 	store_batch_free(&rd->next_view);
+	for (int i = 0; i < 2; i++) {
+		cJSON_Delete(rd->status[i]);
+		cJSON_Delete(rd->next_status[i]);
+	}
 	pthread_mutex_destroy(&rd->lock);
 	cmd_table_free(&rd->cmds);
 	if (rd->payload.p)
@@ -402,5 +428,24 @@ void readers_publish(struct readers *rd, struct store_batch *view,
 	pthread_mutex_unlock(&rd->lock);
 	if (send_frames(rd->pipe, p, len, 3, 0) < 0)
 		log_error("read view not announced to the reader: %s",
+			  zmq_strerror(errno));
+}
+
+void readers_publish_status(struct readers *rd, cJSON *store, cJSON *repl)
+{
+	const void *p[3] = { "V", "", "" };
+	size_t len[3] = { 1, 0, 0 };
+	cJSON *part[2] = { store, repl };
+
+	pthread_mutex_lock(&rd->lock);
+	for (int i = 0; i < 2; i++)
+		if (part[i]) {
+			/* one the reader has not taken yet is already older */
+			cJSON_Delete(rd->next_status[i]);
+			rd->next_status[i] = part[i];
+		}
+	pthread_mutex_unlock(&rd->lock);
+	if (send_frames(rd->pipe, p, len, 3, 0) < 0)
+		log_error("status not announced to the reader: %s",
 			  zmq_strerror(errno));
 }

@@ -4,14 +4,14 @@
  * Every request from grant-shell, grant-keys and grantctl arrives here.
  * The reader answers the rows that only read (cmd.h: CMD_READS without
  * CMD_NODE: push.check, 2fa isval and list-val, keys.list, check,
- * grant.list, user.list, repo.read, repo.list, backup) itself, from the
- * newest read view the writer published: committed state as of a batch
- * the syncer reported durable, so a reader never shows what a crash could
- * still take back, and never waits for a write.  Every other request
- * (writes, and the reads that need the writer's memory: status, verify)
- * is forwarded to the writer over an inproc pipe, whole; the writer
- * answers it back through the same pipe and the reader sends the answer
- * on.  So a write never waits for a read either.
+ * grant.list, user.list, repo.read, repo.list, backup, status) itself,
+ * from the newest read view the writer published: committed state as of
+ * a batch the syncer reported durable, so a reader never shows what a
+ * crash could still take back, and never waits for a write.  Every
+ * other request (writes, and verify, the read that needs the writer's
+ * memory) is forwarded to the writer over an inproc pipe, whole; the
+ * writer answers it back through the same pipe and the reader sends the
+ * answer on.  So a write never waits for a read either.
  *
  * The reader touches nothing the writer owns: the config, the store's
  * handles and the command table are read only once the node runs; a view
@@ -28,8 +28,16 @@
  * writer to reader:
  *   [0|1 routing-id]["" ][reply]         an answer to send on
  *   ["V"]["" ]["" ]                      a new read view and syncing
- *                                        flag wait in the hand-over slot
- *                                        (readers_publish)
+ *                                        flag, or status parts, wait in
+ *                                        the hand-over slots
+ *                                        (readers_publish,
+ *                                        readers_publish_status)
+ *
+ * `status` is a read answered here too: the writer publishes what it
+ * alone knows (its counters, the peers, git replication) as rendered
+ * JSON parts (cmd.h: cmd_status_store, cmd_status_repl) with each
+ * durable view and when they change, and the reader counts the bad
+ * requests it sees itself.
  */
 #ifndef GD_READERS_H
 #define GD_READERS_H
@@ -50,6 +58,8 @@ struct readers_opts {
 	void *zctx;
 	struct store_batch *view;      /* the first view; now the reader's */
 	bool syncing;
+	struct cJSON *status_store;    /* the first status parts (NULL: none */
+	struct cJSON *status_repl;     /* yet); now the reader's */
 };
 
 /* Bind both sockets (removing stale socket files first, setting their
@@ -69,5 +79,12 @@ void *readers_pipe(struct readers *rd);
  * syncing flag.  Writer thread. */
 void readers_publish(struct readers *rd, struct store_batch *view,
 		     bool syncing);
+
+/* Hand the reader new parts of status (cmd.h: cmd_status_store,
+ * cmd_status_repl); their ownership moves; NULL: that part unchanged.
+ * Published before the replies they cover (readers.h's pipe keeps the
+ * order).  Writer thread. */
+void readers_publish_status(struct readers *rd, struct cJSON *store,
+			    struct cJSON *repl);
 
 #endif

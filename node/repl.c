@@ -107,7 +107,16 @@ struct metrics {
 	uint64_t behind_since_ms;  /* current episode, 0: level */
 	uint64_t episode_ops;
 	uint64_t last_ops, last_ms;
+	/* the percentiles status shows, as of sorted_n samples */
+	uint64_t sorted_n, sorted_at_ms;
+	uint32_t p50, p99, max;
 };
+
+/* status renders every 100 ms (main.c): with more samples than this
+ * (a sort of up to LAT_SAMPLES takes tens of ms) the percentiles are
+ * sorted again at most every LAT_SORT_MS. */
+#define LAT_SORT_CHEAP 4096
+#define LAT_SORT_MS 1000
 
 struct repl {
 	struct ops *ops;             /* the writer's: this thread's */
@@ -1302,21 +1311,39 @@ static int cmp_u32(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* Sort the samples again for their percentiles when new ones came (see
+ * LAT_SORT_CHEAP). */
+static void lat_sort(struct metrics *m)
+{
+	uint64_t n = m->lat_n < LAT_SAMPLES ? m->lat_n : LAT_SAMPLES;
+	uint64_t now = clock_mono_ms();
+
+	if (!n || !m->lat_us || m->sorted_n == m->lat_n ||
+	    (n > LAT_SORT_CHEAP && m->sorted_n &&
+	     now - m->sorted_at_ms < LAT_SORT_MS))
+		return;
+	uint32_t *v = malloc(n * sizeof(*v));
+	if (!v)
+		abort();
+	memcpy(v, m->lat_us, n * sizeof(*v));
+	qsort(v, n, sizeof(*v), cmp_u32);
+	m->p50 = v[n / 2];
+	m->p99 = v[n * 99 / 100];
+	m->max = v[n - 1];
+	free(v);
+	m->sorted_n = m->lat_n;
+	m->sorted_at_ms = now;
+}
+
 void repl_metrics(struct repl *r, cJSON *obj)
 {
-	uint64_t n = r->met.lat_n < LAT_SAMPLES ? r->met.lat_n : LAT_SAMPLES;
 	cJSON *lat = cJSON_AddObjectToObject(obj, "latency_us");
+	lat_sort(&r->met);
 	cJSON_AddNumberToObject(lat, "count", (double)r->met.lat_n);
-	if (n && r->met.lat_us) {
-		uint32_t *v = malloc(n * sizeof(*v));
-		if (!v)
-			abort();
-		memcpy(v, r->met.lat_us, n * sizeof(*v));
-		qsort(v, n, sizeof(*v), cmp_u32);
-		cJSON_AddNumberToObject(lat, "p50", v[n / 2]);
-		cJSON_AddNumberToObject(lat, "p99", v[n * 99 / 100]);
-		cJSON_AddNumberToObject(lat, "max", v[n - 1]);
-		free(v);
+	if (r->met.sorted_n) {
+		cJSON_AddNumberToObject(lat, "p50", r->met.p50);
+		cJSON_AddNumberToObject(lat, "p99", r->met.p99);
+		cJSON_AddNumberToObject(lat, "max", r->met.max);
 	}
 	cJSON *dr = cJSON_AddObjectToObject(obj, "dropped");
 	for (int i = 0; i < DROP__COUNT; i++)

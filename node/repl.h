@@ -101,7 +101,9 @@ int repl_rebuild(struct repl *r, const char *site);
 /* Add "latency_us" {count, p50, p99, max} (live operations, publish at
  * the origin to committed here), "dropped" {forged_origin, snapshot_record,
  * snapshot_vector, heartbeat_vector} (peer input refused, by reason; each
- * also in counts.dropped) and "last_catchup" {ops, ms} to obj. */
+ * also in counts.dropped) and "last_catchup" {ops, ms} to obj.  With
+ * more than 4096 samples, p50/p99/max are sorted again at most once a
+ * second (status renders every 100 ms): up to a second behind count. */
 void repl_metrics(struct repl *r, cJSON *obj);
 
 /* ZAP refusals so far. */

@@ -46,6 +46,19 @@ t_expect 0 "grantctl verify exits 0 after a restart" t_ctl verify
 t_eq "the digest is the same as before" "$(t_digest)" "$digest"
 t_hasnt "the node found nothing to mend at start" "$(<"$T_SITE/grantd.log")" "did not match the records"
 
+t_section "status, answered off the writer, shows a write at once"
+# the reader thread answers status from what the writer published with
+# the write's durable view, before the write's reply went out
+for i in 1 2 3 4 5; do
+	t_user "v$i"
+	t_eq "status counts user v$i at once" \
+		"$(t_ctl status --json | t_json 'j["counts"]["users"]')" $((2 + i))
+	t_eq "status's digest is verify's live one" \
+		"$(t_ctl verify --json | t_json "j['live'] == '$(t_digest)'")" true
+done
+t_expect 0 "grantctl status (text)" t_ctl status
+t_has "text counts 7 users" "$OUT" "users:    7"
+
 t_section "usage"
 t_expect 0 "grantctl --help" t_ctl --help
 t_has "--help names verify" "$OUT" "verify [--json]"

@@ -9,7 +9,9 @@
  *   - a write is forwarded whole to the writer, and its answer comes back
  *     to the client through the reader;
  *   - a view shows a change only once the writer publishes it;
- *   - the syncing flag the writer publishes gates the 2fa reads.
+ *   - the syncing flag the writer publishes gates the 2fa reads;
+ *   - status is answered here from the parts the writer published, each
+ *     replaced one freed, its counts those of the last publish.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,9 +20,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <cjson/cJSON.h>
 #include <git2.h>
 #include <sodium.h>
 #include <zmq.h>
@@ -336,6 +340,79 @@ static void test_syncing_gate(void **state)
 	buf_free(&err);
 }
 
+/* cJSON allocations not yet freed, on any thread. */
+static long cjson_live;
+
+static void *count_malloc(size_t n)
+{
+	__atomic_add_fetch(&cjson_live, 1, __ATOMIC_SEQ_CST);
+	return malloc(n);
+}
+
+static void count_free(void *p)
+{
+	if (p)
+		__atomic_sub_fetch(&cjson_live, 1, __ATOMIC_SEQ_CST);
+	free(p);
+}
+
+/* What repl and gitrepl would render (cmd_status_repl), by hand. */
+static cJSON *repl_part(double refused)
+{
+	cJSON *j = cJSON_CreateObject();
+	cJSON *p = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(p, "site", "reader2");
+	cJSON_AddBoolToObject(p, "connected", true);
+	cJSON_AddNumberToObject(p, "last_heard_ms", 12);
+	cJSON_AddNumberToObject(p, "lag_ops", 3);
+	cJSON_AddNumberToObject(p, "lag_ms", 40);
+	cJSON_AddItemToArray(cJSON_AddArrayToObject(j, "peers"), p);
+	cJSON_AddObjectToObject(j, "replication");
+	cJSON_AddNumberToObject(j, "refused_peers", refused);
+	return j;
+}
+
+/* status is answered by the reader while nobody reads the writer's pipe,
+ * from the parts last published: a count changes only with a publish,
+ * and every part replaced (taken or not) is freed. */
+static void test_status(void **state)
+{
+	struct fixture *f = *state;
+	struct buf out = BUF_INIT, err = BUF_INIT;
+	int64_t now = (int64_t)time(NULL);
+
+	cJSON_InitHooks(&(cJSON_Hooks){ count_malloc, count_free });
+	/* nothing published yet: refused, not guessed */
+	send_req(f->admin, "status", NULL, NULL, NULL);
+	assert_int_equal(recv_reply(f->admin, &out, &err), GD_EXIT_REFUSED);
+	readers_publish_status(f->rd, cmd_status_store(&f->o, now),
+			       repl_part(0));
+	send_req(f->admin, "status", NULL, NULL, NULL);
+	assert_int_equal(recv_reply(f->admin, &out, &err), 0);
+	assert_non_null(strstr(out.p, "site:     reader1\n"));
+	assert_non_null(strstr(out.p, "users:    1\n"));
+	assert_non_null(strstr(out.p, "peer:     reader2 connected "
+				      "last_heard_ms=12 lag_ops=3 lag_ms=40\n"));
+	/* written, not published: status still says 1 */
+	add_user(f, "carol", KEY_CAROL);
+	send_req(f->admin, "status", NULL, NULL, NULL);
+	assert_int_equal(recv_reply(f->admin, &out, &err), 0);
+	assert_non_null(strstr(out.p, "users:    1\n"));
+	/* two publishes before the reader looks: the first is freed unseen */
+	readers_publish_status(f->rd, cmd_status_store(&f->o, now), NULL);
+	readers_publish_status(f->rd, cmd_status_store(&f->o, now),
+			       repl_part(7));
+	send_req(f->admin, "status", NULL, NULL, NULL);
+	assert_int_equal(recv_reply(f->admin, &out, &err), 0);
+	assert_non_null(strstr(out.p, "users:    2\n"));
+	readers_stop(&f->rd);
+	assert_int_equal(__atomic_load_n(&cjson_live, __ATOMIC_SEQ_CST), 0);
+	cJSON_InitHooks(NULL);
+	buf_free(&out);
+	buf_free(&err);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -347,6 +424,7 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_syncing_gate, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_status, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, setup_group, teardown_group);
 }
