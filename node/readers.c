@@ -285,11 +285,13 @@ static int keys_answer(void *arg, const char *fp, struct buf *out)
 	r.now_ms = hlc_wall_ms();
 	r.now = (int64_t)(r.now_ms / 1000);
 	answer(rd, cmd, &r);
-	if (r.status == GD_EXIT_OK)
-		buf_add(out, r.out.p, r.out.len);
-	else
+	if (r.status == GD_EXIT_OK) {
+		if (r.out.len)
+			buf_add(out, r.out.p, r.out.len);
+	} else {
 		buf_printf(out, "!%d %.200s\n", r.status,
 			   r.err.len ? buf_str(&r.err) : "refused");
+	}
 	buf_free(&r.out);
 	buf_free(&r.err);
 	buf_free(&r.uri);
