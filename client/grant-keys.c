@@ -219,7 +219,8 @@ int main(int argc, char **argv)
 	buf_add(&ans, "", 1);          /* a C string */
 	if (ans.p[0] == '!') {
 		/* "!N message": the node's refusal or failure */
-		int st = ans.p[1] == '2' ? GD_EXIT_USAGE : GD_EXIT_INTERNAL;
+		int st = ans.p[1] == '1' || ans.p[1] == '2' ? ans.p[1] - '0'
+							    : GD_EXIT_INTERNAL;
 		fprintf(stderr, "%s: %s", prog, ans.p + 1 + (ans.p[1] != 0));
 		rc = st;
 		goto done;

@@ -41,6 +41,7 @@ struct keysock {
 	int max_conns;
 	int64_t deadline_ms;
 	uint64_t seq;
+	uint64_t full_logged;    /* clock_mono_ms of the last "full" line */
 	struct conn *conns;
 };
 
@@ -139,8 +140,12 @@ static struct conn *slot(struct keysock *ks)
 		if (!old || c->seq < old->seq)
 			old = c;
 	}
-	log_warn("keys socket full, oldest connection closed conns=%d",
-		 ks->max_conns);
+	/* at most a line a second, however fast a flood connects */
+	if (clock_mono_ms() - ks->full_logged >= 1000) {
+		ks->full_logged = clock_mono_ms();
+		log_warn("keys socket full, oldest connection closed "
+			 "conns=%d", ks->max_conns);
+	}
 	conn_close(old);
 	return old;
 }
