@@ -3,103 +3,190 @@
  *
  * Given the offered key's fingerprint (sshd's %f), prints the one
  * forced-command line of the user whose key it is, which the node finds
- * in its fingerprint index; without one, a line per SSH key of every
- * active user.  Both come from the replicated user store, so a user added
- * at one site can log in at every site:
+ * in its fingerprint index:
  *
  *   command="/usr/bin/grant-shell --config /etc/grantd/grantd.conf alice",
  *   no-pty,no-port-forwarding,no-agent-forwarding,no-X11-forwarding KEY
  *
- * (one line).  grant-shell is named by its absolute path: beside this
- * program unless --shell says otherwise.  Prints nothing and exits 3 when
- * the node cannot be reached, 4 when it failed to decide, so sshd admits
- * no one (fail closed).
+ * (one line), or nothing.  grant-shell is named by its absolute path:
+ * beside this program unless --shell says otherwise.  Prints nothing and
+ * exits 3 when the node cannot be reached, 4 when it failed to decide, so
+ * sshd admits no one (fail closed).
+ *
+ * sshd runs it on every login, so it starts fast: it asks the node's keys
+ * socket (node/keysock.h: "FINGERPRINT\n" in, the answer out, a plain unix
+ * socket) and links only libc and the config reader (no ZeroMQ, no
+ * protobuf; static when the build allows).  Without a FINGERPRINT (every
+ * key of every user, a large answer nobody waits for at each login) it
+ * runs grant-keys-list beside it, which asks keys.list over the user
+ * socket as before.
  */
+#include <errno.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "authkeys.h"
+#include "buf.h"
 #include "config.h"
 #include "err.h"
-#include "names.h"
-#include "wire.h"
 #include "banned.h"
 
 static const char prog[] = "grant-keys";
 
-static void usage(FILE *fp)
+#define KEYS_TIMEOUT_MS 15000        /* as the other clients (cli.h) */
+#define KEYS_MAX_ANSWER 65536        /* as the node's (keysock.h) */
+
+/* --config, --shell, -h: as cli_options (cli.c links ZeroMQ).  Returns an
+ * exit status, or -1 to go on with argv[*next]. */
+static int options(int argc, char **argv, int *next, const char **config,
+		   const char **shell)
 {
-	fprintf(fp,
-"usage: grant-keys [--config FILE] [--shell PATH] [ACCOUNT [FINGERPRINT]]\n"
-"\n"
-"sshd AuthorizedKeysCommand: print the forced-command authorized_keys line\n"
-"(command=\"grant-shell USER\") of the user whose SSH key has FINGERPRINT\n"
-"(sshd's %%f, SHA256:...), or nothing when no active user has that key;\n"
-"without FINGERPRINT, a line for every active user's every key.  ACCOUNT\n"
-"(sshd's %%u, the git account) is not looked at.  Use it in sshd_config\n"
-"for the git account:\n"
-"\n"
-"  Match User git\n"
-"      AuthorizedKeysCommand /usr/bin/grant-keys --config /etc/grantd/grantd.conf %%u %%f\n"
-"      AuthorizedKeysCommandUser git\n"
-"\n"
-"  --config FILE  configuration (default $GRANTD_CONFIG, then %s);\n"
-"                 passed on to grant-shell in every line\n"
-"  --shell PATH   grant-shell to name (default: beside this program)\n"
-"  -h, --help     this text\n"
-"\n"
-"Exit status: 0 done, 2 usage error, 3 node unreachable, 4 the node failed\n"
-"to decide (3 and 4: nothing printed, a server problem said on stderr).\n",
-		CONFIG_DEFAULT_PATH);
+	int i = 1;
+
+	for (; i < argc && argv[i][0] == '-'; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			authkeys_usage(stdout);
+			return GD_EXIT_OK;
+		}
+		if (!strncmp(a, "--config=", 9))
+			*config = a + 9;
+		else if (!strcmp(a, "--config") && i + 1 < argc)
+			*config = argv[++i];
+		else if (!strcmp(a, "--shell") && i + 1 < argc)
+			*shell = argv[++i];
+		else {
+			fprintf(stderr, "%s: unknown option or missing value "
+				"'%s' (see %s --help)\n", prog, a, prog);
+			return GD_EXIT_USAGE;
+		}
+	}
+	*next = i;
+	return -1;
 }
 
-static int shell_beside_me(char *out, size_t len)
+/* Run grant-keys-list with our arguments (no FINGERPRINT). */
+static int run_list(char **argv)
 {
-	char self[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (n <= 0)
-		return GD_EIO;
-	self[n] = '\0';
-	char *slash = strrchr(self, '/');
-	if (!slash)
-		return GD_EIO;
-	*slash = '\0';
-	int w = snprintf(out, len, "%s/grant-shell", self);
-	return w < 0 || (size_t)w >= len ? GD_EIO : 0;
+	char path[PATH_MAX];
+
+	if (authkeys_beside_me(path, sizeof(path), "grant-keys-list") < 0) {
+		fprintf(stderr, "%s: cannot find grant-keys-list\n", prog);
+		return GD_EXIT_INTERNAL;
+	}
+	execv(path, argv);
+	fprintf(stderr, "%s: cannot run %s: %s\n", prog, path,
+		strerror(errno));
+	return GD_EXIT_INTERNAL;
 }
 
-/* A path is put between double quotes in the command= option: refuse
- * anything that could end the quotes or the line. */
-static bool path_ok(const char *p)
+static long ms_left(const struct timespec *end)
 {
-	return p[0] == '/' && !strpbrk(p, "\"\\\n\r ");
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	long ms = (end->tv_sec - now.tv_sec) * 1000 +
+		  (end->tv_nsec - now.tv_nsec) / 1000000;
+	return ms > 0 ? ms : 0;
+}
+
+/* Ask the keys socket at path about fp: the whole answer in *ans.
+ * Returns 0, or GD_EUNREACH with why in err. */
+static int ask(const char *path, const char *fp, struct buf *ans,
+	       const char **err)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct timespec end;
+	char line[256];
+	int fd, rc = GD_EUNREACH, n = snprintf(line, sizeof(line), "%s\n", fp);
+
+	*err = "no answer";
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		*err = "socket path too long";
+		return GD_EUNREACH;
+	}
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		*err = strerror(errno);
+		goto done;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &end);
+	end.tv_sec += KEYS_TIMEOUT_MS / 1000;
+	/* a line is far below a socket's buffer: one send */
+	if (send(fd, line, (size_t)n, MSG_NOSIGNAL) != n) {
+		*err = strerror(errno);
+		goto done;
+	}
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		char chunk[4096];
+		int ready = poll(&p, 1, (int)ms_left(&end));
+		if (ready < 0 && errno == EINTR)
+			continue;
+		if (ready <= 0) {
+			*err = ready ? strerror(errno) : "timed out";
+			goto done;
+		}
+		ssize_t got = recv(fd, chunk, sizeof(chunk), 0);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0) {
+			*err = strerror(errno);
+			goto done;
+		}
+		if (got == 0)
+			break;
+		if (ans->len + (size_t)got > KEYS_MAX_ANSWER) {
+			*err = "answer too long";
+			goto done;
+		}
+		buf_add(ans, chunk, (size_t)got);
+	}
+	/* the node closes after a whole answer: "" or lines */
+	if (ans->len && ans->p[ans->len - 1] != '\n') {
+		*err = "answer cut short";
+		goto done;
+	}
+	rc = 0;
+done:
+	if (fd >= 0)
+		close(fd);
+	return rc;
 }
 
 int main(int argc, char **argv)
 {
-	const char *cfg_path = NULL, *shell = NULL, *fp = NULL;
+	const char *cfg_path = NULL, *shell = NULL, *fp, *why;
 	char shell_buf[PATH_MAX], cfg_abs[PATH_MAX];
-	Grantd__V1__Request req = GRANTD__V1__REQUEST__INIT;
-	Grantd__V1__Reply *rep = NULL;
+	struct buf err = BUF_INIT, ans = BUF_INIT;
 	struct config *cfg = NULL;
 	int i = 1, rc;
 
-	const struct cli_opt extra[] = { { "--shell", &shell },
-					 { NULL, NULL } };
-	rc = cli_options(argc, argv, &i, prog, usage, &cfg_path, extra);
-	if (rc >= 0)
+	if ((rc = options(argc, argv, &i, &cfg_path, &shell)) >= 0)
 		return rc;
 	if (argc - i > 2) {
-		usage(stderr);
+		authkeys_usage(stderr);
 		return GD_EXIT_USAGE;
 	}
-	if (argc - i == 2)
-		fp = argv[i + 1];
+	if (argc - i < 2)
+		return run_list(argv);
+	fp = argv[i + 1];
+	if (strncmp(fp, "SHA256:", 7) || strlen(fp) > 100 ||
+	    strpbrk(fp, " \t\r\n")) {
+		fprintf(stderr, "%s: '%.80s' is no key fingerprint (want "
+			"SHA256:..., as sshd gives it for %%f)\n", prog, fp);
+		return GD_EXIT_USAGE;
+	}
 	if (!shell) {
-		if (shell_beside_me(shell_buf, sizeof(shell_buf)) < 0) {
+		if (authkeys_beside_me(shell_buf, sizeof(shell_buf),
+				       "grant-shell") < 0) {
 			fprintf(stderr, "%s: cannot find grant-shell; give "
 				"--shell PATH\n", prog);
 			return GD_EXIT_USAGE;
@@ -111,43 +198,38 @@ int main(int argc, char **argv)
 			cfg_path);
 		return GD_EXIT_USAGE;
 	}
-	if (!path_ok(shell) || (cfg_path && !path_ok(cfg_abs))) {
+	if (!authkeys_path_ok(shell) ||
+	    (cfg_path && !authkeys_path_ok(cfg_abs))) {
 		fprintf(stderr, "%s: paths must be absolute, without spaces or "
 			"quotes\n", prog);
 		return GD_EXIT_USAGE;
 	}
-	if ((rc = cli_load_config(&cfg, prog, cfg_path)) != 0)
-		return rc;
-	/* one point read of the node's index, not every user's keys */
-	req.cmd = fp ? "keys.find" : "keys.list";
-	req.args = (char **)&fp;
-	req.n_args = fp ? 1 : 0;
-	if ((rc = cli_call_user(&rep, prog, cfg->user_socket, &req)) != 0)
-		goto done;
-	if (rep->status != GD_EXIT_OK) {
-		rc = cli_print(rep);
+	if (config_load(&cfg, cfg_path ? cfg_path : config_default_path(),
+			&err) < 0) {
+		fprintf(stderr, "%s: %s\n", prog, buf_str(&err));
+		rc = GD_EXIT_USAGE;
 		goto done;
 	}
-	/* each line of the answer (keys.find: one or none): NAME \t KEY */
-	for (char *line = rep->out; line && *line;) {
-		char *nl = strchr(line, '\n'), *tab = strchr(line, '\t');
-		if (nl)
-			*nl = '\0';
-		if (tab) {
-			*tab = '\0';
-			if (name_user_ok(line))
-				printf("command=\"%s%s%s %s\",no-pty,"
-				       "no-port-forwarding,no-agent-forwarding,"
-				       "no-X11-forwarding %s\n",
-				       shell, cfg_path ? " --config " : "",
-				       cfg_path ? cfg_abs : "", line, tab + 1);
-		}
-		line = nl ? nl + 1 : NULL;
+	if (ask(cfg->keys_socket, fp, &ans, &why) < 0) {
+		fprintf(stderr, "%s: cannot reach the grantd node at %s: %s "
+			"(is grantd running?)\n", prog, cfg->keys_socket, why);
+		rc = GD_EXIT_UNREACHABLE;
+		goto done;
 	}
+	buf_add(&ans, "", 1);          /* a C string */
+	if (ans.p[0] == '!') {
+		/* "!N message": the node's refusal or failure */
+		int st = ans.p[1] == '1' || ans.p[1] == '2' ? ans.p[1] - '0'
+							    : GD_EXIT_INTERNAL;
+		fprintf(stderr, "%s: %s", prog, ans.p + 1 + (ans.p[1] != 0));
+		rc = st;
+		goto done;
+	}
+	authkeys_print(stdout, ans.p, shell, cfg_path ? cfg_abs : NULL);
 	rc = GD_EXIT_OK;
 done:
-	if (rep)
-		grantd__v1__reply__free_unpacked(rep, NULL);
+	buf_free(&ans);
+	buf_free(&err);
 	config_free(&cfg);
 	return rc;
 }

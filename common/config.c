@@ -139,6 +139,7 @@ static int node_key(struct parse_state *ps, const char *name,
 		{ "repo_dir", offsetof(struct config, repo_dir) },
 		{ "user_socket", offsetof(struct config, user_socket) },
 		{ "admin_socket", offsetof(struct config, admin_socket) },
+		{ "keys_socket", offsetof(struct config, keys_socket) },
 		{ "publish", offsetof(struct config, publish) },
 		{ "sync", offsetof(struct config, sync) },
 		{ "secret_key", offsetof(struct config, secret_key) },
@@ -288,6 +289,20 @@ const char *config_default_path(void)
 	return e && *e ? e : CONFIG_DEFAULT_PATH;
 }
 
+/* keys_socket's default: keys.sock in the user socket's directory. */
+static void default_keys_socket(struct config *c)
+{
+	const char *slash = strrchr(c->user_socket, '/');
+	size_t dir = (size_t)(slash - c->user_socket);   /* absolute: found */
+	size_t len = dir + sizeof("/keys.sock");
+	char *p = malloc(len);
+
+	if (!p)
+		abort();
+	snprintf(p, len, "%.*s/keys.sock", (int)dir, c->user_socket);
+	c->keys_socket = p;
+}
+
 static int check_complete(struct parse_state *ps)
 {
 	struct config *c = ps->cfg;
@@ -316,6 +331,14 @@ static int check_complete(struct parse_state *ps)
 				   p->site);
 			return GD_EINVAL;
 		}
+	}
+	if (!c->keys_socket)
+		default_keys_socket(c);
+	if (!strcmp(c->keys_socket, c->user_socket) ||
+	    !strcmp(c->keys_socket, c->admin_socket)) {
+		buf_printf(ps->err, "%s: keys_socket %s is another socket's "
+			   "path", c->path, c->keys_socket);
+		return GD_EINVAL;
 	}
 	if (c->policy.grant_default > c->policy.grant_max) {
 		buf_printf(ps->err, "%s: grant_default is longer than "
@@ -384,6 +407,7 @@ void config_free(struct config **cp)
 	free(c->repo_dir);
 	free(c->user_socket);
 	free(c->admin_socket);
+	free(c->keys_socket);
 	free(c->publish);
 	free(c->sync);
 	free(c->secret_key);

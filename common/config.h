@@ -44,6 +44,8 @@ struct config {
 	char *repo_dir;
 	char *user_socket;
 	char *admin_socket;
+	char *keys_socket;        /* grant-keys' plain socket (default:
+				   * keys.sock beside user_socket) */
 	char *publish;
 	char *sync;
 	char *secret_key;

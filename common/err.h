@@ -29,4 +29,16 @@ const char *gd_strerror(int err);
 
 #define GD_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
+/* Exit codes every command uses (SPEC 3), and the statuses of a Reply
+ * (all but GD_EXIT_UNREACHABLE, which only a client can see).  Here, not
+ * in wire.h, so that grant-keys needs no protobuf. */
+enum gd_exit {
+	GD_EXIT_OK = 0,
+	GD_EXIT_REFUSED = 1,    /* refused by policy: denied, bad token */
+	GD_EXIT_USAGE = 2,
+	GD_EXIT_UNREACHABLE = 3,
+	GD_EXIT_INTERNAL = 4,   /* the node failed to decide (its log says
+				 * why); nothing was changed */
+};
+
 #endif

@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 
+#include "err.h"
 #include "grantd.pb-c.h"
 
 #define GD_WIRE_VERSION 1
@@ -20,16 +21,7 @@
 #define GD_CTL_MAX_REPLY (16 * 1024 * 1024)
 #define GD_CTL_MAX_ARGS 1024
 
-/* Exit codes every command uses (SPEC 3), and the statuses of a Reply
- * (all but GD_EXIT_UNREACHABLE, which only a client can see). */
-enum gd_exit {
-	GD_EXIT_OK = 0,
-	GD_EXIT_REFUSED = 1,    /* refused by policy: denied, bad token */
-	GD_EXIT_USAGE = 2,
-	GD_EXIT_UNREACHABLE = 3,
-	GD_EXIT_INTERNAL = 4,   /* the node failed to decide (its log says
-				 * why); nothing was changed */
-};
+/* The exit codes (enum gd_exit) are in err.h. */
 
 /*
  * Send req to the node listening on socket_path and wait up to timeout_ms

@@ -90,7 +90,7 @@ gd_build() {
 }
 
 # GD_PROGRAMS: the programs a site runs (what deploy/local-cluster needs).
-GD_PROGRAMS=(grantd grantctl grant-shell grant-keys grant-hook)
+GD_PROGRAMS=(grantd grantctl grant-shell grant-keys grant-keys-list grant-hook)
 
 # gd_build_programs DIR [CMAKE ARGS...]: like gd_build, but only the
 # programs of GD_PROGRAMS that the tree defines (not the tests and

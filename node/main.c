@@ -191,7 +191,8 @@ static void startup_repos(struct node *n)
 
 static int make_dirs(const struct config *cfg)
 {
-	const char *paths[] = { cfg->user_socket, cfg->admin_socket };
+	const char *paths[] = { cfg->user_socket, cfg->admin_socket,
+				cfg->keys_socket };
 	if (mkdir(cfg->repo_dir, 0755) < 0 && errno != EEXIST) {
 		log_error("cannot create repo_dir=%s: %s", cfg->repo_dir,
 			  strerror(errno));

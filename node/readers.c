@@ -23,6 +23,7 @@
 #include "control.h"
 #include "err.h"
 #include "hlc.h"
+#include "keysock.h"
 #include "log.h"
 #include "readers.h"
 #include "wire.h"
@@ -34,6 +35,7 @@ struct readers {
 	struct cmd_table *cmds;     /* its own copy */
 	char host[256];
 	void *socks[2];             /* user, admin: the thread's */
+	struct keysock *keys;       /* grant-keys' plain socket: the thread's */
 	void *pipe;                 /* the writer's end */
 	void *rpipe;                /* the thread's end */
 	pthread_t thread;
@@ -281,17 +283,59 @@ static int from_writer(struct readers *rd)
 	return rc;
 }
 
+/* ---- the keys socket (keysock.h) ---------------------------------------- */
+
+/* keysock's lookup: keys.find's own handler on the newest view, so the
+ * answer is the line grant-keys got over the user socket. */
+static int keys_answer(void *arg, const char *fp, struct buf *out)
+{
+	struct readers *rd = arg;
+	const struct cmd *cmd = cmd_table_find(rd->cmds, "keys.find");
+	Grantd__V1__Request rq = GRANTD__V1__REQUEST__INIT;
+	char *args[1] = { (char *)fp };
+	struct req r;
+
+	if (!cmd || !rd->view)
+		return GD_EIO;
+	memset(&r, 0, sizeof(r));
+	rq.cmd = (char *)"keys.find";
+	rq.args = args;
+	rq.n_args = 1;
+	r.rq = &rq;
+	r.now_ms = hlc_wall_ms();
+	r.now = (int64_t)(r.now_ms / 1000);
+	answer(rd, cmd, &r);
+	if (r.status == GD_EXIT_OK) {
+		if (r.out.len)
+			buf_add(out, r.out.p, r.out.len);
+	} else {
+		buf_printf(out, "!%d %.200s\n", r.status,
+			   r.err.len ? buf_str(&r.err) : "refused");
+	}
+	buf_free(&r.out);
+	buf_free(&r.err);
+	buf_free(&r.uri);
+	buf_free(&r.path);
+	return 0;
+}
+
+/* ---- the thread's loop ---------------------------------------------------- */
+
 static void *readers_main(void *arg)
 {
 	struct readers *rd = arg;
-	zmq_pollitem_t items[3] = {
-		{ rd->rpipe, 0, ZMQ_POLLIN, 0 },
-		{ rd->socks[0], 0, ZMQ_POLLIN, 0 },
-		{ rd->socks[1], 0, ZMQ_POLLIN, 0 },
-	};
+	int nitems = 3 + keysock_nitems(rd->keys);
+	zmq_pollitem_t *items = calloc((size_t)nitems, sizeof(*items));
 
+	if (!items)
+		abort();
+	items[0] = (zmq_pollitem_t){ rd->rpipe, 0, ZMQ_POLLIN, 0 };
+	items[1] = (zmq_pollitem_t){ rd->socks[0], 0, ZMQ_POLLIN, 0 };
+	items[2] = (zmq_pollitem_t){ rd->socks[1], 0, ZMQ_POLLIN, 0 };
 	for (;;) {
-		if (zmq_poll(items, 3, -1) < 0) {
+		long timeout = -1;
+		int nk = keysock_items(rd->keys, items + 3, &timeout);
+		if (zmq_poll(items, 3 + nk, timeout) < 0) {
 			if (errno == EINTR)
 				continue;
 			if (errno == ETERM)
@@ -305,6 +349,9 @@ static void *readers_main(void *arg)
 			;
 		if (got < 0)
 			break;
+		/* a view first (above), then the keys socket: one round of
+		 * lookups, each a point read, none waiting for a client */
+		keysock_serve(rd->keys, items + 3, nk);
 		/* whatever waits on either socket, alternating */
 		for (bool progress = true; progress;) {
 			progress = false;
@@ -318,6 +365,7 @@ static void *readers_main(void *arg)
 		}
 	}
 out:
+	free(items);
 	return NULL;
 }
 
@@ -343,9 +391,14 @@ int readers_start(struct readers **out, const struct readers_opts *o)
 		 (void *)rd);
 	rd->socks[0] = bind_socket(o->zctx, o->cfg->user_socket, 0660, true);
 	rd->socks[1] = bind_socket(o->zctx, o->cfg->admin_socket, 0600, false);
+	const struct keysock_opts ko = {
+		.path = o->cfg->keys_socket, .mode = 0660, .group = "git",
+		.answer = keys_answer, .arg = rd,
+	};
 	rd->pipe = pipe_socket(o->zctx);
 	rd->rpipe = pipe_socket(o->zctx);
 	if (cmd_table_new(&rd->cmds) < 0 ||
+	    keysock_open(&rd->keys, &ko) < 0 ||
 	    !rd->socks[0] || !rd->socks[1] || !rd->pipe || !rd->rpipe ||
 	    zmq_bind(rd->pipe, rd->endpoint) < 0 ||
 	    zmq_connect(rd->rpipe, rd->endpoint) < 0) {
@@ -386,6 +439,7 @@ void readers_stop(struct readers **rp)
 			zmq_close(rd->socks[i]);
 			unlink(i ? rd->cfg->admin_socket : rd->cfg->user_socket);
 		}
+	keysock_close(&rd->keys);
 	if (rd->rpipe)
 		zmq_close(rd->rpipe);
 	if (rd->pipe)

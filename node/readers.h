@@ -1,7 +1,11 @@
 /*
- * readers.h: the reader thread, which owns the user and admin sockets.
+ * readers.h: the reader thread, which owns the user and admin sockets
+ * and the keys socket.
  *
- * Every request from grant-shell, grant-keys and grantctl arrives here.
+ * Every request from grant-shell, grant-keys and grantctl arrives here
+ * (grant-keys' lookups by fingerprint on the keys socket, keysock.h: a
+ * plain unix socket polled beside the others, answered by keys.find's
+ * row on the same view).
  * The reader answers the rows that only read (cmd.h: CMD_READS without
  * CMD_NODE: push.check, 2fa isval and list-val, keys.list, check,
  * grant.list, user.list, repo.read, repo.list, backup, status) itself,

@@ -5,6 +5,9 @@
 # sshd here passes the offered key's fingerprint (%u %f): grant-keys then
 # prints the one line of that key, from the node's fingerprint index, which
 # a store made before the index gets at its next start.
+# grant-keys with a fingerprint asks the node's keys socket (a plain unix
+# socket, node/keysock.h) and links no ZeroMQ; the socket's untrusted input
+# (malformed and too-long lines, a client that never sends) stalls nothing.
 . "$(dirname "$0")/lib.sh"
 
 t_site_up
@@ -54,6 +57,84 @@ t_expect 2 "a fingerprint that is none is a usage error" gk "MD5:00:11"
 t_expect 0 "a fingerprint's case matters (base64)" gk "$(fp "$T_KEYS/leo.pub" | tr 'a-z' 'A-Z')"
 t_eq "prints nothing" "$OUT" ""
 
+t_section "the keys socket (grant-keys FINGERPRINT without ZeroMQ)"
+KS=$T_SITE/run/keys.sock
+t_check "keys.sock beside the user socket (the default)" test -S "$KS"
+t_eq "mode 660, as the user socket" "$(stat -c %a "$KS")" "$(stat -c %a "$T_SITE/run/user.sock")"
+t_check "grant-keys links no libzmq" eval '! ldd "$GD_BIN/grant-keys" 2>&1 | grep -q libzmq'
+t_expect 0 "grant-keys-list root FP(leo) (the old path, keys.find over ZeroMQ)" \
+	"$GD_BIN/grant-keys-list" --config "$T_SITE/grantd.conf" root "$(fp "$T_KEYS/leo.pub")"
+OLD=$OUT
+t_expect 0 "grant-keys root FP(leo)" gk "$(fp "$T_KEYS/leo.pub")"
+t_eq "the same line both ways" "$OUT" "$OLD"
+# ks_say LINE [HOLD...]: send LINE (printf format) on the keys socket, print
+# the answer; with HOLD, also open that many connections that send nothing
+ks_say() {
+	python3 - "$KS" "$@" <<'PY'
+import socket, sys, time
+path, line = sys.argv[1], sys.argv[2].encode().decode('unicode_escape').encode('latin-1')
+s = socket.socket(socket.AF_UNIX); s.settimeout(10); s.connect(path)
+s.sendall(line); out = b''
+while True:
+    try:
+        b = s.recv(4096)
+    except ConnectionResetError:   # closed with our excess unread
+        break
+    if not b: break
+    out += b
+sys.stdout.write(out.decode('latin-1'))
+PY
+}
+t_expect 0 "a line that is no fingerprint" ks_say 'nonsense\n'
+t_has "answered !2 (keys.find's usage error)" "$OUT" "!2 "
+t_expect 0 "a NUL in the line" ks_say 'SHA256:a\x00b\n'
+t_eq "answered !2" "$OUT" "!2 a NUL byte in the line"
+t_expect 0 "a 300-byte line" ks_say "$(printf 'A%.0s' {1..300})"
+t_eq "answered !2 line too long" "$OUT" "!2 line too long"
+t_expect 0 "EOF before a newline" ks_say 'SHA256:abc'
+t_eq "nothing answered" "$OUT" ""
+t_expect 0 "FP(leo) with CRLF" ks_say "$(fp "$T_KEYS/leo.pub")\\r\\n"
+t_has "leo and his key" "$OUT" "leo	$(cut -d' ' -f1,2 "$T_KEYS/leo.pub")"
+# clients that connect and never send: every lookup meanwhile is answered
+# at once, and the node closes them at their deadline (2 s)
+python3 - "$KS" <<'PY' &
+import socket, sys, time
+socks = []
+for _ in range(8):
+    s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); socks.append(s)
+ok = 0
+for s in socks:
+    s.settimeout(6)
+    try:
+        ok += s.recv(1) == b''
+    except OSError:
+        pass
+sys.exit(0 if ok == len(socks) else 1)
+PY
+SLOW=$!
+sleep 0.3
+t_expect 0 "20 lookups beside 8 silent clients" python3 - "$KS" "$(fp "$T_KEYS/leo.pub")" <<'PY'
+import socket, sys, time
+t0, n = time.monotonic(), 0
+for _ in range(20):
+    s = socket.socket(socket.AF_UNIX); s.settimeout(5); s.connect(sys.argv[1])
+    s.sendall(sys.argv[2].encode() + b'\n'); out = b''
+    while True:
+        b = s.recv(4096)
+        if not b: break
+        out += b
+    n += out.startswith(b'leo\t')
+    s.close()
+print(n, int((time.monotonic() - t0) * 1000))
+PY
+read -r n ms <<<"$OUT"
+t_eq "all answered" "$n" 20
+t_check "in well under the silent clients' 2 s deadline (${ms} ms)" test "${ms:-9999}" -lt 1000
+t_expect 0 "grant-keys FP(leo) meanwhile" gk "$(fp "$T_KEYS/leo.pub")"
+t_has "leo's line" "$OUT" " leo\""
+t_check "the silent clients are closed by the node (EOF within 6 s)" wait "$SLOW"
+t_check "logged: keys socket connection timed out" grep -q "keys socket connection timed out" "$T_SITE/grantd.log"
+
 t_section "ssh logins"
 t_expect 0 "kate logs in (2fa help)" t_ssh 127.0.7.7 kate 2fa help
 t_expect 0 "leo logs in with his new key" t_ssh 127.0.7.7 leo 2fa help
@@ -70,6 +151,9 @@ t_expect nz "user add leo (exists) fails" t_ctl user add leo --key "$T_KEYS/leo.
 
 t_section "a store made before the fingerprint index"
 t_check "grantd stops" gd_grantd_stop "$T_SITE"
+t_expect 3 "grant-keys FP while the node is down: exit 3 (sshd lets no one in)" gk "$(fp "$T_KEYS/leo.pub")"
+t_eq "prints nothing" "$OUT" ""
+t_has "says why on stderr" "$ERR" "cannot reach the grantd node at $T_SITE/run/keys.sock"
 GRANTD_TEST_FAULT_AT=no-keyfp gd_grantd_start "$T_SITE" || t_fatal "grantd starts (GRANTD_TEST_FAULT_AT=no-keyfp)"
 t_user nora
 t_expect 0 "without the index, FP(nora) finds nothing (an older grantd)" gk "$(fp "$T_KEYS/nora.pub")"

@@ -466,6 +466,22 @@ static void test_long_value(void **state)
 	assert_string_equal(f->cfg->data_dir, dir);
 }
 
+/* keys_socket: keys.sock beside the user socket unless given; never
+ * another socket's path */
+static void test_keys_socket(void **state)
+{
+	struct fixture *f = *state;
+
+	load_ok(f, NODE);
+	assert_string_equal(f->cfg->keys_socket, "/run/grantd/keys.sock");
+	load_ok(f, NODE "keys_socket = /run/k/fp.sock\n");
+	assert_string_equal(f->cfg->keys_socket, "/run/k/fp.sock");
+	load_fails(f, NODE "keys_socket = k.sock\n", 7, "keys_socket",
+		   "absolute", NULL);
+	load_fails(f, NODE "keys_socket = /run/grantd/user.sock\n", 0,
+		   "keys_socket", "another socket", NULL);
+}
+
 static void test_unreadable(void **state)
 {
 	struct fixture *f = *state;
@@ -586,6 +602,7 @@ int main(void)
 		T(test_unknown_section),
 		T(test_unknown_section_empty),
 		T(test_long_value),
+		T(test_keys_socket),
 		T(test_unreadable),
 		T(test_default_path),
 		T(test_keyfile_good),

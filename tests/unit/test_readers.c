@@ -12,6 +12,8 @@
  *   - the syncing flag the writer publishes gates the 2fa reads;
  *   - status is answered here from the parts the writer published, each
  *     replaced one freed, its counts those of the last publish.
+ *   - the keys socket answers keys.find's line from the view, beside the
+ *     control sockets.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -20,6 +22,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -36,6 +40,7 @@
 #include "log.h"
 #include "ops.h"
 #include "readers.h"
+#include "records.h"
 #include "store.h"
 #include "wire.h"
 
@@ -49,9 +54,13 @@ static const uint8_t seal_key[STORE_SEAL_KEY_LEN] =
 	"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHLAx+6EsJuGELLoK4oqtzjiFQlr/4K" \
 	"ExvUYKBZ/LSGg carol"
 
+#define KEY_DAVE \
+	"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIAuc8SO7A3ydipqiZeukHEEvZi4vYgPpv" \
+	"Xsa0u7KHFj8 dave"
+
 struct fixture {
 	char dir[64];
-	char user_sock[96], admin_sock[96], store_dir[96], repo_dir[96];
+	char user_sock[96], admin_sock[96], keys_sock[96], store_dir[96], repo_dir[96];
 	struct config cfg;
 	struct store *s;
 	struct ops o;
@@ -129,10 +138,12 @@ static int setup(void **state)
 	snprintf(f->user_sock, sizeof(f->user_sock), "%s/user.sock", f->dir);
 	snprintf(f->admin_sock, sizeof(f->admin_sock), "%s/admin.sock",
 		 f->dir);
+	snprintf(f->keys_sock, sizeof(f->keys_sock), "%s/keys.sock", f->dir);
 	f->cfg.site = "reader1";
 	f->cfg.repo_dir = f->repo_dir;
 	f->cfg.user_socket = f->user_sock;
 	f->cfg.admin_socket = f->admin_sock;
+	f->cfg.keys_socket = f->keys_sock;
 	f->cfg.policy.lockout_failures = 5;
 	f->cfg.policy.lockout_window = 900;
 	if (store_open(&f->s, &created, f->store_dir, seal_key) < 0 ||
@@ -413,6 +424,80 @@ static void test_status(void **state)
 	buf_free(&err);
 }
 
+/* One lookup on the keys socket (keysock.h): the whole answer. */
+static void keys_ask(struct fixture *f, const char *line, struct buf *out)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct timeval tv = { .tv_sec = 10 };
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	char chunk[512];
+	ssize_t n;
+
+	assert_true(fd >= 0);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", f->keys_sock);
+	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	assert_int_equal(send(fd, line, strlen(line), MSG_NOSIGNAL),
+			 (ssize_t)strlen(line));
+	buf_reset(out);
+	while ((n = recv(fd, chunk, sizeof(chunk), 0)) > 0)
+		buf_add(out, chunk, (size_t)n);
+	assert_int_equal(n, 0);
+	buf_add(out, "", 1);
+	close(fd);
+}
+
+/* The keys socket: keys.find's answer from the newest view, while the
+ * writer reads nothing; a change only once published. */
+static void test_keys_socket(void **state)
+{
+	struct fixture *f = *state;
+	struct buf out = BUF_INIT, line = BUF_INIT;
+	char fp[RECORDS_FP_MAX];
+	struct store_batch *v;
+
+	assert_int_equal(records_ssh_fingerprint(fp, KEY_ALICE), 0);
+	buf_printf(&line, "%s\n", fp);
+	keys_ask(f, line.p, &out);
+	assert_string_equal(out.p, "alice\t" KEY_ALICE "\n");
+	keys_ask(f, "SHA256:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\n",
+		 &out);
+	assert_string_equal(out.p, "");
+	/* what keys.find refuses, with its exit status */
+	keys_ask(f, "not-a-fingerprint\n", &out);
+	assert_true(!strncmp(out.p, "!2 ", 3));
+	assert_non_null(strstr(out.p, "no key fingerprint"));
+	/* dave's record is written, not yet published */
+	add_user(f, "dave", KEY_DAVE);
+	assert_int_equal(records_ssh_fingerprint(fp, KEY_DAVE), 0);
+	buf_reset(&line);
+	buf_printf(&line, "%s\n", fp);
+	keys_ask(f, line.p, &out);
+	assert_string_equal(out.p, "");
+	store_view_new(&v, f->s);
+	readers_publish(f->rd, v, false);
+	/* the announcement travels on the pipe, the lookup on another
+	 * socket: the reader may answer one lookup before it takes the view
+	 * (ZeroMQ looks at a pipe's new messages at most every ~1 ms), so
+	 * wait a little for it */
+	for (int i = 0; i < 500; i++) {
+		keys_ask(f, line.p, &out);
+		if (out.len > 1)
+			break;
+		usleep(10000);
+	}
+	assert_string_equal(out.p, "dave\t" KEY_DAVE "\n");
+	/* the control sockets answer beside it */
+	struct buf o2 = BUF_INIT, e2 = BUF_INIT;
+	send_req(f->user, "keys.list", NULL, NULL, NULL);
+	assert_int_equal(recv_reply(f->user, &o2, &e2), 0);
+	assert_non_null(strstr(o2.p, "dave"));
+	buf_free(&o2);
+	buf_free(&e2);
+	buf_free(&out);
+	buf_free(&line);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -425,6 +510,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_syncing_gate, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_status, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_keys_socket, setup,
+						teardown),
 	};
 	return cmocka_run_group_tests(tests, setup_group, teardown_group);
 }

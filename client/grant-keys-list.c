@@ -1,0 +1,103 @@
+/*
+ * grant-keys-list: grant-keys over the user socket (ZeroMQ).
+ *
+ * grant-keys runs this when it is given no FINGERPRINT (every key of every
+ * user: keys.list); with one it asks the keys socket itself and links no
+ * ZeroMQ (grant-keys.c).  Given a FINGERPRINT this program asks keys.find
+ * over the user socket, the path grant-keys took before the keys socket
+ * (bench/run-scale compares the two).  What follows is grant-keys':
+ *
+ * Given the offered key's fingerprint (sshd's %f), prints the one
+ * forced-command line of the user whose key it is, which the node finds
+ * in its fingerprint index; without one, a line per SSH key of every
+ * active user.  Both come from the replicated user store, so a user added
+ * at one site can log in at every site:
+ *
+ *   command="/usr/bin/grant-shell --config /etc/grantd/grantd.conf alice",
+ *   no-pty,no-port-forwarding,no-agent-forwarding,no-X11-forwarding KEY
+ *
+ * (one line).  grant-shell is named by its absolute path: beside this
+ * program unless --shell says otherwise.  Prints nothing and exits 3 when
+ * the node cannot be reached, 4 when it failed to decide, so sshd admits
+ * no one (fail closed).
+ */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "authkeys.h"
+#include "cli.h"
+#include "config.h"
+#include "err.h"
+#include "wire.h"
+#include "banned.h"
+
+static const char prog[] = "grant-keys";  /* it runs as grant-keys' */
+
+static void usage(FILE *fp)
+{
+	authkeys_usage(fp);
+}
+
+int main(int argc, char **argv)
+{
+	const char *cfg_path = NULL, *shell = NULL, *fp = NULL;
+	char shell_buf[PATH_MAX], cfg_abs[PATH_MAX];
+	Grantd__V1__Request req = GRANTD__V1__REQUEST__INIT;
+	Grantd__V1__Reply *rep = NULL;
+	struct config *cfg = NULL;
+	int i = 1, rc;
+
+	const struct cli_opt extra[] = { { "--shell", &shell },
+					 { NULL, NULL } };
+	rc = cli_options(argc, argv, &i, prog, usage, &cfg_path, extra);
+	if (rc >= 0)
+		return rc;
+	if (argc - i > 2) {
+		usage(stderr);
+		return GD_EXIT_USAGE;
+	}
+	if (argc - i == 2)
+		fp = argv[i + 1];
+	if (!shell) {
+		if (authkeys_beside_me(shell_buf, sizeof(shell_buf),
+				       "grant-shell") < 0) {
+			fprintf(stderr, "%s: cannot find grant-shell; give "
+				"--shell PATH\n", prog);
+			return GD_EXIT_USAGE;
+		}
+		shell = shell_buf;
+	}
+	if (cfg_path && !realpath(cfg_path, cfg_abs)) {
+		fprintf(stderr, "%s: cannot resolve config path %s\n", prog,
+			cfg_path);
+		return GD_EXIT_USAGE;
+	}
+	if (!authkeys_path_ok(shell) || (cfg_path && !authkeys_path_ok(cfg_abs))) {
+		fprintf(stderr, "%s: paths must be absolute, without spaces or "
+			"quotes\n", prog);
+		return GD_EXIT_USAGE;
+	}
+	if ((rc = cli_load_config(&cfg, prog, cfg_path)) != 0)
+		return rc;
+	/* one point read of the node's index, not every user's keys */
+	req.cmd = fp ? "keys.find" : "keys.list";
+	req.args = (char **)&fp;
+	req.n_args = fp ? 1 : 0;
+	if ((rc = cli_call_user(&rep, prog, cfg->user_socket, &req)) != 0)
+		goto done;
+	if (rep->status != GD_EXIT_OK) {
+		rc = cli_print(rep);
+		goto done;
+	}
+	/* each line of the answer (keys.find: one or none): NAME \t KEY */
+	authkeys_print(stdout, rep->out, shell, cfg_path ? cfg_abs : NULL);
+	rc = GD_EXIT_OK;
+done:
+	if (rep)
+		grantd__v1__reply__free_unpacked(rep, NULL);
+	config_free(&cfg);
+	return rc;
+}

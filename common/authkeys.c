@@ -1,0 +1,84 @@
+/*
+ * authkeys.c: authorized_keys lines for sshd (authkeys.h).
+ */
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "authkeys.h"
+#include "config.h"
+#include "err.h"
+#include "names.h"
+#include "banned.h"
+
+int authkeys_beside_me(char *out, size_t len, const char *name)
+{
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0)
+		return GD_EIO;
+	self[n] = '\0';
+	char *slash = strrchr(self, '/');
+	if (!slash)
+		return GD_EIO;
+	*slash = '\0';
+	int w = snprintf(out, len, "%s/%s", self, name);
+	return w < 0 || (size_t)w >= len ? GD_EIO : 0;
+}
+
+bool authkeys_path_ok(const char *p)
+{
+	return p[0] == '/' && !strpbrk(p, "\"\\\n\r ");
+}
+
+void authkeys_print(FILE *fp, char *text, const char *shell,
+		    const char *config)
+{
+	for (char *line = text; line && *line;) {
+		char *nl = strchr(line, '\n'), *tab = strchr(line, '\t');
+		if (nl)
+			*nl = '\0';
+		if (tab && (!nl || tab < nl)) {
+			*tab = '\0';
+			if (name_user_ok(line))
+				fprintf(fp, "command=\"%s%s%s %s\",no-pty,"
+					"no-port-forwarding,"
+					"no-agent-forwarding,"
+					"no-X11-forwarding %s\n",
+					shell, config ? " --config " : "",
+					config ? config : "", line, tab + 1);
+		}
+		line = nl ? nl + 1 : NULL;
+	}
+}
+
+void authkeys_usage(FILE *fp)
+{
+	fprintf(fp,
+"usage: grant-keys [--config FILE] [--shell PATH] [ACCOUNT [FINGERPRINT]]\n"
+"\n"
+"sshd AuthorizedKeysCommand: print the forced-command authorized_keys line\n"
+"(command=\"grant-shell USER\") of the user whose SSH key has FINGERPRINT\n"
+"(sshd's %%f, SHA256:...), or nothing when no active user has that key;\n"
+"without FINGERPRINT, a line for every active user's every key.  ACCOUNT\n"
+"(sshd's %%u, the git account) is not looked at.  Use it in sshd_config\n"
+"for the git account:\n"
+"\n"
+"  Match User git\n"
+"      AuthorizedKeysCommand /usr/bin/grant-keys --config /etc/grantd/grantd.conf %%u %%f\n"
+"      AuthorizedKeysCommandUser git\n"
+"\n"
+"  --config FILE  configuration (default $GRANTD_CONFIG, then %s);\n"
+"                 passed on to grant-shell in every line\n"
+"  --shell PATH   grant-shell to name (default: beside this program)\n"
+"  -h, --help     this text\n"
+"\n"
+"With FINGERPRINT it asks the node's keys socket (keys_socket in [node]);\n"
+"without, it runs grant-keys-list (beside it), which asks the user socket.\n"
+"\n"
+"Exit status: 0 done (nothing printed: no such key, sshd refuses it),\n"
+"2 usage error, 3 node unreachable, 4 the node failed to decide (3 and 4:\n"
+"nothing printed, a server problem said on stderr).\n",
+		CONFIG_DEFAULT_PATH);
+}
