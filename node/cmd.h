@@ -145,7 +145,6 @@ struct cmd_node {
 	struct ops *ops;          /* site, digest, clock, vector, counters */
 	struct repl *repl;
 	struct gitrepl *gitrepl;  /* NULL: repositories not replicated */
-	uint64_t bad_requests;    /* control frames that failed to decode */
 	const char *curve_pub;    /* this node's CURVE public key */
 	const char *conf_path;    /* the config, absolute */
 };

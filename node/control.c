@@ -29,7 +29,6 @@
 #include "names.h"
 #include "node.h"
 #include "wire.h"
-#include "readers.h"
 #include "writer.h"
 #include "banned.h"
 
@@ -125,7 +124,6 @@ static void ctx_make(struct control *c, const struct cmd *cmd,
 		nd->ops = &n->ops;
 		nd->repl = n->repl;
 		nd->gitrepl = n->gitrepl;
-		nd->bad_requests = n->bad_requests;
 		nd->curve_pub = n->curve_pub;
 		nd->conf_path = n->conf_path;
 		x->node = nd;
@@ -377,9 +375,6 @@ int control_serve_batch(struct control *c, int max)
 		int got = control_recv(c->pipe, &r->ident, &payload);
 		if (got == 0)
 			break;
-		if (got > 0 && r->ident.len == 1 &&
-		    (uint8_t)r->ident.p[0] == READERS_BAD_REQUEST)
-			c->n->bad_requests++; /* refused there */
 		if (got < 0 || r->ident.len < 1 ||
 		    (uint8_t)r->ident.p[0] > 1) {
 			buf_free(&r->ident);
@@ -392,7 +387,6 @@ int control_serve_batch(struct control *c, int max)
 		struct buf why = BUF_INIT;
 		if (control_decode(&r->rq, (const uint8_t *)payload.p,
 				   payload.len, &why) < 0) {
-			c->n->bad_requests++;
 			log_warn("bad request dropped socket=%s: %s",
 				 r->admin ? "admin" : "user", why.p);
 			cmd_bad(r, "bad request: %s", why.p);

@@ -41,7 +41,6 @@ struct node {
 	char hook[8400];       /* post-receive command line */
 	char conf_path[4096];  /* the config, absolute (for grant-hook) */
 	uint64_t started_ms;
-	uint64_t bad_requests; /* control frames that failed to decode */
 	pid_t *hook_pids;      /* grant-hook runs not yet reaped */
 	size_t nhook_pids;
 };

@@ -176,14 +176,11 @@ static int serve_one(struct readers *rd, int idx)
 	if (got == 0)
 		return 0;
 	if (got == GD_ETOOBIG) {
-		/* answered and counted here (the writer counts it too) */
+		/* answered and counted here */
 		rd->bad_requests++;
 		memset(&r, 0, sizeof(r));
 		buf_add(&r.ident, rd->ident.p, rd->ident.len);
 		control_refuse_oversized(&r, rd->socks[idx], idx == 1);
-		const void *p[3] = { &(uint8_t){ READERS_BAD_REQUEST }, "", "" };
-		size_t len[3] = { 1, 0, 0 };
-		send_frames(rd->rpipe, p, len, 3, 0);
 		return 1;
 	}
 	if (got < 0)

@@ -27,8 +27,6 @@
  * The pipe (a ZeroMQ PAIR), reader to writer:
  *   [0|1 routing-id]["" ][request...]   a request from the user (0) or
  *                                        admin (1) socket
- *   [2]["" ]["" ]                        one bad request refused here
- *                                        (counted in status)
  * writer to reader:
  *   [0|1 routing-id]["" ][reply]         an answer to send on
  *   ["V"]["" ]["" ]                      a new read view and syncing
@@ -52,8 +50,6 @@
 #include "store.h"
 
 struct readers;
-
-#define READERS_BAD_REQUEST 2
 
 struct readers_opts {
 	const struct config *cfg;      /* socket paths; read only */

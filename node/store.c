@@ -444,27 +444,6 @@ int store_batch_rollback(struct store_batch *b)
 	return GD_EINVAL;
 }
 
-int store_put_now(struct store *s, enum store_cf cf, const void *key,
-		  size_t klen, const void *val, size_t vlen)
-{
-	char *err = NULL;
-
-	if (cf_sealed(cf))
-		return GD_EINVAL; /* sealed: only through a batch */
-	if (val)
-		rocksdb_put_cf(s->db, s->wnosync, s->cf[cf], key, klen, val,
-			       vlen, &err);
-	else
-		rocksdb_delete_cf(s->db, s->wnosync, s->cf[cf], key, klen,
-				  &err);
-	if (err) {
-		log_error("store write failed: %s", err);
-		rocksdb_free(err);
-		return GD_EIO;
-	}
-	return 0;
-}
-
 int store_commit(struct store_batch *b, bool sync)
 {
 	char *err = NULL;

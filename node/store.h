@@ -92,13 +92,6 @@ int store_batch_rollback(struct store_batch *b);
  * a batch whose rollback failed). */
 int store_commit(struct store_batch *b, bool sync);
 
-/* One write outside any batch, for local bookkeeping that another thread
- * than the writer keeps (gitrepl's CF_LOSERS marks): not for replicated
- * families, never for sealed ones (GD_EINVAL).  val NULL deletes the key.
- * Not synced.  Returns 0, GD_EINVAL or GD_EIO. */
-int store_put_now(struct store *s, enum store_cf cf, const void *key,
-		  size_t klen, const void *val, size_t vlen);
-
 /*
  * Iterate the keys starting with prefix (plen may be 0: everything), in
  * key order, seeing the batch's pending writes when b is given.

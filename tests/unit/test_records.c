@@ -119,8 +119,7 @@ static void test_sealed(void **state)
 		const struct records_kind *k = records_kind(cf);
 		if (k->sealed && k->merge != RECORDS_LOCAL)
 			assert_true(records_kind(CF_OPLOG)->sealed);
-		/* gitrepl writes losers outside a batch (store_put_now),
-		 * which refuses sealed families */
+		/* losers hold only commit ids: never sealed */
 		if (cf == CF_LOSERS)
 			assert_false(k->sealed);
 	}
