@@ -380,7 +380,9 @@ int readers_start(struct readers **out, const struct readers_opts *o)
 	rd->store = o->store;
 	snprintf(rd->host, sizeof(rd->host), "%s", o->host ? o->host : "");
 	rd->view = view;
-	rd->syncing = o->syncing;
+	/* a "V" for status alone hands over next_syncing too: it starts as
+	 * the flag the node started with, never as false */
+	rd->syncing = rd->next_syncing = o->syncing;
 	rd->status[0] = o->status_store;
 	rd->status[1] = o->status_repl;
 	pthread_mutex_init(&rd->lock, NULL);

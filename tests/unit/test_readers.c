@@ -120,7 +120,7 @@ static void *client(struct fixture *f, const char *path)
 	return s;
 }
 
-static int setup(void **state)
+static int start(void **state, bool syncing)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
 	const char *tmp = getenv("TMPDIR");
@@ -155,13 +155,24 @@ static int setup(void **state)
 	struct readers_opts o = { .cfg = &f->cfg, .store = f->s,
 				  .host = "test",
 				  .zctx = f->zctx, .view = view,
-				  .syncing = false };
+				  .syncing = syncing };
 	if (readers_start(&f->rd, &o) < 0)
 		return -1;
 	f->user = client(f, f->user_sock);
 	f->admin = client(f, f->admin_sock);
 	*state = f;
 	return 0;
+}
+
+static int setup(void **state)
+{
+	return start(state, false);
+}
+
+/* A node that starts while catching up with its peers. */
+static int setup_syncing(void **state)
+{
+	return start(state, true);
 }
 
 static int teardown(void **state)
@@ -424,6 +435,32 @@ static void test_status(void **state)
 	buf_free(&err);
 }
 
+/* A reader started while the node syncs: status and the gate agree, and
+ * a status publish (which carries no syncing flag) changes neither. */
+static void test_syncing_from_start(void **state)
+{
+	struct fixture *f = *state;
+	struct buf out = BUF_INIT, err = BUF_INIT;
+
+	readers_publish_status(f->rd, cmd_status_store(&f->o, time(NULL)),
+			       repl_part(0));
+	send_req(f->admin, "status", NULL, NULL, NULL);
+	assert_int_equal(recv_reply(f->admin, &out, &err), 0);
+	assert_non_null(strstr(out.p, "syncing:  yes"));
+	send_req(f->user, "2fa.isval", "alice", "192.0.2.7", NULL);
+	assert_int_equal(recv_reply(f->user, &out, &err), GD_EXIT_REFUSED);
+	assert_non_null(strstr(err.p, "catching up"));
+	readers_publish(f->rd, NULL, false);
+	send_req(f->admin, "status", NULL, NULL, NULL);
+	assert_int_equal(recv_reply(f->admin, &out, &err), 0);
+	assert_null(strstr(out.p, "syncing:"));
+	send_req(f->user, "2fa.isval", "alice", "192.0.2.7", NULL);
+	recv_reply(f->user, &out, &err);
+	assert_null(strstr(err.p, "catching up"));
+	buf_free(&out);
+	buf_free(&err);
+}
+
 /* One lookup on the keys socket (keysock.h): the whole answer. */
 static void keys_ask(struct fixture *f, const char *line, struct buf *out)
 {
@@ -510,6 +547,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_syncing_gate, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_status, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_syncing_from_start,
+						setup_syncing, teardown),
 		cmocka_unit_test_setup_teardown(test_keys_socket, setup,
 						teardown),
 	};
