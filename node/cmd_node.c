@@ -22,6 +22,7 @@
 #include "gitrepl.h"
 #include "log.h"
 #include "names.h"
+#include "records.h"
 #include "repl.h"
 #include "store.h"
 #include "banned.h"
@@ -91,27 +92,24 @@ static int add_conflicts(struct cmd_ctx *x, cJSON *arr)
 
 	store_iter_new(&it, x->p.store, x->p.batch, CF_LOSERS, "", 0);
 	while ((rc = store_iter_next(it, &key, &klen, &v)) > 0) {
-		const char *repo = key, *ref, *site;
-		size_t a = strnlen(key, klen), b, d;
-		if (a + 1 >= klen || v.len != 40 + strlen(" kept") ||
-		    memcmp(v.p + 40, " kept", 5))
-			continue;
-		ref = key + a + 1;
-		b = strnlen(ref, klen - a - 1);
-		if (a + 1 + b + 1 >= klen)
-			continue;
-		site = ref + b + 1;
-		d = strnlen(site, klen - a - b - 2);
-		if (a + b + d + 3 + 8 != klen)
+		struct records_span repo, ref, site;
+		char tip[RECORDS_OID_HEX + 1];
+		uint64_t hlc;
+		bool kept;
+
+		if (records_loser_parse(key, klen, &repo, &ref, &site,
+					&hlc) < 0 ||
+		    records_loser_value_parse(v.p, v.len, tip, &kept) < 0 ||
+		    !kept)
 			continue;
 		cJSON *e = cJSON_CreateObject();
-		cJSON_AddStringToObject(e, "repo", repo);
-		cJSON_AddStringToObject(e, "ref", ref);
-		cJSON_AddStringToObject(e, "site", site);
-		v.p[40] = '\0';
-		cJSON_AddStringToObject(e, "tip", v.p);
+		cJSON_AddStringToObject(e, "repo", repo.p);
+		cJSON_AddStringToObject(e, "ref", ref.p);
+		cJSON_AddStringToObject(e, "site", site.p);
+		cJSON_AddStringToObject(e, "tip", tip);
 		buf_reset(&name);
-		buf_printf(&name, "refs/grantd/conflicts/%s/%s", site, ref);
+		buf_printf(&name, "refs/grantd/conflicts/%s/%s", site.p,
+			   ref.p);
 		cJSON_AddStringToObject(e, "kept_as", name.p);
 		cJSON_AddItemToArray(arr, e);
 	}

@@ -31,6 +31,7 @@
 #include "err.h"
 #include "gitrepl_int.h"
 #include "log.h"
+#include "records.h"
 #include "repos.h"
 #include "banned.h"
 
@@ -263,24 +264,25 @@ static enum verdict losers(struct gitrepl *g, git_repository *repo,
 	}
 	store_iter_new(&it, g->store, NULL, CF_LOSERS, prefix.p, prefix.len);
 	while (out == V_DONE && store_iter_next(it, &key, &klen, &v) > 0) {
-		const char *origin = key + prefix.len;
+		struct records_span lrepo, lref, origin;
+		uint64_t hlc;
 		char hex[OID_HEX + 1];
+		bool kept;
 		git_oid tip;
 		git_reference *out_ref = NULL;
 
-		if (klen <= prefix.len + 9 || v.len < OID_HEX ||
-		    strnlen(origin, klen - prefix.len) >= klen - prefix.len)
+		if (records_loser_parse(key, klen, &lrepo, &lref, &origin,
+					&hlc) < 0 ||
+		    records_loser_value_parse(v.p, v.len, hex, &kept) < 0)
 			continue;
-		if (v.len > OID_HEX)
-			continue; /* "TIP kept": done before */
+		if (kept)
+			continue; /* done before */
 		if (mark_sent(g, key, klen))
 			continue; /* done, the writer has yet to note it */
-		memcpy(hex, v.p, OID_HEX);
-		hex[OID_HEX] = '\0';
 		if (git_oid_fromstr(&tip, hex) < 0)
 			continue;
 		if (!git_odb_exists(odb, &tip)) {
-			out = need_tip(g, hex, origin, need, from);
+			out = need_tip(g, hex, origin.p, need, from);
 			break;
 		}
 		if (target && (git_oid_equal(&tip, target) ||
@@ -290,11 +292,11 @@ static enum verdict losers(struct gitrepl *g, git_repository *repo,
 			continue;
 		}
 		if (!safe_tip(g, name, hex)) {
-			out = need_tip(g, hex, origin, need, from);
+			out = need_tip(g, hex, origin.p, need, from);
 			break;
 		}
 		buf_reset(&cref);
-		buf_printf(&cref, CONFLICTS_PREFIX "%s/%s", origin, ref);
+		buf_printf(&cref, CONFLICTS_PREFIX "%s/%s", origin.p, ref);
 		if (git_reference_create(&out_ref, repo, cref.p, &tip, 1,
 					 "grantd: losing tip of a concurrent "
 					 "push") < 0) {
@@ -305,12 +307,12 @@ static enum verdict losers(struct gitrepl *g, git_repository *repo,
 		}
 		git_reference_free(out_ref);
 		buf_reset(&v);
-		buf_printf(&v, "%s kept", hex);
+		records_loser_value(&v, hex, true);
 		send_mark(g, key, klen, v.p, v.len);
 		g->st.conflicts++;
 		log_warn("push conflict repo=%s ref=%s: the tip %s from site=%s "
 			 "lost to a later push; kept as %s", name, ref, hex,
-			 origin, cref.p);
+			 origin.p, cref.p);
 	}
 	store_iter_free(&it);
 	git_odb_free(odb);
