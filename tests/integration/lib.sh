@@ -239,6 +239,16 @@ t_done_verify() {
 	fi
 }
 
+# t_stacks PID: every thread's stack of a stuck process (gdb, when the
+# machine has it), for the report of a node that would not stop.
+t_stacks() {
+	command -v gdb >/dev/null || { echo "(no gdb: no stacks)"; return 0; }
+	# one line a thread: its frames' function names, innermost first
+	timeout 60 gdb -batch -nx -p "$1" -ex 'thread apply all bt' 2>&1 |
+		sed -nE 's/^Thread ([0-9]+).*/T\1:/p; s/^#[0-9]+ +(0x[0-9a-f]+ in )?([A-Za-z_][A-Za-z0-9_:]*).*/\2/p' |
+		tr '\n' ' ' | sed 's/ T/\nT/g'
+}
+
 # t_done: stop the nodes and sshds, check every node stopped cleanly and
 # left no sanitizer report, print the summary and exit.
 t_done() {
@@ -259,7 +269,8 @@ t_done() {
 					st=$(gd_grantd_exit_status "$d")
 					t_eq "grantd${name:+ ($name)} exits with status 0 on SIGTERM" "$st" 0
 				else
-					t_fail "grantd${name:+ ($name)} still runs ${GD_TIMEOUT}s after SIGTERM"
+					t_fail "grantd${name:+ ($name)} still runs ${GD_TIMEOUT}s after SIGTERM" \
+						"$(t_stacks "$pid")"
 					kill -KILL "$pid" 2>/dev/null
 				fi
 			else
