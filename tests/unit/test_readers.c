@@ -288,6 +288,33 @@ static void writer_recv(struct fixture *f, struct buf *ident,
 	assert_non_null(*rq);
 }
 
+/* Wait until the reader has taken everything sent on the pipe so far (a
+ * publish, say): a forwarded request answered through the pipe comes back
+ * only after what was queued before it. */
+static void reader_barrier(struct fixture *f)
+{
+	struct buf out = BUF_INIT, err = BUF_INIT, ident = BUF_INIT;
+	Grantd__V1__Request *rq = NULL;
+	Grantd__V1__Reply rep = GRANTD__V1__REPLY__INIT;
+	void *pipe = readers_pipe(f->rd);
+	uint8_t frame[64];
+	size_t len;
+
+	send_req(f->admin, "user.add", NULL, NULL, "barrier", NULL);
+	writer_recv(f, &ident, &rq);
+	grantd__v1__request__free_unpacked(rq, NULL);
+	rep.status = 0, rep.has_status = 1;
+	len = grantd__v1__reply__get_packed_size(&rep);
+	grantd__v1__reply__pack(&rep, frame);
+	assert_true(zmq_send(pipe, ident.p, ident.len, ZMQ_SNDMORE) >= 0);
+	assert_true(zmq_send(pipe, "", 0, ZMQ_SNDMORE) >= 0);
+	assert_true(zmq_send(pipe, frame, len, 0) >= 0);
+	assert_int_equal(recv_reply(f->admin, &out, &err), 0);
+	buf_free(&out);
+	buf_free(&err);
+	buf_free(&ident);
+}
+
 /* A write goes to the writer whole, and its answer back to the client. */
 static void test_write_forwarded(void **state)
 {
@@ -336,6 +363,7 @@ static void test_view_published(void **state)
 	assert_null(strstr(out.p, "carol"));
 	store_view_new(&v, f->s);
 	readers_publish(f->rd, v, false);
+	reader_barrier(f);
 	send_req(f->user, "keys.list", NULL, NULL, NULL);
 	assert_int_equal(recv_reply(f->user, &out, &err), 0);
 	assert_non_null(strstr(out.p, "carol\t" KEY_CAROL));
@@ -351,10 +379,12 @@ static void test_syncing_gate(void **state)
 	struct buf out = BUF_INIT, err = BUF_INIT;
 
 	readers_publish(f->rd, NULL, true);
+	reader_barrier(f);
 	send_req(f->user, "2fa.isval", "alice", "192.0.2.7", NULL);
 	assert_int_equal(recv_reply(f->user, &out, &err), GD_EXIT_REFUSED);
 	assert_non_null(strstr(err.p, "catching up"));
 	readers_publish(f->rd, NULL, false);
+	reader_barrier(f);
 	send_req(f->user, "2fa.isval", "alice", "192.0.2.7", NULL);
 	recv_reply(f->user, &out, &err);
 	assert_null(strstr(err.p, "catching up"));
@@ -410,6 +440,7 @@ static void test_status(void **state)
 	assert_int_equal(recv_reply(f->admin, &out, &err), GD_EXIT_REFUSED);
 	readers_publish_status(f->rd, cmd_status_store(&f->o, now),
 			       repl_part(0));
+	reader_barrier(f);
 	send_req(f->admin, "status", NULL, NULL, NULL);
 	assert_int_equal(recv_reply(f->admin, &out, &err), 0);
 	assert_non_null(strstr(out.p, "site:     reader1\n"));
@@ -425,6 +456,7 @@ static void test_status(void **state)
 	readers_publish_status(f->rd, cmd_status_store(&f->o, now), NULL);
 	readers_publish_status(f->rd, cmd_status_store(&f->o, now),
 			       repl_part(7));
+	reader_barrier(f);
 	send_req(f->admin, "status", NULL, NULL, NULL);
 	assert_int_equal(recv_reply(f->admin, &out, &err), 0);
 	assert_non_null(strstr(out.p, "users:    2\n"));
@@ -444,6 +476,7 @@ static void test_syncing_from_start(void **state)
 
 	readers_publish_status(f->rd, cmd_status_store(&f->o, time(NULL)),
 			       repl_part(0));
+	reader_barrier(f);
 	send_req(f->admin, "status", NULL, NULL, NULL);
 	assert_int_equal(recv_reply(f->admin, &out, &err), 0);
 	assert_non_null(strstr(out.p, "syncing:  yes"));
@@ -451,6 +484,7 @@ static void test_syncing_from_start(void **state)
 	assert_int_equal(recv_reply(f->user, &out, &err), GD_EXIT_REFUSED);
 	assert_non_null(strstr(err.p, "catching up"));
 	readers_publish(f->rd, NULL, false);
+	reader_barrier(f);
 	send_req(f->admin, "status", NULL, NULL, NULL);
 	assert_int_equal(recv_reply(f->admin, &out, &err), 0);
 	assert_null(strstr(out.p, "syncing:"));
@@ -513,16 +547,8 @@ static void test_keys_socket(void **state)
 	assert_string_equal(out.p, "");
 	store_view_new(&v, f->s);
 	readers_publish(f->rd, v, false);
-	/* the announcement travels on the pipe, the lookup on another
-	 * socket: the reader may answer one lookup before it takes the view
-	 * (ZeroMQ looks at a pipe's new messages at most every ~1 ms), so
-	 * wait a little for it */
-	for (int i = 0; i < 500; i++) {
-		keys_ask(f, line.p, &out);
-		if (out.len > 1)
-			break;
-		usleep(10000);
-	}
+	reader_barrier(f); /* the view is the reader's now */
+	keys_ask(f, line.p, &out);
 	assert_string_equal(out.p, "dave\t" KEY_DAVE "\n");
 	/* the control sockets answer beside it */
 	struct buf o2 = BUF_INIT, e2 = BUF_INIT;
