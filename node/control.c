@@ -191,8 +191,10 @@ int control_recv(void *sock, struct buf *ident, struct buf *payload)
 	int frame = 0, more = 1, rc = 1;
 
 	buf_reset(ident);
+	/* only what the last request wrote: the rest is still zero (the
+	 * whole capacity each time cost a 64 KiB memset a request) */
 	if (payload->p)
-		sodium_memzero(payload->p, payload->cap);
+		sodium_memzero(payload->p, payload->len);
 	buf_reset(payload);
 	if (payload->cap < GD_CTL_MAX_REQUEST + 1) {
 		buf_extend(payload, GD_CTL_MAX_REQUEST);
@@ -224,7 +226,7 @@ int control_recv(void *sock, struct buf *ident, struct buf *payload)
 	if (rc == 1 && frame < 3)
 		rc = GD_EPROTO;
 	if (rc < 0)
-		sodium_memzero(payload->p, payload->cap);
+		sodium_memzero(payload->p, payload->len);
 	return rc;
 }
 

@@ -208,7 +208,8 @@ static int serve_one(struct readers *rd, int idx)
 		control_send_reply(&r);
 		control_req_free(&r);
 	}
-	sodium_memzero(rd->payload.p, rd->payload.cap); /* may hold a secret */
+	/* may hold a secret; beyond len it is zero already */
+	sodium_memzero(rd->payload.p, rd->payload.len);
 	return 1;
 }
 
