@@ -1,0 +1,283 @@
+/*
+ * bench_zmq_floor: what ZeroMQ alone costs on this machine, the floor under
+ * bench/run's push-check figures.
+ *
+ * An echo server (one thread, a ROUTER bound on ipc:// like the node's
+ * user socket, answering each request with its own bytes and doing nothing
+ * else) and N client threads with a REQ socket each, as bench_control's
+ * check clients, timed the same way: closed loop, S seconds, nearest-rank
+ * percentiles.  Whatever the node's reader does per check comes on top of
+ * this; a target below the floor cannot be met by any handler.
+ *
+ *   bench_zmq_floor --dir DIR [--clients LIST] [--secs S] [--bytes N]
+ *
+ * Prints one line per client count:
+ *   zmq floor clients=N ops=... ops/s=... p50_us=... p99_us=... cpu%: ...
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#define CLIENTS_MAX 64
+#define LAT_MAX (1u << 22)
+
+struct client {
+	pthread_t thread;
+	void *ctx;
+	const char *endpoint;
+	size_t bytes;
+	uint64_t until_ns;
+	uint64_t *lat;   /* ns, one per request */
+	size_t nlat;
+	long fails;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t cpu_ns(int who)
+{
+	struct rusage ru;
+
+	getrusage(who, &ru);
+	return ((uint64_t)ru.ru_utime.tv_sec + (uint64_t)ru.ru_stime.tv_sec) *
+		       1000000000u +
+	       ((uint64_t)ru.ru_utime.tv_usec + (uint64_t)ru.ru_stime.tv_usec) *
+		       1000u;
+}
+
+static _Noreturn void die(const char *what)
+{
+	fprintf(stderr, "bench_zmq_floor: %s: %s\n", what,
+		zmq_strerror(errno));
+	exit(2);
+}
+
+/* ---- the echo server ---------------------------------------------------- */
+
+struct server {
+	pthread_t thread;
+	void *sock;
+	volatile bool stop;
+	uint64_t cpu_ns; /* the thread's own CPU time */
+};
+
+static void *server_main(void *arg)
+{
+	struct server *sv = arg;
+	zmq_pollitem_t it = { sv->sock, 0, ZMQ_POLLIN, 0 };
+	struct timespec ts;
+
+	while (!sv->stop) {
+		if (zmq_poll(&it, 1, 50) <= 0)
+			continue;
+		/* [identity][""][payload]: send each frame straight back */
+		for (;;) {
+			zmq_msg_t m;
+			int more;
+			zmq_msg_init(&m);
+			if (zmq_msg_recv(&m, sv->sock, ZMQ_DONTWAIT) < 0) {
+				zmq_msg_close(&m);
+				break;
+			}
+			more = zmq_msg_more(&m);
+			if (zmq_msg_send(&m, sv->sock,
+					 more ? ZMQ_SNDMORE : 0) < 0)
+				zmq_msg_close(&m);
+		}
+	}
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	sv->cpu_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return NULL;
+}
+
+/* ---- the clients -------------------------------------------------------- */
+
+static void *client_main(void *arg)
+{
+	struct client *c = arg;
+	void *s = zmq_socket(c->ctx, ZMQ_REQ);
+	char *req = calloc(1, c->bytes), *rep = malloc(c->bytes + 1);
+	int zero = 0;
+
+	if (!s || !req || !rep)
+		die("client");
+	zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof(zero));
+	if (zmq_connect(s, c->endpoint) < 0)
+		die("connect");
+	for (int i = 0; i < 20; i++) /* warm up, as bench_control */
+		if (zmq_send(s, req, c->bytes, 0) < 0 ||
+		    zmq_recv(s, rep, c->bytes + 1, 0) < 0)
+			die("warm-up");
+	while (c->nlat < LAT_MAX) {
+		uint64_t t0 = now_ns();
+		if (t0 >= c->until_ns)
+			break;
+		if (zmq_send(s, req, c->bytes, 0) < 0 ||
+		    zmq_recv(s, rep, c->bytes + 1, 0) != (int)c->bytes) {
+			c->fails++;
+			break;
+		}
+		c->lat[c->nlat++] = now_ns() - t0;
+	}
+	zmq_close(s);
+	free(req);
+	free(rep);
+	return NULL;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Nearest-rank percentile of sorted v[0..n). */
+static uint64_t pct(const uint64_t *v, size_t n, int p)
+{
+	size_t k = (n * (size_t)p + 99) / 100;
+
+	return n ? v[k ? k - 1 : 0] : 0;
+}
+
+static int run(void *ctx, const char *endpoint, int nclients, double secs,
+	       size_t bytes)
+{
+	struct client c[CLIENTS_MAX];
+	uint64_t t0, t1, cpu0, cpu1, *all;
+	size_t total = 0;
+	long fails = 0;
+
+	memset(c, 0, sizeof(c));
+	t0 = now_ns();
+	cpu0 = cpu_ns(RUSAGE_SELF);
+	for (int i = 0; i < nclients; i++) {
+		c[i].ctx = ctx;
+		c[i].endpoint = endpoint;
+		c[i].bytes = bytes;
+		c[i].until_ns = t0 + (uint64_t)(secs * 1e9);
+		if (!(c[i].lat = malloc(LAT_MAX * sizeof(uint64_t))))
+			die("malloc");
+		if (pthread_create(&c[i].thread, NULL, client_main, &c[i]))
+			die("pthread_create");
+	}
+	for (int i = 0; i < nclients; i++) {
+		pthread_join(c[i].thread, NULL);
+		total += c[i].nlat;
+		fails += c[i].fails;
+	}
+	t1 = now_ns();
+	cpu1 = cpu_ns(RUSAGE_SELF);
+	if (!(all = malloc((total ? total : 1) * sizeof(uint64_t))))
+		die("malloc");
+	total = 0;
+	for (int i = 0; i < nclients; i++) {
+		memcpy(all + total, c[i].lat, c[i].nlat * sizeof(uint64_t));
+		total += c[i].nlat;
+		free(c[i].lat);
+	}
+	qsort(all, total, sizeof(uint64_t), cmp_u64);
+	double el = (double)(t1 - t0) / 1e9;
+	printf("zmq floor clients=%d ops=%zu secs=%.2f ops/s=%.0f "
+	       "p50_us=%.0f p90_us=%.0f p99_us=%.0f max_us=%.0f failures=%ld "
+	       "(cpu%%: echo server and clients together=%.0f/200)\n",
+	       nclients, total, el, (double)total / el,
+	       (double)pct(all, total, 50) / 1e3,
+	       (double)pct(all, total, 90) / 1e3,
+	       (double)pct(all, total, 99) / 1e3,
+	       total ? (double)all[total - 1] / 1e3 : 0.0, fails,
+	       100.0 * (double)(cpu1 - cpu0) / 1e9 / el);
+	fflush(stdout);
+	free(all);
+	return fails ? 1 : 0;
+}
+
+static void usage(FILE *f)
+{
+	fputs("usage: bench_zmq_floor --dir DIR [--clients LIST] [--secs S] "
+	      "[--bytes N]\n\n"
+	      "Time a ZeroMQ echo over ipc:// (a ROUTER thread that only "
+	      "echoes, REQ\nclients in a closed loop): the floor under the "
+	      "node's push-check figures.\nLIST defaults to 1,8,32; S to 5; "
+	      "N (request size) to 96.  The socket is\nDIR/floor.sock.\n",
+	      f);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "dir", required_argument, NULL, 'd' },
+		{ "clients", required_argument, NULL, 'c' },
+		{ "secs", required_argument, NULL, 's' },
+		{ "bytes", required_argument, NULL, 'b' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *dir = NULL, *list = "1,8,32";
+	double secs = 5;
+	size_t bytes = 96;
+	char endpoint[300], *copy, *tok, *save;
+	struct server sv = { 0 };
+	void *ctx, *cctx; /* the server's and the clients', as two processes */
+	int opt, rc = 0;
+
+	while ((opt = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		switch (opt) {
+		case 'd': dir = optarg; break;
+		case 'c': list = optarg; break;
+		case 's': secs = atof(optarg); break;
+		case 'b': bytes = (size_t)strtoul(optarg, NULL, 10); break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (!dir || secs <= 0 || bytes < 1 || bytes > 4096 ||
+	    strlen(dir) > 200) {
+		usage(stderr);
+		return 2;
+	}
+	snprintf(endpoint, sizeof(endpoint), "ipc://%s/floor.sock", dir);
+	if (!(ctx = zmq_ctx_new()) || !(cctx = zmq_ctx_new()))
+		die("zmq_ctx_new");
+	if (!(sv.sock = zmq_socket(ctx, ZMQ_ROUTER)) ||
+	    zmq_bind(sv.sock, endpoint) < 0)
+		die("bind");
+	if (pthread_create(&sv.thread, NULL, server_main, &sv))
+		die("pthread_create");
+	if (!(copy = strdup(list)))
+		die("strdup");
+	for (tok = strtok_r(copy, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		int n = atoi(tok);
+		if (n < 1 || n > CLIENTS_MAX) {
+			fprintf(stderr, "bench_zmq_floor: 1 to %d clients\n",
+				CLIENTS_MAX);
+			rc = 2;
+			break;
+		}
+		rc |= run(cctx, endpoint, n, secs, bytes);
+	}
+	free(copy);
+	sv.stop = true;
+	pthread_join(sv.thread, NULL);
+	zmq_close(sv.sock);
+	zmq_ctx_term(cctx);
+	zmq_ctx_term(ctx);
+	unlink(endpoint + strlen("ipc://"));
+	return rc;
+}
