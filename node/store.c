@@ -45,6 +45,8 @@ struct store {
 	rocksdb_t *db;
 	rocksdb_options_t *opts;
 	rocksdb_options_t *cf_opts[CF__COUNT];
+	rocksdb_cache_t *cache;                 /* shared by every family */
+	rocksdb_block_based_table_options_t *table;
 	rocksdb_column_family_handle_t *cf[CF__COUNT];
 	rocksdb_readoptions_t *ropts;
 	rocksdb_writeoptions_t *wsync;
@@ -109,6 +111,36 @@ uint64_t store_get_be64(const void *p)
 	return v;
 }
 
+/* The memory the store may hold, whatever the number of records (issue 9:
+ * 1,000,000 grants in 200 MB).  RocksDB's defaults give every family its
+ * own 64 MB memtables (two each, a dozen families) and the WAL no bound, so
+ * a loaded node held 350 MB and replayed its whole WAL at start.  Here:
+ * all memtables together at most STORE_MEMTABLES (a full one is flushed),
+ * the WAL at most STORE_WAL (older families are flushed to cut it: start-up
+ * replays little), one block cache for every family holding the index and
+ * filter blocks too (so they do not grow beside it with the data), and a
+ * Bloom filter per table so a point read of a missing key (a check of a
+ * user without a grant) seldom touches a data block. */
+#define STORE_MEMTABLES (48u << 20)
+#define STORE_CF_MEMTABLE (16u << 20)
+#define STORE_WAL (64u << 20)
+#define STORE_BLOCK_CACHE (32u << 20)
+
+static void budget(struct store *s)
+{
+	rocksdb_options_set_db_write_buffer_size(s->opts, STORE_MEMTABLES);
+	rocksdb_options_set_max_total_wal_size(s->opts, STORE_WAL);
+	s->cache = rocksdb_cache_create_lru(STORE_BLOCK_CACHE);
+	s->table = rocksdb_block_based_options_create();
+	rocksdb_block_based_options_set_block_cache(s->table, s->cache);
+	rocksdb_block_based_options_set_cache_index_and_filter_blocks(s->table,
+								      1);
+	rocksdb_block_based_options_set_pin_l0_filter_and_index_blocks_in_cache(
+		s->table, 1);
+	rocksdb_block_based_options_set_filter_policy(
+		s->table, rocksdb_filterpolicy_create_bloom(10));
+}
+
 int store_open(struct store **out, bool *created, const char *path,
 	       const uint8_t seal_key[STORE_SEAL_KEY_LEN])
 {
@@ -137,9 +169,14 @@ int store_open(struct store **out, bool *created, const char *path,
 	rocksdb_options_set_create_missing_column_families(s->opts, 1);
 	rocksdb_options_increase_parallelism(s->opts, 2);
 	rocksdb_options_set_max_open_files(s->opts, 512);
+	budget(s);
 	for (int i = 0; i < CF__COUNT; i++) {
 		s->cf_opts[i] = rocksdb_options_create();
 		rocksdb_options_set_create_if_missing(s->cf_opts[i], 1);
+		rocksdb_options_set_write_buffer_size(s->cf_opts[i],
+						      STORE_CF_MEMTABLE);
+		rocksdb_options_set_block_based_table_factory(s->cf_opts[i],
+							      s->table);
 	}
 	s->db = rocksdb_open_column_families(
 		s->opts, path, CF__COUNT, (const char *const *)cf_names,
@@ -174,6 +211,10 @@ void store_destroy(struct store **sp)
 			rocksdb_options_destroy(s->cf_opts[i]);
 	if (s->opts)
 		rocksdb_options_destroy(s->opts);
+	if (s->table)
+		rocksdb_block_based_options_destroy(s->table);
+	if (s->cache)
+		rocksdb_cache_destroy(s->cache);
 	if (s->ropts)
 		rocksdb_readoptions_destroy(s->ropts);
 	if (s->wsync)
@@ -442,6 +483,22 @@ int store_batch_rollback(struct store_batch *b)
 	}
 	log_error("store rollback without a save point");
 	return GD_EINVAL;
+}
+
+int store_delete_range(struct store *s, enum store_cf cf, const void *begin,
+		       size_t blen, const void *end, size_t elen)
+{
+	char *err = NULL;
+
+	rocksdb_delete_range_cf(s->db, s->wnosync, s->cf[cf], begin, blen, end,
+				elen, &err);
+	if (err) {
+		log_error("store range delete failed cf=%s: %s",
+			  store_cf_name(cf), err);
+		rocksdb_free(err);
+		return GD_EIO;
+	}
+	return 0;
 }
 
 int store_commit(struct store_batch *b, bool sync)

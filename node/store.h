@@ -87,6 +87,14 @@ void store_batch_savepoint(struct store_batch *b);
 void store_batch_release(struct store_batch *b);
 int store_batch_rollback(struct store_batch *b);
 
+/* Delete the keys of cf in [begin, end) at once, straight to the store
+ * (no batch, no fsync): one range tombstone that iterators skip whole,
+ * where a key-by-key delete leaves a tombstone each for every later scan
+ * to step over until compaction.  For local, non-replicated families
+ * only (the operation log).  Returns 0 or GD_EIO. */
+int store_delete_range(struct store *s, enum store_cf cf, const void *begin,
+		       size_t blen, const void *end, size_t elen);
+
 /* Write the batch atomically; sync makes it durable (fsync) before the
  * return.  The batch is emptied either way.  Returns 0 or GD_EIO (also for
  * a batch whose rollback failed). */

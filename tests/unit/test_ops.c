@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <rocksdb/c.h>
 #include <git2.h>
 #include <sodium.h>
 
@@ -1116,6 +1117,67 @@ static void test_oplog(void **state)
 	assert_int_equal(op->body_case, GRANTD__V1__OP__BODY_USER);
 	assert_string_equal(op->user->keys[0], key_of("k1"));
 	grantd__v1__op__free_unpacked(op, NULL);
+	buf_free(&k);
+	buf_free(&v);
+}
+
+/* Truncating the operation log leaves nothing for later scans to step
+ * over: 3,000 entries cut, then the next truncation (and a range served
+ * from the log) reads the live entries only.  Key-by-key deletes left a
+ * tombstone each, which every later scan skipped one by one (seconds on
+ * the writer thread for a store that had cut millions). */
+#define TRUNC_N 3000
+static void test_truncate_log(void **state)
+{
+	struct fixture *f = *state;
+	struct node *n = node_open(f, 0);
+	struct top *t = calloc(TRUNC_N + 1, sizeof(*t));
+	Grantd__V1__Op **ops = calloc(TRUNC_N, sizeof(*ops));
+	struct buf k = BUF_INIT, v = BUF_INIT;
+	rocksdb_perfcontext_t *pc;
+	uint8_t be[8];
+	char name[16];
+
+	assert_non_null(t);
+	assert_non_null(ops);
+	for (int i = 0; i < TRUNC_N; i++) {
+		snprintf(name, sizeof(name), "u%d", i);
+		ops[i] = op_user(&t[i], "sitea", (uint64_t)i + 1,
+				 HLC(100 + i, 0), strdup(name), "k1");
+	}
+	apply_all(n, ops, TRUNC_N);
+	assert_int_equal(ops_truncate_log(&n->o, 10000, 100000), TRUNC_N);
+	apply1(n, op_user(&t[TRUNC_N], "sitea", TRUNC_N + 1, HLC(20000, 0),
+			  "late", "k1"));
+	rocksdb_set_perf_level(rocksdb_enable_count);
+	pc = rocksdb_perfcontext_create();
+	rocksdb_perfcontext_reset(pc);
+	assert_int_equal(ops_truncate_log(&n->o, 10000, 100000), 0);
+	uint64_t skipped =
+		rocksdb_perfcontext_metric(pc, rocksdb_internal_delete_skipped_count) +
+		rocksdb_perfcontext_metric(pc, rocksdb_internal_key_skipped_count);
+	rocksdb_perfcontext_destroy(pc);
+	rocksdb_set_perf_level(rocksdb_disable);
+	if (skipped > 100)
+		fail_msg("the truncation after the cut stepped over %llu "
+			 "deleted entries", (unsigned long long)skipped);
+	/* the old entries are gone, the recent one stays */
+	buf_add(&k, "sitea", 6);
+	store_be64(be, EPOCH);
+	buf_add(&k, be, 8);
+	store_be64(be, 1);
+	buf_add(&k, be, 8);
+	assert_int_equal(store_get(n->s, NULL, CF_OPLOG, k.p, k.len, &v),
+			 GD_ENOTFOUND);
+	store_be64((uint8_t *)k.p + k.len - 8, TRUNC_N);
+	assert_int_equal(store_get(n->s, NULL, CF_OPLOG, k.p, k.len, &v),
+			 GD_ENOTFOUND);
+	store_be64((uint8_t *)k.p + k.len - 8, TRUNC_N + 1);
+	assert_int_equal(store_get(n->s, NULL, CF_OPLOG, k.p, k.len, &v), 0);
+	for (int i = 0; i < TRUNC_N; i++)
+		free(t[i].user.name);
+	free(t);
+	free(ops);
 	buf_free(&k);
 	buf_free(&v);
 }
@@ -2247,6 +2309,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_idempotent, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_oplog, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_truncate_log, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_gap, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_convergence, setup,
 						teardown),
