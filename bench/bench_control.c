@@ -31,7 +31,6 @@
 #include <getopt.h>
 #include <liboath/oath.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -44,6 +43,7 @@
 #include <unistd.h>
 #include <zmq.h>
 
+#include "bench.h"
 #include "config.h"
 #include "err.h"
 #include "wire.h"
@@ -106,6 +106,8 @@ struct cpu {
 	double client, node, host;
 };
 
+const char bench_prog[] = "bench_control";
+
 static struct client clients[MAX_CLIENTS];
 static const char *tag = "b";
 static char repo[64];
@@ -114,27 +116,6 @@ static void *ctx_s;
 static double secs = 5;
 static uint64_t ops_per_run; /* --ops: requests per run; 0: run for secs */
 static long node_pid;
-
-static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2),
-						      noreturn));
-static void die(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "bench_control: ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(2);
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* ---- setup over the admin socket ---------------------------------------- */
 
@@ -337,23 +318,6 @@ static void *worker_main(void *arg)
 }
 
 /* ---- one run: some val clients and some check clients at once ----------- */
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
-/* Nearest-rank percentile of sorted v[0..n). */
-static uint64_t pct(const uint64_t *v, size_t n, double p)
-{
-	if (!n)
-		return 0;
-	size_t k = (size_t)(p / 100.0 * (double)n + 0.999999);
-	if (k < 1)
-		k = 1;
-	return v[(k > n ? n : k) - 1];
-}
 
 static double cpu_self_s(void)
 {

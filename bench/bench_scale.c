@@ -52,6 +52,7 @@
 #include <unistd.h>
 #include <zmq.h>
 
+#include "bench.h"
 #include "config.h"
 #include "err.h"
 #include "wire.h"
@@ -66,29 +67,10 @@
 
 extern char **environ;
 
+const char bench_prog[] = "bench_scale";
+
 static const char *tag = "s";
 static uint64_t nusers = 100000, ngrants = 1000000;
-
-static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2),
-						      noreturn));
-static void die(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "bench_scale: ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(2);
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static uint64_t rnd_state = 0x9e3779b97f4a7c15ull;
 static uint64_t rnd(void)
@@ -409,21 +391,6 @@ static void pool_free(struct pool *p)
 	free(p->v);
 	free(p->lat);
 	free((char *)p->ep);
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
-static uint64_t pct(const uint64_t *v, size_t n, double q)
-{
-	if (!n)
-		return 0;
-	size_t k = (size_t)(q / 100.0 * (double)n + 0.999999);
-	k = k < 1 ? 1 : k > n ? n : k;
-	return v[k - 1];
 }
 
 /* ---- load: users, enrollments, repositories, grants ------------------- */

@@ -44,7 +44,7 @@ static void usage(FILE *fp)
 int main(int argc, char **argv)
 {
 	const char *cfg_path = NULL, *shell = NULL, *fp = NULL;
-	char shell_buf[PATH_MAX], cfg_abs[PATH_MAX];
+	struct authkeys_paths paths;
 	Grantd__V1__Request req = GRANTD__V1__REQUEST__INIT;
 	Grantd__V1__Reply *rep = NULL;
 	struct config *cfg = NULL;
@@ -61,25 +61,8 @@ int main(int argc, char **argv)
 	}
 	if (argc - i == 2)
 		fp = argv[i + 1];
-	if (!shell) {
-		if (authkeys_beside_me(shell_buf, sizeof(shell_buf),
-				       "grant-shell") < 0) {
-			fprintf(stderr, "%s: cannot find grant-shell; give "
-				"--shell PATH\n", prog);
-			return GD_EXIT_USAGE;
-		}
-		shell = shell_buf;
-	}
-	if (cfg_path && !realpath(cfg_path, cfg_abs)) {
-		fprintf(stderr, "%s: cannot resolve config path %s\n", prog,
-			cfg_path);
-		return GD_EXIT_USAGE;
-	}
-	if (!authkeys_path_ok(shell) || (cfg_path && !authkeys_path_ok(cfg_abs))) {
-		fprintf(stderr, "%s: paths must be absolute, without spaces or "
-			"quotes\n", prog);
-		return GD_EXIT_USAGE;
-	}
+	if ((rc = authkeys_paths(&paths, prog, shell, cfg_path)) != 0)
+		return rc;
 	if ((rc = cli_load_config(&cfg, prog, cfg_path)) != 0)
 		return rc;
 	/* one point read of the node's index, not every user's keys */
@@ -93,7 +76,7 @@ int main(int argc, char **argv)
 		goto done;
 	}
 	/* each line of the answer (keys.find: one or none): NAME \t KEY */
-	authkeys_print(stdout, rep->out, shell, cfg_path ? cfg_abs : NULL);
+	authkeys_print(stdout, rep->out, paths.shell, paths.config);
 	rc = GD_EXIT_OK;
 done:
 	if (rep)

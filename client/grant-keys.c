@@ -164,7 +164,7 @@ done:
 int main(int argc, char **argv)
 {
 	const char *cfg_path = NULL, *shell = NULL, *fp, *why;
-	char shell_buf[PATH_MAX], cfg_abs[PATH_MAX];
+	struct authkeys_paths paths;
 	struct buf err = BUF_INIT, ans = BUF_INIT;
 	struct config *cfg = NULL;
 	int i = 1, rc;
@@ -184,26 +184,8 @@ int main(int argc, char **argv)
 			"SHA256:..., as sshd gives it for %%f)\n", prog, fp);
 		return GD_EXIT_USAGE;
 	}
-	if (!shell) {
-		if (authkeys_beside_me(shell_buf, sizeof(shell_buf),
-				       "grant-shell") < 0) {
-			fprintf(stderr, "%s: cannot find grant-shell; give "
-				"--shell PATH\n", prog);
-			return GD_EXIT_USAGE;
-		}
-		shell = shell_buf;
-	}
-	if (cfg_path && !realpath(cfg_path, cfg_abs)) {
-		fprintf(stderr, "%s: cannot resolve config path %s\n", prog,
-			cfg_path);
-		return GD_EXIT_USAGE;
-	}
-	if (!authkeys_path_ok(shell) ||
-	    (cfg_path && !authkeys_path_ok(cfg_abs))) {
-		fprintf(stderr, "%s: paths must be absolute, without spaces or "
-			"quotes\n", prog);
-		return GD_EXIT_USAGE;
-	}
+	if ((rc = authkeys_paths(&paths, prog, shell, cfg_path)) != 0)
+		return rc;
 	if (config_load(&cfg, cfg_path ? cfg_path : config_default_path(),
 			&err) < 0) {
 		fprintf(stderr, "%s: %s\n", prog, buf_str(&err));
@@ -225,7 +207,7 @@ int main(int argc, char **argv)
 		rc = st;
 		goto done;
 	}
-	authkeys_print(stdout, ans.p, shell, cfg_path ? cfg_abs : NULL);
+	authkeys_print(stdout, ans.p, paths.shell, paths.config);
 	rc = GD_EXIT_OK;
 done:
 	buf_free(&ans);

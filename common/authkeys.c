@@ -2,7 +2,9 @@
  * authkeys.c: authorized_keys lines for sshd (authkeys.h).
  */
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -27,9 +29,41 @@ int authkeys_beside_me(char *out, size_t len, const char *name)
 	return w < 0 || (size_t)w >= len ? GD_EIO : 0;
 }
 
-bool authkeys_path_ok(const char *p)
+/* A path is put between double quotes in the command= option: refuse
+ * anything that could end the quotes or the line. */
+static bool path_ok(const char *p)
 {
 	return p[0] == '/' && !strpbrk(p, "\"\\\n\r ");
+}
+
+int authkeys_paths(struct authkeys_paths *out, const char *prog,
+		   const char *shell, const char *config)
+{
+	out->shell = shell;
+	out->config = NULL;
+	if (!shell) {
+		if (authkeys_beside_me(out->shell_buf, sizeof(out->shell_buf),
+				       "grant-shell") < 0) {
+			fprintf(stderr, "%s: cannot find grant-shell; give "
+				"--shell PATH\n", prog);
+			return GD_EXIT_USAGE;
+		}
+		out->shell = out->shell_buf;
+	}
+	if (config) {
+		if (!realpath(config, out->config_buf)) {
+			fprintf(stderr, "%s: cannot resolve config path %s\n",
+				prog, config);
+			return GD_EXIT_USAGE;
+		}
+		out->config = out->config_buf;
+	}
+	if (!path_ok(out->shell) || (out->config && !path_ok(out->config))) {
+		fprintf(stderr, "%s: paths must be absolute, without spaces or "
+			"quotes\n", prog);
+		return GD_EXIT_USAGE;
+	}
+	return 0;
 }
 
 void authkeys_print(FILE *fp, char *text, const char *shell,

@@ -6,7 +6,7 @@
 #ifndef GD_AUTHKEYS_H
 #define GD_AUTHKEYS_H
 
-#include <stdbool.h>
+#include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -14,9 +14,19 @@
  * or GD_EIO. */
 int authkeys_beside_me(char *out, size_t len, const char *name);
 
-/* A path is put between double quotes in the command= option: refuse
- * anything that could end the quotes or the line. */
-bool authkeys_path_ok(const char *p);
+/* The paths every printed line names: grant-shell's and the config's. */
+struct authkeys_paths {
+	const char *shell;   /* --shell, or shell_buf */
+	const char *config;  /* config_buf, or NULL without --config */
+	char shell_buf[PATH_MAX], config_buf[PATH_MAX];
+};
+
+/* Fill *out from --shell (NULL: grant-shell beside this program) and
+ * --config (NULL: none; else made absolute), and check that each can
+ * stand between the double quotes of the command= option.  Says why not
+ * on stderr, as prog.  Returns 0 or GD_EXIT_USAGE (an exit status). */
+int authkeys_paths(struct authkeys_paths *out, const char *prog,
+		   const char *shell, const char *config);
 
 /* For each "NAME\tKEY" line of text (changed in place), print
  *   command="SHELL[ --config CONFIG] NAME",no-pty,...,no-X11-forwarding KEY

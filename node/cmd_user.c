@@ -226,6 +226,26 @@ static int cmd_keys_find(struct cmd_ctx *x, struct req *r)
 
 /* ---- admin: users ------------------------------------------------------- */
 
+/* Load the live user name (a request's argument) into *u, which the
+ * caller then clears.  Returns 1 with *u loaded; 0, with nothing to clear,
+ * when r holds the answer (a bad name, or no such user); or a negative
+ * gd_err. */
+static int load_existing(struct policy_user *u, struct cmd_ctx *x,
+			 struct req *r, const char *name)
+{
+	int rc;
+
+	if (!cmd_name_arg(r, name))
+		return 0;
+	if ((rc = policy_user_load(u, &x->p, name)) < 0)
+		return rc;
+	if (!u->user) {
+		policy_user_clear(u);
+		return cmd_refuse(r, "no such user '%s'", name);
+	}
+	return 1;
+}
+
 static int cmd_user_add(struct cmd_ctx *x, struct req *r)
 {
 	Grantd__V1__User nu = GRANTD__V1__USER__INIT;
@@ -292,14 +312,8 @@ static int cmd_user_del(struct cmd_ctx *x, struct req *r)
 	struct policy_user u;
 	int rc;
 
-	if (!cmd_name_arg(r, name))
-		return 0;
-	if ((rc = policy_user_load(&u, &x->p, name)) < 0)
+	if ((rc = load_existing(&u, x, r, name)) <= 0)
 		return rc;
-	if (!u.user) {
-		cmd_refuse(r, "no such user '%s'", name);
-		goto done;
-	}
 	nu.name = (char *)name;
 	SET(nu, deleted, 1);
 	if ((rc = cmd_emit_body(x, GRANTD__V1__OP__BODY_USER, &nu)) < 0)
@@ -380,14 +394,9 @@ static int cmd_unlock(struct cmd_ctx *x, struct req *r)
 	struct policy_user pu;
 	int rc;
 
-	if (!cmd_name_arg(r, name))
-		return 0;
-	if ((rc = policy_user_load(&pu, &x->p, name)) < 0)
+	if ((rc = load_existing(&pu, x, r, name)) <= 0)
 		return rc;
-	bool known = pu.user != NULL;
 	policy_user_clear(&pu);
-	if (!known)
-		return cmd_refuse(r, "no such user '%s'", name);
 	u.user = (char *)name;
 	if ((rc = cmd_emit_body(x, GRANTD__V1__OP__BODY_UNLOCK, &u)) < 0)
 		return rc;

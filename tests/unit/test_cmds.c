@@ -27,6 +27,7 @@
 #include "cmds.h"
 #include "config.h"
 #include "err.h"
+#include "fixture.h"
 #include "log.h"
 #include "store.h"
 
@@ -184,20 +185,12 @@ struct fixture {
 static int setup(void **state)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
-	const char *tmp = getenv("TMPDIR");
-	char store_dir[96];
-	bool created;
 
-	if (!f)
+	if (!f || fx_mkdtemp(f->dir, sizeof(f->dir), "test_cmds", false) < 0)
 		return -1;
-	snprintf(f->dir, sizeof(f->dir), "%s/test_cmds.XXXXXX",
-		 tmp && *tmp && strlen(tmp) < 32 ? tmp : "/tmp");
-	if (!mkdtemp(f->dir))
-		return -1;
-	snprintf(store_dir, sizeof(store_dir), "%s/store", f->dir);
 	f->cfg.site = "sitea";
 	f->cfg.repo_dir = f->dir;
-	if (store_open(&f->store, &created, store_dir, seal_key) < 0 ||
+	if (fx_store_open(&f->store, NULL, f->dir, &f->cfg, seal_key) < 0 ||
 	    cmd_table_new(&f->t) < 0)
 		return -1;
 	*state = f;
@@ -207,12 +200,10 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	struct fixture *f = *state;
-	char cmd[128];
 
 	cmd_table_free(&f->t);
-	store_destroy(&f->store);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->dir);
-	if (system(cmd) != 0)
+	fx_store_close(&f->store, NULL);
+	if (fx_rmtree(f->dir) < 0)
 		return -1;
 	free(f);
 	return 0;

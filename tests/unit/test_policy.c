@@ -19,10 +19,10 @@
 #include <string.h>
 
 #include <cmocka.h>
-#include <sodium.h>
 
 #include "config.h"
 #include "err.h"
+#include "fixture.h"
 #include "log.h"
 #include "ops.h"
 #include "policy.h"
@@ -49,33 +49,21 @@ struct fixture {
 
 static int setup_group(void **state)
 {
-	if (sodium_init() < 0)
-		return -1;
-	log_init("test_policy", false, LOG_LVL_WARN);
-	return 0;
+	return fx_group_setup("test_policy", LOG_LVL_WARN);
 }
 
 static int setup(void **state)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
-	const char *tmp = getenv("TMPDIR");
-	char store_dir[96];
-	bool created;
 
-	if (!f)
+	if (!f || fx_mkdtemp(f->dir, sizeof(f->dir), "test_policy", false) < 0)
 		return -1;
-	snprintf(f->dir, sizeof(f->dir), "%s/test_policy.XXXXXX",
-		 tmp && *tmp && strlen(tmp) < 32 ? tmp : "/tmp");
-	if (!mkdtemp(f->dir))
-		return -1;
-	snprintf(store_dir, sizeof(store_dir), "%s/store", f->dir);
 	snprintf(f->repo_dir, sizeof(f->repo_dir), "%s/repos", f->dir);
 	f->cfg.site = "sitea";
 	f->cfg.repo_dir = f->repo_dir;
 	f->cfg.policy.lockout_failures = FAILURES;
 	f->cfg.policy.lockout_window = WINDOW_S;
-	if (store_open(&f->store, &created, store_dir, seal_key) < 0 ||
-	    ops_open(&f->ops, f->store, &f->cfg, created) < 0 ||
+	if (fx_store_open(&f->store, &f->ops, f->dir, &f->cfg, seal_key) < 0 ||
 	    store_batch_new(&f->b, f->store) < 0)
 		return -1;
 	*state = f;
@@ -85,13 +73,10 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	struct fixture *f = *state;
-	char cmd[128];
 
 	store_batch_free(&f->b);
-	ops_close(&f->ops);
-	store_destroy(&f->store);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->dir);
-	if (system(cmd) != 0)
+	fx_store_close(&f->store, &f->ops);
+	if (fx_rmtree(f->dir) < 0)
 		return -1;
 	free(f);
 	return 0;
@@ -330,5 +315,5 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_unlock_tie, setup,
 						teardown),
 	};
-	return cmocka_run_group_tests(tests, setup_group, NULL);
+	return cmocka_run_group_tests(tests, setup_group, fx_group_teardown);
 }

@@ -29,14 +29,13 @@
 
 #include <cmocka.h>
 #include <cjson/cJSON.h>
-#include <git2.h>
-#include <sodium.h>
 #include <zmq.h>
 
 #include "buf.h"
 #include "cmd.h"
 #include "config.h"
 #include "err.h"
+#include "fixture.h"
 #include "log.h"
 #include "ops.h"
 #include "readers.h"
@@ -60,7 +59,7 @@ static const uint8_t seal_key[STORE_SEAL_KEY_LEN] =
 
 struct fixture {
 	char dir[64];
-	char user_sock[96], admin_sock[96], keys_sock[96], store_dir[96], repo_dir[96];
+	char user_sock[96], admin_sock[96], keys_sock[96], repo_dir[96];
 	struct config cfg;
 	struct store *s;
 	struct ops o;
@@ -72,18 +71,7 @@ struct fixture {
 static int setup_group(void **state)
 {
 	(void)state;
-	if (sodium_init() < 0)
-		return -1;
-	git_libgit2_init();
-	log_init("test_readers", false, LOG_LVL_ERROR);
-	return 0;
-}
-
-static int teardown_group(void **state)
-{
-	(void)state;
-	git_libgit2_shutdown();
-	return 0;
+	return fx_group_setup("test_readers", LOG_LVL_ERROR);
 }
 
 /* A user with one key, committed (straight to the store: no writer). */
@@ -123,17 +111,10 @@ static void *client(struct fixture *f, const char *path)
 static int start(void **state, bool syncing)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
-	const char *tmp = getenv("TMPDIR");
-	bool created = false;
 	struct store_batch *view;
 
-	if (!f)
+	if (!f || fx_mkdtemp(f->dir, sizeof(f->dir), "test_readers", false) < 0)
 		return -1;
-	snprintf(f->dir, sizeof(f->dir), "%s/test_readers.XXXXXX",
-		 tmp && *tmp && strlen(tmp) < 32 ? tmp : "/tmp");
-	if (!mkdtemp(f->dir))
-		return -1;
-	snprintf(f->store_dir, sizeof(f->store_dir), "%s/store", f->dir);
 	snprintf(f->repo_dir, sizeof(f->repo_dir), "%s/repos", f->dir);
 	snprintf(f->user_sock, sizeof(f->user_sock), "%s/user.sock", f->dir);
 	snprintf(f->admin_sock, sizeof(f->admin_sock), "%s/admin.sock",
@@ -146,8 +127,7 @@ static int start(void **state, bool syncing)
 	f->cfg.keys_socket = f->keys_sock;
 	f->cfg.policy.lockout_failures = 5;
 	f->cfg.policy.lockout_window = 900;
-	if (store_open(&f->s, &created, f->store_dir, seal_key) < 0 ||
-	    ops_open(&f->o, f->s, &f->cfg, created) < 0)
+	if (fx_store_open(&f->s, &f->o, f->dir, &f->cfg, seal_key) < 0)
 		return -1;
 	add_user(f, "alice", KEY_ALICE);
 	f->zctx = zmq_ctx_new();
@@ -178,16 +158,13 @@ static int setup_syncing(void **state)
 static int teardown(void **state)
 {
 	struct fixture *f = *state;
-	char cmd[128];
 
 	zmq_close(f->user);
 	zmq_close(f->admin);
 	readers_stop(&f->rd);
 	zmq_ctx_term(f->zctx);
-	ops_close(&f->o);
-	store_destroy(&f->s);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->dir);
-	if (system(cmd) != 0)
+	fx_store_close(&f->s, &f->o);
+	if (fx_rmtree(f->dir) < 0)
 		return -1;
 	free(f);
 	return 0;
@@ -578,5 +555,5 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_keys_socket, setup,
 						teardown),
 	};
-	return cmocka_run_group_tests(tests, setup_group, teardown_group);
+	return cmocka_run_group_tests(tests, setup_group, fx_group_teardown);
 }

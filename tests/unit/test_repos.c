@@ -22,6 +22,7 @@
 
 #include "buf.h"
 #include "err.h"
+#include "fixture.h"
 #include "log.h"
 #include "repos.h"
 
@@ -34,31 +35,17 @@ struct fx {
 static int setup_group(void **state)
 {
 	(void)state;
-	git_libgit2_init();
-	/* as grantd runs it: no global, XDG or system configuration */
-	if (repos_git_isolate() < 0)
+	if (fx_group_setup("test_repos", LOG_LVL_ERROR) < 0)
 		return -1;
-	log_init("test_repos", false, LOG_LVL_ERROR);
-	return 0;
-}
-
-static int teardown_group(void **state)
-{
-	(void)state;
-	git_libgit2_shutdown();
-	return 0;
+	/* as grantd runs it: no global, XDG or system configuration */
+	return repos_git_isolate() < 0 ? -1 : 0;
 }
 
 static int setup(void **state)
 {
 	struct fx *f = calloc(1, sizeof(*f));
-	const char *tmp = getenv("TMPDIR");
 
-	if (!f)
-		return -1;
-	snprintf(f->dir, sizeof(f->dir), "%s/test_repos.XXXXXX",
-		 tmp && *tmp && strlen(tmp) < 32 ? tmp : "/tmp");
-	if (!mkdtemp(f->dir))
+	if (!f || fx_mkdtemp(f->dir, sizeof(f->dir), "test_repos", false) < 0)
 		return -1;
 	*state = f;
 	return 0;
@@ -67,10 +54,8 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	struct fx *f = *state;
-	char cmd[128];
 
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->dir);
-	if (system(cmd) != 0)
+	if (fx_rmtree(f->dir) < 0)
 		return -1;
 	free(f);
 	return 0;
@@ -257,5 +242,5 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_fork, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fails, setup, teardown),
 	};
-	return cmocka_run_group_tests(tests, setup_group, teardown_group);
+	return cmocka_run_group_tests(tests, setup_group, fx_group_teardown);
 }

@@ -26,14 +26,13 @@
 #include <unistd.h>
 
 #include <cmocka.h>
-#include <git2.h>
 #include <rocksdb/c.h>
-#include <sodium.h>
 #include <zmq.h>
 
 #include "buf.h"
 #include "config.h"
 #include "err.h"
+#include "fixture.h"
 #include "log.h"
 #include "ops.h"
 #include "store.h"
@@ -76,7 +75,6 @@ static const uint8_t seal_key[STORE_SEAL_KEY_LEN] =
 
 struct fixture {
 	char dir[64];
-	char store_dir[96];
 	char repo_dir[96];
 	struct config cfg;
 	struct store *s;
@@ -93,40 +91,21 @@ struct fixture {
 static int setup_group(void **state)
 {
 	(void)state;
-	if (sodium_init() < 0)
-		return -1;
-	git_libgit2_init();
-	log_init("test_writer", false, LOG_LVL_ERROR);
-	return 0;
-}
-
-static int teardown_group(void **state)
-{
-	(void)state;
-	git_libgit2_shutdown();
-	return 0;
+	return fx_group_setup("test_writer", LOG_LVL_ERROR);
 }
 
 static int setup(void **state)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
-	const char *tmp = getenv("TMPDIR");
-	bool created = false;
 
-	if (!f)
+	if (!f || fx_mkdtemp(f->dir, sizeof(f->dir), "test_writer", false) < 0)
 		return -1;
-	snprintf(f->dir, sizeof(f->dir), "%s/test_writer.XXXXXX",
-		 tmp && *tmp && strlen(tmp) < 32 ? tmp : "/tmp");
-	if (!mkdtemp(f->dir))
-		return -1;
-	snprintf(f->store_dir, sizeof(f->store_dir), "%s/store", f->dir);
 	snprintf(f->repo_dir, sizeof(f->repo_dir), "%s/repos", f->dir);
 	f->cfg.site = "writer1";
 	f->cfg.repo_dir = f->repo_dir;
 	fail_writes = 0;
 	writes_failed = 0;
-	if (store_open(&f->s, &created, f->store_dir, seal_key) < 0 ||
-	    ops_open(&f->o, f->s, &f->cfg, created) < 0)
+	if (fx_store_open(&f->s, &f->o, f->dir, &f->cfg, seal_key) < 0)
 		return -1;
 	f->zctx = zmq_ctx_new();
 	if (syncer_start(&f->sy, f->s, f->zctx) < 0)
@@ -143,17 +122,14 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	struct fixture *f = *state;
-	char cmd[128];
 
 	fail_writes = 0;
 	writer_destroy(&f->w);
 	syncer_destroy(&f->sy);
 	zmq_ctx_term(f->zctx);
-	ops_close(&f->o);
-	store_destroy(&f->s);
+	fx_store_close(&f->s, &f->o);
 	buf_free(&f->published);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->dir);
-	if (system(cmd) != 0)
+	if (fx_rmtree(f->dir) < 0)
 		return -1;
 	free(f);
 	return 0;
@@ -470,5 +446,5 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_view_is_a_snapshot, setup,
 						teardown),
 	};
-	return cmocka_run_group_tests(tests, setup_group, teardown_group);
+	return cmocka_run_group_tests(tests, setup_group, fx_group_teardown);
 }

@@ -1,0 +1,27 @@
+/*
+ * bench.h: what bench_control and bench_scale share: dying with a
+ * message, the monotonic clock, and nearest-rank percentiles (bench.c).
+ * Each program defines bench_prog, the name its messages start with.
+ */
+#ifndef GD_BENCH_H
+#define GD_BENCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+extern const char bench_prog[];
+
+/* "PROG: message" on stderr, and exit status 2 (usage or set-up error). */
+void die(const char *fmt, ...) __attribute__((format(printf, 1, 2),
+					      noreturn));
+
+/* CLOCK_MONOTONIC, in ns. */
+uint64_t now_ns(void);
+
+/* qsort's comparison of two uint64_t. */
+int cmp_u64(const void *a, const void *b);
+
+/* Nearest-rank percentile p (0 to 100) of sorted v[0..n); 0 when n is 0. */
+uint64_t pct(const uint64_t *v, size_t n, double p);
+
+#endif
