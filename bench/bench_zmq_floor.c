@@ -27,6 +27,10 @@
 #include <unistd.h>
 #include <zmq.h>
 
+#include "bench.h"
+
+const char bench_prog[] = "bench_zmq_floor";
+
 #define CLIENTS_MAX 64
 #define LAT_MAX (1u << 22)
 
@@ -41,14 +45,6 @@ struct client {
 	long fails;
 };
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static uint64_t cpu_ns(int who)
 {
 	struct rusage ru;
@@ -58,13 +54,6 @@ static uint64_t cpu_ns(int who)
 		       1000000000u +
 	       ((uint64_t)ru.ru_utime.tv_usec + (uint64_t)ru.ru_stime.tv_usec) *
 		       1000u;
-}
-
-static _Noreturn void die(const char *what)
-{
-	fprintf(stderr, "bench_zmq_floor: %s: %s\n", what,
-		zmq_strerror(errno));
-	exit(2);
 }
 
 /* ---- the echo server ---------------------------------------------------- */
@@ -115,14 +104,14 @@ static void *client_main(void *arg)
 	int zero = 0;
 
 	if (!s || !req || !rep)
-		die("client");
+		die("client: %s", zmq_strerror(errno));
 	zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof(zero));
 	if (zmq_connect(s, c->endpoint) < 0)
-		die("connect");
+		die("connect: %s", zmq_strerror(errno));
 	for (int i = 0; i < 20; i++) /* warm up, as bench_control */
 		if (zmq_send(s, req, c->bytes, 0) < 0 ||
 		    zmq_recv(s, rep, c->bytes + 1, 0) < 0)
-			die("warm-up");
+			die("warm-up: %s", zmq_strerror(errno));
 	while (c->nlat < LAT_MAX) {
 		uint64_t t0 = now_ns();
 		if (t0 >= c->until_ns)
@@ -138,21 +127,6 @@ static void *client_main(void *arg)
 	free(req);
 	free(rep);
 	return NULL;
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-/* Nearest-rank percentile of sorted v[0..n). */
-static uint64_t pct(const uint64_t *v, size_t n, int p)
-{
-	size_t k = (n * (size_t)p + 99) / 100;
-
-	return n ? v[k ? k - 1 : 0] : 0;
 }
 
 static int run(void *ctx, const char *endpoint, int nclients, double secs,
@@ -172,9 +146,9 @@ static int run(void *ctx, const char *endpoint, int nclients, double secs,
 		c[i].bytes = bytes;
 		c[i].until_ns = t0 + (uint64_t)(secs * 1e9);
 		if (!(c[i].lat = malloc(LAT_MAX * sizeof(uint64_t))))
-			die("malloc");
+			die("malloc: %s", zmq_strerror(errno));
 		if (pthread_create(&c[i].thread, NULL, client_main, &c[i]))
-			die("pthread_create");
+			die("pthread_create: %s", zmq_strerror(errno));
 	}
 	for (int i = 0; i < nclients; i++) {
 		pthread_join(c[i].thread, NULL);
@@ -184,7 +158,7 @@ static int run(void *ctx, const char *endpoint, int nclients, double secs,
 	t1 = now_ns();
 	cpu1 = cpu_ns(RUSAGE_SELF);
 	if (!(all = malloc((total ? total : 1) * sizeof(uint64_t))))
-		die("malloc");
+		die("malloc: %s", zmq_strerror(errno));
 	total = 0;
 	for (int i = 0; i < nclients; i++) {
 		memcpy(all + total, c[i].lat, c[i].nlat * sizeof(uint64_t));
@@ -253,14 +227,14 @@ int main(int argc, char **argv)
 	}
 	snprintf(endpoint, sizeof(endpoint), "ipc://%s/floor.sock", dir);
 	if (!(ctx = zmq_ctx_new()) || !(cctx = zmq_ctx_new()))
-		die("zmq_ctx_new");
+		die("zmq_ctx_new: %s", zmq_strerror(errno));
 	if (!(sv.sock = zmq_socket(ctx, ZMQ_ROUTER)) ||
 	    zmq_bind(sv.sock, endpoint) < 0)
-		die("bind");
+		die("bind: %s", zmq_strerror(errno));
 	if (pthread_create(&sv.thread, NULL, server_main, &sv))
-		die("pthread_create");
+		die("pthread_create: %s", zmq_strerror(errno));
 	if (!(copy = strdup(list)))
-		die("strdup");
+		die("strdup: %s", zmq_strerror(errno));
 	for (tok = strtok_r(copy, ",", &save); tok;
 	     tok = strtok_r(NULL, ",", &save)) {
 		int n = atoi(tok);
