@@ -1372,24 +1372,22 @@ int ops_sweep_grants(struct ops *o, struct store_batch *b, int64_t now,
  * truncation (each 30 s, or keep/2) and every range served step over all
  * that were ever cut, until compaction: a store that had cut 2.2 million
  * entries spent seconds per scan on the writer thread. */
-static int cut_run(struct ops *o, const struct buf *first, const char *key,
-		   size_t klen, uint64_t last_seq)
+static int cut_run(struct ops *o, const struct buf *first, uint64_t last_seq)
 {
 	uint8_t end[NAME_SITE_MAX + 1 + 16];
 
-	if (!first->len || klen < 16 || klen > sizeof(end))
-		return 0;
-	memcpy(end, key, klen - 8);
-	store_be64(end + klen - 8, last_seq + 1);
+	if (first->len < 16 || first->len > sizeof(end))
+		return 0; /* no run (a key is origin \0 epoch seq) */
+	memcpy(end, first->p, first->len - 8);
+	store_be64(end + first->len - 8, last_seq + 1);
 	return store_delete_range(o->store, CF_OPLOG, first->p, first->len,
-				  end, klen);
+				  end, first->len);
 }
 
 int ops_truncate_log(struct ops *o, uint64_t cutoff_ms, int max)
 {
 	struct store_iter *it;
-	struct buf v = BUF_INIT, skip = BUF_INIT, first = BUF_INIT,
-		   last = BUF_INIT;
+	struct buf v = BUF_INIT, skip = BUF_INIT, first = BUF_INIT;
 	const char *key;
 	size_t klen;
 	uint64_t last_seq = 0;
@@ -1407,16 +1405,13 @@ int ops_truncate_log(struct ops *o, uint64_t cutoff_ms, int max)
 		/* a new stream: cut the last one's run */
 		if (first.len && (klen != first.len ||
 				  memcmp(key, first.p, klen - 8))) {
-			if ((rc = cut_run(o, &first, last.p, last.len,
-					  last_seq)) < 0)
+			if ((rc = cut_run(o, &first, last_seq)) < 0)
 				break;
 			buf_reset(&first);
 		}
 		if (old) {
 			if (!first.len)
 				buf_add(&first, key, klen);
-			buf_reset(&last);
-			buf_add(&last, key, klen);
 			last_seq = store_get_be64(key + klen - 8);
 			n++;
 			continue;
@@ -1424,7 +1419,7 @@ int ops_truncate_log(struct ops *o, uint64_t cutoff_ms, int max)
 		/* within one stream stamps grow with seq: once one is
 		 * recent, cut the run before it and skip the rest of the
 		 * stream (seek past origin \0 epoch, all-ones seq) */
-		if ((rc = cut_run(o, &first, last.p, last.len, last_seq)) < 0)
+		if ((rc = cut_run(o, &first, last_seq)) < 0)
 			break;
 		buf_reset(&first);
 		buf_reset(&skip);
@@ -1435,12 +1430,11 @@ int ops_truncate_log(struct ops *o, uint64_t cutoff_ms, int max)
 	}
 	store_iter_free(&it);
 	if (rc >= 0)
-		rc = cut_run(o, &first, last.p, last.len, last_seq);
+		rc = cut_run(o, &first, last_seq);
 	sodium_memzero(v.p, v.len);
 	buf_free(&v);
 	buf_free(&skip);
 	buf_free(&first);
-	buf_free(&last);
 	return rc < 0 ? rc : n;
 }
 
