@@ -83,15 +83,14 @@ static int teardown(void **state)
 static struct node *node_open(struct fixture *f, int i)
 {
 	struct node *n = &f->n[i];
-	char dir[sizeof(f->dir)];
 	bool created = false;
 
-	memcpy(dir, f->dir, sizeof(dir));
-	snprintf(n->store_dir, sizeof(n->store_dir), "%s/store%d", dir, i);
+	snprintf(n->store_dir, sizeof(n->store_dir), "%s/store%d", f->dir, i);
 	snprintf(n->site, sizeof(n->site), "node%d", i);
 	memset(&n->cfg, 0, sizeof(n->cfg));
 	n->cfg.site = n->site;
-	n->cfg.repo_dir = dir;
+	/* the fixture's, which outlives the node (was a local array) */
+	n->cfg.repo_dir = f->dir;
 	assert_int_equal(store_open(&n->s, &created, n->store_dir, seal_key),
 			 0);
 	assert_int_equal(ops_open(&n->o, n->s, &n->cfg, created), 0);
