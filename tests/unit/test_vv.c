@@ -83,9 +83,13 @@ static int teardown(void **state)
 static struct node *node_open(struct fixture *f, int i)
 {
 	struct node *n = &f->n[i];
+	char dir[sizeof(f->dir)];
 	bool created = false;
 
-	snprintf(n->store_dir, sizeof(n->store_dir), "%s/store%d", f->dir, i);
+	/* a copy: gcc -O2 sees f->dir and n->store_dir in one object and
+	 * calls the snprintf an overlap (-Wrestrict) */
+	memcpy(dir, f->dir, sizeof(dir));
+	snprintf(n->store_dir, sizeof(n->store_dir), "%s/store%d", dir, i);
 	snprintf(n->site, sizeof(n->site), "node%d", i);
 	memset(&n->cfg, 0, sizeof(n->cfg));
 	n->cfg.site = n->site;
