@@ -9,6 +9,7 @@
  * operations in any order end with the same records, and so with the same
  * digest.
  */
+#include <assert.h>
 #include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
@@ -231,7 +232,7 @@ static void keyfp_index(struct store_batch *b, const void *rec, size_t len,
 	buf_free(&k);
 }
 
-static int vv_load(struct ops *o, struct store_batch *b);
+static int vv_load(struct ops *o);
 
 int ops_reload(struct ops *o)
 {
@@ -241,7 +242,8 @@ int ops_reload(struct ops *o)
 
 	o->seq = 0;
 	count_undo(o, 0);
-	if ((rc = vv_load(o, NULL)) < 0)
+	o->vv_saves.len = o->vv_top = 0;
+	if ((rc = vv_load(o)) < 0)
 		goto done;
 	if ((rc = meta_u64(o->store, META_EPOCH, &o->epoch)) < 0)
 		goto done;
@@ -427,6 +429,7 @@ void ops_close(struct ops *o)
 	free(o->vv);
 	o->vv = NULL;
 	o->nvv = o->capvv = 0;
+	buf_free(&o->vv_saves);
 	for (int cf = 0; cf < CF__COUNT; cf++)
 		count_free(&o->counts[cf]);
 	free(o->undo);
@@ -458,6 +461,7 @@ static struct ops_vv *vv_find(struct ops *o, const char *origin,
 	e->epoch = epoch;
 	e->seq = 0;
 	e->retired = false;
+	e->dirty = false;
 	return e;
 }
 
@@ -469,23 +473,50 @@ uint64_t ops_vv_get(struct ops *o, struct store_batch *b, const char *origin,
 	return e ? e->seq : 0;
 }
 
+static void vv_put(struct store_batch *b, const struct ops_vv *e)
+{
+	struct buf k = BUF_INIT;
+	uint8_t val[9];
+
+	records_key_vv(&k, e->origin, e->epoch);
+	store_be64(val, e->seq);
+	val[8] = 1;
+	/* 9 bytes: a retired epoch's (seq, 1), outside the vector */
+	store_put(b, CF_VV, k.p, k.len, val, e->retired ? 9 : 8);
+	buf_free(&k);
+}
+
 static void vv_set(struct ops *o, struct store_batch *b, const char *origin,
 		   uint64_t epoch, uint64_t seq)
 {
-	struct buf k = BUF_INIT;
-	uint8_t be[8];
 	struct ops_vv *e = vv_find(o, origin, epoch, true);
 
-	if (e)
+	if (e) {
 		e->seq = seq;
+		e->dirty = true;
+		return;
+	}
+	/* an origin too long for the cache (vv_find): written at once */
+	struct buf k = BUF_INIT;
+	uint8_t be[8];
 	records_key_vv(&k, origin, epoch);
 	store_be64(be, seq);
 	store_put(b, CF_VV, k.p, k.len, be, sizeof(be));
 	buf_free(&k);
 }
 
-/* Load the vector cache from the store (and b, when given). */
-static int vv_load(struct ops *o, struct store_batch *b)
+/* The entries changed since the last commit go into b, once each. */
+static void vv_flush(struct ops *o, struct store_batch *b)
+{
+	for (size_t i = 0; i < o->nvv; i++)
+		if (o->vv[i].dirty) {
+			vv_put(b, &o->vv[i]);
+			o->vv[i].dirty = false;
+		}
+}
+
+/* Load the vector cache from the committed store. */
+static int vv_load(struct ops *o)
 {
 	struct store_iter *it;
 	struct buf v = BUF_INIT;
@@ -494,7 +525,7 @@ static int vv_load(struct ops *o, struct store_batch *b)
 	int rc;
 
 	o->nvv = 0;
-	store_iter_new(&it, o->store, b, CF_VV, "", 0);
+	store_iter_new(&it, o->store, NULL, CF_VV, "", 0);
 	while ((rc = store_iter_next(it, &key, &klen, &v)) > 0) {
 		size_t ol = strnlen(key, klen);
 		char origin[65];
@@ -979,12 +1010,24 @@ int ops_local(struct ops *o, struct store_batch *b, Grantd__V1__Op *op)
 	return rc;
 }
 
+bool ops_pending(const struct ops *o, struct store_batch *b)
+{
+	if (store_batch_count(b) > 0)
+		return true;
+	for (size_t i = 0; i < o->nvv; i++)
+		if (o->vv[i].dirty)
+			return true;
+	return false;
+}
+
 int ops_commit(struct ops *o, struct store_batch *b, bool sync)
 {
 	int rc;
 
+	vv_flush(o, b);
+	o->vv_saves.len = o->vv_top = 0; /* store_commit drops save points */
 	if (store_batch_count(b) == 0) {
-		rc = store_commit(b, sync); /* drops its save points */
+		rc = store_commit(b, sync);
 		if (rc == 0)
 			o->nundo = 0;
 		return rc;
@@ -1001,8 +1044,16 @@ int ops_commit(struct ops *o, struct store_batch *b, bool sync)
 	return rc;
 }
 
+/* The header of a copy of the vector on o->vv_saves (its entries follow). */
+struct ops_vv_saved {
+	size_t prev; /* the enclosing copy's offset */
+	size_t n;
+};
+
 void ops_savepoint(struct ops *o, struct store_batch *b, struct ops_save *sp)
 {
+	struct ops_vv_saved h = { .prev = o->vv_top, .n = o->nvv };
+
 	memcpy(sp->digest, o->digest, sizeof(sp->digest));
 	memcpy(sp->fam_digest, o->fam_digest, sizeof(sp->fam_digest));
 	sp->seq = o->seq;
@@ -1010,12 +1061,26 @@ void ops_savepoint(struct ops *o, struct store_batch *b, struct ops_save *sp)
 	sp->refs_len = o->refs_touched.len;
 	sp->repos_len = o->repos_touched.len;
 	sp->undo_len = o->nundo;
+	sp->vv_at = o->vv_top = o->vv_saves.len;
+	buf_add(&o->vv_saves, &h, sizeof(h));
+	if (o->nvv)
+		buf_add(&o->vv_saves, o->vv, o->nvv * sizeof(*o->vv));
 	store_batch_savepoint(b);
+}
+
+/* Drop the innermost copy of the vector. */
+static void vv_pop(struct ops *o)
+{
+	struct ops_vv_saved h;
+
+	memcpy(&h, o->vv_saves.p + o->vv_top, sizeof(h));
+	o->vv_saves.len = o->vv_top;
+	o->vv_top = h.prev;
 }
 
 void ops_release(struct ops *o, struct store_batch *b)
 {
-	(void)o;
+	vv_pop(o);
 	store_batch_release(b);
 }
 
@@ -1023,6 +1088,7 @@ int ops_rollback(struct ops *o, struct store_batch *b,
 		 const struct ops_save *sp)
 {
 	int rc = store_batch_rollback(b);
+	struct ops_vv_saved h;
 
 	memcpy(o->digest, sp->digest, sizeof(o->digest));
 	memcpy(o->fam_digest, sp->fam_digest, sizeof(o->fam_digest));
@@ -1037,8 +1103,21 @@ int ops_rollback(struct ops *o, struct store_batch *b,
 	if (o->repos_touched.len > sp->repos_len)
 		o->repos_touched.len = sp->repos_len;
 	count_undo(o, sp->undo_len);
-	if (rc == 0)
-		rc = vv_load(o, b);
+	/* the vector as it was, dirty marks included: its changes are in
+	 * memory only until ops_commit */
+	assert(sp->vv_at == o->vv_top);
+	memcpy(&h, o->vv_saves.p + sp->vv_at, sizeof(h));
+	if (h.n > o->capvv) {
+		o->capvv = h.n;
+		o->vv = realloc(o->vv, o->capvv * sizeof(*o->vv));
+		if (!o->vv)
+			abort();
+	}
+	if (h.n)
+		memcpy(o->vv, o->vv_saves.p + sp->vv_at + sizeof(h),
+		       h.n * sizeof(*o->vv));
+	o->nvv = h.n;
+	vv_pop(o);
 	return rc;
 }
 
@@ -1108,16 +1187,10 @@ void ops_vv_raise(struct ops *o, struct store_batch *b, const char *origin,
  * kept marked retired (9 bytes: seq, 1). */
 static void vv_retire(struct ops *o, struct store_batch *b, size_t i)
 {
-	struct buf k = BUF_INIT;
 	struct ops_vv *e = &o->vv[i];
-	uint8_t val[9];
 
 	e->retired = true;
-	records_key_vv(&k, e->origin, e->epoch);
-	store_be64(val, e->seq);
-	val[8] = 1;
-	store_put(b, CF_VV, k.p, k.len, val, sizeof(val));
-	buf_free(&k);
+	e->dirty = true;
 	log_debug("epoch retired origin=%s epoch=%016llx seq=%llu", e->origin,
 		  (unsigned long long)e->epoch, (unsigned long long)e->seq);
 	/* (vv_set may move the array: e is not used after it) */

@@ -91,14 +91,22 @@ struct ops {
 	 * batch is committed (repos_follow), never inside the apply. */
 	struct buf repos_touched;
 	/* The version vector, cached: every change to it goes through this
-	 * module, so the cache is the store's vector (batch included) */
+	 * module, so the cache is the store's vector.  A changed entry is
+	 * written to the batch once, by ops_commit (not once per operation:
+	 * at catch-up that was a third of the batch's writes). */
 	struct ops_vv {
 		char origin[65];
 		uint64_t epoch;
 		uint64_t seq;
 		bool retired;  /* kept only to know its operations (ops.h) */
+		bool dirty;    /* changed since the last commit */
 	} *vv;
 	size_t nvv, capvv;
+	/* a copy of the vector at each open save point, innermost last, for
+	 * ops_rollback: each is a struct ops_vv_saved and its entries;
+	 * vv_top is the innermost's offset */
+	struct buf vv_saves;
+	size_t vv_top;
 	/* own operations up to here are durable and published (ranges and
 	 * heartbeats never announce more) */
 	uint64_t published;
@@ -127,12 +135,12 @@ int ops_reload(struct ops *o);
 
 /* A point to come back to: in a batch (store_batch_savepoint) and in the
  * in-memory state that describes it (digest, sequence, outbox, touched
- * lists; the vector is re-read from the batch). */
+ * lists, counts, and a copy of the vector). */
 struct ops_save {
 	uint8_t digest[DIGEST_LEN];
 	uint8_t fam_digest[CF__COUNT][DIGEST_LEN];
 	uint64_t seq;
-	size_t outbox_len, refs_len, repos_len, undo_len;
+	size_t outbox_len, refs_len, repos_len, undo_len, vv_at;
 };
 
 /* Open a save point in b.  Then either ops_release() keeps what was
@@ -186,7 +194,12 @@ int ops_local(struct ops *o, struct store_batch *b, Grantd__V1__Op *op);
 
 void ops_outbox_clear(struct ops *o);
 
-/* Write the node's counters (seq, clock, digest) into b once, then commit
+/* Whether b, or the vector ops_commit would write with it, holds a
+ * change. */
+bool ops_pending(const struct ops *o, struct store_batch *b);
+
+/* Write the node's counters (seq, clock, digest, the vector's changed
+ * entries) into b once, then commit
  * it (sync: fsync before returning).  Every batch that went through
  * ops_apply is committed this way.  Returns 0 or GD_EIO. */
 int ops_commit(struct ops *o, struct store_batch *b, bool sync);

@@ -1060,7 +1060,7 @@ void repl_handle(struct repl *r)
 	}
 	/* whatever the batch holds goes to disk now, with the digest it
 	 * moved: an operation that failed left nothing in it (ops_apply) */
-	if (!r->dirty && store_batch_count(r->batch) == 0)
+	if (!r->dirty && !ops_pending(r->ops, r->batch))
 		return;
 	r->dirty = false;
 	crashpoint("peer-batch");

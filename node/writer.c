@@ -147,7 +147,7 @@ static void follow_repos(struct writer *w)
 int writer_commit(struct writer *w, uint64_t *ticket)
 {
 	struct ticket *t;
-	bool wrote = store_batch_count(w->batch) > 0;
+	bool wrote = ops_pending(w->ops, w->batch);
 	int rc;
 
 	*ticket = 0;

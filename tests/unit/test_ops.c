@@ -805,6 +805,54 @@ static void test_savepoint(void **state)
 	buf_free(&v);
 }
 
+/* The vector's changes reach the batch once, at ops_commit: a rollback
+ * inside a batch keeps what earlier operations of the batch changed, and
+ * the commit stores the vector as memory holds it. */
+static void test_vv_deferred(void **state)
+{
+	struct fixture *f = *state;
+	struct node *n = node_open(f, 0);
+	struct store_batch *b;
+	struct ops_save sp;
+	struct buf k = BUF_INIT, v = BUF_INIT;
+	struct top t[3];
+	bool applied;
+
+	store_batch_new(&b, n->s);
+	assert_int_equal(ops_apply(&n->o, b,
+				   op_user(&t[0], "sitea", 1, HLC(100, 0),
+					   "lee", "k"), &applied), 0);
+	assert_true(applied);
+	ops_savepoint(&n->o, b, &sp);
+	assert_int_equal(ops_apply(&n->o, b,
+				   op_user(&t[1], "sitea", 2, HLC(101, 0),
+					   "max", "k"), &applied), 0);
+	assert_int_equal(ops_apply(&n->o, b,
+				   op_user(&t[2], "siteb", 1, HLC(102, 0),
+					   "ned", "k"), &applied), 0);
+	assert_int_equal(ops_vv_get(&n->o, b, "sitea", EPOCH), 2);
+	assert_int_equal(ops_rollback(&n->o, b, &sp), 0);
+	assert_int_equal(ops_vv_get(&n->o, b, "sitea", EPOCH), 1);
+	assert_int_equal(ops_vv_get(&n->o, b, "siteb", EPOCH), 0);
+	assert_int_equal(ops_commit(&n->o, b, false), 0);
+	store_batch_free(&b);
+
+	records_key_vv(&k, "sitea", EPOCH);
+	assert_int_equal(store_get(n->s, NULL, CF_VV, k.p, k.len, &v), 0);
+	assert_int_equal(v.len, 8);
+	assert_int_equal(store_get_be64(v.p), 1);
+	records_key_vv(&k, "siteb", EPOCH);
+	assert_int_equal(store_get(n->s, NULL, CF_VV, k.p, k.len, &v),
+			 GD_ENOTFOUND);
+	assert_int_equal(ops_reload(&n->o), 0);
+	assert_int_equal(ops_vv_get(&n->o, NULL, "sitea", EPOCH), 1);
+	/* the operation rolled back comes again and goes in */
+	apply1(n, &t[1].op);
+	assert_int_equal(ops_vv_get(&n->o, NULL, "sitea", EPOCH), 2);
+	buf_free(&k);
+	buf_free(&v);
+}
+
 /* ops_verify recomputes the digest from the records; a record written
  * behind the digest's back is found, with its family, and a reopened
  * store takes the records' digest. */
@@ -2295,6 +2343,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_lww_repo, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_apply_failure_keeps_digest,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_vv_deferred, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_savepoint, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_verify, setup, teardown),

@@ -395,6 +395,30 @@ static void test_view_waits_for_sync(void **state)
 	assert_true(has_grant(f, writer_view(f->w), "gina", "192.0.2.12/32"));
 }
 
+/* A batch whose only change is the vector (a state transfer's last step,
+ * an epoch retired) is a write like any other: it takes a ticket, and the
+ * read view shows the vector once it is durable. */
+static void test_vector_only_batch(void **state)
+{
+	struct fixture *f = *state;
+	struct buf k = BUF_INIT, v = BUF_INIT;
+	uint64_t t, before;
+
+	emit_grant(f, "ivy", "192.0.2.15/32");
+	assert_int_equal(writer_commit(f->w, &before), 0);
+	wait_durable(f, before);
+	ops_vv_raise(&f->o, writer_batch(f->w), "farsite", 7, 42);
+	assert_int_equal(writer_commit(f->w, &t), 0);
+	assert_int_equal(t, before + 1);
+	wait_durable(f, t);
+	records_key_vv(&k, "farsite", 7);
+	assert_int_equal(store_get(f->s, writer_view(f->w), CF_VV, k.p, k.len,
+				   &v), 0);
+	assert_int_equal(store_get_be64(v.p), 42);
+	buf_free(&k);
+	buf_free(&v);
+}
+
 /* A view is a snapshot: later writes do not show in it, and it cannot be
  * written. */
 static void test_view_is_a_snapshot(void **state)
@@ -434,6 +458,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_commit_then_durable, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_vector_only_batch, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_commit_transient_failure,
 						setup, teardown),
