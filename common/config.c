@@ -27,6 +27,7 @@ struct parse_state {
 	char *linebuf;
 	size_t linecap;
 	unsigned policy_seen;      /* bit per [policy] key already set */
+	int gitolite_line;         /* where [gitolite] began, 0 = absent */
 };
 
 static int section_start(struct parse_state *ps, const char *section);
@@ -236,6 +237,25 @@ static int peer_key(struct parse_state *ps, const char *name,
 	return fail(ps, "unknown key '%s' in [peer %s]", name, p->site);
 }
 
+static int gitolite_key(struct parse_state *ps, const char *name,
+			const char *value)
+{
+	struct config *c = ps->cfg;
+
+	if (!strcmp(name, "home") || !strcmp(name, "program")) {
+		char **dst = name[0] == 'h' ? &c->gitolite_home :
+					      &c->gitolite_program;
+		if (!set_str(ps, dst, name, value))
+			return 0;
+		if (value[0] != '/')
+			return fail(ps, "'%s' must be an absolute path, not "
+					"'%s'", name, value);
+		return 1;
+	}
+	return fail(ps, "unknown key '%s' in [gitolite]%s (use home or "
+			"program)", name, "");
+}
+
 static int handler(void *user, const char *section, const char *name,
 		   const char *value)
 {
@@ -249,10 +269,12 @@ static int handler(void *user, const char *section, const char *name,
 		return node_key(ps, name, value);
 	if (!strcmp(section, "policy"))
 		return policy_key(ps, name, value);
+	if (!strcmp(section, "gitolite"))
+		return gitolite_key(ps, name, value);
 	if (!strncmp(section, "peer ", 5) && ps->peer)
 		return peer_key(ps, name, value);
-	return fail(ps, "unknown section [%s]%s (use [node], [policy] or "
-			"[peer NAME])", section, "");
+	return fail(ps, "unknown section [%s]%s (use [node], [policy], "
+			"[gitolite] or [peer NAME])", section, "");
 }
 
 /* Called by the reader at every [section] line, keys or not. */
@@ -263,9 +285,13 @@ static int section_start(struct parse_state *ps, const char *section)
 	ps->peer = NULL;
 	if (!strcmp(section, "node") || !strcmp(section, "policy"))
 		return 1;
+	if (!strcmp(section, "gitolite")) {
+		ps->gitolite_line = ps->line;
+		return 1;
+	}
 	if (strncmp(section, "peer ", 5))
-		return fail(ps, "unknown section [%s] (use [node], [policy] "
-			    "or [peer NAME])", section);
+		return fail(ps, "unknown section [%s] (use [node], [policy], "
+			    "[gitolite] or [peer NAME])", section);
 	const char *site = section + 5;
 	for (int i = 0; i < c->npeers; i++)
 		if (!strcmp(c->peers[i].site, site))
@@ -331,6 +357,17 @@ static int check_complete(struct parse_state *ps)
 				   p->site);
 			return GD_EINVAL;
 		}
+	}
+	if (ps->gitolite_line && !c->gitolite_home) {
+		buf_printf(ps->err, "%s:%d: [gitolite] needs home (the "
+			   "gitolite account's home directory)", c->path,
+			   ps->gitolite_line);
+		return GD_EINVAL;
+	}
+	if (c->gitolite_home && !c->gitolite_program) {
+		c->gitolite_program = strdup("gitolite");
+		if (!c->gitolite_program)
+			abort();
 	}
 	if (!c->keys_socket)
 		default_keys_socket(c);
@@ -412,6 +449,8 @@ void config_free(struct config **cp)
 	free(c->sync);
 	free(c->secret_key);
 	free(c->log_level);
+	free(c->gitolite_home);
+	free(c->gitolite_program);
 	for (int i = 0; i < c->npeers; i++) {
 		free(c->peers[i].site);
 		free(c->peers[i].publish);

@@ -55,6 +55,11 @@ struct config {
 	struct config_peer peers[CONFIG_MAX_PEERS];
 	int npeers;
 	struct config_policy policy;
+	/* [gitolite]: the node works beside gitolite (docs/gitolite.md).
+	 * gitolite_home NULL = not (the section absent). */
+	char *gitolite_home;      /* the hosting account's HOME */
+	char *gitolite_program;   /* the gitolite command (default
+				   * "gitolite", found in PATH) */
 };
 
 /* The path to use when no --config was given: $GRANTD_CONFIG, then

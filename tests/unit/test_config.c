@@ -235,6 +235,29 @@ static void test_defaults(void **state)
 	assert_int_equal(c->policy.lockout_window, 15 * 60);
 }
 
+/* [gitolite]: its presence is gitolite mode; home is required, program
+ * defaults to "gitolite" (found in PATH). */
+static void test_gitolite(void **state)
+{
+	struct fixture *f = *state;
+
+	load_ok(f, NODE);
+	assert_null(f->cfg->gitolite_home);
+	assert_null(f->cfg->gitolite_program);
+	load_ok(f, NODE "[gitolite]\nhome = /srv/git\n");
+	assert_string_equal(f->cfg->gitolite_home, "/srv/git");
+	assert_string_equal(f->cfg->gitolite_program, "gitolite");
+	load_ok(f, "[gitolite]\nprogram = /usr/bin/gitolite\nhome = /h\n"
+		   NODE);
+	assert_string_equal(f->cfg->gitolite_program, "/usr/bin/gitolite");
+	load_fails(f, NODE "[gitolite]\n", 7, "[gitolite] needs home", NULL);
+	load_fails(f, NODE "[gitolite]\nhome = srv\n", 8, "absolute", NULL);
+	load_fails(f, NODE "[gitolite]\nhome = /a\nhome = /b\n", 9, "home",
+		   NULL);
+	load_fails(f, NODE "[gitolite]\nhome = /a\nrc = /b\n", 9,
+		   "unknown key 'rc'", "[gitolite]", NULL);
+}
+
 static void test_unknown_key(void **state)
 {
 	struct fixture *f = *state;
@@ -589,6 +612,7 @@ int main(void)
 		T(test_valid),
 		T(test_peer_section_line),
 		T(test_defaults),
+		T(test_gitolite),
 		T(test_unknown_key),
 		T(test_bad_duration),
 		T(test_bad_values),
