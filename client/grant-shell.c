@@ -9,6 +9,11 @@
  * failed to decide, means no push and a "server problem" message.  Every
  * outcome goes to syslog (facility auth) as user=... host=... result=...,
  * never with the token.
+ *
+ * Beside gitolite (docs/gitolite.md) it is also gitolite's `2fa` command
+ * (--gitolite: the user is GL_USER, the words come after "--") and its
+ * VREF/2fa (--gitolite-vref: gitolite decided who may write; the node's
+ * vref.check says whether the 2-factor part allows it).
  */
 #include <errno.h>
 #include <qrencode.h>
@@ -33,18 +38,48 @@ static void usage(FILE *fp)
 {
 	fprintf(fp,
 "usage: grant-shell [--config FILE] USER\n"
+"       grant-shell --gitolite [--config FILE] -- [WORD...]\n"
+"       grant-shell --gitolite-vref [--config FILE] -- REF OLD NEW OLDTREE\n"
+"                   NEWTREE ACCESS VREF [ARG...]\n"
 "\n"
 "The SSH forced command for git users: runs the command in\n"
 "SSH_ORIGINAL_COMMAND for USER, from the client address in SSH_CONNECTION.\n"
 "Install it through grant-keys (sshd AuthorizedKeysCommand), which writes\n"
 "command=\"grant-shell USER\" lines.\n"
 "\n"
+"Beside gitolite, gitolite's LOCAL_CODE (PREFIX/share/grantd/gitolite)\n"
+"runs it in one of two modes.  Both take the user from GL_USER and the\n"
+"client address from SSH_CONNECTION, as gitolite sets them.  \"--\" ends\n"
+"the options: no word after it is ever taken as one.\n"
+"\n"
+"  --gitolite     gitolite's 2fa command (commands/2fa): WORD... are what\n"
+"                 the user typed after \"ssh git@HOST 2fa\".  The same\n"
+"                 subcommands, output and exit status as \"2fa\" in the\n"
+"                 forced command; no WORD prints the help.  A gitolite\n"
+"                 user name that is not a grantd one ([a-z_] then up to\n"
+"                 63 of [a-z0-9_.-]) cannot use 2-factor authentication:\n"
+"                 one line, exit 2.  Any gitolite user may enroll.\n"
+"  --gitolite-vref\n"
+"                 gitolite's VREF (VREF/2fa), with the arguments gitolite\n"
+"                 gives a VREF; GL_REPO names the repository.  VREF is\n"
+"                 VREF/2fa (2-factor required: the user must be enrolled\n"
+"                 and have validated the address, as by 2fa val) or\n"
+"                 VREF/2fa/optin (required of enrolled users only); any\n"
+"                 other denies.  Allowed: exit 0, silent.  Refused: the\n"
+"                 reason, then \"VREF: how to fix it\", on stdout, exit 1;\n"
+"                 gitolite denies the push with its FATAL line and shows\n"
+"                 the fix.  Everything it prints goes to stdout, which\n"
+"                 gitolite shows in order.  No answer from the node denies\n"
+"                 (exit 1), for VREF/2fa/optin too.\n"
+"\n"
 "  --config FILE  configuration (default $GRANTD_CONFIG, then %s)\n"
 "  -h, --help     this text\n"
 "\n"
 "Exit status: 0 done, 1 refused, 2 usage or input error, 3 node unreachable,\n"
 "4 the node failed to decide.  On 3 and 4 nothing is allowed (fail closed)\n"
-"and the user is told it is a server problem.\n",
+"and the user is told it is a server problem.  --gitolite-vref exits 0\n"
+"(allowed), 1 (refused, or the node could not decide) or 2 (bad\n"
+"arguments): gitolite denies on any but 0.\n",
 		CONFIG_DEFAULT_PATH);
 }
 
@@ -195,16 +230,255 @@ static int run_git(struct ctx *cx, char **words, int n)
 	return rc;
 }
 
+/* The client address (field 1 of SSH_CONNECTION) into cx->ip and the
+ * session key into cx->session; false when SSH_CONNECTION is not set. */
+static bool connection(struct ctx *cx)
+{
+	static char ipbuf[ADDR_STRLEN];
+	const char *conn = getenv("SSH_CONNECTION");
+
+	if (!conn || sscanf(conn, "%63s", ipbuf) != 1)
+		return false;
+	cx->ip = ipbuf;
+	/* the whole connection (and the logind session): a val-session grant
+	 * covers no other connection; none if it cannot be formed */
+	sshcmd_session(cx->session, sizeof(cx->session), conn,
+		       getenv("XDG_SESSION_ID"));
+	return true;
+}
+
+/* ---- gitolite ----------------------------------------------------------- */
+
+#define BAD_GL_USER                                                            \
+	"user name '%.64s' cannot use 2-factor authentication here (grantd "   \
+	"user names are [a-z_][a-z0-9_.-]*)"
+
+/* gitolite's `2fa WORD...` (commands/2fa): run_2fa for GL_USER. */
+static int run_gitolite(struct ctx *cx, const char *cfg_path, char **words,
+			int n)
+{
+	const char *user = getenv("GL_USER");
+	char *w[SSHCMD_MAX_WORDS];
+	size_t len = 0;
+	int rc;
+
+	if (!user || !*user) {
+		fprintf(stderr, "2fa: please run me through gitolite (GL_USER "
+			"is not set)\n");
+		return GD_EXIT_USAGE;
+	}
+	if (!name_user_ok(user)) {
+		fprintf(stderr, "2fa: " BAD_GL_USER "\n", user);
+		log_auth("user=(invalid) command=2fa result=bad-input");
+		return GD_EXIT_USAGE;
+	}
+	cx->user = user;
+	if (!connection(cx)) {
+		fprintf(stderr, "2fa: this only works when accessed over SSH "
+			"(SSH_CONNECTION is not set)\n");
+		return GD_EXIT_USAGE;
+	}
+	/* the bounds of the forced command's SSH_ORIGINAL_COMMAND */
+	for (int k = 0; k < n; k++)
+		len += strlen(words[k]) + 1;
+	if (len > SSHCMD_MAX_LEN) {
+		fprintf(stderr, "2fa: command too long\n");
+		return GD_EXIT_USAGE;
+	}
+	if (n + 1 > SSHCMD_MAX_WORDS) {
+		fprintf(stderr, "2fa: too many words; run '2fa help' for the "
+			"commands\n");
+		return GD_EXIT_USAGE;
+	}
+	w[0] = "2fa";
+	for (int k = 0; k < n; k++)
+		w[k + 1] = words[k];
+	if ((rc = cli_load_config(&cx->cfg, prog, cfg_path)) != 0)
+		return rc;
+	return run_2fa(cx, w, n + 1);
+}
+
+/* A VREF's refusal: the reason (may be NULL), then "REFEX: hint", which
+ * gitolite takes as a denied ref: it dies with its FATAL line and hint as
+ * the message.  Lines after it would be lost (gitolite dies reading it). */
+static int vref_deny(const char *refex, const char *why, const char *hint)
+{
+	if (why && *why)
+		printf("%s\n", why);
+	printf("%s: %s\n", refex, hint);
+	return GD_EXIT_REFUSED;
+}
+
+/* The node's refusal in err ("why\nhint", or one line): all lines but the
+ * last as they are, the last as the VREF's denial. */
+static int vref_deny_reply(const char *refex, const char *err)
+{
+	const char *last, *end;
+
+	if (!err || !*err)
+		return vref_deny(refex, NULL, "2-factor verification failed");
+	end = err + strlen(err);
+	while (end > err && end[-1] == '\n')
+		end--;
+	last = end;
+	while (last > err && last[-1] != '\n')
+		last--;
+	if (last > err)
+		printf("%.*s\n", (int)(last - 1 - err), err);
+	printf("%s: %.*s\n", refex, (int)(end - last), last);
+	return GD_EXIT_REFUSED;
+}
+
+/* gitolite's VREF/2fa and VREF/2fa/optin (VREF/2fa): words are REF OLD
+ * NEW OLDTREE NEWTREE ACCESS VREF [ARG...]. */
+static int run_vref(struct ctx *cx, const char *cfg_path, char **words,
+		    int n)
+{
+	const char *refex, *mode, *user = getenv("GL_USER");
+	const char *glrepo = getenv("GL_REPO");
+	char logname[NAME_REPO_MAX + 1];
+	Grantd__V1__Reply *rep = NULL;
+	char *args[2];
+	size_t nargs = 1;
+	int rc, res;
+
+	if (n < 7) {
+		printf("grant-shell: --gitolite-vref wants REF OLD NEW OLDTREE "
+		       "NEWTREE ACCESS VREF [ARG...], as gitolite runs a VREF "
+		       "(see grant-shell --help)\n");
+		return GD_EXIT_USAGE;
+	}
+	refex = words[6];
+	if (!strcmp(refex, "VREF/2fa"))
+		mode = "required";
+	else if (!strcmp(refex, "VREF/2fa/optin"))
+		mode = "optin";
+	else
+		return vref_deny(refex, NULL, "unknown 2-factor VREF (use "
+				 "VREF/2fa or VREF/2fa/optin in the gitolite "
+				 "conf)");
+	if (!user || !*user)
+		return vref_deny(refex, "please run me from gitolite hooks "
+				 "(GL_USER is not set)",
+				 "2-factor verification could not be done");
+	if (!connection(cx))
+		return vref_deny(refex, "this only works when accessed over "
+				 "SSH (SSH_CONNECTION is not set)",
+				 "2-factor verification could not be done");
+	if (!glrepo || name_repo_norm(logname, sizeof(logname), glrepo) < 0)
+		snprintf(logname, sizeof(logname), "(invalid)");
+	if (!name_user_ok(user)) {
+		log_auth("user=(invalid) host=%s command=vref repo=%s mode=%s "
+			 "result=%s", cx->ip, logname, mode,
+			 strcmp(mode, "optin") ? "refused" : "ok");
+		/* such a user cannot enroll: only "required" stops them */
+		if (!strcmp(mode, "optin"))
+			return GD_EXIT_OK;
+		char why[256];
+		snprintf(why, sizeof(why), BAD_GL_USER, user);
+		return vref_deny(refex, why, "2-factor authentication is "
+				 "required here; ask an administrator");
+	}
+	cx->user = user;
+	if ((res = cli_load_config(&cx->cfg, prog, cfg_path)) != 0) {
+		rc = vref_deny(refex, NULL, "2-factor verification could not "
+			       "be done (a server problem); tell the "
+			       "administrators");
+		goto done;
+	}
+	args[0] = (char *)mode;
+	if (glrepo && *glrepo)
+		args[nargs++] = (char *)glrepo;
+	/* fails closed: a server problem (said by ask) denies, optin too */
+	if ((res = ask(cx, &rep, "vref.check", args, nargs)) != 0)
+		rc = vref_deny(refex, NULL, "2-factor verification could not "
+			       "be done; try again later");
+	else if ((res = rep->status) != GD_EXIT_OK)
+		rc = vref_deny_reply(refex, rep->err);
+	else
+		rc = GD_EXIT_OK;
+	if (rep)
+		grantd__v1__reply__free_unpacked(rep, NULL);
+done:
+	log_auth("user=%s host=%s command=vref repo=%s mode=%s result=%s",
+		 user, cx->ip, logname, mode, result_word(res));
+	return rc;
+}
+
+/* --gitolite / --gitolite-vref: take the mode flag out of the options
+ * before "--" (cli_options sees the rest), and find "--".  *mode stays
+ * NULL without one; then argv is left alone.  Returns -1, or an exit code
+ * after saying what was wrong. */
+static int gitolite_options(int *argc, char **argv, const char **mode,
+			    int *words)
+{
+	int k, out = 1;
+
+	*mode = NULL;
+	for (k = 1; k < *argc && strcmp(argv[k], "--"); k++)
+		if (!strcmp(argv[k], "--gitolite") ||
+		    !strcmp(argv[k], "--gitolite-vref"))
+			*mode = argv[k];
+	if (!*mode)
+		return -1;
+	if (k == *argc) {
+		fprintf(stderr, "%s: %s needs \"--\" before the words "
+			"(see %s --help)\n", prog, *mode, prog);
+		return GD_EXIT_USAGE;
+	}
+	*words = k + 1;
+	for (int j = 1; j < k; j++) {
+		if (!strcmp(argv[j], "--gitolite") ||
+		    !strcmp(argv[j], "--gitolite-vref")) {
+			if (strcmp(argv[j], *mode)) {
+				fprintf(stderr, "%s: --gitolite and "
+					"--gitolite-vref exclude each other\n",
+					prog);
+				return GD_EXIT_USAGE;
+			}
+			continue;
+		}
+		argv[out++] = argv[j];
+	}
+	*argc = out; /* the options before "--", without the mode */
+	return -1;
+}
+
 int main(int argc, char **argv)
 {
-	const char *cfg_path = NULL;
+	const char *cfg_path = NULL, *glmode;
 	struct ctx cx = { 0 };
 	static struct sshcmd sc;
-	int i = 1, rc;
+	int i = 1, rc, nopt = argc, words = argc;
 
-	rc = cli_options(argc, argv, &i, prog, usage, &cfg_path, NULL);
+	if ((rc = gitolite_options(&nopt, argv, &glmode, &words)) >= 0)
+		return rc;
+	if (glmode && !strcmp(glmode, "--gitolite-vref")) {
+		/* one stream: gitolite prints a VREF's stdout in order,
+		 * before its FATAL line; stderr would race it */
+		if (dup2(STDOUT_FILENO, STDERR_FILENO) < 0)
+			return GD_EXIT_USAGE;
+		setvbuf(stdout, NULL, _IOLBF, 0);
+	}
+	rc = cli_options(nopt, argv, &i, prog, usage, &cfg_path, NULL);
 	if (rc >= 0)
 		return rc;
+	if (glmode && i != nopt) {
+		fprintf(stderr, "%s: unexpected '%s' before \"--\" (see %s "
+			"--help)\n", prog, argv[i], prog);
+		return GD_EXIT_USAGE;
+	}
+	if (glmode) {
+		log_init("grant-shell", false, LOG_LVL_INFO);
+		if (!strcmp(glmode, "--gitolite"))
+			rc = run_gitolite(&cx, cfg_path, argv + words,
+					  argc - words);
+		else
+			rc = run_vref(&cx, cfg_path, argv + words,
+				      argc - words);
+		config_free(&cx.cfg);
+		return rc;
+	}
 	if (argc - i != 1) {
 		usage(stderr);
 		return GD_EXIT_USAGE;
@@ -218,18 +492,11 @@ int main(int argc, char **argv)
 	cx.user = argv[i];
 	log_init("grant-shell", false, LOG_LVL_INFO);
 
-	const char *conn = getenv("SSH_CONNECTION");
-	static char ipbuf[ADDR_STRLEN];
-	if (!conn || sscanf(conn, "%63s", ipbuf) != 1) {
+	if (!connection(&cx)) {
 		fprintf(stderr, "%s: this only works when accessed over SSH "
 			"(SSH_CONNECTION is not set)\n", prog);
 		return GD_EXIT_USAGE;
 	}
-	cx.ip = ipbuf;
-	/* the whole connection (and the logind session): a val-session grant
-	 * covers no other connection; none if it cannot be formed */
-	sshcmd_session(cx.session, sizeof(cx.session), conn,
-		       getenv("XDG_SESSION_ID"));
 
 	rc = sshcmd_parse(&sc, getenv("SSH_ORIGINAL_COMMAND"));
 	if (rc == GD_ETOOBIG) {

@@ -270,7 +270,10 @@ int cmd_load_caller(struct cmd_ctx *x, struct req *r, struct policy_user *u)
 	int rc = policy_user_load(u, &x->p, cmd_user_of(r));
 	if (rc < 0)
 		return rc;
-	if (!u->user) {
+	/* Under gitolite every gitolite user may enroll: the record is made
+	 * at enrollment (cmd_enroll_self), and until then the user is one
+	 * who is not enrolled (cmd_validate_token says how to enroll). */
+	if (!u->user && !x->p.cfg->gitolite_home) {
 		cmd_refuse(r, "unknown user '%s'", cmd_user_of(r));
 		return GD_EDENIED;
 	}

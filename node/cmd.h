@@ -237,7 +237,9 @@ int cmd_emit_body(struct cmd_ctx *x, Grantd__V1__Op__BodyCase which,
 		  void *body);
 
 /* Resolve the calling user into *u (policy_user_clear it in any case);
- * GD_EDENIED with a refusal when unknown. */
+ * GD_EDENIED with a refusal when unknown.  In gitolite mode
+ * (cfg->gitolite_home) an unknown user is no refusal: 0 with u->user
+ * NULL (and no enrollment). */
 int cmd_load_caller(struct cmd_ctx *x, struct req *r, struct policy_user *u);
 
 /*

@@ -3,11 +3,11 @@
  * and add a grant (val, val-for-days, val-subnet, val-session), those
  * that look at or end grants (isval, list-val, inval), the administrator's
  * grant list and revoke, and the push decision (push.check for
- * grant-shell, check for grantctl).
+ * grant-shell, check for grantctl, vref.check for gitolite's VREF/2fa).
  *
  * Where a token is validated: cmd_val() -> cmd_validate_token() ->
  * otp_check().  Where a push is decided: cmd_push_check() ->
- * policy_push().
+ * policy_push(); under gitolite, cmd_vref_check() -> policy_2fa().
  */
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -575,6 +575,42 @@ static int cmd_push_check(struct cmd_ctx *x, struct req *r)
 	return push_decision(x, r, cmd_user_of(r), r->rq->args[0]);
 }
 
+/* args: MODE [REPO].  gitolite's VREF/2fa (MODE required) or
+ * VREF/2fa/optin (optin) for the calling user from r->ip: gitolite has
+ * decided who may write; this is only the 2-factor part.  REPO, gitolite's
+ * GL_REPO, names the repository in the texts and the log; a name grantd
+ * refuses is left out (gitolite allows '@'), never a reason to deny. */
+static int cmd_vref_check(struct cmd_ctx *x, struct req *r)
+{
+	const char *mode = r->rq->args[0], *user = cmd_user_of(r);
+	char repo[NAME_REPO_MAX + 1] = "";
+	struct buf why = BUF_INIT, hint = BUF_INIT;
+	bool required;
+	int rc;
+
+	if (strcmp(mode, "required") && strcmp(mode, "optin"))
+		return cmd_bad(r, "bad vref mode '%s': use required or optin",
+			       mode);
+	required = !strcmp(mode, "required");
+	if (r->rq->n_args == 2 &&
+	    name_repo_norm(repo, sizeof(repo), r->rq->args[1]) < 0)
+		repo[0] = '\0';
+	rc = policy_2fa(&x->p, user, &r->ip, r->rq->session, required,
+			*repo ? repo : NULL, r->now, &why, &hint);
+	if (rc == 0) {
+		buf_printf(&r->out, "allowed: user %s may push%s%s\n", user,
+			   *repo ? " to " : "", repo);
+	} else if (rc == GD_EDENIED) {
+		log_debug("vref refused user=%s repo=%s mode=%s ip=%s", user,
+			  *repo ? repo : "-", mode, r->rq->client_ip);
+		cmd_refuse(r, "%s", why.p);
+		cmd_refuse(r, "%s", hint.p);
+		rc = 0;
+	}
+	buf_free(&why);
+	buf_free(&hint);
+	return rc;
+}
 
 /* ---- admin: grants, check ----------------------------------------------- */
 
@@ -665,6 +701,9 @@ const struct cmd cmd_grant_rows[] = {
 	CMD_ROW("push.check",
 		CMD_ON_USER | CMD_READS | CMD_NEEDS_USER | CMD_USES_IP, 1, 1,
 		cmd_push_check),
+	CMD_ROW("vref.check",
+		CMD_ON_USER | CMD_READS | CMD_NEEDS_USER | CMD_USES_IP, 1, 2,
+		cmd_vref_check),
 	CMD_ROW("grant.list", CMD_ON_ADMIN | CMD_READS, 0, 2, cmd_grant_list),
 	CMD_ROW("grant.revoke", CMD_ON_ADMIN | CMD_BATCH, 1, 2,
 		cmd_grant_revoke),

@@ -113,6 +113,17 @@ static int cmd_enroll_self(struct cmd_ctx *x, struct req *r)
 			   x->p.host);
 		goto done;
 	}
+	/* gitolite mode: the user's first enrollment makes the record (no
+	 * keys: gitolite has them), in this batch with the enrollment */
+	if (!u.user) {
+		Grantd__V1__User nu = GRANTD__V1__USER__INIT;
+		nu.name = (char *)cmd_user_of(r);
+		if ((rc = cmd_emit_body(x, GRANTD__V1__OP__BODY_USER,
+					&nu)) < 0)
+			goto done;
+		log_info("user added user=%s by=gitolite-enroll",
+			 cmd_user_of(r));
+	}
 	otp_new_secret(secret, sizeof(secret));
 	rc = make_enrollment(x, r, cmd_user_of(r),
 			     totp ? GRANTD__V1__OTP_KIND__OTP_TOTP :

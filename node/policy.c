@@ -223,18 +223,79 @@ int policy_repo_load(Grantd__V1__Repo **out, const struct policy_ctx *pc,
 	return rc;
 }
 
+/* The 2-factor part of a decision for user u (policy_2fa): required, or
+ * only for an enrolled user (opt-in).  repo names the repository in the
+ * texts (NULL: "this repository"). */
+static int decide_2fa(const struct policy_ctx *pc, const char *user,
+		      const struct policy_user *u, const struct gd_net *ip,
+		      const char *session, bool required, const char *repo,
+		      int64_t now, struct buf *why, struct buf *hint)
+{
+	Grantd__V1__Grant *g = NULL;
+	char ipstr[ADDR_STRLEN];
+	/* no user record: never enrolled (gitolite users enroll themselves) */
+	bool enrolled = u->user && u->enrolled;
+	int rc;
+
+	if (!required && !enrolled)
+		return 0;
+	if (!enrolled) {
+		if (repo)
+			buf_printf(why, "user '%s' is not enrolled with "
+				   "2-factor authentication, which '%s' "
+				   "requires", user, repo);
+		else
+			buf_printf(why, "user '%s' is not enrolled with "
+				   "2-factor authentication, which this "
+				   "repository requires", user);
+		if (u->user && u->enroll)
+			buf_printf(hint, "finish enrolling: ssh %s 2fa val "
+				   "<token>", pc->host);
+		else
+			buf_printf(hint, "enroll first: ssh %s 2fa enroll "
+				   "totp (or yubikey), then ssh %s 2fa val "
+				   "<token>", pc->host, pc->host);
+		return GD_EDENIED;
+	}
+	if ((rc = policy_find_grant(&g, pc, user, ip, session, now)) < 0)
+		return rc;
+	if (!g) {
+		addr_format(ipstr, ip);
+		buf_printf(why, "IP address %s has not been validated for "
+			   "user '%s'", ipstr, user);
+		buf_printf(hint, "get your 2-factor token and run: ssh %s 2fa "
+			   "val <token>", pc->host);
+		return GD_EDENIED;
+	}
+	grantd__v1__grant__free_unpacked(g, NULL);
+	return 0;
+}
+
+int policy_2fa(const struct policy_ctx *pc, const char *user,
+	       const struct gd_net *ip, const char *session, bool required,
+	       const char *repo, int64_t now, struct buf *why,
+	       struct buf *hint)
+{
+	struct policy_user u;
+	int rc;
+
+	if ((rc = policy_user_load(&u, pc, user)) < 0)
+		return rc;
+	rc = decide_2fa(pc, user, &u, ip, session, required, repo, now, why,
+			hint);
+	policy_user_clear(&u);
+	return rc;
+}
+
 int policy_push(const struct policy_ctx *pc, const char *user,
 		const struct gd_net *ip, const char *session, const char *repo,
 		int64_t now, struct buf *why, struct buf *hint)
 {
 	struct policy_user u;
 	Grantd__V1__Repo *r = NULL;
-	Grantd__V1__Grant *g = NULL;
-	char ipstr[ADDR_STRLEN];
 	bool writer = false;
 	int rc;
 
-	addr_format(ipstr, ip);
 	if ((rc = policy_repo_load(&r, pc, repo)) < 0) {
 		if (rc == GD_ENOTFOUND)
 			buf_printf(why, "repository '%s' does not exist", repo);
@@ -256,37 +317,12 @@ int policy_push(const struct policy_ctx *pc, const char *user,
 			   "%s ... %s", repo, user);
 		goto done;
 	}
-	if (r->mode == GRANTD__V1__REPO_MODE__MODE_OFF ||
-	    (r->mode == GRANTD__V1__REPO_MODE__MODE_OPT_IN && !u.enrolled)) {
-		rc = 0;
-		goto done;
-	}
-	if (!u.enrolled) {
-		buf_printf(why, "user '%s' is not enrolled with 2-factor "
-			   "authentication, which '%s' requires", user, repo);
-		if (u.enroll)
-			buf_printf(hint, "finish enrolling: ssh %s 2fa val "
-				   "<token>", pc->host);
-		else
-			buf_printf(hint, "enroll first: ssh %s 2fa enroll "
-				   "totp (or yubikey), then ssh %s 2fa val "
-				   "<token>", pc->host, pc->host);
-		goto done;
-	}
-	if ((rc = policy_find_grant(&g, pc, user, ip, session, now)) < 0)
-		goto done;
-	if (!g) {
-		rc = GD_EDENIED;
-		buf_printf(why, "IP address %s has not been validated for "
-			   "user '%s'", ipstr, user);
-		buf_printf(hint, "get your 2-factor token and run: ssh %s 2fa "
-			   "val <token>", pc->host);
-		goto done;
-	}
 	rc = 0;
+	if (r->mode != GRANTD__V1__REPO_MODE__MODE_OFF)
+		rc = decide_2fa(pc, user, &u, ip, session,
+				r->mode == GRANTD__V1__REPO_MODE__MODE_REQUIRED,
+				repo, now, why, hint);
 done:
-	if (g)
-		grantd__v1__grant__free_unpacked(g, NULL);
 	grantd__v1__repo__free_unpacked(r, NULL);
 	policy_user_clear(&u);
 	return rc;

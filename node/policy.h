@@ -2,7 +2,8 @@
  * policy.h: read-only decisions: who is enrolled, who is locked out,
  * which grant covers an address, and whether a push may proceed.  This is
  * where a push is authorised (policy_push); cmd_grant.c calls it for
- * grant-shell and for `grantctl check`.
+ * grant-shell and for `grantctl check`, and its 2-factor part alone
+ * (policy_2fa) for gitolite's VREF (vref.check).
  *
  * Every function reads through a struct policy_ctx: the config, the
  * store, and the batch to read through (a writer's own changes) or NULL
@@ -63,10 +64,27 @@ int policy_find_grant(Grantd__V1__Grant **out, const struct policy_ctx *pc,
 		      const char *session, int64_t now);
 
 /*
+ * The 2-factor part of a push decision, as gitolite's VREF/2fa asks it
+ * (gitolite has decided who may write): may user push from ip (over SSH
+ * connection session) now?  required: only with a live grant covering ip;
+ * otherwise (opt-in) a user who is not enrolled may push and an enrolled
+ * one needs the grant.  "Enrolled" is an active enrollment (after the
+ * first val) of a live user: no user record counts as not enrolled.  repo
+ * (may be NULL) only names the repository in the texts.  Returns 0
+ * (allowed), GD_EDENIED with why and hint filled (the reason, and the
+ * command that fixes it; the texts of policy_push), or GD_EIO.
+ */
+int policy_2fa(const struct policy_ctx *pc, const char *user,
+	       const struct gd_net *ip, const char *session, bool required,
+	       const char *repo, int64_t now, struct buf *why,
+	       struct buf *hint);
+
+/*
  * May user push to repo from ip (over SSH connection session) now?
  * Returns 0 (allowed), GD_EDENIED with why and hint filled (the reason, and
  * the exact command that fixes it), GD_ENOTFOUND (no such repository) or
- * GD_EIO.
+ * GD_EIO.  After the repository's writers, a repository in mode opt-in or
+ * required is decided as policy_2fa decides it.
  */
 int policy_push(const struct policy_ctx *pc, const char *user,
 		const struct gd_net *ip, const char *session, const char *repo,

@@ -88,11 +88,13 @@ static void test_flags_agree(void **state)
 		assert_true(c->max_args <= GD_CTL_MAX_ARGS);
 		/* what control.c said by name before: every 2fa command needs
 		 * a user and waits while the node catches up; so does no
-		 * other but push.check's user */
+		 * other but the push checks' user (grant-shell's and
+		 * gitolite's VREF) */
 		bool twofa = !strncmp(c->name, "2fa.", 4);
 		assert_int_equal(!!(f & CMD_SYNC_GATED), twofa);
 		assert_int_equal(!!(f & CMD_NEEDS_USER),
-				 twofa || !strcmp(c->name, "push.check"));
+				 twofa || !strcmp(c->name, "push.check") ||
+				 !strcmp(c->name, "vref.check"));
 		if (twofa)
 			assert_int_equal(f & (CMD_ON_USER | CMD_ON_ADMIN),
 					 CMD_ON_USER);
