@@ -9,6 +9,12 @@
  * control.c applied them by name before; every read runs without a batch
  * and without the operations module; and grant-shell's help lists each
  * subcommand once.
+ *
+ * And the handlers gitolite needs: in gitolite mode (cfg.gitolite_home)
+ * `2fa enroll` by a user with no record makes the record with the
+ * enrollment, and the other 2fa commands of such a user say how to enroll
+ * (outside it: "unknown user", as before); vref.check answers gitolite's
+ * VREF/2fa (required) and VREF/2fa/optin from committed state.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #include <cmocka.h>
 #include <sodium.h>
@@ -178,6 +185,8 @@ struct fixture {
 	char dir[64];
 	struct config cfg;
 	struct store *store;
+	struct ops ops;         /* setup_ops only */
+	bool with_ops;
 	struct cmd_table *t;
 	Grantd__V1__Request rq;
 	char *args[4];
@@ -199,12 +208,31 @@ static int setup(void **state)
 	return 0;
 }
 
+/* The same with the operations module, for handlers that write. */
+static int setup_ops(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+
+	if (!f || fx_mkdtemp(f->dir, sizeof(f->dir), "test_cmds", false) < 0)
+		return -1;
+	f->cfg.site = "sitea";
+	f->cfg.repo_dir = f->dir;
+	f->cfg.policy.lockout_failures = 5;
+	f->cfg.policy.lockout_window = 900;
+	f->with_ops = true;
+	if (fx_store_open(&f->store, &f->ops, f->dir, &f->cfg, seal_key) < 0 ||
+	    cmd_table_new(&f->t) < 0)
+		return -1;
+	*state = f;
+	return 0;
+}
+
 static int teardown(void **state)
 {
 	struct fixture *f = *state;
 
 	cmd_table_free(&f->t);
-	fx_store_close(&f->store, NULL);
+	fx_store_close(&f->store, f->with_ops ? &f->ops : NULL);
 	if (fx_rmtree(f->dir) < 0)
 		return -1;
 	free(f);
@@ -324,6 +352,199 @@ static void test_reads_without_batch(void **state)
 	request(f, "", false, NULL, NULL, 0);
 }
 
+/* ---- gitolite ----------------------------------------------------------- */
+
+/* Run r's handler as the node does: a CMD_BATCH row in a batch of its own,
+ * committed after; a CMD_READS row on committed state, with no batch and
+ * no operations module. */
+static void run(struct fixture *f, struct req *r)
+{
+	const struct cmd *c = cmd_table_find(f->t, r->rq->cmd);
+	struct cmd_ctx x = { 0 };
+	struct store_batch *b = NULL;
+
+	assert_non_null(c);
+	assert_int_equal(cmd_admit(c, r, false), 0);
+	x.p.cfg = &f->cfg;
+	x.p.store = f->store;
+	x.p.host = "git.example.org";
+	if (c->flags & CMD_BATCH) {
+		assert_int_equal(store_batch_new(&b, f->store), 0);
+		x.p.batch = b;
+		x.ops = &f->ops;
+	}
+	assert_int_equal(c->fn(&x, r), 0);
+	if (b) {
+		assert_int_equal(ops_commit(&f->ops, b, false), 0);
+		ops_outbox_clear(&f->ops);
+		store_batch_free(&b);
+	}
+}
+
+/* user's committed records */
+static void load(struct fixture *f, struct policy_user *u, const char *user)
+{
+	struct policy_ctx pc = { &f->cfg, f->store, NULL, "git.example.org" };
+	assert_int_equal(policy_user_load(u, &pc, user), 0);
+}
+
+/* A user record, an active enrollment and a grant for net, as enroll and
+ * a first val make them. */
+static void validated(struct fixture *f, const char *user, const char *net)
+{
+	Grantd__V1__Op op = GRANTD__V1__OP__INIT;
+	Grantd__V1__User nu = GRANTD__V1__USER__INIT;
+	Grantd__V1__Enrollment e = GRANTD__V1__ENROLLMENT__INIT;
+	Grantd__V1__Grant g = GRANTD__V1__GRANT__INIT;
+	uint8_t secret[20] = "0123456789abcdefghij";
+	struct store_batch *b;
+
+	assert_int_equal(store_batch_new(&b, f->store), 0);
+	nu.name = (char *)user;
+	op.body_case = GRANTD__V1__OP__BODY_USER;
+	op.user = &nu;
+	assert_int_equal(ops_local(&f->ops, b, &op), 0);
+	op = (Grantd__V1__Op)GRANTD__V1__OP__INIT;
+	e.user = (char *)user;
+	SET(e, kind, GRANTD__V1__OTP_KIND__OTP_TOTP);
+	SET(e, secret, ((ProtobufCBinaryData){ sizeof(secret), secret }));
+	SET(e, digits, 6);
+	SET(e, period, 30);
+	SET(e, active, 1);
+	SET(e, id, ops_stamp(&f->ops));
+	op.body_case = GRANTD__V1__OP__BODY_ENROLL;
+	op.enroll = &e;
+	assert_int_equal(ops_local(&f->ops, b, &op), 0);
+	g.user = (char *)user;
+	g.net = (char *)net;
+	g.session = "";
+	SET(g, added, (int64_t)time(NULL));
+	SET(g, expires, (int64_t)time(NULL) + 3600);
+	g.site = "sitea";
+	op = (Grantd__V1__Op)GRANTD__V1__OP__INIT;
+	op.body_case = GRANTD__V1__OP__BODY_GRANT;
+	op.grant = &g;
+	assert_int_equal(ops_local(&f->ops, b, &op), 0);
+	assert_int_equal(ops_commit(&f->ops, b, false), 0);
+	ops_outbox_clear(&f->ops);
+	store_batch_free(&b);
+}
+
+/* Outside gitolite mode a user grantd does not know is refused, as
+ * before; in it, `2fa val` says how to enroll, and `2fa enroll` makes the
+ * user record (no keys) in the batch of the enrollment. */
+static void test_gitolite_enroll(void **state)
+{
+	struct fixture *f = *state;
+	struct policy_user u;
+	struct req *r;
+
+	f->args[0] = "totp";
+	r = request(f, "2fa.enroll", false, "kim", "192.0.2.7", 1);
+	run(f, r);
+	assert_int_equal(r->status, GD_EXIT_REFUSED);
+	assert_string_equal(r->err.p, "unknown user 'kim'");
+	f->args[0] = "123456";
+	r = request(f, "2fa.val", false, "kim", "192.0.2.7", 1);
+	run(f, r);
+	assert_string_equal(r->err.p, "unknown user 'kim'");
+	load(f, &u, "kim");
+	assert_null(u.user);
+	assert_null(u.enroll);
+	policy_user_clear(&u);
+
+	f->cfg.gitolite_home = "/srv/git";
+	r = request(f, "2fa.val", false, "kim", "192.0.2.7", 1);
+	run(f, r);
+	assert_int_equal(r->status, GD_EXIT_REFUSED);
+	assert_non_null(strstr(r->err.p, "not enrolled"));
+	assert_non_null(strstr(r->err.p, "enroll with: ssh git.example.org "
+					 "2fa enroll totp"));
+	assert_int_equal(r->out.len, 0);
+	f->args[0] = "654321";
+	r = request(f, "2fa.unenroll", false, "kim", "192.0.2.7", 1);
+	run(f, r);
+	assert_non_null(strstr(r->err.p, "not enrolled"));
+	load(f, &u, "kim");
+	assert_null(u.user);    /* a refusal makes no record */
+	policy_user_clear(&u);
+
+	f->args[0] = "totp";
+	r = request(f, "2fa.enroll", false, "kim", "192.0.2.7", 1);
+	run(f, r);
+	assert_int_equal(r->status, GD_EXIT_OK);
+	assert_non_null(strstr(r->out.p, "New token generated for user kim"));
+	assert_true(r->uri.len > 0);
+	load(f, &u, "kim");
+	assert_non_null(u.user);
+	assert_string_equal(u.user->name, "kim");
+	assert_int_equal(u.user->n_keys, 0);
+	assert_non_null(u.enroll);
+	assert_false(u.enrolled);       /* active at the first val */
+	policy_user_clear(&u);
+	/* a second enroll before the first val: a new secret, one record */
+	r = request(f, "2fa.enroll", false, "kim", "192.0.2.7", 1);
+	run(f, r);
+	assert_int_equal(r->status, GD_EXIT_OK);
+	request(f, "", false, NULL, NULL, 0);
+}
+
+/* vref.check: MODE required or optin, the repository for the texts. */
+static void test_vref_check(void **state)
+{
+	struct fixture *f = *state;
+	struct req *r;
+
+	f->cfg.gitolite_home = "/srv/git";
+	/* no record: optin allows, required says how to enroll */
+	f->args[0] = "optin";
+	f->args[1] = "demo";
+	r = request(f, "vref.check", false, "lou", "192.0.2.7", 2);
+	run(f, r);
+	assert_int_equal(r->status, GD_EXIT_OK);
+	f->args[0] = "required";
+	r = request(f, "vref.check", false, "lou", "192.0.2.7", 2);
+	run(f, r);
+	assert_int_equal(r->status, GD_EXIT_REFUSED);
+	assert_string_equal(r->err.p, "user 'lou' is not enrolled with "
+			    "2-factor authentication, which 'demo' requires\n"
+			    "enroll first: ssh git.example.org 2fa enroll "
+			    "totp (or yubikey), then ssh git.example.org 2fa "
+			    "val <token>");
+	/* enrolled with a grant for 192.0.2.7 only */
+	validated(f, "lou", "192.0.2.7");
+	for (int i = 0; i < 2; i++) {
+		f->args[0] = i ? "required" : "optin";
+		r = request(f, "vref.check", false, "lou", "192.0.2.7", 2);
+		run(f, r);
+		assert_int_equal(r->status, GD_EXIT_OK);
+		r = request(f, "vref.check", false, "lou", "192.0.2.8", 2);
+		run(f, r);
+		assert_int_equal(r->status, GD_EXIT_REFUSED);
+		assert_string_equal(r->err.p, "IP address 192.0.2.8 has not "
+				    "been validated for user 'lou'\nget your "
+				    "2-factor token and run: ssh "
+				    "git.example.org 2fa val <token>");
+	}
+	/* the repository is optional, and a name grantd refuses (gitolite
+	 * allows '@') is only left out of the texts */
+	f->args[0] = "required";
+	r = request(f, "vref.check", false, "lou", "192.0.2.8", 1);
+	run(f, r);
+	assert_non_null(strstr(r->err.p, "has not been validated"));
+	f->args[1] = "@team/x";
+	r = request(f, "vref.check", false, "nobody", "192.0.2.8", 2);
+	run(f, r);
+	assert_int_equal(r->status, GD_EXIT_REFUSED);
+	assert_non_null(strstr(r->err.p, "which this repository requires"));
+	/* a mode it does not know is bad input, never an allow */
+	f->args[0] = "off";
+	r = request(f, "vref.check", false, "lou", "192.0.2.7", 2);
+	run(f, r);
+	assert_int_equal(r->status, GD_EXIT_USAGE);
+	request(f, "", false, NULL, NULL, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -334,6 +555,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_admit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reads_without_batch,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_gitolite_enroll,
+						setup_ops, teardown),
+		cmocka_unit_test_setup_teardown(test_vref_check, setup_ops,
+						teardown),
 	};
 	if (sodium_init() < 0)
 		return 1;

@@ -9,6 +9,12 @@
  * however many share a millisecond, sum the sites, and let an unlock
  * forgive the attempts stamped before it and never a later one, even an
  * unlock stamped far ahead of the local clock.
+ *
+ * The 2-factor decision (policy_2fa, gitolite's VREF/2fa and
+ * VREF/2fa/optin): required needs an active enrollment and a live grant
+ * for the address; opt-in lets a user who is not enrolled (no user record,
+ * no enrollment, or one not yet activated) through; policy_push keeps its
+ * texts with it.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,9 +23,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
+#include "addr.h"
 #include "config.h"
 #include "err.h"
 #include "fixture.h"
@@ -301,6 +309,191 @@ static void test_unlock_tie(void **state)
 	assert_int_equal(counted(f, "finn", now, &until), 2);
 }
 
+/* ---- 2-factor decisions ------------------------------------------------- */
+
+static void user_here(struct fixture *f, const char *name, bool deleted)
+{
+	Grantd__V1__Op op = GRANTD__V1__OP__INIT;
+	Grantd__V1__User u = GRANTD__V1__USER__INIT;
+
+	u.name = (char *)name;
+	if (deleted)
+		u.deleted = 1, u.has_deleted = 1;
+	op.body_case = GRANTD__V1__OP__BODY_USER;
+	op.user = &u;
+	assert_int_equal(ops_local(&f->ops, f->b, &op), 0);
+}
+
+/* A TOTP enrollment of user, active (after the first val) or pending. */
+static void enroll_here(struct fixture *f, const char *user, bool active)
+{
+	Grantd__V1__Op op = GRANTD__V1__OP__INIT;
+	Grantd__V1__Enrollment e = GRANTD__V1__ENROLLMENT__INIT;
+	uint8_t secret[20] = "0123456789abcdefghij";
+
+	e.user = (char *)user;
+	e.kind = GRANTD__V1__OTP_KIND__OTP_TOTP, e.has_kind = 1;
+	e.secret.data = secret, e.secret.len = sizeof(secret);
+	e.has_secret = 1;
+	e.digits = 6, e.has_digits = 1;
+	e.period = 30, e.has_period = 1;
+	e.active = active, e.has_active = 1;
+	e.id = ops_stamp(&f->ops), e.has_id = 1;
+	op.body_case = GRANTD__V1__OP__BODY_ENROLL;
+	op.enroll = &e;
+	assert_int_equal(ops_local(&f->ops, f->b, &op), 0);
+}
+
+static void grant_here(struct fixture *f, const char *user, const char *net,
+		       int64_t expires)
+{
+	Grantd__V1__Op op = GRANTD__V1__OP__INIT;
+	Grantd__V1__Grant g = GRANTD__V1__GRANT__INIT;
+
+	g.user = (char *)user;
+	g.net = (char *)net;
+	g.session = "";
+	g.added = expires - 3600, g.has_added = 1;
+	g.expires = expires, g.has_expires = 1;
+	g.site = "sitea";
+	op.body_case = GRANTD__V1__OP__BODY_GRANT;
+	op.grant = &g;
+	assert_int_equal(ops_local(&f->ops, f->b, &op), 0);
+}
+
+/* policy_2fa for user from ip at now, committed state (as the reader
+ * answers vref.check); why and hint into the caller's buffers (reset
+ * here). */
+static int decide(struct fixture *f, const char *user, const char *ip,
+		  bool required, int64_t now, struct buf *why,
+		  struct buf *hint)
+{
+	struct policy_ctx pc = { &f->cfg, f->store, NULL, "git.example.org" };
+	struct gd_net addr;
+
+	buf_reset(why);
+	buf_reset(hint);
+	assert_int_equal(addr_parse(&addr, ip, false), 0);
+	return policy_2fa(&pc, user, &addr, NULL, required, "demo", now, why,
+			  hint);
+}
+
+/* Required against opt-in, for each way of being (not) enrolled, and a
+ * live grant for the address or none; the texts are policy_push's. */
+static void test_2fa(void **state)
+{
+	struct fixture *f = *state;
+	struct buf why = BUF_INIT, hint = BUF_INIT;
+	int64_t now = (int64_t)time(NULL);
+
+	/* no user record at all (a gitolite user who never enrolled) */
+	assert_int_equal(decide(f, "gina", "192.0.2.7", false, now, &why,
+				&hint), 0);
+	assert_int_equal(decide(f, "gina", "192.0.2.7", true, now, &why,
+				&hint), GD_EDENIED);
+	assert_string_equal(why.p, "user 'gina' is not enrolled with 2-factor "
+			    "authentication, which 'demo' requires");
+	assert_non_null(strstr(hint.p, "enroll first: ssh git.example.org "
+				       "2fa enroll totp"));
+	/* a user record, no enrollment: the same */
+	user_here(f, "gina", false);
+	commit(f);
+	assert_int_equal(decide(f, "gina", "192.0.2.7", false, now, &why,
+				&hint), 0);
+	assert_int_equal(decide(f, "gina", "192.0.2.7", true, now, &why,
+				&hint), GD_EDENIED);
+	assert_non_null(strstr(hint.p, "enroll first"));
+	/* enrolled, not yet activated by a val: still not enrolled */
+	enroll_here(f, "gina", false);
+	commit(f);
+	assert_int_equal(decide(f, "gina", "192.0.2.7", false, now, &why,
+				&hint), 0);
+	assert_int_equal(decide(f, "gina", "192.0.2.7", true, now, &why,
+				&hint), GD_EDENIED);
+	assert_string_equal(hint.p, "finish enrolling: ssh git.example.org "
+			    "2fa val <token>");
+	/* enrolled: both need a grant for the address */
+	enroll_here(f, "gina", true);
+	commit(f);
+	for (int req = 0; req < 2; req++) {
+		assert_int_equal(decide(f, "gina", "192.0.2.7", req, now, &why,
+					&hint), GD_EDENIED);
+		assert_string_equal(why.p, "IP address 192.0.2.7 has not been "
+				    "validated for user 'gina'");
+		assert_string_equal(hint.p, "get your 2-factor token and run: "
+				    "ssh git.example.org 2fa val <token>");
+	}
+	grant_here(f, "gina", "192.0.2.7", now + 3600);
+	grant_here(f, "gina", "192.0.2.9", now - 1);   /* expired */
+	commit(f);
+	for (int req = 0; req < 2; req++) {
+		assert_int_equal(decide(f, "gina", "192.0.2.7", req, now, &why,
+					&hint), 0);
+		assert_int_equal(decide(f, "gina", "192.0.2.8", req, now, &why,
+					&hint), GD_EDENIED);
+		assert_int_equal(decide(f, "gina", "192.0.2.9", req, now, &why,
+					&hint), GD_EDENIED);
+		/* the grant's end */
+		assert_int_equal(decide(f, "gina", "192.0.2.7", req, now + 3600,
+					&why, &hint), GD_EDENIED);
+	}
+	/* an enrollment without a live user record counts as none */
+	user_here(f, "gina", true);
+	commit(f);
+	assert_int_equal(decide(f, "gina", "192.0.2.8", false, now, &why,
+				&hint), 0);
+	assert_int_equal(decide(f, "gina", "192.0.2.7", true, now, &why,
+				&hint), GD_EDENIED);
+	assert_non_null(strstr(why.p, "is not enrolled"));
+	buf_free(&why);
+	buf_free(&hint);
+}
+
+/* policy_push after the split: writers first, then the same decision. */
+static void test_push_2fa(void **state)
+{
+	struct fixture *f = *state;
+	struct policy_ctx pc = { &f->cfg, f->store, NULL, "git.example.org" };
+	struct buf why = BUF_INIT, hint = BUF_INIT;
+	Grantd__V1__Op op = GRANTD__V1__OP__INIT;
+	Grantd__V1__Repo r = GRANTD__V1__REPO__INIT;
+	char *writers[] = { "hugo" };
+	int64_t now = (int64_t)time(NULL);
+	struct gd_net ip;
+
+	r.name = "demo";
+	r.mode = GRANTD__V1__REPO_MODE__MODE_REQUIRED, r.has_mode = 1;
+	r.writers = writers;
+	r.n_writers = 1;
+	op.body_case = GRANTD__V1__OP__BODY_REPO;
+	op.repo = &r;
+	assert_int_equal(ops_local(&f->ops, f->b, &op), 0);
+	user_here(f, "hugo", false);
+	user_here(f, "ivan", false);
+	commit(f);
+	assert_int_equal(addr_parse(&ip, "192.0.2.7", false), 0);
+	assert_int_equal(policy_push(&pc, "nobody", &ip, NULL, "demo", now,
+				     &why, &hint), GD_EDENIED);
+	assert_string_equal(why.p, "unknown user 'nobody'");
+	buf_reset(&why);
+	assert_int_equal(policy_push(&pc, "ivan", &ip, NULL, "demo", now,
+				     &why, &hint), GD_EDENIED);
+	assert_string_equal(why.p, "user 'ivan' may not write to 'demo'");
+	buf_reset(&why);
+	buf_reset(&hint);
+	assert_int_equal(policy_push(&pc, "hugo", &ip, NULL, "demo", now,
+				     &why, &hint), GD_EDENIED);
+	assert_string_equal(why.p, "user 'hugo' is not enrolled with 2-factor "
+			    "authentication, which 'demo' requires");
+	enroll_here(f, "hugo", true);
+	grant_here(f, "hugo", "192.0.2.0/24", now + 60);
+	commit(f);
+	assert_int_equal(policy_push(&pc, "hugo", &ip, NULL, "demo", now,
+				     &why, &hint), 0);
+	buf_free(&why);
+	buf_free(&hint);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -313,6 +506,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_unlock_from_the_future,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unlock_tie, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_2fa, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_push_2fa, setup,
 						teardown),
 	};
 	return cmocka_run_group_tests(tests, setup_group, fx_group_teardown);
