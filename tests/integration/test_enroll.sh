@@ -2,7 +2,11 @@
 # Self-service enrollment over ssh (SPEC 3.2): `2fa enroll totp|yubikey`
 # shows the secret, the otpauth:// URI and 5 scratch codes; the enrollment
 # becomes active at the first good `2fa val`; scratch codes work once;
-# `2fa unenroll` needs a token.
+# `2fa unenroll` needs a token.  Beside gitolite ([gitolite] home), the
+# same commands through gitolite's commands/2fa (grant-shell --gitolite,
+# GL_USER) make the user record at enrollment, and VREF/2fa (grant-shell
+# --gitolite-vref) decides the 2-factor part of a push (no gitolite needed:
+# the LOCAL_CODE scripts run as gitolite runs them).
 . "$(dirname "$0")/lib.sh"
 
 t_site_up lockout_failures=50   # refused tokens below must not lock erin
@@ -127,6 +131,96 @@ t_expect 2 "an 80-bit secret from --secret-file is refused too" t_ctl enroll cal
 t_expect 0 "grantctl --help warns about --secret on the command line" t_ctl --help
 t_has "it names --secret-file" "$OUT" "--secret-file FILE|-"
 t_has "and says argv is readable" "$OUT" "every"
+
+t_section "beside gitolite: commands/2fa and VREF/2fa ([gitolite] home)"
+gd_grantd_stop "$T_SITE" || t_fatal "grantd stops"
+mkdir -p "$T_DIR/glhome/repositories" && : >"$T_DIR/glhome/.gitolite.rc"
+printf '\n[gitolite]\nhome = %s\nprogram = /bin/true\n' "$T_DIR/glhome" >>"$T_SITE/grantd.conf"
+gd_grantd_start "$T_SITE" || t_fatal "grantd starts in gitolite mode"
+GLC=$GD_BIN/../share/grantd/gitolite
+H=$(hostname)   # the node names it in its hints
+for f in commands/2fa VREF/2fa hooks/common/post-receive commands/grantd-admin-sync; do
+	t_check "the build tree's LOCAL_CODE has an executable $f" test -x "$GLC/$f"
+done
+t_eq "hooks/common holds post-receive alone (gitolite links every file there)" \
+	"$(ls -A "$GLC/hooks/common")" post-receive
+t_check "commands/2fa runs this build's grant-shell" grep -qF "$GD_BIN/grant-shell' --gitolite --" "$GLC/commands/2fa"
+
+# gl2fa SRCIP USER WORD...: `ssh git@HOST 2fa WORD...` as gitolite runs it
+# (GL_USER; its words, "2fa" not among them); USER "" unsets GL_USER.
+gl2fa() {
+	local src=$1 user=$2; shift 2
+	env ${user:+GL_USER=$user} SSH_CONNECTION="$src 40022 $T_ADDR 22" \
+		GRANTD_CONFIG="${GLCONF:-$T_SITE/grantd.conf}" "$GLC/commands/2fa" "$@" </dev/null
+}
+# glvref SRCIP USER VREF [ARG...]: gitolite's update hook running VREF (a
+# push of one ref to demo; VREF/2fa/optin gives the extra argument optin).
+glvref() {
+	local src=$1 user=$2 vref=$3 rest
+	IFS=/ read -ra rest <<<"${vref#VREF/2fa}"
+	GL_USER=$user GL_REPO=demo SSH_CONNECTION="$src 40022 $T_ADDR 22" \
+		GRANTD_CONFIG="${GLCONF:-$T_SITE/grantd.conf}" "$GLC/VREF/2fa" refs/heads/master \
+		"$(printf '0%.0s' {1..40})" "$(printf '1%.0s' {1..40})" \
+		4b825dc642cb6eb9a060e54bf8d69288fbee4904 "$(printf '2%.0s' {1..40})" W "$vref" ${rest[@]+"${rest[@]:1}"}
+}
+
+D0=$(t_digest)
+t_expect 2 "2fa without GL_USER: exit 2" gl2fa 127.0.7.7 "" val 123456
+t_one_line "one line" "$ERR"
+t_has "naming GL_USER" "$ERR" "GL_USER is not set"
+t_expect 2 "2fa for gitolite user 'Gwen' (not a grantd name): exit 2" gl2fa 127.0.7.7 Gwen enroll totp
+t_one_line "one line" "$ERR"
+t_has "that says so" "$ERR" "user name 'Gwen' cannot use 2-factor authentication here"
+t_expect 0 "2fa with no word: the help" gl2fa 127.0.7.7 gwen
+t_has "which lists val" "$OUT" "val TOKEN"
+t_expect 2 "2fa --config FILE: a word, never grant-shell's option" gl2fa 127.0.7.7 gwen --config /nonexistent
+t_has "an unknown 2fa command" "$ERR" "Unknown 2fa command '--config'"
+t_expect 1 "gwen (no record): 2fa val is refused" gl2fa 127.0.7.7 gwen val 123456
+t_one_line "one line" "$ERR"
+t_has "that says how to enroll" "$ERR" "not enrolled with 2-factor authentication; enroll with: ssh"
+t_expect 1 "gwen: 2fa isval: False" gl2fa 127.0.7.7 gwen isval
+t_eq "the refusals changed nothing (digest)" "$(t_digest)" "$D0"
+t_check "gwen has no user record" eval '! t_has_user paloalto gwen'
+
+t_expect 0 "VREF/2fa/optin: gwen (not enrolled) may push" glvref 127.0.7.7 gwen VREF/2fa/optin
+t_eq "silently" "$OUT$ERR" ""
+t_expect 1 "VREF/2fa: gwen (not enrolled) may not" glvref 127.0.7.7 gwen VREF/2fa
+t_eq "everything on stdout (gitolite prints it before its FATAL)" "$ERR" ""
+t_eq "the reason, then the VREF line with the fix" "$OUT" \
+	"user 'gwen' is not enrolled with 2-factor authentication, which 'demo' requires
+VREF/2fa: enroll first: ssh $H 2fa enroll totp (or yubikey), then ssh $H 2fa val <token>"
+
+t_expect 0 "gwen: 2fa enroll totp makes her user record" gl2fa 127.0.7.7 gwen enroll totp
+t_check "gwen is in the user list" t_has_user paloalto gwen
+GS=$(grep -oE 'Secret \(base32\): [A-Z2-7]+' <<<"$OUT" | sed 's/.*: //')
+t_check "the secret is shown" test -n "$GS"
+t_has "and the QR code's heading" "$OUT" "Scan this QR code"
+t_expect 0 "VREF/2fa/optin: gwen (enrolled, not yet validated) still may push" glvref 127.0.7.8 gwen VREF/2fa/optin
+t_totp_settle
+t_expect 0 "gwen: 2fa val <totp> from 127.0.7.7" gl2fa 127.0.7.7 gwen val "$(t_totp "$GS")"
+t_has "adds 127.0.7.7" "$OUT" "Adding IP address 127.0.7.7"
+for v in VREF/2fa VREF/2fa/optin; do
+	t_expect 0 "$v: gwen may push from 127.0.7.7" glvref 127.0.7.7 gwen "$v"
+	t_eq "silently" "$OUT$ERR" ""
+	t_expect 1 "$v: gwen may not push from 127.0.7.8" glvref 127.0.7.8 gwen "$v"
+	t_eq "the reason, then the VREF line with grant-shell's hint" "$OUT" \
+		"IP address 127.0.7.8 has not been validated for user 'gwen'
+$v: get your 2-factor token and run: ssh $H 2fa val <token>"
+done
+t_expect 1 "VREF/2fa/foo denies" glvref 127.0.7.7 gwen VREF/2fa/foo
+t_has "and says so" "$OUT" "VREF/2fa/foo: unknown 2-factor VREF"
+t_expect 0 "VREF/2fa/optin: gitolite user 'Gwen' (cannot enroll) may push" glvref 127.0.7.7 Gwen VREF/2fa/optin
+t_expect 1 "VREF/2fa: 'Gwen' may not" glvref 127.0.7.7 Gwen VREF/2fa
+t_has "and is told why" "$OUT" "user name 'Gwen' cannot use 2-factor authentication here"
+t_expect 2 "a VREF with too few arguments denies" env GL_USER=gwen "$GLC/VREF/2fa" refs/heads/master
+sed "s|^user_socket = .*|user_socket = $T_DIR/nosuch.sock|" "$T_SITE/grantd.conf" >"$T_DIR/down.conf"
+GLCONF=$T_DIR/down.conf t_expect 1 "node unreachable: VREF/2fa/optin fails closed" glvref 127.0.7.7 gwen VREF/2fa/optin
+t_eq "nothing on stderr" "$ERR" ""
+t_has "a server problem" "$OUT" "server problem"
+t_has "then the VREF line" "$OUT" "VREF/2fa/optin: 2-factor verification could not be done; try again later"
+GLCONF=$T_DIR/down.conf t_expect 3 "node unreachable: 2fa val exits 3" gl2fa 127.0.7.7 gwen val 123456
+t_one_line "one line" "$ERR"
+t_has "a server problem" "$ERR" "server problem"
 
 t_section "secrets stay secret"
 t_check "the TOTP secret is not in grantd.log" eval '! grep -qF "$ES" "$T_SITE/grantd.log"'
