@@ -226,7 +226,8 @@ static void admin_line(struct gitrepl *g, char *line)
 	for (i = 0; line[i] && i + 1 < sizeof(lower); i++)
 		lower[i] = (char)tolower((unsigned char)line[i]);
 	lower[i] = '\0';
-	if (!*a->first_err && (strstr(lower, "fatal") || strstr(lower, "error")))
+	if (!*a->first_err &&
+	    (strstr(lower, "fatal") || strstr(lower, "error")))
 		snprintf(a->first_err, sizeof(a->first_err), "%s", line);
 }
 

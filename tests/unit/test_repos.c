@@ -252,10 +252,10 @@ static void test_adopt(void **state)
 
 	/* as gitolite leaves a new repository: its own hook links */
 	snprintf(cmd, sizeof(cmd),
-		 "git init -q --bare '%s/demo.git' && rm -f '%s/demo.git/hooks/'"
-		 "*.sample && ln -s /usr/share/grantd/gitolite/hooks/common/"
-		 "post-receive '%s/demo.git/hooks/post-receive'", dir, dir,
-		 dir);
+		 "git init -q --bare '%s/demo.git' && "
+		 "rm -f '%s/demo.git/hooks/'*.sample && "
+		 "ln -s /usr/share/grantd/gitolite/hooks/common/post-receive "
+		 "'%s/demo.git/hooks/post-receive'", dir, dir, dir);
 	sh(cmd);
 	assert_int_equal(repos_adopt(dir, "demo", NULL, NULL), 0);
 	git_repository *repo = NULL;
