@@ -915,7 +915,11 @@ static void *actor(void *arg)
 		if (g->admin.fd >= 0)
 			items[k++] = (zmq_pollitem_t){ NULL, g->admin.fd,
 						       ZMQ_POLLIN, 0 };
-		if (zmq_poll(items, k, more ? 0 : 100) < 0) {
+		/* a sync whose output ended is about to exit: reap it soon,
+		 * so that its ms says how long the compile took */
+		int wait_ms = more ? 0 :
+			      g->admin.pid > 0 && g->admin.fd < 0 ? 5 : 100;
+		if (zmq_poll(items, k, wait_ms) < 0) {
 			if (errno == EINTR)
 				continue;
 			log_error("gitrepl poll failed: %s",
