@@ -12,6 +12,8 @@
 #    registers it (mode off) and replicates it; no node writes a hook;
 #  - a repository missing at a site is not made there; its refs come in
 #    once the directory appears (gitolite made it);
+#  - a name grantd refuses (gitolite allows '@') gets one clear line from
+#    grant-hook and no record;
 #  - a push to gitolite-admin's master at one site moves master at the
 #    others (not a fast-forward: each site's admin history was its own)
 #    and makes them run the program for that commit; the pushing site's
@@ -136,6 +138,15 @@ for s in "${T_SITES[@]}"; do
 	t_expect_soon 0 15 "$s: demo's master moved on" ref_is "$s" demo refs/heads/master "$D2"
 done
 t_expect_converged "the three sites agree" 10
+
+t_section "a repository whose name grantd refuses (gitolite allows '@')"
+glrepo paloalto 'odd@name' || t_fatal "paloalto: odd@name.git"
+t_run push "$T_DIR/wd" paloalto 'odd@name' HEAD:refs/heads/master
+t_eq "the push itself succeeds (post-receive cannot refuse it)" "$RC" 0
+t_has "grant-hook says in one line why it is not replicated" "$ERR" \
+	"remote: grant-hook: repository 'odd@name.git' is not replicated: grantd names are parts of"
+t_eq "... and nothing else" "$(grep -c . <<<"$ERR")" 1
+t_check "no record of it" eval "! t_c paloalto repo list | grep -q odd"
 
 t_section "a repository gitolite has not made at a site yet"
 glrepo paloalto late || t_fatal "paloalto: late.git"
