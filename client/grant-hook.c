@@ -68,7 +68,9 @@ static void usage(FILE *fp)
 		SPOOL_DIR, CONFIG_DEFAULT_PATH);
 }
 
-/* The hosted name of the repository in the current directory. */
+/* The hosted name of the repository in the current directory: 0,
+ * GD_EINVAL (not under repo_dir) or GD_EDENIED (a name grantd does not
+ * host, e.g. with a '@' that gitolite allows: it is said why). */
 static int repo_name(char *out, size_t len, const struct config *cfg)
 {
 	char here[PATH_MAX], root[PATH_MAX];
@@ -79,7 +81,14 @@ static int repo_name(char *out, size_t len, const struct config *cfg)
 	rl = strlen(root);
 	if (strncmp(here, root, rl) || here[rl] != '/')
 		return GD_EINVAL;
-	return name_repo_norm(out, len, here + rl + 1);
+	if (name_repo_norm(out, len, here + rl + 1) < 0) {
+		fprintf(stderr, "%s: repository '%.300s' is not replicated: "
+			"grantd names are parts of [A-Za-z0-9_.+-] separated "
+			"by '/', none starting with '.'\n", prog,
+			here + rl + 1);
+		return GD_EDENIED;
+	}
+	return 0;
 }
 
 /* Read a push's lines (and id) from fp.  0, GD_EIO, GD_ETOOBIG or
@@ -313,9 +322,10 @@ int main(int argc, char **argv)
 	}
 	if ((rc = cli_load_config(&cfg, prog, cfg_path)) != 0)
 		return rc;
-	if (repo_name(repo, sizeof(repo), cfg) < 0) {
-		fprintf(stderr, "%s: not run inside a repository under "
-			"repo_dir %s\n", prog, cfg->repo_dir);
+	if ((rc = repo_name(repo, sizeof(repo), cfg)) < 0) {
+		if (rc != GD_EDENIED)
+			fprintf(stderr, "%s: not run inside a repository under "
+				"repo_dir %s\n", prog, cfg->repo_dir);
 		rc = GD_EXIT_USAGE;
 		goto done;
 	}

@@ -250,6 +250,13 @@ static int status_text(struct cmd_ctx *x, struct req *r, const cJSON *j)
 			   "fetch_failures=%.0f packs_served=%.0f\n",
 			   num(git, "pending_refs"), num(git, "packs_fetched"),
 			   num(git, "fetch_failures"), num(git, "packs_served"));
+	if (git && cJSON_GetObjectItemCaseSensitive(git, "gitolite_syncs"))
+		buf_printf(&r->out, "gitolite: admin_syncs=%.0f "
+			   "failures=%.0f%s%s\n", num(git, "gitolite_syncs"),
+			   num(git, "gitolite_sync_failures"),
+			   *str(git, "gitolite_last_error") ? " last_error=" :
+							      "",
+			   str(git, "gitolite_last_error"));
 	cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(j, "conflicts"))
 		buf_printf(&r->out, "conflict: repo=%s ref=%s site=%s tip=%s "
 			   "kept_as=%s\n", str(o, "repo"), str(o, "ref"),

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cmd.h"
 #include "err.h"
@@ -41,11 +42,48 @@ static int cmd_repo_read(struct cmd_ctx *x, struct req *r)
 
 /* ---- pushes to replicate (grant-hook) ----------------------------------- */
 
+/* Beside gitolite, a repository gitolite made here (repo_dir/NAME.git is
+ * a directory) is hosted even without a record: its first push registers
+ * it. */
+static bool gitolite_hosts(const struct cmd_ctx *x, const char *repo)
+{
+	struct buf path = BUF_INIT;
+	struct stat st;
+	bool yes;
+
+	if (!x->p.cfg->gitolite_home)
+		return false;
+	repos_path(&path, x->p.cfg->repo_dir, repo);
+	yes = stat(path.p, &st) == 0 && S_ISDIR(st.st_mode);
+	buf_free(&path);
+	return yes;
+}
+
+/* The record of a repository registered by its first push: mode off (no
+ * 2fa from grantd's side: gitolite's VREFs decide), no writers (gitolite's
+ * conf does). */
+static int register_repo(struct cmd_ctx *x, const char *repo)
+{
+	Grantd__V1__Repo rp = GRANTD__V1__REPO__INIT;
+	int rc;
+
+	rp.name = (char *)repo;
+	SET(rp, mode, GRANTD__V1__REPO_MODE__MODE_OFF);
+	if ((rc = cmd_emit_body(x, GRANTD__V1__OP__BODY_REPO, &rp)) < 0)
+		return rc;
+	log_info("repository registered repo=%s mode=off: first push "
+		 "through gitolite", repo);
+	return 0;
+}
+
 /* args: REPO, then post-receive lines "OLD NEW REF"; push_id: grant-hook's
  * request id (hookline.h), optional.  A request whose id was recorded
  * already (its answer timed out, grant-hook sent it again) is answered
  * as recorded, and makes no second operation: a newer stamp for the same
- * push could move a ref back over a later push from another site. */
+ * push could move a ref back over a later push from another site.
+ * Beside gitolite a repository without a record whose directory exists
+ * (gitolite_hosts) gets its record in the same batch, before the push's
+ * RefUpdate, so that every site applies them in that order. */
 static int cmd_hook_refs(struct cmd_ctx *x, struct req *r)
 {
 	Grantd__V1__RefUpdate u = GRANTD__V1__REF_UPDATE__INIT;
@@ -56,7 +94,7 @@ static int cmd_hook_refs(struct cmd_ctx *x, struct req *r)
 	const char *id = r->rq->push_id;
 	char repo[NAME_REPO_MAX + 1];
 	Grantd__V1__Repo *rp = NULL;
-	bool seen = false;
+	bool seen = false, unknown = false;
 	int rc = 0;
 
 	if (!ch || !chp || !words)
@@ -69,7 +107,10 @@ static int cmd_hook_refs(struct cmd_ctx *x, struct req *r)
 		goto done;
 	}
 	rc = policy_repo_load(&rp, &x->p, repo);
-	if (rc == GD_ENOTFOUND) {
+	if (rc == GD_ENOTFOUND && gitolite_hosts(x, repo)) {
+		unknown = true;
+		rc = 0;
+	} else if (rc == GD_ENOTFOUND) {
 		rc = cmd_refuse(r, "repository '%s' is not hosted here", repo);
 		goto done;
 	}
@@ -104,6 +145,8 @@ static int cmd_hook_refs(struct cmd_ctx *x, struct req *r)
 		log_info("push already recorded repo=%s id=%s refs=%zu", repo,
 			 id, k);
 	} else if (k) {
+		if (unknown && (rc = register_repo(x, repo)) < 0)
+			goto done;
 		u.repo = repo;
 		u.changes = chp;
 		u.n_changes = k;

@@ -120,6 +120,65 @@ int gitproc_wait(pid_t pid)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+/* prog as execve needs it: itself when it names a path, else the first
+ * executable file of that name in envp's PATH (not ours: the child's
+ * environment is its own), into out. */
+static int find_prog(char *out, size_t n, const char *prog,
+		     char *const envp[])
+{
+	const char *path = NULL;
+
+	if (strchr(prog, '/')) {
+		snprintf(out, n, "%s", prog);
+		return 0;
+	}
+	for (size_t i = 0; envp[i]; i++)
+		if (!strncmp(envp[i], "PATH=", 5))
+			path = envp[i] + 5;
+	while (path && *path) {
+		size_t len = strcspn(path, ":");
+		int k = snprintf(out, n, "%.*s/%s", (int)len,
+				 len ? path : ".", prog);
+		if (k > 0 && (size_t)k < n && access(out, X_OK) == 0)
+			return 0;
+		path += len + (path[len] == ':');
+	}
+	errno = ENOENT;
+	return -1;
+}
+
+pid_t gitproc_run(const char *prog, char *const argv[], char *const envp[],
+		  const char *cwd, int *outfd)
+{
+	posix_spawn_file_actions_t fa;
+	char file[4096];
+	int out[2];
+	pid_t pid = -1;
+	int e;
+
+	if (find_prog(file, sizeof(file), prog, envp) < 0)
+		return -1;
+	if (pipe2(out, O_CLOEXEC) < 0)
+		return -1;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+	posix_spawn_file_actions_adddup2(&fa, out[1], 2);
+	if (cwd)
+		posix_spawn_file_actions_addchdir_np(&fa, cwd);
+	e = posix_spawn(&pid, file, &fa, NULL, argv, envp);
+	posix_spawn_file_actions_destroy(&fa);
+	close(out[1]);
+	if (e != 0) {
+		close(out[0]);
+		errno = e;
+		return -1;
+	}
+	fcntl(out[0], F_SETFL, O_NONBLOCK);
+	*outfd = out[0];
+	return pid;
+}
+
 /* Our environment, and the objects as receive-pack sees a push in
  * quarantine: written to qdir, the repository's (at path) as its
  * alternate.  e1 and e2 hold the two added strings; free the array. */

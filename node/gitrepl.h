@@ -39,6 +39,16 @@
  * read-only things it was started with.  A repository whose hook has
  * spooled pushes the node has not yet recorded (grantd-spool/) is left
  * alone until the spool is sent, so a local push is never rolled back.
+ * A repository whose directory is not there (yet) is looked at again,
+ * backing off to every 4 s: beside gitolite, which makes the
+ * repositories, its refs come in once it appears.
+ *
+ * Beside gitolite (gitolite_home set), a move of the branch that
+ * gitolite-admin's HEAD names makes the actor run `gitolite_program
+ * grantd-admin-sync` (gitolite's own post-update: checkout, compile,
+ * triggers) asynchronously, with an environment of its own (HOME the
+ * gitolite home); also once at start, for a move a crash left
+ * uncompiled.
  *
  * Inside: gitrepl.c (the actor, items, reconcile, losers), packfetch.c,
  * packsrv.c and gitproc.c, sharing gitrepl_int.h.
@@ -67,6 +77,10 @@ struct gitrepl_opts {
 	struct store *store;             /* read only, on the actor */
 	const char *hook_path;           /* grant-hook, for spooled pushes */
 	const char *conf_path;           /* ... and its config */
+	/* gitolite mode: the hosting account's HOME, and the gitolite
+	 * command (NULL: not gitolite mode) */
+	const char *gitolite_home;
+	const char *gitolite_program;
 };
 
 /* Start the actor (libgit2 initialised).  *out is the caller's
@@ -103,7 +117,8 @@ void gitrepl_serve(const struct peer_req *rq, void *payload);
 
 /* Add the actor's counters to obj, as of the last gitrepl_pump: pending
  * refs, fetches, failures, bytes, packs served, refs moved, conflicts
- * kept, the last error. */
+ * kept, the last error; in gitolite mode also the admin syncs run, failed,
+ * and the last failure's error. */
 void gitrepl_status(struct gitrepl *g, cJSON *obj);
 
 #endif

@@ -103,6 +103,31 @@ struct stats {
 	uint64_t refs_moved, conflicts, pending;
 	uint64_t last_fetch_ms, last_fetch_bytes;
 	char last_error[256];
+	/* gitolite mode: admin syncs run, and those that failed */
+	uint64_t gitolite_syncs, gitolite_failures;
+	char gitolite_last_error[256];
+};
+
+/* gitolite mode: gitolite's admin repository is compiled again
+ * (`PROGRAM grantd-admin-sync`, a LOCAL_CODE command that runs its
+ * post-update hook) once the reconciler moved the branch its HEAD names,
+ * as a push to it would have.  One child at a time, never waited for: the
+ * compile takes seconds, and a move meanwhile sets dirty again, so the
+ * newest commit is the one compiled last. */
+#define GITOLITE_ADMIN "gitolite-admin"
+#define ADMIN_LOG_LINES 40          /* lines of a sync's output logged */
+#define ADMIN_STOP_MS 5000          /* a sync's end waited for at stop */
+
+struct admin_sync {
+	bool dirty;                 /* compile again */
+	pid_t pid;                  /* the sync running, 0: none */
+	int fd;                     /* its stdout and stderr, -1: closed */
+	uint64_t started_ms;
+	char commit[OID_HEX + 1];   /* HEAD when it started */
+	struct buf line;            /* a line not ended yet */
+	unsigned lines;             /* lines seen */
+	char first_err[200];        /* its first line that says error */
+	char last[200];             /* its last line */
 };
 
 enum verdict { V_DONE, V_RETRY, V_NEED };
@@ -114,6 +139,8 @@ struct gitrepl {
 	int npeers;
 	struct store *store;        /* read only, here */
 	char *repo_dir, *hook_path, *conf_path;
+	/* gitolite mode (both NULL: not): its HOME and command */
+	char *gl_home, *gl_program;
 	pthread_t thread;
 	bool started;
 	char endpoint[64];
@@ -144,6 +171,7 @@ struct gitrepl {
 	 * second look at the same loser meanwhile must not count it twice */
 	struct buf marked[MARKS_RECENT];
 	unsigned nmarked;
+	struct admin_sync admin;
 	bool quit;
 	struct stats st;
 	struct stats st_sent;       /* what the writer was last sent */
@@ -194,6 +222,14 @@ pid_t gitproc_spawn(const char *path, const char *const *args,
 
 /* Wait for pid: its exit status, 128 + signal, or -1. */
 int gitproc_wait(pid_t pid);
+
+/* Start prog (a path, or a name looked for in the PATH that envp sets)
+ * with argv and exactly the environment envp (nothing of ours), in the
+ * directory cwd, stdin /dev/null; *outfd gets its stdout and stderr
+ * together (non-blocking).  The caller reaps it.  Returns the pid, or -1
+ * with errno set (ENOENT: prog not found). */
+pid_t gitproc_run(const char *prog, char *const argv[], char *const envp[],
+		  const char *cwd, int *outfd);
 
 /* git's own check after a fetch (check_connected): everything reachable
  * from the tips wants is in the quarantine qdir (NULL: none) or the

@@ -156,7 +156,9 @@ static void flush_spool(struct node *n, const char *dir)
 }
 
 /* Every hosted repository gets the current hook, and sends what its
- * hooks kept while the node was away. */
+ * hooks kept while the node was away.  Beside gitolite the node writes no
+ * hook (gitolite links its LOCAL_CODE post-receive) and makes no
+ * repository: it only settles those gitolite made (repos_adopt). */
 static void startup_repos(struct node *n)
 {
 	struct store_iter *it;
@@ -171,8 +173,12 @@ static void startup_repos(struct node *n)
 			NULL, v.len, (const uint8_t *)v.p);
 		if (r && !r->deleted) {
 			/* made if an earlier attempt failed, hook refreshed */
-			repos_create(n->cfg->repo_dir, r->name, r->fork_of,
-				     n->hook);
+			if (n->cfg->gitolite_home)
+				repos_adopt(n->cfg->repo_dir, r->name,
+					    r->fork_of, NULL);
+			else
+				repos_create(n->cfg->repo_dir, r->name,
+					     r->fork_of, n->hook);
 			repos_path(&path, n->cfg->repo_dir, r->name);
 			buf_puts(&path, "/grantd-spool");
 			if (stat(path.p, &st) == 0) {
@@ -477,7 +483,9 @@ int main(int argc, char **argv)
 	{
 		struct writer_opts wo = {
 			.store = n.store, .ops = &n.ops, .syncer = n.syncer,
-			.repo_dir = n.cfg->repo_dir, .hook = n.hook,
+			.repo_dir = n.cfg->repo_dir,
+			.hook = n.cfg->gitolite_home ? NULL : n.hook,
+			.gitolite = n.cfg->gitolite_home != NULL,
 			.view_fn = give_view, .view_payload = &n,
 		};
 		if ((rc = writer_open(&n.writer, &wo)) < 0)
@@ -497,7 +505,9 @@ int main(int argc, char **argv)
 			.self = &self, .peers = n.cfg->peers,
 			.npeers = n.cfg->npeers, .repo_dir = n.cfg->repo_dir,
 			.store = n.store, .hook_path = n.hook_path,
-			.conf_path = n.conf_path })) < 0)
+			.conf_path = n.conf_path,
+			.gitolite_home = n.cfg->gitolite_home,
+			.gitolite_program = n.cfg->gitolite_program })) < 0)
 		goto out_repl;
 	/* pack requests on the sync ROUTER go to the actor */
 	if (peer_on(n.peer, GRANTD__V1__PEER_MSG__BODY_PACK_REQ,

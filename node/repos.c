@@ -8,6 +8,8 @@
  * an apply, and is atomic: a new repository is made whole beside its
  * place, then renamed into it.  A directory that an older grantd left
  * half-made (a kill -9 inside git_repository_init_ext) is completed.
+ * Beside gitolite (repos_adopt) the node makes no repository and writes no
+ * hook: gitolite creates both, and links its LOCAL_CODE post-receive.
  */
 #define _GNU_SOURCE /* posix_spawn_file_actions_addchdir_np */
 #include <errno.h>
@@ -307,6 +309,25 @@ done:
 	return rc;
 }
 
+int repos_adopt(const char *repo_dir, const char *name, const char *fork_of,
+		const char *hook)
+{
+	struct buf path = BUF_INIT;
+	struct stat st;
+	int rc;
+
+	repos_path(&path, repo_dir, name);
+	if (stat(path.p, &st) < 0 && errno == ENOENT) {
+		log_debug("repository not made here yet repo=%s: gitolite "
+			  "makes it", name);
+		rc = GD_ENOTFOUND;
+	} else {
+		rc = settle(repo_dir, path.p, name, fork_of, hook);
+	}
+	buf_free(&path);
+	return rc;
+}
+
 /* Was name (earlier in list, before end) already seen? */
 static bool seen(const char *list, size_t end, const char *name)
 {
@@ -317,7 +338,7 @@ static bool seen(const char *list, size_t end, const char *name)
 }
 
 int repos_follow(struct store *s, const char *repo_dir, const char *hook,
-		 struct buf *names, struct buf *failed)
+		 bool make, struct buf *names, struct buf *failed)
 {
 	struct buf v = BUF_INIT;
 	int rc = 0;
@@ -339,8 +360,12 @@ int repos_follow(struct store *s, const char *repo_dir, const char *hook,
 				grantd__v1__repo__free_unpacked(r, NULL);
 			continue;
 		}
-		if (grc < 0 ||
-		    repos_create(repo_dir, name, r->fork_of, hook) < 0) {
+		if (grc == 0)
+			grc = make ? repos_create(repo_dir, name, r->fork_of,
+						  hook) :
+				     repos_adopt(repo_dir, name, r->fork_of,
+						 hook);
+		if (grc < 0 && grc != GD_ENOTFOUND) {
 			if (!seen(failed->p, failed->len, name))
 				buf_add(failed, name, strlen(name) + 1);
 			rc = GD_EIO;

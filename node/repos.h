@@ -7,6 +7,7 @@
 #ifndef GD_REPOS_H
 #define GD_REPOS_H
 
+#include <stdbool.h>
 #include <sys/types.h>
 
 #include "buf.h"
@@ -31,14 +32,24 @@ void repos_path(struct buf *out, const char *repo_dir, const char *name);
 int repos_create(const char *repo_dir, const char *name, const char *fork_of,
 		 const char *hook);
 
-/* Create (repos_create) each repository named in names ("name \0" each,
- * as ops.repos_touched holds them) whose committed record is live; a name
- * whose record is absent (its batch was not committed) or deleted is
- * skipped.  names is emptied; a name that failed is added to failed (once)
- * to be tried again later.  Writer thread.  Returns 0, or GD_EIO when one
- * failed. */
+/* The same for a repository someone else makes (gitolite, which creates
+ * its repositories when it compiles its admin repository): settle one that
+ * exists (receive.fsckObjects, a fork's alternates, the hook when not
+ * NULL), but never create or complete it.  Returns 0, GD_ENOTFOUND (no
+ * directory yet: not a failure, nothing logged; gitrepl waits for it) or
+ * GD_EIO (logged). */
+int repos_adopt(const char *repo_dir, const char *name, const char *fork_of,
+		const char *hook);
+
+/* Create (repos_create; make false: repos_adopt, gitolite mode) each
+ * repository named in names ("name \0" each, as ops.repos_touched holds
+ * them) whose committed record is live; a name whose record is absent (its
+ * batch was not committed) or deleted is skipped, and so is one that
+ * repos_adopt does not find.  names is emptied; a name that failed is
+ * added to failed (once) to be tried again later.  Writer thread.  Returns
+ * 0, or GD_EIO when one failed. */
 int repos_follow(struct store *s, const char *repo_dir, const char *hook,
-		 struct buf *names, struct buf *failed);
+		 bool make, struct buf *names, struct buf *failed);
 
 /* Start hook_path --config conf in the repository at path with stdin
  * empty: grant-hook then sends what earlier pushes' hooks spooled.

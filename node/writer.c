@@ -50,6 +50,7 @@ struct writer {
 	struct syncer *syncer;
 	const char *repo_dir;
 	const char *hook;
+	bool gitolite;
 	writer_view_fn view_fn;
 	void *view_payload;
 	struct store_batch *batch;
@@ -74,6 +75,7 @@ int writer_open(struct writer **out, const struct writer_opts *o)
 	w->syncer = o->syncer;
 	w->repo_dir = o->repo_dir;
 	w->hook = o->hook;
+	w->gitolite = o->gitolite;
 	w->view_fn = o->view_fn;
 	w->view_payload = o->view_payload;
 	store_batch_new(&w->batch, o->store);
@@ -136,11 +138,13 @@ void writer_discard(struct writer *w)
 /* Repositories whose records the batch made live get their directories
  * now that it is committed; one that cannot be made (a full disk, a bad
  * permission) is tried again every REPOS_RETRY_MS, and at the next start
- * (main.c's startup pass). */
+ * (main.c's startup pass).  Beside gitolite one not there yet is left to
+ * gitolite, which makes it when it compiles its admin repository; gitrepl
+ * waits for the directory, so no retry here. */
 static void follow_repos(struct writer *w)
 {
 	if (w->ops->repos_touched.len)
-		repos_follow(w->store, w->repo_dir, w->hook,
+		repos_follow(w->store, w->repo_dir, w->hook, !w->gitolite,
 			     &w->ops->repos_touched, &w->repos_retry);
 }
 
@@ -305,8 +309,8 @@ void writer_tick(struct writer *w, uint64_t now_ms)
 	if (w->repos_retry.len && now_ms >= w->repos_retry_at) {
 		struct buf again = w->repos_retry;
 		w->repos_retry = (struct buf)BUF_INIT;
-		repos_follow(w->store, w->repo_dir, w->hook, &again,
-			     &w->repos_retry);
+		repos_follow(w->store, w->repo_dir, w->hook, !w->gitolite,
+			     &again, &w->repos_retry);
 		buf_free(&again);
 		w->repos_retry_at = now_ms + REPOS_RETRY_MS;
 	}

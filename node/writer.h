@@ -50,6 +50,9 @@ struct writer_opts {
 				   * writer_synced() */
 	const char *repo_dir;     /* repositories follow their records */
 	const char *hook;         /* their post-receive command line */
+	/* gitolite mode: the repositories are gitolite's, adopted when
+	 * there (repos_adopt), never made here */
+	bool gitolite;
 	/* where durable views go (NULL: kept, for writer_view()) */
 	writer_view_fn view_fn;
 	void *view_payload;

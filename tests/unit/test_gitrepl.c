@@ -11,7 +11,13 @@
  *    as refs/grantd/conflicts/SITE/REF and marked "kept" (the marks come
  *    back over the pair and the test, as the writer, stores them);
  *  - a record whose objects no peer can give leaves the ref where it is
- *    and stays pending.
+ *    and stays pending;
+ *  - a record whose repository is not there yet waits for it, and is
+ *    followed once it appears (beside gitolite, which makes them);
+ *  - beside gitolite, a move of gitolite-admin's master (HEAD's branch)
+ *    runs `PROGRAM grantd-admin-sync` (a stand-in script here) once at a
+ *    time, with an environment of its own, and again for a move made
+ *    while it ran; once at start too.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -39,6 +45,7 @@
 #include "store.h"
 
 #define REF "refs/heads/master"
+#define GITOLITE_ADMIN_NAME "gitolite-admin"
 #define WAIT_MS 10000
 
 static const uint8_t seal_key[STORE_SEAL_KEY_LEN] = "test_gitrepl seal key 0123456789";
@@ -46,6 +53,7 @@ static const uint8_t seal_key[STORE_SEAL_KEY_LEN] = "test_gitrepl seal key 01234
 struct fx {
 	char dir[64];
 	char repo_dir[128], data_dir[128], conf[128];
+	char home[128], prog[128], marker[128];  /* gitolite mode */
 	struct store *store;
 	void *zctx;
 	struct peer_self self;
@@ -83,7 +91,33 @@ static void commit(git_repository *repo, git_oid *out, const char *text,
 	git_tree_free(t);
 }
 
-static int setup(void **state)
+/* The stand-in for gitolite (gitolite mode): notes each run, its
+ * arguments, its environment and the admin repository's master in the
+ * marker file; says something on stdout and stderr; fails when a file
+ * "fail" is in its home, sleeps a second when "slow" is. */
+static void write_program(struct fx *f)
+{
+	FILE *fp;
+
+	assert_non_null(fp = fopen(f->prog, "w"));
+	fprintf(fp, "#!/bin/sh\n"
+		"{ echo \"run $# $*\"; echo \"pwd $(pwd)\"; env | sort | "
+		"sed 's/^/env /'; echo \"master $(git --git-dir='%s/"
+		"gitolite-admin.git' rev-parse -q --verify refs/heads/master)\"; "
+		"} >>'%s'\n"
+		"echo 'Initialized empty Git repository in /x/demo.git/'\n"
+		"echo 'WARNING: something said on stderr' >&2\n"
+		"[ -e fail ] && { echo 'FATAL: the test says no' >&2; "
+		"exit 3; }\n"
+		"[ -e slow ] && sleep 1\n"
+		"echo 'done' >>'%s'\n"
+		"exit 0\n", f->repo_dir, f->marker, f->marker);
+	fclose(fp);
+	assert_int_equal(chmod(f->prog, 0755), 0);
+}
+
+/* gitolite mode: NULL: no; "" the stand-in program; else that program. */
+static int setup_mode(void **state, const char *gitolite)
 {
 	struct fx *f = calloc(1, sizeof(*f));
 	bool created;
@@ -119,15 +153,61 @@ static int setup(void **state)
 	commit(f->repo, &f->b, "b", &f->a);
 	commit(f->repo, &f->c, "c", &f->a);
 	f->self = (struct peer_self){ f->zctx, "paloalto", NULL, NULL };
+	if (gitolite) {
+		/* gitolite's admin repository, HEAD at master as 3.6 makes
+		 * it; the same commits as r (same contents and dates) */
+		git_repository *adm = NULL;
+		git_repository_init_options io;
+		struct buf p = BUF_INIT;
+		git_oid x;
+		git_repository_init_options_init(
+			&io, GIT_REPOSITORY_INIT_OPTIONS_VERSION);
+		io.flags = GIT_REPOSITORY_INIT_BARE |
+			   GIT_REPOSITORY_INIT_MKPATH;
+		io.initial_head = "master";
+		repos_path(&p, f->repo_dir, "gitolite-admin");
+		assert_int_equal(git_repository_init_ext(&adm, p.p, &io), 0);
+		commit(adm, &x, "a", NULL);
+		commit(adm, &x, "b", &f->a);
+		commit(adm, &x, "c", &f->a);
+		git_repository_free(adm);
+		buf_free(&p);
+		snprintf(f->home, sizeof(f->home), "%s/home", f->dir);
+		snprintf(f->marker, sizeof(f->marker), "%s/runs", f->dir);
+		snprintf(f->prog, sizeof(f->prog), "%s/gitolite.sh", f->dir);
+		assert_int_equal(mkdir(f->home, 0755), 0);
+		write_program(f);
+		if (*gitolite)
+			snprintf(f->prog, sizeof(f->prog), "%s", gitolite);
+	}
 	assert_int_equal(gitrepl_start(&f->g, &(struct gitrepl_opts){
 					       .self = &f->self,
 					       .repo_dir = f->repo_dir,
 					       .store = f->store,
 					       .hook_path = f->hook_path,
-					       .conf_path = f->conf_path }),
+					       .conf_path = f->conf_path,
+					       .gitolite_home = gitolite ?
+						       f->home : NULL,
+					       .gitolite_program = gitolite ?
+						       f->prog : NULL }),
 			 0);
 	*state = f;
 	return 0;
+}
+
+static int setup(void **state)
+{
+	return setup_mode(state, NULL);
+}
+
+static int setup_gitolite(void **state)
+{
+	return setup_mode(state, "");
+}
+
+static int setup_gitolite_missing(void **state)
+{
+	return setup_mode(state, "grantd-test-no-such-gitolite");
 }
 
 static int teardown(void **state)
@@ -145,23 +225,24 @@ static int teardown(void **state)
 	return 0;
 }
 
-/* The record apply_refs() would leave for ref of repository r: target
+/* The record apply_refs() would leave for ref of repository repo: target
  * NULL means deleted. */
-static void put_ref_record(struct fx *f, const char *ref,
-			   const git_oid *target, uint64_t hlc,
-			   const char *origin)
+static void put_repo_record(struct fx *f, const char *repo, const char *ref,
+			    const git_oid *target, uint64_t hlc,
+			    const char *origin)
 {
 	Grantd__V1__Ref rec = GRANTD__V1__REF__INIT;
 	struct store_batch *b;
 	char hex[GIT_OID_HEXSZ + 1] = "";
 	char key[128];
-	size_t klen = (size_t)snprintf(key, sizeof(key), "r%c%s", 0, ref);
+	size_t klen = (size_t)snprintf(key, sizeof(key), "%s%c%s", repo, 0,
+				       ref);
 	uint8_t buf[256];
 	struct buf touched = BUF_INIT;
 
 	if (target)
 		git_oid_tostr(hex, sizeof(hex), target);
-	rec.repo = "r";
+	rec.repo = (char *)repo;
 	rec.ref = (char *)ref;
 	rec.target = hex;
 	rec.has_hlc = true;
@@ -176,6 +257,14 @@ static void put_ref_record(struct fx *f, const char *ref,
 	gitrepl_changed(f->g, &touched);
 	assert_int_equal(touched.len, 0);
 	buf_free(&touched);
+}
+
+/* ... of repository r */
+static void put_ref_record(struct fx *f, const char *ref,
+			   const git_oid *target, uint64_t hlc,
+			   const char *origin)
+{
+	put_repo_record(f, "r", ref, target, hlc, origin);
 }
 
 static void put_record(struct fx *f, const git_oid *target, uint64_t hlc,
@@ -428,6 +517,275 @@ static void test_missing_objects_wait(void **state)
 	assert_true(wait_ref(f, REF, &f->c));
 }
 
+/* ref of the repository at repo_dir/name.git now (zero when absent or no
+ * repository). */
+static git_oid disk_of(struct fx *f, const char *name, const char *ref)
+{
+	git_repository *repo = NULL;
+	struct buf p = BUF_INIT;
+	git_oid id;
+
+	memset(&id, 0, sizeof(id));
+	repos_path(&p, f->repo_dir, name);
+	if (git_repository_open_bare(&repo, p.p) == 0 &&
+	    git_reference_name_to_id(&id, repo, ref) < 0)
+		memset(&id, 0, sizeof(id));
+	git_repository_free(repo);
+	buf_free(&p);
+	return id;
+}
+
+static bool wait_ref_of(struct fx *f, const char *name, const char *ref,
+			const git_oid *want)
+{
+	for (uint64_t end = ms_now() + WAIT_MS; ms_now() < end;
+	     usleep(5000)) {
+		git_oid got = disk_of(f, name, ref);
+		if (git_oid_equal(&got, want))
+			return true;
+	}
+	return false;
+}
+
+/* A record may come before its repository (beside gitolite, which makes
+ * it when it compiles its admin repository): the ref waits, not failing,
+ * and follows its record once the directory appears. */
+static void test_repo_appears(void **state)
+{
+	struct fx *f = *state;
+	git_repository *late = NULL;
+	struct buf p = BUF_INIT;
+	git_oid a;
+
+	put_repo_record(f, "late", REF, &f->a, 100, "portland");
+	for (uint64_t end = ms_now() + WAIT_MS; ms_now() < end; usleep(2000))
+		if (status_num(f, "pending_refs") >= 1)
+			break;
+	assert_true(status_num(f, "pending_refs") >= 1);
+	usleep(600 * 1000); /* a few retries: backed off, still waiting */
+	repos_path(&p, f->repo_dir, "late");
+	struct stat st;
+	assert_int_equal(stat(p.p, &st), -1);
+	/* gitolite makes it; the commit is here (same contents, same id) */
+	assert_int_equal(git_repository_init(&late, p.p, 1), 0);
+	commit(late, &a, "a", NULL);
+	assert_true(git_oid_equal(&a, &f->a));
+	git_repository_free(late);
+	assert_true(wait_ref_of(f, "late", REF, &f->a));
+	buf_free(&p);
+}
+
+/* ---- gitolite mode: the admin repository compiled again ---------------- */
+
+/* The stand-in's runs so far, and the last "master" line it wrote. */
+static int runs(struct fx *f, int *done, char *master, size_t mlen)
+{
+	char line[1024];
+	int n = 0, d = 0;
+	FILE *fp = fopen(f->marker, "r");
+
+	if (master && mlen)
+		*master = '\0';
+	if (!fp)
+		return 0;
+	while (fgets(line, sizeof(line), fp)) {
+		line[strcspn(line, "\n")] = '\0';
+		n += !strncmp(line, "run ", 4);
+		d += !strcmp(line, "done");
+		if (master && !strncmp(line, "master ", 7))
+			snprintf(master, mlen, "%s", line + 7);
+	}
+	fclose(fp);
+	if (done)
+		*done = d;
+	return n;
+}
+
+static bool marker_has(struct fx *f, const char *want)
+{
+	char line[1024];
+	bool found = false;
+	FILE *fp = fopen(f->marker, "r");
+
+	assert_non_null(fp);
+	while (!found && fgets(line, sizeof(line), fp)) {
+		line[strcspn(line, "\n")] = '\0';
+		found = !strcmp(line, want);
+	}
+	fclose(fp);
+	return found;
+}
+
+static bool marker_has_prefix(struct fx *f, const char *want)
+{
+	char line[1024];
+	bool found = false;
+	FILE *fp = fopen(f->marker, "r");
+
+	assert_non_null(fp);
+	while (!found && fgets(line, sizeof(line), fp))
+		found = !strncmp(line, want, strlen(want));
+	fclose(fp);
+	return found;
+}
+
+/* Wait until the node counted n syncs (ended). */
+static bool wait_syncs(struct fx *f, double n)
+{
+	for (uint64_t end = ms_now() + WAIT_MS; ms_now() < end; usleep(5000))
+		if (status_num(f, "gitolite_syncs") >= n)
+			return true;
+	return false;
+}
+
+/* Once at start; again after each move of master (HEAD's branch) of
+ * gitolite-admin, not after other refs or other repositories; with the
+ * environment built for gitolite, not the node's. */
+static void test_admin_sync(void **state)
+{
+	struct fx *f = *state;
+	char want[512], master[64], hex[GIT_OID_HEXSZ + 1];
+	int done = 0;
+
+	assert_true(wait_syncs(f, 1));
+	assert_int_equal(runs(f, &done, NULL, 0), 1);
+	assert_int_equal(done, 1);
+	assert_true(marker_has(f, "run 1 grantd-admin-sync"));
+	snprintf(want, sizeof(want), "pwd %s", f->home);
+	assert_true(marker_has(f, want));
+	snprintf(want, sizeof(want), "env HOME=%s", f->home);
+	assert_true(marker_has(f, want));
+	assert_true(marker_has(f, "env PATH=/usr/local/bin:/usr/bin:/bin"));
+	snprintf(want, sizeof(want), "env GRANTD_CONFIG=%s", f->conf_path);
+	assert_true(marker_has(f, want));
+	assert_true(marker_has_prefix(f, "env USER="));
+	assert_true(marker_has_prefix(f, "env LOGNAME="));
+	/* nothing of the node's own environment */
+	assert_false(marker_has_prefix(f, "env GIT_CONFIG_GLOBAL="));
+	assert_false(marker_has_prefix(f, "env GD_TEST_NODE_ONLY="));
+	assert_int_equal((int)status_num(f, "gitolite_sync_failures"), 0);
+
+	/* other refs, other repositories: no compile */
+	put_repo_record(f, GITOLITE_ADMIN_NAME, "refs/heads/other", &f->b,
+			100, "portland");
+	put_record(f, &f->b, 110, "portland");
+	assert_true(wait_ref_of(f, GITOLITE_ADMIN_NAME, "refs/heads/other",
+				&f->b));
+	assert_true(wait_ref(f, REF, &f->b));
+	usleep(300 * 1000); /* time enough for a run, had one started */
+	assert_int_equal(runs(f, NULL, NULL, 0), 1);
+
+	/* master moves (not a fast-forward: b to c): compiled again, at c */
+	put_repo_record(f, GITOLITE_ADMIN_NAME, REF, &f->b, 120, "portland");
+	assert_true(wait_syncs(f, 2));
+	put_repo_record(f, GITOLITE_ADMIN_NAME, REF, &f->c, 130, "montreal");
+	assert_true(wait_syncs(f, 3));
+	assert_int_equal(runs(f, NULL, master, sizeof(master)), 3);
+	git_oid_tostr(hex, sizeof(hex), &f->c);
+	assert_string_equal(master, hex);
+	/* deleted: compiled too (gitolite then says what it thinks) */
+	put_repo_record(f, GITOLITE_ADMIN_NAME, REF, NULL, 140, "montreal");
+	assert_true(wait_syncs(f, 4));
+	assert_int_equal((int)status_num(f, "gitolite_sync_failures"), 0);
+}
+
+/* A move while a sync runs: another sync once it ended, of the newest
+ * commit; never two at once. */
+static void test_admin_sync_coalesced(void **state)
+{
+	struct fx *f = *state;
+	char path[256], master[64], hex[GIT_OID_HEXSZ + 1];
+	int done = 0;
+	FILE *fp;
+
+	assert_true(wait_syncs(f, 1));
+	snprintf(path, sizeof(path), "%s/slow", f->home);
+	assert_non_null(fp = fopen(path, "w"));
+	fclose(fp);
+	put_repo_record(f, GITOLITE_ADMIN_NAME, REF, &f->b, 100, "portland");
+	for (uint64_t end = ms_now() + WAIT_MS; ms_now() < end; usleep(2000))
+		if (runs(f, NULL, NULL, 0) == 2)
+			break;
+	assert_int_equal(runs(f, &done, NULL, 0), 2);
+	assert_int_equal(done, 1); /* the second is sleeping */
+	put_repo_record(f, GITOLITE_ADMIN_NAME, REF, &f->c, 110, "portland");
+	assert_true(wait_ref_of(f, GITOLITE_ADMIN_NAME, REF, &f->c));
+	/* still one at a time */
+	assert_int_equal(runs(f, &done, NULL, 0), 2);
+	assert_true(wait_syncs(f, 3));
+	assert_int_equal(runs(f, &done, master, sizeof(master)), 3);
+	assert_int_equal(done, 3);
+	git_oid_tostr(hex, sizeof(hex), &f->c);
+	assert_string_equal(master, hex);
+}
+
+static const char *status_str(struct fx *f, const char *field, char *out,
+			      size_t n)
+{
+	cJSON *o = cJSON_CreateObject();
+	pump(f);
+	gitrepl_status(f->g, o);
+	cJSON *s = cJSON_GetObjectItem(o, field);
+	snprintf(out, n, "%s", s && cJSON_IsString(s) ? s->valuestring : "");
+	cJSON_Delete(o);
+	return out;
+}
+
+/* A sync that fails: counted, its first error line and status in
+ * status; the next move is compiled all the same. */
+static void test_admin_sync_fails(void **state)
+{
+	struct fx *f = *state;
+	char path[256], err[300];
+	FILE *fp;
+
+	assert_true(wait_syncs(f, 1));
+	snprintf(path, sizeof(path), "%s/fail", f->home);
+	assert_non_null(fp = fopen(path, "w"));
+	fclose(fp);
+	put_repo_record(f, GITOLITE_ADMIN_NAME, REF, &f->b, 100, "portland");
+	assert_true(wait_syncs(f, 2));
+	assert_int_equal((int)status_num(f, "gitolite_sync_failures"), 1);
+	status_str(f, "gitolite_last_error", err, sizeof(err));
+	assert_non_null(strstr(err, "rc=3"));
+	assert_non_null(strstr(err, "FATAL: the test says no"));
+	assert_int_equal(unlink(path), 0);
+	put_repo_record(f, GITOLITE_ADMIN_NAME, REF, &f->c, 110, "portland");
+	assert_true(wait_syncs(f, 3));
+	assert_int_equal((int)status_num(f, "gitolite_sync_failures"), 1);
+}
+
+/* No such program: a failure with its reason, not a stuck node. */
+static void test_admin_sync_no_program(void **state)
+{
+	struct fx *f = *state;
+	char err[300];
+
+	assert_true(wait_syncs(f, 1));
+	assert_int_equal((int)status_num(f, "gitolite_sync_failures"), 1);
+	status_str(f, "gitolite_last_error", err, sizeof(err));
+	assert_non_null(strstr(err, "cannot run grantd-test-no-such-gitolite"));
+	/* the refs are followed all the same */
+	put_record(f, &f->b, 100, "portland");
+	assert_true(wait_ref(f, REF, &f->b));
+}
+
+/* Outside gitolite mode: no sync, and status says nothing of it. */
+static void test_no_gitolite_no_sync(void **state)
+{
+	struct fx *f = *state;
+	cJSON *o = cJSON_CreateObject();
+
+	put_record(f, &f->b, 100, "portland");
+	assert_true(wait_ref(f, REF, &f->b));
+	pump(f);
+	gitrepl_status(f->g, o);
+	assert_null(cJSON_GetObjectItem(o, "gitolite_syncs"));
+	assert_null(cJSON_GetObjectItem(o, "gitolite_last_error"));
+	assert_non_null(cJSON_GetObjectItem(o, "refs_moved"));
+	cJSON_Delete(o);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -442,9 +800,26 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_missing_objects_wait,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_repo_appears, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_no_gitolite_no_sync,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_admin_sync,
+						setup_gitolite, teardown),
+		cmocka_unit_test_setup_teardown(test_admin_sync_coalesced,
+						setup_gitolite, teardown),
+		cmocka_unit_test_setup_teardown(test_admin_sync_fails,
+						setup_gitolite, teardown),
+		cmocka_unit_test_setup_teardown(test_admin_sync_no_program,
+						setup_gitolite_missing,
+						teardown),
 	};
 	if (sodium_init() < 0)
 		return 1;
+	/* what the node sets (repos_git_isolate) and the sync must not
+	 * pass on to gitolite; and one of the node's own */
+	setenv("GIT_CONFIG_GLOBAL", "/dev/null", 1);
+	setenv("GD_TEST_NODE_ONLY", "1", 1);
 	git_libgit2_init();
 	log_init("test_gitrepl", false, LOG_LVL_WARN);
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);

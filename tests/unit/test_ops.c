@@ -666,7 +666,8 @@ static void test_lww_repo(void **state)
 		struct buf failed = BUF_INIT;
 		assert_true(f->n[i].o.repos_touched.len > 0);
 		assert_int_equal(repos_follow(f->n[i].s, f->n[i].repo_dir,
-					      NULL, &f->n[i].o.repos_touched,
+					      NULL, true,
+					      &f->n[i].o.repos_touched,
 					      &failed), 0);
 		assert_int_equal(f->n[i].o.repos_touched.len, 0);
 		assert_int_equal(failed.len, 0);
@@ -721,7 +722,7 @@ static void test_apply_failure_keeps_digest(void **state)
 				      &grantd__v1__repo__descriptor);
 	assert_non_null(r);
 	free_rec(r);
-	assert_int_equal(repos_follow(n->s, n->repo_dir, "exec true",
+	assert_int_equal(repos_follow(n->s, n->repo_dir, "exec true", true,
 				      &n->o.repos_touched, &failed),
 			 GD_EIO);
 	assert_int_equal(n->o.repos_touched.len, 0);
@@ -729,8 +730,8 @@ static void test_apply_failure_keeps_digest(void **state)
 	assert_int_equal(unlink(n->repo_dir), 0);
 	struct buf again = failed;
 	failed = (struct buf)BUF_INIT;
-	assert_int_equal(repos_follow(n->s, n->repo_dir, "exec true", &again,
-				      &failed), 0);
+	assert_int_equal(repos_follow(n->s, n->repo_dir, "exec true", true,
+				      &again, &failed), 0);
 	assert_int_equal(failed.len, 0);
 	snprintf(path, sizeof(path), "%s/pub/a.git/hooks/post-receive",
 		 n->repo_dir);

@@ -6,6 +6,8 @@
  * leave a directory without hooks/, config or HEAD, and before the fix its
  * hook was never installed again (review-fa65238-security finding 10).
  * Every hosted repository checks pushed objects (receive.fsckObjects).
+ * Beside gitolite, the node makes no repository and writes no hook: it
+ * only settles the repositories gitolite made (repos_adopt).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -25,6 +27,7 @@
 #include "fixture.h"
 #include "log.h"
 #include "repos.h"
+#include "store.h"
 
 #define HOOK "exec '/usr/bin/grant-hook' --config '/etc/grantd/grantd.conf'"
 
@@ -230,6 +233,110 @@ static void test_fails(void **state)
 	assert_int_equal(repos_create(dir, "x", NULL, HOOK), GD_EIO);
 }
 
+/* Beside gitolite (repos_adopt): a repository gitolite made is settled
+ * (it checks pushed objects) and keeps gitolite's hooks: no post-receive
+ * is written, a link gitolite made stays as it was.  One not there is
+ * not made, and that is no failure. */
+static void test_adopt(void **state)
+{
+	struct fx *f = *state;
+	char dir[64], cmd[512], link[256], have[256];
+	ssize_t n;
+
+	snprintf(dir, sizeof(dir), "%s", f->dir);
+	assert_int_equal(repos_adopt(dir, "conf/later", NULL, NULL),
+			 GD_ENOTFOUND);
+	assert_false(exists(dir, "conf/later.git"));
+	assert_false(exists(dir, "conf"));
+	assert_false(exists(dir, "conf/later.git.grantd-new"));
+
+	/* as gitolite leaves a new repository: its own hook links */
+	snprintf(cmd, sizeof(cmd),
+		 "git init -q --bare '%s/demo.git' && "
+		 "rm -f '%s/demo.git/hooks/'*.sample && "
+		 "ln -s /usr/share/grantd/gitolite/hooks/common/post-receive "
+		 "'%s/demo.git/hooks/post-receive'", dir, dir, dir);
+	sh(cmd);
+	assert_int_equal(repos_adopt(dir, "demo", NULL, NULL), 0);
+	git_repository *repo = NULL;
+	git_config *cfg = NULL;
+	int on = 0;
+	snprintf(cmd, sizeof(cmd), "%s/demo.git", dir);
+	assert_int_equal(git_repository_open_bare(&repo, cmd), 0);
+	assert_int_equal(git_repository_config_snapshot(&cfg, repo), 0);
+	assert_int_equal(git_config_get_bool(&on, cfg, "receive.fsckObjects"),
+			 0);
+	assert_true(on);
+	git_config_free(cfg);
+	git_repository_free(repo);
+	snprintf(link, sizeof(link), "%s/demo.git/hooks/post-receive", dir);
+	n = readlink(link, have, sizeof(have) - 1);
+	assert_true(n > 0);
+	have[n] = '\0';
+	assert_string_equal(have, "/usr/share/grantd/gitolite/hooks/common/"
+			    "post-receive");
+	/* a repository without hooks gets none */
+	snprintf(cmd, sizeof(cmd), "git init -q --bare '%s/bare.git' && "
+		 "rm -rf '%s/bare.git/hooks'", dir, dir);
+	sh(cmd);
+	assert_int_equal(repos_adopt(dir, "bare", NULL, NULL), 0);
+	assert_false(exists(dir, "bare.git/hooks"));
+}
+
+/* repos_follow beside gitolite (make false): records whose repository is
+ * there are settled, one that is not is skipped without a failure (not
+ * tried again: gitrepl waits for its directory), and none is made. */
+static void test_follow_gitolite(void **state)
+{
+	static const uint8_t key[STORE_SEAL_KEY_LEN] =
+		"test_repos seal key 0123456789ab";
+	struct fx *f = *state;
+	struct store *s = NULL;
+	struct store_batch *b = NULL;
+	struct buf names = BUF_INIT, failed = BUF_INIT;
+	char dir[128], cmd[512];
+	uint8_t packed[256];
+	const char *repos[] = { "demo", "later" };
+
+	snprintf(dir, sizeof(dir), "%s/repositories", f->dir);
+	assert_int_equal(fx_store_open(&s, NULL, f->dir, NULL, key), 0);
+	assert_int_equal(store_batch_new(&b, s), 0);
+	for (size_t i = 0; i < GD_ARRAY_SIZE(repos); i++) {
+		Grantd__V1__Repo rp = GRANTD__V1__REPO__INIT;
+		rp.name = (char *)repos[i];
+		rp.mode = GRANTD__V1__REPO_MODE__MODE_OFF;
+		rp.has_mode = 1;
+		size_t len = grantd__v1__repo__pack(&rp, packed);
+		store_put(b, CF_REPOS, repos[i], strlen(repos[i]), packed,
+			  len);
+		buf_add(&names, repos[i], strlen(repos[i]) + 1);
+	}
+	assert_int_equal(store_commit(b, false), 0);
+	store_batch_free(&b);
+	snprintf(cmd, sizeof(cmd), "git init -q --bare '%s/demo.git' && "
+		 "git --git-dir='%s/demo.git' config receive.fsckObjects false",
+		 dir, dir);
+	sh(cmd);
+
+	assert_int_equal(repos_follow(s, dir, NULL, false, &names, &failed),
+			 0);
+	assert_int_equal(names.len, 0);
+	assert_int_equal(failed.len, 0);
+	assert_false(exists(dir, "later.git"));
+	assert_false(exists(dir, "demo.git/hooks/post-receive"));
+	snprintf(cmd, sizeof(cmd), "test \"$(git --git-dir='%s/demo.git' "
+		 "config --bool receive.fsckObjects)\" = true", dir);
+	sh(cmd);
+	/* the same records, the node's way (make true): both made */
+	buf_add(&names, "later", sizeof("later"));
+	assert_int_equal(repos_follow(s, dir, HOOK, true, &names, &failed),
+			 0);
+	assert_hosted(dir, "later");
+	buf_free(&names);
+	buf_free(&failed);
+	store_destroy(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -241,6 +348,9 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_fork, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fails, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_adopt, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_follow_gitolite, setup,
+						teardown),
 	};
 	return cmocka_run_group_tests(tests, setup_group, fx_group_teardown);
 }
