@@ -191,29 +191,30 @@ gd_site_keygen() {
 # gd_site_config DIR SITE PUBLISH SYNC [KEY=VALUE...]: write
 # DIR/grantd.conf (SPEC 4) for SITE with its data, repositories and sockets
 # under DIR.  KEY=VALUE pairs override [policy] keys, or [node] keys when
-# KEY is log_level or oplog_retention.  Peers are appended with
-# gd_site_add_peer.
+# KEY is log_level, oplog_retention or repo_dir (default DIR/repos).  Peers
+# are appended with gd_site_add_peer.
 gd_site_config() {
 	local dir=$1 site=$2 publish=$3 sync=$4; shift 4
 	local -A pol=([grant_default]=24h [grant_max]=30d [totp_window]=1
 		[hotp_lookahead]=20 [lockout_failures]=5 [lockout_window]=15m)
-	local log_level=info retention= kv k
+	local log_level=info retention= repo_dir=$dir/repos kv k
 	for kv in "$@"; do
 		k=${kv%%=*}
 		case $k in
 		log_level) log_level=${kv#*=} ;;
+		repo_dir) repo_dir=${kv#*=} ;;
 		oplog_retention) retention=${kv#*=} ;;
 		*) pol[$k]=${kv#*=} ;;
 		esac
 	done
-	mkdir -p "$dir/data" "$dir/repos" "$dir/run" || return 1
+	mkdir -p "$dir/data" "$repo_dir" "$dir/run" || return 1
 	gd_site_keygen "$dir" >/dev/null || return 1
 	{
 		echo "; grantd site $site, written by deploy/lib.sh"
 		echo "[node]"
 		echo "site = $site"
 		echo "data_dir = $dir/data"
-		echo "repo_dir = $dir/repos"
+		echo "repo_dir = $repo_dir"
 		echo "user_socket = $dir/run/user.sock"
 		echo "admin_socket = $dir/run/admin.sock"
 		echo "publish = $publish"
@@ -402,15 +403,19 @@ gd_grantd_resume() {
 
 # ---- sshd ------------------------------------------------------------------
 
-# gd_sshd_start DIR ADDR PORT: run an sshd for the site on ADDR:PORT that
-# takes its keys from grant-keys (AuthorizedKeysCommand) and lets root in
-# with forced commands only.  sshd refuses an AuthorizedKeysCommand under
+# gd_sshd_start DIR ADDR PORT [GITOLITE_USER]: run an sshd for the site on
+# ADDR:PORT that takes its keys from grant-keys (AuthorizedKeysCommand) and
+# lets root in with forced commands only.  With GITOLITE_USER, it lets in
+# only that account, with the keys gitolite writes to its
+# ~/.ssh/authorized_keys, and gives the session GRANTD_CONFIG (sshd's
+# SetEnv) as docs/gitolite.md sets it up.  sshd refuses an AuthorizedKeysCommand under
 # a group- or world-writable directory (such as /tmp, where a CI clone may
 # live), so a wrapper that execs grant-keys goes into a fresh root-owned
 # 0755 directory under /run, removed by gd_sshd_stop.  (A wrapper, not a
 # copy, so grant-keys still finds grant-shell beside itself.)
 gd_sshd_start() {
-	local dir=$1 addr=$2 port=$3 sd=$1/ssh keysdir pid deadline
+	local dir=$1 addr=$2 port=$3 gl_user=${4-} sd=$1/ssh keysdir pid deadline
+	local auth
 	mkdir -p "$sd" /run/sshd || return 1
 	chmod 755 /run/sshd
 	if gd_sshd_running "$dir"; then
@@ -428,16 +433,24 @@ gd_sshd_start() {
 	echo "$keysdir" >"$sd/keysdir"
 	printf '#!/bin/sh\nexec %q "$@"\n' "$GD_BIN/grant-keys" >"$keysdir/grant-keys"
 	chmod 755 "$keysdir/grant-keys"
+	if [[ -n $gl_user ]]; then
+		auth="AllowUsers $gl_user
+PermitRootLogin no
+AuthorizedKeysFile .ssh/authorized_keys
+SetEnv GRANTD_CONFIG=$dir/grantd.conf"
+	else
+		auth="PermitRootLogin forced-commands-only
+AuthorizedKeysFile none
+AuthorizedKeysCommand $keysdir/grant-keys --config $dir/grantd.conf %u %f
+AuthorizedKeysCommandUser root"
+	fi
 	cat >"$sd/sshd_config" <<EOF
 # sshd for grantd site $dir, written by deploy/lib.sh
 ListenAddress $addr:$port
 HostKey $sd/ssh_host_ed25519_key
 PidFile $sd/sshd.pid
-PermitRootLogin forced-commands-only
+$auth
 PubkeyAuthentication yes
-AuthorizedKeysFile none
-AuthorizedKeysCommand $keysdir/grant-keys --config $dir/grantd.conf %u %f
-AuthorizedKeysCommandUser root
 PasswordAuthentication no
 KbdInteractiveAuthentication no
 UsePAM no
