@@ -364,8 +364,9 @@ static void admin_done(struct gitrepl *g, int rc, uint64_t t)
 	const char *why = *a->first_err ? a->first_err :
 			  *a->last ? a->last : "no output";
 	g->st.gitolite_failures++;
+	/* bounded to fit: a long error is cut, status shows its start */
 	snprintf(g->st.gitolite_last_error, sizeof(g->st.gitolite_last_error),
-		 "commit %s: rc=%d: %s", a->commit, rc, why);
+		 "commit %.40s: rc=%d: %.180s", a->commit, rc, why);
 	log_error("gitolite admin synced commit=%s ms=%llu rc=%d: %s",
 		  a->commit, ms, rc, why);
 }
