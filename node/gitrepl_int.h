@@ -290,4 +290,15 @@ void packfetch_tick(struct gitrepl *g, uint64_t now);
 /* Drop a fetch in progress (stopping). */
 void packfetch_abort(struct gitrepl *g);
 
+/* glsync.c, gitolite mode only (nothing without gl_program): */
+/* The reconciler moved (or deleted) ref of repository name: when it is
+ * the branch gitolite-admin's HEAD names, a sync is due. */
+void glsync_moved(struct gitrepl *g, git_repository *repo, const char *name,
+		  const char *ref);
+/* From the loop: read the running sync's output, reap it (never
+ * waiting), and start one when one is due. */
+void glsync_tick(struct gitrepl *g, uint64_t now);
+/* Stopping: a sync running gets ADMIN_STOP_MS to end. */
+void glsync_stop(struct gitrepl *g);
+
 #endif
