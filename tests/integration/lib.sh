@@ -517,6 +517,20 @@ t_stop() {
 }
 # t_kill9 SITE: SIGKILL (a crash), wait until it is gone.
 t_kill9() { gd_grantd_kill9 "$T_DIR/$1"; }
+# t_wrap_grantd DIR BODY: a bin directory DIR for GD_BIN=DIR whose grantd
+# is a bash script: REAL (the real grantd) set, then BODY, which execs it
+# (as another account, with another HOME...); the other programs are the
+# real ones, linked (grant-hook is found beside the real grantd through
+# /proc/self/exe).
+t_wrap_grantd() {
+	local dir=$1 body=$2 p
+	mkdir -p "$dir" || return 1
+	for p in grantctl grant-shell grant-keys grant-hook; do
+		ln -sf "$GD_BIN/$p" "$dir/$p" || return 1
+	done
+	printf '#!/bin/bash\nREAL=%q\n%s\n' "$GD_BIN/grantd" "$body" >"$dir/grantd" &&
+		chmod 755 "$dir/grantd"
+}
 # t_pid SITE: the pid of SITE's node (before a t_kill9 removes the file).
 t_pid() { cat "$T_DIR/$1/grantd.pid" 2>/dev/null; }
 # t_gone PID: no process PID runs (whatever its pid file says).

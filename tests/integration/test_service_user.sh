@@ -39,17 +39,8 @@ t_check "HOME=$NOHOME is unreadable for $T_USER" \
 # grantd through a wrapper that drops to the account with that HOME; the
 # other programs are the real ones (grant-hook is found beside the real
 # grantd through /proc/self/exe).
-REAL_BIN=$GD_BIN
-mkdir -p "$T_DIR/bin"
-for p in grantctl grant-shell grant-keys grant-hook; do
-	ln -s "$REAL_BIN/$p" "$T_DIR/bin/$p"
-done
-cat >"$T_DIR/bin/grantd" <<EOF
-#!/bin/sh
-exec setpriv --reuid=$T_USER --regid=$T_USER --clear-groups \\
-	env HOME=$NOHOME "$REAL_BIN/grantd" "\$@"
-EOF
-chmod 755 "$T_DIR/bin/grantd"
+t_wrap_grantd "$T_DIR/bin" "exec setpriv --reuid=$T_USER --regid=$T_USER --clear-groups \\
+	env HOME=$NOHOME \"\$REAL\" \"\$@\"" || t_fatal "the grantd wrapper"
 
 t_section "grantd runs as $T_USER with HOME=$NOHOME"
 chmod 755 "$T_DIR"
