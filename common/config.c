@@ -3,6 +3,7 @@
  * number in Debian's build, so we feed it through our own line reader and
  * count lines there.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <ini.h>
@@ -130,6 +131,39 @@ static bool endpoint_ok(const char *v)
 	return !strncmp(v, "tcp://", 6) || !strncmp(v, "ipc://", 6);
 }
 
+/* A DNS name as users type it after ssh: labels of letters, digits and
+ * '-', joined by '.'. */
+static bool host_ok(const char *v)
+{
+	size_t n = strlen(v);
+
+	if (n == 0 || n > 253 || v[0] == '.' || v[0] == '-' || v[n - 1] == '.')
+		return false;
+	for (const char *p = v; *p; p++)
+		if (!isalnum((unsigned char)*p) && *p != '-' &&
+		    !(*p == '.' && p[1] != '.'))
+			return false;
+	return true;
+}
+
+/* ADDRESS:PORT, the address an IPv4 dotted quad, a name, or [IPv6]. */
+static bool listen_ok(const char *v)
+{
+	const char *colon = strrchr(v, ':');
+	char *end;
+	long port;
+
+	if (!colon || colon == v)
+		return false;
+	if (v[0] == '[' && colon[-1] != ']')
+		return false;
+	if (v[0] != '[' && memchr(v, ':', (size_t)(colon - v)))
+		return false;
+	errno = 0;
+	port = strtol(colon + 1, &end, 10);
+	return !errno && end != colon + 1 && !*end && port > 0 && port < 65536;
+}
+
 static int node_key(struct parse_state *ps, const char *name,
 		    const char *value)
 {
@@ -145,6 +179,8 @@ static int node_key(struct parse_state *ps, const char *name,
 		{ "sync", offsetof(struct config, sync) },
 		{ "secret_key", offsetof(struct config, secret_key) },
 		{ "log_level", offsetof(struct config, log_level) },
+		{ "host", offsetof(struct config, host) },
+		{ "metrics", offsetof(struct config, metrics) },
 	};
 	if (!strcmp(name, "oplog_retention"))
 		return set_dur(ps, &c->oplog_retention, name, value);
@@ -168,6 +204,13 @@ static int node_key(struct parse_state *ps, const char *name,
 		    strcmp(value, "debug"))
 			return fail(ps, "bad log_level '%s'%s (use error, "
 					"warn, info or debug)", value, "");
+		if (!strcmp(name, "host") && !host_ok(value))
+			return fail(ps, "bad host '%s'%s (a DNS name: letters, "
+					"digits, '-' and '.')", value, "");
+		if (!strcmp(name, "metrics") && !listen_ok(value))
+			return fail(ps, "bad metrics address '%s'%s (use "
+					"ADDRESS:PORT, e.g. 127.0.0.1:9402 or "
+					"[::1]:9402)", value, "");
 		if (strstr(name, "socket") && value[0] != '/')
 			return fail(ps, "'%s' must be an absolute path, not "
 					"'%s'", name, value);
@@ -182,7 +225,7 @@ static int policy_key(struct parse_state *ps, const char *name,
 	struct config_policy *p = &ps->cfg->policy;
 	static const char *const keys[] = { "grant_default", "grant_max",
 		"grant_subnet", "lockout_window", "totp_window",
-		"hotp_lookahead", "lockout_failures" };
+		"hotp_lookahead", "lockout_failures", "security_keys" };
 
 	for (size_t i = 0; i < GD_ARRAY_SIZE(keys); i++) {
 		if (strcmp(name, keys[i]))
@@ -204,6 +247,16 @@ static int policy_key(struct parse_state *ps, const char *name,
 		return set_int(ps, &p->totp_window, name, value, 0, 10);
 	if (!strcmp(name, "hotp_lookahead"))
 		return set_int(ps, &p->hotp_lookahead, name, value, 0, 1000);
+	if (!strcmp(name, "security_keys")) {
+		static const char *const sk[] = { "off", "touch", "pin" };
+		for (size_t i = 0; i < GD_ARRAY_SIZE(sk); i++)
+			if (!strcmp(value, sk[i])) {
+				p->security_keys = (enum config_sk)i;
+				return 1;
+			}
+		return fail(ps, "bad security_keys '%s'%s (use off, touch or "
+				"pin)", value, "");
+	}
 	if (!strcmp(name, "lockout_failures"))
 		/* at most 64 failures per (user, site) are kept */
 		return set_int(ps, &p->lockout_failures, name, value, 1, 64);
@@ -403,6 +456,7 @@ int config_load(struct config **out, const char *path, struct buf *err)
 		.hotp_lookahead = 20,
 		.lockout_failures = 5,
 		.lockout_window = 15 * 60,
+		.security_keys = CONFIG_SK_TOUCH,
 	};
 	ps.fp = fopen(path, "r");
 	if (!ps.fp) {
@@ -449,6 +503,8 @@ void config_free(struct config **cp)
 	free(c->sync);
 	free(c->secret_key);
 	free(c->log_level);
+	free(c->host);
+	free(c->metrics);
 	free(c->gitolite_home);
 	free(c->gitolite_program);
 	for (int i = 0; i < c->npeers; i++) {

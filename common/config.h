@@ -27,7 +27,15 @@ struct config_peer {
 	int line;                 /* where its section starts, for errors */
 };
 
+/* [policy] security_keys: what a push over an SSH security key (FIDO2:
+ * sk-ssh-ed25519@openssh.com, sk-ecdsa-sha2-nistp256@openssh.com) counts
+ * as.  off: an ordinary key; touch (the default): two factors, sshd having
+ * checked the touch; pin: two factors, grant-keys asking sshd for user
+ * verification too (verify-required). */
+enum config_sk { CONFIG_SK_OFF, CONFIG_SK_TOUCH, CONFIG_SK_PIN };
+
 struct config_policy {
+	enum config_sk security_keys;
 	int64_t grant_default;    /* seconds */
 	int64_t grant_max;
 	int64_t grant_subnet;     /* val-subnet and val-session: 8h */
@@ -51,6 +59,10 @@ struct config {
 	char *secret_key;
 	int secret_key_line;      /* for errors about the key file */
 	char *log_level;          /* error, warn, info (default), debug */
+	char *host;               /* the name users ssh to, for hints and the
+				   * otpauth issuer (NULL: the machine's) */
+	char *metrics;            /* HOST:PORT of the HTTP endpoint
+				   * (/metrics, /health, /ready); NULL: off */
 	int64_t oplog_retention;  /* seconds operations stay in the log */
 	struct config_peer peers[CONFIG_MAX_PEERS];
 	int npeers;

@@ -235,6 +235,37 @@ static void test_defaults(void **state)
 	assert_int_equal(c->policy.lockout_window, 15 * 60);
 }
 
+/* [node] host and metrics, [policy] security_keys (issue 11). */
+static void test_host_metrics_sk(void **state)
+{
+	struct fixture *f = *state;
+
+	load_ok(f, NODE);
+	assert_null(f->cfg->host);
+	assert_null(f->cfg->metrics);
+	assert_int_equal(f->cfg->policy.security_keys, CONFIG_SK_TOUCH);
+	load_ok(f, NODE "host = git.example.org\nmetrics = 127.0.0.1:9402\n"
+		   "[policy]\nsecurity_keys = pin\n");
+	assert_string_equal(f->cfg->host, "git.example.org");
+	assert_string_equal(f->cfg->metrics, "127.0.0.1:9402");
+	assert_int_equal(f->cfg->policy.security_keys, CONFIG_SK_PIN);
+	load_ok(f, NODE "metrics = [::1]:9402\n[policy]\nsecurity_keys = off\n");
+	assert_int_equal(f->cfg->policy.security_keys, CONFIG_SK_OFF);
+	load_ok(f, NODE "metrics = localhost:80\n");
+	load_fails(f, NODE "host = git..example.org\n", 7, "bad host", NULL);
+	load_fails(f, NODE "host = -git\n", 7, "bad host", NULL);
+	load_fails(f, NODE "host = git example\n", 7, "bad host", NULL);
+	load_fails(f, NODE "metrics = 9402\n", 7, "bad metrics", NULL);
+	load_fails(f, NODE "metrics = 127.0.0.1:0\n", 7, "bad metrics", NULL);
+	load_fails(f, NODE "metrics = 127.0.0.1:65536\n", 7, "bad metrics",
+		   NULL);
+	load_fails(f, NODE "metrics = ::1:9402\n", 7, "bad metrics", NULL);
+	load_fails(f, NODE "[policy]\nsecurity_keys = yes\n", 8,
+		   "security_keys", "off, touch or pin", NULL);
+	load_fails(f, NODE "[policy]\nsecurity_keys = off\nsecurity_keys = pin\n",
+		   9, "duplicate", NULL);
+}
+
 /* [gitolite]: its presence is gitolite mode; home is required, program
  * defaults to "gitolite" (found in PATH). */
 static void test_gitolite(void **state)
@@ -612,6 +643,7 @@ int main(void)
 		T(test_valid),
 		T(test_peer_section_line),
 		T(test_defaults),
+		T(test_host_metrics_sk),
 		T(test_gitolite),
 		T(test_unknown_key),
 		T(test_bad_duration),
