@@ -23,12 +23,15 @@ GD_BIN=${GD_BIN:-$GD_ROOT/build/bin}
 # (tests/run).  python3-zmq: the stand-in peers and raw clients
 # (repl_rogue.py, test_badinput); iptables and iproute2: partitions on
 # loopback; strace: the order of fsyncs and replies; libtsan2: the
-# ThreadSanitizer tree; gitolite3: grantd beside gitolite (test_gitolite).
+# ThreadSanitizer tree; gitolite3: grantd beside gitolite (test_gitolite);
+# libmicrohttpd-dev, prometheus (promtool): the metrics endpoint and its
+# scrape test; libsystemd-dev: sd_notify; mandoc: the man pages lint.
 GD_PACKAGES=(build-essential cmake pkg-config libzmq3-dev libprotobuf-c-dev
 	protobuf-c-compiler liboath-dev oathtool librocksdb-dev libgit2-dev
 	libinih-dev libcjson-dev libqrencode-dev libsodium-dev libcmocka-dev
 	openssh-server openssh-client git clang libclang-rt-14-dev libtsan2
-	python3 python3-zmq iptables iproute2 strace gitolite3)
+	python3 python3-zmq iptables iproute2 strace gitolite3
+	libmicrohttpd-dev libsystemd-dev prometheus mandoc)
 
 # Seconds to wait for a node or sshd to come up or go down.  Sanitizer
 # builds start slower; callers may raise it.
