@@ -76,7 +76,8 @@ int main(int argc, char **argv)
 		goto done;
 	}
 	/* each line of the answer (keys.find: one or none): NAME \t KEY */
-	authkeys_print(stdout, rep->out, paths.shell, paths.config);
+	authkeys_print(stdout, rep->out, paths.shell, paths.config,
+		       cfg->policy.security_keys);
 	rc = GD_EXIT_OK;
 done:
 	if (rep)

@@ -207,7 +207,8 @@ int main(int argc, char **argv)
 		rc = st;
 		goto done;
 	}
-	authkeys_print(stdout, ans.p, paths.shell, paths.config);
+	authkeys_print(stdout, ans.p, paths.shell, paths.config,
+		       cfg->policy.security_keys);
 	rc = GD_EXIT_OK;
 done:
 	buf_free(&ans);

@@ -37,7 +37,7 @@ static const char prog[] = "grant-shell";
 static void usage(FILE *fp)
 {
 	fprintf(fp,
-"usage: grant-shell [--config FILE] USER\n"
+"usage: grant-shell [--config FILE] [--key-kind KIND] USER\n"
 "       grant-shell --gitolite [--config FILE] -- [WORD...]\n"
 "       grant-shell --gitolite-vref [--config FILE] -- REF OLD NEW OLDTREE\n"
 "                   NEWTREE ACCESS VREF [ARG...]\n"
@@ -73,6 +73,15 @@ static void usage(FILE *fp)
 "                 (exit 1), for VREF/2fa/optin too.\n"
 "\n"
 "  --config FILE  configuration (default $GRANTD_CONFIG, then %s)\n"
+"  --key-kind KIND\n"
+"                 the kind of SSH key USER logged in with, as grant-keys\n"
+"                 writes it in the line sshd picked for that key: plain\n"
+"                 (the default), sk-touch (a security key, sshd checked\n"
+"                 the touch) or sk-pin (and the PIN: verify-required).\n"
+"                 The node counts a push over a security key as two\n"
+"                 factors unless [policy] security_keys = off (with pin,\n"
+"                 only sk-pin); 2fa isval and refusals say which factors\n"
+"                 were seen.\n"
 "  -h, --help     this text\n"
 "\n"
 "Exit status: 0 done, 1 refused, 2 usage or input error, 3 node unreachable,\n"
@@ -124,6 +133,7 @@ static void draw_qr(const char *uri)
 
 struct ctx {
 	const char *user;
+	const char *key_kind;   /* --key-kind; NULL: not known (gitolite) */
 	const char *ip;
 	char session[SSHCMD_SESSION_MAX + 1];
 	struct config *cfg;
@@ -138,6 +148,7 @@ static int ask(struct ctx *cx, Grantd__V1__Reply **rep, const char *cmd,
 	req.user = (char *)cx->user;
 	req.client_ip = (char *)cx->ip;
 	req.session = cx->session[0] ? cx->session : NULL;
+	req.key_kind = (char *)cx->key_kind;
 	req.args = args;
 	req.n_args = nargs;
 	return cli_call_user(rep, prog, cx->cfg->user_socket, &req);
@@ -207,8 +218,9 @@ static int run_git(struct ctx *cx, char **words, int n)
 			char path[4096];
 			snprintf(path, sizeof(path), "%s", rep->path);
 			grantd__v1__reply__free_unpacked(rep, NULL);
-			log_auth("user=%s host=%s command=%s repo=%s result=ok",
-				 cx->user, cx->ip, words[0], logname);
+			log_auth("user=%s host=%s command=%s repo=%s key=%s "
+				 "result=ok", cx->user, cx->ip, words[0],
+				 logname, cx->key_kind ? cx->key_kind : "-");
 			execlp(words[0], words[0], path, (char *)NULL);
 			log_auth("user=%s host=%s command=%s repo=%s "
 				 "result=node-error cannot run: %s", cx->user,
@@ -225,8 +237,9 @@ static int run_git(struct ctx *cx, char **words, int n)
 		rc = rep->status ? rep->status : GD_EXIT_REFUSED;
 		grantd__v1__reply__free_unpacked(rep, NULL);
 	}
-	log_auth("user=%s host=%s command=%s repo=%s result=%s", cx->user,
-		 cx->ip, words[0], logname, result_word(rc));
+	log_auth("user=%s host=%s command=%s repo=%s key=%s result=%s",
+		 cx->user, cx->ip, words[0], logname,
+		 cx->key_kind ? cx->key_kind : "-", result_word(rc));
 	return rc;
 }
 
@@ -446,7 +459,9 @@ static int gitolite_options(int *argc, char **argv, const char **mode,
 
 int main(int argc, char **argv)
 {
-	const char *cfg_path = NULL, *glmode;
+	const char *cfg_path = NULL, *glmode, *key_kind = "plain";
+	const struct cli_opt extra[] = { { "--key-kind", &key_kind },
+					 { NULL, NULL } };
 	struct ctx cx = { 0 };
 	static struct sshcmd sc;
 	int i = 1, rc, nopt = argc, words = argc;
@@ -460,7 +475,8 @@ int main(int argc, char **argv)
 			return GD_EXIT_USAGE;
 		setvbuf(stdout, NULL, _IOLBF, 0);
 	}
-	rc = cli_options(nopt, argv, &i, prog, usage, &cfg_path, NULL);
+	rc = cli_options(nopt, argv, &i, prog, usage, &cfg_path,
+			 glmode ? NULL : extra);
 	if (rc >= 0)
 		return rc;
 	if (glmode && i != nopt) {
@@ -489,7 +505,14 @@ int main(int argc, char **argv)
 			argv[i]);
 		return GD_EXIT_USAGE;
 	}
+	if (strcmp(key_kind, "plain") && strcmp(key_kind, "sk-touch") &&
+	    strcmp(key_kind, "sk-pin")) {
+		fprintf(stderr, "%s: bad --key-kind '%s': use plain, sk-touch "
+			"or sk-pin\n", prog, key_kind);
+		return GD_EXIT_USAGE;
+	}
 	cx.user = argv[i];
+	cx.key_kind = key_kind;
 	log_init("grant-shell", false, LOG_LVL_INFO);
 
 	if (!connection(&cx)) {

@@ -66,8 +66,19 @@ int authkeys_paths(struct authkeys_paths *out, const char *prog,
 	return 0;
 }
 
+bool authkeys_is_sk(const char *key)
+{
+	static const char *types[] = { "sk-ssh-ed25519@openssh.com ",
+				       "sk-ecdsa-sha2-nistp256@openssh.com " };
+
+	for (size_t i = 0; i < GD_ARRAY_SIZE(types); i++)
+		if (!strncmp(key, types[i], strlen(types[i])))
+			return true;
+	return false;
+}
+
 void authkeys_print(FILE *fp, char *text, const char *shell,
-		    const char *config)
+		    const char *config, enum config_sk sk)
 {
 	for (char *line = text; line && *line;) {
 		char *nl = strchr(line, '\n'), *tab = strchr(line, '\t');
@@ -75,13 +86,20 @@ void authkeys_print(FILE *fp, char *text, const char *shell,
 			*nl = '\0';
 		if (tab && (!nl || tab < nl)) {
 			*tab = '\0';
+			bool is_sk = authkeys_is_sk(tab + 1);
+			bool pin = is_sk && sk == CONFIG_SK_PIN;
 			if (name_user_ok(line))
-				fprintf(fp, "command=\"%s%s%s %s\",no-pty,"
+				fprintf(fp, "command=\"%s%s%s%s %s\",no-pty,"
 					"no-port-forwarding,"
 					"no-agent-forwarding,"
-					"no-X11-forwarding %s\n",
+					"no-X11-forwarding%s %s\n",
 					shell, config ? " --config " : "",
-					config ? config : "", line, tab + 1);
+					config ? config : "",
+					!is_sk ? "" :
+					pin    ? " --key-kind sk-pin" :
+						 " --key-kind sk-touch",
+					line, pin ? ",verify-required" : "",
+					tab + 1);
 		}
 		line = nl ? nl + 1 : NULL;
 	}
@@ -110,6 +128,12 @@ void authkeys_usage(FILE *fp)
 "\n"
 "With FINGERPRINT it asks the node's keys socket (keys_socket in [node]);\n"
 "without, it runs grant-keys-list (beside it), which asks the user socket.\n"
+"\n"
+"A security key's line (sk-ssh-ed25519@openssh.com,\n"
+"sk-ecdsa-sha2-nistp256@openssh.com) runs grant-shell --key-kind sk-touch\n"
+"(sshd checks the touch); with security_keys = pin in [policy], --key-kind\n"
+"sk-pin and the option verify-required (sshd checks the PIN too).  The node\n"
+"counts such a push as two factors unless security_keys = off.\n"
 "\n"
 "Exit status: 0 done (nothing printed: no such key, sshd refuses it),\n"
 "2 usage error, 3 node unreachable, 4 the node failed to decide (3 and 4:\n"

@@ -7,8 +7,11 @@
 #define GD_AUTHKEYS_H
 
 #include <limits.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
+
+#include "config.h"
 
 /* PATH of the program named name in this program's directory.  Returns 0
  * or GD_EIO. */
@@ -28,12 +31,21 @@ struct authkeys_paths {
 int authkeys_paths(struct authkeys_paths *out, const char *prog,
 		   const char *shell, const char *config);
 
+/* Whether key ("TYPE BASE64 [comment]") is an SSH security key (FIDO2:
+ * sk-ssh-ed25519@openssh.com or sk-ecdsa-sha2-nistp256@openssh.com). */
+bool authkeys_is_sk(const char *key);
+
 /* For each "NAME\tKEY" line of text (changed in place), print
  *   command="SHELL[ --config CONFIG] NAME",no-pty,...,no-X11-forwarding KEY
  * to fp; lines without a tab or with a bad user name are skipped.
- * config may be NULL. */
+ * config may be NULL.  A security key's line tells grant-shell so, as
+ * "--key-kind sk-touch NAME" (sshd checks the touch for every sk key), or
+ * with sk = CONFIG_SK_PIN "--key-kind sk-pin NAME" and the option
+ * verify-required (sshd also checks the PIN).  sshd picks the line by the
+ * key the client proved it holds: the user cannot choose another kind.
+ * The node decides what a kind counts for ([policy] security_keys). */
 void authkeys_print(FILE *fp, char *text, const char *shell,
-		    const char *config);
+		    const char *config, enum config_sk sk);
 
 /* grant-keys --help (both programs print it). */
 void authkeys_usage(FILE *fp);

@@ -151,6 +151,11 @@ int cmd_admit(const struct cmd *cmd, struct req *r, bool syncing)
 		cmd_bad(r, "no valid client address (is SSH_CONNECTION set?)");
 		return 1;
 	}
+	if (policy_key_parse(&r->key, rq->key_kind) < 0) {
+		cmd_bad(r, "unknown key kind '%s' (want plain, sk-touch or "
+			"sk-pin)", rq->key_kind);
+		return 1;
+	}
 	return 0;
 }
 

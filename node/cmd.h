@@ -124,6 +124,7 @@ struct req {
 	int status;
 	struct buf out, err, uri, path;
 	struct gd_net ip;       /* client_ip, when the command uses it */
+	enum policy_key key;    /* key_kind (cmd_admit); UNKNOWN without */
 	int64_t now;            /* unix seconds */
 	uint64_t now_ms;
 	/* control.c's: where the answer goes and how far it got */
@@ -182,7 +183,8 @@ cJSON *cmd_status_repl(struct repl *repl, struct gitrepl *g,
 
 /*
  * The rules of row cmd for r, in order: the socket, the argument count,
- * a user named, the syncing gate, the client address (parsed into r->ip).
+ * a user named, the syncing gate, the client address (parsed into r->ip),
+ * the key kind (parsed into r->key).
  * Returns 0 when the handler may run, 1 when r was answered (bad or
  * refused) instead.
  */

@@ -266,6 +266,14 @@ static int cmd_isval(struct cmd_ctx *x, struct req *r)
 		return rc;
 	buf_puts(&r->out, g ? "True\n" : "False\n");
 	r->status = g ? GD_EXIT_OK : GD_EXIT_REFUSED;
+	/* the factors seen, on stderr: stdout stays kernel.org's answer */
+	if (r->key != POLICY_KEY_UNKNOWN) {
+		buf_puts(&r->err, "factors seen: ");
+		policy_key_text(&r->err, x->p.cfg, r->key);
+		buf_puts(&r->err, g ? "; a 2-factor grant covers this address\n"
+				    : "; no 2-factor grant covers this "
+				      "address\n");
+	}
 	if (g)
 		grantd__v1__grant__free_unpacked(g, NULL);
 	return 0;
@@ -553,7 +561,7 @@ static int push_decision(struct cmd_ctx *x, struct req *r, const char *user,
 
 	if (cmd_repo_arg(r, repo_in, repo, sizeof(repo)) < 0)
 		return 0;
-	rc = policy_push(&x->p, user, &r->ip, r->rq->session, repo,
+	rc = policy_push(&x->p, user, &r->ip, r->rq->session, r->key, repo,
 			 r->now, &why, &hint);
 	if (rc == 0) {
 		repos_path(&r->path, x->p.cfg->repo_dir, repo);

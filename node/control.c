@@ -91,6 +91,8 @@ int control_decode(Grantd__V1__Request **out, const uint8_t *data,
 		why = "bad client address";
 	else if (rq->session && !printable(rq->session, 128))
 		why = "bad session id";
+	else if (rq->key_kind && !printable(rq->key_kind, 16))
+		why = "bad key kind";
 	for (size_t i = 0; !why && i < rq->n_args; i++)
 		if (!rq->args[i] || !printable(rq->args[i], 16384))
 			why = "bad argument (too long or control characters)";

@@ -11,6 +11,62 @@
 #include "policy.h"
 #include "banned.h"
 
+int policy_key_parse(enum policy_key *out, const char *s)
+{
+	static const char *names[] = { "", "plain", "sk-touch", "sk-pin" };
+
+	*out = POLICY_KEY_UNKNOWN;
+	if (!s)
+		return 0;
+	for (size_t i = 0; i < GD_ARRAY_SIZE(names); i++)
+		if (!strcmp(s, names[i])) {
+			*out = (enum policy_key)i;
+			return 0;
+		}
+	return GD_EINVAL;
+}
+
+bool policy_key_2fa(const struct config *cfg, enum policy_key k)
+{
+	switch (cfg->policy.security_keys) {
+	case CONFIG_SK_TOUCH:
+		return k == POLICY_KEY_SK_TOUCH || k == POLICY_KEY_SK_PIN;
+	case CONFIG_SK_PIN:
+		return k == POLICY_KEY_SK_PIN;
+	case CONFIG_SK_OFF:
+		break;
+	}
+	return false;
+}
+
+void policy_key_text(struct buf *out, const struct config *cfg,
+		     enum policy_key k)
+{
+	enum config_sk sk = cfg->policy.security_keys;
+	const char *what = k == POLICY_KEY_SK_PIN ? "a security key with "
+						    "touch and PIN" :
+			   "a security key with touch";
+
+	if (k == POLICY_KEY_UNKNOWN)
+		return;
+	if (k == POLICY_KEY_PLAIN)
+		buf_printf(out, "an ordinary SSH key (one factor%s)",
+			   sk == CONFIG_SK_OFF ? "" :
+			   sk == CONFIG_SK_PIN ?
+				   "; a security key with a PIN, ed25519-sk, "
+				   "would count as two" :
+				   "; a security key, ed25519-sk, would count "
+				   "as two");
+	else if (policy_key_2fa(cfg, k))
+		buf_printf(out, "%s (two factors)", what);
+	else if (sk == CONFIG_SK_OFF)
+		buf_printf(out, "%s, counted as an ordinary SSH key here "
+			   "(security_keys = off)", what);
+	else
+		buf_printf(out, "%s but no PIN, not two factors here "
+			   "(security_keys = pin)", what);
+}
+
 int policy_user_load(struct policy_user *out, const struct policy_ctx *pc,
 		     const char *name)
 {
@@ -223,13 +279,27 @@ int policy_repo_load(Grantd__V1__Repo **out, const struct policy_ctx *pc,
 	return rc;
 }
 
+/* The factors seen, on a line of its own after why: the key, and what
+ * there was of the token (missing says what was missing). */
+static void factors_seen(struct buf *why, const struct policy_ctx *pc,
+			 enum policy_key key, const char *missing)
+{
+	if (key == POLICY_KEY_UNKNOWN)
+		return;
+	buf_puts(why, "\nfactors seen: ");
+	policy_key_text(why, pc->cfg, key);
+	buf_printf(why, "; %s", missing);
+}
+
 /* The 2-factor part of a decision for user u (policy_2fa): required, or
- * only for an enrolled user (opt-in).  repo names the repository in the
- * texts (NULL: "this repository"). */
+ * only for an enrolled user (opt-in); a key that counts as two factors
+ * (a security key) allows either.  repo names the repository in the texts
+ * (NULL: "this repository"). */
 static int decide_2fa(const struct policy_ctx *pc, const char *user,
 		      const struct policy_user *u, const struct gd_net *ip,
-		      const char *session, bool required, const char *repo,
-		      int64_t now, struct buf *why, struct buf *hint)
+		      const char *session, enum policy_key key, bool required,
+		      const char *repo, int64_t now, struct buf *why,
+		      struct buf *hint)
 {
 	Grantd__V1__Grant *g = NULL;
 	char ipstr[ADDR_STRLEN];
@@ -237,7 +307,7 @@ static int decide_2fa(const struct policy_ctx *pc, const char *user,
 	bool enrolled = u->user && u->enrolled;
 	int rc;
 
-	if (!required && !enrolled)
+	if (policy_key_2fa(pc->cfg, key) || (!required && !enrolled))
 		return 0;
 	if (!enrolled) {
 		if (repo)
@@ -248,6 +318,7 @@ static int decide_2fa(const struct policy_ctx *pc, const char *user,
 			buf_printf(why, "user '%s' is not enrolled with "
 				   "2-factor authentication, which this "
 				   "repository requires", user);
+		factors_seen(why, pc, key, "no 2-factor token enrolled");
 		if (u->user && u->enroll)
 			buf_printf(hint, "finish enrolling: ssh %s 2fa val "
 				   "<token>", pc->host);
@@ -263,6 +334,8 @@ static int decide_2fa(const struct policy_ctx *pc, const char *user,
 		addr_format(ipstr, ip);
 		buf_printf(why, "IP address %s has not been validated for "
 			   "user '%s'", ipstr, user);
+		factors_seen(why, pc, key, "no 2-factor grant covers this "
+			     "address");
 		buf_printf(hint, "get your 2-factor token and run: ssh %s 2fa "
 			   "val <token>", pc->host);
 		return GD_EDENIED;
@@ -281,15 +354,16 @@ int policy_2fa(const struct policy_ctx *pc, const char *user,
 
 	if ((rc = policy_user_load(&u, pc, user)) < 0)
 		return rc;
-	rc = decide_2fa(pc, user, &u, ip, session, required, repo, now, why,
-			hint);
+	rc = decide_2fa(pc, user, &u, ip, session, POLICY_KEY_UNKNOWN,
+			required, repo, now, why, hint);
 	policy_user_clear(&u);
 	return rc;
 }
 
 int policy_push(const struct policy_ctx *pc, const char *user,
-		const struct gd_net *ip, const char *session, const char *repo,
-		int64_t now, struct buf *why, struct buf *hint)
+		const struct gd_net *ip, const char *session,
+		enum policy_key key, const char *repo, int64_t now,
+		struct buf *why, struct buf *hint)
 {
 	struct policy_user u;
 	Grantd__V1__Repo *r = NULL;
@@ -319,7 +393,7 @@ int policy_push(const struct policy_ctx *pc, const char *user,
 	}
 	rc = 0;
 	if (r->mode != GRANTD__V1__REPO_MODE__MODE_OFF)
-		rc = decide_2fa(pc, user, &u, ip, session,
+		rc = decide_2fa(pc, user, &u, ip, session, key,
 				r->mode == GRANTD__V1__REPO_MODE__MODE_REQUIRED,
 				repo, now, why, hint);
 done:

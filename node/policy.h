@@ -34,6 +34,35 @@ struct policy_user {
 	bool enrolled;                  /* enroll && enroll->active */
 };
 
+/*
+ * The key the user logged in with, as grant-keys' authorized_keys line
+ * told grant-shell (--key-kind, sent as the request's key_kind): sshd
+ * picked that line by the key the client proved it holds, and checked the
+ * touch (and, for sk-pin, the PIN: verify-required) before running it.
+ * UNKNOWN: no key_kind (gitolite's pieces, grantctl check).
+ */
+enum policy_key {
+	POLICY_KEY_UNKNOWN = 0,
+	POLICY_KEY_PLAIN,    /* "plain": an ordinary SSH key */
+	POLICY_KEY_SK_TOUCH, /* "sk-touch": a security key, touched */
+	POLICY_KEY_SK_PIN,   /* "sk-pin": touched, and its PIN given */
+};
+
+/* s: NULL or "" (UNKNOWN), "plain", "sk-touch" or "sk-pin".  Returns 0,
+ * or GD_EINVAL for anything else. */
+int policy_key_parse(enum policy_key *out, const char *s);
+
+/* Whether a push over key k counts as two factors under cfg's [policy]
+ * security_keys: sk-touch with touch, sk-pin with touch or pin; nothing
+ * with off. */
+bool policy_key_2fa(const struct config *cfg, enum policy_key k);
+
+/* Append what key k is as a factor ("an ordinary SSH key (one factor)",
+ * "a security key with touch (two factors)", ...) to out, for the texts
+ * that say which factors were seen; nothing for UNKNOWN. */
+void policy_key_text(struct buf *out, const struct config *cfg,
+		     enum policy_key k);
+
 /* Load a user's records.  Fill *out; free it with policy_user_clear.
  * Returns 0, or a negative gd_err with *out left empty (nothing to
  * free). */
@@ -80,15 +109,19 @@ int policy_2fa(const struct policy_ctx *pc, const char *user,
 	       struct buf *hint);
 
 /*
- * May user push to repo from ip (over SSH connection session) now?
- * Returns 0 (allowed), GD_EDENIED with why and hint filled (the reason, and
- * the exact command that fixes it), GD_ENOTFOUND (no such repository) or
- * GD_EIO.  After the repository's writers, a repository in mode opt-in or
- * required is decided as policy_2fa decides it.
+ * May user push to repo from ip (over SSH connection session), logged in
+ * with key, now?  Returns 0 (allowed), GD_EDENIED with why and hint
+ * filled (the reason, and the exact command that fixes it), GD_ENOTFOUND
+ * (no such repository) or GD_EIO.  After the repository's writers, a
+ * repository in mode opt-in or required allows a key that counts as two
+ * factors (policy_key_2fa: a security key), and is otherwise decided as
+ * policy_2fa decides it; a 2-factor refusal then says, on a line of its
+ * own in why, which factors were seen (unless key is UNKNOWN).
  */
 int policy_push(const struct policy_ctx *pc, const char *user,
-		const struct gd_net *ip, const char *session, const char *repo,
-		int64_t now, struct buf *why, struct buf *hint);
+		const struct gd_net *ip, const char *session,
+		enum policy_key key, const char *repo, int64_t now,
+		struct buf *why, struct buf *hint);
 
 /* The repository record, or NULL (deleted or missing); caller frees. */
 int policy_repo_load(Grantd__V1__Repo **out, const struct policy_ctx *pc,

@@ -15,6 +15,12 @@
  * for the address; opt-in lets a user who is not enrolled (no user record,
  * no enrollment, or one not yet activated) through; policy_push keeps its
  * texts with it.
+ *
+ * SSH security keys (issue 11): policy_push lets a push over a key that
+ * counts as two factors (sk-touch under security_keys = touch, sk-pin under
+ * touch or pin) through required and opt-in repositories without any grant
+ * or enrollment, never past the writers; anything else is decided as
+ * before, and the refusal says which factors were seen.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -472,24 +478,167 @@ static void test_push_2fa(void **state)
 	user_here(f, "ivan", false);
 	commit(f);
 	assert_int_equal(addr_parse(&ip, "192.0.2.7", false), 0);
-	assert_int_equal(policy_push(&pc, "nobody", &ip, NULL, "demo", now,
+	assert_int_equal(policy_push(&pc, "nobody", &ip, NULL, POLICY_KEY_UNKNOWN, "demo", now,
 				     &why, &hint), GD_EDENIED);
 	assert_string_equal(why.p, "unknown user 'nobody'");
 	buf_reset(&why);
-	assert_int_equal(policy_push(&pc, "ivan", &ip, NULL, "demo", now,
-				     &why, &hint), GD_EDENIED);
+	assert_int_equal(policy_push(&pc, "ivan", &ip, NULL, POLICY_KEY_UNKNOWN,
+				     "demo", now, &why, &hint), GD_EDENIED);
 	assert_string_equal(why.p, "user 'ivan' may not write to 'demo'");
 	buf_reset(&why);
 	buf_reset(&hint);
-	assert_int_equal(policy_push(&pc, "hugo", &ip, NULL, "demo", now,
-				     &why, &hint), GD_EDENIED);
+	assert_int_equal(policy_push(&pc, "hugo", &ip, NULL, POLICY_KEY_UNKNOWN,
+				     "demo", now, &why, &hint), GD_EDENIED);
 	assert_string_equal(why.p, "user 'hugo' is not enrolled with 2-factor "
 			    "authentication, which 'demo' requires");
 	enroll_here(f, "hugo", true);
 	grant_here(f, "hugo", "192.0.2.0/24", now + 60);
 	commit(f);
-	assert_int_equal(policy_push(&pc, "hugo", &ip, NULL, "demo", now,
-				     &why, &hint), 0);
+	assert_int_equal(policy_push(&pc, "hugo", &ip, NULL, POLICY_KEY_UNKNOWN,
+				     "demo", now, &why, &hint), 0);
+	buf_free(&why);
+	buf_free(&hint);
+}
+
+/* The key kinds: parsed as grant-shell sends them, counted per
+ * security_keys, and said in the texts. */
+static void test_key_kinds(void **state)
+{
+	struct fixture *f = *state;
+	struct buf t = BUF_INIT;
+	enum policy_key k;
+
+	assert_int_equal(policy_key_parse(&k, NULL), 0);
+	assert_int_equal(k, POLICY_KEY_UNKNOWN);
+	assert_int_equal(policy_key_parse(&k, ""), 0);
+	assert_int_equal(k, POLICY_KEY_UNKNOWN);
+	assert_int_equal(policy_key_parse(&k, "plain"), 0);
+	assert_int_equal(k, POLICY_KEY_PLAIN);
+	assert_int_equal(policy_key_parse(&k, "sk-touch"), 0);
+	assert_int_equal(k, POLICY_KEY_SK_TOUCH);
+	assert_int_equal(policy_key_parse(&k, "sk-pin"), 0);
+	assert_int_equal(k, POLICY_KEY_SK_PIN);
+	assert_int_equal(policy_key_parse(&k, "sk"), GD_EINVAL);
+	assert_int_equal(policy_key_parse(&k, "SK-PIN"), GD_EINVAL);
+
+	f->cfg.policy.security_keys = CONFIG_SK_OFF;
+	for (k = POLICY_KEY_UNKNOWN; k <= POLICY_KEY_SK_PIN; k++)
+		assert_false(policy_key_2fa(&f->cfg, k));
+	f->cfg.policy.security_keys = CONFIG_SK_TOUCH;
+	assert_false(policy_key_2fa(&f->cfg, POLICY_KEY_UNKNOWN));
+	assert_false(policy_key_2fa(&f->cfg, POLICY_KEY_PLAIN));
+	assert_true(policy_key_2fa(&f->cfg, POLICY_KEY_SK_TOUCH));
+	assert_true(policy_key_2fa(&f->cfg, POLICY_KEY_SK_PIN));
+	f->cfg.policy.security_keys = CONFIG_SK_PIN;
+	assert_false(policy_key_2fa(&f->cfg, POLICY_KEY_PLAIN));
+	assert_false(policy_key_2fa(&f->cfg, POLICY_KEY_SK_TOUCH));
+	assert_true(policy_key_2fa(&f->cfg, POLICY_KEY_SK_PIN));
+
+	policy_key_text(&t, &f->cfg, POLICY_KEY_UNKNOWN);
+	assert_int_equal(t.len, 0);
+	policy_key_text(&t, &f->cfg, POLICY_KEY_SK_TOUCH);
+	assert_string_equal(t.p, "a security key with touch but no PIN, not "
+			    "two factors here (security_keys = pin)");
+	buf_reset(&t);
+	policy_key_text(&t, &f->cfg, POLICY_KEY_SK_PIN);
+	assert_string_equal(t.p, "a security key with touch and PIN (two "
+			    "factors)");
+	f->cfg.policy.security_keys = CONFIG_SK_OFF;
+	buf_reset(&t);
+	policy_key_text(&t, &f->cfg, POLICY_KEY_SK_TOUCH);
+	assert_string_equal(t.p, "a security key with touch, counted as an "
+			    "ordinary SSH key here (security_keys = off)");
+	buf_reset(&t);
+	policy_key_text(&t, &f->cfg, POLICY_KEY_PLAIN);
+	assert_string_equal(t.p, "an ordinary SSH key (one factor)");
+	buf_free(&t);
+}
+
+/* A push over a security key: two factors without a grant, for required
+ * and opt-in repositories, as security_keys says; the writers still
+ * decide first; refusals say which factors were seen. */
+static void test_push_security_keys(void **state)
+{
+	struct fixture *f = *state;
+	struct policy_ctx pc = { &f->cfg, f->store, NULL, "git.example.org" };
+	struct buf why = BUF_INIT, hint = BUF_INIT;
+	Grantd__V1__Op op = GRANTD__V1__OP__INIT;
+	Grantd__V1__Repo r = GRANTD__V1__REPO__INIT;
+	char *writers[] = { "hugo" };
+	int64_t now = (int64_t)time(NULL);
+	struct gd_net ip;
+
+#define PUSH(user, key, repo)                                                  \
+	(buf_reset(&why), buf_reset(&hint),                                    \
+	 policy_push(&pc, user, &ip, NULL, POLICY_KEY_##key, repo, now, &why,  \
+		     &hint))
+	r.writers = writers;
+	r.n_writers = 1;
+	op.body_case = GRANTD__V1__OP__BODY_REPO;
+	op.repo = &r;
+	r.name = "req";
+	r.mode = GRANTD__V1__REPO_MODE__MODE_REQUIRED, r.has_mode = 1;
+	assert_int_equal(ops_local(&f->ops, f->b, &op), 0);
+	r.name = "optin";
+	r.mode = GRANTD__V1__REPO_MODE__MODE_OPT_IN;
+	assert_int_equal(ops_local(&f->ops, f->b, &op), 0);
+	user_here(f, "hugo", false);
+	user_here(f, "ivan", false);
+	commit(f);
+	assert_int_equal(addr_parse(&ip, "192.0.2.7", false), 0);
+
+	f->cfg.policy.security_keys = CONFIG_SK_TOUCH;
+	/* not enrolled, no grant: the security key is both factors */
+	assert_int_equal(PUSH("hugo", SK_TOUCH, "req"), 0);
+	assert_int_equal(PUSH("hugo", SK_PIN, "req"), 0);
+	assert_int_equal(PUSH("hugo", SK_TOUCH, "optin"), 0);
+	/* never past the writers */
+	assert_int_equal(PUSH("ivan", SK_PIN, "req"), GD_EDENIED);
+	assert_string_equal(why.p, "user 'ivan' may not write to 'req'");
+	/* an ordinary key from the same address: as before, with the
+	 * factors seen on a line of their own */
+	assert_int_equal(PUSH("hugo", PLAIN, "req"), GD_EDENIED);
+	assert_string_equal(why.p, "user 'hugo' is not enrolled with 2-factor "
+			    "authentication, which 'req' requires\nfactors "
+			    "seen: an ordinary SSH key (one factor; a security "
+			    "key, ed25519-sk, would count as two); no 2-factor "
+			    "token enrolled");
+	/* no key kind (gitolite, grantctl check): the texts as before */
+	assert_int_equal(PUSH("hugo", UNKNOWN, "req"), GD_EDENIED);
+	assert_string_equal(why.p, "user 'hugo' is not enrolled with 2-factor "
+			    "authentication, which 'req' requires");
+	enroll_here(f, "hugo", true);
+	commit(f);
+	assert_int_equal(PUSH("hugo", SK_TOUCH, "req"), 0);
+	assert_int_equal(PUSH("hugo", SK_TOUCH, "optin"), 0);
+	assert_int_equal(PUSH("hugo", PLAIN, "optin"), GD_EDENIED);
+	assert_string_equal(why.p, "IP address 192.0.2.7 has not been "
+			    "validated for user 'hugo'\nfactors seen: an "
+			    "ordinary SSH key (one factor; a security key, "
+			    "ed25519-sk, would count as two); no 2-factor "
+			    "grant covers this address");
+	assert_string_equal(hint.p, "get your 2-factor token and run: ssh "
+			    "git.example.org 2fa val <token>");
+
+	/* pin: only a key whose PIN sshd checked */
+	f->cfg.policy.security_keys = CONFIG_SK_PIN;
+	assert_int_equal(PUSH("hugo", SK_PIN, "req"), 0);
+	assert_int_equal(PUSH("hugo", SK_TOUCH, "req"), GD_EDENIED);
+	assert_non_null(strstr(why.p, "\nfactors seen: a security key with "
+				      "touch but no PIN, not two factors "
+				      "here (security_keys = pin); no "
+				      "2-factor grant covers this address"));
+
+	/* off: an ordinary key, which a grant lets through */
+	f->cfg.policy.security_keys = CONFIG_SK_OFF;
+	assert_int_equal(PUSH("hugo", SK_PIN, "req"), GD_EDENIED);
+	assert_non_null(strstr(why.p, "counted as an ordinary SSH key here "
+				      "(security_keys = off)"));
+	grant_here(f, "hugo", "192.0.2.7", now + 60);
+	commit(f);
+	assert_int_equal(PUSH("hugo", SK_PIN, "req"), 0);
+	assert_int_equal(PUSH("hugo", PLAIN, "req"), 0);
+#undef PUSH
 	buf_free(&why);
 	buf_free(&hint);
 }
@@ -510,6 +659,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_2fa, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_push_2fa, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_key_kinds, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_push_security_keys,
+						setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, setup_group, fx_group_teardown);
 }
