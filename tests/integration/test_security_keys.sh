@@ -72,8 +72,10 @@ gd_user_key "$T_KEYS/sam" || t_fatal "ssh-keygen for sam"
 t_expect 0 "ssh-keygen -t ed25519-sk -w gd-sk-provider.so" sk_keygen "$T_KEYS/sam.sk"
 t_expect 0 "ssh-keygen -t ed25519-sk -O verify-required" sk_keygen "$T_KEYS/sam.skpin" -O verify-required
 t_has "the key is an sk-ssh-ed25519 key" "$(cat "$T_KEYS/sam.sk.pub")" "sk-ssh-ed25519@openssh.com "
-t_expect 0 "grantctl user add sam --key (ordinary, sk, sk with PIN)" \
-	t_ctl user add sam --key "$T_KEYS/sam.pub" --key "$T_KEYS/sam.sk.pub" --key "$T_KEYS/sam.skpin.pub"
+t_expect 0 "grantctl user add sam --key (ordinary)" t_ctl user add sam --key "$T_KEYS/sam.pub"
+t_expect 0 "grantctl user add sam --key (sk, sk with PIN): added to sam's keys" \
+	t_ctl user add sam --key "$T_KEYS/sam.sk.pub" --key "$T_KEYS/sam.skpin.pub"
+t_has "grantctl says so" "$OUT" "updated user sam (3 keys)"
 t_expect 0 "repo add req --mode required" t_ctl repo add req --mode required --writer sam
 t_expect 0 "repo add optin --mode opt-in" t_ctl repo add optin --mode opt-in --writer sam
 
