@@ -1,0 +1,92 @@
+/*
+ * test_authkeys.c: common/authkeys.h, the authorized_keys lines grant-keys
+ * prints for sshd.
+ *
+ * A security key's line (sk-ssh-ed25519@openssh.com,
+ * sk-ecdsa-sha2-nistp256@openssh.com) tells grant-shell its kind in the
+ * forced command, and with security_keys = pin also asks sshd for the PIN
+ * (verify-required); an ordinary key's line is as it always was.  The user
+ * cannot choose the line: sshd picks it by the key.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "authkeys.h"
+
+#define ED "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBx5 alice@laptop"
+#define SKED "sk-ssh-ed25519@openssh.com AAAAGnNrLXNzaC1lZDI1NTE5 a@yk"
+#define SKEC "sk-ecdsa-sha2-nistp256@openssh.com AAAAInNrLWVjZHNh bob"
+#define OPTS "no-pty,no-port-forwarding,no-agent-forwarding,no-X11-forwarding"
+
+/* What authkeys_print prints for text under sk. */
+static char *print(const char *text, enum config_sk sk)
+{
+	char *in = strdup(text), *out = NULL;
+	size_t len = 0;
+	FILE *fp = open_memstream(&out, &len);
+
+	assert_non_null(in);
+	assert_non_null(fp);
+	authkeys_print(fp, in, "/usr/bin/grant-shell", "/etc/g.conf", sk);
+	fclose(fp);
+	free(in);
+	return out;
+}
+
+static void test_is_sk(void **state)
+{
+	assert_true(authkeys_is_sk(SKED));
+	assert_true(authkeys_is_sk(SKEC));
+	assert_false(authkeys_is_sk(ED));
+	assert_false(authkeys_is_sk("sk-ssh-ed25519@openssh.comX AAAA"));
+	assert_false(authkeys_is_sk("ecdsa-sha2-nistp256 AAAA"));
+}
+
+static void test_lines(void **state)
+{
+	char *out = print("alice\t" ED "\nalice\t" SKED "\nbob\t" SKEC "\n",
+			  CONFIG_SK_TOUCH);
+	assert_string_equal(out,
+		"command=\"/usr/bin/grant-shell --config /etc/g.conf alice\","
+		OPTS " " ED "\n"
+		"command=\"/usr/bin/grant-shell --config /etc/g.conf "
+		"--key-kind sk-touch alice\"," OPTS " " SKED "\n"
+		"command=\"/usr/bin/grant-shell --config /etc/g.conf "
+		"--key-kind sk-touch bob\"," OPTS " " SKEC "\n");
+	free(out);
+
+	out = print("alice\t" ED "\nalice\t" SKED "\nbob\t" SKEC "\n",
+		    CONFIG_SK_PIN);
+	assert_string_equal(out,
+		"command=\"/usr/bin/grant-shell --config /etc/g.conf alice\","
+		OPTS " " ED "\n"
+		"command=\"/usr/bin/grant-shell --config /etc/g.conf "
+		"--key-kind sk-pin alice\"," OPTS ",verify-required " SKED "\n"
+		"command=\"/usr/bin/grant-shell --config /etc/g.conf "
+		"--key-kind sk-pin bob\"," OPTS ",verify-required " SKEC "\n");
+	free(out);
+
+	/* off: the node decides what the kind counts for; the line still
+	 * says what the key is, and asks sshd for no PIN */
+	out = print("alice\t" SKED "\n", CONFIG_SK_OFF);
+	assert_string_equal(out,
+		"command=\"/usr/bin/grant-shell --config /etc/g.conf "
+		"--key-kind sk-touch alice\"," OPTS " " SKED "\n");
+	free(out);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_is_sk),
+		cmocka_unit_test(test_lines),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
