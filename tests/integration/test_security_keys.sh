@@ -172,4 +172,31 @@ t_eq "nothing moved" "$(t_ref req)" "$before"
 t_expect 0 "the sk key from 127.0.7.7 (granted): allowed" push 127.0.7.7 sam.sk req
 t_eq "req's main is the pushed commit" "$(t_ref req)" "$(t_head "$T_DIR/w")"
 
+t_section "a key kind no one wrote is refused as bad input"
+t_expect 2 "grant-shell --key-kind sk sam" env SSH_CONNECTION="127.0.7.7 40022 $T_ADDR 22" \
+	SSH_ORIGINAL_COMMAND="git-receive-pack 'req'" \
+	"$GD_BIN/grant-shell" --config "$T_SITE/grantd.conf" --key-kind sk sam
+t_has "it names the kinds" "$ERR" "use plain, sk-touch or sk-pin"
+if PY=$(t_py); then
+	# push.check with key_kind (field 9) "sk", raw on the user socket
+	t_expect 0 "a raw push.check with key_kind 'sk'" "$PY" - "$T_SITE/run/user.sock" <<'PY'
+import os, sys
+import zmq
+sys.path.insert(0, os.path.join(os.environ["GD_SRC"], "tests", "lib"))
+from pbwire import field_bytes, field_varint  # noqa: E402
+frame = (field_varint(1, 1) + field_bytes(2, "push.check") +
+         field_bytes(3, "req") + field_bytes(4, "sam") +
+         field_bytes(5, "127.0.7.7") + field_bytes(9, "sk"))
+ctx = zmq.Context()
+s = ctx.socket(zmq.REQ)
+s.setsockopt(zmq.LINGER, 0)
+s.setsockopt(zmq.RCVTIMEO, 5000)
+s.connect("ipc://" + sys.argv[1])
+s.send(frame)
+print(s.recv())
+PY
+	t_has "the node answers status 2 (bad input)" "$OUT" "\\x08\\x02"
+	t_has "and names the kinds" "$OUT" "want plain, sk-touch or sk-pin"
+fi
+
 t_done
