@@ -25,7 +25,8 @@ struct sdnotify {
 	char status[128];       /* the last STATUS= text sent */
 };
 
-static void send_state(struct sdnotify *s, const char *text)
+/* sd_notify's answer: > 0 sent, 0 no NOTIFY_SOCKET, < 0 failed. */
+static int send_state(struct sdnotify *s, const char *text)
 {
 	int rc = sd_notify(0, text);
 
@@ -34,6 +35,7 @@ static void send_state(struct sdnotify *s, const char *text)
 		log_error("cannot notify systemd (NOTIFY_SOCKET): %s",
 			  strerror(-rc));
 	}
+	return rc;
 }
 
 int sdnotify_open(struct sdnotify **out)
@@ -67,15 +69,15 @@ void sdnotify_update(struct sdnotify *s, const struct sdnotify_state *st)
 	if (ready_now) {
 		char msg[sizeof(text) + 32];
 		snprintf(msg, sizeof(msg), "READY=1\nSTATUS=%s", text);
-		send_state(s, msg);
 		s->ready = true;
-		log_info("serving: told systemd READY=1");
+		log_info("serving%s", send_state(s, msg) > 0 ?
+			 ": told systemd READY=1" : "");
 	} else if (!strcmp(text, s->status)) {
 		return;
 	} else {
 		char msg[sizeof(text) + 16];
 		snprintf(msg, sizeof(msg), "STATUS=%s", text);
-		send_state(s, msg);
+		(void)send_state(s, msg);
 	}
 	snprintf(s->status, sizeof(s->status), "%s", text);
 }
@@ -89,13 +91,13 @@ void sdnotify_tick(struct sdnotify *s)
 	now = clock_mono_ms();
 	if (s->pinged_ms && now - s->pinged_ms < s->ping_ms)
 		return;
-	send_state(s, "WATCHDOG=1");
+	(void)send_state(s, "WATCHDOG=1");
 	s->pinged_ms = now;
 }
 
 void sdnotify_stopping(struct sdnotify *s)
 {
-	send_state(s, "STOPPING=1\nSTATUS=stopping");
+	(void)send_state(s, "STOPPING=1\nSTATUS=stopping");
 }
 
 void sdnotify_destroy(struct sdnotify **sp)
