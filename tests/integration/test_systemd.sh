@@ -49,6 +49,8 @@ t_check "before it: STATUS=starting; peers 0/2; syncing yes" \
 	eval 'msgs | sed "/READY=1/q" | grep -qxF "STATUS=starting; peers 0/2; syncing yes"'
 t_check "no READY=1 before the first STATUS= line" \
 	eval '[[ $(msgs | grep -m1 -E "READY|STATUS") == STATUS=starting* ]]'
+t_check "the log says it serves and told systemd" \
+	grep -qF "serving: told systemd READY=1" "$PA/grantd.log"
 t_check "the log names the watchdog interval" \
 	grep -qF "systemd watchdog on interval_ms=200 ping_ms=100" "$PA/grantd.log"
 

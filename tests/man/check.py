@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""tests/man/check.py SRC BIN: the man pages say what the programs do.
+"""tests/man/check.py SRC BIN CMAKE: the man pages say what the programs do.
 
 One source of truth with --help where that is practical: the programs'
 --help texts are the reference, and the pages (man/man8, man/man5) must
@@ -12,6 +12,8 @@ agree with them:
   and the other way round;
 - every key common/config.c reads is documented in grantd.conf(5) (an
   `.It Cm KEY No =` entry), and the page documents no other key.
+- `cmake --install` (CMAKE, of the build tree above BIN, into a temporary
+  prefix) puts every page under share/man/man5 and share/man/man8.
 Prints what differs and exits 1; exits 0 when everything agrees.
 (mandoc -T lint is the test man/lint.)
 """
@@ -19,8 +21,9 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 
-SRC, BIN = sys.argv[1], sys.argv[2]
+SRC, BIN, CMAKE = sys.argv[1], sys.argv[2], sys.argv[3]
 PROGRAMS = ["grantd", "grantctl", "grant-shell", "grant-keys", "grant-hook"]
 failures = []
 
@@ -120,6 +123,21 @@ pkeys = set(re.findall(r"^\.It Cm ([a-z_]+) No =", page("grantd.conf", 5),
                        re.M))
 compare("configuration keys", "common/config.c", keys, "grantd.conf(5)",
         pkeys)
+
+# cmake --install: the pages land where man(1) looks
+with tempfile.TemporaryDirectory() as prefix:
+    r = subprocess.run([CMAKE, "--install", os.path.dirname(BIN), "--prefix",
+                        prefix], capture_output=True, text=True, check=False)
+    if r.returncode != 0:
+        failures.append("cmake --install failed: %s" % r.stderr)
+    want = set("man8/%s.8" % p for p in PROGRAMS) | {"man5/grantd.conf.5"}
+    have = set()
+    for sec in ("man5", "man8"):
+        d = os.path.join(prefix, "share", "man", sec)
+        if os.path.isdir(d):
+            have |= set("%s/%s" % (sec, f) for f in os.listdir(d))
+    compare("installed pages", "the list of pages", want,
+            "PREFIX/share/man", have)
 
 for f in failures:
     print("FAIL " + f)
