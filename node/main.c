@@ -70,7 +70,9 @@ static void usage(FILE *fp)
 "  -v, --verbose  log debug lines too\n"
 "  -h, --help     this text\n"
 "\n"
-"Stops cleanly on SIGTERM or SIGINT; safe to kill -9 at any moment.\n"
+"Stops cleanly on SIGTERM or SIGINT; safe to kill -9 at any moment.  Under\n"
+"systemd (Type=notify) it sends READY=1 once it serves (the start-up sync\n"
+"with its peers over), STATUS= lines and, with WatchdogSec=, WATCHDOG=1.\n"
 "Exit status: 0 stopped cleanly, 1 failed at run time, 2 bad config.\n",
 		CONFIG_DEFAULT_PATH);
 }
