@@ -11,7 +11,7 @@
 #   (or unset), none when it names another process;
 # - STOPPING=1 on SIGTERM; a NOTIFY_SOCKET nobody listens on is logged once
 #   and changes nothing.
-# The unit file itself is checked by test_unit.sh.
+# The unit file itself is checked by test_systemd_unit.sh.
 . "$(dirname "$0")/lib.sh"
 
 command -v python3 >/dev/null || { echo "SKIP: python3 not installed"; exit 77; }
