@@ -92,9 +92,23 @@ static void usage(FILE *fp)
 		CONFIG_DEFAULT_PATH);
 }
 
-static void help_2fa(void)
+/* The name users ssh to, for the texts they read: [node] host, else the
+ * machine's name (as the node does).  cfg may be NULL (not read yet). */
+static const char *host_name(const struct config *cfg)
 {
-	printf("2-factor authentication commands (ssh HOST 2fa COMMAND):\n\n");
+	static char name[256];
+
+	if (cfg && cfg->host)
+		return cfg->host;
+	if (gethostname(name, sizeof(name) - 1) < 0 || !*name)
+		return "HOST";
+	return name;
+}
+
+static void help_2fa(const struct config *cfg)
+{
+	printf("2-factor authentication commands (ssh %s 2fa COMMAND):\n\n",
+	       host_name(cfg));
 	cli_2fa_help(stdout);
 	printf("\nTOKEN is the 6 or 8 digits your token shows, or an 8-digit "
 	       "scratch code.\n");
@@ -168,7 +182,7 @@ static int run_2fa(struct ctx *cx, char **words, int n)
 	int rc;
 
 	if (n < 2 || !strcmp(words[1], "help")) {
-		help_2fa();
+		help_2fa(cx->cfg);
 		return GD_EXIT_OK;
 	}
 	if (!(sub = cli_2fa_find(words[1]))) {
@@ -534,7 +548,15 @@ int main(int argc, char **argv)
 	if (sc.kind == SSHCMD_EMPTY) {
 		printf("Hi %s! You have reached the git service; interactive "
 		       "logins are not offered.\n\n", cx.user);
-		help_2fa();
+		/* the greeting needs no node: a config that does not load
+		 * just leaves the machine's name in the help */
+		struct buf err = BUF_INIT;
+		if (config_load(&cx.cfg, cfg_path ? cfg_path :
+				config_default_path(), &err) < 0)
+			cx.cfg = NULL;
+		buf_free(&err);
+		help_2fa(cx.cfg);
+		config_free(&cx.cfg);
 		return GD_EXIT_OK;
 	}
 	if ((rc = cli_load_config(&cx.cfg, prog, cfg_path)) != 0)
@@ -544,12 +566,12 @@ int main(int argc, char **argv)
 	else if (sc.kind == SSHCMD_PUSH || sc.kind == SSHCMD_FETCH)
 		rc = run_git(&cx, sc.words, sc.n);
 	else if (sc.kind == SSHCMD_HELP) {
-		help_2fa();
+		help_2fa(cx.cfg);
 		rc = GD_EXIT_OK;
 	} else {
 		fprintf(stderr, "Unknown command '%s'. Use git push/fetch, or "
-			"'ssh HOST 2fa help' for the 2fa commands.\n",
-			sc.words[0]);
+			"'ssh %s 2fa help' for the 2fa commands.\n",
+			sc.words[0], host_name(cx.cfg));
 		log_auth("user=%s host=%s command=unknown result=bad-input",
 			 cx.user, cx.ip);
 		rc = GD_EXIT_USAGE;

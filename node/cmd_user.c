@@ -62,7 +62,7 @@ static int make_enrollment(struct cmd_ctx *x, struct req *r, const char *user,
 	SET(e, id, ops_stamp(x->ops));
 	if ((rc = cmd_emit_body(x, GRANTD__V1__OP__BODY_ENROLL, &e)) < 0)
 		goto done;
-	otp_uri(&r->uri, &e, "grantd");
+	otp_uri(&r->uri, &e, x->p.host);
 	otp_base32(&b32, secret, slen);
 	buf_printf(&r->out, "New token generated for user %s\n", user);
 	buf_printf(&r->out, "Secret (base32): %s\n", b32.p);

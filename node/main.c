@@ -37,6 +37,7 @@
 #include "readers.h"
 #include "repl.h"
 #include "repos.h"
+#include "sdnotify.h"
 #include "syncer.h"
 #include "wire.h"
 #include "writer.h"
@@ -69,7 +70,9 @@ static void usage(FILE *fp)
 "  -v, --verbose  log debug lines too\n"
 "  -h, --help     this text\n"
 "\n"
-"Stops cleanly on SIGTERM or SIGINT; safe to kill -9 at any moment.\n"
+"Stops cleanly on SIGTERM or SIGINT; safe to kill -9 at any moment.  Under\n"
+"systemd (Type=notify) it sends READY=1 once it serves (the start-up sync\n"
+"with its peers over), STATUS= lines and, with WatchdogSec=, WATCHDOG=1.\n"
 "Exit status: 0 stopped cleanly, 1 failed at run time, 2 bad config.\n",
 		CONFIG_DEFAULT_PATH);
 }
@@ -247,17 +250,22 @@ static void pump_gitrepl(struct node *n)
 
 /* Every STATUS_MS at most, the parts of status that changed go to the
  * reader (readers_publish_status); last[] are the writer's copies of
- * what it last sent, to compare with. */
+ * what it last sent, to compare with.  Returns the peers connected now
+ * (for systemd's STATUS=). */
 #define STATUS_MS 100
 
-static void tick_status(struct node *n, cJSON *last[2], uint64_t now_ms)
+static int tick_status(struct node *n, cJSON *last[2], uint64_t now_ms)
 {
 	cJSON *part[2] = {
 		cmd_status_store(&n->ops, (int64_t)(now_ms / 1000)),
 		cmd_status_repl(n->repl, n->gitrepl, now_ms),
 	};
 	cJSON *give[2] = { NULL, NULL };
+	const cJSON *p;
+	int up = 0;
 
+	cJSON_ArrayForEach(p, cJSON_GetObjectItem(part[1], "peers"))
+		up += cJSON_IsTrue(cJSON_GetObjectItem(p, "connected"));
 	for (int i = 0; i < 2; i++) {
 		if (last[i] && cJSON_Compare(last[i], part[i], true)) {
 			cJSON_Delete(part[i]);
@@ -269,6 +277,7 @@ static void tick_status(struct node *n, cJSON *last[2], uint64_t now_ms)
 	}
 	if (give[0] || give[1])
 		readers_publish_status(n->readers, give[0], give[1]);
+	return up;
 }
 
 static int run(struct node *n)
@@ -277,7 +286,11 @@ static int run(struct node *n)
 	uint64_t status_at = 0;
 	zmq_pollitem_t items[3 + 2 + 2 * CONFIG_MAX_PEERS];
 	bool was_syncing = n->syncing;
+	struct sdnotify *sd;
 	int nitems;
+
+	if (sdnotify_open(&sd) < 0)
+		return GD_ENOMEM;
 
 	items[0] = (zmq_pollitem_t){ control_socket(n->control), 0,
 				     ZMQ_POLLIN, 0 };
@@ -298,6 +311,7 @@ static int run(struct node *n)
 			if (errno == EINTR)
 				continue;
 			log_error("poll failed: %s", zmq_strerror(errno));
+			sdnotify_destroy(&sd);
 			return GD_EIO;
 		}
 		if (items[1].revents) {
@@ -325,10 +339,16 @@ static int run(struct node *n)
 		reap_hooks(n);
 		writer_tick(n->writer, now);
 		if (now - status_at >= STATUS_MS) {
-			tick_status(n, status_last, now);
+			/* READY=1 once serving (the start-up sync over) */
+			sdnotify_update(sd, &(struct sdnotify_state){
+				n->syncing, tick_status(n, status_last, now),
+				n->cfg->npeers });
 			status_at = now;
 		}
+		sdnotify_tick(sd);
 	}
+	sdnotify_stopping(sd);
+	sdnotify_destroy(&sd);
 	for (int i = 0; i < 2; i++)
 		cJSON_Delete(status_last[i]);
 	log_info("node stopping site=%s", n->cfg->site);
@@ -458,7 +478,10 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGTERM, on_signal);
 	signal(SIGINT, on_signal);
-	if (gethostname(n.host, sizeof(n.host) - 1) < 0)
+	/* the name users ssh to, in every hint and otpauth URI */
+	if (n.cfg->host)
+		snprintf(n.host, sizeof(n.host), "%s", n.cfg->host);
+	else if (gethostname(n.host, sizeof(n.host) - 1) < 0)
 		snprintf(n.host, sizeof(n.host), "%s", "HOST");
 	n.started_ms = hlc_wall_ms();
 	if (make_dirs(n.cfg) < 0)

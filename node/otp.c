@@ -3,6 +3,7 @@
  * only, so the token comparison is constant time (sodium_memcmp) instead
  * of liboath's strcmp.
  */
+#include <ctype.h>
 #include <liboath/oath.h>
 #include <sodium.h>
 #include <stdlib.h>
@@ -177,6 +178,19 @@ int otp_base32_decode(uint8_t *out, size_t *outlen, const char *in)
 	return 0;
 }
 
+/* s percent-encoded (RFC 3986: all but the unreserved characters), for a
+ * URI's path or query. */
+static void url_escape(struct buf *out, const char *s)
+{
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (isalnum(c) || strchr("-._~", c))
+			buf_printf(out, "%c", c);
+		else
+			buf_printf(out, "%%%02X", c);
+	}
+}
+
 void otp_uri(struct buf *out, const Grantd__V1__Enrollment *e,
 	     const char *issuer)
 {
@@ -185,11 +199,16 @@ void otp_uri(struct buf *out, const Grantd__V1__Enrollment *e,
 
 	otp_base32(&b32, e->secret.data, e->secret.len);
 	buf_reset(out);
-	buf_printf(out,
-		   "otpauth://%s/%s:%s?secret=%s&issuer=%s&algorithm=SHA1"
-		   "&digits=%u",
-		   totp ? "totp" : "hotp", issuer, e->user, buf_str(&b32),
-		   issuer, e->digits ? e->digits : 6);
+	/* the label is ISSUER:USER, each part escaped, the colon not (as
+	 * Google's Key URI format writes it) */
+	buf_printf(out, "otpauth://%s/", totp ? "totp" : "hotp");
+	url_escape(out, issuer);
+	buf_puts(out, ":");
+	url_escape(out, e->user);
+	buf_printf(out, "?secret=%s&issuer=", buf_str(&b32));
+	url_escape(out, issuer);
+	buf_printf(out, "&algorithm=SHA1&digits=%u",
+		   e->digits ? e->digits : 6);
 	if (totp)
 		buf_printf(out, "&period=%u", e->period ? e->period : 30);
 	else

@@ -68,7 +68,9 @@ int otp_base32(struct buf *out, const uint8_t *secret, size_t len);
 /* Decode user-given base32 (spaces and lower case allowed). */
 int otp_base32_decode(uint8_t *out, size_t *outlen, const char *in);
 
-/* otpauth://totp/... or otpauth://hotp/... for e. */
+/* otpauth://totp/ISSUER:USER?... or otpauth://hotp/... for e; issuer (the
+ * name users ssh to, [node] host) is the label's first part and the
+ * issuer parameter, both percent-encoded. */
 void otp_uri(struct buf *out, const Grantd__V1__Enrollment *e,
 	     const char *issuer);
 

@@ -33,6 +33,10 @@ t_check "the output has an otpauth://totp/ URI" test -n "$URI"
 ES=$(uri_param "$URI" secret)
 t_check "the URI carries a 160-bit base32 secret (32 characters)" eval '[[ $ES =~ ^[A-Z2-7]{32}$ ]]'
 t_has "the secret is shown" "$ENROLL_OUT" "$ES"
+H=$(hostname)   # without [node] host the node names the machine
+t_eq "the URI's label is HOST:USER (no [node] host: the machine's name)" \
+	"$(python3 -c 'import sys, urllib.parse; print(urllib.parse.unquote(urllib.parse.urlparse(sys.argv[1]).path))' "$URI")" "/$H:erin"
+t_eq "its issuer is HOST" "$(uri_param "$URI" issuer)" "$H"
 t_check "a QR code is drawn (more than 15 lines of output)" \
 	eval '(( $(wc -l <<<"$ENROLL_OUT") > 15 ))'
 mapfile -t SCRATCH < <(grep -oE '(^|[^0-9A-Za-z])[0-9]{8}([^0-9A-Za-z]|$)' <<<"$ENROLL_OUT" | grep -oE '[0-9]{8}' | tail -n 5)
@@ -136,9 +140,11 @@ t_section "beside gitolite: commands/2fa and VREF/2fa ([gitolite] home)"
 gd_grantd_stop "$T_SITE" || t_fatal "grantd stops"
 mkdir -p "$T_DIR/glhome/repositories" && : >"$T_DIR/glhome/.gitolite.rc"
 printf '\n[gitolite]\nhome = %s\nprogram = /bin/true\n' "$T_DIR/glhome" >>"$T_SITE/grantd.conf"
+# [node] host: the name users ssh to, in every hint and otpauth URI
+H=git.example.org
+sed -i "/^\[node\]/a host = $H" "$T_SITE/grantd.conf"
 gd_grantd_start "$T_SITE" || t_fatal "grantd starts in gitolite mode"
 GLC=$GD_BIN/../share/grantd/gitolite
-H=$(hostname)   # the node names it in its hints
 for f in commands/2fa VREF/2fa hooks/common/post-receive commands/grantd-admin-sync; do
 	t_check "the build tree's LOCAL_CODE has an executable $f" test -x "$GLC/$f"
 done
@@ -173,6 +179,7 @@ t_one_line "one line" "$ERR"
 t_has "that says so" "$ERR" "user name 'Gwen' cannot use 2-factor authentication here"
 t_expect 0 "2fa with no word: the help" gl2fa 127.0.7.7 gwen
 t_has "which lists val" "$OUT" "val TOKEN"
+t_has "and names [node] host" "$OUT" "(ssh git.example.org 2fa COMMAND)"
 t_expect 2 "2fa --config FILE: a word, never grant-shell's option" gl2fa 127.0.7.7 gwen --config /nonexistent
 t_has "an unknown 2fa command" "$ERR" "Unknown 2fa command '--config'"
 t_expect 1 "gwen (no record): 2fa val is refused" gl2fa 127.0.7.7 gwen val 123456
@@ -195,6 +202,8 @@ t_check "gwen is in the user list" t_has_user paloalto gwen
 GS=$(grep -oE 'Secret \(base32\): [A-Z2-7]+' <<<"$OUT" | sed 's/.*: //')
 t_check "the secret is shown" test -n "$GS"
 t_has "and the QR code's heading" "$OUT" "Scan this QR code"
+t_has "the URI names [node] host as label and issuer" "$OUT" \
+	"URI: otpauth://totp/git.example.org:gwen?secret=$GS&issuer=git.example.org&"
 t_expect 0 "VREF/2fa/optin: gwen (enrolled, not yet validated) still may push" glvref 127.0.7.8 gwen VREF/2fa/optin
 t_totp_settle
 t_expect 0 "gwen: 2fa val <totp> from 127.0.7.7" gl2fa 127.0.7.7 gwen val "$(t_totp "$GS")"

@@ -713,6 +713,17 @@ static void test_uri(void **state)
 	/* the secret is base32 without padding */
 	assert_null(strstr(u.p, "%3D"));
 	assert_null(strstr(u.p, "=="));
+
+	/* the label is ISSUER:USER and the issuer a parameter, escaped */
+	enrollment(&e, GRANTD__V1__OTP_KIND__OTP_TOTP, 6);
+	otp_uri(&u, &e, "git.example.org");
+	if (strncmp(u.p, "otpauth://totp/git.example.org:alice?", 37) ||
+	    !strstr(u.p, "&issuer=git.example.org&"))
+		fail_msg("uri with a host '%s'", u.p);
+	otp_uri(&u, &e, "Git Host&Co:1");
+	if (strncmp(u.p, "otpauth://totp/Git%20Host%26Co%3A1:alice?", 41) ||
+	    !strstr(u.p, "&issuer=Git%20Host%26Co%3A1&"))
+		fail_msg("escaped uri '%s'", u.p);
 	buf_free(&u);
 }
 
