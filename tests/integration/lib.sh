@@ -454,7 +454,9 @@ t_dirs() {
 }
 
 # t_cluster_config [KEY=VALUE...]: write the three sites' configs; KEY=VALUE
-# as for gd_site_config (policy keys, log_level, oplog_retention).
+# as for gd_site_config (policy keys, log_level, oplog_retention).  With
+# T_METRICS_PORT set, each site serves [node] metrics on its own address
+# and that port (t_metrics_addr).
 t_cluster_config() {
 	local s p d
 	for s in "${T_SITES[@]}"; do
@@ -464,6 +466,8 @@ t_cluster_config() {
 		d=$T_DIR/$s
 		gd_site_config "$d" "$s" "tcp://${T_SADDR[$s]}:$T_PUB_PORT" \
 			"tcp://${T_SADDR[$s]}:$T_SYNC_PORT" "$@" || t_fatal "write $s's config"
+		[[ -n ${T_METRICS_PORT:-} ]] &&
+			sed -i "/^\[node\]\$/a metrics = $(t_metrics_addr "$s")" "$d/grantd.conf"
 		for p in "${T_SITES[@]}"; do
 			[[ $p == "$s" ]] && continue
 			gd_site_add_peer "$d" "$p" "tcp://${T_SADDR[$p]}:$T_PUB_PORT" \
@@ -472,6 +476,9 @@ t_cluster_config() {
 		T_SITE_DIRS+=("$d")
 	done
 }
+
+# t_metrics_addr SITE: ADDR:PORT of SITE's metrics endpoint (T_METRICS_PORT).
+t_metrics_addr() { echo "${T_SADDR[$1]}:$T_METRICS_PORT"; }
 
 # t_cluster_up [KEY=VALUE...]: configs, then start the three nodes and wait
 # until each hears both others and none is catching up.
