@@ -569,7 +569,9 @@ int metrics_start(struct metrics **out, const struct metrics_opts *o)
 {
 	struct addrinfo *ai = NULL;
 	struct metrics *m;
-	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
+	/* AUTO: epoll or poll, never select() (the node holds many fds) */
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO |
+			 MHD_USE_ERROR_LOG;
 	int rc;
 
 	*out = NULL;

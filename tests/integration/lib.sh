@@ -480,6 +480,31 @@ t_cluster_config() {
 # t_metrics_addr SITE: ADDR:PORT of SITE's metrics endpoint (T_METRICS_PORT).
 t_metrics_addr() { echo "${T_SADDR[$1]}:$T_METRICS_PORT"; }
 
+# t_http WHAT URL [METHOD]: an HTTP request (python3's urllib, 5 s); WHAT is
+# body (print the body), code (print the status), type (print the
+# Content-Type).  Exit 0 whenever the server answered, 1 when it did not.
+t_http() {
+	python3 - "$@" <<'PY'
+import sys, urllib.request, urllib.error
+what, url = sys.argv[1], sys.argv[2]
+method = sys.argv[3] if len(sys.argv) > 3 else "GET"
+req = urllib.request.Request(url, method=method,
+                             data=b"" if method == "POST" else None)
+try:
+    r = urllib.request.urlopen(req, timeout=5)
+except urllib.error.HTTPError as e:
+    r = e
+except Exception:
+    sys.exit(1)
+if what == "code":
+    print(r.status if hasattr(r, "status") else r.code)
+elif what == "type":
+    print(r.headers.get("Content-Type", ""))
+else:
+    sys.stdout.write(r.read().decode("utf-8", "replace"))
+PY
+}
+
 # t_cluster_up [KEY=VALUE...]: configs, then start the three nodes and wait
 # until each hears both others and none is catching up.
 t_cluster_up() {

@@ -9,7 +9,6 @@
 . "$(dirname "$0")/lib.sh"
 
 command -v promtool >/dev/null || { echo "SKIP: promtool not installed"; exit 77; }
-command -v curl >/dev/null || { echo "SKIP: curl not installed"; exit 77; }
 
 T_METRICS_PORT=$((T_SSH_PORT + 10000))
 for s in "${T_SITES[@]}"; do
@@ -19,8 +18,8 @@ done
 
 # scrape SITE PATH: the body (stdout) of GET PATH at SITE's endpoint; exit 0
 # whatever the HTTP status, which `code` gives.
-scrape() { curl -s --max-time 5 "http://$(t_metrics_addr "$1")$2"; }
-code() { curl -s -o /dev/null -w '%{http_code}' --max-time 5 "http://$(t_metrics_addr "$1")$2"; }
+scrape() { t_http body "http://$(t_metrics_addr "$1")$2"; }
+code() { t_http code "http://$(t_metrics_addr "$1")$2"; }
 # value SITE SAMPLE: the value of the sample line SAMPLE (name and labels as
 # written) at SITE.
 value() { scrape "$1" /metrics | awk -v s="$2" '$1 == s { print $2 }'; }
@@ -34,10 +33,8 @@ t_expect 0 "/health answers" scrape paloalto /health
 t_eq "/health is 200" "$(code paloalto /health)" 200
 t_eq "/ready is 200 on a node level with its peers" "$(code paloalto /ready)" 200
 t_eq "an unknown path is 404" "$(code paloalto /nothing)" 404
-t_eq "POST is refused" "$(curl -s -o /dev/null -w '%{http_code}' -X POST \
-	--max-time 5 "http://$(t_metrics_addr paloalto)/metrics")" 405
-ctype=$(curl -s -o /dev/null -w '%{content_type}' --max-time 5 \
-	"http://$(t_metrics_addr paloalto)/metrics")
+t_eq "POST is refused" "$(t_http code "http://$(t_metrics_addr paloalto)/metrics" POST)" 405
+ctype=$(t_http type "http://$(t_metrics_addr paloalto)/metrics")
 t_has "/metrics is the text format 0.0.4" "$ctype" "version=0.0.4"
 
 t_section "real work moves the counters"

@@ -10,7 +10,6 @@
 . "$(dirname "$0")/lib.sh"
 
 command -v prometheus >/dev/null || { echo "SKIP: prometheus not installed"; exit 77; }
-command -v curl >/dev/null || { echo "SKIP: curl not installed"; exit 77; }
 
 T_METRICS_PORT=$((T_SSH_PORT + 10000))
 P_ADDR=$T_NET.4:$T_METRICS_PORT
@@ -30,11 +29,22 @@ prom_stop() {
 trap 'prom_stop; t_cleanup' EXIT
 
 # prom_up: write the config (one job, the three sites, each target labelled
-# with its site) and start the server, detached like the nodes.
+# with its site; the alerting rules of docs/operations.md "What to alert
+# on", taken from the page itself) and start the server, detached like the
+# nodes.
 prom_up() {
 	local s
 	mkdir -p "$P_DIR/data" || return 1
+	python3 - "$GD_ROOT/docs/operations.md" >"$P_DIR/rules.yml" <<'PY' || return 1
+import sys
+s = open(sys.argv[1]).read()
+i = s.index("groups:\n  - name: grantd")
+sys.stdout.write(s[i:s.index("```", i)])
+PY
+	t_expect 0 "the alerting rules of docs/operations.md pass promtool check rules" \
+		promtool check rules "$P_DIR/rules.yml"
 	{
+		echo "rule_files: ['$P_DIR/rules.yml']"
 		echo "global:"
 		echo "  scrape_interval: 1s"
 		echo "  scrape_timeout: 1s"
@@ -56,13 +66,14 @@ prom_up() {
 	gd_wait_for 10 test -s "$P_DIR/pid" || return 1
 	gd_wait_for 30 prom_ready
 }
-prom_ready() { [[ $(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://$P_ADDR/-/ready") == 200 ]]; }
+prom_ready() { [[ $(t_http code "http://$P_ADDR/-/ready") == 200 ]]; }
 
 # pq QUERY: the value of the first element of QUERY's instant vector (empty
 # when there is none).
 pq() {
-	curl -s --max-time 5 --get --data-urlencode "query=$1" \
-		"http://$P_ADDR/api/v1/query" | python3 -c '
+	t_http body "http://$P_ADDR/api/v1/query?query=$(python3 -c \
+		'import sys, urllib.parse; print(urllib.parse.quote(sys.argv[1]))' "$1")" |
+		python3 -c '
 import json, sys
 try:
     r = json.load(sys.stdin)["data"]["result"]
@@ -90,6 +101,8 @@ soon 15 "paloalto: grantd_peer_connected{peer=montreal} drops to 0" \
 soon 15 "portland: grantd_peer_connected{peer=montreal} drops to 0" \
 	'grantd_peer_connected{site="portland",peer="montreal"}' 0
 soon 15 "its target is down" 'up{site="montreal"}' 0
+soon 15 "the documented rule GrantdPeerSilent is pending or firing at both other sites" \
+	'count(ALERTS{alertname="GrantdPeerSilent",peer="montreal"})' 2
 t_check "paloalto still hears portland" \
 	pq_is 'grantd_peer_connected{site="paloalto",peer="portland"}' 1
 # what montreal misses
@@ -110,8 +123,8 @@ soon 20 "montreal's lag behind its peers is back to 0" \
 soon 20 "no lag anywhere, in operations" 'max(grantd_peer_lag_ops)' 0
 soon 20 "no lag anywhere, in seconds" 'max(grantd_peer_lag_seconds)' 0
 soon 20 "montreal is not syncing" 'grantd_syncing{site="montreal"}' 0
-t_check "a rule an operator would write holds no alert now" \
-	pq_is 'count(grantd_peer_connected == 0 or grantd_peer_lag_seconds > 30) or vector(0)' 0
+soon 15 "no GrantdPeerSilent or GrantdReplicationLag alert any more" \
+	'count(ALERTS{alertname=~"GrantdPeerSilent|GrantdReplicationLag"}) or vector(0)' 0
 t_check "no peer message dropped anywhere" \
 	pq_is 'sum(grantd_peer_messages_dropped_total)' 0
 prom_stop
