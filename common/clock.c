@@ -25,3 +25,8 @@ uint64_t clock_mono_ms(void)
 {
 	return read_us(CLOCK_MONOTONIC) / 1000;
 }
+
+uint64_t clock_mono_us(void)
+{
+	return read_us(CLOCK_MONOTONIC);
+}

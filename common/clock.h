@@ -15,7 +15,9 @@
 uint64_t clock_wall_ms(void);
 uint64_t clock_wall_us(void);
 
-/* A clock that never steps back, in ms (from an arbitrary start). */
+/* A clock that never steps back, in ms and in µs (from an arbitrary
+ * start). */
 uint64_t clock_mono_ms(void);
+uint64_t clock_mono_us(void);
 
 #endif

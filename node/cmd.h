@@ -168,6 +168,8 @@ struct cmd_ctx {
 	bool syncing;             /* catching up with peers */
 	const struct cmd_node *node; /* CMD_NODE rows only, else NULL */
 	const struct cmd_status *status; /* the reader's; NULL elsewhere */
+	/* metrics.h: atomic counters any thread adds to; NULL: none */
+	struct metrics_counts *counts;
 };
 
 /*

@@ -21,6 +21,7 @@
 #include "dur.h"
 #include "err.h"
 #include "log.h"
+#include "metrics.h"
 #include "names.h"
 #include "otp.h"
 #include "policy.h"
@@ -54,6 +55,20 @@ static int load_mark(struct cmd_ctx *x, const char *user, uint64_t id,
 	return rc == GD_ENOTFOUND ? 0 : rc;
 }
 
+static void count_val(struct cmd_ctx *x, enum metrics_val v)
+{
+	if (x->counts)
+		metrics_inc(&x->counts->vals[v]);
+}
+
+static void count_check(struct cmd_ctx *x, int rc, bool allowed)
+{
+	if (x->counts)
+		metrics_inc(&x->counts->checks[rc < 0 ? METRICS_CHECK_ERROR :
+					      allowed ? METRICS_CHECK_ALLOWED :
+							METRICS_CHECK_REFUSED]);
+}
+
 /* Where a token is validated (cmd.h). */
 int cmd_validate_token(struct cmd_ctx *x, struct req *r,
 		       struct policy_user *u, const char *token, bool *ok,
@@ -66,14 +81,17 @@ int cmd_validate_token(struct cmd_ctx *x, struct req *r,
 	int fails, rc;
 
 	*ok = false;
-	if (!otp_token_shape_ok(token))
+	if (!otp_token_shape_ok(token)) {
+		count_val(x, METRICS_VAL_MALFORMED);
 		return cmd_bad(r, "'%s' is not a token: give the 6 or 8 digits "
 			       "your token shows, or an 8-digit scratch code",
 			       strnlen(token, 9) > 8 ? "(too long)" : token);
+	}
 	if ((rc = policy_lock_state(&x->p, cmd_user_of(r), r->now_ms,
 				    &fails, &until)) < 0)
-		return rc;
+		goto error;
 	if (until) {
+		count_val(x, METRICS_VAL_LOCKED);
 		char d[32];
 		dur_format(d, sizeof(d), (int64_t)(until - r->now_ms) / 1000 + 1);
 		log_warn("locked out user=%s ip=%s failures=%d",
@@ -84,20 +102,22 @@ int cmd_validate_token(struct cmd_ctx *x, struct req *r,
 				  "run 'grantctl unlock %s'",
 				  fails, d, cmd_user_of(r));
 	}
-	if (!u->enroll)
+	if (!u->enroll) {
+		count_val(x, METRICS_VAL_NOT_ENROLLED);
 		return cmd_refuse(r, "User %s is not enrolled with 2-factor "
 				  "authentication; enroll with: ssh %s 2fa "
 				  "enroll totp (or yubikey)",
 				  cmd_user_of(r), x->p.host);
+	}
 	if ((rc = load_mark(x, cmd_user_of(r), u->enroll->id, &next,
 			    &used)) < 0)
-		return rc;
+		goto error;
 	if ((rc = otp_check(&res, u->enroll, next, used, token, r->now,
 			    p->totp_window, p->hotp_lookahead)) < 0) {
 		/* a damaged record is the node failing to decide (exit 4,
 		 * logged by the dispatcher), never a refusal */
 		log_error("unusable enrollment user=%s", cmd_user_of(r));
-		return rc;
+		goto error;
 	}
 	if (!res.ok) {
 		/* the attempt is named by its operation's stamp, unique here
@@ -113,7 +133,11 @@ int cmd_validate_token(struct cmd_ctx *x, struct req *r,
 		op.failure = &f;
 		SET(op, hlc, at);
 		if ((rc = cmd_emit(x, &op)) < 0)
-			return rc;
+			goto error;
+		count_val(x, METRICS_VAL_INVALID);
+		/* this failure is the one that reaches the limit */
+		if (x->counts && fails + 1 == p->lockout_failures)
+			metrics_inc(&x->counts->lockouts);
 		return cmd_refuse(r, "Failed to validate token.\nIf using a "
 				  "phone app, please wait for token to change "
 				  "before trying again.");
@@ -126,7 +150,7 @@ int cmd_validate_token(struct cmd_ctx *x, struct req *r,
 		SET(m, scratch_used,
 		    used | (res.scratch ? 1u << res.scratch_index : 0));
 		if ((rc = cmd_emit_body(x, GRANTD__V1__OP__BODY_MARK, &m)) < 0)
-			return rc;
+			goto error;
 	}
 	if (!u->enroll->active) {
 		Grantd__V1__Enrollment e = *u->enroll;
@@ -135,7 +159,7 @@ int cmd_validate_token(struct cmd_ctx *x, struct req *r,
 		e.origin = NULL;
 		rc = cmd_emit_body(x, GRANTD__V1__OP__BODY_ENROLL, &e);
 		if (rc < 0)
-			return rc;
+			goto error;
 		u->enroll->active = 1;
 		u->enrolled = true;
 		log_info("enrollment active user=%s", cmd_user_of(r));
@@ -145,7 +169,11 @@ int cmd_validate_token(struct cmd_ctx *x, struct req *r,
 				"Valid TOTP token used" :
 				"Valid HOTP token used";
 	*ok = true;
+	count_val(x, METRICS_VAL_VALID);
 	return 0;
+error:
+	count_val(x, METRICS_VAL_ERROR);
+	return rc;
 }
 
 static int add_grant(struct cmd_ctx *x, struct req *r, const char *user,
@@ -563,6 +591,8 @@ static int push_decision(struct cmd_ctx *x, struct req *r, const char *user,
 		return 0;
 	rc = policy_push(&x->p, user, &r->ip, r->rq->session, r->key, repo,
 			 r->now, &why, &hint);
+	count_check(x, rc == GD_EDENIED || rc == GD_ENOTFOUND ? 0 : rc,
+		    rc == 0);
 	if (rc == 0) {
 		repos_path(&r->path, x->p.cfg->repo_dir, repo);
 		buf_printf(&r->out, "allowed: user %s may push to %s\n", user,
@@ -605,6 +635,7 @@ static int cmd_vref_check(struct cmd_ctx *x, struct req *r)
 		repo[0] = '\0';
 	rc = policy_2fa(&x->p, user, &r->ip, r->rq->session, required,
 			*repo ? repo : NULL, r->now, &why, &hint);
+	count_check(x, rc == GD_EDENIED ? 0 : rc, rc == 0);
 	if (rc == 0) {
 		buf_printf(&r->out, "allowed: user %s may push%s%s\n", user,
 			   *repo ? " to " : "", repo);

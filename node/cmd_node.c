@@ -140,6 +140,9 @@ cJSON *cmd_status_store(struct ops *ops, int64_t now)
 		cJSON_AddStringToObject(e, "origin", ops->vv[i].origin);
 		cJSON_AddStringToObject(e, "epoch", ep);
 		cJSON_AddNumberToObject(e, "seq", (double)ops->vv[i].seq);
+		/* counted in its origin's retired total (ops.h) */
+		if (ops->vv[i].retired)
+			cJSON_AddBoolToObject(e, "retired", true);
 		cJSON_AddItemToArray(vector, e);
 	}
 	/* live records of a family (a user or repository not deleted, a

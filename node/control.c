@@ -122,6 +122,7 @@ static void ctx_make(struct control *c, const struct cmd *cmd,
 	x->p.host = n->host;
 	x->ops = reads ? NULL : &n->ops;
 	x->syncing = n->syncing;
+	x->counts = &n->counts;
 	if (cmd->flags & CMD_NODE) {
 		nd->ops = &n->ops;
 		nd->repl = n->repl;

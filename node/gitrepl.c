@@ -756,6 +756,7 @@ int gitrepl_start(struct gitrepl **out, const struct gitrepl_opts *o)
 	g->self = o->self;
 	g->peers = o->peers;
 	g->store = o->store;
+	g->fetch_hist = o->fetch_hist;
 	g->repo_dir = copy(o->repo_dir);
 	g->hook_path = copy(o->hook_path);
 	g->conf_path = copy(o->conf_path);

@@ -81,6 +81,8 @@ struct gitrepl_opts {
 	 * command (NULL: not gitolite mode) */
 	const char *gitolite_home;
 	const char *gitolite_program;
+	/* metrics.h: each successful fetch's duration (NULL: none) */
+	struct metrics_hist *fetch_hist;
 };
 
 /* Start the actor (libgit2 initialised).  *out is the caller's

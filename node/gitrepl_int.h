@@ -138,6 +138,7 @@ struct gitrepl {
 	const struct config_peer *peers;
 	int npeers;
 	struct store *store;        /* read only, here */
+	struct metrics_hist *fetch_hist; /* atomic: any thread (metrics.h) */
 	char *repo_dir, *hook_path, *conf_path;
 	/* gitolite mode (both NULL: not): its HOME and command */
 	char *gl_home, *gl_program;

@@ -31,6 +31,7 @@
 #include "err.h"
 #include "gitrepl.h"
 #include "log.h"
+#include "metrics.h"
 #include "node.h"
 #include "otp.h"
 #include "peer.h"
@@ -275,6 +276,11 @@ static int tick_status(struct node *n, cJSON *last[2], uint64_t now_ms)
 		last[i] = part[i];
 		give[i] = cJSON_Duplicate(part[i], true);
 	}
+	if (n->metrics) /* its own copies: the reader's move there */
+		metrics_publish(n->metrics,
+				give[0] ? cJSON_Duplicate(give[0], true) : NULL,
+				give[1] ? cJSON_Duplicate(give[1], true) : NULL,
+				n->syncing);
 	if (give[0] || give[1])
 		readers_publish_status(n->readers, give[0], give[1]);
 	return up;
@@ -379,7 +385,7 @@ static int start_readers(struct node *n)
 	struct store_batch *view;
 	struct readers_opts ro = {
 		.cfg = n->cfg, .store = n->store, .host = n->host,
-		.zctx = n->zctx, .syncing = n->syncing,
+		.zctx = n->zctx, .syncing = n->syncing, .counts = &n->counts,
 	};
 
 	uint64_t now_ms = hlc_wall_ms();
@@ -501,7 +507,8 @@ int main(int argc, char **argv)
 	n.zctx = zmq_ctx_new();
 	self = (struct peer_self){ n.zctx, n.cfg->site, n.curve_pub,
 				   n.curve_sec };
-	if ((rc = syncer_start(&n.syncer, n.store, n.zctx)) < 0)
+	metrics_counts_init(&n.counts);
+	if ((rc = syncer_start(&n.syncer, n.store, n.zctx, &n.counts)) < 0)
 		goto out_zmq;
 	{
 		struct writer_opts wo = {
@@ -521,7 +528,8 @@ int main(int argc, char **argv)
 		goto out_writer;
 	if ((rc = repl_open(&n.repl, &(struct repl_opts){
 			.ops = &n.ops, .store = n.store, .cfg = n.cfg,
-			.self = &self, .link = n.peer, .writer = n.writer })) < 0)
+			.self = &self, .link = n.peer, .writer = n.writer,
+			.latency_hist = &n.counts.repl_latency })) < 0)
 		goto out_peer;
 	n.syncing = repl_syncing(n.repl);
 	if ((rc = gitrepl_start(&n.gitrepl, &(struct gitrepl_opts){
@@ -530,7 +538,8 @@ int main(int argc, char **argv)
 			.store = n.store, .hook_path = n.hook_path,
 			.conf_path = n.conf_path,
 			.gitolite_home = n.cfg->gitolite_home,
-			.gitolite_program = n.cfg->gitolite_program })) < 0)
+			.gitolite_program = n.cfg->gitolite_program,
+			.fetch_hist = &n.counts.fetch })) < 0)
 		goto out_repl;
 	/* pack requests on the sync ROUTER go to the actor */
 	if (peer_on(n.peer, GRANTD__V1__PEER_MSG__BODY_PACK_REQ,
@@ -544,8 +553,15 @@ int main(int argc, char **argv)
 		goto out_gitrepl;
 	if ((rc = control_open(&n.control, &n, readers_pipe(n.readers))) < 0)
 		goto out_readers;
+	if (n.cfg->metrics &&
+	    (rc = metrics_start(&n.metrics, &(struct metrics_opts){
+			.listen = n.cfg->metrics, .data_dir = n.cfg->data_dir,
+			.counts = &n.counts, .syncing = n.syncing })) < 0)
+		goto out_control;
 	startup_repos(&n);
 	status = run(&n) < 0 ? 1 : 0;
+	metrics_stop(&n.metrics);
+out_control:
 	control_destroy(&n.control);
 out_readers:
 	/* after the drain: the answers it sent go out before the reader

@@ -10,11 +10,13 @@
 #include <sys/types.h>
 
 #include "config.h"
+#include "metrics.h"
 #include "ops.h"
 #include "store.h"
 
 struct control;
 struct gitrepl;
+struct metrics;
 struct peer_link;
 struct readers;
 struct repl;
@@ -41,6 +43,10 @@ struct node {
 	char hook[8400];       /* post-receive command line */
 	char conf_path[4096];  /* the config, absolute (for grant-hook) */
 	uint64_t started_ms;
+	/* metrics.h: the endpoint (NULL: [node] metrics not set) and the
+	 * counters every thread adds to, lent to the modules */
+	struct metrics *metrics;
+	struct metrics_counts counts;
 	pid_t *hook_pids;      /* grant-hook runs not yet reaped */
 	size_t nhook_pids;
 };

@@ -25,6 +25,7 @@
 #include "err.h"
 #include "gitrepl_int.h"
 #include "log.h"
+#include "metrics.h"
 #include "banned.h"
 
 /* ---- the quarantine ---------------------------------------------------------
@@ -345,6 +346,7 @@ static void fetch_done(struct gitrepl *g, bool ok)
 		g->st.fetches++;
 		g->st.bytes_in += f->bytes;
 		g->st.last_fetch_ms = t - f->started_ms;
+		metrics_observe(g->fetch_hist, g->st.last_fetch_ms);
 		g->st.last_fetch_bytes = f->bytes;
 		log_info("pack fetched repo=%s peer=%s wants=%zu bytes=%llu "
 			 "ms=%llu", f->repo, g->peers[f->peer].site,

@@ -54,6 +54,7 @@ struct readers {
 	bool syncing;
 	cJSON *status[2];           /* the newest parts taken */
 	uint64_t bad_requests;      /* refused or undecodable frames */
+	struct metrics_counts *counts; /* atomic (metrics.h); NULL: none */
 	struct buf ident, payload, fwd;
 };
 
@@ -158,6 +159,7 @@ static void answer(struct readers *rd, const struct cmd *cmd, struct req *r)
 	x.p.batch = rd->view;
 	x.p.host = rd->host;
 	x.syncing = rd->syncing;
+	x.counts = rd->counts;
 	if ((rc = cmd->fn(&x, r)) < 0) {
 		control_log_failed(r, rc);
 		cmd_undecided(r, rc);
@@ -378,6 +380,7 @@ int readers_start(struct readers **out, const struct readers_opts *o)
 		abort();
 	*out = NULL;
 	rd->cfg = o->cfg;
+	rd->counts = o->counts;
 	rd->store = o->store;
 	snprintf(rd->host, sizeof(rd->host), "%s", o->host ? o->host : "");
 	rd->view = view;

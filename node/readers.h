@@ -60,6 +60,7 @@ struct readers_opts {
 	bool syncing;
 	struct cJSON *status_store;    /* the first status parts (NULL: none */
 	struct cJSON *status_repl;     /* yet); now the reader's */
+	struct metrics_counts *counts; /* metrics.h; NULL: none; outlives */
 };
 
 /* Bind both sockets (removing stale socket files first, setting their

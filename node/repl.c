@@ -21,6 +21,7 @@
 #include "crashpoint.h"
 #include "err.h"
 #include "log.h"
+#include "metrics.h"
 #include "names.h"
 #include "ops.h"
 #include "peer.h"
@@ -125,6 +126,7 @@ struct repl {
 	const struct peer_self *self;
 	struct peer_link *link;      /* its ROUTER serves ranges, snapshots */
 	struct writer *writer;       /* THE batch and its commit */
+	struct metrics_hist *latency_hist; /* metrics.h; NULL: none */
 	bool syncing;                /* catching up: see repl_syncing */
 	struct snap snap;
 	struct metrics met;
@@ -352,6 +354,7 @@ int repl_open(struct repl **out, const struct repl_opts *o)
 	r->self = o->self;
 	r->link = o->link;
 	r->writer = o->writer;
+	r->latency_hist = o->latency_hist;
 	r->started_ms = clock_wall_ms();
 	r->batch = writer_batch(o->writer); /* borrowed: THE batch */
 	for (int i = 0; i < cfg->npeers; i++)
@@ -1328,6 +1331,9 @@ void repl_synced(struct repl *r, uint64_t ticket)
 		if (r->met.lat_us)
 			r->met.lat_us[r->met.lat_n++ % LAT_SAMPLES] =
 				now - r->met.waiting[w].sent;
+		/* a clock behind the origin's by more than the delay: 0 */
+		uint32_t d = now - r->met.waiting[w].sent;
+		metrics_observe(r->latency_hist, d > INT32_MAX ? 0 : d);
 		r->met.wait_head++;
 	}
 }

@@ -62,6 +62,9 @@ struct repl_opts {
 	const struct peer_self *self;
 	struct peer_link *link;     /* ZAP and the sync ROUTER, open */
 	struct writer *writer;      /* THE batch (borrowed), its commit */
+	/* metrics.h: replication latency of each live operation (NULL:
+	 * none) */
+	struct metrics_hist *latency_hist;
 };
 
 /* Bind PUB (admitted by link's ZAP), connect to every peer, register the

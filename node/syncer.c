@@ -6,8 +6,10 @@
 #include <unistd.h>
 #include <zmq.h>
 
+#include "clock.h"
 #include "err.h"
 #include "log.h"
+#include "metrics.h"
 #include "syncer.h"
 #include "banned.h"
 
@@ -15,6 +17,7 @@ struct syncer {
 	struct store *store;
 	void *zctx;
 	void *pipe;       /* writer's end */
+	struct metrics_counts *counts; /* NULL: not counted */
 	pthread_t thread;
 	char endpoint[64];
 };
@@ -29,7 +32,7 @@ static void *syncer_main(void *arg)
 		exit(1);
 	}
 	for (;;) {
-		uint64_t t, max = 0;
+		uint64_t t, max = 0, commits = 1, t0;
 		int n = zmq_recv(pipe, &t, sizeof(t), 0);
 		if (n < 0)
 			break;
@@ -43,12 +46,19 @@ static void *syncer_main(void *arg)
 				goto stop;
 			if (t > max)
 				max = t;
+			commits++;
 		}
+		t0 = clock_mono_us();
 		if (store_sync(sy->store) < 0) {
 			log_error("fsync of the write-ahead log failed: "
 				  "stopping so that nothing unacknowledged is "
 				  "served");
 			_exit(1);
+		}
+		if (sy->counts) {
+			metrics_observe(&sy->counts->fsync,
+					clock_mono_us() - t0);
+			metrics_observe(&sy->counts->commit_batches, commits);
 		}
 		zmq_send(pipe, &max, sizeof(max), 0);
 	}
@@ -57,7 +67,8 @@ stop:
 	return NULL;
 }
 
-int syncer_start(struct syncer **out, struct store *s, void *zctx)
+int syncer_start(struct syncer **out, struct store *s, void *zctx,
+		 struct metrics_counts *counts)
 {
 	struct syncer *sy = calloc(1, sizeof(*sy));
 	int zero = 0;
@@ -66,6 +77,7 @@ int syncer_start(struct syncer **out, struct store *s, void *zctx)
 		abort();
 	sy->store = s;
 	sy->zctx = zctx;
+	sy->counts = counts;
 	snprintf(sy->endpoint, sizeof(sy->endpoint), "inproc://syncer-%p",
 		 (void *)sy);
 	sy->pipe = zmq_socket(zctx, ZMQ_PAIR);

@@ -23,9 +23,14 @@
 
 struct syncer;
 
+struct metrics_counts;
+
 /* Start the thread.  *out is the caller's (syncer_destroy, which stops
- * the thread after the last sync). */
-int syncer_start(struct syncer **out, struct store *s, void *zctx);
+ * the thread after the last sync).  counts (NULL: none; it must outlive
+ * the syncer) gets each fsync's duration and the commits it covered
+ * (metrics.h). */
+int syncer_start(struct syncer **out, struct store *s, void *zctx,
+		 struct metrics_counts *counts);
 void syncer_destroy(struct syncer **sp);
 
 /* Ask for every write committed so far to be made durable. */

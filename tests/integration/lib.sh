@@ -454,7 +454,9 @@ t_dirs() {
 }
 
 # t_cluster_config [KEY=VALUE...]: write the three sites' configs; KEY=VALUE
-# as for gd_site_config (policy keys, log_level, oplog_retention).
+# as for gd_site_config (policy keys, log_level, oplog_retention).  With
+# T_METRICS_PORT set, each site serves [node] metrics on its own address
+# and that port (t_metrics_addr).
 t_cluster_config() {
 	local s p d
 	for s in "${T_SITES[@]}"; do
@@ -464,6 +466,8 @@ t_cluster_config() {
 		d=$T_DIR/$s
 		gd_site_config "$d" "$s" "tcp://${T_SADDR[$s]}:$T_PUB_PORT" \
 			"tcp://${T_SADDR[$s]}:$T_SYNC_PORT" "$@" || t_fatal "write $s's config"
+		[[ -n ${T_METRICS_PORT:-} ]] &&
+			sed -i "/^\[node\]\$/a metrics = $(t_metrics_addr "$s")" "$d/grantd.conf"
 		for p in "${T_SITES[@]}"; do
 			[[ $p == "$s" ]] && continue
 			gd_site_add_peer "$d" "$p" "tcp://${T_SADDR[$p]}:$T_PUB_PORT" \
@@ -471,6 +475,34 @@ t_cluster_config() {
 		done
 		T_SITE_DIRS+=("$d")
 	done
+}
+
+# t_metrics_addr SITE: ADDR:PORT of SITE's metrics endpoint (T_METRICS_PORT).
+t_metrics_addr() { echo "${T_SADDR[$1]}:$T_METRICS_PORT"; }
+
+# t_http WHAT URL [METHOD]: an HTTP request (python3's urllib, 5 s); WHAT is
+# body (print the body), code (print the status), type (print the
+# Content-Type).  Exit 0 whenever the server answered, 1 when it did not.
+t_http() {
+	python3 - "$@" <<'PY'
+import sys, urllib.request, urllib.error
+what, url = sys.argv[1], sys.argv[2]
+method = sys.argv[3] if len(sys.argv) > 3 else "GET"
+req = urllib.request.Request(url, method=method,
+                             data=b"" if method == "POST" else None)
+try:
+    r = urllib.request.urlopen(req, timeout=5)
+except urllib.error.HTTPError as e:
+    r = e
+except Exception:
+    sys.exit(1)
+if what == "code":
+    print(r.status if hasattr(r, "status") else r.code)
+elif what == "type":
+    print(r.headers.get("Content-Type", ""))
+else:
+    sys.stdout.write(r.read().decode("utf-8", "replace"))
+PY
 }
 
 # t_cluster_up [KEY=VALUE...]: configs, then start the three nodes and wait

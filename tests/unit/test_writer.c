@@ -108,7 +108,7 @@ static int setup(void **state)
 	if (fx_store_open(&f->s, &f->o, f->dir, &f->cfg, seal_key) < 0)
 		return -1;
 	f->zctx = zmq_ctx_new();
-	if (syncer_start(&f->sy, f->s, f->zctx) < 0)
+	if (syncer_start(&f->sy, f->s, f->zctx, NULL) < 0)
 		return -1;
 	struct writer_opts wo = { .store = f->s, .ops = &f->o,
 				  .syncer = f->sy, .repo_dir = f->repo_dir,
