@@ -533,6 +533,9 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *conn,
 	return ret;
 }
 
+/* libmicrohttpd's error logger (MHD_OPTION_EXTERNAL_LOGGER): fmt is its
+ * printf format, so clang's -Wformat-nonliteral is told so. */
+__attribute__((format(printf, 2, 0)))
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
 	char line[256];
