@@ -345,8 +345,9 @@ gd_grantd_kill9() {
 
 # gd_digest DIR: the state digest from `grantctl status --json`.
 gd_digest() {
-	gd_grantctl "$1" status --json |
-		python3 -c 'import json,sys; print(json.load(sys.stdin)["digest"])'
+	local json
+	json=$(gd_grantctl "$1" status --json) || return 1
+	gd_status_digest "$json"
 }
 
 # gd_status_digest JSON: the top-level "digest" of a `grantctl status
