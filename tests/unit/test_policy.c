@@ -330,6 +330,23 @@ static void user_here(struct fixture *f, const char *name, bool deleted)
 	assert_int_equal(ops_local(&f->ops, f->b, &op), 0);
 }
 
+/* Repository name in mode, whose one writer is writer. */
+static void repo_here(struct fixture *f, const char *name,
+		      Grantd__V1__RepoMode mode, const char *writer)
+{
+	Grantd__V1__Op op = GRANTD__V1__OP__INIT;
+	Grantd__V1__Repo r = GRANTD__V1__REPO__INIT;
+	char *writers[] = { (char *)writer };
+
+	r.name = (char *)name;
+	r.mode = mode, r.has_mode = 1;
+	r.writers = writers;
+	r.n_writers = 1;
+	op.body_case = GRANTD__V1__OP__BODY_REPO;
+	op.repo = &r;
+	assert_int_equal(ops_local(&f->ops, f->b, &op), 0);
+}
+
 /* A TOTP enrollment of user, active (after the first val) or pending. */
 static void enroll_here(struct fixture *f, const char *user, bool active)
 {
@@ -461,19 +478,10 @@ static void test_push_2fa(void **state)
 	struct fixture *f = *state;
 	struct policy_ctx pc = { &f->cfg, f->store, NULL, "git.example.org" };
 	struct buf why = BUF_INIT, hint = BUF_INIT;
-	Grantd__V1__Op op = GRANTD__V1__OP__INIT;
-	Grantd__V1__Repo r = GRANTD__V1__REPO__INIT;
-	char *writers[] = { "hugo" };
 	int64_t now = (int64_t)time(NULL);
 	struct gd_net ip;
 
-	r.name = "demo";
-	r.mode = GRANTD__V1__REPO_MODE__MODE_REQUIRED, r.has_mode = 1;
-	r.writers = writers;
-	r.n_writers = 1;
-	op.body_case = GRANTD__V1__OP__BODY_REPO;
-	op.repo = &r;
-	assert_int_equal(ops_local(&f->ops, f->b, &op), 0);
+	repo_here(f, "demo", GRANTD__V1__REPO_MODE__MODE_REQUIRED, "hugo");
 	user_here(f, "hugo", false);
 	user_here(f, "ivan", false);
 	commit(f);
@@ -562,9 +570,6 @@ static void test_push_security_keys(void **state)
 	struct fixture *f = *state;
 	struct policy_ctx pc = { &f->cfg, f->store, NULL, "git.example.org" };
 	struct buf why = BUF_INIT, hint = BUF_INIT;
-	Grantd__V1__Op op = GRANTD__V1__OP__INIT;
-	Grantd__V1__Repo r = GRANTD__V1__REPO__INIT;
-	char *writers[] = { "hugo" };
 	int64_t now = (int64_t)time(NULL);
 	struct gd_net ip;
 
@@ -572,16 +577,8 @@ static void test_push_security_keys(void **state)
 	(buf_reset(&why), buf_reset(&hint),                                    \
 	 policy_push(&pc, user, &ip, NULL, POLICY_KEY_##key, repo, now, &why,  \
 		     &hint))
-	r.writers = writers;
-	r.n_writers = 1;
-	op.body_case = GRANTD__V1__OP__BODY_REPO;
-	op.repo = &r;
-	r.name = "req";
-	r.mode = GRANTD__V1__REPO_MODE__MODE_REQUIRED, r.has_mode = 1;
-	assert_int_equal(ops_local(&f->ops, f->b, &op), 0);
-	r.name = "optin";
-	r.mode = GRANTD__V1__REPO_MODE__MODE_OPT_IN;
-	assert_int_equal(ops_local(&f->ops, f->b, &op), 0);
+	repo_here(f, "req", GRANTD__V1__REPO_MODE__MODE_REQUIRED, "hugo");
+	repo_here(f, "optin", GRANTD__V1__REPO_MODE__MODE_OPT_IN, "hugo");
 	user_here(f, "hugo", false);
 	user_here(f, "ivan", false);
 	commit(f);
