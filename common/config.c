@@ -164,6 +164,19 @@ static bool listen_ok(const char *v)
 	return !errno && end != colon + 1 && !*end && port > 0 && port < 65536;
 }
 
+static int set_role(struct parse_state *ps, enum config_role *dst,
+		    const char *value)
+{
+	if (!strcmp(value, "frontend"))
+		*dst = CONFIG_ROLE_FRONTEND;
+	else if (!strcmp(value, "mirror"))
+		*dst = CONFIG_ROLE_MIRROR;
+	else
+		return fail(ps, "bad role '%s'%s (use frontend or mirror)",
+			    value, "");
+	return 1;
+}
+
 static int node_key(struct parse_state *ps, const char *name,
 		    const char *value)
 {
@@ -184,6 +197,8 @@ static int node_key(struct parse_state *ps, const char *name,
 	};
 	if (!strcmp(name, "oplog_retention"))
 		return set_dur(ps, &c->oplog_retention, name, value);
+	if (!strcmp(name, "role"))
+		return set_role(ps, &c->role, value);
 	for (size_t i = 0; i < GD_ARRAY_SIZE(strs); i++) {
 		if (strcmp(name, strs[i].key))
 			continue;
@@ -225,7 +240,8 @@ static int policy_key(struct parse_state *ps, const char *name,
 	struct config_policy *p = &ps->cfg->policy;
 	static const char *const keys[] = { "grant_default", "grant_max",
 		"grant_subnet", "lockout_window", "totp_window",
-		"hotp_lookahead", "lockout_failures", "security_keys" };
+		"hotp_lookahead", "lockout_failures", "security_keys",
+		"token_quorum", "token_quorum_timeout" };
 
 	for (size_t i = 0; i < GD_ARRAY_SIZE(keys); i++) {
 		if (strcmp(name, keys[i]))
@@ -257,6 +273,25 @@ static int policy_key(struct parse_state *ps, const char *name,
 		return fail(ps, "bad security_keys '%s'%s (use off, touch or "
 				"pin)", value, "");
 	}
+	if (!strcmp(name, "token_quorum")) {
+		if (!strcmp(value, "local"))
+			p->token_quorum = CONFIG_QUORUM_LOCAL;
+		else if (!strcmp(value, "majority"))
+			p->token_quorum = CONFIG_QUORUM_MAJORITY;
+		else
+			return fail(ps, "bad token_quorum '%s'%s (use local "
+					"or majority)", value, "");
+		return 1;
+	}
+	if (!strcmp(name, "token_quorum_timeout")) {
+		int64_t ms;
+		if (dur_parse_ms(&ms, value) < 0 || ms < 100 || ms > 10000)
+			return fail(ps, "bad token_quorum_timeout '%s'%s (use "
+					"100ms to 10s, e.g. 500ms or 2s)",
+				    value, "");
+		p->token_quorum_timeout_ms = ms;
+		return 1;
+	}
 	if (!strcmp(name, "lockout_failures"))
 		/* at most 64 failures per (user, site) are kept */
 		return set_int(ps, &p->lockout_failures, name, value, 1, 64);
@@ -277,6 +312,8 @@ static int peer_key(struct parse_state *ps, const char *name,
 					"tcp://ADDRESS:PORT)", value, "");
 		return 1;
 	}
+	if (!strcmp(name, "role"))
+		return set_role(ps, &p->role, value);
 	if (!strcmp(name, "public_key")) {
 		if (p->public_key[0])
 			return fail(ps, "duplicate key '%s'%s", name, "");
@@ -362,6 +399,25 @@ static int section_start(struct parse_state *ps, const char *section)
 	return 1;
 }
 
+int config_frontends(const struct config *c)
+{
+	int n = c->role == CONFIG_ROLE_FRONTEND;
+
+	for (int i = 0; i < c->npeers; i++)
+		n += c->peers[i].role == CONFIG_ROLE_FRONTEND;
+	return n;
+}
+
+int config_majority(const struct config *c)
+{
+	return config_frontends(c) / 2 + 1;
+}
+
+const char *config_role_name(enum config_role role)
+{
+	return role == CONFIG_ROLE_MIRROR ? "mirror" : "frontend";
+}
+
 const char *config_default_path(void)
 {
 	const char *e = getenv("GRANTD_CONFIG");
@@ -430,6 +486,22 @@ static int check_complete(struct parse_state *ps)
 			   "path", c->path, c->keys_socket);
 		return GD_EINVAL;
 	}
+	if (c->policy.token_quorum == CONFIG_QUORUM_MAJORITY &&
+	    c->role == CONFIG_ROLE_MIRROR) {
+		buf_printf(ps->err, "%s: token_quorum = majority on a mirror "
+			   "(a mirror takes no tokens and never votes: leave "
+			   "token_quorum out of its [policy])", c->path);
+		return GD_EINVAL;
+	}
+	if (c->policy.token_quorum == CONFIG_QUORUM_MAJORITY &&
+	    config_frontends(c) < 3) {
+		buf_printf(ps->err, "%s: token_quorum = majority with %d "
+			   "frontend%s (use 3 or more frontends: with fewer, "
+			   "one lost site stops every token)", c->path,
+			   config_frontends(c),
+			   config_frontends(c) == 1 ? "" : "s");
+		return GD_EINVAL;
+	}
 	if (c->policy.grant_default > c->policy.grant_max) {
 		buf_printf(ps->err, "%s: grant_default is longer than "
 			   "grant_max", c->path);
@@ -457,6 +529,8 @@ int config_load(struct config **out, const char *path, struct buf *err)
 		.lockout_failures = 5,
 		.lockout_window = 15 * 60,
 		.security_keys = CONFIG_SK_TOUCH,
+		.token_quorum = CONFIG_QUORUM_LOCAL,
+		.token_quorum_timeout_ms = 2000,
 	};
 	ps.fp = fopen(path, "r");
 	if (!ps.fp) {

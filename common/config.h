@@ -19,8 +19,20 @@
 #define CONFIG_MAX_PEERS 16
 #define Z85_KEY_LEN 40
 
+/* [node] role and [peer NAME] role (SPEC 9).  A frontend takes pushes
+ * and 2fa and votes on token uses; a mirror is read-only: it receives
+ * repositories and their settings, never secrets, marks or grants, and
+ * never votes. */
+enum config_role { CONFIG_ROLE_FRONTEND, CONFIG_ROLE_MIRROR };
+
+/* [policy] token_quorum (SPEC 9): local, a site decides a token's use by
+ * itself (peers learn it within the replication lag); majority, a use is
+ * accepted only once a majority of the frontends has recorded it. */
+enum config_quorum { CONFIG_QUORUM_LOCAL, CONFIG_QUORUM_MAJORITY };
+
 struct config_peer {
 	char *site;
+	enum config_role role;    /* default frontend */
 	char *publish;
 	char *sync;
 	char public_key[Z85_KEY_LEN + 1];
@@ -36,6 +48,9 @@ enum config_sk { CONFIG_SK_OFF, CONFIG_SK_TOUCH, CONFIG_SK_PIN };
 
 struct config_policy {
 	enum config_sk security_keys;
+	enum config_quorum token_quorum;
+	int64_t token_quorum_timeout_ms; /* how long an origin waits for
+					  * votes (100 ms to 10 s) */
 	int64_t grant_default;    /* seconds */
 	int64_t grant_max;
 	int64_t grant_subnet;     /* val-subnet and val-session: 8h */
@@ -58,6 +73,7 @@ struct config {
 	char *sync;
 	char *secret_key;
 	int secret_key_line;      /* for errors about the key file */
+	enum config_role role;    /* default frontend */
 	char *log_level;          /* error, warn, info (default), debug */
 	char *host;               /* the name users ssh to, for hints and the
 				   * otpauth issuer (NULL: the machine's) */
@@ -73,6 +89,14 @@ struct config {
 	char *gitolite_program;   /* the gitolite command (default
 				   * "gitolite", found in PATH) */
 };
+
+/* The frontends of the cluster: this site if it is one, and every
+ * frontend peer.  token_quorum = majority needs more than half of them. */
+int config_frontends(const struct config *c);
+int config_majority(const struct config *c);
+
+/* "frontend" or "mirror". */
+const char *config_role_name(enum config_role role);
 
 /* The path to use when no --config was given: $GRANTD_CONFIG, then
  * CONFIG_DEFAULT_PATH.  Borrowed. */

@@ -39,6 +39,28 @@ int dur_parse(int64_t *out, const char *s)
 	return 0;
 }
 
+int dur_parse_ms(int64_t *out, const char *s)
+{
+	size_t n = s ? strlen(s) : 0;
+	char *end;
+
+	if (n > 2 && !strcmp(s + n - 2, "ms")) {
+		if (*s < '0' || *s > '9' || n > 20)
+			return GD_EINVAL;
+		errno = 0;
+		long long v = strtoll(s, &end, 10);
+		if (errno || v <= 0 || end != s + n - 2 || v > DUR_MAX)
+			return GD_EINVAL;
+		*out = v;
+		return 0;
+	}
+	int64_t sec;
+	if (dur_parse(&sec, s) < 0)
+		return GD_EINVAL;
+	*out = sec * 1000;
+	return 0;
+}
+
 void dur_format(char *out, size_t outlen, int64_t s)
 {
 	static const struct { int64_t n; char u; } units[] = {

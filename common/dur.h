@@ -14,6 +14,10 @@
  * beyond ten years. */
 int dur_parse(int64_t *out, const char *s);
 
+/* Milliseconds in *out: "500ms", or any duration dur_parse takes ("2s").
+ * GD_EINVAL for anything else, including 0. */
+int dur_parse_ms(int64_t *out, const char *s);
+
 /* "1d 2h", "15m", "30s": the largest units, at most two of them. */
 void dur_format(char *out, size_t outlen, int64_t seconds);
 

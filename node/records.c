@@ -16,7 +16,7 @@
 #include "banned.h"
 
 static const struct records_kind kinds[CF__COUNT] = {
-#define RECORDS_ROW(c, n, b, d, m, s, sn, l)                                       \
+#define RECORDS_ROW(c, n, b, d, m, s, sn, l, mi)                                     \
 	[CF_##c] = { .cf = CF_##c,                                             \
 		     .name = n,                                                \
 		     .body = GRANTD__V1__OP__BODY_##b,                         \
@@ -24,7 +24,8 @@ static const struct records_kind kinds[CF__COUNT] = {
 		     .merge = m,                                               \
 		     .sealed = s,                                              \
 		     .snap = sn,                                               \
-		     .live = l },
+		     .live = l,                                                \
+		     .mirror = mi },
 	GD_RECORD_KINDS(RECORDS_ROW)
 #undef RECORDS_ROW
 };
@@ -48,6 +49,12 @@ bool records_replicated(enum store_cf cf)
 {
 	const struct records_kind *k = records_kind(cf);
 	return k && k->merge != RECORDS_LOCAL;
+}
+
+bool records_mirror_visible(enum store_cf cf)
+{
+	const struct records_kind *k = records_kind(cf);
+	return k && k->merge != RECORDS_LOCAL && k->mirror;
 }
 
 bool records_live_at(enum store_cf cf, const void *val, size_t vlen,

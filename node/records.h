@@ -6,7 +6,7 @@
  * the wire: the digest hashes them, state transfer names them, so a new
  * row goes at the END).  Each row is
  *
- *   X(CF, name, body, desc, merge, sealed, snap, live)
+ *   X(CF, name, body, desc, merge, sealed, snap, live, mirror)
  *
  *   CF      the enum store_cf member, without its CF_ prefix
  *   name    the RocksDB column family's name
@@ -23,6 +23,9 @@
  *           reach a peer that catches up by snapshot)
  *   live    the function saying whether a record counts in `status`
  *           (records_live; NULL: the family is not counted)
+ *   mirror  a read-only mirror (SPEC 9) may hold it: repositories, their
+ *           settings and users' public keys; never secrets, token marks,
+ *           promises, grants, failures or the push log (client IPs)
  *
  * The table is expanded by store.h (the enum) and store.c (the names,
  * sealing), ops.c (apply, merge, digest, counts, ops_check's lookup),
@@ -57,50 +60,56 @@ enum records_merge {
 /* clang-format off */
 #define GD_RECORD_KINDS(X)                                                     \
 	/* "epoch", "seq", "hlc", "digest", "push" \0 repo \0 id (ops.c) */    \
-	X(META,    "default", _NOT_SET, NULL, RECORDS_LOCAL, false, false, NULL) \
+	X(META,    "default", _NOT_SET, NULL, RECORDS_LOCAL, false, false, NULL,   \
+	  false)                                                               \
 	/* user name -> User */                                                \
 	X(USERS,   "users",   USER, &grantd__v1__user__descriptor,             \
-	  RECORDS_LWW, false, true, records_live_user)                         \
+	  RECORDS_LWW, false, true, records_live_user, true)                   \
 	/* user name -> Enrollment */                                          \
 	X(ENROLL,  "enroll",  ENROLL, &grantd__v1__enrollment__descriptor,     \
-	  RECORDS_LWW, true, true, NULL)                                       \
+	  RECORDS_LWW, true, true, NULL, false)                                \
 	/* user \0 net \0 session -> Grant */                                  \
 	X(GRANTS,  "grants",  GRANT, &grantd__v1__grant__descriptor,           \
-	  RECORDS_LWW, false, true, records_live_grant)                        \
+	  RECORDS_LWW, false, true, records_live_grant, false)                 \
 	/* user \0 enroll_id(8, BE) -> Mark */                                 \
 	X(MARKS,   "marks",   MARK, &grantd__v1__mark__descriptor,             \
-	  RECORDS_MAX, false, true, NULL)                                      \
+	  RECORDS_MAX, false, true, NULL, false)                               \
 	/* user \0 site -> Failures */                                         \
 	X(FAILS,   "fails",   FAILURE, &grantd__v1__failures__descriptor,      \
-	  RECORDS_UNION, false, true, NULL)                                    \
+	  RECORDS_UNION, false, true, NULL, false)                             \
 	/* user -> Unlock */                                                   \
 	X(UNLOCK,  "unlock",  UNLOCK, &grantd__v1__unlock__descriptor,         \
-	  RECORDS_LWW, false, true, NULL)                                      \
+	  RECORDS_LWW, false, true, NULL, false)                               \
 	/* repo name -> Repo */                                                \
 	X(REPOS,   "repos",   REPO, &grantd__v1__repo__descriptor,             \
-	  RECORDS_LWW, false, true, records_live_repo)                         \
+	  RECORDS_LWW, false, true, records_live_repo, true)                   \
 	/* origin \0 epoch(8) seq(8) -> Op */                                  \
 	X(OPLOG,   "oplog",   _NOT_SET, &grantd__v1__op__descriptor,           \
-	  RECORDS_LOCAL, true, false, NULL)                                    \
+	  RECORDS_LOCAL, true, false, NULL, false)                             \
 	/* origin \0 epoch(8) -> applied seq (8, BE) */                        \
-	X(VV,      "vv",      _NOT_SET, NULL, RECORDS_LOCAL, false, false, NULL) \
+	X(VV,      "vv",      _NOT_SET, NULL, RECORDS_LOCAL, false, false,    \
+	  NULL, false)                                                               \
 	/* repo \0 ref -> Ref (the replicated tip; a RefUpdate writes them) */ \
 	X(REFS,    "refs",    REFS, &grantd__v1__ref__descriptor,              \
-	  RECORDS_LWW, false, true, records_live_ref)                          \
+	  RECORDS_LWW, false, true, records_live_ref, true)                    \
 	/* repo \0 ref \0 origin \0 hlc(8) -> tip that lost an LWW race:       \
 	 * "TIP" as noted by the writer, "TIP kept" once gitrepl has kept it   \
 	 * under refs/grantd/conflicts (no entry: it was no conflict) */       \
-	X(LOSERS,  "losers",  _NOT_SET, NULL, RECORDS_LOCAL, false, false, NULL) \
+	X(LOSERS,  "losers",  _NOT_SET, NULL, RECORDS_LOCAL, false, false,    \
+	  NULL, false)                                                               \
 	/* user -> Revocation */                                               \
 	X(REVOKES, "revokes", REVOKE, &grantd__v1__revocation__descriptor,     \
-	  RECORDS_LWW, false, true, NULL)                                      \
+	  RECORDS_LWW, false, true, NULL, false)                               \
 	/* SSH key fingerprint \0 user -> the key (derived from USERS by ops,  \
 	 * in the user record's batch; rebuilt at open when missing) */        \
-	X(KEYFP,   "keyfp",   _NOT_SET, NULL, RECORDS_LOCAL, false, false, NULL)
+	X(KEYFP,   "keyfp",   _NOT_SET, NULL, RECORDS_LOCAL, false, false,    \
+	  NULL, false)
 /* clang-format on */
 
 enum store_cf {
-#define RECORDS_CF_ENUM(cf, name, body, desc, merge, sealed, snap, live) CF_##cf,
+#define RECORDS_CF_ENUM(cf, name, body, desc, merge, sealed, snap, live,     \
+			mirror)                                                \
+	CF_##cf,
 	GD_RECORD_KINDS(RECORDS_CF_ENUM)
 #undef RECORDS_CF_ENUM
 	CF__COUNT,
@@ -111,7 +120,7 @@ enum store_cf {
  * in table order: { GD_RECORD_KINDS(RECORDS_SNAP_CF) }. */
 #define RECORDS_IF_true(...) __VA_ARGS__
 #define RECORDS_IF_false(...)
-#define RECORDS_SNAP_CF(cf, name, body, desc, merge, sealed, snap, live)       \
+#define RECORDS_SNAP_CF(cf, name, body, desc, merge, sealed, snap, live, mirror) \
 	RECORDS_IF_##snap(CF_##cf, )
 
 /* One row of the table. */
@@ -126,6 +135,7 @@ struct records_kind {
 	/* Is the record (val, vlen) live, ignoring time?  *until is the
 	 * unix second it stops being live by itself (INT64_MAX: never). */
 	bool (*live)(const void *val, size_t vlen, int64_t *until);
+	bool mirror;
 };
 
 /* The row of cf (NULL for an out-of-range value). */
@@ -136,6 +146,10 @@ const struct records_kind *records_by_body(Grantd__V1__Op__BodyCase body);
 
 /* Replicated: in the digest, the operation log and state transfer. */
 bool records_replicated(enum store_cf cf);
+
+/* May a read-only mirror hold records of cf?  false for a local family
+ * and an out-of-range value. */
+bool records_mirror_visible(enum store_cf cf);
 
 /* Is the record of cf live at unix time now (status counts)?  false for
  * a family without a live test and for a record that does not decode. */

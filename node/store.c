@@ -24,7 +24,7 @@
 #include "banned.h"
 
 static const char *const cf_names[CF__COUNT] = {
-#define STORE_CF_NAME(cf, name, body, desc, merge, sealed, snap, live)         \
+#define STORE_CF_NAME(cf, name, body, desc, merge, sealed, snap, live, mirror)         \
 	[CF_##cf] = name,
 	GD_RECORD_KINDS(STORE_CF_NAME)
 #undef STORE_CF_NAME

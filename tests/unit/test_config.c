@@ -266,6 +266,64 @@ static void test_host_metrics_sk(void **state)
 		   9, "duplicate", NULL);
 }
 
+#define PEER_MONTREAL \
+	"[peer montreal]\n" \
+	"publish = tcp://127.0.0.3:7401\n" \
+	"sync = tcp://127.0.0.3:7402\n" \
+	"public_key = " KEY_B "\n"
+
+/* [node] role, [peer NAME] role, [policy] token_quorum and its timeout
+ * (issue 12, SPEC 9). */
+static void test_quorum_role(void **state)
+{
+	struct fixture *f = *state;
+
+	load_ok(f, NODE PEER_PORTLAND);
+	assert_int_equal(f->cfg->role, CONFIG_ROLE_FRONTEND);
+	assert_int_equal(f->cfg->peers[0].role, CONFIG_ROLE_FRONTEND);
+	assert_int_equal(f->cfg->policy.token_quorum, CONFIG_QUORUM_LOCAL);
+	assert_int_equal(f->cfg->policy.token_quorum_timeout_ms, 2000);
+	assert_int_equal(config_frontends(f->cfg), 2);
+
+	load_ok(f, NODE PEER_PORTLAND PEER_MONTREAL
+		   "[policy]\ntoken_quorum = majority\n"
+		   "token_quorum_timeout = 500ms\n");
+	assert_int_equal(f->cfg->policy.token_quorum, CONFIG_QUORUM_MAJORITY);
+	assert_int_equal(f->cfg->policy.token_quorum_timeout_ms, 500);
+	assert_int_equal(config_frontends(f->cfg), 3);
+	assert_int_equal(config_majority(f->cfg), 2);
+
+	/* a mirror peer does not count, nor vote */
+	load_ok(f, NODE PEER_PORTLAND PEER_MONTREAL "role = mirror\n");
+	assert_int_equal(f->cfg->peers[1].role, CONFIG_ROLE_MIRROR);
+	assert_int_equal(config_frontends(f->cfg), 2);
+	assert_string_equal(config_role_name(f->cfg->peers[1].role), "mirror");
+	load_fails(f, NODE PEER_PORTLAND PEER_MONTREAL "role = mirror\n"
+		      "[policy]\ntoken_quorum = majority\n", 0,
+		   "2 frontends", "3 or more", NULL);
+
+	/* this node a mirror */
+	load_ok(f, NODE "role = mirror\n" PEER_PORTLAND);
+	assert_int_equal(f->cfg->role, CONFIG_ROLE_MIRROR);
+	assert_int_equal(config_frontends(f->cfg), 1);
+	load_fails(f, NODE "role = mirror\n" PEER_PORTLAND PEER_MONTREAL
+		      "[policy]\ntoken_quorum = majority\n", 0, "mirror",
+		   NULL);
+
+	load_fails(f, NODE "role = seed\n", 7, "bad role", "frontend or "
+		   "mirror", NULL);
+	load_fails(f, NODE PEER_PORTLAND "role = primary\n", 11, "bad role",
+		   NULL);
+	load_fails(f, NODE "[policy]\ntoken_quorum = all\n", 8,
+		   "local or majority", NULL);
+	load_fails(f, NODE "[policy]\ntoken_quorum_timeout = 50ms\n", 8,
+		   "100ms to 10s", NULL);
+	load_fails(f, NODE "[policy]\ntoken_quorum_timeout = 11s\n", 8,
+		   "token_quorum_timeout", NULL);
+	load_fails(f, NODE "[policy]\ntoken_quorum = local\n"
+		      "token_quorum = local\n", 9, "duplicate", NULL);
+}
+
 /* [gitolite]: its presence is gitolite mode; home is required, program
  * defaults to "gitolite" (found in PATH). */
 static void test_gitolite(void **state)
@@ -644,6 +702,7 @@ int main(void)
 		T(test_peer_section_line),
 		T(test_defaults),
 		T(test_host_metrics_sk),
+		T(test_quorum_role),
 		T(test_gitolite),
 		T(test_unknown_key),
 		T(test_bad_duration),

@@ -157,6 +157,29 @@ static void test_format_small_buffer(void **state)
 	}
 }
 
+static void test_ms(void **state)
+{
+	/* token_quorum_timeout: milliseconds, or any duration */
+	static const struct { const char *s; int64_t ms; } good[] = {
+		{ "500ms", 500 }, { "1ms", 1 }, { "2s", 2000 }, { "2", 2000 },
+		{ "1m", 60000 } };
+	static const char *const bad[] = { "", "ms", "0ms", "-5ms", "5 ms",
+		"5mss", "5.5ms", "ms5", "0", "99999999999999999999ms" };
+	int64_t got;
+
+	for (size_t i = 0; i < GD_ARRAY_SIZE(good); i++) {
+		got = -1;
+		if (dur_parse_ms(&got, good[i].s) != 0 || got != good[i].ms)
+			fail_msg("dur_parse_ms('%s') gave %lld, want %lld",
+				 good[i].s, (long long)got,
+				 (long long)good[i].ms);
+	}
+	for (size_t i = 0; i < GD_ARRAY_SIZE(bad); i++)
+		if (dur_parse_ms(&got, bad[i]) != GD_EINVAL)
+			fail_msg("dur_parse_ms('%s') accepted", bad[i]);
+	assert_int_equal(dur_parse_ms(&got, NULL), GD_EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -168,6 +191,7 @@ int main(void)
 		cmocka_unit_test(test_format),
 		cmocka_unit_test(test_format_round_trip),
 		cmocka_unit_test(test_format_small_buffer),
+		cmocka_unit_test(test_ms),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -27,7 +27,7 @@
 #include "store.h"
 
 /* the rows of the table, counted by expanding it */
-#define COUNT_ROW(c, n, b, d, m, s, sn, l) +1
+#define COUNT_ROW(c, n, b, d, m, s, sn, l, mi) +1
 static const int n_rows = 0 GD_RECORD_KINDS(COUNT_ROW);
 
 static const enum store_cf snap[] = { GD_RECORD_KINDS(RECORDS_SNAP_CF) };
@@ -377,9 +377,31 @@ static void test_fingerprint_is_sshs(void **state)
 			 GD_EINVAL);
 }
 
+/* SPEC 9: a mirror holds repositories, their settings and users' public
+ * keys, and nothing that could validate or replay a token, nothing that
+ * grants a push, and no local bookkeeping. */
+static void test_mirror_rows(void **state)
+{
+	(void)state;
+	for (int cf = 0; cf < CF__COUNT; cf++) {
+		const struct records_kind *k = records_kind(cf);
+		bool want = cf == CF_USERS || cf == CF_REPOS || cf == CF_REFS;
+		if (records_mirror_visible(cf) != want)
+			fail_msg("family %s: mirror-visible is %d", k->name,
+				 !want);
+		if (k->sealed)
+			assert_false(records_mirror_visible(cf));
+	}
+	assert_false(records_mirror_visible(CF_ENROLL));
+	assert_false(records_mirror_visible(CF_MARKS));
+	assert_false(records_mirror_visible(CF_GRANTS));
+	assert_false(records_mirror_visible(CF__COUNT));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_mirror_rows),
 		cmocka_unit_test(test_every_family_has_one_row),
 		cmocka_unit_test(test_enum_values_stay),
 		cmocka_unit_test(test_snapshot_is_every_replicated_family),
