@@ -80,6 +80,21 @@ out:
 	return rc;
 }
 
+int vote_use_from_req(struct vote_use *u, uint64_t *pid,
+		      const Grantd__V1__VoteReq *q)
+{
+	memset(u, 0, sizeof(*u));
+	*pid = q && q->has_pid ? q->pid : 0;
+	if (!q || !q->user || strlen(q->user) > NAME_USER_MAX ||
+	    !q->has_enroll_id || !*pid)
+		return GD_EPROTO;
+	snprintf(u->user, sizeof(u->user), "%s", q->user);
+	u->enroll_id = q->enroll_id;
+	u->next = q->has_next ? q->next : 0;
+	u->scratch = q->has_scratch ? q->scratch : 0;
+	return 0;
+}
+
 /* Exactly one bit below OTP_SCRATCH_CODES. */
 static bool one_scratch_bit(uint32_t s)
 {
@@ -255,12 +270,11 @@ static void on_vote_req(const struct peer_req *rq, void *payload)
 	struct vote *v = payload;
 	const Grantd__V1__VoteReq *q = rq->m->vote_req;
 	Grantd__V1__VoteVerdict verdict = GRANTD__V1__VOTE_VERDICT__VOTE_BAD;
-	struct vote_use u = { 0 };
-	uint64_t held = 0, pid = q && q->has_pid ? q->pid : 0, ticket;
+	struct vote_use u;
+	uint64_t held = 0, pid, ticket;
 	int rc;
 
-	if (!q || !q->user || strlen(q->user) > NAME_USER_MAX ||
-	    !q->has_enroll_id || !pid || rq->ridlen > 256) {
+	if (vote_use_from_req(&u, &pid, q) < 0 || rq->ridlen > 256) {
 		send_rep(v, rq->rid, rq->ridlen, pid, verdict, 0);
 		return;
 	}
@@ -269,10 +283,6 @@ static void on_vote_req(const struct peer_req *rq, void *payload)
 			 GRANTD__V1__VOTE_VERDICT__VOTE_NOT_VOTER, 0);
 		return;
 	}
-	snprintf(u.user, sizeof(u.user), "%s", q->user);
-	u.enroll_id = q->enroll_id;
-	u.next = q->has_next ? q->next : 0;
-	u.scratch = q->has_scratch ? q->scratch : 0;
 	rc = vote_promise(v->store, writer_batch(v->writer), &u, pid,
 			  rq->site, q->has_hlc ? q->hlc : 0, &verdict, &held);
 	if (rc < 0) {

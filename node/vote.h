@@ -70,6 +70,12 @@ struct vote_use {
 
 /* ---- the rule ------------------------------------------------------------ */
 
+/* The use a peer's vote_req proposes, into *u (*pid its proposal): 0, or
+ * GD_EPROTO for a request missing a field or out of bounds (a user name
+ * too long; vote_promise judges the rest).  Any input. */
+int vote_use_from_req(struct vote_use *u, uint64_t *pid,
+		      const Grantd__V1__VoteReq *q);
+
 /* What this site holds for an enrollment: its mark and its promise (0s
  * when there are none), read through b (NULL: committed state).
  * Returns 0, GD_EIO or GD_EPROTO (a record that does not decode). */
