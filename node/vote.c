@@ -662,7 +662,9 @@ static void self_hold_done(void *item, bool durable)
 		return;
 	}
 	p->self_pending = false;
-	p->self_yes = durable;
+	/* a store not qualified may have lost promises it gave: its own
+	 * promise is kept, but it is no vote */
+	p->self_yes = durable && v->voter;
 	proposal_check(v, p);
 	proposals_reap(v);
 }

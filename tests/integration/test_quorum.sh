@@ -92,6 +92,11 @@ t_run t_sh paloalto 127.0.21.65 kim 2fa val "$(t_hotp "$KS" "$c")"
 t_eq "paloalto: <hotp $c> refused: montreal answers but does not vote" "$RC" 1
 t_has "... and says so" "$ERR$OUT" "Token not accepted: only 1 of 3 sites answered"
 c=$((c + 1))
+t_expect_soon 1 15 "montreal caught up with paloalto (not syncing)" t_syncing montreal
+t_run t_sh montreal 127.0.21.69 kim 2fa val "$(t_hotp "$KS" "$c")"
+t_eq "montreal: <hotp $c> refused: its own promise is no vote yet" "$RC" 1
+t_has "... and says so" "$ERR$OUT" "Token not accepted:"
+c=$((c + 1))
 t_start portland
 t_expect_soon 0 20 "montreal votes once it holds portland's use records too" voter montreal
 t_check "montreal: the qualification file is written" eval "[[ -e $(t_dir montreal)/data/grantd-voter ]]"
