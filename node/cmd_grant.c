@@ -18,6 +18,7 @@
 
 #include "addr.h"
 #include "cmd.h"
+#include "crashpoint.h"
 #include "dur.h"
 #include "err.h"
 #include "log.h"
@@ -122,6 +123,8 @@ static int quorum(struct cmd_ctx *x, struct req *r, struct policy_user *u,
 					  "grants keep working; pushes are not "
 					  "affected.");
 		}
+		/* a majority promised; the mark and the grant not written */
+		crashpoint("vote-decided");
 		vote_count(x->vote, true);
 		log_info("token use accepted by a majority user=%s",
 			 cmd_user_of(r));

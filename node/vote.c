@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "crashpoint.h"
 #include "err.h"
 #include "hlc.h"
 #include "log.h"
@@ -259,6 +260,8 @@ static void held_reply_done(void *item, bool durable)
 	struct held_reply *h = item;
 
 	if (durable)
+		crashpoint("vote-promised"); /* promised, not answered */
+	if (durable)
 		send_rep(h->v, h->rid, h->ridlen, h->pid,
 			 GRANTD__V1__VOTE_VERDICT__VOTE_YES, 0);
 	free(h);
@@ -356,7 +359,7 @@ static void on_use_sync_req(const struct peer_req *rq, void *payload)
 	for (int i = 0; i < 2; i++) {
 		const void *a = q->has_after ? (const void *)q->after.data : (const void *)"";
 		size_t al = q->has_after ? q->after.len : 0;
-		if (store_iter_new_at(&it[i], v->store, NULL, cfs[i], NULL, 0,
+		if (store_iter_new_at(&it[i], v->store, NULL, cfs[i], "", 0,
 				      a, al) < 0)
 			goto out;
 		more[i] = store_iter_next(it[i], &key[i], &klen[i], &val[i]);
