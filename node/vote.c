@@ -760,9 +760,9 @@ static void qualified_hold_done(void *item, bool durable)
 {
 	struct vote *v = item;
 
-	v->qualifying = false;
-	if (!durable)
+	if (!durable) /* the writer goes away, and v may be gone already */
 		return;
+	v->qualifying = false;
 	if (qualified_file_write(v->qualified_path, v->cfg->data_dir) < 0) {
 		log_error("cannot write %s: %s", v->qualified_path,
 			  strerror(errno));
