@@ -24,6 +24,7 @@
 #include <unistd.h>
 #include <zmq.h>
 
+#include "clock.h"
 #include "cmd.h"
 #include "config.h"
 #include "control.h"
@@ -334,7 +335,7 @@ static int run(struct node *n)
 			control_serve_batch(n->control, BATCH_MAX);
 		repl_handle(n->repl);
 		vote_handle(n->vote);
-		vote_tick(n->vote, hlc_wall_ms());
+		vote_tick(n->vote, clock_mono_ms());
 		/* requests whose votes came in: handled again now */
 		if (control_resumed(n->control))
 			control_serve_batch(n->control, BATCH_MAX);

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "crashpoint.h"
 #include "err.h"
 #include "hlc.h"
@@ -683,7 +684,7 @@ void vote_start(struct vote *v, const struct vote_use *u, uint64_t pid,
 		abort();
 	p->pid = pid;
 	p->use = *u;
-	p->deadline_ms = hlc_wall_ms() +
+	p->deadline_ms = clock_mono_ms() +
 			 (uint64_t)v->cfg->policy.token_quorum_timeout_ms;
 	p->done = done;
 	p->item = item;

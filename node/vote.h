@@ -126,7 +126,9 @@ int vote_pollitems(struct vote *v, zmq_pollitem_t *items, int max);
 /* Read every answer waiting on the DEALERs. */
 void vote_handle(struct vote *v);
 
-/* Timeouts of proposals, and the use sync of a node not yet qualified. */
+/* Timeouts of proposals, and the use sync of a node not yet qualified;
+ * now_ms is the monotonic clock (clock_mono_ms: a wall clock stepped back
+ * must not stretch a vote). */
 void vote_tick(struct vote *v, uint64_t now_ms);
 
 /* status: {"mode", "voter", "frontends", "majority", "accepted",
