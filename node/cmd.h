@@ -33,6 +33,7 @@
 #include "grantd.pb-c.h"
 #include "ops.h"
 #include "policy.h"
+#include "vote.h"
 #include "wire.h"
 
 #define SET(m, f, v) ((m).f = (v), (m).has_##f = 1)
@@ -135,6 +136,17 @@ struct req {
 	bool done;              /* answered */
 	int failed;             /* its handler failed (a gd_err): left out
 				 * when its batch is handled again */
+	/* token_quorum = majority (vote.h): cmd_validate_token proposes a
+	 * use and parks the request (PARK: control keeps it unanswered,
+	 * serving others, while the sites vote); control hands it to the
+	 * handler again with the verdict (YES or NO, why: the refusal) */
+	struct {
+		enum { CMD_VOTE_NONE, CMD_VOTE_PARK, CMD_VOTE_YES,
+		       CMD_VOTE_NO } state;
+		uint64_t pid;
+		struct vote_use use;
+		char why[512];
+	} vote;
 };
 
 struct repl;
@@ -170,6 +182,8 @@ struct cmd_ctx {
 	const struct cmd_status *status; /* the reader's; NULL elsewhere */
 	/* metrics.h: atomic counters any thread adds to; NULL: none */
 	struct metrics_counts *counts;
+	/* the token quorum (vote.h); CMD_BATCH rows only, else NULL */
+	struct vote *vote;
 };
 
 /*

@@ -18,6 +18,7 @@
 
 #include "addr.h"
 #include "cmd.h"
+#include "crashpoint.h"
 #include "dur.h"
 #include "err.h"
 #include "log.h"
@@ -67,6 +68,74 @@ static void count_check(struct cmd_ctx *x, int rc, bool allowed)
 		metrics_inc(&x->counts->checks[rc < 0 ? METRICS_CHECK_ERROR :
 					      allowed ? METRICS_CHECK_ALLOWED :
 							METRICS_CHECK_REFUSED]);
+}
+
+/*
+ * The quorum step of a token that matched (res): the first time, this
+ * site's own promise goes in the batch and the request is parked (*go
+ * false, nothing answered: control keeps it while the sites vote); when
+ * control hands it back, the verdict: *go true for a YES on this very use,
+ * else a refusal that says why and what still works.
+ */
+static int quorum(struct cmd_ctx *x, struct req *r, struct policy_user *u,
+		  const struct otp_result *res, bool *go)
+{
+	struct vote_use use = { 0 };
+	Grantd__V1__VoteVerdict verdict;
+	uint64_t pid, held;
+	int rc;
+
+	*go = false;
+	snprintf(use.user, sizeof(use.user), "%s", cmd_user_of(r));
+	use.enroll_id = u->enroll->id;
+	if (res->scratch)
+		use.scratch = 1u << res->scratch_index;
+	else
+		use.next = res->next;
+	switch (r->vote.state) {
+	case CMD_VOTE_NONE:
+		rc = vote_propose(x->vote, x->p.batch, &use, &pid, &verdict,
+				  &held);
+		if (rc < 0)
+			return rc;
+		if (verdict != GRANTD__V1__VOTE_VERDICT__VOTE_YES) {
+			vote_count(x->vote, false);
+			log_info("token use refused here user=%s verdict=%d",
+				 cmd_user_of(r), (int)verdict);
+			return cmd_refuse(r, "Token not accepted: this token "
+					  "or a later one is already used or "
+					  "being used; use the next token. "
+					  "Existing grants keep working; "
+					  "pushes are not affected.");
+		}
+		r->vote.state = CMD_VOTE_PARK;
+		r->vote.pid = pid;
+		r->vote.use = use;
+		return 0;
+	case CMD_VOTE_YES:
+		if (use.enroll_id != r->vote.use.enroll_id ||
+		    use.next != r->vote.use.next ||
+		    use.scratch != r->vote.use.scratch) {
+			vote_count(x->vote, false);
+			return cmd_refuse(r, "Token not accepted: the "
+					  "enrollment changed while the sites "
+					  "voted; try the next token. Existing "
+					  "grants keep working; pushes are not "
+					  "affected.");
+		}
+		/* a majority promised; the mark and the grant not written */
+		crashpoint("vote-decided");
+		vote_count(x->vote, true);
+		log_info("token use accepted by a majority user=%s",
+			 cmd_user_of(r));
+		*go = true;
+		return 0;
+	default:
+		vote_count(x->vote, false);
+		log_warn("token use refused: no majority user=%s",
+			 cmd_user_of(r));
+		return cmd_refuse(r, "%s", r->vote.why);
+	}
 }
 
 /* Where a token is validated (cmd.h). */
@@ -119,6 +188,15 @@ int cmd_validate_token(struct cmd_ctx *x, struct req *r,
 		log_error("unusable enrollment user=%s", cmd_user_of(r));
 		goto error;
 	}
+	if (!res.ok && r->vote.state != CMD_VOTE_NONE) {
+		/* the token matched before the vote; a later use accepted
+		 * meanwhile moved the mark past it: no failure of the user's */
+		vote_count(x->vote, false);
+		return cmd_refuse(r, "Token not accepted: a later token was "
+				  "used while the sites voted; use the next "
+				  "token. Existing grants keep working; pushes "
+				  "are not affected.");
+	}
 	if (!res.ok) {
 		/* the attempt is named by its operation's stamp, unique here
 		 * even when the whole batch shares r->now_ms */
@@ -141,6 +219,15 @@ int cmd_validate_token(struct cmd_ctx *x, struct req *r,
 		return cmd_refuse(r, "Failed to validate token.\nIf using a "
 				  "phone app, please wait for token to change "
 				  "before trying again.");
+	}
+	if (vote_majority(x->vote)) {
+		/* token_quorum = majority: accepted only once a majority of
+		 * the frontends promised this use (vote.h) */
+		bool go;
+		if ((rc = quorum(x, r, u, &res, &go)) < 0)
+			goto error;
+		if (!go)
+			return 0;
 	}
 	{
 		Grantd__V1__Mark m = GRANTD__V1__MARK__INIT;

@@ -264,6 +264,14 @@ static int status_text(struct cmd_ctx *x, struct req *r, const cJSON *j)
 		buf_printf(&r->out, "conflict: repo=%s ref=%s site=%s tip=%s "
 			   "kept_as=%s\n", str(o, "repo"), str(o, "ref"),
 			   str(o, "site"), str(o, "tip"), str(o, "kept_as"));
+	if ((o = cJSON_GetObjectItemCaseSensitive(j, "quorum")))
+		buf_printf(&r->out, "quorum:   %s voter=%s frontends=%.0f "
+			   "majority=%.0f accepted=%.0f refused=%.0f\n",
+			   str(o, "mode"),
+			   cJSON_IsTrue(cJSON_GetObjectItem(o, "voter")) ? "yes" :
+									  "no",
+			   num(o, "frontends"), num(o, "majority"),
+			   num(o, "accepted"), num(o, "refused"));
 	if (x->syncing)
 		buf_puts(&r->out, "syncing:  yes (token validation waits)\n");
 	return 0;
@@ -294,6 +302,7 @@ static int cmd_status(struct cmd_ctx *x, struct req *r)
 	cJSON_AddBoolToObject(j, "syncing", x->syncing);
 	take(j, rp, "replication");
 	take(j, rp, "git");
+	take(j, rp, "quorum");
 	if ((rc = add_applied(x, applied)) < 0 ||
 	    (rc = add_conflicts(x, cJSON_AddArrayToObject(j, "conflicts"))) < 0) {
 		cJSON_Delete(j);

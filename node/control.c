@@ -37,6 +37,16 @@ struct control {
 	void *pipe;             /* the reader thread's requests (readers.h) */
 	struct store_batch *batch;
 	struct cmd_table *cmds;
+	/* requests parked while the sites vote (vote.h), and those whose
+	 * verdict came, to be handled again in the next batch */
+	struct parked *resumed;
+};
+
+/* A request waiting for the sites' votes: its own copy. */
+struct parked {
+	struct control *c;
+	struct req r;
+	struct parked *next;
 };
 
 /* ---- replies ------------------------------------------------------------ */
@@ -123,6 +133,7 @@ static void ctx_make(struct control *c, const struct cmd *cmd,
 	x->ops = reads ? NULL : &n->ops;
 	x->syncing = n->syncing;
 	x->counts = &n->counts;
+	x->vote = reads ? NULL : n->vote;
 	if (cmd->flags & CMD_NODE) {
 		nd->ops = &n->ops;
 		nd->repl = n->repl;
@@ -175,6 +186,12 @@ void control_destroy(struct control **cp)
 	if (!c)
 		return;
 	cmd_table_free(&c->cmds);
+	while (c->resumed) { /* never answered: the node goes away */
+		struct parked *p = c->resumed;
+		c->resumed = p->next;
+		control_req_free(&p->r);
+		free(p);
+	}
 	free(c);
 	*cp = NULL;
 }
@@ -352,6 +369,49 @@ static void answers_reset(struct req *reqs, int n)
 		buf_reset(&reqs[i].err);
 		reqs[i].status = GD_EXIT_OK;
 		reqs[i].wrote = false;
+		if (reqs[i].vote.state == CMD_VOTE_PARK)
+			reqs[i].vote.state = CMD_VOTE_NONE;
+	}
+}
+
+/* A parked request's verdict: handled again in the next batch
+ * (control_resumed tells the loop). */
+static void parked_done(void *item, enum vote_end end, const char *why)
+{
+	struct parked *p = item;
+	struct control *c = p->c;
+
+	if (end == VOTE_END_GONE) {
+		control_req_free(&p->r);
+		free(p);
+		return;
+	}
+	p->r.vote.state = end == VOTE_END_YES ? CMD_VOTE_YES : CMD_VOTE_NO;
+	snprintf(p->r.vote.why, sizeof(p->r.vote.why), "%s", why ? why : "");
+	p->next = c->resumed;
+	c->resumed = p;
+}
+
+bool control_resumed(const struct control *c)
+{
+	return c && c->resumed;
+}
+
+/* Park the requests that proposed a use, now that their own promise is
+ * committed in ticket: the sites vote, the caller waits, others go on. */
+static void park(struct control *c, struct req *reqs, int n, uint64_t ticket)
+{
+	for (int i = 0; i < n; i++) {
+		if (!reqs[i].rq || reqs[i].vote.state != CMD_VOTE_PARK)
+			continue;
+		struct parked *p = calloc(1, sizeof(*p));
+		if (!p)
+			abort();
+		p->c = c;
+		p->r = reqs[i];
+		memset(&reqs[i], 0, sizeof(reqs[i]));
+		vote_start(c->n->vote, &p->r.vote.use, p->r.vote.pid, ticket,
+			   parked_done, p);
 	}
 }
 
@@ -373,6 +433,13 @@ int control_serve_batch(struct control *c, int max)
 
 	if (!reqs)
 		abort();
+	/* Requests whose votes are in go first, as they were read. */
+	while (n < max && c->resumed) {
+		struct parked *p = c->resumed;
+		c->resumed = p->next;
+		reqs[n++] = p->r;
+		free(p);
+	}
 	/* Read whatever the reader forwarded: [socket, routing id][""]
 	 * [request], answered the same way (readers.h). */
 	while (n < max) {
@@ -447,6 +514,8 @@ int control_serve_batch(struct control *c, int max)
 	for (int i = 0; i < n; i++)
 		if (reqs[i].rq && reqs[i].failed)
 			cmd_undecided(&reqs[i], reqs[i].failed);
+	if (!failed)
+		park(c, reqs, n, ticket);
 	struct held *h = NULL;
 	if (held) {
 		h = calloc(1, sizeof(*h));
@@ -454,6 +523,8 @@ int control_serve_batch(struct control *c, int max)
 			abort();
 	}
 	for (int i = 0; i < n; i++) {
+		if (!reqs[i].rq)
+			continue; /* parked */
 		if (h && reqs[i].wrote) {
 			h->reqs[h->n++] = reqs[i];
 			continue;

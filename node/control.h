@@ -94,4 +94,8 @@ void control_log_failed(const struct req *r, int err);
  * was answered with an error). */
 int control_serve_batch(struct control *c, int max);
 
+/* Are requests whose votes came in waiting to be handled again
+ * (control_serve_batch takes them first)? */
+bool control_resumed(const struct control *c);
+
 #endif

@@ -9,6 +9,9 @@
  *   repo-init   a new repository's directory is made, nothing else yet
  *   pack-move   a fetched pack is half moved into objects/pack
  *   peer-batch  peers' operations are applied, their batch not written
+ *   vote-promised   a voter's promise is durable, its answer not sent
+ *   vote-decided    a majority promised a token use, its mark and grant
+ *                   not written (token_quorum = majority, vote.h)
  *
  * GRANTD_TEST_FAULT_AT=POINT instead makes an operation fail at POINT, as
  * the real fault would, every time it is reached (the node goes on):

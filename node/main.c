@@ -24,6 +24,7 @@
 #include <unistd.h>
 #include <zmq.h>
 
+#include "clock.h"
 #include "cmd.h"
 #include "config.h"
 #include "control.h"
@@ -40,6 +41,7 @@
 #include "repos.h"
 #include "sdnotify.h"
 #include "syncer.h"
+#include "vote.h"
 #include "wire.h"
 #include "writer.h"
 #include "banned.h"
@@ -265,6 +267,7 @@ static int tick_status(struct node *n, cJSON *last[2], uint64_t now_ms)
 	const cJSON *p;
 	int up = 0;
 
+	cJSON_AddItemToObject(part[1], "quorum", vote_status(n->vote));
 	cJSON_ArrayForEach(p, cJSON_GetObjectItem(part[1], "peers"))
 		up += cJSON_IsTrue(cJSON_GetObjectItem(p, "connected"));
 	for (int i = 0; i < 2; i++) {
@@ -290,7 +293,7 @@ static int run(struct node *n)
 {
 	cJSON *status_last[2] = { NULL, NULL };
 	uint64_t status_at = 0;
-	zmq_pollitem_t items[3 + 2 + 2 * CONFIG_MAX_PEERS];
+	zmq_pollitem_t items[3 + 2 + 3 * CONFIG_MAX_PEERS];
 	bool was_syncing = n->syncing;
 	struct sdnotify *sd;
 	int nitems;
@@ -306,6 +309,8 @@ static int run(struct node *n)
 				     ZMQ_POLLIN, 0 };
 	nitems = 3 + repl_pollitems(n->repl, items + 3,
 				    (int)GD_ARRAY_SIZE(items) - 3);
+	nitems += vote_pollitems(n->vote, items + nitems,
+				 (int)GD_ARRAY_SIZE(items) - nitems);
 	/* every repository checked against its records once at start */
 	gitrepl_all(n->gitrepl, NULL);
 	log_info("node running site=%s user_socket=%s admin_socket=%s "
@@ -329,6 +334,11 @@ static int run(struct node *n)
 		if (items[0].revents)
 			control_serve_batch(n->control, BATCH_MAX);
 		repl_handle(n->repl);
+		vote_handle(n->vote);
+		vote_tick(n->vote, clock_mono_ms());
+		/* requests whose votes came in: handled again now */
+		if (control_resumed(n->control))
+			control_serve_batch(n->control, BATCH_MAX);
 		if (items[2].revents)
 			pump_gitrepl(n);
 		uint64_t now = hlc_wall_ms();
@@ -394,6 +404,7 @@ static int start_readers(struct node *n)
 	ro.view = view;
 	ro.status_store = cmd_status_store(&n->ops, (int64_t)(now_ms / 1000));
 	ro.status_repl = cmd_status_repl(n->repl, n->gitrepl, now_ms);
+	cJSON_AddItemToObject(ro.status_repl, "quorum", vote_status(n->vote));
 	return readers_start(&n->readers, &ro);
 }
 
@@ -532,6 +543,11 @@ int main(int argc, char **argv)
 			.latency_hist = &n.counts.repl_latency })) < 0)
 		goto out_peer;
 	n.syncing = repl_syncing(n.repl);
+	if ((rc = vote_open(&n.vote, &(struct vote_opts){
+			.cfg = n.cfg, .store = n.store, .writer = n.writer,
+			.self = &self, .link = n.peer,
+			.data_dir = n.cfg->data_dir, .created = created })) < 0)
+		goto out_repl;
 	if ((rc = gitrepl_start(&n.gitrepl, &(struct gitrepl_opts){
 			.self = &self, .peers = n.cfg->peers,
 			.npeers = n.cfg->npeers, .repo_dir = n.cfg->repo_dir,
@@ -562,6 +578,8 @@ int main(int argc, char **argv)
 	status = run(&n) < 0 ? 1 : 0;
 	metrics_stop(&n.metrics);
 out_control:
+	/* parked requests end with their votes, before control goes */
+	vote_destroy(&n.vote);
 	control_destroy(&n.control);
 out_readers:
 	/* after the drain: the answers it sent go out before the reader
@@ -570,6 +588,7 @@ out_readers:
 out_gitrepl:
 	gitrepl_stop(&n.gitrepl);
 out_repl:
+	vote_destroy(&n.vote);
 	repl_destroy(&n.repl);
 out_peer:
 	peer_close(&n.peer);

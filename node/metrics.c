@@ -198,6 +198,41 @@ static void one(struct buf *out, const char *name, const char *type,
 	metrics_sample(out, name, NULL, v);
 }
 
+/* The token quorum (status "quorum", vote.h); nothing without it. */
+static void render_quorum(struct buf *out, const cJSON *q)
+{
+	const char *mode = str_of(q, "mode");
+
+	if (!q || !mode)
+		return;
+	one(out, "grantd_token_quorum_majority", "gauge",
+	    "1 when token_quorum = majority is in force here, 0 for local.",
+	    !strcmp(mode, "majority"));
+	one(out, "grantd_token_quorum_voter", "gauge",
+	    "1 while this site votes (its store holds a majority's token "
+	    "uses), 0 when it does not.",
+	    cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(q, "voter")));
+	metrics_family(out, "grantd_token_quorum_uses_total", "counter",
+		       "Token uses proposed here, by the sites' verdict.");
+	metrics_sample(out, "grantd_token_quorum_uses_total",
+		       (const char *[]){ "result", "accepted", NULL },
+		       num_of(q, "accepted", 0));
+	metrics_sample(out, "grantd_token_quorum_uses_total",
+		       (const char *[]){ "result", "refused", NULL },
+		       num_of(q, "refused", 0));
+	metrics_family(out, "grantd_token_quorum_votes_total", "counter",
+		       "Votes this site gave to other sites' proposals.");
+	metrics_sample(out, "grantd_token_quorum_votes_total",
+		       (const char *[]){ "vote", "yes", NULL },
+		       num_of(q, "promised", 0));
+	metrics_sample(out, "grantd_token_quorum_votes_total",
+		       (const char *[]){ "vote", "no", NULL },
+		       num_of(q, "votes_refused", 0));
+	one(out, "grantd_token_quorum_waiting", "gauge",
+	    "Token uses waiting for the sites' votes now.",
+	    num_of(q, "waiting", 0));
+}
+
 static void render_store(struct buf *out, const cJSON *store)
 {
 	static const char *const kinds[] = { "users", "grants", "repos",
@@ -343,6 +378,7 @@ static void render_repl(struct buf *out, const cJSON *repl,
 	    "configured peer's).", num_of(repl, "refused_peers", 0));
 	if (git)
 		render_git(out, git);
+	render_quorum(out, cJSON_GetObjectItemCaseSensitive(repl, "quorum"));
 }
 
 static void render_counts(struct buf *out, const struct metrics_counts *c)

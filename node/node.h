@@ -21,6 +21,7 @@ struct peer_link;
 struct readers;
 struct repl;
 struct syncer;
+struct vote;
 struct writer;
 
 struct node {
@@ -34,6 +35,7 @@ struct node {
 	struct syncer *syncer;
 	struct writer *writer; /* THE batch, its commit and tickets */
 	struct gitrepl *gitrepl; /* repositories follow the ref records */
+	struct vote *vote;     /* the token quorum (vote.h) */
 	char curve_pub[Z85_KEY_LEN + 1];  /* this node's CURVE key pair */
 	char curve_sec[Z85_KEY_LEN + 1];
 	bool syncing;          /* catching up: token validation refused */

@@ -136,6 +136,28 @@ void records_key_mark(struct buf *k, const char *user, uint64_t enroll_id)
 	put_be64(k, enroll_id);
 }
 
+void records_key_promise(struct buf *k, const char *user, uint64_t enroll_id)
+{
+	records_key_mark(k, user, enroll_id);
+}
+
+int records_mark_parse(const void *key, size_t klen, struct records_span *user,
+		       uint64_t *enroll_id)
+{
+	const char *p = key;
+	const char *z = klen > 9 ? memchr(p, '\0', klen) : NULL;
+
+	/* a non-empty user, its NUL, then exactly 8 bytes */
+	if (!z || z == p || (size_t)(z - p) + 9 != klen)
+		return GD_EPROTO;
+	user->p = p;
+	user->len = (size_t)(z - p);
+	*enroll_id = 0;
+	for (int i = 1; i <= 8; i++)
+		*enroll_id = *enroll_id << 8 | (uint8_t)z[i];
+	return 0;
+}
+
 void records_key_fail(struct buf *k, const char *user, const char *site)
 {
 	buf_reset(k);

@@ -103,7 +103,12 @@ enum records_merge {
 	/* SSH key fingerprint \0 user -> the key (derived from USERS by ops,  \
 	 * in the user record's batch; rebuilt at open when missing) */        \
 	X(KEYFP,   "keyfp",   _NOT_SET, NULL, RECORDS_LOCAL, false, false,    \
-	  NULL, false)
+	  NULL, false)                                                         \
+	/* user \0 enroll_id(8, BE) -> Promise: the highest token use this     \
+	 * site promised to a proposal (token_quorum = majority, vote.h);      \
+	 * local, never replicated: a promise is this site's vote */           \
+	X(PROMISES, "promises", _NOT_SET, &grantd__v1__promise__descriptor,    \
+	  RECORDS_LOCAL, false, false, NULL, false)
 /* clang-format on */
 
 enum store_cf {
@@ -172,6 +177,12 @@ struct records_span {
 void records_key_grant(struct buf *k, const char *user, const char *net,
 		       const char *session);
 void records_key_mark(struct buf *k, const char *user, uint64_t enroll_id);
+/* A promise's key: the same layout as its mark's (user \0 enroll_id). */
+void records_key_promise(struct buf *k, const char *user, uint64_t enroll_id);
+/* A mark's or promise's key into its user and enrollment; 0 or
+ * GD_EPROTO. */
+int records_mark_parse(const void *key, size_t klen, struct records_span *user,
+		       uint64_t *enroll_id);
 void records_key_fail(struct buf *k, const char *user, const char *site);
 void records_key_ref(struct buf *k, const char *repo, const char *ref);
 void records_key_loser(struct buf *k, const char *repo, const char *ref,

@@ -635,7 +635,8 @@ int store_iter_new(struct store_iter **out, struct store *s,
 	it->prefix = malloc(plen ? plen : 1);
 	if (!it->prefix)
 		abort();
-	memcpy(it->prefix, prefix, plen);
+	if (plen) /* prefix may be NULL for the whole family */
+		memcpy(it->prefix, prefix, plen);
 	it->plen = plen;
 	*out = it;
 	return 0;

@@ -33,6 +33,7 @@
 #include "ops.h"
 #include "peer.h"
 #include "store.h"
+#include "vote.h"
 
 /* the link this frame is taken to come from */
 #define LINK_SITE "portland"
@@ -150,6 +151,27 @@ static void take_snap(struct store_batch *b, const Grantd__V1__SnapRep *rep)
 				       rep->values[i].len, &t, NULL);
 }
 
+/* A vote request as the voter judges it (vote.c on_vote_req): the use
+ * taken out of it, then the rule against the store, its promise left in
+ * the batch. */
+static void take_vote(struct store_batch *b, const Grantd__V1__VoteReq *q)
+{
+	Grantd__V1__VoteVerdict verdict;
+	struct vote_use u;
+	uint64_t pid, held;
+
+	if (vote_use_from_req(&u, &pid, q) < 0)
+		return;
+	if (vote_promise(fz.store, b, &u, pid, LINK_SITE, 1, &verdict,
+			 &held) < 0)
+		return;
+	if (verdict != GRANTD__V1__VOTE_VERDICT__VOTE_YES &&
+	    verdict != GRANTD__V1__VOTE_VERDICT__VOTE_USED &&
+	    verdict != GRANTD__V1__VOTE_VERDICT__VOTE_PROMISED &&
+	    verdict != GRANTD__V1__VOTE_VERDICT__VOTE_BAD)
+		abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct store_batch *b = NULL;
@@ -179,6 +201,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		break;
 	case GRANTD__V1__PEER_MSG__BODY_SNAP_REP:
 		take_snap(b, m->snap_rep);
+		break;
+	case GRANTD__V1__PEER_MSG__BODY_VOTE_REQ:
+		take_vote(b, m->vote_req);
 		break;
 	default:
 		break;

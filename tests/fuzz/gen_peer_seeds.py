@@ -152,6 +152,21 @@ def snap(cf, records, vv=(), done=True):
 # PeerMsg body field numbers
 P_OP, P_HEARTBEAT, P_RANGE_REQ, P_RANGE_REP, P_VV_REQ = 10, 11, 12, 13, 14
 P_SNAP_REQ, P_SNAP_REP, P_PACK_REQ, P_PACK_CHUNK = 15, 16, 17, 18
+P_VOTE_REQ, P_VOTE_REP, P_USE_SYNC_REQ, P_USE_SYNC_REP = 21, 22, 23, 24
+
+
+def vote_req(pid=0x1234, name="alice", enroll_id=9, kind=2, next_=6, scratch=None):
+    m = field_varint(1, pid) + field_bytes(2, name) + field_varint(3, enroll_id)
+    m += field_varint(4, kind)
+    if next_ is not None:
+        m += field_varint(5, next_)
+    if scratch is not None:
+        m += field_varint(6, scratch)
+    return m + field_varint(7, HLC)
+
+
+def mark_key(name="alice", enroll_id=9):
+    return name.encode() + b"\0" + enroll_id.to_bytes(8, "big")
 
 SEEDS = {
     "op_user": peer_msg(P_OP, op(B_USER, user())),
@@ -203,6 +218,23 @@ SEEDS = {
     "pack_req": peer_msg(P_PACK_REQ, field_varint(1, 1) + field_bytes(2, "pub/linux") +
                          field_bytes(3, OID_A) + field_bytes(4, OID_B) +
                          field_varint(5, 4)),
+    # the token quorum (vote.h): proposals, answers, use sync pages
+    "vote_req_hotp": peer_msg(P_VOTE_REQ, vote_req()),
+    "vote_req_scratch": peer_msg(P_VOTE_REQ, vote_req(next_=None, scratch=4)),
+    "vote_req_two_bits": peer_msg(P_VOTE_REQ, vote_req(next_=None, scratch=3)),
+    "vote_req_no_pid": peer_msg(P_VOTE_REQ, vote_req(pid=0)),
+    "vote_req_long_user": peer_msg(P_VOTE_REQ, vote_req(name="a" * 300)),
+    "vote_rep_yes": peer_msg(P_VOTE_REP, field_varint(1, 0x1234) + field_varint(2, 1) +
+                             field_varint(4, 3)),
+    "vote_rep_used": peer_msg(P_VOTE_REP, field_varint(1, 0x1234) + field_varint(2, 2) +
+                              field_varint(3, 40)),
+    "use_sync_req": peer_msg(P_USE_SYNC_REQ, field_bytes(1, mark_key()) + field_varint(2, 256)),
+    "use_sync_rep": peer_msg(P_USE_SYNC_REP, field_bytes(1, mark_key()) +
+                             field_bytes(2, mark()) + field_bytes(1, mark_key("bob", 2)) +
+                             field_bytes(2, mark("bob")) + field_varint(3, 1) +
+                             field_varint(4, 1) + field_varint(5, 12)),
+    "use_sync_rep_bad_key": peer_msg(P_USE_SYNC_REP, field_bytes(1, b"nokey") +
+                                     field_bytes(2, mark()) + field_varint(3, 0)),
     # Shapes the node must refuse: another version, no version, a sender
     # that is not the link's site, an op whose origin lies about its stamp.
     "version_other": peer_msg(P_OP, op(B_USER, user()), version=PEER_VERSION + 1),

@@ -153,7 +153,11 @@ static void test_render(void **state)
 		"\"snapshot_record\":2}},"
 		"\"git\":{\"pending_refs\":3,\"packs_fetched\":4,"
 		"\"fetch_failures\":1,\"bytes_fetched\":1000,"
-		"\"conflicts_kept\":2},\"refused_peers\":6}");
+		"\"conflicts_kept\":2},\"refused_peers\":6,"
+		"\"quorum\":{\"mode\":\"majority\",\"voter\":true,"
+		"\"frontends\":3,\"majority\":2,\"accepted\":7,"
+		"\"refused\":2,\"promised\":5,\"votes_refused\":1,"
+		"\"waiting\":0}}");
 
 	metrics_counts_init(&c);
 	metrics_inc(&c.vals[METRICS_VAL_VALID]);
@@ -185,6 +189,12 @@ static void test_render(void **state)
 	has(&b, "grantd_token_validations_total{result=\"locked\"} 0\n");
 	has(&b, "grantd_push_checks_total{result=\"refused\"} 1\n");
 	has(&b, "grantd_lockouts_total 1\n");
+	has(&b, "grantd_token_quorum_majority 1\n");
+	has(&b, "grantd_token_quorum_voter 1\n");
+	has(&b, "grantd_token_quorum_uses_total{result=\"accepted\"} 7\n");
+	has(&b, "grantd_token_quorum_uses_total{result=\"refused\"} 2\n");
+	has(&b, "grantd_token_quorum_votes_total{vote=\"yes\"} 5\n");
+	has(&b, "grantd_token_quorum_votes_total{vote=\"no\"} 1\n");
 	has(&b, "# TYPE grantd_git_fetch_duration_seconds histogram\n");
 	/* every family has its HELP and TYPE, once */
 	{
@@ -203,6 +213,7 @@ static void test_render(void **state)
 	has(&b, "grantd_build_info{version=\"9.9.9\",site=\"\"} 1\n");
 	has(&b, "grantd_syncing 0\n");
 	hasnt(&b, "grantd_peer_connected");
+	hasnt(&b, "grantd_token_quorum");
 	cJSON_Delete(store);
 	cJSON_Delete(repl);
 	buf_free(&b);

@@ -68,6 +68,7 @@ static void test_enum_values_stay(void **state)
 	assert_int_equal(CF_LOSERS, 11);
 	assert_int_equal(CF_REVOKES, 12);
 	assert_int_equal(CF_KEYFP, 13);
+	assert_int_equal(CF_PROMISES, 14);
 	assert_string_equal(store_cf_name(CF_META), "default");
 	assert_string_equal(store_cf_name(CF_KEYFP), "keyfp");
 }
@@ -104,6 +105,10 @@ static void test_snapshot_is_every_replicated_family(void **state)
 		assert_int_equal(before[i], snap[i]);
 	/* the derived and local families never travel */
 	assert_false(records_replicated(CF_KEYFP));
+	/* a promise is this site's vote: never sent, never in a snapshot */
+	assert_false(records_replicated(CF_PROMISES));
+	assert_false(records_kind(CF_PROMISES)->snap);
+	assert_false(records_mirror_visible(CF_PROMISES));
 	assert_false(records_replicated(CF_OPLOG));
 	assert_false(records_replicated(CF_META));
 }
@@ -377,6 +382,36 @@ static void test_fingerprint_is_sshs(void **state)
 			 GD_EINVAL);
 }
 
+/* A promise sits under its mark's key, so use sync (vote.h) can page the
+ * marks and look each promise up; the parser takes both back. */
+static void test_promise_key(void **state)
+{
+	struct buf a = BUF_INIT, b = BUF_INIT;
+	struct records_span user;
+	uint64_t id;
+
+	(void)state;
+	records_key_mark(&a, "alice", 0x0102030405060708ULL);
+	records_key_promise(&b, "alice", 0x0102030405060708ULL);
+	assert_int_equal(a.len, b.len);
+	assert_memory_equal(a.p, b.p, a.len);
+	assert_int_equal(records_mark_parse(b.p, b.len, &user, &id), 0);
+	assert_int_equal(user.len, 5);
+	assert_memory_equal(user.p, "alice", 5);
+	assert_true(id == 0x0102030405060708ULL);
+	/* too short, no user, a byte too many */
+	assert_int_equal(records_mark_parse(b.p, b.len - 1, &user, &id),
+			 GD_EPROTO);
+	assert_int_equal(records_mark_parse("\0" "12345678", 9, &user, &id),
+			 GD_EPROTO);
+	buf_add(&b, "x", 1);
+	assert_int_equal(records_mark_parse(b.p, b.len, &user, &id),
+			 GD_EPROTO);
+	assert_int_equal(records_mark_parse("", 0, &user, &id), GD_EPROTO);
+	buf_free(&a);
+	buf_free(&b);
+}
+
 /* SPEC 9: a mirror holds repositories, their settings and users' public
  * keys, and nothing that could validate or replay a token, nothing that
  * grants a push, and no local bookkeeping. */
@@ -402,6 +437,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_mirror_rows),
+		cmocka_unit_test(test_promise_key),
 		cmocka_unit_test(test_every_family_has_one_row),
 		cmocka_unit_test(test_enum_values_stay),
 		cmocka_unit_test(test_snapshot_is_every_replicated_family),
