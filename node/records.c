@@ -110,6 +110,18 @@ bool records_live_ref(const void *val, size_t vlen, int64_t *until)
 	return live;
 }
 
+bool records_live_pushlog(const void *val, size_t vlen, int64_t *until)
+{
+	Grantd__V1__PushLogEntry *e =
+		grantd__v1__push_log_entry__unpack(NULL, vlen, val);
+
+	*until = INT64_MAX;
+	if (!e)
+		return false;
+	grantd__v1__push_log_entry__free_unpacked(e, NULL);
+	return true;
+}
+
 /* ---- keys ---- */
 
 static void put_be64(struct buf *k, uint64_t v)

@@ -111,7 +111,7 @@ enum records_merge {
 	 * mirror: it holds client addresses */                                \
 	X(PUSHLOG, "pushlog", PUSH_LOG,                                         \
 	  &grantd__v1__push_log_entry__descriptor, RECORDS_SET, false, true,   \
-	  NULL, false)
+	  records_live_pushlog, false)
 /* clang-format on */
 
 enum store_cf {
@@ -168,6 +168,8 @@ bool records_live_user(const void *val, size_t vlen, int64_t *until);
 bool records_live_grant(const void *val, size_t vlen, int64_t *until);
 bool records_live_repo(const void *val, size_t vlen, int64_t *until);
 bool records_live_ref(const void *val, size_t vlen, int64_t *until);
+/* every entry that decodes (status: counts.push_log) */
+bool records_live_pushlog(const void *val, size_t vlen, int64_t *until);
 
 /* ---- keys (the layouts are in the table above) ---- */
 

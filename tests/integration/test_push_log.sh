@@ -112,6 +112,9 @@ for s in "${T_SITES[@]}"; do
 	t_expect 0 "$s: log verify" t_c "$s" log verify
 	t_eq "$s: says so" "$OUT" "push log: 3 entries from 2 sites, all chains intact"
 done
+for s in "${T_SITES[@]}"; do
+	t_eq "$s: status counts.push_log" "$(t_sj "$s" "j['counts']['push_log']")" 3
+done
 t_expect 0 "log verify --json" t_c montreal log verify --json
 t_eq "intact" "$(t_json "' '.join(map(str, [j['entries'], j['sites'], j['intact']]))" <<<"$OUT")" "3 2 True"
 
