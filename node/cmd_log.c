@@ -145,7 +145,9 @@ static cJSON *entry_json(const Grantd__V1__PushLogEntry *e)
 	cJSON_AddStringToObject(o, "site", e->origin);
 	cJSON_AddNumberToObject(o, "n", (double)e->n);
 	cJSON_AddStringToObject(o, "time", t);
-	cJSON_AddNumberToObject(o, "hlc", (double)e->hlc);
+	/* as text: an HLC stamp is beyond a double's 53 bits */
+	snprintf(t, sizeof(t), "%llu", (unsigned long long)e->hlc);
+	cJSON_AddStringToObject(o, "hlc", t);
 	cJSON_AddNumberToObject(o, "pushed_ms", (double)e->pushed_ms);
 	cJSON_AddStringToObject(o, "user", e->user ? e->user : "");
 	cJSON_AddStringToObject(o, "key_fp", e->key_fp ? e->key_fp : "");
