@@ -140,6 +140,15 @@ enum pushlog_break pushlog_verify_add(struct pushlog_verify *v,
 	return b;
 }
 
+enum pushlog_break pushlog_verify_head(struct pushlog_verify *v,
+				       const char *origin, uint64_t last,
+				       uint64_t head_n)
+{
+	if (head_n <= last)
+		return PUSHLOG_OK;
+	return found(v, PUSHLOG_TAIL_MISSING, origin, last + 1);
+}
+
 const char *pushlog_break_text(enum pushlog_break b)
 {
 	switch (b) {
@@ -155,6 +164,9 @@ const char *pushlog_break_text(enum pushlog_break b)
 		return "prev is not the hash of the entry before it";
 	case PUSHLOG_WRONG_HASH:
 		return "its hash does not match its contents (rewritten)";
+	case PUSHLOG_TAIL_MISSING:
+		return "it and the entries after it are missing (this site "
+		       "had recorded them)";
 	}
 	return "?";
 }

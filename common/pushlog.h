@@ -47,6 +47,8 @@ enum pushlog_break {
 	PUSHLOG_MISSING,      /* entry `at` is missing (the chain skips it) */
 	PUSHLOG_WRONG_PREV,   /* prev is not the hash of entry at - 1 */
 	PUSHLOG_WRONG_HASH,   /* hash does not match the contents */
+	PUSHLOG_TAIL_MISSING, /* entries from `at` on are missing: the site
+			       * had recorded a later head */
 };
 
 struct pushlog_verify {
@@ -70,6 +72,14 @@ void pushlog_verify_init(struct pushlog_verify *v);
 enum pushlog_break pushlog_verify_add(struct pushlog_verify *v,
 				      const char *key_origin, uint64_t key_n,
 				      const Grantd__V1__PushLogEntry *e);
+
+/* After the walk: the site recorded origin's head at head_n, and the walk
+ * ended that origin's chain at last (0: no entry).  A head beyond the
+ * chain means its newest entries were removed.  Returns the break, kept
+ * in v if it is the first. */
+enum pushlog_break pushlog_verify_head(struct pushlog_verify *v,
+				       const char *origin, uint64_t last,
+				       uint64_t head_n);
 
 /* "entry 3 is missing", ... for a break (of entry n). */
 const char *pushlog_break_text(enum pushlog_break b);

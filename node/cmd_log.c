@@ -310,15 +310,50 @@ done:
 	return rc;
 }
 
+/* The chain's end per origin, as the walk met them. */
+struct ends {
+	struct ops_pushlog_head *v;
+	size_t n, cap;
+};
+
+static void ends_note(struct ends *e, const char *origin, uint64_t n)
+{
+	if (e->n && !strcmp(e->v[e->n - 1].origin, origin)) {
+		e->v[e->n - 1].n = n;
+		return;
+	}
+	if (e->n == e->cap) {
+		e->cap = e->cap ? 2 * e->cap : 8;
+		e->v = realloc(e->v, e->cap * sizeof(*e->v));
+		if (!e->v)
+			abort();
+	}
+	snprintf(e->v[e->n].origin, sizeof(e->v[e->n].origin), "%s", origin);
+	e->v[e->n++].n = n;
+}
+
+static uint64_t ends_of(const struct ends *e, const char *origin)
+{
+	for (size_t i = 0; i < e->n; i++)
+		if (!strcmp(e->v[i].origin, origin))
+			return e->v[i].n;
+	return 0;
+}
+
+/* Walk every chain, then hold each origin's end against the head this
+ * site recorded (ops_pushlog_heads): entries removed from the end of a
+ * chain leave no gap, but a head beyond it. */
 static int cmd_log_verify(struct cmd_ctx *x, struct req *r)
 {
 	struct pushlog_verify pv;
 	struct store_iter *it = NULL;
+	struct ops_pushlog_head *heads = NULL;
+	struct ends ends = { 0 };
 	struct buf v = BUF_INIT;
 	char origin[65];
 	const char *key;
 	size_t klen;
-	int rc;
+	int rc, nheads = 0;
 
 	pushlog_verify_init(&pv);
 	if ((rc = store_iter_new(&it, x->p.store, NULL, CF_PUSHLOG, "", 0)) < 0)
@@ -338,11 +373,19 @@ static int cmd_log_verify(struct cmd_ctx *x, struct req *r)
 		e = grantd__v1__push_log_entry__unpack(NULL, v.len,
 						       (const uint8_t *)v.p);
 		pushlog_verify_add(&pv, origin, num, e);
+		ends_note(&ends, origin, num);
 		if (e)
 			grantd__v1__push_log_entry__free_unpacked(e, NULL);
 	}
 	store_iter_free(&it);
 	buf_free(&v);
+	if (rc >= 0 && (nheads = ops_pushlog_heads(&heads, x->p.store)) < 0)
+		rc = nheads;
+	for (int i = 0; rc >= 0 && i < nheads; i++)
+		pushlog_verify_head(&pv, heads[i].origin,
+				    ends_of(&ends, heads[i].origin), heads[i].n);
+	free(heads);
+	free(ends.v);
 	if (rc < 0)
 		return rc;
 	if (r->rq->json) {

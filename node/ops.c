@@ -927,6 +927,43 @@ int ops_pushlog_head(struct ops *o, struct store_batch *b, const char *origin,
 	return rc == GD_ENOTFOUND ? 0 : rc;
 }
 
+int ops_pushlog_heads(struct ops_pushlog_head **out, struct store *s)
+{
+	struct ops_pushlog_head *h = NULL;
+	struct store_iter *it = NULL;
+	struct buf v = BUF_INIT;
+	const char *key;
+	size_t klen, n = 0, cap = 0, pl = sizeof(META_PLHEAD);
+	int rc;
+
+	*out = NULL;
+	if ((rc = store_iter_new(&it, s, NULL, CF_META, META_PLHEAD, pl)) < 0)
+		return rc;
+	while ((rc = store_iter_next(it, &key, &klen, &v)) > 0) {
+		if (klen <= pl || klen - pl >= sizeof(h->origin) ||
+		    v.len != 8 + OPS_PUSHLOG_HASH)
+			continue;
+		if (n == cap) {
+			cap = cap ? 2 * cap : 8;
+			h = realloc(h, cap * sizeof(*h));
+			if (!h)
+				abort();
+		}
+		memcpy(h[n].origin, key + pl, klen - pl);
+		h[n].origin[klen - pl] = '\0';
+		h[n].n = store_get_be64(v.p);
+		n++;
+	}
+	store_iter_free(&it);
+	buf_free(&v);
+	if (rc < 0) {
+		free(h);
+		return rc;
+	}
+	*out = h;
+	return (int)n;
+}
+
 /* Which of two entries for the same (origin, n) a site keeps: the earlier
  * (hlc, bytes), so that every site keeps the same one whatever the order
  * they came in.  Only a forked chain (a wiped site that took a push before

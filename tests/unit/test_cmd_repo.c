@@ -178,6 +178,35 @@ static struct req *hook_refs_by(struct fixture *f, const char *repo,
 	return r;
 }
 
+/* A reader command (log.page, log.verify) with args, on committed
+ * state, as a reader thread runs it.  Returns the request, answered. */
+static struct req *reader(struct fixture *f, const char *name,
+			  const char **args, size_t n)
+{
+	const struct cmd *c = cmd_table_find(f->t, name);
+	struct cmd_ctx x = { 0 };
+	struct req *r = &f->r;
+
+	buf_free(&r->out);
+	buf_free(&r->err);
+	memset(r, 0, sizeof(*r));
+	grantd__v1__request__init(&f->rq);
+	f->rq.cmd = (char *)name;
+	f->rq.args = (char **)args;
+	f->rq.n_args = n;
+	r->rq = &f->rq;
+	r->admin = true;
+	r->now = 1700000000;
+	r->now_ms = 1700000000000ull;
+	assert_non_null(c);
+	assert_int_equal(cmd_admit(c, r, false), 0);
+	x.p.cfg = &f->cfg;
+	x.p.store = f->store;
+	x.p.host = "git.example.org";
+	assert_int_equal(c->fn(&x, r), 0);
+	return r;
+}
+
 /* The operations made since the last call, their kinds in order into
  * kinds (at most max); returns how many.  The outbox is emptied. */
 static size_t outbox(struct fixture *f, Grantd__V1__Op__BodyCase *kinds,
@@ -360,6 +389,44 @@ static void test_push_logged(void **state)
 	assert_int_equal(pushlog_verify_add(&v, "sitea", 2, e2), PUSHLOG_OK);
 	grantd__v1__push_log_entry__free_unpacked(e1, NULL);
 	grantd__v1__push_log_entry__free_unpacked(e2, NULL);
+
+	/* committed, the reader commands see them: a page of one, newest
+	 * first, with the cursor of the next; the chain intact */
+	assert_int_equal(ops_commit(&f->o, f->b, false), 0);
+	static const char *page[] = { "--max", "1" };
+	r = reader(f, "log.page", page, 2);
+	assert_int_equal(r->status, GD_EXIT_OK);
+	assert_non_null(strstr(buf_str(&r->out), "site=sitea n=2 repo=demo "
+				"user=- ip=- key=- kind=- factor=-\n"));
+	assert_null(strstr(buf_str(&r->out), "n=1"));
+	assert_true(r->next[0]);
+	char cursor[sizeof(r->next)];
+	memcpy(cursor, r->next, sizeof(cursor));
+	const char *next[] = { "--max", "1", "--before", cursor };
+	r = reader(f, "log.page", next, 4);
+	assert_non_null(strstr(buf_str(&r->out), "site=sitea n=1 repo=demo "
+				"user=alice ip=192.0.2.7 key=SHA256:"));
+	assert_string_equal(r->next, "");
+	r = reader(f, "log.verify", NULL, 0);
+	assert_int_equal(r->status, GD_EXIT_OK);
+	assert_string_equal(buf_str(&r->out), "push log: 2 entries from 1 "
+			    "site, all chains intact\n");
+
+	/* the newest entry removed from the disk (no operation): no gap,
+	 * but the head this site recorded shows it */
+	struct store_batch *b;
+	struct buf key = BUF_INIT;
+	assert_int_equal(store_batch_new(&b, f->store), 0);
+	records_key_pushlog(&key, "sitea", 2);
+	store_del(b, CF_PUSHLOG, key.p, key.len);
+	assert_int_equal(store_commit(b, false), 0);
+	store_batch_free(&b);
+	buf_free(&key);
+	r = reader(f, "log.verify", NULL, 0);
+	assert_int_equal(r->status, GD_EXIT_REFUSED);
+	assert_non_null(strstr(buf_str(&r->err), "push log: chain of site "
+				"sitea broken at entry 2: it and the entries "
+				"after it are missing"));
 }
 
 /* Only a ref grantd does not replicate: nothing to record, and no record

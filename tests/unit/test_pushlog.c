@@ -185,6 +185,20 @@ static void test_chain_breaks(void **state)
 	assert_int_equal(pushlog_verify_add(&v, "siteb", 1, &a2.e),
 			 PUSHLOG_WRONG_PREV);
 
+	/* the newest entries removed: only the head this site kept shows
+	 * it; a head at or below the chain's end is no break */
+	pushlog_verify_init(&v);
+	pushlog_verify_add(&v, "sitea", 1, &a1.e);
+	assert_int_equal(pushlog_verify_head(&v, "sitea", 1, 1), PUSHLOG_OK);
+	assert_int_equal(pushlog_verify_head(&v, "sitea", 1, 0), PUSHLOG_OK);
+	assert_int_equal(v.brk, PUSHLOG_OK);
+	assert_int_equal(pushlog_verify_head(&v, "sitea", 1, 3),
+			 PUSHLOG_TAIL_MISSING);
+	assert_int_equal(v.brk_n, 2);
+	assert_int_equal(pushlog_verify_head(&v, "siteb", 0, 1),
+			 PUSHLOG_TAIL_MISSING);
+	assert_string_equal(v.brk_site, "sitea"); /* the first kept */
+
 	/* stored bytes that do not decode */
 	pushlog_verify_init(&v);
 	assert_int_equal(pushlog_verify_add(&v, "sitea", 1, NULL),
