@@ -58,7 +58,10 @@ static void usage(FILE *fp)
 "kept in GIT_DIR/%s/, with the push's id, and sent again later: by\n"
 "the next push's hook or by the node when it starts.  The node records a\n"
 "push id once, so a push sent again after a timeout is not recorded twice.\n"
-"The push itself is never refused.\n"
+"The push itself is never refused.  Who pushed (for the push log) comes\n"
+"from grant-shell's GRANTD_PUSH_USER, GRANTD_PUSH_IP, GRANTD_PUSH_KEY_FP,\n"
+"GRANTD_PUSH_KEY_KIND and GRANTD_PUSH_FACTOR (under gitolite: GL_USER and\n"
+"SSH_CONNECTION), and is kept in the spool with the lines.\n"
 "\n"
 "  --config FILE  configuration (default $GRANTD_CONFIG, then %s)\n"
 "  -h, --help     this text\n"
@@ -150,7 +153,17 @@ static int send_lines(const struct config *cfg, const char *repo,
 			abort();
 		args[0] = (char *)repo;
 		memcpy(args + 1, l->v + off, n * sizeof(*args));
+		char user[HOOKLINE_BY_VALUE_MAX + 1], ip[sizeof(user)];
+		char fp[sizeof(user)], kind[sizeof(user)], factor[sizeof(user)];
 		req.cmd = "hook.refs";
+		/* who pushed: the node records it in the push log */
+		req.user = hookline_by_get(user, l->by, "user") ? user : NULL;
+		req.client_ip = hookline_by_get(ip, l->by, "ip") ? ip : NULL;
+		req.key_fp = hookline_by_get(fp, l->by, "fp") ? fp : NULL;
+		req.key_kind = hookline_by_get(kind, l->by, "kind") ? kind
+								      : NULL;
+		req.factor = hookline_by_get(factor, l->by, "factor") ? factor
+								       : NULL;
 		req.args = args;
 		req.n_args = n + 1;
 		req.version = GD_WIRE_VERSION, req.has_version = 1;
@@ -192,6 +205,8 @@ static int spool_write(const char *name, const struct hooklines *l)
 		return GD_EIO;
 	FILE *fp = fdopen(fd, "w");
 	if (fp && fprintf(fp, "id %s\n", l->id) < 0)
+		rc = GD_EIO;
+	if (fp && l->by[0] && fprintf(fp, "by %s\n", l->by) < 0)
 		rc = GD_EIO;
 	for (size_t i = 0; fp && i < l->n; i++)
 		if (fprintf(fp, "%s\n", l->v[i]) < 0)
@@ -302,6 +317,37 @@ static int flush_spool(const struct config *cfg, const char *repo)
 	return rc;
 }
 
+/* Who made this push, from the environment grant-shell (or gitolite)
+ * gave git: what does not pass is left out.  The key kind only as the
+ * node knows kinds (another would get the lines refused as malformed). */
+static void who_pushed(char by[HOOKLINE_BY_MAX + 1])
+{
+	const char *user = getenv("GRANTD_PUSH_USER"), *ip;
+	const char *kind = getenv("GRANTD_PUSH_KEY_KIND");
+	char conn[128] = "";
+
+	by[0] = '\0';
+	ip = getenv("GRANTD_PUSH_IP");
+	if (!user && getenv("GL_USER")) {
+		/* gitolite: its user, and the address sshd saw */
+		const char *c = getenv("SSH_CONNECTION");
+		user = getenv("GL_USER");
+		if (c) {
+			snprintf(conn, sizeof(conn), "%s", c);
+			conn[strcspn(conn, " ")] = '\0';
+			ip = conn;
+		}
+	}
+	if (user && name_user_ok(user))
+		hookline_by_add(by, "user", user);
+	hookline_by_add(by, "ip", ip);
+	hookline_by_add(by, "fp", getenv("GRANTD_PUSH_KEY_FP"));
+	if (kind && (!strcmp(kind, "plain") || !strcmp(kind, "sk-touch") ||
+		     !strcmp(kind, "sk-pin")))
+		hookline_by_add(by, "kind", kind);
+	hookline_by_add(by, "factor", getenv("GRANTD_PUSH_FACTOR"));
+}
+
 int main(int argc, char **argv)
 {
 	const char *cfg_path = NULL;
@@ -340,8 +386,9 @@ int main(int argc, char **argv)
 		rc = GD_EXIT_USAGE;
 		goto done;
 	}
-	/* an id given on stdin is not ours to reuse: every push gets its
-	 * own */
+	/* an id or "by" given on stdin is not ours to reuse: every push
+	 * gets its own */
+	who_pushed(l.by);
 	clock_gettime(CLOCK_REALTIME, &now);
 	if (l.n && hookline_id_make(l.id, (uint64_t)now.tv_sec * 1000 +
 						  (uint64_t)now.tv_nsec / 1000000) < 0) {

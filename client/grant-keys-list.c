@@ -77,7 +77,7 @@ int main(int argc, char **argv)
 	}
 	/* each line of the answer (keys.find: one or none): NAME \t KEY */
 	authkeys_print(stdout, rep->out, paths.shell, paths.config,
-		       cfg->policy.security_keys);
+		       cfg->policy.security_keys, fp);
 	rc = GD_EXIT_OK;
 done:
 	if (rep)

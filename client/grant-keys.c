@@ -208,7 +208,7 @@ int main(int argc, char **argv)
 		goto done;
 	}
 	authkeys_print(stdout, ans.p, paths.shell, paths.config,
-		       cfg->policy.security_keys);
+		       cfg->policy.security_keys, fp);
 	rc = GD_EXIT_OK;
 done:
 	buf_free(&ans);

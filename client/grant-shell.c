@@ -17,12 +17,14 @@
  */
 #include <errno.h>
 #include <qrencode.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "addr.h"
+#include "authkeys.h"
 #include "cli.h"
 #include "config.h"
 #include "err.h"
@@ -37,7 +39,7 @@ static const char prog[] = "grant-shell";
 static void usage(FILE *fp)
 {
 	fprintf(fp,
-"usage: grant-shell [--config FILE] [--key-kind KIND] USER\n"
+"usage: grant-shell [--config FILE] [--key-kind KIND] [--key-fp FP] USER\n"
 "       grant-shell --gitolite [--config FILE] -- [WORD...]\n"
 "       grant-shell --gitolite-vref [--config FILE] -- REF OLD NEW OLDTREE\n"
 "                   NEWTREE ACCESS VREF [ARG...]\n"
@@ -82,6 +84,12 @@ static void usage(FILE *fp)
 "                 factors unless [policy] security_keys = off (with pin,\n"
 "                 only sk-pin); 2fa isval and refusals say which factors\n"
 "                 were seen.\n"
+"  --key-fp FP    the fingerprint of that key (SHA256:..., sshd's %%f), as\n"
+"                 grant-keys writes it in the line: a push records it in\n"
+"                 the push log.  A push hands the hook the user, address,\n"
+"                 key and what allowed the push in GRANTD_PUSH_USER,\n"
+"                 GRANTD_PUSH_IP, GRANTD_PUSH_KEY_FP, GRANTD_PUSH_KEY_KIND\n"
+"                 and GRANTD_PUSH_FACTOR (grant-hook(8)).\n"
 "  -h, --help     this text\n"
 "\n"
 "Exit status: 0 done, 1 refused, 2 usage or input error, 3 node unreachable,\n"
@@ -148,6 +156,7 @@ static void draw_qr(const char *uri)
 struct ctx {
 	const char *user;
 	const char *key_kind;   /* --key-kind; NULL: not known (gitolite) */
+	const char *key_fp;     /* --key-fp; NULL: not known */
 	const char *ip;
 	char session[SSHCMD_SESSION_MAX + 1];
 	struct config *cfg;
@@ -212,6 +221,35 @@ static int run_2fa(struct ctx *cx, char **words, int n)
 	return rc;
 }
 
+/* What the post-receive hook (grant-hook) puts in the push log: who
+ * pushed, from where, with which key, and what allowed it.  Set here, from
+ * what sshd and the node said, never from the client's environment. */
+static void push_env(const struct ctx *cx, const char *factor)
+{
+	static const struct {
+		const char *name;
+		size_t off;
+	} vars[] = {
+		{ "GRANTD_PUSH_USER", offsetof(struct ctx, user) },
+		{ "GRANTD_PUSH_IP", offsetof(struct ctx, ip) },
+		{ "GRANTD_PUSH_KEY_FP", offsetof(struct ctx, key_fp) },
+		{ "GRANTD_PUSH_KEY_KIND", offsetof(struct ctx, key_kind) },
+	};
+
+	for (size_t i = 0; i < GD_ARRAY_SIZE(vars); i++) {
+		const char *v = *(const char *const *)((const char *)cx +
+						       vars[i].off);
+		if (v && *v)
+			setenv(vars[i].name, v, 1);
+		else
+			unsetenv(vars[i].name);
+	}
+	if (factor && *factor)
+		setenv("GRANTD_PUSH_FACTOR", factor, 1);
+	else
+		unsetenv("GRANTD_PUSH_FACTOR");
+}
+
 static int run_git(struct ctx *cx, char **words, int n)
 {
 	bool push = !strcmp(words[0], "git-receive-pack");
@@ -231,6 +269,8 @@ static int run_git(struct ctx *cx, char **words, int n)
 		if (rep->status == GD_EXIT_OK && rep->path && *rep->path) {
 			char path[4096];
 			snprintf(path, sizeof(path), "%s", rep->path);
+			if (push)
+				push_env(cx, rep->factor);
 			grantd__v1__reply__free_unpacked(rep, NULL);
 			log_auth("user=%s host=%s command=%s repo=%s key=%s "
 				 "result=ok", cx->user, cx->ip, words[0],
@@ -474,7 +514,9 @@ static int gitolite_options(int *argc, char **argv, const char **mode,
 int main(int argc, char **argv)
 {
 	const char *cfg_path = NULL, *glmode, *key_kind = "plain";
+	const char *key_fp = NULL;
 	const struct cli_opt extra[] = { { "--key-kind", &key_kind },
+					 { "--key-fp", &key_fp },
 					 { NULL, NULL } };
 	struct ctx cx = { 0 };
 	static struct sshcmd sc;
@@ -525,8 +567,14 @@ int main(int argc, char **argv)
 			"or sk-pin\n", prog, key_kind);
 		return GD_EXIT_USAGE;
 	}
+	if (key_fp && !authkeys_fp_ok(key_fp)) {
+		fprintf(stderr, "%s: bad --key-fp '%.80s': want SHA256:... as "
+			"sshd gives it for %%f\n", prog, key_fp);
+		return GD_EXIT_USAGE;
+	}
 	cx.user = argv[i];
 	cx.key_kind = key_kind;
+	cx.key_fp = key_fp;
 	log_init("grant-shell", false, LOG_LVL_INFO);
 
 	if (!connection(&cx)) {

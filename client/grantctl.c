@@ -94,6 +94,20 @@ static void usage(FILE *fp)
 "                                   atomic write; then set secret_key to it\n"
 "                                   and restart the node, and give its new\n"
 "                                   public key to every other site\n"
+"Push log\n"
+"  log [--repo R] [--user U] [--since T] [--max N] [--json]\n"
+"                                   the accepted pushes, newest first: time,\n"
+"                                   site and entry number, repository, user,\n"
+"                                   client address, key fingerprint and kind,\n"
+"                                   the factor that allowed it, each ref's old\n"
+"                                   and new value (--json: one object per\n"
+"                                   line).  T: unix seconds, YYYY-MM-DD\n"
+"                                   [THH:MM[:SS]] (UTC) or a duration ago\n"
+"                                   (2h); fetched in pages of N (default\n"
+"                                   100)\n"
+"  log verify [--json]              walk every site's hash chain; exit 0\n"
+"                                   intact, 1 naming the first break (site,\n"
+"                                   entry, what is wrong)\n"
 "\n"
 "  --config FILE   configuration (default $GRANTD_CONFIG, then %s)\n"
 "  -h, --help      this text\n"
@@ -240,6 +254,8 @@ static const struct sub subs[] = {
 	{ "verify", NULL, "verify" },
 	{ "rebuild", NULL, "rebuild" },
 	{ "backup", NULL, "backup" },      { "rekey", NULL, "rekey" },
+	/* "log verify" matches both: the later row wins */
+	{ "log", NULL, "log.page" },       { "log", "verify", "log.verify" },
 };
 
 int main(int argc, char **argv)
@@ -357,6 +373,31 @@ int main(int argc, char **argv)
 	if ((rc = cli_call(&rep, prog, cfg->admin_socket, &req)) != 0)
 		goto done;
 	rc = cli_print(rep);
+	/* log: the node answers a page at a time, newest first; ask for
+	 * the next one until it says there is none */
+	while (rc == GD_EXIT_OK && !strcmp(sub->cmd, "log.page") &&
+	       rep->next && *rep->next) {
+		char *next = strdup(rep->next);
+		if (!next)
+			abort();
+		grantd__v1__reply__free_unpacked(rep, NULL);
+		rep = NULL;
+		if (nargs >= 2 && !strcmp(args[nargs - 2], "--before")) {
+			free(args[nargs - 1]);
+			args[nargs - 1] = next;
+		} else {
+			args = realloc(args, (nargs + 2) * sizeof(*args));
+			if (!args)
+				abort();
+			args[nargs++] = strdup("--before");
+			args[nargs++] = next;
+		}
+		req.args = args;
+		req.n_args = nargs;
+		if ((rc = cli_call(&rep, prog, cfg->admin_socket, &req)) != 0)
+			goto done;
+		rc = cli_print(rep);
+	}
 	if (rc == GD_EXIT_OK && !strcmp(sub->cmd, "backup") && rep->path)
 		rc = copy_repos(rep->path, args[0]);
 	if (rep->otpauth_uri && rep->out)

@@ -77,9 +77,20 @@ bool authkeys_is_sk(const char *key)
 	return false;
 }
 
-void authkeys_print(FILE *fp, char *text, const char *shell,
-		    const char *config, enum config_sk sk)
+bool authkeys_fp_ok(const char *fp)
 {
+	size_t n = fp ? strlen(fp) : 0;
+
+	return n > 7 && n <= 100 && !strncmp(fp, "SHA256:", 7) &&
+	       strspn(fp + 7, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstu"
+			      "vwxyz0123456789+/=") == n - 7;
+}
+
+void authkeys_print(FILE *fp, char *text, const char *shell,
+		    const char *config, enum config_sk sk, const char *key_fp)
+{
+	bool with_fp = authkeys_fp_ok(key_fp);
+
 	for (char *line = text; line && *line;) {
 		char *nl = strchr(line, '\n'), *tab = strchr(line, '\t');
 		if (nl)
@@ -89,11 +100,13 @@ void authkeys_print(FILE *fp, char *text, const char *shell,
 			bool is_sk = authkeys_is_sk(tab + 1);
 			bool pin = is_sk && sk == CONFIG_SK_PIN;
 			if (name_user_ok(line))
-				fprintf(fp, "command=\"%s%s%s%s %s\",no-pty,"
+				fprintf(fp, "command=\"%s%s%s%s%s%s %s\",no-pty,"
 					"no-port-forwarding,"
 					"no-agent-forwarding,"
 					"no-X11-forwarding%s %s\n",
-					shell, config ? " --config " : "",
+					shell, with_fp ? " --key-fp " : "",
+					with_fp ? key_fp : "",
+					config ? " --config " : "",
 					config ? config : "",
 					!is_sk ? "" :
 					pin    ? " --key-kind sk-pin" :

@@ -45,7 +45,13 @@ bool authkeys_is_sk(const char *key);
  * key the client proved it holds: the user cannot choose another kind.
  * The node decides what a kind counts for ([policy] security_keys). */
 void authkeys_print(FILE *fp, char *text, const char *shell,
-		    const char *config, enum config_sk sk);
+		    const char *config, enum config_sk sk, const char *key_fp);
+
+/* key_fp (sshd's %f of the offered key; NULL: not known, e.g. every
+ * key listed) is passed on as "--key-fp FP" before NAME when it is a
+ * fingerprint (authkeys_fp_ok), so grant-shell can tell the push log
+ * which key pushed. */
+bool authkeys_fp_ok(const char *fp);
 
 /* grant-keys --help (both programs print it). */
 void authkeys_usage(FILE *fp);

@@ -117,8 +117,82 @@ static void add(struct hooklines *l, const char *s, size_t n)
 	l->v[l->n++] = c;
 }
 
-/* One line of a push (n bytes at s, no newline): the id or a ref line. */
-static int one_line(struct hooklines *l, const char *s, size_t n, bool first)
+static bool value_ok(const char *v, size_t n)
+{
+	if (n == 0 || n > HOOKLINE_BY_VALUE_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)v[i] <= 0x20 || v[i] == 0x7f)
+			return false;
+	return true;
+}
+
+bool hookline_by_ok(const char *words)
+{
+	size_t len = strlen(words);
+
+	if (len > HOOKLINE_BY_MAX)
+		return false;
+	for (const char *w = words; *w;) {
+		const char *sp = strchr(w, ' ');
+		size_t n = sp ? (size_t)(sp - w) : strlen(w);
+		const char *eq = memchr(w, '=', n);
+		if (!eq || eq == w || !value_ok(eq + 1, n - (size_t)(eq - w) - 1))
+			return false;
+		for (const char *k = w; k < eq; k++)
+			if (!((*k >= 'a' && *k <= 'z') || *k == '_'))
+				return false;
+		if (sp && !sp[1])
+			return false; /* a trailing space */
+		w = sp ? sp + 1 : w + n;
+	}
+	return true;
+}
+
+bool hookline_by_add(char *by, const char *key, const char *value)
+{
+	size_t len = strlen(by);
+	char word[HOOKLINE_BY_MAX + 2];
+	int n;
+
+	if (!value || !value_ok(value, strlen(value)))
+		return false;
+	n = snprintf(word, sizeof(word), "%s%s=%s", len ? " " : "", key,
+		     value);
+	if (n < 0 || len + (size_t)n > HOOKLINE_BY_MAX)
+		return false;
+	memcpy(by + len, word, (size_t)n + 1);
+	if (!hookline_by_ok(by)) {
+		by[len] = '\0';
+		return false;
+	}
+	return true;
+}
+
+bool hookline_by_get(char out[HOOKLINE_BY_VALUE_MAX + 1], const char *by,
+		     const char *key)
+{
+	size_t kl = strlen(key);
+
+	out[0] = '\0';
+	for (const char *w = by; w && *w;) {
+		const char *sp = strchr(w, ' ');
+		size_t n = sp ? (size_t)(sp - w) : strlen(w);
+		if (n > kl + 1 && !strncmp(w, key, kl) && w[kl] == '=' &&
+		    n - kl - 1 <= HOOKLINE_BY_VALUE_MAX) {
+			memcpy(out, w + kl + 1, n - kl - 1);
+			out[n - kl - 1] = '\0';
+			return true;
+		}
+		w = sp ? sp + 1 : NULL;
+	}
+	return false;
+}
+
+/* One line of a push (n bytes at s, no newline): the id, who pushed, or
+ * a ref line.  head: no ref line came before it. */
+static int one_line(struct hooklines *l, const char *s, size_t n, bool first,
+		    bool head)
 {
 	char line[HOOKLINE_LINE_MAX + 1];
 	struct hookline hl;
@@ -135,6 +209,12 @@ static int one_line(struct hooklines *l, const char *s, size_t n, bool first)
 		if (!hookline_id_ok(line + 3))
 			return GD_EINVAL;
 		memcpy(l->id, line + 3, HOOKLINE_ID_LEN + 1);
+		return 0;
+	}
+	if (head && !l->by[0] && !strncmp(line, "by ", 3)) {
+		if (!line[3] || !hookline_by_ok(line + 3))
+			return GD_EINVAL;
+		memcpy(l->by, line + 3, n - 3 + 1);
 		return 0;
 	}
 	if (hookline_parse(&hl, line) < 0)
@@ -155,7 +235,8 @@ int hooklines_parse(struct hooklines *l, const char *text, size_t len,
 		const char *nl = memchr(text + off, '\n', len - off);
 		size_t n = nl ? (size_t)(nl - (text + off)) : len - off;
 		no++;
-		if ((rc = one_line(l, text + off, n, no == 1)) < 0) {
+		if ((rc = one_line(l, text + off, n, no == 1,
+				   l->n == 0 && no <= 2)) < 0) {
 			if (bad_line)
 				*bad_line = no;
 			hooklines_free(l);

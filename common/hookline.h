@@ -48,17 +48,26 @@ struct hookline {
  */
 int hookline_parse(struct hookline *out, const char *line);
 
+/* Who made a push, for the push log: "by" and words KEY=VALUE separated
+ * by single spaces, KEY of [a-z_], each VALUE 1 to HOOKLINE_BY_VALUE_MAX
+ * printable characters other than space.  The keys grant-hook writes:
+ * user, ip, fp (key fingerprint), kind (key kind), factor. */
+#define HOOKLINE_BY_MAX 512
+#define HOOKLINE_BY_VALUE_MAX 100
+
 /* The lines of one push, and its id ("" when the text had none). */
 struct hooklines {
 	char **v;      /* each a line that hookline_parse accepts */
 	size_t n, cap;
 	char id[HOOKLINE_ID_LEN + 1];
+	char by[HOOKLINE_BY_MAX + 1];  /* the words after "by ", or "" */
 };
 
 /*
  * Split text (len bytes; the last line may lack its newline) into l, which
  * must be zeroed or freed before.  An optional first line "id ID" sets
- * l->id; every other line that is not empty (a "\r" before the newline is
+ * l->id; an optional "by WORDS" line (first, or second after the id)
+ * sets l->by (hookline_by_ok); every other line that is not empty (a "\r" before the newline is
  * dropped) must parse.  Returns 0, GD_EINVAL (a line that does not parse,
  * a NUL byte, a bad id line; *bad_line, if not NULL, is its number from
  * 1), or GD_ETOOBIG (more than HOOKLINE_MAX_LINES lines).  On error l is
@@ -67,6 +76,19 @@ struct hooklines {
 int hooklines_parse(struct hooklines *l, const char *text, size_t len,
 		    size_t *bad_line);
 void hooklines_free(struct hooklines *l);
+
+/* Are these words a "by" line's (without "by ")?  "" is. */
+bool hookline_by_ok(const char *words);
+
+/* Append " KEY=VALUE" to by (size HOOKLINE_BY_MAX + 1; the first word
+ * without the space) when value is a valid value; else nothing.  Returns
+ * whether it was added. */
+bool hookline_by_add(char *by, const char *key, const char *value);
+
+/* The value of key in by into out (size HOOKLINE_BY_VALUE_MAX + 1): true,
+ * or false with out "" when by has no such word. */
+bool hookline_by_get(char out[HOOKLINE_BY_VALUE_MAX + 1], const char *by,
+		     const char *key);
 
 /* A fresh push id made at now_ms (wall clock).  Returns 0 or GD_EIO (no
  * random bytes). */

@@ -29,6 +29,7 @@ static const struct {
 	{ cmd_user_rows, &cmd_user_nrows },
 	{ cmd_repo_rows, &cmd_repo_nrows },
 	{ cmd_node_rows, &cmd_node_nrows },
+	{ cmd_log_rows, &cmd_log_nrows },
 };
 
 /* Whether row's flags agree with each other; why names the first that
@@ -194,6 +195,8 @@ void cmd_undecided(struct req *r, int err)
 	buf_reset(&r->uri);
 	buf_reset(&r->path);
 	buf_reset(&r->err);
+	r->factor = NULL;
+	r->next[0] = '\0';
 	r->status = GD_EXIT_INTERNAL;
 	buf_printf(&r->err, "the node failed to decide: internal error (%s); "
 		   "nothing was changed; the cause is in the node's log",

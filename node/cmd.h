@@ -6,7 +6,8 @@
  * The handlers live by domain: cmd_grant.c (tokens and grants: 2fa val*,
  * isval, list-val, inval; grantctl grant, check; push.check), cmd_user.c
  * (users, enrollments, unlock, keys), cmd_repo.c (repositories, hook
- * refs), cmd_node.c (status, verify, backup, rebuild, rekey).  Each
+ * refs), cmd_node.c (status, verify, backup, rebuild, rekey), cmd_log.c
+ * (the push log: log.page, log.verify).  Each
  * exports its slice of rows; cmd_table_new() joins them into the one
  * table control.c dispatches over.  A row says with flags where a command
  * is allowed and what it needs, so no rule hides in a name.
@@ -100,6 +101,8 @@ extern const struct cmd cmd_repo_rows[];
 extern const size_t cmd_repo_nrows;
 extern const struct cmd cmd_node_rows[];
 extern const size_t cmd_node_nrows;
+extern const struct cmd cmd_log_rows[];
+extern const size_t cmd_log_nrows;
 
 /* Every command, 2fa rows filled in from common/cmds.h. */
 struct cmd_table {
@@ -124,6 +127,8 @@ struct req {
 	bool admin;
 	int status;
 	struct buf out, err, uri, path;
+	const char *factor;     /* push.check: Reply.factor (static) */
+	char next[128];         /* log.page: Reply.next, "" for none */
 	struct gd_net ip;       /* client_ip, when the command uses it */
 	enum policy_key key;    /* key_kind (cmd_admit); UNKNOWN without */
 	int64_t now;            /* unix seconds */

@@ -677,7 +677,7 @@ static int push_decision(struct cmd_ctx *x, struct req *r, const char *user,
 	if (cmd_repo_arg(r, repo_in, repo, sizeof(repo)) < 0)
 		return 0;
 	rc = policy_push(&x->p, user, &r->ip, r->rq->session, r->key, repo,
-			 r->now, &why, &hint);
+			 r->now, &why, &hint, &r->factor);
 	count_check(x, rc == GD_EDENIED || rc == GD_ENOTFOUND ? 0 : rc,
 		    rc == 0);
 	if (rc == 0) {

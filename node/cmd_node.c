@@ -156,6 +156,8 @@ cJSON *cmd_status_store(struct ops *ops, int64_t now)
 				(double)ops_count(ops, CF_REPOS, now));
 	cJSON_AddNumberToObject(counts, "refs",
 				(double)ops_count(ops, CF_REFS, now));
+	cJSON_AddNumberToObject(counts, "push_log",
+				(double)ops_count(ops, CF_PUSHLOG, now));
 	cJSON_AddNumberToObject(counts, "dropped", (double)ops->dropped);
 	return j;
 }
@@ -313,6 +315,7 @@ static int cmd_status(struct cmd_ctx *x, struct req *r)
 	take(counts, sc, "grants");
 	take(counts, sc, "repos");
 	take(counts, sc, "refs");
+	take(counts, sc, "push_log");
 	take(counts, sc, "dropped");
 	cJSON_AddNumberToObject(counts, "bad_requests",
 				(double)x->status->bad_requests);

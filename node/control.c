@@ -261,6 +261,8 @@ void control_send_reply(struct req *r)
 	rep.err = r->err.len ? r->err.p : NULL;
 	rep.otpauth_uri = r->uri.len ? r->uri.p : NULL;
 	rep.path = r->path.len ? r->path.p : NULL;
+	rep.factor = (char *)r->factor;
+	rep.next = r->next[0] ? r->next : NULL;
 	len = grantd__v1__reply__get_packed_size(&rep);
 	frame = malloc(len ? len : 1);
 	if (!frame)
@@ -367,6 +369,8 @@ static void answers_reset(struct req *reqs, int n)
 		buf_reset(&reqs[i].uri);
 		buf_reset(&reqs[i].path);
 		buf_reset(&reqs[i].err);
+		reqs[i].factor = NULL;
+		reqs[i].next[0] = '\0';
 		reqs[i].status = GD_EXIT_OK;
 		reqs[i].wrote = false;
 		if (reqs[i].vote.state == CMD_VOTE_PARK)

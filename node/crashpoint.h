@@ -23,6 +23,10 @@
  *   commit       every write of a non-empty batch fails (writer_commit),
  *                as a RocksDB write error would: the batch is dropped
  *                and its callers are told the node failed to decide
+ *   pushlog-tamper  the node rewrites every push log entry it makes
+ *                after hashing it (its user becomes "mallory"), as a
+ *                site that alters its log would: `grantctl log verify`
+ *                then names the break (test_push_log.sh)
  *
  * The variables are read once, by main() before any thread starts; without
  * them a point costs one comparison.  It is compiled in always, so the tests

@@ -39,6 +39,9 @@
 /* present once CF_KEYFP indexes every user's keys (a store made before
  * the index has none: it is built at open) */
 #define META_KEYFP "keyfp"
+/* "plhead" \0 origin -> n (8, BE) and hash (32): the head of origin's
+ * push log chain here (ops_pushlog_head) */
+#define META_PLHEAD "plhead"
 
 static int meta_u64(struct store *s, const char *key, uint64_t *out)
 {
@@ -898,6 +901,141 @@ static int apply_refs(struct ops *o, struct store_batch *b,
 	return rc;
 }
 
+static void plhead_key(struct buf *k, const char *origin)
+{
+	buf_reset(k);
+	buf_add(k, META_PLHEAD, sizeof(META_PLHEAD));
+	buf_puts(k, origin);
+}
+
+int ops_pushlog_head(struct ops *o, struct store_batch *b, const char *origin,
+		     uint64_t *n, uint8_t hash[OPS_PUSHLOG_HASH])
+{
+	struct buf k = BUF_INIT, v = BUF_INIT;
+	int rc;
+
+	*n = 0;
+	memset(hash, 0, OPS_PUSHLOG_HASH);
+	plhead_key(&k, origin);
+	rc = store_get(o->store, b, CF_META, k.p, k.len, &v);
+	if (rc == 0 && v.len == 8 + OPS_PUSHLOG_HASH) {
+		*n = store_get_be64(v.p);
+		memcpy(hash, v.p + 8, OPS_PUSHLOG_HASH);
+	}
+	buf_free(&k);
+	buf_free(&v);
+	return rc == GD_ENOTFOUND ? 0 : rc;
+}
+
+int ops_pushlog_heads(struct ops_pushlog_head **out, struct store *s)
+{
+	struct ops_pushlog_head *h = NULL;
+	struct store_iter *it = NULL;
+	struct buf v = BUF_INIT;
+	const char *key;
+	size_t klen, n = 0, cap = 0, pl = sizeof(META_PLHEAD);
+	int rc;
+
+	*out = NULL;
+	if ((rc = store_iter_new(&it, s, NULL, CF_META, META_PLHEAD, pl)) < 0)
+		return rc;
+	while ((rc = store_iter_next(it, &key, &klen, &v)) > 0) {
+		if (klen <= pl || klen - pl >= sizeof(h->origin) ||
+		    v.len != 8 + OPS_PUSHLOG_HASH)
+			continue;
+		if (n == cap) {
+			cap = cap ? 2 * cap : 8;
+			h = realloc(h, cap * sizeof(*h));
+			if (!h)
+				abort();
+		}
+		memcpy(h[n].origin, key + pl, klen - pl);
+		h[n].origin[klen - pl] = '\0';
+		h[n].n = store_get_be64(v.p);
+		n++;
+	}
+	store_iter_free(&it);
+	buf_free(&v);
+	if (rc < 0) {
+		free(h);
+		return rc;
+	}
+	*out = h;
+	return (int)n;
+}
+
+/* Which of two entries for the same (origin, n) a site keeps: the earlier
+ * (hlc, bytes), so that every site keeps the same one whatever the order
+ * they came in.  Only a forked chain (a wiped site that took a push before
+ * it caught up, or a lying one) has two; `grantctl log verify` shows the
+ * break the loser leaves. */
+static bool pushlog_keeps_old(const struct buf *old, const struct buf *val,
+			      uint64_t hlc)
+{
+	Grantd__V1__PushLogEntry *oe = grantd__v1__push_log_entry__unpack(
+		NULL, old->len, (const uint8_t *)old->p);
+	size_t n = old->len < val->len ? old->len : val->len;
+	int c = memcmp(old->p, val->p, n);
+	bool keep;
+
+	if (!oe)
+		return false; /* a record that does not decode loses */
+	if (oe->hlc != hlc)
+		keep = oe->hlc < hlc;
+	else
+		keep = c < 0 || (c == 0 && old->len <= val->len);
+	grantd__v1__push_log_entry__free_unpacked(oe, NULL);
+	return keep;
+}
+
+/* A push log entry: written once at origin \0 n; the head of origin's
+ * chain moves with it (same batch). */
+static int apply_pushlog(struct ops *o, struct store_batch *b,
+			 const Grantd__V1__PushLogEntry *e)
+{
+	Grantd__V1__PushLogEntry copy = *e;
+	struct buf k = BUF_INIT, old = BUF_INIT, val = BUF_INIT;
+	uint8_t head[OPS_PUSHLOG_HASH], hv[8 + OPS_PUSHLOG_HASH];
+	uint64_t hn;
+	int rc;
+
+	/* fields of a newer protocol would make the bytes depend on which
+	 * copy arrived first */
+	copy.base.n_unknown_fields = 0;
+	copy.base.unknown_fields = NULL;
+	pack_msg(&val, &copy.base);
+	records_key_pushlog(&k, e->origin, e->n);
+	rc = store_get(o->store, b, CF_PUSHLOG, k.p, k.len, &old);
+	if (rc == GD_ENOTFOUND) {
+		buf_reset(&old);
+	} else if (rc < 0) {
+		goto done;
+	} else if (old.len == val.len && !memcmp(old.p, val.p, val.len)) {
+		goto done;
+	} else {
+		log_warn("push log fork origin=%s n=%llu: two different "
+			 "entries; the earlier is kept", e->origin,
+			 (unsigned long long)e->n);
+		if (pushlog_keeps_old(&old, &val, e->hlc))
+			goto done;
+	}
+	rc = 0;
+	replace_record(o, b, CF_PUSHLOG, k.p, k.len, &old, &val);
+	if ((rc = ops_pushlog_head(o, b, e->origin, &hn, head)) < 0)
+		goto done;
+	if (e->n >= hn) {
+		store_be64(hv, e->n);
+		memcpy(hv + 8, e->hash.data, OPS_PUSHLOG_HASH);
+		plhead_key(&k, e->origin);
+		store_put(b, CF_META, k.p, k.len, hv, sizeof(hv));
+	}
+done:
+	buf_free(&k);
+	buf_free(&old);
+	buf_free(&val);
+	return rc == GD_ENOTFOUND ? 0 : rc;
+}
+
 /* Effect of one operation on the state families. */
 static int apply_body(struct ops *o, struct store_batch *b,
 		      const Grantd__V1__Op *op)
@@ -914,6 +1052,8 @@ static int apply_body(struct ops *o, struct store_batch *b,
 		return apply_mark(o, b, op->mark);
 	case RECORDS_UNION:
 		return apply_failure(o, b, op->failure);
+	case RECORDS_SET:
+		return apply_pushlog(o, b, op->push_log);
 	case RECORDS_LWW:
 		break;
 	default:
@@ -1336,6 +1476,34 @@ done:
 	return rc;
 }
 
+/* A push log entry from a snapshot: the checks of a live one (its stamp
+ * and origin are the entry's own), then the same set rule. */
+static int merge_pushlog(struct ops *o, struct store_batch *b,
+			 const void *val, size_t vlen,
+			 const struct ops_trust *t, struct buf *why)
+{
+	Grantd__V1__PushLogEntry *e =
+		grantd__v1__push_log_entry__unpack(NULL, vlen, val);
+	Grantd__V1__Op op = GRANTD__V1__OP__INIT;
+	int rc = GD_EPROTO;
+
+	if (!e) {
+		buf_puts(why, "record does not decode");
+		return rc;
+	}
+	op.body_case = GRANTD__V1__OP__BODY_PUSH_LOG;
+	op.push_log = e;
+	SET_STAMP(op, 1, 1, e->hlc);
+	op.origin = e->origin ? e->origin : "";
+	rc = ops_check(&op, why);
+	if (rc == 0)
+		rc = trust_stamp(o, t, op.hlc, op.origin, why);
+	if (rc == 0)
+		rc = apply_pushlog(o, b, e);
+	grantd__v1__push_log_entry__free_unpacked(e, NULL);
+	return rc;
+}
+
 int ops_merge_record(struct ops *o, struct store_batch *b, enum store_cf cf,
 		     const void *val, size_t vlen, const struct ops_trust *t,
 		     struct buf *why_out)
@@ -1353,6 +1521,10 @@ int ops_merge_record(struct ops *o, struct store_batch *b, enum store_cf cf,
 	}
 	if (cf == CF_REFS) {
 		rc = merge_ref(o, b, val, vlen, t, &why);
+		goto done;
+	}
+	if (cf == CF_PUSHLOG) {
+		rc = merge_pushlog(o, b, val, vlen, t, &why);
 		goto done;
 	}
 	m = protobuf_c_message_unpack(f->desc, NULL, vlen, val);
@@ -1548,6 +1720,59 @@ bool ops_ref_name_ok(const char *s)
 	return true;
 }
 
+static bool opt_str_ok(const char *s, size_t max)
+{
+	if (!s)
+		return true;
+	if (strnlen(s, max + 1) > max)
+		return false;
+	for (; *s; s++)
+		if ((unsigned char)*s <= 0x20 || *s == 0x7f)
+			return false;
+	return true;
+}
+
+/* A push log entry: its shape, not its hash (a peer keeps and passes on
+ * what its origin wrote; `grantctl log verify` judges the chain). */
+static const char *pushlog_check(const Grantd__V1__Op *op)
+{
+	const Grantd__V1__PushLogEntry *e = op->push_log;
+	char norm[NAME_REPO_MAX + 1];
+	struct gd_net net;
+
+	if (!e->origin || strcmp(e->origin, op->origin))
+		return "push log entry of another origin";
+	if (!e->n || !e->has_hlc || e->hlc != op->hlc)
+		return "push log entry without number or stamp";
+	if (e->prev.len != 32 || e->hash.len != 32)
+		return "push log entry without its hashes";
+	if (e->user && *e->user && !name_user_ok(e->user))
+		return "bad user name";
+	if (!opt_str_ok(e->key_fp, 100) || !opt_str_ok(e->key_kind, 16) ||
+	    !opt_str_ok(e->factor, 32) ||
+	    !str_ok(e->factor_detail ? e->factor_detail : "", 256))
+		return "push log entry out of bounds";
+	if (e->client_ip && *e->client_ip &&
+	    (!str_ok(e->client_ip, 64) || addr_parse(&net, e->client_ip,
+						     false) < 0))
+		return "bad client address";
+	if (!e->repo || name_repo_norm(norm, sizeof(norm), e->repo) < 0 ||
+	    strcmp(norm, e->repo))
+		return "bad repository name";
+	if (e->push_id && !hookline_req_id_ok(e->push_id))
+		return "bad push id";
+	if (e->n_changes > OPS_MAX_REF_CHANGES)
+		return "push log entry out of bounds";
+	for (size_t i = 0; i < e->n_changes; i++) {
+		const Grantd__V1__RefChange *c = e->changes[i];
+		if (!ops_ref_name_ok(c->ref))
+			return "bad ref name";
+		if (!ops_oid_ok(c->old) || !ops_oid_ok(c->new_))
+			return "bad object id";
+	}
+	return NULL;
+}
+
 int ops_check(const Grantd__V1__Op *op, struct buf *err)
 {
 	const char *why = NULL;
@@ -1659,6 +1884,10 @@ int ops_check(const Grantd__V1__Op *op, struct buf *err)
 		}
 		break;
 	}
+	case GRANTD__V1__OP__BODY_PUSH_LOG:
+		if (!why)
+			why = pushlog_check(op);
+		break;
 	default:
 		why = "no body";
 	}

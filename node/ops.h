@@ -321,6 +321,24 @@ int ops_check(const Grantd__V1__Op *op, struct buf *err);
 
 /* Keys of the record families: records.h. */
 
+/* The push log (docs/push-log.md): the head of origin's chain as this
+ * node holds it (the batch b included): *n the highest entry number
+ * applied (0: none) and hash that entry's hash (32 zero bytes for none).
+ * Kept in CF_META by every apply and merge of an entry, in its batch.
+ * Returns 0 or a store error. */
+#define OPS_PUSHLOG_HASH 32
+int ops_pushlog_head(struct ops *o, struct store_batch *b, const char *origin,
+		     uint64_t *n, uint8_t hash[OPS_PUSHLOG_HASH]);
+
+/* The origins whose heads s holds (committed state; any thread): each
+ * origin's name and head n, in name order.  *out is the caller's (free);
+ * returns how many, or a store error. */
+struct ops_pushlog_head {
+	char origin[65];
+	uint64_t n;
+};
+int ops_pushlog_heads(struct ops_pushlog_head **out, struct store *s);
+
 /* Version vector entry for (origin, epoch); 0 when none.  It reads the
  * cache, which includes batches not yet committed (b is unused). */
 uint64_t ops_vv_get(struct ops *o, struct store_batch *b, const char *origin,

@@ -299,7 +299,7 @@ static int decide_2fa(const struct policy_ctx *pc, const char *user,
 		      const struct policy_user *u, const struct gd_net *ip,
 		      const char *session, enum policy_key key, bool required,
 		      const char *repo, int64_t now, struct buf *why,
-		      struct buf *hint)
+		      struct buf *hint, const char **factor)
 {
 	Grantd__V1__Grant *g = NULL;
 	char ipstr[ADDR_STRLEN];
@@ -307,8 +307,14 @@ static int decide_2fa(const struct policy_ctx *pc, const char *user,
 	bool enrolled = u->user && u->enrolled;
 	int rc;
 
-	if (policy_key_2fa(pc->cfg, key) || (!required && !enrolled))
+	if (policy_key_2fa(pc->cfg, key)) {
+		*factor = "security-key";
 		return 0;
+	}
+	if (!required && !enrolled) {
+		*factor = "not-required";
+		return 0;
+	}
 	if (!enrolled) {
 		if (repo)
 			buf_printf(why, "user '%s' is not enrolled with "
@@ -341,6 +347,7 @@ static int decide_2fa(const struct policy_ctx *pc, const char *user,
 		return GD_EDENIED;
 	}
 	grantd__v1__grant__free_unpacked(g, NULL);
+	*factor = "grant";
 	return 0;
 }
 
@@ -350,12 +357,13 @@ int policy_2fa(const struct policy_ctx *pc, const char *user,
 	       struct buf *hint)
 {
 	struct policy_user u;
+	const char *factor;
 	int rc;
 
 	if ((rc = policy_user_load(&u, pc, user)) < 0)
 		return rc;
 	rc = decide_2fa(pc, user, &u, ip, session, POLICY_KEY_UNKNOWN,
-			required, repo, now, why, hint);
+			required, repo, now, why, hint, &factor);
 	policy_user_clear(&u);
 	return rc;
 }
@@ -363,13 +371,16 @@ int policy_2fa(const struct policy_ctx *pc, const char *user,
 int policy_push(const struct policy_ctx *pc, const char *user,
 		const struct gd_net *ip, const char *session,
 		enum policy_key key, const char *repo, int64_t now,
-		struct buf *why, struct buf *hint)
+		struct buf *why, struct buf *hint, const char **factor)
 {
 	struct policy_user u;
 	Grantd__V1__Repo *r = NULL;
+	const char *f = "mode-off";
 	bool writer = false;
 	int rc;
 
+	if (factor)
+		*factor = NULL;
 	if ((rc = policy_repo_load(&r, pc, repo)) < 0) {
 		if (rc == GD_ENOTFOUND)
 			buf_printf(why, "repository '%s' does not exist", repo);
@@ -395,7 +406,9 @@ int policy_push(const struct policy_ctx *pc, const char *user,
 	if (r->mode != GRANTD__V1__REPO_MODE__MODE_OFF)
 		rc = decide_2fa(pc, user, &u, ip, session, key,
 				r->mode == GRANTD__V1__REPO_MODE__MODE_REQUIRED,
-				repo, now, why, hint);
+				repo, now, why, hint, &f);
+	if (rc == 0 && factor)
+		*factor = f;
 done:
 	grantd__v1__repo__free_unpacked(r, NULL);
 	policy_user_clear(&u);

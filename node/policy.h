@@ -117,11 +117,16 @@ int policy_2fa(const struct policy_ctx *pc, const char *user,
  * factors (policy_key_2fa: a security key), and is otherwise decided as
  * policy_2fa decides it; a 2-factor refusal then says, on a line of its
  * own in why, which factors were seen (unless key is UNKNOWN).
+ * *factor (factor may be NULL), when allowed, says what allowed it, a
+ * static string (the push log's factor): "mode-off" (the repository asks
+ * no second factor), "security-key" (the key counts as two),
+ * "not-required" (opt-in and the user is not enrolled) or "grant" (a live
+ * grant covers ip).
  */
 int policy_push(const struct policy_ctx *pc, const char *user,
 		const struct gd_net *ip, const char *session,
 		enum policy_key key, const char *repo, int64_t now,
-		struct buf *why, struct buf *hint);
+		struct buf *why, struct buf *hint, const char **factor);
 
 /* The repository record, or NULL (deleted or missing); caller frees. */
 int policy_repo_load(Grantd__V1__Repo **out, const struct policy_ctx *pc,

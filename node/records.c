@@ -110,6 +110,18 @@ bool records_live_ref(const void *val, size_t vlen, int64_t *until)
 	return live;
 }
 
+bool records_live_pushlog(const void *val, size_t vlen, int64_t *until)
+{
+	Grantd__V1__PushLogEntry *e =
+		grantd__v1__push_log_entry__unpack(NULL, vlen, val);
+
+	*until = INT64_MAX;
+	if (!e)
+		return false;
+	grantd__v1__push_log_entry__free_unpacked(e, NULL);
+	return true;
+}
+
 /* ---- keys ---- */
 
 static void put_be64(struct buf *k, uint64_t v)
@@ -349,4 +361,28 @@ int records_keyfp_parse(const void *key, size_t klen, struct records_span *fp,
 	    !user->len)
 		return GD_EPROTO;
 	return 0;
+}
+
+void records_key_pushlog(struct buf *k, const char *origin, uint64_t n)
+{
+	buf_reset(k);
+	buf_add(k, origin, strlen(origin) + 1);
+	if (n)
+		put_be64(k, n);
+}
+
+int records_pushlog_parse(const void *key, size_t klen,
+			  struct records_span *origin, uint64_t *n)
+{
+	const char *p = key;
+	const char *nul = klen > 8 ? memchr(p, '\0', klen - 8) : NULL;
+
+	if (!nul || nul == p || (size_t)(nul - p) + 1 + 8 != klen)
+		return GD_EPROTO;
+	origin->p = p;
+	origin->len = (size_t)(nul - p);
+	*n = 0;
+	for (int i = 0; i < 8; i++)
+		*n = *n << 8 | (uint8_t)nul[1 + i];
+	return *n ? 0 : GD_EPROTO;
 }

@@ -55,6 +55,9 @@ enum records_merge {
 			 * 15 (origin), like grantd.v1.Stamped */
 	RECORDS_MAX,    /* token-use marks: max (next), union (scratch) */
 	RECORDS_UNION,  /* failures: union of attempt stamps */
+	RECORDS_SET,    /* the push log: a set of entries that never
+			 * change; a key written twice with other bytes (a
+			 * forked chain) keeps the earlier (hlc, bytes) */
 };
 
 /* clang-format off */
@@ -108,7 +111,12 @@ enum records_merge {
 	 * site promised to a proposal (token_quorum = majority, vote.h);      \
 	 * local, never replicated: a promise is this site's vote */           \
 	X(PROMISES, "promises", _NOT_SET, &grantd__v1__promise__descriptor,    \
-	  RECORDS_LOCAL, false, false, NULL, false)
+	  RECORDS_LOCAL, false, false, NULL, false)                                \
+	/* origin \0 n(8, BE) -> PushLogEntry (docs/push-log.md); never on a  \
+	 * mirror: it holds client addresses */                                \
+	X(PUSHLOG, "pushlog", PUSH_LOG,                                         \
+	  &grantd__v1__push_log_entry__descriptor, RECORDS_SET, false, true,   \
+	  records_live_pushlog, false)
 /* clang-format on */
 
 enum store_cf {
@@ -165,6 +173,8 @@ bool records_live_user(const void *val, size_t vlen, int64_t *until);
 bool records_live_grant(const void *val, size_t vlen, int64_t *until);
 bool records_live_repo(const void *val, size_t vlen, int64_t *until);
 bool records_live_ref(const void *val, size_t vlen, int64_t *until);
+/* every entry that decodes (status: counts.push_log) */
+bool records_live_pushlog(const void *val, size_t vlen, int64_t *until);
 
 /* ---- keys (the layouts are in the table above) ---- */
 
@@ -224,5 +234,12 @@ int records_ssh_fingerprint(char out[RECORDS_FP_MAX], const char *key);
 void records_key_keyfp(struct buf *k, const char *fp, const char *user);
 int records_keyfp_parse(const void *key, size_t klen, struct records_span *fp,
 			struct records_span *user);
+
+/* ---- the push log (CF_PUSHLOG) ---- */
+
+/* origin \0 n(8, BE); without n (n = 0), the prefix of origin's. */
+void records_key_pushlog(struct buf *k, const char *origin, uint64_t n);
+int records_pushlog_parse(const void *key, size_t klen,
+			  struct records_span *origin, uint64_t *n);
 
 #endif

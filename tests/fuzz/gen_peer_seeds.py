@@ -29,6 +29,7 @@ KEY = ("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9"
 # store_cf numbers (node/store.h) of the families a snapshot carries
 CF_USERS, CF_ENROLL, CF_GRANTS, CF_MARKS, CF_FAILS = 1, 2, 3, 4, 5
 CF_UNLOCK, CF_REPOS, CF_REFS, CF_REVOKES = 6, 7, 10, 12
+CF_PUSHLOG = 14
 
 
 def stamped(body, hlc=HLC, origin=SITE):
@@ -103,9 +104,23 @@ def ref_update(name="pub/linux", changes=(("refs/heads/main", ZERO, OID_A),)):
     return m
 
 
+def push_log_entry(n=1, origin=SITE, hlc=HLC, user="alice"):
+    """A PushLogEntry; its hashes are not checked on receipt (log verify
+    judges them), so any 32 bytes do."""
+    return (field_bytes(1, origin) + field_varint(2, n) +
+            field_bytes(3, b"\0" * 32) + field_bytes(4, b"\x42" * 32) +
+            field_bytes(5, user) +
+            field_bytes(6, "SHA256:ieGENRwGkZ2ZJH/wEtzcd6QlCZ434+NMQvA0N15Murs") +
+            field_bytes(7, "plain") + field_bytes(8, "192.0.2.7") +
+            field_bytes(9, "grant") + field_bytes(11, "pub/linux") +
+            field_bytes(12, field_bytes(1, "refs/heads/main") +
+                        field_bytes(2, ZERO) + field_bytes(3, OID_A)) +
+            field_varint(14, 1764770000000) + field_varint(15, hlc))
+
+
 # Op body field numbers (proto Op oneof body)
 B_USER, B_ENROLL, B_GRANT, B_MARK, B_FAILURE = 10, 11, 12, 13, 14
-B_UNLOCK, B_REPO, B_REFS, B_REVOKE = 15, 16, 17, 18
+B_UNLOCK, B_REPO, B_REFS, B_REVOKE, B_PUSH_LOG = 15, 16, 17, 18, 19
 
 
 def op(num, body, seq=1, origin=SITE, epoch=7, hlc=HLC):
@@ -186,6 +201,9 @@ SEEDS = {
     "op_refs": peer_msg(P_OP, op(B_REFS, ref_update(changes=(
         ("refs/heads/main", OID_A, OID_B), ("refs/tags/v1", ZERO, OID_A),
         ("refs/heads/old", OID_B, ZERO))))),
+    "op_push_log": peer_msg(P_OP, op(B_PUSH_LOG, push_log_entry())),
+    "op_push_log_other_origin": peer_msg(P_OP, op(B_PUSH_LOG, push_log_entry(
+        origin="montreal"))),
     "heartbeat": peer_msg(P_HEARTBEAT, field_bytes(1, vv_entry(SITE, 7, 12)) +
                           field_bytes(1, vv_entry("montreal", 3, 40)) +
                           field_varint(2, HLC) + field_bytes(3, b"\x5a" * 32) +
@@ -211,6 +229,8 @@ SEEDS = {
     "snap_repos": peer_msg(P_SNAP_REP, snap(CF_REPOS, [stamped(repo())])),
     "snap_refs": peer_msg(P_SNAP_REP, snap(CF_REFS, [stamped(ref())])),
     "snap_revokes": peer_msg(P_SNAP_REP, snap(CF_REVOKES, [stamped(named())])),
+    "snap_pushlog": peer_msg(P_SNAP_REP, snap(CF_PUSHLOG, [
+        push_log_entry(), push_log_entry(n=2, hlc=HLC + 1, user="bob")])),
     "range_req": peer_msg(P_RANGE_REQ, field_bytes(1, SITE) + field_varint(2, 7) +
                           field_varint(3, 1) + field_varint(4, 100)),
     "vv_req": peer_head() + field_varint(P_VV_REQ, 1),

@@ -44,7 +44,8 @@ t_has "the test's sshd passes the fingerprint" "$(<"$T_SITE/ssh/sshd_config")" \
 	"grant-keys --config $T_SITE/grantd.conf %u %f"
 t_expect 0 "grant-keys root FP(leo)" gk "$(fp "$T_KEYS/leo.pub")"
 t_eq "one line" "$(grep -c . <<<"$OUT")" 1
-t_eq "the line keys.list gives for leo's key" "$OUT" "$(grep -F "$(cut -d' ' -f2 "$T_KEYS/leo.pub")" <<<"$KEYS")"
+t_has "it passes the fingerprint on (the push log's key)" "$OUT" "grant-shell --key-fp $(fp "$T_KEYS/leo.pub") --config"
+t_eq "else the line keys.list gives for leo's key" "${OUT/ --key-fp $(fp "$T_KEYS/leo.pub")/}" "$(grep -F "$(cut -d' ' -f2 "$T_KEYS/leo.pub")" <<<"$KEYS")"
 t_expect 0 "grant-keys root FP(kate)" gk "$(fp "$T_KEYS/kate.pub")"
 t_has "kate's line" "$OUT" "--config $T_SITE/grantd.conf kate\""
 t_hasnt "not leo's (another user's key gives nothing of his)" "$OUT" " leo\""

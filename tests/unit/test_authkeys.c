@@ -34,7 +34,8 @@ static char *print(const char *text, enum config_sk sk)
 
 	assert_non_null(in);
 	assert_non_null(fp);
-	authkeys_print(fp, in, "/usr/bin/grant-shell", "/etc/g.conf", sk);
+	authkeys_print(fp, in, "/usr/bin/grant-shell", "/etc/g.conf", sk,
+		       NULL);
 	fclose(fp);
 	free(in);
 	return out;
@@ -82,11 +83,43 @@ static void test_lines(void **state)
 	free(out);
 }
 
+/* With the offered key's fingerprint (grant-keys ACCOUNT FP), the line
+ * passes it on to grant-shell for the push log; anything that is not a
+ * fingerprint is left out, never quoted into the command. */
+static void test_key_fp(void **state)
+{
+	static const char f[] = "SHA256:ieGENRwGkZ2ZJH/wEtzcd6QlCZ434+NMQvA0N15Murs";
+	char in[] = "alice\t" SKED "\n";
+	char in2[] = "alice\t" ED "\n";
+	char *out = NULL;
+	size_t len = 0;
+	FILE *fp = open_memstream(&out, &len);
+
+	assert_true(authkeys_fp_ok(f));
+	assert_false(authkeys_fp_ok("SHA256:"));
+	assert_false(authkeys_fp_ok("MD5:ab"));
+	assert_false(authkeys_fp_ok("SHA256:a\" b"));
+	assert_false(authkeys_fp_ok("SHA256:a b"));
+	assert_false(authkeys_fp_ok(NULL));
+	authkeys_print(fp, in, "/usr/bin/grant-shell", NULL, CONFIG_SK_TOUCH, f);
+	authkeys_print(fp, in2, "/usr/bin/grant-shell", NULL, CONFIG_SK_TOUCH,
+		       "SHA256:a\",x");
+	fclose(fp);
+	assert_string_equal(out,
+		"command=\"/usr/bin/grant-shell --key-fp "
+		"SHA256:ieGENRwGkZ2ZJH/wEtzcd6QlCZ434+NMQvA0N15Murs --key-kind "
+		"sk-touch alice\","
+		OPTS " " SKED "\n"
+		"command=\"/usr/bin/grant-shell alice\"," OPTS " " ED "\n");
+	free(out);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_is_sk),
 		cmocka_unit_test(test_lines),
+		cmocka_unit_test(test_key_fp),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -31,6 +31,7 @@
 #include "log.h"
 #include "ops.h"
 #include "policy.h"
+#include "pushlog.h"
 #include "records.h"
 #include "store.h"
 
@@ -136,6 +137,76 @@ static struct req *hook_refs(struct fixture *f, const char *repo,
 	return r;
 }
 
+/* The same, with a request id and who pushed, as grant-hook sends them
+ * (NULL: not sent). */
+static struct req *hook_refs_by(struct fixture *f, const char *repo,
+				const char *line, const char *id,
+				const char *user, const char *ip,
+				const char *fp, const char *kind,
+				const char *factor)
+{
+	const struct cmd *c = cmd_table_find(f->t, "hook.refs");
+	struct cmd_ctx x = { 0 };
+	struct req *r = &f->r;
+
+	buf_free(&r->out);
+	buf_free(&r->err);
+	memset(r, 0, sizeof(*r));
+	grantd__v1__request__init(&f->rq);
+	f->rq.cmd = "hook.refs";
+	f->args[0] = (char *)repo;
+	f->args[1] = (char *)line;
+	f->rq.args = f->args;
+	f->rq.n_args = 2;
+	f->rq.push_id = (char *)id;
+	f->rq.user = (char *)user;
+	f->rq.client_ip = (char *)ip;
+	f->rq.key_fp = (char *)fp;
+	f->rq.key_kind = (char *)kind;
+	f->rq.factor = (char *)factor;
+	r->rq = &f->rq;
+	r->now = 1700000000;
+	r->now_ms = 1700000000000ull;
+	assert_non_null(c);
+	assert_int_equal(cmd_admit(c, r, false), 0);
+	x.p.cfg = &f->cfg;
+	x.p.store = f->store;
+	x.p.batch = f->b;
+	x.p.host = "git.example.org";
+	x.ops = &f->o;
+	assert_int_equal(c->fn(&x, r), 0);
+	return r;
+}
+
+/* A reader command (log.page, log.verify) with args, on committed
+ * state, as a reader thread runs it.  Returns the request, answered. */
+static struct req *reader(struct fixture *f, const char *name,
+			  const char **args, size_t n)
+{
+	const struct cmd *c = cmd_table_find(f->t, name);
+	struct cmd_ctx x = { 0 };
+	struct req *r = &f->r;
+
+	buf_free(&r->out);
+	buf_free(&r->err);
+	memset(r, 0, sizeof(*r));
+	grantd__v1__request__init(&f->rq);
+	f->rq.cmd = (char *)name;
+	f->rq.args = (char **)args;
+	f->rq.n_args = n;
+	r->rq = &f->rq;
+	r->admin = true;
+	r->now = 1700000000;
+	r->now_ms = 1700000000000ull;
+	assert_non_null(c);
+	assert_int_equal(cmd_admit(c, r, false), 0);
+	x.p.cfg = &f->cfg;
+	x.p.store = f->store;
+	x.p.host = "git.example.org";
+	assert_int_equal(c->fn(&x, r), 0);
+	return r;
+}
+
 /* The operations made since the last call, their kinds in order into
  * kinds (at most max); returns how many.  The outbox is emptied. */
 static size_t outbox(struct fixture *f, Grantd__V1__Op__BodyCase *kinds,
@@ -203,26 +274,159 @@ static void test_first_push_registers(void **state)
 	assert_true(rp->fork_of == NULL || !*rp->fork_of);
 	grantd__v1__repo__free_unpacked(rp, NULL);
 	assert_true(ref_recorded(f, "demo", "refs/heads/master"));
-	/* the record first, then the push: every site applies them so */
-	assert_int_equal(outbox(f, k, 4), 2);
+	/* the record first, then the push and its push log entry: every
+	 * site applies them so */
+	assert_int_equal(outbox(f, k, 4), 3);
 	assert_int_equal(k[0], GRANTD__V1__OP__BODY_REPO);
 	assert_int_equal(k[1], GRANTD__V1__OP__BODY_REFS);
+	assert_int_equal(k[2], GRANTD__V1__OP__BODY_PUSH_LOG);
 
 	/* the next push finds the record: no second one */
 	r = hook_refs(f, "demo.git", NEW1 " " NEW2 " refs/heads/master");
 	assert_int_equal(r->status, GD_EXIT_OK);
-	assert_int_equal(outbox(f, k, 4), 1);
+	assert_int_equal(outbox(f, k, 4), 2);
 	assert_int_equal(k[0], GRANTD__V1__OP__BODY_REFS);
+	assert_int_equal(k[1], GRANTD__V1__OP__BODY_PUSH_LOG);
 
 	/* gitolite's own admin repository registers the same way */
 	r = hook_refs(f, "gitolite-admin", OLD " " NEW1 " refs/heads/master");
 	assert_int_equal(r->status, GD_EXIT_OK);
-	assert_int_equal(outbox(f, k, 4), 2);
+	assert_int_equal(outbox(f, k, 4), 3);
 	assert_int_equal(k[0], GRANTD__V1__OP__BODY_REPO);
 	assert_int_equal(k[1], GRANTD__V1__OP__BODY_REFS);
 	rp = record(f, "gitolite-admin");
 	assert_non_null(rp);
 	grantd__v1__repo__free_unpacked(rp, NULL);
+}
+
+/* The entry of this site's n-th push, through the batch (NULL: none). */
+static Grantd__V1__PushLogEntry *entry(struct fixture *f, uint64_t n)
+{
+	struct buf k = BUF_INIT, v = BUF_INIT;
+	Grantd__V1__PushLogEntry *e = NULL;
+
+	records_key_pushlog(&k, "sitea", n);
+	if (store_get(f->store, f->b, CF_PUSHLOG, k.p, k.len, &v) == 0)
+		e = grantd__v1__push_log_entry__unpack(NULL, v.len,
+						       (const uint8_t *)v.p);
+	buf_free(&k);
+	buf_free(&v);
+	return e;
+}
+
+/* Each push recorded here is logged: who grant-hook says pushed (what
+ * does not check is left out, the push still recorded), numbered and
+ * chained after this site's head, in the push's batch; a resent push
+ * (same request id) is logged once. */
+static void test_push_logged(void **state)
+{
+	struct fixture *f = *state;
+	static const char id[] = "0000018f2a3b4c5d9e8f7a6b5c4d3e2f-0";
+	Grantd__V1__Op__BodyCase k[4];
+	Grantd__V1__PushLogEntry *e1, *e2;
+	uint8_t zero[PUSHLOG_HASH_LEN] = { 0 }, head[PUSHLOG_HASH_LEN];
+	uint64_t n;
+	struct req *r;
+
+	f->rq.user = NULL;
+	r = hook_refs_by(f, "demo", OLD " " NEW1 " refs/heads/master", id,
+			 "alice", "192.0.2.7", "SHA256:ieGENRwGkZ2ZJH/wEtzcd6Ql",
+			 "plain", "grant");
+	assert_int_equal(r->status, GD_EXIT_OK);
+	assert_int_equal(outbox(f, k, 4), 3);
+	e1 = entry(f, 1);
+	assert_non_null(e1);
+	assert_string_equal(e1->origin, "sitea");
+	assert_int_equal(e1->n, 1);
+	assert_memory_equal(e1->prev.data, zero, PUSHLOG_HASH_LEN);
+	assert_true(pushlog_hash_ok(e1));
+	assert_string_equal(e1->user, "alice");
+	assert_string_equal(e1->client_ip, "192.0.2.7");
+	assert_string_equal(e1->key_fp, "SHA256:ieGENRwGkZ2ZJH/wEtzcd6Ql");
+	assert_string_equal(e1->key_kind, "plain");
+	assert_string_equal(e1->factor, "grant");
+	assert_string_equal(e1->repo, "demo");
+	assert_string_equal(e1->push_id, id);
+	/* the push's own time: its id's clock */
+	assert_int_equal(e1->pushed_ms, 0x18f2a3b4c5dLL);
+	assert_int_equal(e1->n_changes, 1);
+	assert_string_equal(e1->changes[0]->ref, "refs/heads/master");
+	assert_string_equal(e1->changes[0]->old, OLD);
+	assert_string_equal(e1->changes[0]->new_, NEW1);
+	assert_int_equal(ops_pushlog_head(&f->o, f->b, "sitea", &n, head), 0);
+	assert_int_equal(n, 1);
+	assert_memory_equal(head, e1->hash.data, PUSHLOG_HASH_LEN);
+
+	/* the same request again (its answer timed out): no second entry */
+	r = hook_refs_by(f, "demo", OLD " " NEW1 " refs/heads/master", id,
+			 "alice", "192.0.2.7", NULL, "plain", "grant");
+	assert_int_equal(r->status, GD_EXIT_OK);
+	assert_int_equal(outbox(f, k, 4), 0);
+	assert_null(entry(f, 2));
+
+	/* then the next push: entry 2 after entry 1; bad words left out,
+	 * the push recorded all the same */
+	r = hook_refs_by(f, "demo", NEW1 " " NEW2 " refs/heads/master", NULL,
+			 "Bad User", "300.1.1.1", "MD5:00", NULL, "magic");
+	assert_int_equal(r->status, GD_EXIT_OK);
+	assert_int_equal(outbox(f, k, 4), 2);
+	e2 = entry(f, 2);
+	assert_non_null(e2);
+	assert_int_equal(e2->n, 2);
+	assert_memory_equal(e2->prev.data, e1->hash.data, PUSHLOG_HASH_LEN);
+	assert_true(pushlog_hash_ok(e2));
+	assert_null(e2->user);
+	assert_null(e2->client_ip);
+	assert_null(e2->key_fp);
+	assert_null(e2->key_kind);
+	assert_null(e2->factor);
+	assert_int_equal(e2->pushed_ms, 1700000000000LL);
+	assert_true(e2->hlc > e1->hlc);
+	/* the chain walks clean */
+	struct pushlog_verify v;
+	pushlog_verify_init(&v);
+	assert_int_equal(pushlog_verify_add(&v, "sitea", 1, e1), PUSHLOG_OK);
+	assert_int_equal(pushlog_verify_add(&v, "sitea", 2, e2), PUSHLOG_OK);
+	grantd__v1__push_log_entry__free_unpacked(e1, NULL);
+	grantd__v1__push_log_entry__free_unpacked(e2, NULL);
+
+	/* committed, the reader commands see them: a page of one, newest
+	 * first, with the cursor of the next; the chain intact */
+	assert_int_equal(ops_commit(&f->o, f->b, false), 0);
+	static const char *page[] = { "--max", "1" };
+	r = reader(f, "log.page", page, 2);
+	assert_int_equal(r->status, GD_EXIT_OK);
+	assert_non_null(strstr(buf_str(&r->out), "site=sitea n=2 repo=demo "
+				"user=- ip=- key=- kind=- factor=-\n"));
+	assert_null(strstr(buf_str(&r->out), "n=1"));
+	assert_true(r->next[0]);
+	char cursor[sizeof(r->next)];
+	memcpy(cursor, r->next, sizeof(cursor));
+	const char *next[] = { "--max", "1", "--before", cursor };
+	r = reader(f, "log.page", next, 4);
+	assert_non_null(strstr(buf_str(&r->out), "site=sitea n=1 repo=demo "
+				"user=alice ip=192.0.2.7 key=SHA256:"));
+	assert_string_equal(r->next, "");
+	r = reader(f, "log.verify", NULL, 0);
+	assert_int_equal(r->status, GD_EXIT_OK);
+	assert_string_equal(buf_str(&r->out), "push log: 2 entries from 1 "
+			    "site, all chains intact\n");
+
+	/* the newest entry removed from the disk (no operation): no gap,
+	 * but the head this site recorded shows it */
+	struct store_batch *b;
+	struct buf key = BUF_INIT;
+	assert_int_equal(store_batch_new(&b, f->store), 0);
+	records_key_pushlog(&key, "sitea", 2);
+	store_del(b, CF_PUSHLOG, key.p, key.len);
+	assert_int_equal(store_commit(b, false), 0);
+	store_batch_free(&b);
+	buf_free(&key);
+	r = reader(f, "log.verify", NULL, 0);
+	assert_int_equal(r->status, GD_EXIT_REFUSED);
+	assert_non_null(strstr(buf_str(&r->err), "push log: chain of site "
+				"sitea broken at entry 2: it and the entries "
+				"after it are missing"));
 }
 
 /* Only a ref grantd does not replicate: nothing to record, and no record
@@ -286,6 +490,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_first_push_registers,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_push_logged, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_nothing_to_replicate,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refused, setup, teardown),

@@ -85,6 +85,64 @@ static void test_lines(void **state)
 	hooklines_free(&l);
 }
 
+/* Who pushed (the push log): an optional "by" line before the ref lines,
+ * kept with the push in the spool. */
+static void test_by(void **state)
+{
+	static const char text[] = "id " ID "\nby user=alice ip=192.0.2.7 "
+				   "fp=SHA256:ab+/= factor=grant\n" Z " " A
+				   " refs/heads/main\n";
+	static const char first[] = "by user=bob\n" Z " " A " r\n";
+	static const char late[] = Z " " A " r\nby user=bob\n";
+	static const char twice[] = "by user=bob\nby user=eve\n";
+	static const char *bad_words[] = { "user", "user=", "=x", "User=x",
+					   "user=a b=", "user=a  ip=b",
+					   "user=a ", "user=\x01", "us-er=a" };
+	struct hooklines l = { 0 };
+	char v[HOOKLINE_BY_VALUE_MAX + 1], by[HOOKLINE_BY_MAX + 1] = "";
+	size_t bad = 0;
+
+	assert_int_equal(hooklines_parse(&l, text, strlen(text), &bad), 0);
+	assert_string_equal(l.id, ID);
+	assert_int_equal(l.n, 1);
+	assert_true(hookline_by_get(v, l.by, "user"));
+	assert_string_equal(v, "alice");
+	assert_true(hookline_by_get(v, l.by, "fp"));
+	assert_string_equal(v, "SHA256:ab+/=");
+	assert_true(hookline_by_get(v, l.by, "factor"));
+	assert_string_equal(v, "grant");
+	assert_false(hookline_by_get(v, l.by, "kind"));
+	assert_string_equal(v, "");
+	assert_false(hookline_by_get(v, l.by, "use"));
+	hooklines_free(&l);
+	assert_string_equal(l.by, "");
+
+	assert_int_equal(hooklines_parse(&l, first, strlen(first), &bad), 0);
+	assert_string_equal(l.by, "user=bob");
+	assert_int_equal(l.n, 1);
+	hooklines_free(&l);
+	assert_int_equal(hooklines_parse(&l, late, strlen(late), &bad),
+			 GD_EINVAL);
+	assert_int_equal(bad, 2);
+	assert_int_equal(hooklines_parse(&l, twice, strlen(twice), &bad),
+			 GD_EINVAL);
+	assert_int_equal(bad, 2);
+	for (size_t i = 0; i < GD_ARRAY_SIZE(bad_words); i++)
+		if (hookline_by_ok(bad_words[i]))
+			fail_msg("by words '%s' accepted", bad_words[i]);
+	assert_true(hookline_by_ok(""));
+
+	/* what grant-hook builds: a bad value is left out, never quoted */
+	assert_true(hookline_by_add(by, "user", "alice"));
+	assert_false(hookline_by_add(by, "ip", "1.2.3.4 5"));
+	assert_false(hookline_by_add(by, "fp", ""));
+	assert_false(hookline_by_add(by, "fp", NULL));
+	assert_false(hookline_by_add(by, "X", "a"));
+	assert_true(hookline_by_add(by, "kind", "plain"));
+	assert_string_equal(by, "user=alice kind=plain");
+	assert_true(hookline_by_ok(by));
+}
+
 static void test_lines_bad(void **state)
 {
 	static const char second[] = Z " " A " refs/heads/main\nnot a line\n";
@@ -148,6 +206,7 @@ int main(void)
 		cmocka_unit_test(test_line_long_ref),
 		cmocka_unit_test(test_lines),
 		cmocka_unit_test(test_lines_bad),
+		cmocka_unit_test(test_by),
 		cmocka_unit_test(test_ids),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

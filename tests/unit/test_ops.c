@@ -32,6 +32,8 @@
 #include "err.h"
 #include "log.h"
 #include "ops.h"
+#include "pushlog.h"
+#include "records.h"
 #include "repos.h"
 #include "store.h"
 
@@ -380,7 +382,8 @@ static Grantd__V1__Failures *get_fail(struct node *n, const char *user,
  * snap_cfs in node/repl.c). */
 static const enum store_cf state_cfs[] = { CF_USERS,  CF_ENROLL, CF_GRANTS,
 					   CF_MARKS,  CF_FAILS,  CF_UNLOCK,
-					   CF_REPOS,  CF_REFS,   CF_REVOKES };
+					   CF_REPOS,  CF_REFS,   CF_REVOKES,
+					   CF_PUSHLOG };
 
 /* Every state record as cf, key, value, for comparing two sites; and the
  * digest recomputed from them. */
@@ -2330,6 +2333,163 @@ static void test_keyfp(void **state)
 	buf_free(&k);
 }
 
+/* ---- the push log ------------------------------------------------------- */
+
+struct plop {
+	Grantd__V1__Op op;
+	Grantd__V1__PushLogEntry e;
+	Grantd__V1__RefChange ch, *chp[1];
+	uint8_t prev[PUSHLOG_HASH_LEN], hash[PUSHLOG_HASH_LEN];
+};
+
+/* Operation seq of origin (in epoch) carrying entry n after prev (NULL:
+ * the first), by user, stamped hlc. */
+static Grantd__V1__Op *op_pushlog(struct plop *p, const char *origin,
+				  uint64_t epoch, uint64_t seq, uint64_t hlc,
+				  uint64_t n, const struct plop *prev,
+				  const char *user)
+{
+	memset(p, 0, sizeof(*p));
+	grantd__v1__op__init(&p->op);
+	grantd__v1__push_log_entry__init(&p->e);
+	grantd__v1__ref_change__init(&p->ch);
+	p->op.origin = (char *)origin;
+	p->op.epoch = epoch, p->op.has_epoch = 1;
+	p->op.seq = seq, p->op.has_seq = 1;
+	p->op.hlc = hlc, p->op.has_hlc = 1;
+	p->ch.ref = "refs/heads/main";
+	p->ch.old = "0000000000000000000000000000000000000000";
+	p->ch.new_ = "1111111111111111111111111111111111111111";
+	p->chp[0] = &p->ch;
+	p->e.origin = (char *)origin;
+	p->e.n = n, p->e.has_n = 1;
+	if (prev)
+		memcpy(p->prev, prev->hash, PUSHLOG_HASH_LEN);
+	p->e.prev.data = p->prev, p->e.prev.len = PUSHLOG_HASH_LEN;
+	p->e.has_prev = 1;
+	p->e.user = (char *)user;
+	p->e.repo = "demo";
+	p->e.changes = p->chp, p->e.n_changes = 1;
+	p->e.hlc = hlc, p->e.has_hlc = 1;
+	pushlog_hash(p->hash, &p->e);
+	p->e.hash.data = p->hash, p->e.hash.len = PUSHLOG_HASH_LEN;
+	p->e.has_hash = 1;
+	p->op.body_case = GRANTD__V1__OP__BODY_PUSH_LOG;
+	p->op.push_log = &p->e;
+	return &p->op;
+}
+
+static Grantd__V1__PushLogEntry *get_entry(struct node *n, const char *origin,
+					   uint64_t num)
+{
+	struct buf k = BUF_INIT;
+	void *m;
+
+	records_key_pushlog(&k, origin, num);
+	m = get_rec(n, CF_PUSHLOG, k.p, k.len,
+		    &grantd__v1__push_log_entry__descriptor);
+	buf_free(&k);
+	return m;
+}
+
+/* RECORDS_SET: entries are kept as written, the chain head moves with
+ * them; a forked entry (the same origin and number twice, as a wiped site
+ * would make) merges to the earlier at every site whatever the order; a
+ * snapshot's entries merge the same; ops_check refuses an entry of
+ * another origin than its operation's. */
+static void test_pushlog_merge(void **state)
+{
+	struct fixture *f = *state;
+	static struct plop a1, a2, b1, fork1;
+	struct node *x = node_open(f, 0), *y = node_open(f, 1);
+	struct node *z = node_open(f, 2);
+	Grantd__V1__PushLogEntry *e;
+	uint8_t head[PUSHLOG_HASH_LEN];
+	struct store_batch *b;
+	struct buf why = BUF_INIT, v = BUF_INIT;
+	uint64_t n;
+
+	op_pushlog(&a1, "sitea", EPOCH, 1, HLC(1000, 0), 1, NULL, "alice");
+	op_pushlog(&a2, "sitea", EPOCH, 2, HLC(1010, 0), 2, &a1, "bob");
+	op_pushlog(&b1, "siteb", EPOCH, 1, HLC(1005, 0), 1, NULL, "carol");
+	/* a wiped sitea (a new epoch) writes its entry 1 again, later */
+	op_pushlog(&fork1, "sitea", EPOCH + 1, 1, HLC(2000, 0), 1, NULL,
+		   "dave");
+
+	apply1(x, &a1.op);
+	apply1(x, &b1.op);
+	apply1(x, &a2.op);
+	apply1(x, &fork1.op);
+	apply1(y, &fork1.op);
+	apply1(y, &b1.op);
+	apply1(y, &a1.op);
+	apply1(y, &a2.op);
+	assert_same_state(x, y);
+	e = get_entry(y, "sitea", 1);
+	assert_non_null(e);
+	assert_string_equal(e->user, "alice"); /* the earlier kept */
+	grantd__v1__push_log_entry__free_unpacked(e, NULL);
+	for (int i = 0; i < 2; i++) {
+		struct node *m = i ? y : x;
+		assert_int_equal(ops_pushlog_head(&m->o, NULL, "sitea", &n,
+						  head), 0);
+		assert_int_equal(n, 2);
+		assert_memory_equal(head, a2.hash, PUSHLOG_HASH_LEN);
+		assert_int_equal(ops_pushlog_head(&m->o, NULL, "siteb", &n,
+						  head), 0);
+		assert_int_equal(n, 1);
+	}
+	assert_int_equal(ops_pushlog_head(&x->o, NULL, "sitec", &n, head), 0);
+	assert_int_equal(n, 0);
+
+	/* a snapshot: x's entries merged into z make the same records and
+	 * head; merged again, nothing is written */
+	for (int round = 0; round < 2; round++) {
+		struct store_iter *it;
+		const char *key;
+		size_t klen;
+		store_batch_new(&b, z->s);
+		store_iter_new(&it, x->s, NULL, CF_PUSHLOG, "", 0);
+		while (store_iter_next(it, &key, &klen, &v) > 0)
+			assert_int_equal(ops_merge_record(&z->o, b, CF_PUSHLOG,
+							  v.p, v.len, NULL,
+							  &why), 0);
+		store_iter_free(&it);
+		if (round)
+			assert_int_equal(store_batch_count(b), 0);
+		assert_int_equal(ops_commit(&z->o, b, false), 0);
+		store_batch_free(&b);
+	}
+	assert_int_equal(ops_pushlog_head(&z->o, NULL, "sitea", &n, head), 0);
+	assert_int_equal(n, 2);
+	assert_memory_equal(head, a2.hash, PUSHLOG_HASH_LEN);
+	e = get_entry(z, "siteb", 1);
+	assert_non_null(e);
+	assert_true(pushlog_hash_ok(e));
+	grantd__v1__push_log_entry__free_unpacked(e, NULL);
+
+	/* an entry must be its operation's origin's, and stamped alike */
+	a1.e.origin = "siteb";
+	assert_int_equal(ops_check(&a1.op, &why), GD_EPROTO);
+	a1.e.origin = "sitea";
+	a1.e.hlc++;
+	assert_int_equal(ops_check(&a1.op, &why), GD_EPROTO);
+	a1.e.hlc--;
+	a1.e.prev.len = 31;
+	assert_int_equal(ops_check(&a1.op, &why), GD_EPROTO);
+	a1.e.prev.len = 32;
+	a1.e.client_ip = "10.0.0.0/8";
+	assert_int_equal(ops_check(&a1.op, &why), GD_EPROTO);
+	a1.e.client_ip = "192.0.2.7";
+	buf_reset(&why);
+	assert_int_equal(ops_check(&a1.op, &why), 0);
+	/* a bad hash is no reason to refuse: verify names it */
+	a1.hash[0] ^= 1;
+	assert_int_equal(ops_check(&a1.op, &why), 0);
+	buf_free(&why);
+	buf_free(&v);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2379,6 +2539,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_counts_rollback, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_keyfp, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pushlog_merge, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_merge_record_trust, setup,
 						teardown),
 

@@ -482,28 +482,38 @@ static void test_push_2fa(void **state)
 	struct gd_net ip;
 
 	repo_here(f, "demo", GRANTD__V1__REPO_MODE__MODE_REQUIRED, "hugo");
+	repo_here(f, "open", GRANTD__V1__REPO_MODE__MODE_OFF, "hugo");
 	user_here(f, "hugo", false);
 	user_here(f, "ivan", false);
 	commit(f);
 	assert_int_equal(addr_parse(&ip, "192.0.2.7", false), 0);
+	/* what allowed a push (the push log's factor) */
+	const char *mode_factor = NULL;
+	assert_int_equal(policy_push(&pc, "hugo", &ip, NULL, POLICY_KEY_UNKNOWN,
+				     "open", now, &why, &hint, &mode_factor), 0);
+	assert_string_equal(mode_factor, "mode-off");
 	assert_int_equal(policy_push(&pc, "nobody", &ip, NULL, POLICY_KEY_UNKNOWN, "demo", now,
-				     &why, &hint), GD_EDENIED);
+				     &why, &hint, NULL), GD_EDENIED);
 	assert_string_equal(why.p, "unknown user 'nobody'");
 	buf_reset(&why);
 	assert_int_equal(policy_push(&pc, "ivan", &ip, NULL, POLICY_KEY_UNKNOWN,
-				     "demo", now, &why, &hint), GD_EDENIED);
+				     "demo", now, &why, &hint, NULL), GD_EDENIED);
 	assert_string_equal(why.p, "user 'ivan' may not write to 'demo'");
 	buf_reset(&why);
 	buf_reset(&hint);
 	assert_int_equal(policy_push(&pc, "hugo", &ip, NULL, POLICY_KEY_UNKNOWN,
-				     "demo", now, &why, &hint), GD_EDENIED);
+				     "demo", now, &why, &hint, NULL), GD_EDENIED);
 	assert_string_equal(why.p, "user 'hugo' is not enrolled with 2-factor "
 			    "authentication, which 'demo' requires");
 	enroll_here(f, "hugo", true);
 	grant_here(f, "hugo", "192.0.2.0/24", now + 60);
 	commit(f);
 	assert_int_equal(policy_push(&pc, "hugo", &ip, NULL, POLICY_KEY_UNKNOWN,
-				     "demo", now, &why, &hint), 0);
+				     "demo", now, &why, &hint, NULL), 0);
+	const char *factor = NULL;
+	assert_int_equal(policy_push(&pc, "hugo", &ip, NULL, POLICY_KEY_UNKNOWN,
+				     "demo", now, &why, &hint, &factor), 0);
+	assert_string_equal(factor, "grant");
 	buf_free(&why);
 	buf_free(&hint);
 }
@@ -571,12 +581,13 @@ static void test_push_security_keys(void **state)
 	struct policy_ctx pc = { &f->cfg, f->store, NULL, "git.example.org" };
 	struct buf why = BUF_INIT, hint = BUF_INIT;
 	int64_t now = (int64_t)time(NULL);
+	const char *factor;
 	struct gd_net ip;
 
 #define PUSH(user, key, repo)                                                  \
 	(buf_reset(&why), buf_reset(&hint),                                    \
 	 policy_push(&pc, user, &ip, NULL, POLICY_KEY_##key, repo, now, &why,  \
-		     &hint))
+		     &hint, &factor))
 	repo_here(f, "req", GRANTD__V1__REPO_MODE__MODE_REQUIRED, "hugo");
 	repo_here(f, "optin", GRANTD__V1__REPO_MODE__MODE_OPT_IN, "hugo");
 	user_here(f, "hugo", false);
@@ -587,10 +598,16 @@ static void test_push_security_keys(void **state)
 	f->cfg.policy.security_keys = CONFIG_SK_TOUCH;
 	/* not enrolled, no grant: the security key is both factors */
 	assert_int_equal(PUSH("hugo", SK_TOUCH, "req"), 0);
+	assert_string_equal(factor, "security-key");
 	assert_int_equal(PUSH("hugo", SK_PIN, "req"), 0);
 	assert_int_equal(PUSH("hugo", SK_TOUCH, "optin"), 0);
+	assert_string_equal(factor, "security-key");
+	/* opt-in, not enrolled, an ordinary key: no second factor asked */
+	assert_int_equal(PUSH("hugo", PLAIN, "optin"), 0);
+	assert_string_equal(factor, "not-required");
 	/* never past the writers */
 	assert_int_equal(PUSH("ivan", SK_PIN, "req"), GD_EDENIED);
+	assert_null(factor);
 	assert_string_equal(why.p, "user 'ivan' may not write to 'req'");
 	/* an ordinary key from the same address: as before, with the
 	 * factors seen on a line of their own */

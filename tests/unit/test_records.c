@@ -69,8 +69,10 @@ static void test_enum_values_stay(void **state)
 	assert_int_equal(CF_REVOKES, 12);
 	assert_int_equal(CF_KEYFP, 13);
 	assert_int_equal(CF_PROMISES, 14);
+	assert_int_equal(CF_PUSHLOG, 15);
 	assert_string_equal(store_cf_name(CF_META), "default");
 	assert_string_equal(store_cf_name(CF_KEYFP), "keyfp");
+	assert_string_equal(store_cf_name(CF_PUSHLOG), "pushlog");
 }
 
 /* State transfer sends exactly the replicated families, in table order
@@ -81,7 +83,7 @@ static void test_snapshot_is_every_replicated_family(void **state)
 						CF_GRANTS, CF_MARKS,
 						CF_FAILS, CF_UNLOCK,
 						CF_REPOS, CF_REFS,
-						CF_REVOKES };
+						CF_REVOKES, CF_PUSHLOG };
 	size_t n = 0;
 
 	(void)state;
@@ -351,6 +353,27 @@ static void test_keys_and_parsers(void **state)
 	records_key_keyfp(&v, "SHA256:abc", NULL);
 	assert_int_equal(v.len, 11);
 	assert_memory_equal(k.p, v.p, v.len);
+
+	/* the push log: origin \0 n(8, BE), so an origin's entries sort
+	 * by number; without n, the origin's prefix */
+	uint64_t n;
+	records_key_pushlog(&k, "sitea", 0x0102030405060708ULL);
+	assert_int_equal(k.len, 6 + 8);
+	assert_memory_equal(k.p, "sitea\0\x01\x02\x03\x04\x05\x06\x07\x08",
+			    14);
+	assert_int_equal(records_pushlog_parse(k.p, k.len, &a, &n), 0);
+	assert_true(span_is(&a, "sitea"));
+	assert_true(n == 0x0102030405060708ULL);
+	assert_int_equal(records_pushlog_parse(k.p, k.len - 1, &a, &n),
+			 GD_EPROTO);
+	records_key_pushlog(&v, "sitea", 0);
+	assert_int_equal(v.len, 6);
+	assert_memory_equal(k.p, v.p, v.len);
+	records_key_pushlog(&k, "sitea", 0);
+	store_be64((uint8_t *)buf_extend(&k, 8), 0);
+	assert_int_equal(records_pushlog_parse(k.p, k.len, &a, &n), GD_EPROTO);
+	assert_int_equal(records_pushlog_parse("\0\0\0\0\0\0\0\0\1", 9, &a,
+						&n), GD_EPROTO);
 	buf_free(&k);
 	buf_free(&v);
 }
@@ -430,6 +453,8 @@ static void test_mirror_rows(void **state)
 	assert_false(records_mirror_visible(CF_ENROLL));
 	assert_false(records_mirror_visible(CF_MARKS));
 	assert_false(records_mirror_visible(CF_GRANTS));
+	/* the push log holds client addresses */
+	assert_false(records_mirror_visible(CF_PUSHLOG));
 	assert_false(records_mirror_visible(CF__COUNT));
 }
 

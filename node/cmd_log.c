@@ -1,0 +1,429 @@
+/*
+ * cmd_log.c: the push log (docs/push-log.md): `grantctl log` (log.page,
+ * one page of entries, newest first) and `grantctl log verify`
+ * (log.verify, every origin's chain walked).
+ *
+ * Both read committed state on a reader thread (CMD_READS): the log is
+ * never written here, only by the push that made an entry (cmd_repo.c)
+ * and by replication (ops.c).
+ *
+ * Entries are kept by origin and number (origin \0 n), not by time, so a
+ * page is found by a walk over the family: the matching entries' (hlc,
+ * key) are collected and sorted, and only the page's entries are read
+ * again and shown.  That is O(entries) per page; an index by time would
+ * make it O(page), when logs grow to need it.
+ */
+#define _GNU_SOURCE /* strptime, timegm */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cmd.h"
+#include "dur.h"
+#include "err.h"
+#include "hlc.h"
+#include "log.h"
+#include "names.h"
+#include "pushlog.h"
+#include "records.h"
+#include "store.h"
+#include "banned.h"
+
+#define LOG_PAGE_DEFAULT 100
+#define LOG_PAGE_MAX 1000
+
+/* A matching entry: its order and its key. */
+struct hit {
+	uint64_t hlc;
+	uint64_t n;
+	char origin[65];
+};
+
+/* Newest first: (hlc, origin, n) descending. */
+static int hit_cmp(const void *a, const void *b)
+{
+	const struct hit *x = a, *y = b;
+	int c;
+
+	if (x->hlc != y->hlc)
+		return x->hlc < y->hlc ? 1 : -1;
+	if ((c = strcmp(x->origin, y->origin)))
+		return -c;
+	return x->n < y->n ? 1 : x->n > y->n ? -1 : 0;
+}
+
+/* Is hit a older than the cursor c (in the order of hit_cmp, after it)? */
+static bool after_cursor(const struct hit *a, const struct hit *c)
+{
+	return hit_cmp(a, c) > 0;
+}
+
+/* "HLC-N-ORIGIN" */
+static int cursor_parse(struct hit *c, const char *s)
+{
+	unsigned long long h, n;
+	int used = 0;
+
+	if (sscanf(s, "%llu-%llu-%n", &h, &n, &used) != 2 || !used ||
+	    !name_site_ok(s + used))
+		return GD_EINVAL;
+	c->hlc = h, c->n = n;
+	snprintf(c->origin, sizeof(c->origin), "%s", s + used);
+	return 0;
+}
+
+/* --since T: unix seconds, a date (YYYY-MM-DD, or with THH:MM[:SS], UTC)
+ * or a duration before now ("2h", "7d"); into unix ms. */
+static int since_parse(int64_t *out_ms, const char *s, uint64_t now_ms)
+{
+	struct tm tm;
+	int64_t d;
+	const char *end;
+
+	if (*s && strspn(s, "0123456789") == strlen(s) && strlen(s) <= 12) {
+		unsigned long long v;
+		if (cmd_parse_uint(s, 999999999999ULL, &v) < 0)
+			return GD_EINVAL;
+		*out_ms = (int64_t)v * 1000;
+		return 0;
+	}
+	if (dur_parse_ms(&d, s) == 0) {
+		*out_ms = (int64_t)now_ms - d;
+		return 0;
+	}
+	memset(&tm, 0, sizeof(tm));
+	end = strptime(s, "%Y-%m-%d", &tm);
+	if (end && *end == 'T')
+		end = strptime(end + 1, "%H:%M", &tm);
+	if (end && *end == ':')
+		end = strptime(end + 1, "%S", &tm);
+	if (!end || *end)
+		return GD_EINVAL;
+	*out_ms = (int64_t)timegm(&tm) * 1000;
+	return 0;
+}
+
+struct filter {
+	const char *repo;   /* normalised, or NULL */
+	const char *user;
+	int64_t since_ms;   /* INT64_MIN: none */
+	bool before;
+	struct hit cursor;
+	unsigned long long max;
+};
+
+static bool matches(const struct filter *f, const Grantd__V1__PushLogEntry *e)
+{
+	if (f->repo && (!e->repo || strcmp(f->repo, e->repo)))
+		return false;
+	if (f->user && (!e->user || strcmp(f->user, e->user)))
+		return false;
+	if ((int64_t)hlc_ms(e->hlc) < f->since_ms)
+		return false;
+	return true;
+}
+
+static void hash_hex(char out[2 * PUSHLOG_HASH_LEN + 1],
+		     const ProtobufCBinaryData *h)
+{
+	pushlog_hex(out, h->data, h->len);
+}
+
+static const char *or_dash(const char *s)
+{
+	return s && *s ? s : "-";
+}
+
+static cJSON *entry_json(const Grantd__V1__PushLogEntry *e)
+{
+	cJSON *o = cJSON_CreateObject(), *refs;
+	char t[64], h[2 * PUSHLOG_HASH_LEN + 1];
+
+	cmd_fmt_time(t, sizeof(t), (int64_t)(hlc_ms(e->hlc) / 1000));
+	cJSON_AddStringToObject(o, "site", e->origin);
+	cJSON_AddNumberToObject(o, "n", (double)e->n);
+	cJSON_AddStringToObject(o, "time", t);
+	/* as text: an HLC stamp is beyond a double's 53 bits */
+	snprintf(t, sizeof(t), "%llu", (unsigned long long)e->hlc);
+	cJSON_AddStringToObject(o, "hlc", t);
+	cJSON_AddNumberToObject(o, "pushed_ms", (double)e->pushed_ms);
+	cJSON_AddStringToObject(o, "user", e->user ? e->user : "");
+	cJSON_AddStringToObject(o, "key_fp", e->key_fp ? e->key_fp : "");
+	cJSON_AddStringToObject(o, "key_kind", e->key_kind ? e->key_kind : "");
+	cJSON_AddStringToObject(o, "client_ip",
+				e->client_ip ? e->client_ip : "");
+	cJSON_AddStringToObject(o, "factor", e->factor ? e->factor : "");
+	cJSON_AddStringToObject(o, "repo", e->repo ? e->repo : "");
+	cJSON_AddStringToObject(o, "push_id", e->push_id ? e->push_id : "");
+	refs = cJSON_AddArrayToObject(o, "refs");
+	for (size_t i = 0; i < e->n_changes; i++) {
+		cJSON *c = cJSON_CreateObject();
+		cJSON_AddStringToObject(c, "ref", e->changes[i]->ref);
+		cJSON_AddStringToObject(c, "old", e->changes[i]->old);
+		cJSON_AddStringToObject(c, "new", e->changes[i]->new_);
+		cJSON_AddItemToArray(refs, c);
+	}
+	hash_hex(h, &e->prev);
+	cJSON_AddStringToObject(o, "prev", h);
+	hash_hex(h, &e->hash);
+	cJSON_AddStringToObject(o, "hash", h);
+	return o;
+}
+
+static void entry_text(struct buf *out, const Grantd__V1__PushLogEntry *e)
+{
+	char t[64];
+
+	cmd_fmt_time(t, sizeof(t), (int64_t)(hlc_ms(e->hlc) / 1000));
+	buf_printf(out, "%s  site=%s n=%llu repo=%s user=%s ip=%s key=%s "
+		   "kind=%s factor=%s\n", t, e->origin,
+		   (unsigned long long)e->n, or_dash(e->repo),
+		   or_dash(e->user), or_dash(e->client_ip), or_dash(e->key_fp),
+		   or_dash(e->key_kind), or_dash(e->factor));
+	for (size_t i = 0; i < e->n_changes; i++)
+		buf_printf(out, "    %s %s -> %s\n", e->changes[i]->ref,
+			   e->changes[i]->old, e->changes[i]->new_);
+}
+
+/* args: [--repo R] [--user U] [--since T] [--before CURSOR] [--max N] */
+static int parse_args(struct cmd_ctx *x, struct req *r, struct filter *f,
+		      char *repo, size_t rlen)
+{
+	(void)x;
+	f->since_ms = INT64_MIN;
+	f->max = LOG_PAGE_DEFAULT;
+	for (size_t i = 0; i < r->rq->n_args; i += 2) {
+		const char *o = r->rq->args[i];
+		const char *v = i + 1 < r->rq->n_args ? r->rq->args[i + 1]
+						      : NULL;
+		if (!v)
+			return cmd_bad(r, "%s needs a value (see grantctl "
+				       "--help)", o), GD_EINVAL;
+		if (!strcmp(o, "--repo")) {
+			if (cmd_repo_arg(r, v, repo, rlen) < 0)
+				return GD_EINVAL;
+			f->repo = repo;
+		} else if (!strcmp(o, "--user")) {
+			if (!cmd_name_arg(r, v))
+				return GD_EINVAL;
+			f->user = v;
+		} else if (!strcmp(o, "--since")) {
+			if (since_parse(&f->since_ms, v, r->now_ms) < 0)
+				return cmd_bad(r, "bad --since '%.64s': unix "
+					       "seconds, YYYY-MM-DD[THH:MM"
+					       "[:SS]] (UTC) or a duration "
+					       "ago (2h, 7d)", v), GD_EINVAL;
+		} else if (!strcmp(o, "--before")) {
+			if (cursor_parse(&f->cursor, v) < 0)
+				return cmd_bad(r, "bad --before cursor "
+					       "'%.64s'", v), GD_EINVAL;
+			f->before = true;
+		} else if (!strcmp(o, "--max")) {
+			if (cmd_parse_uint(v, LOG_PAGE_MAX, &f->max) < 0 ||
+			    !f->max)
+				return cmd_bad(r, "bad --max '%.32s' (1 to %d)",
+					       v, LOG_PAGE_MAX), GD_EINVAL;
+		} else {
+			return cmd_bad(r, "unknown option '%.64s' for log "
+				       "(see grantctl --help)", o), GD_EINVAL;
+		}
+	}
+	return 0;
+}
+
+static int cmd_log_page(struct cmd_ctx *x, struct req *r)
+{
+	struct filter f = { 0 };
+	char repo[NAME_REPO_MAX + 1];
+	struct store_iter *it = NULL;
+	struct buf v = BUF_INIT, k = BUF_INIT;
+	struct hit *hits = NULL;
+	size_t n = 0, cap = 0, shown = 0;
+	const char *key;
+	size_t klen;
+	int rc;
+
+	if (parse_args(x, r, &f, repo, sizeof(repo)) < 0)
+		return 0;
+	if ((rc = store_iter_new(&it, x->p.store, NULL, CF_PUSHLOG, "", 0)) < 0)
+		return rc;
+	while ((rc = store_iter_next(it, &key, &klen, &v)) > 0) {
+		struct records_span o;
+		uint64_t num;
+		Grantd__V1__PushLogEntry *e;
+		if (records_pushlog_parse(key, klen, &o, &num) < 0 ||
+		    o.len >= sizeof(hits->origin))
+			continue;
+		e = grantd__v1__push_log_entry__unpack(NULL, v.len,
+						       (const uint8_t *)v.p);
+		if (!e)
+			continue; /* log verify names it */
+		if (matches(&f, e)) {
+			struct hit h = { .hlc = e->hlc, .n = num };
+			memcpy(h.origin, o.p, o.len);
+			if (!f.before || after_cursor(&h, &f.cursor)) {
+				if (n == cap) {
+					cap = cap ? 2 * cap : 256;
+					hits = realloc(hits, cap * sizeof(*hits));
+					if (!hits)
+						abort();
+				}
+				hits[n++] = h;
+			}
+		}
+		grantd__v1__push_log_entry__free_unpacked(e, NULL);
+	}
+	store_iter_free(&it);
+	if (rc < 0)
+		goto done;
+	rc = 0;
+	if (n)
+		qsort(hits, n, sizeof(*hits), hit_cmp);
+	for (size_t i = 0; i < n && shown < f.max; i++) {
+		Grantd__V1__PushLogEntry *e;
+		records_key_pushlog(&k, hits[i].origin, hits[i].n);
+		if ((rc = store_get(x->p.store, NULL, CF_PUSHLOG, k.p, k.len,
+				    &v)) < 0)
+			goto done;
+		e = grantd__v1__push_log_entry__unpack(NULL, v.len,
+						       (const uint8_t *)v.p);
+		if (!e)
+			continue;
+		if (r->rq->json)
+			cmd_print_json(r, entry_json(e));
+		else
+			entry_text(&r->out, e);
+		grantd__v1__push_log_entry__free_unpacked(e, NULL);
+		shown++;
+		if (shown == f.max && i + 1 < n)
+			snprintf(r->next, sizeof(r->next), "%llu-%llu-%s",
+				 (unsigned long long)hits[i].hlc,
+				 (unsigned long long)hits[i].n,
+				 hits[i].origin);
+	}
+done:
+	free(hits);
+	buf_free(&v);
+	buf_free(&k);
+	return rc;
+}
+
+/* The chain's end per origin, as the walk met them. */
+struct ends {
+	struct ops_pushlog_head *v;
+	size_t n, cap;
+};
+
+static void ends_note(struct ends *e, const char *origin, uint64_t n)
+{
+	if (e->n && !strcmp(e->v[e->n - 1].origin, origin)) {
+		e->v[e->n - 1].n = n;
+		return;
+	}
+	if (e->n == e->cap) {
+		e->cap = e->cap ? 2 * e->cap : 8;
+		e->v = realloc(e->v, e->cap * sizeof(*e->v));
+		if (!e->v)
+			abort();
+	}
+	snprintf(e->v[e->n].origin, sizeof(e->v[e->n].origin), "%s", origin);
+	e->v[e->n++].n = n;
+}
+
+static uint64_t ends_of(const struct ends *e, const char *origin)
+{
+	for (size_t i = 0; i < e->n; i++)
+		if (!strcmp(e->v[i].origin, origin))
+			return e->v[i].n;
+	return 0;
+}
+
+/* Walk every chain, then hold each origin's end against the head this
+ * site recorded (ops_pushlog_heads): entries removed from the end of a
+ * chain leave no gap, but a head beyond it. */
+static int cmd_log_verify(struct cmd_ctx *x, struct req *r)
+{
+	struct pushlog_verify pv;
+	struct store_iter *it = NULL;
+	struct ops_pushlog_head *heads = NULL;
+	struct ends ends = { 0 };
+	struct buf v = BUF_INIT;
+	char origin[65];
+	const char *key;
+	size_t klen;
+	int rc, nheads = 0;
+
+	pushlog_verify_init(&pv);
+	if ((rc = store_iter_new(&it, x->p.store, NULL, CF_PUSHLOG, "", 0)) < 0)
+		return rc;
+	while ((rc = store_iter_next(it, &key, &klen, &v)) > 0) {
+		struct records_span o;
+		uint64_t num;
+		Grantd__V1__PushLogEntry *e;
+		if (records_pushlog_parse(key, klen, &o, &num) < 0 ||
+		    o.len >= sizeof(origin)) {
+			/* a key of no entry: as an undecodable entry */
+			pushlog_verify_add(&pv, "?", 1, NULL);
+			continue;
+		}
+		memcpy(origin, o.p, o.len);
+		origin[o.len] = '\0';
+		e = grantd__v1__push_log_entry__unpack(NULL, v.len,
+						       (const uint8_t *)v.p);
+		pushlog_verify_add(&pv, origin, num, e);
+		ends_note(&ends, origin, num);
+		if (e)
+			grantd__v1__push_log_entry__free_unpacked(e, NULL);
+	}
+	store_iter_free(&it);
+	buf_free(&v);
+	if (rc >= 0 && (nheads = ops_pushlog_heads(&heads, x->p.store)) < 0)
+		rc = nheads;
+	for (int i = 0; rc >= 0 && i < nheads; i++)
+		pushlog_verify_head(&pv, heads[i].origin,
+				    ends_of(&ends, heads[i].origin), heads[i].n);
+	free(heads);
+	free(ends.v);
+	if (rc < 0)
+		return rc;
+	if (r->rq->json) {
+		cJSON *j = cJSON_CreateObject();
+		cJSON_AddNumberToObject(j, "entries", (double)pv.entries);
+		cJSON_AddNumberToObject(j, "sites", pv.sites);
+		cJSON_AddBoolToObject(j, "intact", pv.brk == PUSHLOG_OK);
+		if (pv.brk != PUSHLOG_OK) {
+			cJSON *b = cJSON_AddObjectToObject(j, "break");
+			cJSON_AddStringToObject(b, "site", pv.brk_site);
+			cJSON_AddNumberToObject(b, "n", (double)pv.brk_n);
+			cJSON_AddStringToObject(b, "what",
+						pushlog_break_text(pv.brk));
+		}
+		cmd_print_json(r, j);
+	}
+	if (pv.brk != PUSHLOG_OK) {
+		log_warn("push log chain broken site=%s n=%llu: %s",
+			 pv.brk_site, (unsigned long long)pv.brk_n,
+			 pushlog_break_text(pv.brk));
+		return cmd_refuse(r, "push log: chain of site %s broken at "
+				  "entry %llu: %s (%llu entries from %u "
+				  "site%s walked)", pv.brk_site,
+				  (unsigned long long)pv.brk_n,
+				  pushlog_break_text(pv.brk),
+				  (unsigned long long)pv.entries, pv.sites,
+				  pv.sites == 1 ? "" : "s");
+	}
+	if (!r->rq->json)
+		buf_printf(&r->out, "push log: %llu entries from %u site%s, "
+			   "all chains intact\n",
+			   (unsigned long long)pv.entries, pv.sites,
+			   pv.sites == 1 ? "" : "s");
+	return 0;
+}
+
+const struct cmd cmd_log_rows[] = {
+	CMD_ROW("log.page", CMD_ON_ADMIN | CMD_READS, 0, 10, cmd_log_page),
+	CMD_ROW("log.verify", CMD_ON_ADMIN | CMD_READS, 0, 0, cmd_log_verify),
+};
+const size_t cmd_log_nrows = GD_ARRAY_SIZE(cmd_log_rows);
