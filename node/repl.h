@@ -93,9 +93,17 @@ void repl_publish(struct buf *ops, void *payload);
  * peers' operations in those batches are taken now. */
 void repl_synced(struct repl *r, uint64_t ticket);
 
-/* Add {site, connected, last_heard_ms, lag_ops, lag_ms, ...} objects for
- * every peer to arr. */
+/* Add {site, role, connected, last_heard_ms, lag_ops, lag_ms, ...}
+ * objects for every peer to arr.  For a mirror this frontend feeds,
+ * connected means its lease lives, lag_ops is what it lacks of ours, and
+ * digest_public(_equal) compares its public digest with ours. */
 void repl_status(struct repl *r, cJSON *arr, uint64_t now_ms);
+
+/* On a mirror (SPEC 9): add "mirror_lag", [{site, fed, ops, ms}] for
+ * every frontend: the operations it holds that this mirror lacks, by its
+ * last answer, and for how long this mirror has been behind it.  Nothing
+ * on a frontend (its peers' lag_ops say how far each mirror is). */
+void repl_mirror_lag(struct repl *r, cJSON *obj, uint64_t now_ms);
 
 /* Ask SITE for its version vector and fetch everything it has that this
  * node lacks.  Returns 0, or GD_ENOTFOUND for an unknown site. */

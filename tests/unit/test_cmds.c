@@ -265,7 +265,7 @@ static int admit(struct fixture *f, struct req *r, bool syncing)
 {
 	const struct cmd *c = cmd_table_find(f->t, r->rq->cmd);
 	assert_non_null(c);
-	return cmd_admit(c, r, syncing);
+	return cmd_admit(c, r, NULL, NULL, syncing);
 }
 
 static void test_admit(void **state)
@@ -339,7 +339,7 @@ static void test_reads_without_batch(void **state)
 		struct req *r = request(f, c->name, !(c->flags & CMD_ON_USER),
 					"alice", "192.0.2.7",
 					(size_t)c->min_args);
-		assert_int_equal(cmd_admit(c, r, false), 0);
+		assert_int_equal(cmd_admit(c, r, NULL, NULL, false), 0);
 		x.p.cfg = &f->cfg;
 		x.p.store = f->store;
 		x.p.host = "git.example.org";
@@ -364,7 +364,7 @@ static void run(struct fixture *f, struct req *r)
 	struct store_batch *b = NULL;
 
 	assert_non_null(c);
-	assert_int_equal(cmd_admit(c, r, false), 0);
+	assert_int_equal(cmd_admit(c, r, NULL, NULL, false), 0);
 	x.p.cfg = &f->cfg;
 	x.p.store = f->store;
 	x.p.host = "git.example.org";
