@@ -152,6 +152,24 @@ def snap(cf, records, vv=(), done=True):
 # PeerMsg body field numbers
 P_OP, P_HEARTBEAT, P_RANGE_REQ, P_RANGE_REP, P_VV_REQ = 10, 11, 12, 13, 14
 P_SNAP_REQ, P_SNAP_REP, P_PACK_REQ, P_PACK_CHUNK = 15, 16, 17, 18
+P_MIRROR_SUB, P_MIRROR_OPS = 25, 26
+
+
+def mirror_op(origin, epoch, seq, hlc=HLC, packed=None):
+    """A MirrorOp: the stamp, and the packed Op when a mirror may hold it."""
+    m = (field_bytes(1, origin) + field_varint(2, epoch) +
+         field_varint(3, seq) + field_varint(4, hlc))
+    return m + (field_bytes(5, packed) if packed is not None else b"")
+
+
+def mirror_ops(entries, range_from=None, origin=SITE, epoch=7, truncated=False):
+    m = b"".join(field_bytes(1, e) for e in entries)
+    if range_from is not None:
+        m += (field_varint(2, 1) + field_bytes(3, origin) +
+              field_varint(4, epoch) + field_varint(5, range_from))
+        if truncated:
+            m += field_varint(6, 1)
+    return m
 
 SEEDS = {
     "op_user": peer_msg(P_OP, op(B_USER, user())),
@@ -203,6 +221,34 @@ SEEDS = {
     "pack_req": peer_msg(P_PACK_REQ, field_varint(1, 1) + field_bytes(2, "pub/linux") +
                          field_bytes(3, OID_A) + field_bytes(4, OID_B) +
                          field_varint(5, 4)),
+    # A mirror's feed (issue 12): its subscription, a live feed with a
+    # visible operation and two hidden ones as stamps, a range answer with
+    # a relayed origin, a truncated one.
+    "mirror_sub": peer_msg(P_MIRROR_SUB, field_bytes(1, vv_entry(SITE, 7, 12)) +
+                           field_bytes(1, vv_entry("montreal", 3, 40)) +
+                           field_bytes(2, b"\x33" * 32)),
+    "mirror_ops_live": peer_msg(P_MIRROR_OPS, mirror_ops([
+        mirror_op(SITE, 7, 1, packed=op(B_USER, user(), seq=1)),
+        mirror_op(SITE, 7, 2, hlc=HLC + 1),
+        mirror_op(SITE, 7, 3, hlc=HLC + 2),
+        mirror_op(SITE, 7, 4, hlc=HLC + 3, packed=op(B_REPO, repo(), seq=4,
+                                                      hlc=HLC + 3))])),
+    "mirror_ops_range": peer_msg(P_MIRROR_OPS, mirror_ops([
+        mirror_op("montreal", 3, 1, packed=op(B_USER, user("bob", keys=()),
+                                               seq=1, origin="montreal", epoch=3)),
+        mirror_op("montreal", 3, 2),
+        mirror_op("montreal", 3, 3, packed=op(B_REFS, ref_update(), seq=3,
+                                               origin="montreal", epoch=3))],
+        range_from=1, origin="montreal", epoch=3)),
+    "mirror_ops_truncated": peer_msg(P_MIRROR_OPS, mirror_ops([], range_from=9,
+                                                              truncated=True)),
+    # ... and feed shapes a mirror must refuse: a hidden body sent whole, a
+    # stamp that is not its op's, seq 0.
+    "mirror_ops_hidden_whole": peer_msg(P_MIRROR_OPS, mirror_ops([
+        mirror_op(SITE, 7, 1, packed=op(B_ENROLL, enrollment(), seq=1))])),
+    "mirror_ops_stamp_lies": peer_msg(P_MIRROR_OPS, mirror_ops([
+        mirror_op(SITE, 7, 5, packed=op(B_USER, user(), seq=1))])),
+    "mirror_ops_seq_0": peer_msg(P_MIRROR_OPS, mirror_ops([mirror_op(SITE, 7, 0)])),
     # Shapes the node must refuse: another version, no version, a sender
     # that is not the link's site, an op whose origin lies about its stamp.
     "version_other": peer_msg(P_OP, op(B_USER, user()), version=PEER_VERSION + 1),
