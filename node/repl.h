@@ -30,6 +30,14 @@
  * epochs that every peer holds are retired, so the vector stays bounded
  * (ops.h).  One owner thread: the node's main loop.
  *
+ * Read-only mirrors (docs/mirrors.md): a frontend neither subscribes to a
+ * mirror nor lets it on PUB; the mirror's DEALER subscribes on the
+ * frontend's sync ROUTER (mirror_sub, every REPL_HEARTBEAT_MS, a 3 s
+ * lease), and the frontend pushes it mirror_ops after each publish and
+ * answers its ranges and state transfers filtered: an operation a mirror
+ * may not hold (records_mirror_visible) goes as its stamp alone, which
+ * the mirror takes with ops_skip.  Two mirrors ignore each other.
+ *
  * The link itself (framing, CURVE sockets, ZAP, the sync ROUTER) is
  * peer.c's: repl registers its ROUTER requests there (ranges, snapshots,
  * vectors) and reads the link in repl_handle.
