@@ -1112,6 +1112,8 @@ static void on_vv_req(const struct peer_req *rq, void *payload)
 	Grantd__V1__Heartbeat hb = GRANTD__V1__HEARTBEAT__INIT;
 
 	vector_msg(payload, &m, &hb);
+	if (to_mirror(payload, rq->site)) /* as on_mirror_sub */
+		hb.has_digest = 0, hb.digest.len = 0;
 	peer_reply(rq, &m);
 	hb_free_entries(&hb);
 }
@@ -1193,6 +1195,10 @@ static void on_mirror_sub(const struct peer_req *rq, void *payload)
 	else if (!p->behind_since_ms)
 		p->behind_since_ms = now_ms;
 	vector_msg(r, &hbm, &hb);
+	/* the full digest covers families a mirror must not hold: it gets
+	 * none (it compares digest_public instead) */
+	hb.has_digest = 0;
+	hb.digest.len = 0;
 	peer_reply(rq, &hbm);
 	hb_free_entries(&hb);
 }

@@ -175,6 +175,10 @@ lag0() {
 t_expect_soon 0 10 "montreal: mirror_lag lists both frontends, fed, 0 ops behind" lag0
 t_expect_soon 0 10 "paloalto: montreal connected, 0 ops behind, equal public digest" \
 	t_sj paloalto "1/0 if not [p for p in j['peers'] if p['site'] == 'montreal' and p['connected'] and p['lag_ops'] == 0 and p['digest_public_equal']] else 0"
+t_eq "montreal is not sent the frontends' full digests (secret families)" \
+	"$(t_sj $MIRROR "[p['site'] for p in j['peers'] if 'digest' in p]")" "[]"
+t_eq "control: portland is sent paloalto's" \
+	"$(t_sj portland "[p['site'] for p in j['peers'] if 'digest' in p]")" '["paloalto"]'
 t_run t_c $MIRROR status
 t_has "montreal's text status names its role" "$OUT" "role:     mirror"
 t_has "... and its lag behind paloalto" "$OUT" "mirror:   of paloalto fed lag_ops=0"
