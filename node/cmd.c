@@ -122,7 +122,29 @@ const struct cmd *cmd_table_find(const struct cmd_table *t, const char *name)
 	return NULL;
 }
 
-int cmd_admit(const struct cmd *cmd, struct req *r, bool syncing)
+/* A CMD_FRONTEND row asked of a mirror: refused, naming where to go. */
+static void refuse_on_mirror(struct req *r, const struct config *cfg,
+			     const char *host)
+{
+	struct buf fronts = BUF_INIT;
+	bool push = !strcmp(r->rq->cmd, "push.check") ||
+		    !strcmp(r->rq->cmd, "vref.check");
+
+	for (int i = 0; i < cfg->npeers; i++)
+		if (cfg->peers[i].role == CONFIG_ROLE_FRONTEND)
+			buf_printf(&fronts, "%s%s", fronts.len ? ", " : "",
+				   cfg->peers[i].site);
+	log_info("command refused on a mirror cmd=%s", r->rq->cmd);
+	cmd_refuse(r, "this is a read-only mirror of %s; %s one of: %s",
+		   host ? host : cfg->site,
+		   push ? "push to" : r->admin ? "run it at" :
+						  "use 2fa at",
+		   fronts.len ? fronts.p : "(no frontend configured)");
+	buf_free(&fronts);
+}
+
+int cmd_admit(const struct cmd *cmd, struct req *r, const struct config *cfg,
+	      const char *host, bool syncing)
 {
 	Grantd__V1__Request *rq = r->rq;
 
@@ -130,6 +152,11 @@ int cmd_admit(const struct cmd *cmd, struct req *r, bool syncing)
 		log_warn("command refused on this socket cmd=%s socket=%s",
 			 rq->cmd, r->admin ? "admin" : "user");
 		cmd_refuse(r, "'%s' is not allowed on this socket", rq->cmd);
+		return 1;
+	}
+	if ((cmd->flags & CMD_FRONTEND) && cfg &&
+	    cfg->role == CONFIG_ROLE_MIRROR) {
+		refuse_on_mirror(r, cfg, host);
 		return 1;
 	}
 	if ((int)rq->n_args < cmd->min_args ||

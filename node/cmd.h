@@ -59,11 +59,16 @@ enum cmd_flags {
 	CMD_SYNC_GATED = 1 << 5,
 	CMD_USES_IP = 1 << 6,    /* client_ip must be present and valid */
 	CMD_NODE = 1 << 7,       /* needs the node-wide facts (cmd_ctx.node) */
+	/* Only at a frontend: a read-only mirror (SPEC 9) refuses it,
+	 * naming the frontends.  Every command that writes, and every one
+	 * that reads what a mirror never holds (enrollments, marks, grants):
+	 * pushes, 2fa, grants, users, repositories. */
+	CMD_FRONTEND = 1 << 8,
 };
 
 /* What every 2fa subcommand is: a user's own, on the user socket, and not
  * while the node catches up. */
-#define CMD_TWOFA (CMD_ON_USER | CMD_NEEDS_USER | CMD_SYNC_GATED)
+#define CMD_TWOFA (CMD_ON_USER | CMD_NEEDS_USER | CMD_SYNC_GATED | CMD_FRONTEND)
 
 struct req;
 struct cmd_ctx;
@@ -203,13 +208,16 @@ cJSON *cmd_status_repl(struct repl *repl, struct gitrepl *g,
 		       uint64_t now_ms);
 
 /*
- * The rules of row cmd for r, in order: the socket, the argument count,
- * a user named, the syncing gate, the client address (parsed into r->ip),
- * the key kind (parsed into r->key).
+ * The rules of row cmd for r, in order: the socket, the node's role (a
+ * CMD_FRONTEND row on a mirror is refused with the frontends' names; host
+ * names the service in it), the argument count, a user named, the
+ * syncing gate, the client address (parsed into r->ip), the key kind
+ * (parsed into r->key).
  * Returns 0 when the handler may run, 1 when r was answered (bad or
  * refused) instead.
  */
-int cmd_admit(const struct cmd *cmd, struct req *r, bool syncing);
+int cmd_admit(const struct cmd *cmd, struct req *r, const struct config *cfg,
+	      const char *host, bool syncing);
 
 /* ---- replies ------------------------------------------------------------ */
 

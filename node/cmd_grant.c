@@ -825,14 +825,18 @@ const struct cmd cmd_grant_rows[] = {
 	CMD_2FA(LIST_VAL, CMD_TWOFA | CMD_USES_IP | CMD_READS, cmd_list_val),
 	CMD_2FA(INVAL, CMD_TWOFA | CMD_USES_IP | CMD_BATCH, cmd_inval),
 	CMD_ROW("push.check",
-		CMD_ON_USER | CMD_READS | CMD_NEEDS_USER | CMD_USES_IP, 1, 1,
-		cmd_push_check),
+		CMD_ON_USER | CMD_READS | CMD_NEEDS_USER | CMD_USES_IP |
+			CMD_FRONTEND,
+		1, 1, cmd_push_check),
 	CMD_ROW("vref.check",
-		CMD_ON_USER | CMD_READS | CMD_NEEDS_USER | CMD_USES_IP, 1, 2,
-		cmd_vref_check),
-	CMD_ROW("grant.list", CMD_ON_ADMIN | CMD_READS, 0, 2, cmd_grant_list),
-	CMD_ROW("grant.revoke", CMD_ON_ADMIN | CMD_BATCH, 1, 2,
+		CMD_ON_USER | CMD_READS | CMD_NEEDS_USER | CMD_USES_IP |
+			CMD_FRONTEND,
+		1, 2, cmd_vref_check),
+	CMD_ROW("grant.list", CMD_ON_ADMIN | CMD_READS | CMD_FRONTEND, 0, 2,
+		cmd_grant_list),
+	CMD_ROW("grant.revoke", CMD_ON_ADMIN | CMD_BATCH | CMD_FRONTEND, 1, 2,
 		cmd_grant_revoke),
-	CMD_ROW("check", CMD_ON_ADMIN | CMD_READS, 3, 3, cmd_check),
+	CMD_ROW("check", CMD_ON_ADMIN | CMD_READS | CMD_FRONTEND, 3, 3,
+		cmd_check),
 };
 const size_t cmd_grant_nrows = GD_ARRAY_SIZE(cmd_grant_rows);

@@ -124,9 +124,17 @@ cJSON *cmd_status_store(struct ops *ops, int64_t now)
 	char digest[2 * DIGEST_LEN + 1], h[24], ep[17];
 	cJSON *j = cJSON_CreateObject(), *vector, *counts;
 
+	uint8_t pub[DIGEST_LEN];
+
 	digest_hex(digest, ops->digest);
 	cJSON_AddStringToObject(j, "site", ops->site);
+	cJSON_AddStringToObject(j, "role", config_role_name(ops->cfg->role));
 	cJSON_AddStringToObject(j, "digest", digest);
+	/* the families a mirror holds: equal at a mirror and its frontends
+	 * once it has caught up (docs/mirrors.md) */
+	ops_digest_public(ops, pub);
+	digest_hex(digest, pub);
+	cJSON_AddStringToObject(j, "digest_public", digest);
 	/* beyond 2^53: a JSON integer written as text, not a double */
 	snprintf(h, sizeof(h), "%llu", (unsigned long long)ops->hlc.last);
 	cJSON_AddRawToObject(j, "hlc", h);
@@ -169,6 +177,7 @@ cJSON *cmd_status_repl(struct repl *repl, struct gitrepl *g,
 
 	repl_status(repl, cJSON_AddArrayToObject(j, "peers"), now_ms);
 	repl_metrics(repl, cJSON_AddObjectToObject(j, "replication"));
+	repl_mirror_lag(repl, j, now_ms);
 	if (g)
 		gitrepl_status(g, cJSON_AddObjectToObject(j, "git"));
 	cJSON_AddNumberToObject(j, "refused_peers",
@@ -231,10 +240,12 @@ static int status_text(struct cmd_ctx *x, struct req *r, const cJSON *j)
 	const cJSON *counts = cJSON_GetObjectItemCaseSensitive(j, "counts");
 	const cJSON *o, *git = cJSON_GetObjectItemCaseSensitive(j, "git");
 
-	buf_printf(&r->out, "site:     %s\nepoch:    %s\nhlc:      "
+	buf_printf(&r->out, "site:     %s\nrole:     %s\n", str(j, "site"),
+		   str(j, "role"));
+	buf_printf(&r->out, "epoch:    %s\nhlc:      "
 		   "%s\ndigest:   %s\nusers:    %lld\ngrants:   %lld (live)\n"
 		   "repos:    %lld\ndropped:  %llu\n",
-		   str(j, "site"), str(j, "epoch"), str(j, "hlc"),
+		   str(j, "epoch"), str(j, "hlc"),
 		   str(j, "digest"), (long long)num(counts, "users"),
 		   (long long)num(counts, "grants"),
 		   (long long)num(counts, "repos"),
@@ -244,12 +255,21 @@ static int status_text(struct cmd_ctx *x, struct req *r, const cJSON *j)
 			   o->valuedouble);
 	cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(j, "peers")) {
 		cJSON *con = cJSON_GetObjectItem(o, "connected");
+		const cJSON *role = cJSON_GetObjectItem(o, "role");
+		bool mirror = cJSON_IsString(role) &&
+			      !strcmp(role->valuestring, "mirror");
 		buf_printf(&r->out, "peer:     %s %s last_heard_ms=%.0f "
-			   "lag_ops=%.0f lag_ms=%.0f\n", str(o, "site"),
+			   "lag_ops=%.0f lag_ms=%.0f%s\n", str(o, "site"),
 			   cJSON_IsTrue(con) ? "connected" : "NOT CONNECTED",
 			   num(o, "last_heard_ms"), num(o, "lag_ops"),
-			   num(o, "lag_ms"));
+			   num(o, "lag_ms"), mirror ? " role=mirror" : "");
 	}
+	cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(j, "mirror_lag"))
+		buf_printf(&r->out, "mirror:   of %s %s lag_ops=%.0f lag_ms=%.0f\n",
+			   str(o, "site"),
+			   cJSON_IsTrue(cJSON_GetObjectItem(o, "fed")) ?
+				   "fed" : "NOT FED",
+			   num(o, "ops"), num(o, "ms"));
 	if (git)
 		buf_printf(&r->out, "git:      pending_refs=%.0f packs_fetched=%.0f "
 			   "fetch_failures=%.0f packs_served=%.0f\n",
@@ -295,12 +315,15 @@ static int cmd_status(struct cmd_ctx *x, struct req *r)
 	sc = cJSON_GetObjectItemCaseSensitive(s, "counts");
 	j = cJSON_CreateObject();
 	take(j, s, "site");
+	take(j, s, "role");
 	take(j, s, "digest");
+	take(j, s, "digest_public");
 	take(j, s, "hlc");
 	take(j, s, "epoch");
 	applied = cJSON_AddObjectToObject(j, "applied");
 	take(j, s, "vector");
 	take(j, rp, "peers");
+	take(j, rp, "mirror_lag");
 	cJSON_AddBoolToObject(j, "syncing", x->syncing);
 	take(j, rp, "replication");
 	take(j, rp, "git");

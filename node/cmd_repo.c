@@ -456,12 +456,14 @@ static int cmd_repo_list(struct cmd_ctx *x, struct req *r)
 const struct cmd cmd_repo_rows[] = {
 	CMD_ROW("repo.read", CMD_ON_USER | CMD_ON_ADMIN | CMD_READS, 1, 1,
 		cmd_repo_read),
-	CMD_ROW("hook.refs", CMD_ON_USER | CMD_ON_ADMIN | CMD_BATCH, 2,
+	CMD_ROW("hook.refs",
+		CMD_ON_USER | CMD_ON_ADMIN | CMD_BATCH | CMD_FRONTEND, 2,
 		GD_CTL_MAX_ARGS, cmd_hook_refs),
-	CMD_ROW("repo.add", CMD_ON_ADMIN | CMD_BATCH, 1, GD_CTL_MAX_ARGS,
+	CMD_ROW("repo.add", CMD_ON_ADMIN | CMD_BATCH | CMD_FRONTEND, 1, GD_CTL_MAX_ARGS,
 		cmd_repo_add),
-	CMD_ROW("repo.mode", CMD_ON_ADMIN | CMD_BATCH, 2, 2, cmd_repo_mode),
-	CMD_ROW("repo.writers", CMD_ON_ADMIN | CMD_BATCH, 1, GD_CTL_MAX_ARGS,
+	CMD_ROW("repo.mode", CMD_ON_ADMIN | CMD_BATCH | CMD_FRONTEND, 2, 2,
+		cmd_repo_mode),
+	CMD_ROW("repo.writers", CMD_ON_ADMIN | CMD_BATCH | CMD_FRONTEND, 1, GD_CTL_MAX_ARGS,
 		cmd_repo_writers),
 	CMD_ROW("repo.list", CMD_ON_ADMIN | CMD_READS, 0, 0, cmd_repo_list),
 };

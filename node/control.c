@@ -154,7 +154,7 @@ static int dispatch(struct control *c, struct req *r)
 		return cmd_bad(r, "unknown command '%s'", r->rq->cmd);
 	if (r->reads_only != !!(cmd->flags & CMD_READS))
 		return GD_EAGAIN;
-	if (cmd_admit(cmd, r, c->n->syncing))
+	if (cmd_admit(cmd, r, c->n->cfg, c->n->host, c->n->syncing))
 		return 0;
 	ctx_make(c, cmd, &x, &nd);
 	return cmd->fn(&x, r);

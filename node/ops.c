@@ -1120,6 +1120,40 @@ done:
 	return rc;
 }
 
+int ops_skip(struct ops *o, struct store_batch *b, const char *origin,
+	     uint64_t epoch, uint64_t seq, uint64_t hlc, bool *applied)
+{
+	uint64_t have = ops_vv_get(o, b, origin, epoch);
+
+	*applied = false;
+	if (seq <= have)
+		return 0;
+	if (seq != have + 1)
+		return GD_EINVAL;
+	/* the clock still learns the stamp: a later visible operation of
+	 * this origin is stamped after it anyway */
+	hlc_observe(&o->hlc, hlc);
+	vv_set(o, b, origin, epoch, seq);
+	*applied = true;
+	return 0;
+}
+
+bool ops_mirror_visible(const Grantd__V1__Op *op)
+{
+	const struct records_kind *k = op ? records_by_body(op->body_case) :
+					    NULL;
+
+	return k && records_mirror_visible(k->cf);
+}
+
+void ops_digest_public(const struct ops *o, uint8_t out[DIGEST_LEN])
+{
+	memset(out, 0, DIGEST_LEN);
+	for (int cf = 0; cf < CF__COUNT; cf++)
+		if (records_mirror_visible((enum store_cf)cf))
+			digest_xor(out, o->fam_digest[cf]);
+}
+
 int ops_local(struct ops *o, struct store_batch *b, Grantd__V1__Op *op)
 {
 	struct buf why = BUF_INIT;

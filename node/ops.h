@@ -213,6 +213,29 @@ int ops_commit(struct ops *o, struct store_batch *b, bool sync);
 int ops_apply(struct ops *o, struct store_batch *b, const Grantd__V1__Op *op,
 	      bool *applied);
 
+/*
+ * Read-only mirrors (SPEC 9, docs/mirrors.md).  A mirror holds only the
+ * families records_mirror_visible() names; its peers send it every other
+ * operation as its stamp alone, which it takes with ops_skip: the version
+ * vector moves past it (so the stream stays gap-free and catch-up knows
+ * where it is) and nothing else is written, not even the log entry.
+ */
+
+/* May a mirror hold what op writes?  false for NULL and a body no family
+ * is written by. */
+bool ops_mirror_visible(const Grantd__V1__Op *op);
+
+/* Take operation (origin, epoch, seq, hlc) as seen without its body: as
+ * ops_apply, an earlier seq is a duplicate (*applied = false, 0), a later
+ * one a gap (GD_EINVAL, nothing written); the next one raises the vector
+ * (in b, at ops_commit) and the clock. */
+int ops_skip(struct ops *o, struct store_batch *b, const char *origin,
+	     uint64_t epoch, uint64_t seq, uint64_t hlc, bool *applied);
+
+/* The digest of the families a mirror holds (the XOR of their shares):
+ * equal at a frontend and a mirror that hold the same public state. */
+void ops_digest_public(const struct ops *o, uint8_t out[DIGEST_LEN]);
+
 /* What a record from a peer must pass besides ops_check, as a live
  * operation does: a stamp no later than max_hlc (the receiver's clock plus
  * the allowed skew), from an origin that known() accepts. */

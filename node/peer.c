@@ -17,6 +17,10 @@
 
 #define ZAP_ENDPOINT "inproc://zeromq.zap.01"
 #define ZAP_DOMAIN "grantd"
+/* PUB's own domain: a mirror's key is admitted on the sync ROUTER (its
+ * feed, catch-up and packs) but never on PUB, which carries every
+ * operation whole, secrets included (docs/mirrors.md) */
+#define ZAP_DOMAIN_PUB "grantd.pub"
 #define ZMQ_ZAP_ENFORCE_DOMAIN_OPT 93 /* draft macro; honoured by 4.3.4 */
 #define KINDS_MAX 32                  /* PeerMsg body cases are below */
 
@@ -142,6 +146,7 @@ void *peer_server(struct peer_link *l, int type, const char *endpoint,
 		  int64_t maxmsg)
 {
 	void *s = zmq_socket(l->self->zctx, type);
+	const char *domain = type == ZMQ_PUB ? ZAP_DOMAIN_PUB : ZAP_DOMAIN;
 	int one = 1;
 
 	if (!s)
@@ -151,8 +156,7 @@ void *peer_server(struct peer_link *l, int type, const char *endpoint,
 	if (zmq_setsockopt(s, ZMQ_CURVE_SERVER, &one, sizeof(one)) < 0 ||
 	    zmq_setsockopt(s, ZMQ_CURVE_SECRETKEY, l->self->curve_sec,
 			   Z85_KEY_LEN) < 0 ||
-	    zmq_setsockopt(s, ZMQ_ZAP_DOMAIN, ZAP_DOMAIN,
-			   strlen(ZAP_DOMAIN)) < 0 ||
+	    zmq_setsockopt(s, ZMQ_ZAP_DOMAIN, domain, strlen(domain)) < 0 ||
 	    zmq_setsockopt(s, ZMQ_ZAP_ENFORCE_DOMAIN_OPT, &one,
 			   sizeof(one)) < 0 ||
 	    (type == ZMQ_ROUTER &&
@@ -221,15 +225,24 @@ void peer_zap_handle(struct peer_link *l)
 			more = zmq_msg_more(&x);
 		zmq_msg_close(&x);
 	}
-	const char *site = NULL;
+	const char *site = NULL, *reason = "not CURVE";
 	char addr[64] = "?";
 	if (nf >= 7 && zmq_msg_size(&f[5]) == 5 &&
 	    !memcmp(zmq_msg_data(&f[5]), "CURVE", 5) &&
 	    zmq_msg_size(&f[6]) == 32) {
-		for (int i = 0; i < l->npeers; i++)
-			if (!sodium_memcmp(zmq_msg_data(&f[6]), l->keys[i],
-					   32))
+		bool pub = zmq_msg_size(&f[2]) == strlen(ZAP_DOMAIN_PUB) &&
+			   !memcmp(zmq_msg_data(&f[2]), ZAP_DOMAIN_PUB,
+				   strlen(ZAP_DOMAIN_PUB));
+		reason = "unknown key";
+		for (int i = 0; i < l->npeers; i++) {
+			if (sodium_memcmp(zmq_msg_data(&f[6]), l->keys[i], 32))
+				continue;
+			if (pub && l->peers[i].role == CONFIG_ROLE_MIRROR)
+				reason = "a mirror on publish (mirrors are "
+					 "fed on sync)";
+			else
 				site = l->peers[i].site;
+		}
 	}
 	if (nf >= 4) {
 		size_t al = zmq_msg_size(&f[3]);
@@ -248,7 +261,7 @@ void peer_zap_handle(struct peer_link *l)
 		} else {
 			l->refused++;
 			log_warn("peer refused addr=%s reason=%s refused=%llu",
-				 addr, nf >= 7 ? "unknown key" : "not CURVE",
+				 addr, reason,
 				 (unsigned long long)l->refused);
 			zap_reply(l->zap, zmq_msg_data(&f[1]),
 				  zmq_msg_size(&f[1]), "400", "not a peer", "");

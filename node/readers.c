@@ -150,7 +150,7 @@ static void answer(struct readers *rd, const struct cmd *cmd, struct req *r)
 	struct cmd_ctx x;
 	int rc;
 
-	if (cmd_admit(cmd, r, rd->syncing))
+	if (cmd_admit(cmd, r, rd->cfg, rd->host, rd->syncing))
 		return;
 	memset(&x, 0, sizeof(x));
 	x.status = &st;

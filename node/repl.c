@@ -45,11 +45,36 @@
 #define HANDLE_MAX_SAMPLES 4096
 #define WAIT_SAMPLES 65536
 #define TRUNCATE_MAX 100000
+#define MIRROR_LEASE_MS 3000    /* a mirror's feed lives this long after
+				 * its last mirror_sub (sent every
+				 * REPL_HEARTBEAT_MS) */
+#define RID_MAX 256             /* a ROUTER routing id */
+
+/* How this node talks with a peer, by the two roles (docs/mirrors.md). */
+enum link_kind {
+	LINK_FULL,      /* two frontends: SUB to its PUB, DEALER to its sync */
+	LINK_FEED_OUT,  /* it is a mirror, we a frontend: it subscribes on
+			 * our sync ROUTER (mirror_sub) and we push it
+			 * mirror_ops; no socket of ours goes to it */
+	LINK_FEED_IN,   /* we are a mirror, it a frontend: our DEALER
+			 * subscribes and asks for ranges; no SUB (its PUB
+			 * refuses us) */
+	LINK_NONE,      /* two mirrors: nothing to say */
+};
 
 struct peer {
 	const struct config_peer *cfg;
+	enum link_kind link;
 	void *sub;
 	void *dealer;
+	/* LINK_FEED_IN: when we last subscribed */
+	uint64_t last_sub_ms;
+	/* LINK_FEED_OUT: the mirror's lease on our ROUTER, its last
+	 * mirror_sub (owned; NULL: none yet) and since when it is behind */
+	uint8_t rid[RID_MAX];
+	size_t ridlen;
+	uint64_t lease_until_ms;
+	Grantd__V1__PeerMsg *msub;
 	uint64_t last_heard_ms;
 	Grantd__V1__Heartbeat *hb;   /* the last one heard, owned */
 	uint64_t behind_since_ms;    /* 0: level with it */
@@ -147,6 +172,69 @@ struct repl {
 };
 
 static struct peer *peer_by_site(struct repl *r, const char *site);
+
+/* Is site a mirror this node feeds (LINK_FEED_OUT)? */
+static bool to_mirror(struct repl *r, const char *site)
+{
+	const struct peer *p = site ? peer_by_site(r, site) : NULL;
+
+	return p && p->link == LINK_FEED_OUT;
+}
+
+/* Operations as a mirror receives them (MirrorOps): each with its stamp,
+ * and its bytes only when a mirror may hold what it writes. */
+struct mops {
+	Grantd__V1__MirrorOps mo;
+	Grantd__V1__MirrorOp *items;
+	Grantd__V1__MirrorOp **ptrs;
+	Grantd__V1__Op **ops;      /* unpacked, for their stamps (owned) */
+	size_t n;
+};
+
+/* raw (n packed Ops) is borrowed and must outlive b's sending. */
+static void mops_build(struct mops *b, const ProtobufCBinaryData *raw,
+		       size_t n)
+{
+	memset(b, 0, sizeof(*b));
+	grantd__v1__mirror_ops__init(&b->mo);
+	b->items = calloc(n ? n : 1, sizeof(*b->items));
+	b->ptrs = calloc(n ? n : 1, sizeof(*b->ptrs));
+	b->ops = calloc(n ? n : 1, sizeof(*b->ops));
+	if (!b->items || !b->ptrs || !b->ops)
+		abort();
+	for (size_t i = 0; i < n; i++) {
+		Grantd__V1__Op *op = grantd__v1__op__unpack(NULL, raw[i].len,
+							   raw[i].data);
+		if (!op)
+			continue; /* our own log: the mirror finds the gap */
+		Grantd__V1__MirrorOp *e = &b->items[b->n];
+		grantd__v1__mirror_op__init(e);
+		e->origin = op->origin;
+		e->epoch = op->epoch, e->has_epoch = 1;
+		e->seq = op->seq, e->has_seq = 1;
+		e->hlc = op->hlc, e->has_hlc = 1;
+		if (ops_mirror_visible(op)) {
+			e->op = raw[i];
+			e->has_op = 1;
+		}
+		b->ops[b->n] = op;
+		b->ptrs[b->n++] = e;
+	}
+	b->mo.ops = b->ptrs;
+	b->mo.n_ops = b->n;
+}
+
+static void mops_free(struct mops *b)
+{
+	for (size_t i = 0; i < b->n; i++) {
+		ops_wipe(b->ops[i]);
+		grantd__v1__op__free_unpacked(b->ops[i], NULL);
+	}
+	free(b->items);
+	free(b->ptrs);
+	free(b->ops);
+	memset(b, 0, sizeof(*b));
+}
 
 /* Count n refusals for why (and in counts.dropped); the log says what at
  * most once a second per reason, with the running count. */
@@ -339,6 +427,7 @@ static void request_range(struct repl *r, struct peer *p, const char *origin,
 static void on_range_req(const struct peer_req *rq, void *payload);
 static void on_snap_req(const struct peer_req *rq, void *payload);
 static void on_vv_req(const struct peer_req *rq, void *payload);
+static void on_mirror_sub(const struct peer_req *rq, void *payload);
 
 int repl_open(struct repl **out, const struct repl_opts *o)
 {
@@ -367,16 +456,27 @@ int repl_open(struct repl **out, const struct repl_opts *o)
 	    peer_on(r->link, GRANTD__V1__PEER_MSG__BODY_SNAP_REQ, on_snap_req,
 		    r) < 0 ||
 	    peer_on(r->link, GRANTD__V1__PEER_MSG__BODY_VV_REQ, on_vv_req,
-		    r) < 0)
+		    r) < 0 ||
+	    peer_on(r->link, GRANTD__V1__PEER_MSG__BODY_MIRROR_SUB,
+		    on_mirror_sub, r) < 0)
 		goto fail;
 	for (int i = 0; i < r->npeers; i++) {
 		struct peer *p = &r->peers[i];
-		p->sub = peer_curve_client(r->self, ZMQ_SUB, p->cfg->publish,
-					   p->cfg->public_key, SUB_MSG_MAX);
-		p->dealer = peer_curve_client(r->self, ZMQ_DEALER,
-					      p->cfg->sync, p->cfg->public_key,
-					      PEER_MSG_MAX);
-		if (!p->sub || !p->dealer)
+		bool we_mirror = cfg->role == CONFIG_ROLE_MIRROR;
+		bool it_mirror = p->cfg->role == CONFIG_ROLE_MIRROR;
+		p->link = !we_mirror ? (it_mirror ? LINK_FEED_OUT : LINK_FULL) :
+			  (it_mirror ? LINK_NONE : LINK_FEED_IN);
+		if (p->link == LINK_FULL &&
+		    !(p->sub = peer_curve_client(r->self, ZMQ_SUB,
+						 p->cfg->publish,
+						 p->cfg->public_key,
+						 SUB_MSG_MAX)))
+			goto fail;
+		if ((p->link == LINK_FULL || p->link == LINK_FEED_IN) &&
+		    !(p->dealer = peer_curve_client(r->self, ZMQ_DEALER,
+						    p->cfg->sync,
+						    p->cfg->public_key,
+						    PEER_MSG_MAX)))
 			goto fail;
 	}
 	r->met.lat_us = calloc(LAT_SAMPLES, sizeof(*r->met.lat_us));
@@ -404,6 +504,8 @@ void repl_destroy(struct repl **rp)
 			zmq_close(p->dealer);
 		if (p->hb)
 			grantd__v1__heartbeat__free_unpacked(p->hb, NULL);
+		if (p->msub)
+			grantd__v1__peer_msg__free_unpacked(p->msub, NULL);
 	}
 	if (r->pub)
 		zmq_close(r->pub);
@@ -418,10 +520,11 @@ int repl_pollitems(struct repl *r, zmq_pollitem_t *items, int max)
 	int k = peer_pollitems(r->link, items, max);
 
 	for (int i = 0; i < r->npeers; i++) {
-		if (k < max)
+		/* a NULL socket would poll fd 0 */
+		if (k < max && r->peers[i].sub)
 			items[k++] = (zmq_pollitem_t){ r->peers[i].sub, 0,
 						       ZMQ_POLLIN, 0 };
-		if (k < max)
+		if (k < max && r->peers[i].dealer)
 			items[k++] = (zmq_pollitem_t){ r->peers[i].dealer, 0,
 						       ZMQ_POLLIN, 0 };
 	}
@@ -479,7 +582,22 @@ static void apply_op(struct repl *r, struct peer *p, const Grantd__V1__Op *op,
 		return;
 	}
 	buf_free(&why);
-	rc = ops_apply(r->ops, r->batch, op, &applied);
+	if (r->cfg->role == CONFIG_ROLE_MIRROR && !ops_mirror_visible(op)) {
+		/* a frontend must send a mirror no such body (mirror_ops
+		 * carry its stamp alone); should one come, its stamp is all
+		 * that is kept */
+		if (now_ms - r->last_skew_log_ms > 1000) {
+			r->last_skew_log_ms = now_ms;
+			log_warn("hidden operation sent to a mirror peer=%s "
+				 "origin=%s seq=%llu: only its stamp kept",
+				 p->cfg->site, op->origin,
+				 (unsigned long long)op->seq);
+		}
+		rc = ops_skip(r->ops, r->batch, op->origin, op->epoch, op->seq,
+			      op->hlc, &applied);
+	} else {
+		rc = ops_apply(r->ops, r->batch, op, &applied);
+	}
 	if (rc == GD_EINVAL) {
 		/* a gap: fetch what is missing from whoever sent it */
 		request_range(r, p, op->origin, op->epoch, now_ms);
@@ -559,7 +677,7 @@ static void serve_snap(struct repl *r, const struct peer_req *req,
 	uint32_t max = rq->max && rq->max < SNAP_MAX_RECORDS ? rq->max :
 							       SNAP_MAX_RECORDS;
 	bool known = false;
-	int rc;
+	int rc = 0;
 
 	for (size_t i = 0; i < GD_ARRAY_SIZE(snap_cfs); i++)
 		known |= rq->cf == (uint32_t)snap_cfs[i];
@@ -567,6 +685,9 @@ static void serve_snap(struct repl *r, const struct peer_req *req,
 		r->ops->dropped++;
 		return;
 	}
+	/* to a mirror, a family it may not hold is sent empty */
+	bool hide = to_mirror(r, req->site) &&
+		    !records_mirror_visible((enum store_cf)rq->cf);
 	if (rq->cf == (uint32_t)snap_cfs[0] && !rq->has_after) {
 		/* the vector first, then the records: every record read later
 		 * is at least as new as the vector says */
@@ -583,7 +704,7 @@ static void serve_snap(struct repl *r, const struct peer_req *req,
 				  rq->after.data, rq->after.len);
 	else
 		store_iter_new(&it, r->store, NULL, rq->cf, "", 0);
-	while ((rc = store_iter_next(it, &key, &klen, &v)) > 0) {
+	while (!hide && (rc = store_iter_next(it, &key, &klen, &v)) > 0) {
 		if (rq->has_after && klen == rq->after.len &&
 		    !memcmp(key, rq->after.data, klen))
 			continue;
@@ -600,7 +721,7 @@ static void serve_snap(struct repl *r, const struct peer_req *req,
 		bytes += klen + v.len;
 		rep.n_keys++;
 	}
-	rep.cf_done = rep.has_cf_done = rc <= 0;
+	rep.cf_done = rep.has_cf_done = hide || rc <= 0;
 	store_iter_free(&it);
 	rep.cf = rq->cf, rep.has_cf = 1;
 	rep.keys = keys;
@@ -720,7 +841,10 @@ static void apply_snap(struct repl *r, struct peer *p,
 	}
 	if (rep->n_vv && !sn->vv)
 		snap_take_vv(sn, rep);
-	for (size_t i = 0; i < rep->n_values; i++) {
+	/* a mirror holds no secret family, whatever a peer sends */
+	for (size_t i = 0; (r->cfg->role != CONFIG_ROLE_MIRROR ||
+			    records_mirror_visible((enum store_cf)rep->cf)) &&
+			   i < rep->n_values; i++) {
 		buf_reset(&why);
 		if (ops_merge_record(o, r->batch, (enum store_cf)rep->cf,
 				     rep->values[i].data, rep->values[i].len,
@@ -858,7 +982,24 @@ static void serve_range(struct repl *r, const struct peer_req *req,
 	rep.ops = ops;
 	m.body_case = GRANTD__V1__PEER_MSG__BODY_RANGE_REP;
 	m.range_rep = &rep;
-	if (peer_reply(req, &m) < 0)
+	struct mops mb;
+	memset(&mb, 0, sizeof(mb));
+	if (to_mirror(r, site)) {
+		/* the same range, each hidden operation as its stamp */
+		mops_build(&mb, ops, rep.n_ops);
+		mb.mo.range = mb.mo.has_range = 1;
+		mb.mo.origin = rq->origin;
+		mb.mo.epoch = rq->epoch, mb.mo.has_epoch = 1;
+		mb.mo.from = rq->from, mb.mo.has_from = 1;
+		mb.mo.truncated = rep.truncated;
+		mb.mo.has_truncated = rep.has_truncated;
+		m.body_case = GRANTD__V1__PEER_MSG__BODY_MIRROR_OPS;
+		m.mirror_ops = &mb.mo;
+	}
+	int sent = peer_reply(req, &m);
+	if (m.body_case == GRANTD__V1__PEER_MSG__BODY_MIRROR_OPS)
+		mops_free(&mb);
+	if (sent < 0)
 		log_warn("range reply not sent peer=%s: %s", site,
 			 zmq_strerror(errno));
 	else
@@ -971,7 +1112,198 @@ static void on_vv_req(const struct peer_req *rq, void *payload)
 	Grantd__V1__Heartbeat hb = GRANTD__V1__HEARTBEAT__INIT;
 
 	vector_msg(payload, &m, &hb);
+	if (to_mirror(payload, rq->site)) /* as on_mirror_sub */
+		hb.has_digest = 0, hb.digest.len = 0;
 	peer_reply(rq, &m);
+	hb_free_entries(&hb);
+}
+
+/* How many operations mirror p (LINK_FEED_OUT) lacks of those we hold,
+ * by its last mirror_sub; 0 when it never subscribed. */
+static uint64_t mirror_lag_ops(struct repl *r, const struct peer *p)
+{
+	const struct ops *o = r->ops;
+	uint64_t lag = 0;
+
+	if (!p->msub)
+		return 0;
+	const Grantd__V1__MirrorSub *ms = p->msub->mirror_sub;
+	for (size_t i = 0; i < o->nvv; i++) {
+		uint64_t ours = o->vv[i].seq, theirs = 0;
+		if (o->vv[i].epoch == OPS_VV_RETIRED || o->vv[i].retired)
+			continue;
+		if (!strcmp(o->vv[i].origin, o->site) &&
+		    o->vv[i].epoch == o->epoch && ours > o->published)
+			ours = o->published;
+		for (size_t j = 0; j < ms->n_vv; j++)
+			if (ms->vv[j]->epoch == o->vv[i].epoch &&
+			    !strcmp(ms->vv[j]->origin, o->vv[i].origin))
+				theirs = ms->vv[j]->seq;
+		if (ours > theirs)
+			lag += ours - theirs;
+	}
+	return lag;
+}
+
+/* A mirror subscribes (or renews its lease): keep its routing id and its
+ * vector, and answer with ours, from which it finds what it lacks (it
+ * asks for ranges, answered filtered: serve_range).  Until the lease
+ * runs out, repl_publish pushes it our operations as they are made. */
+static void on_mirror_sub(const struct peer_req *rq, void *payload)
+{
+	struct repl *r = payload;
+	struct peer *p = peer_by_site(r, rq->site);
+	uint64_t now_ms = clock_wall_ms();
+	Grantd__V1__PeerMsg *m, hbm;
+	Grantd__V1__Heartbeat hb = GRANTD__V1__HEARTBEAT__INIT;
+	size_t bad = 0;
+
+	if (!p || p->link != LINK_FEED_OUT || rq->ridlen > RID_MAX) {
+		/* a frontend (or we are a mirror): no feed here */
+		r->ops->dropped++;
+		return;
+	}
+	m = grantd__v1__peer_msg__unpack(NULL, rq->len, rq->frame);
+	if (!m || m->body_case != GRANTD__V1__PEER_MSG__BODY_MIRROR_SUB) {
+		if (m)
+			grantd__v1__peer_msg__free_unpacked(m, NULL);
+		r->ops->dropped++;
+		return;
+	}
+	for (size_t i = 0; i < m->mirror_sub->n_vv; i++)
+		bad += !m->mirror_sub->vv[i]->origin ||
+		       !name_site_ok(m->mirror_sub->vv[i]->origin);
+	if (bad || m->mirror_sub->n_vv > MAX_VV) {
+		refuse(r, DROP_HB_VECTOR, 1, "mirror subscription dropped "
+		       "peer=%s entries=%zu bad=%zu (at most %d)", rq->site,
+		       m->mirror_sub->n_vv, bad, MAX_VV);
+		grantd__v1__peer_msg__free_unpacked(m, NULL);
+		return;
+	}
+	if (now_ms >= p->lease_until_ms)
+		log_info("mirror subscribed peer=%s lease_ms=%d", rq->site,
+			 MIRROR_LEASE_MS);
+	if (p->msub)
+		grantd__v1__peer_msg__free_unpacked(p->msub, NULL);
+	p->msub = m;
+	memcpy(p->rid, rq->rid, rq->ridlen);
+	p->ridlen = rq->ridlen;
+	p->lease_until_ms = now_ms + MIRROR_LEASE_MS;
+	p->last_heard_ms = now_ms;
+	if (!mirror_lag_ops(r, p))
+		p->behind_since_ms = 0;
+	else if (!p->behind_since_ms)
+		p->behind_since_ms = now_ms;
+	vector_msg(r, &hbm, &hb);
+	/* the full digest covers families a mirror must not hold: it gets
+	 * none (it compares digest_public instead) */
+	hb.has_digest = 0;
+	hb.digest.len = 0;
+	peer_reply(rq, &hbm);
+	hb_free_entries(&hb);
+}
+
+/* One operation a mirror gets as its stamp alone (MirrorOp without op):
+ * the checks a live operation gets, then only the vector moves. */
+static void mirror_skip(struct repl *r, struct peer *p,
+			const Grantd__V1__MirrorOp *e, uint64_t now_ms)
+{
+	bool applied;
+	int rc;
+
+	if (!origin_known(r, e->origin) ||
+	    hlc_ms(e->hlc) > now_ms + MAX_SKEW_MS) {
+		r->ops->dropped++;
+		if (now_ms - r->last_skew_log_ms > 1000) {
+			r->last_skew_log_ms = now_ms;
+			log_error("peer operation stamp dropped peer=%s "
+				  "origin=%s seq=%llu: unknown origin or "
+				  "stamped in the future dropped=%llu",
+				  p->cfg->site, e->origin,
+				  (unsigned long long)e->seq,
+				  (unsigned long long)r->ops->dropped);
+		}
+		back_off(p, now_ms);
+		return;
+	}
+	rc = ops_skip(r->ops, r->batch, e->origin, e->epoch, e->seq, e->hlc,
+		      &applied);
+	if (rc == GD_EINVAL)
+		request_range(r, p, e->origin, e->epoch, now_ms);
+	else if (applied) {
+		r->dirty = true;
+		r->batch_ops++;
+		r->met.episode_ops++;
+	}
+}
+
+/* mirror_ops from frontend p (we are a mirror): live, p's own operations
+ * as it makes them; or a range we asked for, relays included. */
+static void apply_mirror_ops(struct repl *r, struct peer *p,
+			     const Grantd__V1__MirrorOps *mo, uint64_t sent_us,
+			     uint64_t now_ms)
+{
+	if (mo->range) {
+		p->range_inflight = false;
+		if (mo->n_ops >= RANGE_MAX_OPS && !mo->truncated &&
+		    mo->origin && mo->has_from && name_site_ok(mo->origin))
+			request_range_from(r, p, mo->origin, mo->epoch,
+					   mo->from + mo->n_ops, now_ms);
+	}
+	for (size_t i = 0; i < mo->n_ops; i++) {
+		const Grantd__V1__MirrorOp *e = mo->ops[i];
+		if (!e->origin || !name_site_ok(e->origin) || !e->has_epoch ||
+		    !e->has_seq || !e->seq) {
+			r->ops->dropped++;
+			continue;
+		}
+		if (!mo->range && strcmp(e->origin, p->cfg->site)) {
+			refuse(r, DROP_FORGED_ORIGIN, 1, "mirror operation "
+			       "dropped peer=%s origin=%s seq=%llu: origin is "
+			       "not the link's site", p->cfg->site, e->origin,
+			       (unsigned long long)e->seq);
+			continue;
+		}
+		if (!e->has_op) {
+			mirror_skip(r, p, e, now_ms);
+			continue;
+		}
+		Grantd__V1__Op *op = grantd__v1__op__unpack(NULL, e->op.len,
+							   e->op.data);
+		if (!op || !op->origin || strcmp(op->origin, e->origin) ||
+		    op->epoch != e->epoch || op->seq != e->seq)
+			r->ops->dropped++; /* its stamp is not its own */
+		else
+			apply_op(r, p, op, mo->range ? 0 : sent_us, now_ms);
+		if (op) {
+			ops_wipe(op);
+			grantd__v1__op__free_unpacked(op, NULL);
+		}
+	}
+	if (mo->range && mo->truncated)
+		snap_start(r, p, now_ms);
+}
+
+/* Subscribe to frontend p (we are a mirror): our vector and public
+ * digest; it answers with its vector and feeds us for MIRROR_LEASE_MS. */
+static void mirror_subscribe(struct repl *r, struct peer *p)
+{
+	Grantd__V1__PeerMsg m;
+	Grantd__V1__Heartbeat hb = GRANTD__V1__HEARTBEAT__INIT;
+	Grantd__V1__MirrorSub ms = GRANTD__V1__MIRROR_SUB__INIT;
+	uint8_t d[DIGEST_LEN];
+
+	hb_fill(r, &hb);
+	ops_digest_public(r->ops, d);
+	ms.vv = hb.vv;
+	ms.n_vv = hb.n_vv;
+	ms.digest_public.data = d;
+	ms.digest_public.len = DIGEST_LEN;
+	ms.has_digest_public = 1;
+	peer_msg_init(r->self, &m);
+	m.body_case = GRANTD__V1__PEER_MSG__BODY_MIRROR_SUB;
+	m.mirror_sub = &ms;
+	peer_send(p->dealer, &m, NULL, 0);
 	hb_free_entries(&hb);
 }
 
@@ -1027,8 +1359,16 @@ static int handle_peer(struct repl *r, struct peer *p, void *sock,
 			r->ops->dropped++;
 		break;
 	case GRANTD__V1__PEER_MSG__BODY_RANGE_REP:
-		if (sock == p->dealer)
+		/* a mirror asks for ranges as mirror_ops only */
+		if (sock == p->dealer && p->link == LINK_FULL)
 			apply_range(r, p, m->range_rep, now_ms);
+		else
+			r->ops->dropped++;
+		break;
+	case GRANTD__V1__PEER_MSG__BODY_MIRROR_OPS:
+		if (sock == p->dealer && p->link == LINK_FEED_IN)
+			apply_mirror_ops(r, p, m->mirror_ops, m->sent_us,
+					 now_ms);
 		else
 			r->ops->dropped++;
 		break;
@@ -1052,10 +1392,12 @@ void repl_handle(struct repl *r)
 	       r->batch_ops < RANGE_MAX_OPS) {
 		int got = peer_route(r->link);
 		for (int i = 0; i < r->npeers; i++) {
-			got += handle_peer(r, &r->peers[i], r->peers[i].sub,
-					   now_ms);
-			got += handle_peer(r, &r->peers[i],
-					   r->peers[i].dealer, now_ms);
+			if (r->peers[i].sub)
+				got += handle_peer(r, &r->peers[i],
+						   r->peers[i].sub, now_ms);
+			if (r->peers[i].dealer)
+				got += handle_peer(r, &r->peers[i],
+						   r->peers[i].dealer, now_ms);
 		}
 		if (!got)
 			break;
@@ -1089,10 +1431,43 @@ void repl_handle(struct repl *r)
 
 /* ---- publishing, heartbeats, catch-up ---------------------------------- */
 
+/* Our operations just published, to every mirror with a live lease, as
+ * one mirror_ops over the sync ROUTER (raw: n packed Ops). */
+static void feed_mirrors(struct repl *r, const ProtobufCBinaryData *raw,
+			 size_t n)
+{
+	uint64_t now_ms = clock_wall_ms();
+	void *router = peer_router(r->link);
+	struct mops mb;
+	bool built = false;
+
+	for (int i = 0; n && router && i < r->npeers; i++) {
+		struct peer *p = &r->peers[i];
+		if (p->link != LINK_FEED_OUT || now_ms >= p->lease_until_ms)
+			continue;
+		if (!built) {
+			mops_build(&mb, raw, n);
+			built = true;
+		}
+		Grantd__V1__PeerMsg m;
+		peer_msg_init(r->self, &m);
+		m.body_case = GRANTD__V1__PEER_MSG__BODY_MIRROR_OPS;
+		m.mirror_ops = &mb.mo;
+		/* not sent (gone, or its queue full): the mirror finds the
+		 * gap from our next answer to its subscription */
+		if (peer_send(router, &m, p->rid, p->ridlen) < 0)
+			log_debug("mirror feed not sent peer=%s: %s",
+				  p->cfg->site, zmq_strerror(errno));
+	}
+	if (built)
+		mops_free(&mb);
+}
+
 void repl_publish(struct buf *ob, void *payload)
 {
 	struct repl *r = payload;
-	size_t off = 0;
+	size_t off = 0, nraw = 0, capraw = 0;
+	ProtobufCBinaryData *raw = NULL;
 
 	while (r->pub && off + 4 <= ob->len) {
 		const uint8_t *p = (const uint8_t *)ob->p + off;
@@ -1116,11 +1491,42 @@ void repl_publish(struct buf *ob, void *payload)
 					 zmq_strerror(errno));
 			ops_wipe(op);
 			grantd__v1__op__free_unpacked(op, NULL);
+			if (nraw == capraw) {
+				capraw = capraw ? 2 * capraw : 16;
+				raw = realloc(raw, capraw * sizeof(*raw));
+				if (!raw)
+					abort();
+			}
+			raw[nraw++] = (ProtobufCBinaryData){ len,
+							     (uint8_t *)p + 4 };
 		}
 		off += 4 + len;
 	}
+	feed_mirrors(r, raw, nraw);
+	free(raw);
 	sodium_memzero(ob->p, ob->len);
 	buf_reset(ob);
+}
+
+/* The vector peer p last showed us (*vv NULL: none yet), or false when
+ * p does not count for retiring epochs: two mirrors, or a mirror that
+ * never subscribed (it catches up by state transfer if it comes). */
+static bool peer_vv(const struct peer *p, Grantd__V1__VvEntry *const **vv,
+		    size_t *n)
+{
+	*vv = NULL;
+	*n = 0;
+	if (p->link == LINK_NONE ||
+	    (p->link == LINK_FEED_OUT && !p->msub))
+		return false;
+	if (p->link == LINK_FEED_OUT) {
+		*vv = p->msub->mirror_sub->vv;
+		*n = p->msub->mirror_sub->n_vv;
+	} else if (p->hb) {
+		*vv = p->hb->vv;
+		*n = p->hb->n_vv;
+	}
+	return true;
 }
 
 /* Does every peer's last heartbeat hold (origin, epoch) up to seq? */
@@ -1130,12 +1536,14 @@ static bool peers_hold(const char *origin, uint64_t epoch, uint64_t seq,
 	struct repl *r = payload;
 
 	for (int i = 0; i < r->npeers; i++) {
-		const Grantd__V1__Heartbeat *hb = r->peers[i].hb;
+		Grantd__V1__VvEntry *const *vv;
+		size_t n;
 		bool held = false;
-		for (size_t j = 0; hb && !held && j < hb->n_vv; j++)
-			held = hb->vv[j]->epoch == epoch &&
-			       hb->vv[j]->seq >= seq &&
-			       !strcmp(hb->vv[j]->origin, origin);
+		if (!peer_vv(&r->peers[i], &vv, &n))
+			continue;
+		for (size_t j = 0; vv && !held && j < n; j++)
+			held = vv[j]->epoch == epoch && vv[j]->seq >= seq &&
+			       !strcmp(vv[j]->origin, origin);
 		if (!held)
 			return false;
 	}
@@ -1150,17 +1558,20 @@ static bool peers_retired(const char *origin, uint64_t epoch, uint64_t total,
 	struct repl *r = payload;
 
 	for (int i = 0; i < r->npeers; i++) {
-		const Grantd__V1__Heartbeat *hb = r->peers[i].hb;
+		Grantd__V1__VvEntry *const *vv;
+		size_t n;
 		uint64_t theirs = 0;
-		if (!hb)
+		if (!peer_vv(&r->peers[i], &vv, &n))
+			continue;
+		if (!vv)
 			return false;
-		for (size_t j = 0; j < hb->n_vv; j++) {
-			if (strcmp(hb->vv[j]->origin, origin))
+		for (size_t j = 0; j < n; j++) {
+			if (strcmp(vv[j]->origin, origin))
 				continue;
-			if (hb->vv[j]->epoch == epoch)
+			if (vv[j]->epoch == epoch)
 				return false;
-			if (hb->vv[j]->epoch == OPS_VV_RETIRED)
-				theirs = hb->vv[j]->seq;
+			if (vv[j]->epoch == OPS_VV_RETIRED)
+				theirs = vv[j]->seq;
 		}
 		if (theirs < total)
 			return false;
@@ -1217,6 +1628,14 @@ void repl_tick(struct repl *r, uint64_t now_ms)
 	}
 	for (int i = 0; i < r->npeers; i++) {
 		struct peer *p = &r->peers[i];
+		/* a mirror we feed asks us; two mirrors say nothing */
+		if (p->link == LINK_FEED_OUT || p->link == LINK_NONE)
+			continue;
+		if (p->link == LINK_FEED_IN &&
+		    now_ms - p->last_sub_ms >= REPL_HEARTBEAT_MS) {
+			p->last_sub_ms = now_ms;
+			mirror_subscribe(r, p);
+		}
 		if (p->range_inflight &&
 		    now_ms - p->range_sent_ms > RANGE_TIMEOUT_MS)
 			p->range_inflight = false;
@@ -1278,9 +1697,18 @@ void repl_status(struct repl *r, cJSON *arr, uint64_t now_ms)
 		struct peer *p = &r->peers[i];
 		cJSON *o = cJSON_CreateObject();
 		uint64_t lag = 0;
-		peer_ahead(r, p, &lag);
+		bool feed = p->link == LINK_FEED_OUT;
+		if (feed)
+			lag = mirror_lag_ops(r, p);
+		else
+			peer_ahead(r, p, &lag);
 		cJSON_AddStringToObject(o, "site", p->cfg->site);
+		cJSON_AddStringToObject(o, "role",
+					config_role_name(p->cfg->role));
+		/* a mirror we feed: connected while its lease lives, and its
+		 * lag is what it lacks of ours (its last mirror_sub) */
 		cJSON_AddBoolToObject(o, "connected",
+				      feed ? now_ms < p->lease_until_ms :
 				      p->last_heard_ms &&
 					      now_ms - p->last_heard_ms <
 						      CONNECTED_MS);
@@ -1300,6 +1728,46 @@ void repl_status(struct repl *r, cJSON *arr, uint64_t now_ms)
 			digest_hex(hex, p->hb->digest.data);
 			cJSON_AddStringToObject(o, "digest", hex);
 		}
+		const Grantd__V1__MirrorSub *ms =
+			feed && p->msub ? p->msub->mirror_sub : NULL;
+		if (ms && ms->digest_public.len == DIGEST_LEN) {
+			char hex[2 * DIGEST_LEN + 1];
+			uint8_t ours[DIGEST_LEN];
+			digest_hex(hex, ms->digest_public.data);
+			cJSON_AddStringToObject(o, "digest_public", hex);
+			ops_digest_public(r->ops, ours);
+			cJSON_AddBoolToObject(o, "digest_public_equal",
+					      !memcmp(ours,
+						      ms->digest_public.data,
+						      DIGEST_LEN));
+		}
+		cJSON_AddItemToArray(arr, o);
+	}
+}
+
+void repl_mirror_lag(struct repl *r, cJSON *obj, uint64_t now_ms)
+{
+	if (r->cfg->role != CONFIG_ROLE_MIRROR)
+		return;
+	cJSON *arr = cJSON_AddArrayToObject(obj, "mirror_lag");
+	for (int i = 0; i < r->npeers; i++) {
+		struct peer *p = &r->peers[i];
+		uint64_t lag = 0;
+		if (p->link != LINK_FEED_IN)
+			continue;
+		peer_ahead(r, p, &lag);
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "site", p->cfg->site);
+		cJSON_AddBoolToObject(o, "fed",
+				      p->hb && p->last_heard_ms &&
+					      now_ms - p->last_heard_ms <
+						      CONNECTED_MS);
+		cJSON_AddNumberToObject(o, "ops", (double)lag);
+		cJSON_AddNumberToObject(o, "ms",
+					lag && p->behind_since_ms ?
+						(double)(now_ms -
+							 p->behind_since_ms) :
+						0);
 		cJSON_AddItemToArray(arr, o);
 	}
 }

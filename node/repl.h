@@ -30,6 +30,14 @@
  * epochs that every peer holds are retired, so the vector stays bounded
  * (ops.h).  One owner thread: the node's main loop.
  *
+ * Read-only mirrors (docs/mirrors.md): a frontend neither subscribes to a
+ * mirror nor lets it on PUB; the mirror's DEALER subscribes on the
+ * frontend's sync ROUTER (mirror_sub, every REPL_HEARTBEAT_MS, a 3 s
+ * lease), and the frontend pushes it mirror_ops after each publish and
+ * answers its ranges and state transfers filtered: an operation a mirror
+ * may not hold (records_mirror_visible) goes as its stamp alone, which
+ * the mirror takes with ops_skip.  Two mirrors ignore each other.
+ *
  * The link itself (framing, CURVE sockets, ZAP, the sync ROUTER) is
  * peer.c's: repl registers its ROUTER requests there (ranges, snapshots,
  * vectors) and reads the link in repl_handle.
@@ -93,9 +101,17 @@ void repl_publish(struct buf *ops, void *payload);
  * peers' operations in those batches are taken now. */
 void repl_synced(struct repl *r, uint64_t ticket);
 
-/* Add {site, connected, last_heard_ms, lag_ops, lag_ms, ...} objects for
- * every peer to arr. */
+/* Add {site, role, connected, last_heard_ms, lag_ops, lag_ms, ...}
+ * objects for every peer to arr.  For a mirror this frontend feeds,
+ * connected means its lease lives, lag_ops is what it lacks of ours, and
+ * digest_public(_equal) compares its public digest with ours. */
 void repl_status(struct repl *r, cJSON *arr, uint64_t now_ms);
+
+/* On a mirror (SPEC 9): add "mirror_lag", [{site, fed, ops, ms}] for
+ * every frontend: the operations it holds that this mirror lacks, by its
+ * last answer, and for how long this mirror has been behind it.  Nothing
+ * on a frontend (its peers' lag_ops say how far each mirror is). */
+void repl_mirror_lag(struct repl *r, cJSON *obj, uint64_t now_ms);
 
 /* Ask SITE for its version vector and fetch everything it has that this
  * node lacks.  Returns 0, or GD_ENOTFOUND for an unknown site. */

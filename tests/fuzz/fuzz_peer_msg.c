@@ -6,7 +6,9 @@
  * peer_msg_problem() checks its version and sender.  Then the operations it carries (a live
  * op, or a range reply's packed ops) go through ops_check() and, when they
  * pass, ops_apply(); the records of a snapshot reply go through
- * ops_merge_record(), the state-transfer path with its own checks.
+ * ops_merge_record(), the state-transfer path with its own checks; a
+ * mirror's feed (mirror_ops) applies what a mirror may hold and takes the
+ * rest as stamps (ops_skip).
  *
  * The applies write to a batch that is never committed, on a store opened
  * once in a temporary directory (removed at exit); the node's counters are
@@ -172,6 +174,37 @@ static void take_vote(struct store_batch *b, const Grantd__V1__VoteReq *q)
 		abort();
 }
 
+/* A frontend's feed, as repl.c apply_mirror_ops takes it at a mirror:
+ * an operation a mirror may hold is applied, any other (with its bytes or
+ * not) moves the vector only (ops_skip), and bytes whose stamp is not the
+ * entry's are dropped. */
+static void take_mirror_ops(struct store_batch *b,
+			    const Grantd__V1__MirrorOps *mo)
+{
+	for (size_t i = 0; i < mo->n_ops; i++) {
+		const Grantd__V1__MirrorOp *e = mo->ops[i];
+		bool applied;
+		if (!e->origin || !e->has_epoch || !e->has_seq || !e->seq)
+			continue;
+		Grantd__V1__Op *op = e->has_op ?
+			grantd__v1__op__unpack(NULL, e->op.len, e->op.data) :
+			NULL;
+		if (op && (!op->origin || strcmp(op->origin, e->origin) ||
+			   op->epoch != e->epoch || op->seq != e->seq)) {
+			/* not its own stamp: dropped */
+		} else if (op && ops_mirror_visible(op)) {
+			take_op(b, op);
+		} else {
+			(void)ops_skip(&fz.ops, b, e->origin, e->epoch, e->seq,
+				       e->hlc, &applied);
+		}
+		if (op) {
+			ops_wipe(op);
+			grantd__v1__op__free_unpacked(op, NULL);
+		}
+	}
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct store_batch *b = NULL;
@@ -204,6 +237,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		break;
 	case GRANTD__V1__PEER_MSG__BODY_VOTE_REQ:
 		take_vote(b, m->vote_req);
+		break;
+	case GRANTD__V1__PEER_MSG__BODY_MIRROR_OPS:
+		take_mirror_ops(b, m->mirror_ops);
 		break;
 	default:
 		break;

@@ -183,6 +183,26 @@ def vote_req(pid=0x1234, name="alice", enroll_id=9, kind=2, next_=6, scratch=Non
 def mark_key(name="alice", enroll_id=9):
     return name.encode() + b"\0" + enroll_id.to_bytes(8, "big")
 
+
+P_MIRROR_SUB, P_MIRROR_OPS = 25, 26
+
+
+def mirror_op(origin, epoch, seq, hlc=HLC, packed=None):
+    """A MirrorOp: the stamp, and the packed Op when a mirror may hold it."""
+    m = (field_bytes(1, origin) + field_varint(2, epoch) +
+         field_varint(3, seq) + field_varint(4, hlc))
+    return m + (field_bytes(5, packed) if packed is not None else b"")
+
+
+def mirror_ops(entries, range_from=None, origin=SITE, epoch=7, truncated=False):
+    m = b"".join(field_bytes(1, e) for e in entries)
+    if range_from is not None:
+        m += (field_varint(2, 1) + field_bytes(3, origin) +
+              field_varint(4, epoch) + field_varint(5, range_from))
+        if truncated:
+            m += field_varint(6, 1)
+    return m
+
 SEEDS = {
     "op_user": peer_msg(P_OP, op(B_USER, user())),
     "op_user_deleted": peer_msg(P_OP, op(B_USER, user(keys=(), deleted=True))),
@@ -255,6 +275,34 @@ SEEDS = {
                              field_varint(4, 1) + field_varint(5, 12)),
     "use_sync_rep_bad_key": peer_msg(P_USE_SYNC_REP, field_bytes(1, b"nokey") +
                                      field_bytes(2, mark()) + field_varint(3, 0)),
+    # A mirror's feed (issue 12): its subscription, a live feed with a
+    # visible operation and two hidden ones as stamps, a range answer with
+    # a relayed origin, a truncated one.
+    "mirror_sub": peer_msg(P_MIRROR_SUB, field_bytes(1, vv_entry(SITE, 7, 12)) +
+                           field_bytes(1, vv_entry("montreal", 3, 40)) +
+                           field_bytes(2, b"\x33" * 32)),
+    "mirror_ops_live": peer_msg(P_MIRROR_OPS, mirror_ops([
+        mirror_op(SITE, 7, 1, packed=op(B_USER, user(), seq=1)),
+        mirror_op(SITE, 7, 2, hlc=HLC + 1),
+        mirror_op(SITE, 7, 3, hlc=HLC + 2),
+        mirror_op(SITE, 7, 4, hlc=HLC + 3, packed=op(B_REPO, repo(), seq=4,
+                                                      hlc=HLC + 3))])),
+    "mirror_ops_range": peer_msg(P_MIRROR_OPS, mirror_ops([
+        mirror_op("montreal", 3, 1, packed=op(B_USER, user("bob", keys=()),
+                                               seq=1, origin="montreal", epoch=3)),
+        mirror_op("montreal", 3, 2),
+        mirror_op("montreal", 3, 3, packed=op(B_REFS, ref_update(), seq=3,
+                                               origin="montreal", epoch=3))],
+        range_from=1, origin="montreal", epoch=3)),
+    "mirror_ops_truncated": peer_msg(P_MIRROR_OPS, mirror_ops([], range_from=9,
+                                                              truncated=True)),
+    # ... and feed shapes a mirror must refuse: a hidden body sent whole, a
+    # stamp that is not its op's, seq 0.
+    "mirror_ops_hidden_whole": peer_msg(P_MIRROR_OPS, mirror_ops([
+        mirror_op(SITE, 7, 1, packed=op(B_ENROLL, enrollment(), seq=1))])),
+    "mirror_ops_stamp_lies": peer_msg(P_MIRROR_OPS, mirror_ops([
+        mirror_op(SITE, 7, 5, packed=op(B_USER, user(), seq=1))])),
+    "mirror_ops_seq_0": peer_msg(P_MIRROR_OPS, mirror_ops([mirror_op(SITE, 7, 0)])),
     # Shapes the node must refuse: another version, no version, a sender
     # that is not the link's site, an op whose origin lies about its stamp.
     "version_other": peer_msg(P_OP, op(B_USER, user()), version=PEER_VERSION + 1),

@@ -12,6 +12,12 @@ peers, for tests/integration/test_repl_security.sh.  Needs python3-zmq.
       Positive control: with a configured peer's key pair (KEYFILE from
       `grantctl keygen`), the same requests do get answers; exit 0 when
       something came back within WAIT_S.
+  repl_rogue.py mirror PUBLISH SYNC SERVER_KEY KEYFILE SITE WAIT_S
+      With the key pair of SITE, a peer configured as a mirror: a SUB on
+      the node's publish endpoint (its ZAP handler must refuse a mirror
+      there) and a DEALER on its sync endpoint asking for the vector (which
+      must answer).  Exit 0 when the SUB got nothing in WAIT_S and the
+      DEALER got an answer.
   repl_rogue.py garbage SYNC SERVER_KEY KEYFILE COUNT SEED
       With a configured peer's key pair, send COUNT random single-frame
       messages and a set of crafted bad PeerMsg frames (wrong version,
@@ -587,6 +593,17 @@ def main(argv):
         n_sub, n_dealer = probe(ctx, publish, sync, server_key,
                                 load_keys(keyfile), float(wait_s), True)
         return 0 if n_sub > 0 and n_dealer > 0 else 1
+    if mode == "mirror":
+        publish, sync, server_key, keyfile, site, wait_s = argv[2:8]
+        keys = load_keys(keyfile)
+        sub = sock(ctx, zmq.SUB, publish, server_key, keys)
+        dealer = sock(ctx, zmq.DEALER, sync, server_key, keys)
+        dealer.send(peer_msg(sender=site, body=VV_REQ))
+        n_sub, n_dealer = listen([sub, dealer], float(wait_s),
+                                 stop_at_first=False)
+        print(json.dumps({"sub_received": n_sub,
+                          "dealer_received": n_dealer}))
+        return 0 if n_sub == 0 and n_dealer > 0 else 1
     if mode == "garbage":
         sync, server_key, keyfile, count, seed = argv[2:7]
         rnd = random.Random(int(seed))

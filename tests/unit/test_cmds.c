@@ -265,7 +265,7 @@ static int admit(struct fixture *f, struct req *r, bool syncing)
 {
 	const struct cmd *c = cmd_table_find(f->t, r->rq->cmd);
 	assert_non_null(c);
-	return cmd_admit(c, r, syncing);
+	return cmd_admit(c, r, NULL, NULL, syncing);
 }
 
 static void test_admit(void **state)
@@ -318,6 +318,64 @@ static void test_admit(void **state)
 	request(f, "", false, NULL, NULL, 0);
 }
 
+/* On a mirror (SPEC 9) every CMD_FRONTEND row is refused before anything
+ * else is looked at, naming the frontends; what a mirror serves (clones,
+ * keys, status, lists) is not, and a frontend refuses none of them. */
+static void test_admit_mirror(void **state)
+{
+	struct fixture *f = *state;
+	struct config cfg = { 0 };
+	struct req *r;
+	static const char *const refused[] = {
+		"push.check", "vref.check", "2fa.val", "2fa.isval",
+		"2fa.enroll", "hook.refs", "user.add", "enroll", "repo.add",
+		"grant.list", "grant.revoke", "check", "unlock",
+	};
+	static const char *const served[] = {
+		"repo.read", "keys.find", "keys.list", "status", "user.list",
+		"repo.list",
+	};
+
+	cfg.site = "montreal";
+	cfg.role = CONFIG_ROLE_MIRROR;
+	cfg.npeers = 3;
+	cfg.peers[0].site = "paloalto";
+	cfg.peers[1].site = "mirror2";
+	cfg.peers[1].role = CONFIG_ROLE_MIRROR;
+	cfg.peers[2].site = "portland";
+	for (size_t i = 0; i < GD_ARRAY_SIZE(refused); i++) {
+		const struct cmd *c = cmd_table_find(f->t, refused[i]);
+		assert_non_null(c);
+		assert_true(c->flags & CMD_FRONTEND);
+		/* even with too few arguments: the role comes first */
+		r = request(f, refused[i], !(c->flags & CMD_ON_USER), "alice",
+			    "192.0.2.7", 0);
+		assert_int_equal(cmd_admit(c, r, &cfg, "git.example.org",
+					   false), 1);
+		assert_int_equal(r->status, GD_EXIT_REFUSED);
+		if (!strstr(r->err.p, "this is a read-only mirror of "
+				      "git.example.org; ") ||
+		    !strstr(r->err.p, " one of: paloalto, portland"))
+			fail_msg("%s: %s", refused[i], r->err.p);
+	}
+	r = request(f, "push.check", false, "alice", "192.0.2.7", 1);
+	cmd_admit(cmd_table_find(f->t, "push.check"), r, &cfg, NULL, false);
+	assert_non_null(strstr(r->err.p, "mirror of montreal; push to one "
+					 "of: paloalto, portland"));
+	for (size_t i = 0; i < GD_ARRAY_SIZE(served); i++) {
+		const struct cmd *c = cmd_table_find(f->t, served[i]);
+		assert_non_null(c);
+		assert_false(c->flags & CMD_FRONTEND);
+	}
+	/* a frontend admits them */
+	cfg.role = CONFIG_ROLE_FRONTEND;
+	f->args[0] = "123456";
+	r = request(f, "2fa.val", false, "alice", "192.0.2.7", 1);
+	assert_int_equal(cmd_admit(cmd_table_find(f->t, "2fa.val"), r, &cfg,
+				   "git.example.org", false), 0);
+	request(f, "", false, NULL, NULL, 0);
+}
+
 /* Every read that needs no node-wide state answers from committed state:
  * no batch, no operations module (a NULL dereference would fail here). */
 static void test_reads_without_batch(void **state)
@@ -339,7 +397,7 @@ static void test_reads_without_batch(void **state)
 		struct req *r = request(f, c->name, !(c->flags & CMD_ON_USER),
 					"alice", "192.0.2.7",
 					(size_t)c->min_args);
-		assert_int_equal(cmd_admit(c, r, false), 0);
+		assert_int_equal(cmd_admit(c, r, NULL, NULL, false), 0);
 		x.p.cfg = &f->cfg;
 		x.p.store = f->store;
 		x.p.host = "git.example.org";
@@ -364,7 +422,7 @@ static void run(struct fixture *f, struct req *r)
 	struct store_batch *b = NULL;
 
 	assert_non_null(c);
-	assert_int_equal(cmd_admit(c, r, false), 0);
+	assert_int_equal(cmd_admit(c, r, NULL, NULL, false), 0);
 	x.p.cfg = &f->cfg;
 	x.p.store = f->store;
 	x.p.host = "git.example.org";
@@ -553,6 +611,8 @@ int main(void)
 		cmocka_unit_test(test_2fa_rows),
 		cmocka_unit_test(test_shell_help),
 		cmocka_unit_test_setup_teardown(test_admit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_admit_mirror, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_reads_without_batch,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gitolite_enroll,

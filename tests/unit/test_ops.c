@@ -2487,6 +2487,122 @@ static void test_pushlog_merge(void **state)
 	a1.hash[0] ^= 1;
 	assert_int_equal(ops_check(&a1.op, &why), 0);
 	buf_free(&why);
+}
+
+/* ---- read-only mirrors ---------------------------------------------------- */
+
+/* Which operations a mirror may hold (ops_mirror_visible), and a mirror
+ * fed as a frontend feeds it: visible operations applied, hidden ones
+ * taken as their stamp alone (ops_skip).  It ends with the same vector
+ * and public digest as the frontend, and with no record (nor log entry)
+ * of a hidden family. */
+static void test_mirror_filter(void **state)
+{
+	struct fixture *f = *state;
+	struct node *fe = node_open(f, 0), *mi = node_open(f, 1);
+	struct top t[7], x;
+	struct store_batch *b;
+	struct buf k = BUF_INIT, v = BUF_INIT;
+	uint8_t pf[DIGEST_LEN], pm[DIGEST_LEN];
+	bool applied;
+
+	Grantd__V1__Op *ops[7] = {
+		op_user(&t[0], "sitea", 1, HLC(10, 0), "mia", "k1"),
+		op_enroll(&t[1], "sitea", 2, HLC(11, 0), "mia",
+			  "12345678901234567890", HLC(11, 0)),
+		op_grant(&t[2], "sitea", 3, HLC(12, 0), "mia", "192.0.2.4",
+			 1800000000, false),
+		op_repo(&t[3], "sitea", 4, HLC(13, 0), "proj",
+			GRANTD__V1__REPO_MODE__MODE_REQUIRED, false),
+		op_mark(&t[4], "sitea", 5, HLC(14, 0), "mia", HLC(11, 0), 7, 0),
+		op_unlock(&t[5], "sitea", 6, HLC(15, 0), "mia"),
+		op_user(&t[6], "sitea", 7, HLC(16, 0), "mia", "k2"),
+	};
+	const bool visible[7] = { true, false, false, true, false, false,
+				  true };
+
+	/* the rule, body by body */
+	for (int i = 0; i < 7; i++)
+		assert_int_equal(ops_mirror_visible(ops[i]), visible[i]);
+	assert_false(ops_mirror_visible(NULL));
+	stamp(&x, "sitea", 1, HLC(1, 0));
+	assert_false(ops_mirror_visible(&x.op)); /* no body */
+	x.op.body_case = GRANTD__V1__OP__BODY_REFS;
+	assert_true(ops_mirror_visible(&x.op));
+	x.op.body_case = GRANTD__V1__OP__BODY_REVOKE;
+	assert_false(ops_mirror_visible(&x.op));
+	x.op.body_case = GRANTD__V1__OP__BODY_FAILURE;
+	assert_false(ops_mirror_visible(&x.op));
+
+	apply_all(fe, ops, 7);
+
+	/* a hidden op out of order is a gap, nothing written */
+	store_batch_new(&b, mi->s);
+	applied = true;
+	assert_int_equal(ops_skip(&mi->o, b, "sitea", EPOCH, 2, HLC(11, 0),
+				  &applied), GD_EINVAL);
+	assert_false(applied);
+	assert_false(ops_pending(&mi->o, b));
+	for (int i = 0; i < 7; i++) {
+		applied = false;
+		if (visible[i])
+			assert_int_equal(ops_apply(&mi->o, b, ops[i], &applied),
+					 0);
+		else
+			assert_int_equal(ops_skip(&mi->o, b, "sitea", EPOCH,
+						  ops[i]->seq, ops[i]->hlc,
+						  &applied), 0);
+		assert_true(applied);
+	}
+	/* again: duplicates, taken as nothing */
+	assert_int_equal(ops_skip(&mi->o, b, "sitea", EPOCH, 2, HLC(11, 0),
+				  &applied), 0);
+	assert_false(applied);
+	assert_int_equal(ops_commit(&mi->o, b, false), 0);
+	store_batch_free(&b);
+
+	/* level with the frontend, and the clock saw the hidden stamps */
+	assert_int_equal(ops_vv_get(&mi->o, NULL, "sitea", EPOCH), 7);
+	assert_true(mi->o.hlc.last >= HLC(16, 0));
+	/* the public records and digest are the frontend's, the full digest
+	 * is not (the secret families are missing) */
+	ops_digest_public(&fe->o, pf);
+	ops_digest_public(&mi->o, pm);
+	assert_memory_equal(pf, pm, DIGEST_LEN);
+	assert_memory_not_equal(fe->o.digest, mi->o.digest, DIGEST_LEN);
+	check_digest(mi);
+	Grantd__V1__User *u = get_rec(mi, CF_USERS, "mia", 3,
+				      &grantd__v1__user__descriptor);
+	assert_non_null(u);
+	assert_string_equal(u->keys[0], key_of("k2"));
+	free_rec(u);
+	/* nothing of a hidden family, at the mirror; all of it at the
+	 * frontend (so these checks can fail) */
+	for (int cf = 0; cf < CF__COUNT; cf++) {
+		if (!records_replicated((enum store_cf)cf) ||
+		    records_mirror_visible((enum store_cf)cf))
+			continue;
+		struct store_iter *it;
+		const char *key;
+		size_t klen;
+		store_iter_new(&it, mi->s, NULL, (enum store_cf)cf, "", 0);
+		assert_int_equal(store_iter_next(it, &key, &klen, &v), 0);
+		store_iter_free(&it);
+	}
+	assert_null(get_grant(mi, "mia", "192.0.2.4"));
+	Grantd__V1__Grant *g = get_grant(fe, "mia", "192.0.2.4");
+	assert_non_null(g);
+	free_rec(g);
+	/* the log holds the visible operations only */
+	for (int i = 0; i < 7; i++) {
+		buf_reset(&k);
+		records_key_oplog(&k, "sitea", EPOCH, ops[i]->seq);
+		assert_int_equal(store_get(mi->s, NULL, CF_OPLOG, k.p, k.len,
+					   &v) == 0, visible[i]);
+		assert_int_equal(store_get(fe->s, NULL, CF_OPLOG, k.p, k.len,
+					   &v), 0);
+	}
+	buf_free(&k);
 	buf_free(&v);
 }
 
@@ -2540,6 +2656,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_keyfp, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pushlog_merge, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_mirror_filter, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_merge_record_trust, setup,
 						teardown),
