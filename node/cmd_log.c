@@ -423,7 +423,9 @@ static int cmd_log_verify(struct cmd_ctx *x, struct req *r)
 }
 
 const struct cmd cmd_log_rows[] = {
-	CMD_ROW("log.page", CMD_ON_ADMIN | CMD_READS, 0, 10, cmd_log_page),
-	CMD_ROW("log.verify", CMD_ON_ADMIN | CMD_READS, 0, 0, cmd_log_verify),
+	CMD_ROW("log.page", CMD_ON_ADMIN | CMD_READS | CMD_FRONTEND, 0, 10,
+		cmd_log_page),
+	CMD_ROW("log.verify", CMD_ON_ADMIN | CMD_READS | CMD_FRONTEND, 0, 0,
+		cmd_log_verify),
 };
 const size_t cmd_log_nrows = GD_ARRAY_SIZE(cmd_log_rows);

@@ -168,7 +168,7 @@ static struct req *hook_refs_by(struct fixture *f, const char *repo,
 	r->now = 1700000000;
 	r->now_ms = 1700000000000ull;
 	assert_non_null(c);
-	assert_int_equal(cmd_admit(c, r, false), 0);
+	assert_int_equal(cmd_admit(c, r, &f->cfg, NULL, false), 0);
 	x.p.cfg = &f->cfg;
 	x.p.store = f->store;
 	x.p.batch = f->b;
@@ -199,7 +199,7 @@ static struct req *reader(struct fixture *f, const char *name,
 	r->now = 1700000000;
 	r->now_ms = 1700000000000ull;
 	assert_non_null(c);
-	assert_int_equal(cmd_admit(c, r, false), 0);
+	assert_int_equal(cmd_admit(c, r, &f->cfg, NULL, false), 0);
 	x.p.cfg = &f->cfg;
 	x.p.store = f->store;
 	x.p.host = "git.example.org";
