@@ -239,7 +239,7 @@ q_offer_args() {
 
 # q_offer TOKEN FAULT [SITE...]: one round (see the top); FAULT describes
 # it for the checker.  Its lines are also in OFFER (for checks on one
-# round).
+# round).  With Q_RECORD=0 nothing goes to Q_RESULTS and Q_FAULTS.
 q_offer() {
 	local tok=$1 fault=$2 s args=() sites=() states=
 	shift 2
@@ -252,13 +252,13 @@ q_offer() {
 		states+="${states:+, }\"$s\": \"${Q_STATE[$s]}\""
 	done
 	mapfile -t args < <(q_offer_args "${sites[@]}")
-	printf '{"round": %d, "fault": "%s", "offered": %d, "states": {%s}}\n' \
+	((${Q_RECORD:-1})) && printf '{"round": %d, "fault": "%s", "offered": %d, "states": {%s}}\n' \
 		"$Q_ROUND" "$fault" "$#" "$states" >>"$Q_FAULTS"
 	if ((${#sites[@]})); then
 		OFFER=$(printf '%s\n' "$tok" | "$GD_BIN/offer" --round "$Q_ROUND" \
 			--timeout "$Q_TIMEOUT_MS" --ip "$Q_IP" "$Q_USER" "${args[@]}") ||
 			t_fatal "offer ran (round $Q_ROUND)"
-		printf '%s\n' "$OFFER" >>"$Q_RESULTS"
+		((${Q_RECORD:-1})) && printf '%s\n' "$OFFER" >>"$Q_RESULTS"
 	else
 		OFFER=
 	fi
