@@ -34,6 +34,8 @@
 # A frozen node is offered nothing: it would answer only after offer gave
 # up, and an answer nobody saw cannot be counted (the checker says how many
 # offers were skipped so).
+# shellcheck shell=bash disable=SC2034 # T_* are lib.sh's, Q_RES and Q_TEXT the caller's
+# shellcheck source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 Q_NET=${GRANTD_QUORUM_NET:-127.0.24}
@@ -180,7 +182,7 @@ q_cut() {
 		done
 	done
 	Q_RULES[$s]+=$rules
-	Q_STATE[$s]=cut
+	Q_STATE[$s]="cut"
 }
 
 # q_uncut SITE: remove SITE's rules.
