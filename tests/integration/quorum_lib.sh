@@ -5,8 +5,10 @@
 # lib.sh itself).
 #
 # The three sites live on 127.0.24.1-3 (GRANTD_QUORUM_NET, default
-# 127.0.24; the harness's own network), on three ports of their own (a
-# free triple, locked for the test's life).  Every connection a site makes
+# 127.0.24, the harness's own network; GRANTD_QUORUM_FIRST, default 1, the
+# first of the three host numbers: two runs at once need apart addresses,
+# as a cut drops everything between two addresses), on three ports of
+# their own (a free triple, locked for the test's life).  Every connection a site makes
 # to a peer leaves from the site's own address (ZeroMQ's
 # "tcp://SRC:0;DST:PORT" endpoint form), so a site is cut off by address:
 # iptables rules on loopback that drop every TCP packet between its address
@@ -39,12 +41,16 @@
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 Q_NET=${GRANTD_QUORUM_NET:-127.0.24}
+Q_FIRST=${GRANTD_QUORUM_FIRST:-1}
+[[ $Q_FIRST =~ ^[0-9]+$ ]] && ((Q_FIRST >= 1 && Q_FIRST <= 250)) ||
+	{ echo "FAIL: GRANTD_QUORUM_FIRST=$Q_FIRST: want 1-250"; exit 1; }
+Q_ADDRS=("$Q_NET.$Q_FIRST" "$Q_NET.$((Q_FIRST + 1))" "$Q_NET.$((Q_FIRST + 2))")
 # lib.sh took an address of its own (from the test's name): give it back
 # and take a free triple of ports on the harness's network instead.
 exec {T_LOCK_FD}>&-
 q_ports_free() {
 	local a p
-	for a in "$Q_NET".{1,2,3}; do
+	for a in "${Q_ADDRS[@]}"; do
 		for p in "$1" $(($1 + 1)) $(($1 + 2)); do
 			gd_port_free "$a" "$p" || return 1
 		done
@@ -53,21 +59,21 @@ q_ports_free() {
 Q_BASE=
 for ((i = 0; i < 100; i++)); do
 	p=$((24000 + (T_HASH + i) % 300 * 3))
-	exec {T_LOCK_FD}>"/tmp/grantd-it.addr.$Q_NET.$p.lock" || continue
+	exec {T_LOCK_FD}>"/tmp/grantd-it.addr.${Q_ADDRS[0]}.$p.lock" || continue
 	if flock -n "$T_LOCK_FD" && q_ports_free "$p"; then
 		Q_BASE=$p
 		break
 	fi
 	exec {T_LOCK_FD}>&-
 done
-[[ -n $Q_BASE ]] || { echo "FAIL: no free ports on $Q_NET.1-3"; exit 1; }
-T_ADDR=$Q_NET.1
+[[ -n $Q_BASE ]] || { echo "FAIL: no free ports on ${Q_ADDRS[*]}"; exit 1; }
+T_ADDR=${Q_ADDRS[0]}
 T_NET=$Q_NET
 T_SSH_PORT=$Q_BASE
 T_PUB_PORT=$((Q_BASE + 1))
 T_SYNC_PORT=$((Q_BASE + 2))
 for ((i = 0; i < ${#T_SITES[@]}; i++)); do
-	T_SADDR[${T_SITES[i]}]=$T_NET.$((i + 1))
+	T_SADDR[${T_SITES[i]}]=${Q_ADDRS[i]}
 done
 
 Q_RESULTS=$T_DIR/offers.jsonl
@@ -101,7 +107,10 @@ trap 'q_net_heal; t_cleanup' EXIT
 # q_rules_left: the INPUT rules between the harness's sites that are still
 # there (none once q_net_heal ran).
 q_rules_left() {
-	iptables -S INPUT 2>/dev/null | grep -E -- "-s $Q_NET\.[123]/32 -d $Q_NET\.[123]/32 .*-j DROP"
+	local a=${Q_ADDRS[*]}
+	a=${a// /|}
+	a=${a//./\\.}
+	iptables -S INPUT 2>/dev/null | grep -E -- "-s ($a)/32 -d ($a)/32 .*-j DROP"
 }
 
 # q_cluster_up local|majority [KEY=VALUE...]: the three sites' configs
@@ -113,7 +122,7 @@ q_cluster_up() {
 	local mode=$1 s d; shift
 	local pol=(hotp_lookahead=1000 lockout_failures=64 lockout_window=1s)
 	[[ $mode == majority ]] && pol+=(token_quorum=majority)
-	t_section "sites ${T_SITES[*]} on $T_NET.{1,2,3} ports $T_PUB_PORT/$T_SYNC_PORT, token_quorum=$mode ($T_DIR)"
+	t_section "sites ${T_SITES[*]} on ${Q_ADDRS[*]} ports $T_PUB_PORT/$T_SYNC_PORT, token_quorum=$mode ($T_DIR)"
 	t_cluster_config "${pol[@]}" "$@"
 	for s in "${T_SITES[@]}"; do
 		d=$T_DIR/$s
