@@ -114,13 +114,14 @@ q_rules_left() {
 }
 
 # q_cluster_up local|majority [KEY=VALUE...]: the three sites' configs
-# (policy for many tokens in a row: a look-ahead over every round, a
-# lock-out that the refused copies of a token never reach), each peer's
+# (policy for many tokens in a row: a look-ahead of 100 counters, more than
+# a site falls behind in the rounds a fault lasts, and a lock-out that the
+# refused copies of a token never reach), each peer's
 # endpoints bound to the site's own address, and the nodes, connected and
 # agreeing.
 q_cluster_up() {
 	local mode=$1 s d; shift
-	local pol=(hotp_lookahead=1000 lockout_failures=64 lockout_window=1s)
+	local pol=(hotp_lookahead=100 lockout_failures=64 lockout_window=1s)
 	[[ $mode == majority ]] && pol+=(token_quorum=majority)
 	t_section "sites ${T_SITES[*]} on ${Q_ADDRS[*]} ports $T_PUB_PORT/$T_SYNC_PORT, token_quorum=$mode ($T_DIR)"
 	t_cluster_config "${pol[@]}" "$@"

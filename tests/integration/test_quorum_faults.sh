@@ -75,13 +75,17 @@ else
 fi
 echo "# token_quorum = $MODE"
 
+# 8 digits: with a look-ahead of W counters, a site whose mark is past
+# counter C accepts the value of C again at a later counter with a
+# probability of W / 10^digits (HOTP's own window, not a quorum's fault):
+# 1 in 10,000 at 6 digits and W = 100, 1 in a million at 8.
 t_suser paloalto "$Q_USER"
 S=$(gd_base32_secret)
 t_expect 0 "paloalto: enroll $Q_USER --hotp" \
-	t_c paloalto enroll "$Q_USER" --hotp --secret "$S" --digits 6
+	t_c paloalto enroll "$Q_USER" --hotp --secret "$S" --digits 8
 q_wait_agree 20 || t_fatal "the enrollment reached every site"
 C=0
-tok() { TOK=$(t_hotp "$S" "$C"); C=$((C + 1)); }
+tok() { TOK=$(t_hotp "$S" "$C" 8); C=$((C + 1)); }
 
 # offered SITE WANT DESC: the last offer's answer at SITE was WANT.
 offered() {
