@@ -125,7 +125,7 @@ declare -A BENCH_SPEC6_BY=(
 	[val]=bench/run [check]=bench/run [visible]=bench/run-repl
 	[visible_offered]=bench/run-repl [push]=bench/run-git
 	[catchup]=bench/run-repl [forks]=bench/run-git [memory]=bench/run-scale
-	[keys]=bench/run-scale [quorum]=""
+	[keys]=bench/run-scale [quorum]=bench/run-quorum
 )
 BENCH_SPEC6_ORDER=(val check visible visible_offered push catchup forks memory keys quorum)
 bench_not_measured() {
