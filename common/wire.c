@@ -16,7 +16,7 @@
 #include "wire.h"
 #include "banned.h"
 
-static bool unix_listening(const char *path)
+bool wire_listening(const char *path)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	bool ok;
@@ -46,7 +46,7 @@ int wire_call(Grantd__V1__Reply **out, const char *socket_path,
 	/* zmq_connect() to a missing or dead ipc path would wait for the
 	 * whole timeout: probe it first, a refused connect answers at once */
 	if (stat(socket_path, &st) < 0 || !S_ISSOCK(st.st_mode) ||
-	    !unix_listening(socket_path))
+	    !wire_listening(socket_path))
 		return GD_EUNREACH;
 	if (strlen(socket_path) + 7 > sizeof(endpoint))
 		return GD_EINVAL;

@@ -23,6 +23,10 @@
 
 /* The exit codes (enum gd_exit) are in err.h. */
 
+/* Does a process accept connections on the unix socket at path?  (A node
+ * that died leaves its socket file behind: ZeroMQ would wait for it.) */
+bool wire_listening(const char *path);
+
 /*
  * Send req to the node listening on socket_path and wait up to timeout_ms
  * for the reply.  On success *out is the caller's

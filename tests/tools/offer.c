@@ -34,9 +34,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 #include <zmq.h>
@@ -97,24 +94,6 @@ static double now_ms(void)
 }
 
 /* A listening unix socket at path (wire.c does the same before a call). */
-static bool listening(const char *path)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	struct stat st;
-	bool ok;
-
-	if (stat(path, &st) < 0 || !S_ISSOCK(st.st_mode) ||
-	    strlen(path) >= sizeof(sa.sun_path))
-		return false;
-	memcpy(sa.sun_path, path, strlen(path) + 1);
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return false;
-	ok = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
-	close(fd);
-	return ok;
-}
-
 static void first_line(char *dst, size_t n, const char *src)
 {
 	size_t i = 0;
@@ -148,7 +127,7 @@ static void *shoot(void *arg)
 	req.args = args;
 	req.n_args = 1;
 	len = grantd__v1__request__get_packed_size(&req);
-	bool up = listening(s->site->path);
+	bool up = wire_listening(s->site->path);
 	if (up && len <= sizeof(frame)) {
 		grantd__v1__request__pack(&req, frame);
 		snprintf(endpoint, sizeof(endpoint), "ipc://%s", s->site->path);
