@@ -466,6 +466,13 @@ int control_serve_batch(struct control *c, int max)
 			log_warn("bad request dropped socket=%s: %s",
 				 r->admin ? "admin" : "user", why.p);
 			cmd_bad(r, "bad request: %s", why.p);
+			/* answered now: a request without rq is a parked
+			 * one to the rest of the batch */
+			control_send_reply(r);
+			control_req_free(r);
+			memset(r, 0, sizeof(*r));
+			buf_free(&why);
+			continue;
 		} else {
 			/* reads are answered now, writes after the
 			 * commit */

@@ -2487,6 +2487,7 @@ static void test_pushlog_merge(void **state)
 	a1.hash[0] ^= 1;
 	assert_int_equal(ops_check(&a1.op, &why), 0);
 	buf_free(&why);
+	buf_free(&v);
 }
 
 /* ---- read-only mirrors ---------------------------------------------------- */
