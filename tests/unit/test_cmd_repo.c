@@ -105,86 +105,10 @@ static int teardown(void **state)
 	return 0;
 }
 
-/* hook.refs REPO LINE as grant-hook sends it, handled in the batch.
- * Returns the request, answered. */
-static struct req *hook_refs(struct fixture *f, const char *repo,
-			     const char *line)
+/* Request name with args, fresh in f (the previous answer freed). */
+static struct req *request(struct fixture *f, const char *name, char **args,
+			   size_t n)
 {
-	const struct cmd *c = cmd_table_find(f->t, "hook.refs");
-	struct cmd_ctx x = { 0 };
-	struct req *r = &f->r;
-
-	buf_free(&r->out);
-	buf_free(&r->err);
-	memset(r, 0, sizeof(*r));
-	grantd__v1__request__init(&f->rq);
-	f->rq.cmd = "hook.refs";
-	f->args[0] = (char *)repo;
-	f->args[1] = (char *)line;
-	f->rq.args = f->args;
-	f->rq.n_args = 2;
-	r->rq = &f->rq;
-	r->now = 1700000000;
-	r->now_ms = 1700000000000ull;
-	assert_non_null(c);
-	assert_int_equal(cmd_admit(c, r, NULL, NULL, false), 0);
-	x.p.cfg = &f->cfg;
-	x.p.store = f->store;
-	x.p.batch = f->b;
-	x.p.host = "git.example.org";
-	x.ops = &f->o;
-	assert_int_equal(c->fn(&x, r), 0);
-	return r;
-}
-
-/* The same, with a request id and who pushed, as grant-hook sends them
- * (NULL: not sent). */
-static struct req *hook_refs_by(struct fixture *f, const char *repo,
-				const char *line, const char *id,
-				const char *user, const char *ip,
-				const char *fp, const char *kind,
-				const char *factor)
-{
-	const struct cmd *c = cmd_table_find(f->t, "hook.refs");
-	struct cmd_ctx x = { 0 };
-	struct req *r = &f->r;
-
-	buf_free(&r->out);
-	buf_free(&r->err);
-	memset(r, 0, sizeof(*r));
-	grantd__v1__request__init(&f->rq);
-	f->rq.cmd = "hook.refs";
-	f->args[0] = (char *)repo;
-	f->args[1] = (char *)line;
-	f->rq.args = f->args;
-	f->rq.n_args = 2;
-	f->rq.push_id = (char *)id;
-	f->rq.user = (char *)user;
-	f->rq.client_ip = (char *)ip;
-	f->rq.key_fp = (char *)fp;
-	f->rq.key_kind = (char *)kind;
-	f->rq.factor = (char *)factor;
-	r->rq = &f->rq;
-	r->now = 1700000000;
-	r->now_ms = 1700000000000ull;
-	assert_non_null(c);
-	assert_int_equal(cmd_admit(c, r, &f->cfg, NULL, false), 0);
-	x.p.cfg = &f->cfg;
-	x.p.store = f->store;
-	x.p.batch = f->b;
-	x.p.host = "git.example.org";
-	x.ops = &f->o;
-	assert_int_equal(c->fn(&x, r), 0);
-	return r;
-}
-
-/* A reader command (log.page, log.verify) with args, on committed
- * state, as a reader thread runs it.  Returns the request, answered. */
-static struct req *reader(struct fixture *f, const char *name,
-			  const char **args, size_t n)
-{
-	const struct cmd *c = cmd_table_find(f->t, name);
-	struct cmd_ctx x = { 0 };
 	struct req *r = &f->r;
 
 	buf_free(&r->out);
@@ -192,19 +116,74 @@ static struct req *reader(struct fixture *f, const char *name,
 	memset(r, 0, sizeof(*r));
 	grantd__v1__request__init(&f->rq);
 	f->rq.cmd = (char *)name;
-	f->rq.args = (char **)args;
+	f->rq.args = args;
 	f->rq.n_args = n;
 	r->rq = &f->rq;
-	r->admin = true;
 	r->now = 1700000000;
 	r->now_ms = 1700000000000ull;
+	return r;
+}
+
+/* Admit and run r's command, in f's batch (in_batch) or on committed
+ * state as a reader thread runs it.  Returns r, answered. */
+static struct req *run(struct fixture *f, struct req *r, bool in_batch)
+{
+	const struct cmd *c = cmd_table_find(f->t, f->rq.cmd);
+	struct cmd_ctx x = { 0 };
+
 	assert_non_null(c);
 	assert_int_equal(cmd_admit(c, r, &f->cfg, NULL, false), 0);
 	x.p.cfg = &f->cfg;
 	x.p.store = f->store;
 	x.p.host = "git.example.org";
+	if (in_batch) {
+		x.p.batch = f->b;
+		x.ops = &f->o;
+	}
 	assert_int_equal(c->fn(&x, r), 0);
 	return r;
+}
+
+/* hook.refs REPO LINE as grant-hook sends it, with a request id and who
+ * pushed (NULL: not sent), handled in the batch.  Returns the request,
+ * answered. */
+static struct req *hook_refs_by(struct fixture *f, const char *repo,
+				const char *line, const char *id,
+				const char *user, const char *ip,
+				const char *fp, const char *kind,
+				const char *factor)
+{
+	struct req *r;
+
+	f->args[0] = (char *)repo;
+	f->args[1] = (char *)line;
+	r = request(f, "hook.refs", f->args, 2);
+	f->rq.push_id = (char *)id;
+	f->rq.user = (char *)user;
+	f->rq.client_ip = (char *)ip;
+	f->rq.key_fp = (char *)fp;
+	f->rq.key_kind = (char *)kind;
+	f->rq.factor = (char *)factor;
+	return run(f, r, true);
+}
+
+/* The same without an id or who pushed. */
+static struct req *hook_refs(struct fixture *f, const char *repo,
+			     const char *line)
+{
+	return hook_refs_by(f, repo, line, NULL, NULL, NULL, NULL, NULL,
+			    NULL);
+}
+
+/* A reader command (log.page, log.verify) with args, from the admin
+ * socket.  Returns the request, answered. */
+static struct req *reader(struct fixture *f, const char *name,
+			  const char **args, size_t n)
+{
+	struct req *r = request(f, name, (char **)args, n);
+
+	r->admin = true;
+	return run(f, r, false);
 }
 
 /* The operations made since the last call, their kinds in order into
