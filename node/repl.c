@@ -25,6 +25,7 @@
 #include "names.h"
 #include "ops.h"
 #include "peer.h"
+#include "planes.h"
 #include "repl.h"
 #include "writer.h"
 #include "banned.h"
@@ -106,16 +107,18 @@ static void snap_free(struct snap *sn);
 /* Peer input refused for a reason of its own, counted apart (status:
  * replication.dropped.<name>) as well as in counts.dropped. */
 enum drop_why {
-	DROP_FORGED_ORIGIN,   /* a live operation not of the link's site */
-	DROP_SNAP_RECORD,     /* a state-transfer record failing a check */
-	DROP_SNAP_VECTOR,     /* a state-transfer vector claim not proved */
-	DROP_HB_VECTOR,       /* heartbeat entries over MAX_VV, or bad */
+	DROP_FORGED_ORIGIN, /* a live operation not of the link's site */
+	DROP_SNAP_RECORD, /* a state-transfer record failing a check */
+	DROP_SNAP_VECTOR, /* a state-transfer vector claim not proved */
+	DROP_HB_VECTOR, /* heartbeat entries over MAX_VV, or bad */
+	DROP_PLANE, /* a kind the planes table does not take on
+	             * this socket from the peer's role; with the
+	             * ROUTER's (peer_planes_refused) in status */
 	DROP__COUNT
 };
 static const char *const drop_names[DROP__COUNT] = {
-	"forged_origin", "snapshot_record", "snapshot_vector",
-	"heartbeat_vector"
-};
+        "forged_origin", "snapshot_record", "snapshot_vector",
+        "heartbeat_vector", "plane"};
 
 /* Replication latency samples (publish at the origin to durable here),
  * and the last catch-up episode, for `grantctl status` and bench/. */
@@ -1341,6 +1344,21 @@ static int handle_peer(struct repl *r, struct peer *p, void *sock,
 	if (!m)
 		return 1;
 	p->last_heard_ms = now_ms;
+	enum plane_sock ps = sock == p->sub ? PLANE_SUB : PLANE_DEALER;
+	if (planes_answer((int)m->body_case, ps, planes_role(p->cfg->role)) !=
+	    PLANE_TAKE) {
+		const struct plane_row *row = planes_row((int)m->body_case);
+		refuse(r, DROP_PLANE, 1,
+		       "peer message dropped peer=%s "
+		       "socket=%s kind=%s: not taken from a %s",
+		       p->cfg->site, planes_sock_name(ps),
+		       row ? row->name : "unknown",
+		       planes_role_name(planes_role(p->cfg->role)));
+		if (m->body_case == GRANTD__V1__PEER_MSG__BODY_OP)
+			ops_wipe(m->op);
+		grantd__v1__peer_msg__free_unpacked(m, NULL);
+		return 1;
+	}
 	switch (m->body_case) {
 	case GRANTD__V1__PEER_MSG__BODY_OP:
 		if (sock != p->sub)
@@ -1848,7 +1866,11 @@ void repl_metrics(struct repl *r, cJSON *obj)
 	}
 	cJSON *dr = cJSON_AddObjectToObject(obj, "dropped");
 	for (int i = 0; i < DROP__COUNT; i++)
-		cJSON_AddNumberToObject(dr, drop_names[i], (double)r->drops[i]);
+		cJSON_AddNumberToObject(
+		        dr, drop_names[i],
+		        (double)(r->drops[i] +
+		                 (i == DROP_PLANE ? peer_planes_refused(r->link)
+		                                  : 0)));
 	cJSON *cu = cJSON_AddObjectToObject(obj, "last_catchup");
 	cJSON_AddNumberToObject(cu, "ops", (double)r->met.last_ops);
 	cJSON_AddNumberToObject(cu, "ms", (double)r->met.last_ms);

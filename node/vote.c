@@ -25,6 +25,7 @@
 #include "hlc.h"
 #include "log.h"
 #include "otp.h"
+#include "planes.h"
 #include "records.h"
 #include "vote.h"
 #include "writer.h"
@@ -175,6 +176,92 @@ int vote_promise(struct store *s, struct store_batch *b,
 	return 0;
 }
 
+/* The enrollment of (user, id) as this site holds it: *kind, *counter
+ * (HOTP) and *period (TOTP); *found false when there is none (not
+ * replicated here yet, deleted or replaced).  The secret is wiped. */
+static int enroll_held(struct store *s,
+                       struct store_batch *b,
+                       const char *user,
+                       uint64_t id,
+                       bool *found,
+                       Grantd__V1__OtpKind *kind,
+                       uint64_t *counter,
+                       unsigned *period)
+{
+	struct buf v = BUF_INIT;
+	int rc = store_get(s, b, CF_ENROLL, user, strlen(user), &v);
+
+	*found = false;
+	if (rc == GD_ENOTFOUND) {
+		rc = 0;
+		goto out;
+	}
+	if (rc < 0)
+		goto out;
+	Grantd__V1__Enrollment *e = grantd__v1__enrollment__unpack(
+	        NULL, v.len, (const uint8_t *)v.p);
+	if (!e) {
+		rc = GD_EPROTO;
+		goto out;
+	}
+	if (!e->deleted && e->id == id) {
+		*found = true;
+		*kind = e->kind;
+		*counter = e->counter;
+		*period = e->period ? e->period : 30;
+	}
+	if (e->secret.data)
+		sodium_memzero(e->secret.data, e->secret.len);
+	grantd__v1__enrollment__free_unpacked(e, NULL);
+out:
+	sodium_memzero(v.p, v.len);
+	buf_free(&v);
+	return rc;
+}
+
+int vote_in_reach(struct store *s,
+                  struct store_batch *b,
+                  const struct vote_use *u,
+                  int64_t now,
+                  int totp_window,
+                  int hotp_lookahead,
+                  bool *ok,
+                  uint64_t *reach)
+{
+	Grantd__V1__Mark m;
+	Grantd__V1__Promise p;
+	Grantd__V1__OtpKind kind = GRANTD__V1__OTP_KIND__OTP_TOTP;
+	uint64_t counter = 0, held;
+	unsigned period = VOTE_PERIOD_MIN;
+	bool found;
+	int rc;
+
+	*ok = true;
+	*reach = 0;
+	if (!u->next) /* one scratch bit: vote_promise bounds it */
+		return 0;
+	if ((rc = vote_held(s, b, u->user, u->enroll_id, &m, &p)) < 0 ||
+	    (rc = enroll_held(s, b, u->user, u->enroll_id, &found, &kind,
+	                      &counter, &period)) < 0)
+		return rc;
+	held = m.next > p.next ? m.next : p.next;
+	if (found && kind == GRANTD__V1__OTP_KIND__OTP_HOTP) {
+		/* otp_check: next = max(counter, mark) + drift + 1 */
+		uint64_t start = counter > held ? counter : held;
+		*reach = start + (uint64_t)hotp_lookahead + 1;
+	} else {
+		/* TOTP (or an enrollment not here yet, bounded by the
+		 * shortest step): next = step + 1, step at most now's plus
+		 * the window, with the proposer's clock up to
+		 * VOTE_SKEW_S ahead of ours */
+		int64_t t = now + VOTE_SKEW_S;
+		*reach = (uint64_t)(t > 0 ? t : 0) / period +
+		         (uint64_t)totp_window + 1;
+	}
+	*ok = u->next <= *reach;
+	return 0;
+}
+
 /* ---- the node's side ----------------------------------------------------- */
 
 /* A frontend peer: where votes are asked and use records fetched. */
@@ -285,6 +372,29 @@ static void on_vote_req(const struct peer_req *rq, void *payload)
 	if (!v->majority || !v->voter) {
 		send_rep(v, rq->rid, rq->ridlen, pid,
 			 GRANTD__V1__VOTE_VERDICT__VOTE_NOT_VOTER, 0);
+		return;
+	}
+	bool ok;
+	uint64_t reach;
+	rc = vote_in_reach(v->store, writer_batch(v->writer), &u,
+	                   (int64_t)clock_wall_ms() / 1000,
+	                   v->cfg->policy.totp_window,
+	                   v->cfg->policy.hotp_lookahead, &ok, &reach);
+	if (rc < 0) {
+		log_error("vote not decided user=%s peer=%s: %s", u.user,
+		          rq->site, gd_strerror(rc));
+		return;
+	}
+	if (!ok) {
+		/* no token the proposer could have checked leaves this next:
+		 * promising it would refuse every valid token after it */
+		v->votes_refused++;
+		log_warn("vote refused user=%s peer=%s: next=%llu beyond "
+		         "reach=%llu (look-ahead or window)",
+		         u.user, rq->site, (unsigned long long)u.next,
+		         (unsigned long long)reach);
+		send_rep(v, rq->rid, rq->ridlen, pid,
+		         GRANTD__V1__VOTE_VERDICT__VOTE_BAD, 0);
 		return;
 	}
 	rc = vote_promise(v->store, writer_batch(v->writer), &u, pid,
@@ -878,8 +988,15 @@ void vote_handle(struct vote *v)
 			zmq_msg_close(&f);
 			if (!m)
 				continue;
-			if (m->body_case == GRANTD__V1__PEER_MSG__BODY_VOTE_REP &&
-			    m->vote_rep)
+			if (planes_answer((int)m->body_case, PLANE_DEALER,
+			                  PLANE_FRONTEND) != PLANE_TAKE)
+				log_warn("vote answer dropped peer=%s kind=%d: "
+				         "not an answer",
+				         v->peers[i].cfg->site,
+				         (int)m->body_case);
+			else if (m->body_case ==
+			                 GRANTD__V1__PEER_MSG__BODY_VOTE_REP &&
+			         m->vote_rep)
 				on_vote_rep(v, i, m->vote_rep);
 			else if (m->body_case ==
 					 GRANTD__V1__PEER_MSG__BODY_USE_SYNC_REP &&

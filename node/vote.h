@@ -18,9 +18,12 @@
  *    when the mark covers it, PROMISED when a promise to another proposal
  *    does.  Pure store reads and writes: unit tested on a real store.
  *  - The voter: a frontend answers vote_req on its sync ROUTER; a YES is
- *    committed through the writer and answered only once durable.  A
- *    mirror, a local-mode node, and a store not yet qualified answer
- *    NOT_VOTER; bad input BAD.
+ *    committed through the writer and answered only once durable.  Only
+ *    a configured frontend's key is served: the planes table (planes.h)
+ *    answers any other NOT_VOTER before this module sees the request.
+ *    A mirror, a local-mode node, and a store not yet qualified answer
+ *    NOT_VOTER; bad input BAD, and so a next no proposer could have
+ *    validated (vote_in_reach: above the look-ahead or the window).
  *  - The origin (vote_start): after the caller put its own promise in the
  *    batch and committed it, vote_req goes to every frontend peer at once
  *    on a CURVE DEALER to its sync endpoint; the caller's item is handed
@@ -82,6 +85,26 @@ int vote_use_from_req(struct vote_use *u, uint64_t *pid,
 int vote_held(struct store *s, struct store_batch *b, const char *user,
 	      uint64_t enroll_id, Grantd__V1__Mark *mark,
 	      Grantd__V1__Promise *promise);
+
+#define VOTE_PERIOD_MIN 10 /* the shortest TOTP step (2fa enroll) */
+#define VOTE_SKEW_S     60 /* how far a proposer's clock may lead */
+
+/*
+ * Could a proposer have validated use u (review N1)?  *ok false when u's
+ * next is above *reach: for HOTP max(enrollment counter, held mark or
+ * promise) + hotp_lookahead + 1; for TOTP the step of now (unix seconds,
+ * plus VOTE_SKEW_S) + totp_window + 1, and with no enrollment (id) here
+ * the same with the shortest step.  A scratch bit is always in reach.
+ * Returns 0 or a negative gd_err from the store.
+ */
+int vote_in_reach(struct store *s,
+                  struct store_batch *b,
+                  const struct vote_use *u,
+                  int64_t now,
+                  int totp_window,
+                  int hotp_lookahead,
+                  bool *ok,
+                  uint64_t *reach);
 
 /*
  * Judge use u for proposal pid (from site, at hlc) against what this site
