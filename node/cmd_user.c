@@ -59,7 +59,12 @@ static int make_enrollment(struct cmd_ctx *x, struct req *r, const char *user,
 	e.scratch = sc;
 	e.n_scratch = OTP_SCRATCH_CODES;
 	SET(e, active, active);
-	SET(e, id, ops_stamp(x->ops));
+	/* random, not the creation's stamp (review N12): an id that says
+	 * when it was made is guessable by whoever saw the enrollment */
+	uint64_t id = 0;
+	while (!id)
+		randombytes_buf(&id, sizeof(id));
+	SET(e, id, id);
 	if ((rc = cmd_emit_body(x, GRANTD__V1__OP__BODY_ENROLL, &e)) < 0)
 		goto done;
 	otp_uri(&r->uri, &e, x->p.host);

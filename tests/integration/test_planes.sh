@@ -54,6 +54,9 @@ t_expect 0 "portland's key: use_sync_req is answered" \
 	"$PY" "$WALK" uses "$SYNC" "$PKEY" "$(t_dir portland)/node.key" portland
 EID=$(printf '%s' "$OUT" | t_json '[u["enroll_id"] for u in j["uses"] if u["user"] == "kim"][0]')
 [[ $EID =~ ^[0-9]+$ ]] || t_fatal "portland's key reads kim's enrollment id from paloalto (control)"
+# N12: the id is random, not the stamp of its creation (HLC: ms << 16)
+t_check "kim's enrollment id is not a stamp of the last day ($EID)" \
+	eval '(( (EID >> 16) < $(gd_now_ms) - 86400000 || (EID >> 16) > $(gd_now_ms) + 86400000 ))'
 t_expect 0 "montreal's key (a mirror): use_sync_req is answered" \
 	"$PY" "$WALK" uses "$SYNC" "$PKEY" "$(t_dir $MIRROR)/node.key" $MIRROR
 t_has "... voter = false, and no user, enrollment id or mark" "$OUT" '"voter": 0, "uses": []'
