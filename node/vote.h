@@ -36,8 +36,16 @@
  *    backup, never carries it); without it the node pages every use record
  *    (max of mark and promise, use_sync_req/rep) from enough frontends that
  *    any majority it may have been part of meets them (frontends - majority
- *    + 1 of the others), raises its promises to them, and only once those
+ *    + 1 of the others, each answering as a voter, or never seen to
+ *    promise: review N3), raises its promises to them, and only once those
  *    are durable writes the file and votes.
+ *  - The promise counter (review N7): each store counts its promises in
+ *    CF_META with each one, shows it in VoteRep.votes and UseSyncRep.votes,
+ *    and remembers each peer's; a YES whose counter went backwards is not
+ *    counted, and a store told (UseSyncRep.seen_your_votes) that a peer
+ *    saw it make more promises than it holds is a copy of an older store:
+ *    it drops the file and qualifies again.  A voter votes only once a
+ *    peer has answered its check-in since this start.
  *
  * Threads: everything here runs on the node's main loop (the writer
  * thread), but vote_promise and vote_held, which only need a store.
