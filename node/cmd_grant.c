@@ -25,6 +25,7 @@
 #include "metrics.h"
 #include "names.h"
 #include "otp.h"
+#include "peerpolicy.h"
 #include "policy.h"
 #include "records.h"
 #include "repos.h"
@@ -155,6 +156,18 @@ int cmd_validate_token(struct cmd_ctx *x, struct req *r,
 		return cmd_bad(r, "'%s' is not a token: give the 6 or 8 digits "
 			       "your token shows, or an 8-digit scratch code",
 			       strnlen(token, 9) > 8 ? "(too long)" : token);
+	}
+	/* a frontend peer validating under another token_quorum reopens the
+	 * replay window: fail closed until the settings agree (N8) */
+	if (x->peer_policy) {
+		struct buf why = BUF_INIT;
+		if (peerpolicy_refuses(x->peer_policy, &why)) {
+			log_warn("token refused: token_quorum differs from a "
+				 "frontend peer's user=%s", cmd_user_of(r));
+			rc = cmd_refuse(r, "%s", why.p);
+			buf_free(&why);
+			return rc;
+		}
 	}
 	if ((rc = policy_lock_state(&x->p, cmd_user_of(r), r->now_ms,
 				    &fails, &until)) < 0)
