@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sodium.h>
 
+#include "authkeys.h"
 #include "cmd.h"
 #include "err.h"
 #include "log.h"
@@ -315,6 +316,28 @@ static int load_existing(struct policy_user *u, struct cmd_ctx *x,
 	return 1;
 }
 
+/* One line for each of the n keys just added that is a security key
+ * counting as two factors (policy_key_2fa): what that means, since it
+ * is only as good as what the authenticator reports (N4). */
+static void sk_notes(struct cmd_ctx *x, struct req *r, char **keys, size_t n)
+{
+	enum config_sk sk = x->p.cfg->policy.security_keys;
+	char fp[RECORDS_FP_MAX];
+
+	for (size_t i = 0; sk != CONFIG_SK_OFF && i < n; i++) {
+		if (!authkeys_is_sk(keys[i]) ||
+		    records_ssh_fingerprint(fp, keys[i]) < 0)
+			continue;
+		buf_printf(&r->out, "note: security key %s counts as two "
+			   "factors (security_keys = %s): a push over it needs "
+			   "no token; it proves the %s its authenticator "
+			   "reports, which a software one reports at will "
+			   "(grantd.conf(5))\n", fp,
+			   sk == CONFIG_SK_PIN ? "pin" : "touch",
+			   sk == CONFIG_SK_PIN ? "touch and PIN" : "touch");
+	}
+}
+
 static int cmd_user_add(struct cmd_ctx *x, struct req *r)
 {
 	Grantd__V1__User nu = GRANTD__V1__USER__INIT;
@@ -382,6 +405,8 @@ static int cmd_user_add(struct cmd_ctx *x, struct req *r)
 	buf_printf(&r->out, "%s user %s (%zu key%s)\n",
 		   u.user ? "updated" : "added", name, nkeys,
 		   nkeys == 1 ? "" : "s");
+	sk_notes(x, r, keys + (u.user ? u.user->n_keys : 0),
+		 nkeys - (u.user ? u.user->n_keys : 0));
 	log_info("user %s user=%s keys=%zu", u.user ? "updated" : "added",
 		 name, nkeys);
 done:
