@@ -17,7 +17,9 @@ static const char *quorum_name(enum config_quorum q)
 
 static const char *sk_name(enum config_sk k)
 {
-	return k == CONFIG_SK_OFF ? "off" : k == CONFIG_SK_PIN ? "pin" : "touch";
+	return k == CONFIG_SK_OFF   ? "off"
+	       : k == CONFIG_SK_PIN ? "pin"
+	                            : "touch";
 }
 
 void peerpolicy_init(struct peerpolicy *pp, const struct config *cfg)
@@ -28,12 +30,11 @@ void peerpolicy_init(struct peerpolicy *pp, const struct config *cfg)
 	for (int i = 0; i < cfg->npeers; i++) {
 		pp->peers[i].site = cfg->peers[i].site;
 		pp->peers[i].frontend =
-			cfg->peers[i].role == CONFIG_ROLE_FRONTEND;
+		        cfg->peers[i].role == CONFIG_ROLE_FRONTEND;
 	}
 }
 
-void peerpolicy_fill(const struct config *cfg,
-		     Grantd__V1__PolicySettings *out)
+void peerpolicy_fill(const struct config *cfg, Grantd__V1__PolicySettings *out)
 {
 	const struct config_policy *p = &cfg->policy;
 
@@ -51,7 +52,7 @@ void peerpolicy_fill(const struct config *cfg,
 }
 
 static struct peerpolicy_peer *find(const struct peerpolicy *pp,
-				    const char *site)
+                                    const char *site)
 {
 	for (int i = 0; i < pp->npeers; i++)
 		if (!strcmp(pp->peers[i].site, site))
@@ -78,14 +79,14 @@ static void text_num(char out[PEERPOLICY_VALUE_MAX], bool has, uint64_t v)
 
 /* Fill d with what differs between ours and theirs. */
 static void compare(struct peerpolicy_peer *d,
-		    const Grantd__V1__PolicySettings *ours,
-		    const Grantd__V1__PolicySettings *theirs)
+                    const Grantd__V1__PolicySettings *ours,
+                    const Grantd__V1__PolicySettings *theirs)
 {
 	char h[PEERPOLICY_KEYS][PEERPOLICY_VALUE_MAX];
 	char t[PEERPOLICY_KEYS][PEERPOLICY_VALUE_MAX];
 	static const char *const keys[PEERPOLICY_KEYS] = {
-		"token_quorum", "lockout_failures", "lockout_window",
-		"totp_window",  "hotp_lookahead",   "security_keys",
+	        "token_quorum", "lockout_failures", "lockout_window",
+	        "totp_window",  "hotp_lookahead",   "security_keys",
 	};
 
 	text_str(h[0], ours->token_quorum);
@@ -112,7 +113,7 @@ static void compare(struct peerpolicy_peer *d,
 }
 
 static bool same_diff(const struct peerpolicy_peer *a,
-		      const struct peerpolicy_peer *b)
+                      const struct peerpolicy_peer *b)
 {
 	if (a->n != b->n)
 		return false;
@@ -124,14 +125,14 @@ static bool same_diff(const struct peerpolicy_peer *a,
 	return true;
 }
 
-void peerpolicy_take(struct peerpolicy *pp, const char *site,
-		     const Grantd__V1__PolicySettings *ps)
+void peerpolicy_take(struct peerpolicy *pp,
+                     const char *site,
+                     const Grantd__V1__PolicySettings *ps)
 {
 	struct peerpolicy_peer *p = find(pp, site), now;
 	Grantd__V1__PolicySettings ours;
 
-	if (!p || !p->frontend || !ps ||
-	    pp->cfg->role != CONFIG_ROLE_FRONTEND)
+	if (!p || !p->frontend || !ps || pp->cfg->role != CONFIG_ROLE_FRONTEND)
 		return;
 	peerpolicy_fill(pp->cfg, &ours);
 	now = *p;
@@ -140,21 +141,22 @@ void peerpolicy_take(struct peerpolicy *pp, const char *site,
 		return;
 	for (int i = 0; i < now.n; i++)
 		log_warn("policy differs from a frontend peer's peer=%s key=%s "
-			 "here=%s peer_value=%s (set it alike in [policy] at "
-			 "every site)%s", site, now.diff[i].key,
-			 now.diff[i].here, now.diff[i].there,
-			 !strcmp(now.diff[i].key, "token_quorum")
-				 ? ": token validation is refused here"
-				 : "");
+		         "here=%s peer_value=%s (set it alike in [policy] at "
+		         "every site)%s",
+		         site, now.diff[i].key, now.diff[i].here,
+		         now.diff[i].there,
+		         !strcmp(now.diff[i].key, "token_quorum")
+		                 ? ": token validation is refused here"
+		                 : "");
 	if (!now.n && p->heard && p->n)
 		log_info("policy agrees with the frontend peer's again "
-			 "peer=%s", site);
+		         "peer=%s",
+		         site);
 	now.heard = true;
 	*p = now;
 }
 
-void peerpolicy_json(const struct peerpolicy *pp, const char *site,
-		     cJSON *o)
+void peerpolicy_json(const struct peerpolicy *pp, const char *site, cJSON *o)
 {
 	const struct peerpolicy_peer *p = find(pp, site);
 	cJSON *arr = cJSON_AddArrayToObject(o, "policy_mismatch");
@@ -176,13 +178,14 @@ bool peerpolicy_refuses(const struct peerpolicy *pp, struct buf *why)
 		for (int j = 0; j < p->n; j++) {
 			if (strcmp(p->diff[j].key, "token_quorum"))
 				continue;
-			buf_printf(why, "Token not accepted: this site has "
-				   "token_quorum = %s and the frontend peer "
-				   "%s has token_quorum = %s; tokens are "
-				   "refused here until every site has the "
-				   "same (ask an administrator). Existing "
-				   "grants keep working.", p->diff[j].here,
-				   p->site, p->diff[j].there);
+			buf_printf(why,
+			           "Token not accepted: this site has "
+			           "token_quorum = %s and the frontend peer "
+			           "%s has token_quorum = %s; tokens are "
+			           "refused here until every site has the "
+			           "same (ask an administrator). Existing "
+			           "grants keep working.",
+			           p->diff[j].here, p->site, p->diff[j].there);
 			return true;
 		}
 	}

@@ -32,13 +32,13 @@
 #include "grantd.pb-c.h"
 
 /* The settings compared, and the longest text of one value. */
-#define PEERPOLICY_KEYS 6
+#define PEERPOLICY_KEYS      6
 #define PEERPOLICY_VALUE_MAX 24
 
 struct peerpolicy_peer {
-	const char *site;               /* the config's */
+	const char *site; /* the config's */
 	bool frontend;
-	bool heard;                     /* its settings came */
+	bool heard; /* its settings came */
 	/* the keys that differ, with this site's and the peer's values */
 	int n;
 	struct {
@@ -59,18 +59,17 @@ void peerpolicy_init(struct peerpolicy *pp, const struct config *cfg);
 
 /* This site's settings into *out (initialised here); its strings are
  * static, nothing to free. */
-void peerpolicy_fill(const struct config *cfg,
-		     Grantd__V1__PolicySettings *out);
+void peerpolicy_fill(const struct config *cfg, Grantd__V1__PolicySettings *out);
 
 /* The settings site sent (ps may be NULL: none sent): compare them with
  * this site's and log a change of what differs (once per change). */
-void peerpolicy_take(struct peerpolicy *pp, const char *site,
-		     const Grantd__V1__PolicySettings *ps);
+void peerpolicy_take(struct peerpolicy *pp,
+                     const char *site,
+                     const Grantd__V1__PolicySettings *ps);
 
 /* Add "policy_mismatch": [{key, here, peer}...] and "policy_mismatches":
  * N for site to its status object o. */
-void peerpolicy_json(const struct peerpolicy *pp, const char *site,
-		     cJSON *o);
+void peerpolicy_json(const struct peerpolicy *pp, const char *site, cJSON *o);
 
 /* Whether token validation must be refused here: a frontend peer's
  * token_quorum differs from this site's.  When it must, why holds one

@@ -20,7 +20,7 @@ static struct config cfg;
 static void setup_cfg(enum config_quorum q)
 {
 	static char palo[] = "paloalto", port[] = "portland",
-		    mont[] = "montreal";
+	            mont[] = "montreal";
 
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.site = palo;
@@ -56,10 +56,11 @@ static void test_alike(void **state)
 	assert_int_equal(pp.peers[0].n, 0);
 	assert_false(peerpolicy_refuses(&pp, &why));
 	peerpolicy_json(&pp, "portland", o);
-	assert_int_equal(cJSON_GetArraySize(
-				 cJSON_GetObjectItem(o, "policy_mismatch")), 0);
+	assert_int_equal(
+	        cJSON_GetArraySize(cJSON_GetObjectItem(o, "policy_mismatch")),
+	        0);
 	assert_int_equal(cJSON_GetObjectItem(o, "policy_mismatches")->valueint,
-			 0);
+	                 0);
 	cJSON_Delete(o);
 	buf_free(&why);
 }
@@ -85,13 +86,13 @@ static void test_differs(void **state)
 		assert_null(strchr(why.p, '\n'));
 		assert_non_null(strstr(why.p, "portland"));
 		assert_non_null(strstr(why.p, q ? "token_quorum = local"
-						: "token_quorum = majority"));
+		                                : "token_quorum = majority"));
 		buf_reset(&why);
 	}
 	peerpolicy_json(&pp, "portland", o);
 	d = cJSON_GetArrayItem(cJSON_GetObjectItem(o, "policy_mismatch"), 1);
 	assert_string_equal(cJSON_GetObjectItem(d, "key")->valuestring,
-			    "hotp_lookahead");
+	                    "hotp_lookahead");
 	assert_string_equal(cJSON_GetObjectItem(d, "here")->valuestring, "20");
 	assert_string_equal(cJSON_GetObjectItem(d, "peer")->valuestring, "30");
 	cJSON_Delete(o);
@@ -131,7 +132,7 @@ static void test_mirrors_not_compared(void **state)
 	peerpolicy_init(&pp, &cfg);
 	peerpolicy_fill(&cfg, &ps);
 	ps.token_quorum = "local";
-	peerpolicy_take(&pp, "montreal", &ps);   /* a mirror */
+	peerpolicy_take(&pp, "montreal", &ps); /* a mirror */
 	peerpolicy_take(&pp, "nosuchsite", &ps);
 	assert_int_equal(pp.peers[1].n, 0);
 	assert_false(peerpolicy_refuses(&pp, &why));
@@ -146,9 +147,9 @@ static void test_mirrors_not_compared(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_alike),
-		cmocka_unit_test(test_differs),
-		cmocka_unit_test(test_mirrors_not_compared),
+	        cmocka_unit_test(test_alike),
+	        cmocka_unit_test(test_differs),
+	        cmocka_unit_test(test_mirrors_not_compared),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
