@@ -28,6 +28,7 @@
 #include "log.h"
 #include "names.h"
 #include "node.h"
+#include "repl.h"
 #include "wire.h"
 #include "writer.h"
 #include "banned.h"
@@ -134,6 +135,7 @@ static void ctx_make(struct control *c, const struct cmd *cmd,
 	x->syncing = n->syncing;
 	x->counts = &n->counts;
 	x->vote = reads ? NULL : n->vote;
+	x->peer_policy = reads || !n->repl ? NULL : repl_peerpolicy(n->repl);
 	if (cmd->flags & CMD_NODE) {
 		nd->ops = &n->ops;
 		nd->repl = n->repl;

@@ -466,6 +466,11 @@ int main(int argc, char **argv)
 		status = 2;
 		goto out_cfg;
 	}
+	if (config_check_own_key(n.cfg, n.curve_pub, &err) < 0) {
+		fprintf(stderr, "grantd: %s\n", err.p);
+		status = 2;
+		goto out_cfg;
+	}
 	if (test) {
 		printf("configuration ok: %s\n", path);
 		status = 0;

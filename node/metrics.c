@@ -292,6 +292,10 @@ static void render_peers(struct buf *out, const cJSON *peers)
 		{ "grantd_peer_lag_seconds", "lag_ms",
 		  "Seconds this site has been behind the peer (0: level).",
 		  1e3 },
+		{ "grantd_peer_policy_mismatches", "policy_mismatches",
+		  "[policy] settings that must agree across sites "
+		  "(token_quorum, lockout, token windows, security_keys) "
+		  "and differ from the peer's (0: all agree).", 1 },
 	};
 	const cJSON *p;
 

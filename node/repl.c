@@ -26,6 +26,7 @@
 #include "ops.h"
 #include "peer.h"
 #include "planes.h"
+#include "peerpolicy.h"
 #include "repl.h"
 #include "writer.h"
 #include "banned.h"
@@ -172,6 +173,9 @@ struct repl {
 	struct store_batch *batch;
 	bool dirty;                  /* batch holds applied peer ops */
 	uint32_t batch_ops;          /* ops applied into it this round */
+	/* [policy] settings: ours in every heartbeat, peers' compared */
+	struct peerpolicy policy;
+	Grantd__V1__PolicySettings hb_policy;
 };
 
 static struct peer *peer_by_site(struct repl *r, const char *site);
@@ -319,6 +323,7 @@ static void hb_fill(struct repl *r, Grantd__V1__Heartbeat *hb)
 	hb->digest.data = r->ops->digest;
 	hb->digest.len = DIGEST_LEN, hb->has_digest = 1;
 	hb->syncing = r->syncing, hb->has_syncing = 1;
+	hb->policy = &r->hb_policy;
 }
 
 static void hb_free_entries(Grantd__V1__Heartbeat *hb)
@@ -451,6 +456,8 @@ int repl_open(struct repl **out, const struct repl_opts *o)
 	r->batch = writer_batch(o->writer); /* borrowed: THE batch */
 	for (int i = 0; i < cfg->npeers; i++)
 		r->peers[r->npeers++].cfg = &cfg->peers[i];
+	peerpolicy_init(&r->policy, cfg);
+	peerpolicy_fill(cfg, &r->hb_policy);
 	if (cfg->publish &&
 	    !(r->pub = peer_server(r->link, ZMQ_PUB, cfg->publish, 1024)))
 		goto fail;
@@ -1075,6 +1082,7 @@ static void take_heartbeat(struct repl *r, struct peer *p,
 
 	if (p->hb)
 		grantd__v1__heartbeat__free_unpacked(p->hb, NULL);
+	peerpolicy_take(&r->policy, p->cfg->site, hb->policy);
 	/* keep the heartbeat, free the envelope */
 	p->hb = hb;
 	m->heartbeat = NULL;
@@ -1759,8 +1767,14 @@ void repl_status(struct repl *r, cJSON *arr, uint64_t now_ms)
 						      ms->digest_public.data,
 						      DIGEST_LEN));
 		}
+		peerpolicy_json(&r->policy, p->cfg->site, o);
 		cJSON_AddItemToArray(arr, o);
 	}
+}
+
+const struct peerpolicy *repl_peerpolicy(const struct repl *r)
+{
+	return &r->policy;
 }
 
 void repl_mirror_lag(struct repl *r, cJSON *obj, uint64_t now_ms)

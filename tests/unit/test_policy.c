@@ -657,6 +657,54 @@ static void test_push_security_keys(void **state)
 	buf_free(&hint);
 }
 
+/* An address revocation (issue 19, N6) voids, by stamp, every grant of
+ * the user whose net contains the address, whatever its session; a
+ * subnet's voids the grants for exactly that subnet; later grants hold. */
+static void test_addr_revocation_voids(void **state)
+{
+	Grantd__V1__AddrRevocation ar = GRANTD__V1__ADDR_REVOCATION__INIT;
+	Grantd__V1__AddrRevocation *list[] = { &ar };
+	struct policy_revokes rv = { .addr = list, .n_addr = 1 };
+	Grantd__V1__Grant g = GRANTD__V1__GRANT__INIT;
+
+	(void)state;
+	ar.user = "kim";
+	ar.net = "10.7.7.7";
+	ar.hlc = 1000, ar.has_hlc = 1;
+	ar.origin = "fa";
+	g.user = "kim";
+	g.hlc = 999, g.has_hlc = 1;
+	g.origin = "fb";
+	g.net = "10.7.7.0/24";
+	assert_true(policy_grant_void(&g, &rv));
+	g.net = "10.7.7.7";
+	g.session = "10.7.7.7 6666 127.0.0.52 22";
+	assert_true(policy_grant_void(&g, &rv));
+	g.session = "";
+	assert_true(policy_grant_void(&g, &rv));
+	g.net = "10.7.7.8";
+	assert_false(policy_grant_void(&g, &rv));
+	g.net = "10.7.8.0/24";
+	assert_false(policy_grant_void(&g, &rv));
+	/* stamped after: a grant made once the revocation was known */
+	g.net = "10.7.7.0/24";
+	g.hlc = 1001;
+	assert_false(policy_grant_void(&g, &rv));
+	/* the same stamp: the origin name breaks the tie, as for LWW */
+	g.hlc = 1000;
+	assert_int_equal(policy_grant_void(&g, &rv),
+			 !ops_stamp_after(1000, "fb", 1000, "fa"));
+	/* a subnet revoked: that subnet only, not a wider one around it */
+	ar.net = "10.7.7.0/24";
+	g.hlc = 999;
+	assert_true(policy_grant_void(&g, &rv));
+	g.net = "10.7.0.0/16";
+	assert_false(policy_grant_void(&g, &rv));
+	g.net = "10.7.7.7";
+	assert_false(policy_grant_void(&g, &rv));
+	assert_false(policy_grant_void(&g, NULL));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -675,6 +723,7 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_key_kinds, setup,
 						teardown),
+		cmocka_unit_test(test_addr_revocation_voids),
 		cmocka_unit_test_setup_teardown(test_push_security_keys,
 						setup, teardown),
 	};
