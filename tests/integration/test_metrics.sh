@@ -128,6 +128,37 @@ for fam in grantd_peer_messages_dropped_total grantd_git_fetches_total \
 	grantd_records grantd_peer_connections_refused_total; do
 	t_has "family $fam has HELP" "$page" "# HELP $fam "
 done
+# A family with HELP may still never move: one dropped message and one git
+# fetch must show (test audit 8964f70, check 10).
+# dropped SITE: the sum of grantd_peer_messages_dropped_total at SITE.
+dropped() {
+	scrape "$1" /metrics |
+		awk '$1 ~ /^grantd_peer_messages_dropped_total[{]/ { s += $2 } END { print s + 0 }'
+}
+if PY=$(t_py); then
+	D0=$(dropped paloalto)
+	t_expect 0 "bad messages (5 random, the crafted set) to paloalto's sync endpoint with portland's key" \
+		"$PY" "$T_HERE/repl_rogue.py" garbage "tcp://${T_SADDR[paloalto]}:$T_SYNC_PORT" \
+		"$(<"$(t_dir paloalto)/node.pub")" "$(t_dir portland)/node.key" 5 1
+	t_expect_soon 0 5 "grantd_peer_messages_dropped_total grew at paloalto (from $D0)" \
+		eval '(( $(dropped paloalto) > D0 ))'
+else
+	t_fail "python3-zmq is needed to drop a peer message"
+fi
+t_c paloalto repo add gf --mode off >/dev/null || t_fatal "repo add gf"
+t_expect_converged "the three sites have repository gf" 10
+gd_git 127.0.0.1 /dev/null init -q "$T_DIR/wgf" &&
+	echo one >"$T_DIR/wgf/f" &&
+	gd_git 127.0.0.1 /dev/null -C "$T_DIR/wgf" add f &&
+	gd_git 127.0.0.1 /dev/null -C "$T_DIR/wgf" commit -q -m one || t_fatal "a commit to push"
+t_expect 0 "a push to gf at paloalto" \
+	gd_git 127.0.0.1 /dev/null -C "$T_DIR/wgf" push -q "$(t_dir paloalto)/repos/gf.git" HEAD:refs/heads/master
+t_expect_soon 0 15 "portland: grantd_git_fetches_total moved" \
+	value_ge portland grantd_git_fetches_total 1
+t_check "portland: grantd_git_fetched_bytes_total moved" \
+	value_ge portland grantd_git_fetched_bytes_total 1
+t_check "paloalto: grantd_git_served_packs_total moved" \
+	value_ge paloalto grantd_git_served_packs_total 1
 t_hasnt "no user name in any line" "$page" kim
 t_hasnt "no client address in any line" "$page" 192.0.2.7
 
