@@ -470,8 +470,8 @@ int main(int argc, char **argv)
 		if (n.cfg->metrics && metrics_listen_public(n.cfg->metrics))
 			fprintf(stderr, "grantd: %s: warning: metrics = %s is "
 				"not a loopback address: the endpoint has no "
-				"authentication (bind it to 127.0.0.1, or filter "
-				"the port)\n", path, n.cfg->metrics);
+				"authentication (bind it to 127.0.0.1, or "
+				"filter the port)\n", path, n.cfg->metrics);
 		printf("configuration ok: %s\n", path);
 		status = 0;
 		goto out_cfg;

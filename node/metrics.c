@@ -592,9 +592,10 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
  * mapped into IPv6)? */
 static bool loopback(const struct sockaddr *sa)
 {
-	if (sa->sa_family == AF_INET)
-		return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >>
-			24) == 127;
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+		return ntohl(in->sin_addr.s_addr) >> 24 == 127;
+	}
 	if (sa->sa_family == AF_INET6) {
 		const struct in6_addr *a =
 			&((const struct sockaddr_in6 *)sa)->sin6_addr;
