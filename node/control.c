@@ -22,6 +22,7 @@
 #include <zmq.h>
 
 #include "addr.h"
+#include "clock.h"
 #include "cmd.h"
 #include "control.h"
 #include "err.h"
@@ -435,7 +436,7 @@ int control_serve_batch(struct control *c, int max)
 	struct req *reqs = calloc((size_t)max, sizeof(*reqs));
 	struct buf payload = BUF_INIT;
 	int n = 0, failed = 0, held = 0;
-	uint64_t now_ms = hlc_wall_ms();
+	uint64_t now_ms = clock_wall_ms();
 
 	if (!reqs)
 		abort();

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "config.h"
 #include "crashpoint.h"
 #include "err.h"
@@ -1321,7 +1322,7 @@ int ops_verify(struct ops *o, struct ops_verify *v)
 	v->equal = !memcmp(v->live, v->disk, DIGEST_LEN) &&
 		   !memcmp(v->stored, v->disk, DIGEST_LEN) &&
 		   !memcmp(v->live_fam, v->disk_fam, sizeof(v->disk_fam));
-	int64_t now = (int64_t)(hlc_wall_ms() / 1000);
+	int64_t now = (int64_t)(clock_wall_ms() / 1000);
 	for (int cf = 0; cf < CF__COUNT; cf++) {
 		v->count_kept[cf] = ops_count(o, cf, now);
 		v->count_disk[cf] = count_of(&disk[cf], cf, now);

@@ -250,7 +250,7 @@ static void refuse(struct repl *r, enum drop_why why, uint64_t n,
 static void refuse(struct repl *r, enum drop_why why, uint64_t n,
 		   const char *fmt, ...)
 {
-	uint64_t now_ms = clock_wall_ms();
+	uint64_t now_ms = clock_mono_ms();
 	char m[512];
 	va_list ap;
 
@@ -313,8 +313,8 @@ static void hb_fill(struct repl *r, Grantd__V1__Heartbeat *hb)
 	}
 	store_iter_free(&it);
 	buf_free(&v);
-	if (over && clock_wall_ms() - r->last_cap_log_ms > 60000) {
-		r->last_cap_log_ms = clock_wall_ms();
+	if (over && clock_mono_ms() - r->last_cap_log_ms > 60000) {
+		r->last_cap_log_ms = clock_mono_ms();
 		log_warn("heartbeat vector capped entries=%zu sent=%zu: finished "
 			 "epochs are retired only once every peer holds them",
 			 hb->n_vv + over, hb->n_vv);
@@ -452,7 +452,7 @@ int repl_open(struct repl **out, const struct repl_opts *o)
 	r->link = o->link;
 	r->writer = o->writer;
 	r->latency_hist = o->latency_hist;
-	r->started_ms = clock_wall_ms();
+	r->started_ms = clock_mono_ms();
 	r->batch = writer_batch(o->writer); /* borrowed: THE batch */
 	for (int i = 0; i < cfg->npeers; i++)
 		r->peers[r->npeers++].cfg = &cfg->peers[i];
@@ -566,16 +566,17 @@ static void back_off(struct peer *p, uint64_t now_ms)
 static void apply_op(struct repl *r, struct peer *p, const Grantd__V1__Op *op,
 		     uint64_t sent_us, uint64_t now_ms)
 {
+	uint64_t wall_ms = clock_wall_ms(); /* stamps; now_ms: intervals */
 	struct buf why = BUF_INIT;
 	bool applied;
 	int rc;
 
 	if (ops_check(op, &why) == 0 && !origin_known(r, op->origin))
 		buf_puts(&why, "unknown origin site");
-	else if (why.len == 0 && hlc_ms(op->hlc) > now_ms + MAX_SKEW_MS)
+	else if (why.len == 0 && hlc_ms(op->hlc) > wall_ms + MAX_SKEW_MS)
 		buf_printf(&why, "stamped %llu ms in the future (check the "
 			   "clock of origin=%s)",
-			   (unsigned long long)(hlc_ms(op->hlc) - now_ms),
+			   (unsigned long long)(hlc_ms(op->hlc) - wall_ms),
 			   op->origin);
 	if (why.len) {
 		r->ops->dropped++;
@@ -841,7 +842,7 @@ static void apply_snap(struct repl *r, struct peer *p,
 	struct ops *o = r->ops;
 	struct buf why = BUF_INIT;
 	/* the checks a live operation gets (apply_op) */
-	struct ops_trust t = { ((now_ms + MAX_SKEW_MS) << 16) | 0xffff,
+	struct ops_trust t = { ((clock_wall_ms() + MAX_SKEW_MS) << 16) | 0xffff,
 			       known_cb, r };
 
 	if (sn->p != p || rep->cf != (uint32_t)snap_cfs[sn->cf] ||
@@ -1164,7 +1165,7 @@ static void on_mirror_sub(const struct peer_req *rq, void *payload)
 {
 	struct repl *r = payload;
 	struct peer *p = peer_by_site(r, rq->site);
-	uint64_t now_ms = clock_wall_ms();
+	uint64_t now_ms = clock_mono_ms();
 	Grantd__V1__PeerMsg *m, hbm;
 	Grantd__V1__Heartbeat hb = GRANTD__V1__HEARTBEAT__INIT;
 	size_t bad = 0;
@@ -1223,7 +1224,7 @@ static void mirror_skip(struct repl *r, struct peer *p,
 	int rc;
 
 	if (!origin_known(r, e->origin) ||
-	    hlc_ms(e->hlc) > now_ms + MAX_SKEW_MS) {
+	    hlc_ms(e->hlc) > clock_wall_ms() + MAX_SKEW_MS) {
 		r->ops->dropped++;
 		if (now_ms - r->last_skew_log_ms > 1000) {
 			r->last_skew_log_ms = now_ms;
@@ -1407,7 +1408,7 @@ static int handle_peer(struct repl *r, struct peer *p, void *sock,
 
 void repl_handle(struct repl *r)
 {
-	uint64_t now_ms = clock_wall_ms();
+	uint64_t now_ms = clock_mono_ms();
 	int handled = 0;
 
 	/* a round commits at most about one range: with the next range
@@ -1462,7 +1463,7 @@ void repl_handle(struct repl *r)
 static void feed_mirrors(struct repl *r, const ProtobufCBinaryData *raw,
 			 size_t n)
 {
-	uint64_t now_ms = clock_wall_ms();
+	uint64_t now_ms = clock_mono_ms();
 	void *router = peer_router(r->link);
 	struct mops mb;
 	bool built = false;
@@ -1647,7 +1648,8 @@ void repl_tick(struct repl *r, uint64_t now_ms)
 	if (now_ms - r->last_truncate_ms >
 	    (uint64_t)(keep / 2 < 60000 ? keep / 2 : 60000)) {
 		r->last_truncate_ms = now_ms;
-		int k = ops_truncate_log(r->ops, now_ms - (uint64_t)keep,
+		int k = ops_truncate_log(r->ops,
+					 clock_wall_ms() - (uint64_t)keep,
 					 TRUNCATE_MAX);
 		if (k > 0)
 			log_info("operation log truncated entries=%d", k);

@@ -884,7 +884,7 @@ int vote_propose(struct vote *v, struct store_batch *b,
 	do
 		randombytes_buf(pid, sizeof(*pid));
 	while (!*pid);
-	rc = vote_promise(v->store, b, u, *pid, v->self->site, hlc_wall_ms(),
+	rc = vote_promise(v->store, b, u, *pid, v->self->site, clock_wall_ms(),
 			  verdict, held);
 	if (rc == 0 && *verdict == GRANTD__V1__VOTE_VERDICT__VOTE_YES)
 		v->self_votes = votes_bump(v, b);
@@ -950,7 +950,7 @@ void vote_start(struct vote *v, const struct vote_use *u, uint64_t pid,
 		q.scratch = u->scratch;
 		q.has_scratch = 1;
 	}
-	q.hlc = hlc_wall_ms();
+	q.hlc = clock_wall_ms();
 	q.has_hlc = 1;
 	m.body_case = GRANTD__V1__PEER_MSG__BODY_VOTE_REQ;
 	m.vote_req = &q;
@@ -1115,7 +1115,7 @@ static void on_use_sync_rep(struct vote *v, int i,
 			u.next = mk->next;
 			u.scratch = mk->scratch_used;
 			promise_put(b, &u, &p, p.pid, vp->cfg->site,
-				    hlc_wall_ms());
+				    clock_wall_ms());
 		}
 		grantd__v1__mark__free_unpacked(mk, NULL);
 		buf_reset(&vp->after);

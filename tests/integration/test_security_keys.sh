@@ -207,6 +207,8 @@ print(s.recv())
 PY
 	t_has "the node answers status 2 (bad input)" "$OUT" "\\x08\\x02"
 	t_has "and names the kinds" "$OUT" "want plain, sk-touch or sk-pin"
+else
+	t_fail "python3-zmq is needed for the raw push.check with key_kind 'sk'"
 fi
 
 t_done

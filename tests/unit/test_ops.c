@@ -27,6 +27,7 @@
 #include <sodium.h>
 
 #include "buf.h"
+#include "clock.h"
 #include "config.h"
 #include "digest.h"
 #include "err.h"
@@ -2087,7 +2088,7 @@ static void test_local(void **state)
 	/* a peer's stamp from the future: the next local stamp is after it,
 	 * so a revoke made here after seeing a grant wins over it */
 	struct top fut, loc;
-	uint64_t ahead = HLC(hlc_wall_ms() + 3600 * 1000, 9);
+	uint64_t ahead = HLC(clock_wall_ms() + 3600 * 1000, 9);
 	apply1(n, op_grant(&fut, "portland", 1, ahead, "judy", "192.0.2.44",
 			   1800000000, false));
 	store_batch_new(&b, n->s);

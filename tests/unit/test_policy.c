@@ -34,6 +34,7 @@
 #include <cmocka.h>
 
 #include "addr.h"
+#include "clock.h"
 #include "config.h"
 #include "err.h"
 #include "fixture.h"
@@ -201,7 +202,7 @@ static int counted(struct fixture *f, const char *user, uint64_t now_ms,
 static void test_every_attempt_counts(void **state)
 {
 	struct fixture *f = *state;
-	uint64_t now = hlc_wall_ms(), until;
+	uint64_t now = clock_wall_ms(), until;
 
 	for (int i = 0; i < 2 * FAILURES; i++) {
 		assert_int_equal(counted(f, "alice", now, &until), i);
@@ -221,7 +222,7 @@ static void test_every_attempt_counts(void **state)
 static void test_sites_summed(void **state)
 {
 	struct fixture *f = *state;
-	uint64_t now = hlc_wall_ms(), until;
+	uint64_t now = clock_wall_ms(), until;
 	uint64_t at = HLC(now - 1000, 0);
 
 	fail_here(f, "carol");
@@ -244,7 +245,7 @@ static void test_sites_summed(void **state)
 static void test_unlock_forgives_earlier(void **state)
 {
 	struct fixture *f = *state;
-	uint64_t now = hlc_wall_ms(), until;
+	uint64_t now = clock_wall_ms(), until;
 
 	for (int i = 0; i < FAILURES; i++)
 		fail_here(f, "dave");
@@ -273,7 +274,7 @@ static void test_unlock_forgives_earlier(void **state)
 static void test_unlock_from_the_future(void **state)
 {
 	struct fixture *f = *state;
-	uint64_t now = hlc_wall_ms(), until;
+	uint64_t now = clock_wall_ms(), until;
 	uint64_t ahead = HLC(now + 100 * 1000, 0);
 
 	for (int i = 0; i < FAILURES; i++)
@@ -303,7 +304,7 @@ static void test_unlock_from_the_future(void **state)
 static void test_unlock_tie(void **state)
 {
 	struct fixture *f = *state;
-	uint64_t now = hlc_wall_ms(), until;
+	uint64_t now = clock_wall_ms(), until;
 	uint64_t h = HLC(now - 3000, 5);
 
 	peer_unlocks(f, "finn", h);             /* origin siteb */
