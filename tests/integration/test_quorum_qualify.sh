@@ -72,6 +72,8 @@ for s in paloalto montreal paloalto; do
 done
 more() { (( $(votes portland) > V0 )); }
 t_expect_soon 0 10 "portland promised more since the copy ($V0 -> $(votes portland))" more
+seen_more() { (( $(t_sj paloalto 'j["quorum"]["votes_seen"]["portland"]') > V0 )); }
+t_expect_soon 0 10 "paloalto saw portland's counter past the copy's" seen_more
 t_stop portland
 t_stop montreal
 rm -rf "$(t_dir portland)/data"
