@@ -981,20 +981,26 @@ static struct proposal *proposal_find(struct vote *v, uint64_t pid)
 static void on_vote_rep(struct vote *v, int i, const Grantd__V1__VoteRep *r)
 {
 	struct proposal *p;
+	bool yes = r->has_verdict &&
+		   r->verdict == GRANTD__V1__VOTE_VERDICT__VOTE_YES;
+	uint64_t t;
 
+	/* the counter of every YES, also one that comes after its proposal
+	 * was decided: a copy of an older store is caught by the highest */
+	if (yes) {
+		uint64_t before = v->peers[i].seen;
+		yes = seen_take(v, &v->peers[i], r->has_votes ? r->votes : 0);
+		if (v->peers[i].seen != before &&
+		    writer_commit(v->writer, &t) < 0)
+			log_error("promise counter of peer=%s not kept",
+				  v->peers[i].cfg->site);
+	}
 	if (!r->has_pid || !(p = proposal_find(v, r->pid)) ||
 	    (p->answered & (1u << i)))
 		return;
 	p->answered |= 1u << i;
-	if (r->has_verdict &&
-	    r->verdict == GRANTD__V1__VOTE_VERDICT__VOTE_YES &&
-	    seen_take(v, &v->peers[i], r->has_votes ? r->votes : 0)) {
-		uint64_t t;
+	if (yes)
 		p->yes++;
-		if (writer_commit(v->writer, &t) < 0) /* the counter seen */
-			log_error("promise counter of peer=%s not kept",
-				  v->peers[i].cfg->site);
-	}
 	else if (r->has_verdict &&
 		 (r->verdict == GRANTD__V1__VOTE_VERDICT__VOTE_USED ||
 		  r->verdict == GRANTD__V1__VOTE_VERDICT__VOTE_PROMISED))
@@ -1299,6 +1305,10 @@ cJSON *vote_status(const struct vote *v)
 							      "local");
 	cJSON_AddBoolToObject(j, "voter", v && voting(v));
 	cJSON_AddNumberToObject(j, "votes", v ? (double)v->votes_durable : 0);
+	cJSON *seen = cJSON_AddObjectToObject(j, "votes_seen");
+	for (int i = 0; v && i < v->npeers; i++)
+		cJSON_AddNumberToObject(seen, v->peers[i].cfg->site,
+					(double)v->peers[i].seen);
 	cJSON_AddNumberToObject(j, "frontends",
 				v ? config_frontends(v->cfg) : 0);
 	cJSON_AddNumberToObject(j, "majority", v ? config_majority(v->cfg) : 0);

@@ -72,6 +72,8 @@ for s in paloalto montreal paloalto; do
 done
 more() { (( $(votes portland) > V0 )); }
 t_expect_soon 0 10 "portland promised more since the copy ($V0 -> $(votes portland))" more
+seen_more() { (( $(t_sj paloalto 'j["quorum"]["votes_seen"]["portland"]') > V0 )); }
+t_expect_soon 0 10 "paloalto saw portland's counter past the copy's" seen_more
 t_stop portland
 t_stop montreal
 rm -rf "$(t_dir portland)/data"
@@ -92,5 +94,10 @@ t_check "portland's counter is at least what paloalto saw" \
 	eval '(( $(votes portland) >= V0 ))'
 t_expect 0 "portland: kim 2fa val <hotp $c>" t_sh portland $C1 kim 2fa val "$(t_hotp "$KS" "$c")"
 c=$((c + 1))
-t_expect_converged "the three sites agree" 20
+# the same state everywhere, by digest: the copy put back re-used sequence
+# numbers of its epoch that the others had applied (the applied vectors
+# may differ, as after any restore of an older store; not this test's)
+same() { [[ $(t_sdigest paloalto) == "$(t_sdigest portland)" &&
+	$(t_sdigest paloalto) == "$(t_sdigest montreal)" ]]; }
+t_expect_soon 0 20 "the three sites hold the same state (digests)" same
 t_done
