@@ -21,7 +21,7 @@ c=0
 # up SITE: SITE serves tokens again (peers heard, caught up, voting)
 up() {
 	gd_wait_for 20 gd_peers_connected "$(t_dir "$1")" &&
-		gd_wait_for 20 eval "! t_syncing $1" && gd_wait_for 20 voter "$1"
+		t_wait_code 20 1 t_syncing "$1" && gd_wait_for 20 voter "$1"
 }
 # crash_start SITE POINT: restart SITE with the test hook armed at POINT
 crash_start() {
