@@ -2490,6 +2490,113 @@ static void test_pushlog_merge(void **state)
 	buf_free(&v);
 }
 
+/* A fork is kept whole (N2): the same (origin, n) twice, with different
+ * contents, leaves both entries, the earlier (hlc, bytes) at origin \0 n
+ * and the other under its hash, at every site whatever the order, and
+ * counts one fork; an entry stamped no later than its predecessor is
+ * refused and counted, live and in a state transfer alike, while its
+ * operation still counts as applied. */
+static void test_pushlog_fork(void **state)
+{
+	struct fixture *f = *state;
+	static struct plop a1, a2, a2b, a3, a3late;
+	struct node *x = node_open(f, 0), *y = node_open(f, 1);
+	struct node *z = node_open(f, 2);
+	Grantd__V1__PushLogEntry *e;
+	struct store_batch *b;
+	struct store_iter *it;
+	struct buf k = BUF_INIT, v = BUF_INIT, why = BUF_INIT;
+	uint8_t head[PUSHLOG_HASH_LEN];
+	const char *key;
+	size_t klen;
+	uint64_t n;
+
+	op_pushlog(&a1, "sitea", EPOCH, 1, HLC(1000, 0), 1, NULL, "alice");
+	op_pushlog(&a2, "sitea", EPOCH, 2, HLC(1020, 0), 2, &a1, "bob");
+	/* entry 2 again, stamped before the first 2 but after entry 1 */
+	op_pushlog(&a2b, "sitea", EPOCH, 3, HLC(1010, 0), 2, &a1, "mallory");
+	/* entry 3 stamped before its predecessor (either entry 2) */
+	op_pushlog(&a3, "sitea", EPOCH, 4, HLC(1005, 0), 3, &a2b, "carol");
+	op_pushlog(&a3late, "sitea", EPOCH + 1, 1, HLC(1030, 0), 3, &a2b,
+		   "carol");
+
+	apply1(x, &a1.op);
+	apply1(x, &a2.op);
+	apply1(x, &a2b.op);
+	apply1(x, &a3.op);
+	assert_int_equal(ops_vv_get(&x->o, NULL, "sitea", EPOCH), 4);
+	assert_int_equal(x->o.pushlog_refused, 1);
+	assert_null(get_entry(x, "sitea", 3));
+	/* the other order: the fork first */
+	apply1(y, &a1.op);
+	a2b.op.seq = 2;
+	apply1(y, &a2b.op);
+	a2.op.seq = 3;
+	apply1(y, &a2.op);
+	apply1(y, &a3.op);
+	assert_int_equal(y->o.pushlog_refused, 1);
+	a2.op.seq = 2, a2b.op.seq = 3;
+	/* the records alike (the vectors' order aside) */
+	assert_memory_equal(x->o.fam_digest[CF_PUSHLOG],
+			    y->o.fam_digest[CF_PUSHLOG], DIGEST_LEN);
+	for (int i = 0; i < 2; i++) {
+		struct node *m = i ? y : x;
+		e = get_entry(m, "sitea", 2);
+		assert_non_null(e);
+		assert_string_equal(e->user, "mallory"); /* the earlier */
+		grantd__v1__push_log_entry__free_unpacked(e, NULL);
+		records_key_pushlog_fork(&k, "sitea", 2, a2.hash);
+		e = get_rec(m, CF_PUSHLOG, k.p, k.len,
+			    &grantd__v1__push_log_entry__descriptor);
+		assert_non_null(e);
+		assert_string_equal(e->user, "bob"); /* kept too */
+		grantd__v1__push_log_entry__free_unpacked(e, NULL);
+		assert_int_equal(ops_pushlog_forks(&m->o, NULL, &n), 0);
+		assert_int_equal(n, 1);
+		assert_int_equal(ops_pushlog_head(&m->o, NULL, "sitea", &n,
+						  head), 0);
+		assert_int_equal(n, 2);
+		assert_memory_equal(head, a2b.hash, PUSHLOG_HASH_LEN);
+	}
+	/* the same fork again changes nothing */
+	a2.op.seq = 5;
+	apply1(x, &a2.op);
+	assert_int_equal(ops_pushlog_forks(&x->o, NULL, &n), 0);
+	assert_int_equal(n, 1);
+	a2.op.seq = 2;
+
+	/* a state transfer from x: both entries, one fork; an entry
+	 * stamped before its predecessor refused there too */
+	store_batch_new(&b, z->s);
+	store_iter_new(&it, x->s, NULL, CF_PUSHLOG, "", 0);
+	while (store_iter_next(it, &key, &klen, &v) > 0)
+		assert_int_equal(ops_merge_record(&z->o, b, CF_PUSHLOG, v.p,
+						  v.len, NULL, &why), 0);
+	store_iter_free(&it);
+	buf_reset(&v);
+	buf_extend(&v, grantd__v1__push_log_entry__get_packed_size(&a3.e));
+	grantd__v1__push_log_entry__pack(&a3.e, (uint8_t *)v.p);
+	assert_int_equal(ops_merge_record(&z->o, b, CF_PUSHLOG, v.p, v.len,
+					  NULL, &why), 0);
+	assert_int_equal(ops_commit(&z->o, b, false), 0);
+	store_batch_free(&b);
+	assert_int_equal(z->o.pushlog_refused, 1);
+	assert_null(get_entry(z, "sitea", 3));
+	assert_memory_equal(x->o.fam_digest[CF_PUSHLOG],
+			    z->o.fam_digest[CF_PUSHLOG], DIGEST_LEN);
+	assert_int_equal(ops_pushlog_forks(&z->o, NULL, &n), 0);
+	assert_int_equal(n, 1);
+	/* an entry 3 stamped after both entries 2 is taken */
+	apply1(z, &a3late.op);
+	e = get_entry(z, "sitea", 3);
+	assert_non_null(e);
+	grantd__v1__push_log_entry__free_unpacked(e, NULL);
+	assert_int_equal(z->o.pushlog_refused, 1);
+	buf_free(&k);
+	buf_free(&v);
+	buf_free(&why);
+}
+
 /* ---- read-only mirrors ---------------------------------------------------- */
 
 /* Which operations a mirror may hold (ops_mirror_visible), and a mirror
@@ -2656,6 +2763,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_counts_rollback, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_keyfp, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pushlog_fork, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_pushlog_merge, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_mirror_filter, setup,
