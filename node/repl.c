@@ -81,8 +81,16 @@ struct peer {
 	uint64_t lag_ops;
 	bool range_inflight;
 	uint64_t range_sent_ms;
-	char range_origin[NAME_SITE_MAX + 1]; /* what is in flight */
+	/* the last range asked of this peer (origin "": none, or answered):
+	 * the only reply taken (range_answers) */
+	char range_origin[NAME_SITE_MAX + 1];
 	uint64_t range_epoch;
+	uint64_t range_from;
+	/* the last range answered: a second answer to it (asked again after
+	 * RANGE_TIMEOUT_MS) is ignored, not counted */
+	char done_origin[NAME_SITE_MAX + 1];
+	uint64_t done_epoch;
+	uint64_t done_from;
 };
 
 /* A state transfer in progress (this node far behind one peer). */
@@ -110,11 +118,13 @@ enum drop_why {
 	DROP_SNAP_RECORD,     /* a state-transfer record failing a check */
 	DROP_SNAP_VECTOR,     /* a state-transfer vector claim not proved */
 	DROP_HB_VECTOR,       /* heartbeat entries over MAX_VV, or bad */
+	DROP_RANGE_UNASKED,   /* a range reply (or an operation in it) that
+			       * does not answer the last range asked */
 	DROP__COUNT
 };
 static const char *const drop_names[DROP__COUNT] = {
 	"forged_origin", "snapshot_record", "snapshot_vector",
-	"heartbeat_vector"
+	"heartbeat_vector", "range_unasked"
 };
 
 /* Replication latency samples (publish at the origin to durable here),
@@ -408,6 +418,7 @@ static void request_range_from(struct repl *r, struct peer *p,
 		snprintf(p->range_origin, sizeof(p->range_origin), "%s",
 			 origin);
 		p->range_epoch = epoch;
+		p->range_from = from;
 		log_debug("range requested peer=%s origin=%s from=%llu",
 			  p->cfg->site, origin, (unsigned long long)rq.from);
 	}
@@ -878,19 +889,72 @@ static void apply_snap(struct repl *r, struct peer *p,
 	snap_free(sn);
 }
 
+/* Does a range reply (origin, epoch, from) answer the last range asked of
+ * p?  Then it is taken, once: the question is forgotten.  Otherwise it is
+ * refused and counted (review N5: a reply nobody asked for would put its
+ * operations under any origin's numbers). */
+static bool range_answers(struct repl *r, struct peer *p, const char *origin,
+			  uint64_t epoch, bool has_from, uint64_t from)
+{
+	if (p->range_origin[0] && origin && has_from &&
+	    !strcmp(origin, p->range_origin) && epoch == p->range_epoch &&
+	    from == p->range_from) {
+		memcpy(p->done_origin, p->range_origin,
+		       sizeof(p->done_origin));
+		p->done_epoch = epoch;
+		p->done_from = from;
+		p->range_origin[0] = '\0';
+		p->range_inflight = false;
+		return true;
+	}
+	if (p->done_origin[0] && origin && has_from &&
+	    !strcmp(origin, p->done_origin) && epoch == p->done_epoch &&
+	    from == p->done_from)
+		return false; /* answered already */
+	refuse(r, DROP_RANGE_UNASKED, 1, "range reply dropped peer=%s "
+	       "origin=%s epoch=%016llx from=%llu: not the range asked "
+	       "(origin=%s epoch=%016llx from=%llu)", p->cfg->site,
+	       origin && name_site_ok(origin) ? origin : "?",
+	       (unsigned long long)epoch, (unsigned long long)from,
+	       p->range_origin[0] ? p->range_origin : "-",
+	       (unsigned long long)p->range_epoch,
+	       (unsigned long long)p->range_from);
+	return false;
+}
+
+/* An operation of a range reply must be of the range's stream. */
+static bool range_holds(struct repl *r, struct peer *p, const char *origin,
+			uint64_t epoch, const char *op_origin,
+			uint64_t op_epoch, uint64_t seq)
+{
+	if (op_origin && !strcmp(op_origin, origin) && op_epoch == epoch)
+		return true;
+	refuse(r, DROP_RANGE_UNASKED, 1, "range operation dropped peer=%s "
+	       "origin=%s seq=%llu: not of the range's origin=%s",
+	       p->cfg->site,
+	       op_origin && name_site_ok(op_origin) ? op_origin : "?",
+	       (unsigned long long)seq, origin);
+	return false;
+}
+
 static void apply_range(struct repl *r, struct peer *p,
 			const Grantd__V1__RangeRep *rr, uint64_t now_ms)
 {
+	char origin[NAME_SITE_MAX + 1];
+	uint64_t epoch = rr->epoch;
+
+	if (!range_answers(r, p, rr->origin, rr->epoch, rr->has_from,
+			   rr->from))
+		return;
+	snprintf(origin, sizeof(origin), "%s", rr->origin);
 	/* A full reply: there is more.  Ask for the next range before
 	 * applying this one, so the peer serves it while we apply (catch-up
 	 * waited a round trip and the peer's read per range).  Should this
 	 * one not apply whole, the next reply shows a gap and the range is
 	 * asked again from where we are. */
-	p->range_inflight = false;
-	if (rr->n_ops >= RANGE_MAX_OPS && !rr->truncated && rr->origin &&
-	    rr->has_from && name_site_ok(rr->origin))
-		request_range_from(r, p, rr->origin, rr->epoch,
-				   rr->from + rr->n_ops, now_ms);
+	if (rr->n_ops >= RANGE_MAX_OPS && !rr->truncated)
+		request_range_from(r, p, origin, epoch, rr->from + rr->n_ops,
+				   now_ms);
 	for (size_t i = 0; i < rr->n_ops; i++) {
 		Grantd__V1__Op *op = grantd__v1__op__unpack(
 			NULL, rr->ops[i].len, rr->ops[i].data);
@@ -898,7 +962,9 @@ static void apply_range(struct repl *r, struct peer *p,
 			r->ops->dropped++;
 			continue;
 		}
-		apply_op(r, p, op, 0, now_ms);
+		if (range_holds(r, p, origin, epoch, op->origin, op->epoch,
+				op->seq))
+			apply_op(r, p, op, 0, now_ms);
 		ops_wipe(op);
 		grantd__v1__op__free_unpacked(op, NULL);
 	}
@@ -1244,9 +1310,10 @@ static void apply_mirror_ops(struct repl *r, struct peer *p,
 			     uint64_t now_ms)
 {
 	if (mo->range) {
-		p->range_inflight = false;
-		if (mo->n_ops >= RANGE_MAX_OPS && !mo->truncated &&
-		    mo->origin && mo->has_from && name_site_ok(mo->origin))
+		if (!range_answers(r, p, mo->origin, mo->epoch, mo->has_from,
+				   mo->from))
+			return;
+		if (mo->n_ops >= RANGE_MAX_OPS && !mo->truncated)
 			request_range_from(r, p, mo->origin, mo->epoch,
 					   mo->from + mo->n_ops, now_ms);
 	}
@@ -1257,6 +1324,9 @@ static void apply_mirror_ops(struct repl *r, struct peer *p,
 			r->ops->dropped++;
 			continue;
 		}
+		if (mo->range && !range_holds(r, p, mo->origin, mo->epoch,
+					      e->origin, e->epoch, e->seq))
+			continue;
 		if (!mo->range && strcmp(e->origin, p->cfg->site)) {
 			refuse(r, DROP_FORGED_ORIGIN, 1, "mirror operation "
 			       "dropped peer=%s origin=%s seq=%llu: origin is "

@@ -9,7 +9,11 @@
 #      hold a grant stamped near 2^64 and whose vector claims 2^62
 #      operations of portland's current epoch; (b2) the vector alone;
 #  (c) hugevv: its heartbeat holds more than 4,096 vector entries;
-#  (d) pushlog (review N2): it re-issues its own push log entry 2 with new
+#  (d) range (review N5): asked for a range of its own, it answers with a
+#      range of portland's (portland's epoch and next sequence number, a
+#      grant of kim): refused and counted (replication.dropped.
+#      range_unasked), portland's real operations still arrive;
+#  (e) pushlog (review N2): it re-issues its own push log entry 2 with new
 #      contents and an older stamp (a fork: both kept, `log verify` exits 1
 #      naming both hashes, status and metrics count it), an entry stamped
 #      before its predecessor (refused and counted), an entry whose prev is
@@ -127,7 +131,22 @@ t_expect 0 "portland: user add honest4" t_c portland user add honest4
 t_expect_soon 0 10 "paloalto: has user honest4" t_has_user paloalto honest4
 t_expect_converged "the three sites agree after the huge heartbeat" 20
 
-t_section "(d) montreal's push log, re-issued with an older stamp and new contents"
+t_section "(d) a range reply that answers no range asked: another origin's operations"
+U0=$(dropped paloalto range_unasked)
+t_rogue range range
+t_expect_soon 0 15 "paloalto: replication.dropped.range_unasked grew" grew paloalto range_unasked "$U0"
+t_check "the stand-in was asked for montreal's range and answered with portland's" \
+	grep -q '"answered": "portland".*"origin": "montreal"' "$T_DIR/range.out"
+t_check "paloalto's log names the reply" t_grep_log paloalto "range reply dropped peer=montreal origin=portland"
+t_expect 1 "paloalto: check kim 10.66.6.8 sec is refused (the forged grant was not taken)" \
+	t_c paloalto check kim 10.66.6.8 sec
+t_rogue_end
+t_expect 0 "portland: user add honest5 (portland's next sequence number)" t_c portland user add honest5
+t_expect_soon 0 10 "paloalto: has user honest5" t_has_user paloalto honest5
+t_expect_converged "the three sites agree after the unasked range" 20
+allowed_nowhere 10.66.6.8 "the grant of the unasked range"
+
+t_section "(e) montreal's push log, re-issued with an older stamp and new contents"
 t_expect 0 "paloalto: log verify (nothing logged yet)" t_c paloalto log verify
 t_rogue pushlog pushlog
 H2=$(head -1 "$T_DIR/pushlog.out" | t_json "j['hash2']") || t_fatal "the stand-in's hashes"
