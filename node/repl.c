@@ -120,11 +120,14 @@ enum drop_why {
 	DROP_HB_VECTOR,       /* heartbeat entries over MAX_VV, or bad */
 	DROP_RANGE_UNASKED,   /* a range reply (or an operation in it) that
 			       * does not answer the last range asked */
+	DROP_MIRROR_HIDDEN,   /* at a mirror: a hidden operation sent whole,
+			       * or records of a hidden family (SPEC 9: a
+			       * mirror never receives them) */
 	DROP__COUNT
 };
 static const char *const drop_names[DROP__COUNT] = {
 	"forged_origin", "snapshot_record", "snapshot_vector",
-	"heartbeat_vector", "range_unasked"
+	"heartbeat_vector", "range_unasked", "mirror_hidden"
 };
 
 /* Replication latency samples (publish at the origin to durable here),
@@ -596,14 +599,11 @@ static void apply_op(struct repl *r, struct peer *p, const Grantd__V1__Op *op,
 	if (r->cfg->role == CONFIG_ROLE_MIRROR && !ops_mirror_visible(op)) {
 		/* a frontend must send a mirror no such body (mirror_ops
 		 * carry its stamp alone); should one come, its stamp is all
-		 * that is kept */
-		if (now_ms - r->last_skew_log_ms > 1000) {
-			r->last_skew_log_ms = now_ms;
-			log_warn("hidden operation sent to a mirror peer=%s "
-				 "origin=%s seq=%llu: only its stamp kept",
-				 p->cfg->site, op->origin,
-				 (unsigned long long)op->seq);
-		}
+		 * that is kept, and it is counted */
+		refuse(r, DROP_MIRROR_HIDDEN, 1, "hidden operation sent to a "
+		       "mirror peer=%s origin=%s seq=%llu: only its stamp "
+		       "kept", p->cfg->site, op->origin,
+		       (unsigned long long)op->seq);
 		rc = ops_skip(r->ops, r->batch, op->origin, op->epoch, op->seq,
 			      op->hlc, &applied);
 	} else {
@@ -852,6 +852,12 @@ static void apply_snap(struct repl *r, struct peer *p,
 	}
 	if (rep->n_vv && !sn->vv)
 		snap_take_vv(sn, rep);
+	if (r->cfg->role == CONFIG_ROLE_MIRROR && rep->n_values &&
+	    !records_mirror_visible((enum store_cf)rep->cf))
+		refuse(r, DROP_MIRROR_HIDDEN, rep->n_values, "hidden family "
+		       "sent to a mirror peer=%s cf=%s records=%zu: dropped",
+		       p->cfg->site, store_cf_name((enum store_cf)rep->cf),
+		       rep->n_values);
 	/* a mirror holds no secret family, whatever a peer sends */
 	for (size_t i = 0; (r->cfg->role != CONFIG_ROLE_MIRROR ||
 			    records_mirror_visible((enum store_cf)rep->cf)) &&

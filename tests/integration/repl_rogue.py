@@ -101,6 +101,11 @@ peers, for tests/integration/test_repl_security.sh.  Needs python3-zmq.
                    6  entry 5 at T0 + 40 s (entry 4 skipped)
                  The "start" line carries the hashes of both entries 2
                  (hash2, hash2b).
+        mirror-feed  SITE as a frontend feeding a mirror: a MirrorSub is
+                 answered with live MirrorOps (range unset) holding
+                 MirrorOp{origin VICTIM, VEPOCH, VSEQ + 1, op: a User
+                 "forged-feed" of VICTIM}: another origin's operation on
+                 SITE's live feed
         range    answers a RangeReq for SITE with a RangeRep of VICTIM:
                  origin VICTIM, epoch VEPOCH, from VSEQ + 1, one Op of
                  VICTIM (a Grant of kim from 10.66.6.8) at VSEQ + 1
@@ -448,6 +453,11 @@ def rogue_git(ctx, mode, publish, sync, keyfile, site, repo, ref, gitdir, secs):
                 answered=bool(rep))
         elif 14 in m:  # vv_req
             router.send_multipart([rid, heartbeat()])
+        elif 25 in m and attack == "mirror-feed":  # mirror_sub
+            counts["published"] += 1
+            send(rid, field_bytes(26, feed))
+            if counts["published"] == 1:
+                log("mirror_sub", answered=victim)
 
     poller = zmq.Poller()
     poller.register(router, zmq.POLLIN)
@@ -540,7 +550,7 @@ def forge(ctx, attack, publish, sync, keyfile, site, victim, vepoch, vseq, secs)
     import secrets
     import signal
 
-    attacks = ("live", "snap", "snap-vv", "hugevv", "pushlog", "range")
+    attacks = ("live", "snap", "snap-vv", "hugevv", "pushlog", "range", "mirror-feed")
     if attack not in attacks:
         print("forge: ATTACK is one of " + " ".join(attacks), file=sys.stderr)
         return 2
@@ -590,6 +600,13 @@ def forge(ctx, attack, publish, sync, keyfile, site, victim, vepoch, vseq, secs)
                 field_varint(3, vseq + 1) + field_varint(4, now_hlc) +
                 field_bytes(12, grant("10.66.6.8", now_hlc, victim)))
     pushlog_ops, hashes = pushlog_lies(site, epoch)
+    feed_op = (field_bytes(1, victim) + field_varint(2, vepoch) +
+               field_varint(3, vseq + 1) + field_varint(4, now_hlc) +
+               field_bytes(10, field_bytes(1, "forged-feed") + field_varint(14, now_hlc) +
+                           field_bytes(15, victim)))
+    feed = field_bytes(1, field_bytes(1, victim) + field_varint(2, vepoch) +
+                       field_varint(3, vseq + 1) + field_varint(4, now_hlc) +
+                       field_bytes(5, feed_op))
     log("start", attack=attack, site=site, epoch=epoch, victim=victim,
         vepoch="%016x" % vepoch, vseq=vseq, heartbeat_entries=(1 if own else 0) +
         (5000 if junk else 0), **hashes)
@@ -642,6 +659,11 @@ def forge(ctx, attack, publish, sync, keyfile, site, victim, vepoch, vseq, secs)
             log("snap_req", cf=cf, first=first)
         elif 14 in m:  # vv_req
             router.send_multipart([rid, heartbeat()])
+        elif 25 in m and attack == "mirror-feed":  # mirror_sub
+            counts["published"] += 1
+            send(rid, field_bytes(26, feed))
+            if counts["published"] == 1:
+                log("mirror_sub", answered=victim)
 
     poller = zmq.Poller()
     poller.register(router, zmq.POLLIN)
