@@ -56,8 +56,9 @@ enum records_merge {
 	RECORDS_MAX,    /* token-use marks: max (next), union (scratch) */
 	RECORDS_UNION,  /* failures: union of attempt stamps */
 	RECORDS_SET,    /* the push log: a set of entries that never
-			 * change; a key written twice with other bytes (a
-			 * forked chain) keeps the earlier (hlc, bytes) */
+			 * change; a second entry for the same (origin, n)
+			 * (a forked chain) is kept too, under its hash, the
+			 * earlier (hlc, bytes) at origin \0 n */
 };
 
 /* clang-format off */
