@@ -26,6 +26,7 @@
 #include "hlc.h"
 #include "log.h"
 #include "names.h"
+#include "plheads.h"
 #include "pushlog.h"
 #include "records.h"
 #include "store.h"
@@ -413,6 +414,49 @@ static const struct ops_pushlog_head *end_of(const struct check *c,
 	return NULL;
 }
 
+/* Hold each head a peer reported (plheads.h) against this site's entry of
+ * that number: another hash is a break (a peer's entry of the same number
+ * kept here as a fork is one already), an entry not here yet none.  The
+ * peer of the first such break goes to peer; *n counts the heads held. */
+static int check_peers(struct store *s, struct pushlog_verify *pv,
+		       char peer[65], int *n)
+{
+	struct plheads_peer *h = NULL;
+	struct buf k = BUF_INIT, v = BUF_INIT;
+	int nh = plheads_list(s, &h), rc = 0;
+
+	*n = 0;
+	for (int i = 0; i < nh; i++) {
+		Grantd__V1__PushLogEntry *e;
+		enum pushlog_break was = pv->brk;
+		records_key_pushlog(&k, h[i].origin, h[i].n);
+		rc = store_get(s, NULL, CF_PUSHLOG, k.p, k.len, &v);
+		if (rc == GD_ENOTFOUND)
+			continue; /* this site is behind */
+		if (rc < 0)
+			break;
+		e = grantd__v1__push_log_entry__unpack(NULL, v.len,
+						       (const uint8_t *)v.p);
+		if (!e)
+			continue; /* the walk named it */
+		(*n)++;
+		records_key_pushlog_fork(&k, h[i].origin, h[i].n, h[i].hash);
+		if (e->hash.len == PUSHLOG_HASH_LEN &&
+		    store_get(s, NULL, CF_PUSHLOG, k.p, k.len, &v) ==
+			    GD_ENOTFOUND &&
+		    pushlog_verify_peer(pv, h[i].origin, h[i].n, e->hash.data,
+					h[i].hash) != PUSHLOG_OK &&
+		    was == PUSHLOG_OK)
+			snprintf(peer, 65, "%s", h[i].peer);
+		grantd__v1__push_log_entry__free_unpacked(e, NULL);
+		rc = 0;
+	}
+	free(h);
+	buf_free(&k);
+	buf_free(&v);
+	return nh < 0 ? nh : rc == GD_ENOTFOUND ? 0 : rc;
+}
+
 /* Walk every chain, then hold each origin's end against the head this
  * site recorded (ops_pushlog_heads): entries removed from the end of a
  * chain leave no gap, but a head beyond it; an end rewritten, a head of
@@ -424,7 +468,8 @@ static int cmd_log_verify(struct cmd_ctx *x, struct req *r)
 	struct pushlog_verify *pv = &c.pv;
 	struct ops_pushlog_head *heads = NULL;
 	char h0[2 * PUSHLOG_HASH_LEN + 1], h1[2 * PUSHLOG_HASH_LEN + 1];
-	int rc, nheads = 0;
+	char peer[65] = "", ptxt[80] = "";
+	int rc, nheads = 0, npeer = 0;
 
 	pushlog_verify_init(pv);
 	rc = walk(x->p.store, check_one, &c);
@@ -438,6 +483,8 @@ static int cmd_log_verify(struct cmd_ctx *x, struct req *r)
 	}
 	free(heads);
 	free(c.v);
+	if (rc >= 0)
+		rc = check_peers(x->p.store, pv, peer, &npeer);
 	if (rc < 0)
 		return rc;
 	if (pv->brk_hashes) {
@@ -449,6 +496,7 @@ static int cmd_log_verify(struct cmd_ctx *x, struct req *r)
 		cJSON_AddNumberToObject(j, "entries", (double)pv->entries);
 		cJSON_AddNumberToObject(j, "sites", pv->sites);
 		cJSON_AddNumberToObject(j, "forks", (double)pv->forks);
+		cJSON_AddNumberToObject(j, "peer_heads", npeer);
 		cJSON_AddBoolToObject(j, "intact", pv->brk == PUSHLOG_OK);
 		cJSON *all = cJSON_AddObjectToObject(j, "breaks");
 		for (int i = PUSHLOG_OK + 1; i < PUSHLOG__COUNT; i++)
@@ -462,6 +510,8 @@ static int cmd_log_verify(struct cmd_ctx *x, struct req *r)
 			cJSON_AddNumberToObject(b, "n", (double)pv->brk_n);
 			cJSON_AddStringToObject(b, "what",
 						pushlog_break_text(pv->brk));
+			if (*peer)
+				cJSON_AddStringToObject(b, "peer", peer);
 			if (pv->brk_hashes) {
 				cJSON *hs = cJSON_AddArrayToObject(b, "hashes");
 				cJSON_AddItemToArray(hs,
@@ -472,19 +522,21 @@ static int cmd_log_verify(struct cmd_ctx *x, struct req *r)
 		}
 		cmd_print_json(r, j);
 	}
+	if (*peer)
+		snprintf(ptxt, sizeof(ptxt), " (peer %s)", peer);
 	if (pv->brk != PUSHLOG_OK) {
-		log_warn("push log chain broken site=%s n=%llu: %s%s%s%s%s",
+		log_warn("push log chain broken site=%s n=%llu: %s%s%s%s%s%s",
 			 pv->brk_site, (unsigned long long)pv->brk_n,
-			 pushlog_break_text(pv->brk),
+			 pushlog_break_text(pv->brk), ptxt,
 			 pv->brk_hashes ? " hash=" : "",
 			 pv->brk_hashes ? h0 : "",
 			 pv->brk_hashes ? " hash=" : "",
 			 pv->brk_hashes ? h1 : "");
 		return cmd_refuse(r, "push log: chain of site %s broken at "
-				  "entry %llu: %s%s%s%s%s (%llu entries from "
+				  "entry %llu: %s%s%s%s%s%s (%llu entries from "
 				  "%u site%s walked, %llu fork%s)",
 				  pv->brk_site, (unsigned long long)pv->brk_n,
-				  pushlog_break_text(pv->brk),
+				  pushlog_break_text(pv->brk), ptxt,
 				  pv->brk_hashes ? "; hashes " : "",
 				  pv->brk_hashes ? h0 : "",
 				  pv->brk_hashes ? " and " : "",

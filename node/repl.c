@@ -25,6 +25,7 @@
 #include "names.h"
 #include "ops.h"
 #include "peer.h"
+#include "plheads.h"
 #include "repl.h"
 #include "writer.h"
 #include "banned.h"
@@ -173,6 +174,7 @@ struct repl {
 	struct peer peers[CONFIG_MAX_PEERS];
 	int npeers;
 	uint64_t last_hb_ms;
+	uint64_t last_plheads_ms;
 	uint64_t started_ms;
 	uint64_t last_skew_log_ms;
 	uint64_t drops[DROP__COUNT];
@@ -1398,6 +1400,22 @@ static bool op_from_link(struct repl *r, struct peer *p,
 	return false;
 }
 
+/* A peer's push log heads (its PUB): kept for log verify. */
+static void take_plheads(struct repl *r, struct peer *p,
+			 const Grantd__V1__PushLogHeads *h)
+{
+	struct buf why = BUF_INIT;
+	int rc = plheads_take(r->store, r->batch, p->cfg->site, h, &why);
+
+	if (rc < 0)
+		log_error("push log heads of peer=%s not kept: %s",
+			  p->cfg->site, gd_strerror(rc));
+	else if (rc > 0)
+		refuse(r, DROP_HB_VECTOR, (uint64_t)rc, "push log heads "
+		       "dropped peer=%s: %s", p->cfg->site, why.p);
+	buf_free(&why);
+}
+
 /* One frame from a peer's SUB or DEALER. */
 static int handle_peer(struct repl *r, struct peer *p, void *sock,
 		       uint64_t now_ms)
@@ -1427,6 +1445,12 @@ static int handle_peer(struct repl *r, struct peer *p, void *sock,
 		break;
 	case GRANTD__V1__PEER_MSG__BODY_HEARTBEAT:
 		take_heartbeat(r, p, m);
+		break;
+	case GRANTD__V1__PEER_MSG__BODY_PUSHLOG_HEADS:
+		if (sock == p->sub)
+			take_plheads(r, p, m->pushlog_heads);
+		else
+			r->ops->dropped++;
 		break;
 	case GRANTD__V1__PEER_MSG__BODY_SNAP_REP:
 		if (sock == p->dealer)
@@ -1676,6 +1700,25 @@ static void retire_epochs(struct repl *r)
 	}
 }
 
+/* The heads of this site's push log chains, for the peers' `log verify`
+ * (plheads.h). */
+static void send_plheads(struct repl *r)
+{
+	Grantd__V1__PushLogHeads h;
+	Grantd__V1__PeerMsg m;
+	int rc;
+
+	if ((rc = plheads_build(r->store, &h)) < 0) {
+		log_error("push log heads not sent: %s", gd_strerror(rc));
+		return;
+	}
+	peer_msg_init(r->self, &m);
+	m.body_case = GRANTD__V1__PEER_MSG__BODY_PUSHLOG_HEADS;
+	m.pushlog_heads = &h;
+	peer_send(r->pub, &m, NULL, 0);
+	plheads_free(&h);
+}
+
 void repl_tick(struct repl *r, uint64_t now_ms)
 {
 	bool all_level = true, any_heard = false, all_heard = true;
@@ -1683,6 +1726,10 @@ void repl_tick(struct repl *r, uint64_t now_ms)
 	if (r->pub && now_ms - r->last_hb_ms >= REPL_HEARTBEAT_MS) {
 		r->last_hb_ms = now_ms;
 		send_vector(r);
+	}
+	if (r->pub && now_ms - r->last_plheads_ms >= PLHEADS_MS) {
+		r->last_plheads_ms = now_ms;
+		send_plheads(r);
 	}
 	if (r->snap.p && now_ms - r->snap.sent_ms > RANGE_TIMEOUT_MS) {
 		log_warn("state transfer timed out peer=%s; starting over",

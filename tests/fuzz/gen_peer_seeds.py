@@ -261,6 +261,11 @@ SEEDS = {
                           field_varint(3, 1) + field_varint(4, 100)),
     "vv_req": peer_head() + field_varint(P_VV_REQ, 1),
     "snap_req": peer_msg(P_SNAP_REQ, field_varint(1, CF_USERS) + field_bytes(2, "alice")),
+    # PeerMsg body 27: the push log heads a peer publishes (plheads.h)
+    "pushlog_heads": peer_msg(27, field_bytes(1, field_bytes(1, SITE) + field_varint(2, 3) +
+                                              field_bytes(3, b"\xab" * 32)) +
+                              field_bytes(1, field_bytes(1, "paloalto") + field_varint(2, 1) +
+                                          field_bytes(3, b"\x01" * 31))),
     "pack_req": peer_msg(P_PACK_REQ, field_varint(1, 1) + field_bytes(2, "pub/linux") +
                          field_bytes(3, OID_A) + field_bytes(4, OID_B) +
                          field_varint(5, 4)),

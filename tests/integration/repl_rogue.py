@@ -36,6 +36,13 @@ peers, for tests/integration/test_repl_security.sh.  Needs python3-zmq.
       protocol version), random frames and a multi-frame message.  Prints
       {"per_round": N} first.
 
+  repl_rogue.py heads PUBLISH KEYFILE SITE ORIGIN N HASH SECONDS
+      Stand in for peer SITE (its node stopped): bind its publish endpoint
+      with its key pair and publish, every 100 ms, a heartbeat and the push
+      log heads [(ORIGIN, N, HASH (hex))] (PeerMsg body 27): a peer that
+      reports another entry N of ORIGIN than the node holds.  Prints
+      {"event": "start"} first.
+
   repl_rogue.py rogue-git MODE PUBLISH SYNC KEYFILE SITE REPO REF GITDIR SECONDS
       Stand in for peer SITE (its node stopped) as a source of repository
       objects: bind SITE's publish and sync endpoints as a CURVE server with
@@ -806,6 +813,20 @@ def main(argv):
             pub.send_multipart([b"x", b"y"])
             rounds += 1
             time.sleep(0.05)  # a round every 50 ms until killed
+        return 0
+    if mode == "heads":
+        endpoint, keyfile, site, origin, n, hexhash, secs = argv[2:9]
+        _, sec = load_keys(keyfile)
+        pub = curve_server(ctx, zmq.PUB, endpoint, sec)
+        heads = field_bytes(1, field_bytes(1, origin) + field_varint(2, int(n)) +
+                            field_bytes(3, bytes.fromhex(hexhash)))
+        print(json.dumps({"event": "start", "site": site}), flush=True)
+        end = time.monotonic() + float(secs)
+        while time.monotonic() < end:
+            hlc = int(time.time() * 1000) << 16
+            pub.send(peer_msg(sender=site, body=field_bytes(11, field_varint(2, hlc))))
+            pub.send(peer_msg(sender=site, body=field_bytes(27, heads)))
+            time.sleep(0.1)
         return 0
     if mode == "forge":
         return forge(ctx, *argv[2:12])
