@@ -27,6 +27,10 @@
  *                after hashing it (its user becomes "mallory"), as a
  *                site that alters its log would: `grantctl log verify`
  *                then names the break (test_push_log.sh)
+ *   pushlog-drop-tail  at start, the node removes the newest entry of
+ *                every origin's push log chain and keeps its head, as a
+ *                tool on its disk would: `grantctl log verify` there
+ *                names the missing tail (test_push_log.sh)
  *
  * The variables are read once, by main() before any thread starts; without
  * them a point costs one comparison.  It is compiled in always, so the tests

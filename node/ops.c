@@ -404,6 +404,42 @@ static int keyfp_open(struct ops *o, struct store_batch *b)
 	return 0;
 }
 
+/* The test hook pushlog-drop-tail (crashpoint.h): the newest entry of
+ * every origin's chain removed, and from the digest, its head left, as a
+ * site that drops its newest entries would (`grantctl log verify` names
+ * it); committed before the digest is checked against the records. */
+static void toggle(struct ops *o, enum store_cf cf, const void *key,
+		   size_t klen, const void *val, size_t vlen);
+
+static int pushlog_drop_tail(struct ops *o)
+{
+	struct ops_pushlog_head *h = NULL;
+	struct store_batch *b;
+	struct buf k = BUF_INIT, v = BUF_INIT;
+	int n = ops_pushlog_heads(&h, o->store), rc;
+
+	if (n < 0)
+		return n;
+	store_batch_new(&b, o->store);
+	for (int i = 0; i < n; i++) {
+		records_key_pushlog(&k, h[i].origin, h[i].n);
+		if (store_get(o->store, NULL, CF_PUSHLOG, k.p, k.len, &v) == 0)
+			toggle(o, CF_PUSHLOG, k.p, k.len, v.p, v.len);
+		store_del(b, CF_PUSHLOG, k.p, k.len);
+		log_warn("test fault pushlog-drop-tail: push log entry removed "
+			 "origin=%s n=%llu", h[i].origin,
+			 (unsigned long long)h[i].n);
+	}
+	store_put(b, CF_META, META_DIGEST, strlen(META_DIGEST), o->digest,
+		  DIGEST_LEN);
+	rc = store_commit(b, true);
+	store_batch_free(&b);
+	free(h);
+	buf_free(&k);
+	buf_free(&v);
+	return rc;
+}
+
 int ops_open(struct ops *o, struct store *s, const struct config *cfg,
 	     bool created)
 {
@@ -423,6 +459,8 @@ int ops_open(struct ops *o, struct store *s, const struct config *cfg,
 	do
 		randombytes_buf(&epoch, sizeof(epoch));
 	while (epoch == 0);
+	if (faultpoint("pushlog-drop-tail") && (rc = pushlog_drop_tail(o)) < 0)
+		return rc;
 	store_batch_new(&b, s);
 	meta_put_u64(b, META_EPOCH, epoch);
 	meta_put_u64(b, META_SEQ, 0);

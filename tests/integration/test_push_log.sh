@@ -9,8 +9,10 @@
 # (exit 1: site, entry, what is wrong).  Between the two, a stand-in for
 # montreal (repl_rogue.py heads) reports another entry 1 of portland than
 # paloalto holds: paloalto's log verify names the peer and both hashes, and
-# passes again once the real montreal reports its heads.  Clients come from
-# 127.0.23.x.
+# passes again once the real montreal reports its heads.  Last, paloalto
+# loses the newest entry of each chain on its disk (GRANTD_TEST_FAULT_AT=
+# pushlog-drop-tail): its log verify names the missing tails.  Clients come
+# from 127.0.23.x.
 . "$(dirname "$0")/lib.sh"
 
 t_cluster_up
@@ -169,5 +171,22 @@ t_expect 0 "the log still lists it" log montreal --repo open
 t_has "as stored" "$OUT" "site=portland n=2 repo=open user=mallory"
 t_stop portland
 t_start portland
+
+t_section "paloalto loses the newest entry of every chain on its disk (test hook)"
+t_stop paloalto
+GRANTD_TEST_FAULT_AT=pushlog-drop-tail t_start paloalto
+t_check "paloalto's log says what the hook removed" \
+	t_grep_log paloalto "test fault pushlog-drop-tail: push log entry removed origin=paloalto n=2"
+t_expect 1 "paloalto: log verify" t_c paloalto log verify
+t_has "names the first origin's missing tail" "$ERR" \
+	"push log: chain of site paloalto broken at entry 2: it and the entries after it are missing (this site had recorded them)"
+t_expect 1 "paloalto: log verify --json" t_c paloalto log verify --json
+t_eq "a missing tail for each origin, no other break" \
+	"$(t_json "' '.join(map(str, [j['break']['site'], j['break']['n'], sorted(j['breaks'].items())]))" <<<"$OUT")" \
+	"paloalto 2 [('tail_missing', 2)]"
+t_expect 1 "montreal: log verify (its break is portland's rewritten entry, not paloalto's tail)" t_c montreal log verify
+t_hasnt "montreal's chains of paloalto are whole" "$ERR" "site paloalto"
+t_stop paloalto
+t_start paloalto
 
 t_done
