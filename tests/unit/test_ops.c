@@ -32,6 +32,7 @@
 #include "err.h"
 #include "log.h"
 #include "ops.h"
+#include "plheads.h"
 #include "pushlog.h"
 #include "records.h"
 #include "repos.h"
@@ -2597,6 +2598,63 @@ static void test_pushlog_fork(void **state)
 	buf_free(&why);
 }
 
+/* The heads a site publishes (plheads_build) are what a peer keeps
+ * (plheads_take) and lists for log verify (plheads_list); a head that does
+ * not check is refused and counted, one already kept is not written
+ * again. */
+static void test_pushlog_peer_heads(void **state)
+{
+	struct fixture *f = *state;
+	static struct plop a1, a2;
+	struct node *x = node_open(f, 0), *y = node_open(f, 1);
+	Grantd__V1__PushLogHeads h;
+	Grantd__V1__PushLogHead bad = GRANTD__V1__PUSH_LOG_HEAD__INIT;
+	Grantd__V1__PushLogHead **all;
+	struct plheads_peer *got = NULL;
+	struct store_batch *b;
+	struct buf why = BUF_INIT;
+
+	op_pushlog(&a1, "sitea", EPOCH, 1, HLC(1000, 0), 1, NULL, "alice");
+	op_pushlog(&a2, "sitea", EPOCH, 2, HLC(1010, 0), 2, &a1, "bob");
+	apply1(x, &a1.op);
+	apply1(x, &a2.op);
+	assert_int_equal(plheads_build(x->s, &h), 0);
+	assert_int_equal(h.n_heads, 1);
+	assert_string_equal(h.heads[0]->origin, "sitea");
+	assert_int_equal(h.heads[0]->n, 2);
+	assert_memory_equal(h.heads[0]->hash.data, a2.hash, PUSHLOG_HASH_LEN);
+
+	/* with one head that does not check: a 31-byte hash */
+	bad.origin = "siteb";
+	bad.n = 1, bad.has_n = 1;
+	bad.hash.data = a1.hash, bad.hash.len = 31, bad.has_hash = 1;
+	all = calloc(2, sizeof(*all));
+	assert_non_null(all);
+	all[0] = h.heads[0];
+	all[1] = &bad;
+	Grantd__V1__PushLogHeads two = GRANTD__V1__PUSH_LOG_HEADS__INIT;
+	two.heads = all, two.n_heads = 2;
+	store_batch_new(&b, y->s);
+	assert_int_equal(plheads_take(y->s, b, "node0", &two, &why), 1);
+	assert_true(why.len > 0);
+	assert_int_equal(store_commit(b, true), 0);
+	store_batch_free(&b);
+	assert_int_equal(plheads_list(y->s, &got), 1);
+	assert_string_equal(got[0].peer, "node0");
+	assert_string_equal(got[0].origin, "sitea");
+	assert_int_equal(got[0].n, 2);
+	assert_memory_equal(got[0].hash, a2.hash, PUSHLOG_HASH_LEN);
+	free(got);
+	/* the same again: nothing to write */
+	store_batch_new(&b, y->s);
+	assert_int_equal(plheads_take(y->s, b, "node0", &h, &why), 0);
+	assert_int_equal(store_batch_count(b), 0);
+	store_batch_free(&b);
+	free(all);
+	plheads_free(&h);
+	buf_free(&why);
+}
+
 /* ---- read-only mirrors ---------------------------------------------------- */
 
 /* Which operations a mirror may hold (ops_mirror_visible), and a mirror
@@ -2763,6 +2821,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_counts_rollback, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_keyfp, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pushlog_peer_heads, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_pushlog_fork, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_pushlog_merge, setup,
