@@ -92,16 +92,31 @@ void pushlog_verify_init(struct pushlog_verify *v)
 	memset(v, 0, sizeof(*v));
 }
 
-static enum pushlog_break found(struct pushlog_verify *v,
-				enum pushlog_break b, const char *site,
-				uint64_t n)
+static enum pushlog_break found2(struct pushlog_verify *v,
+				 enum pushlog_break b, const char *site,
+				 uint64_t n, const uint8_t *h0,
+				 const uint8_t *h1)
 {
+	if (b > PUSHLOG_OK && b < PUSHLOG__COUNT)
+		v->nbrk[b]++;
 	if (v->brk == PUSHLOG_OK) {
 		v->brk = b;
 		snprintf(v->brk_site, sizeof(v->brk_site), "%s", site);
 		v->brk_n = n;
+		v->brk_hashes = h0 && h1;
+		if (v->brk_hashes) {
+			memcpy(v->brk_hash[0], h0, PUSHLOG_HASH_LEN);
+			memcpy(v->brk_hash[1], h1, PUSHLOG_HASH_LEN);
+		}
 	}
 	return b;
+}
+
+static enum pushlog_break found(struct pushlog_verify *v,
+				enum pushlog_break b, const char *site,
+				uint64_t n)
+{
+	return found2(v, b, site, n, NULL, NULL);
 }
 
 enum pushlog_break pushlog_verify_add(struct pushlog_verify *v,
@@ -117,6 +132,7 @@ enum pushlog_break pushlog_verify_add(struct pushlog_verify *v,
 		snprintf(v->origin, sizeof(v->origin), "%s", key_origin);
 		v->last = 0;
 		memset(v->prev, 0, sizeof(v->prev));
+		v->has_alt = false;
 	}
 	if (key_n != v->last + 1)
 		/* the first number the chain lacks */
@@ -126,13 +142,16 @@ enum pushlog_break pushlog_verify_add(struct pushlog_verify *v,
 	else if (!e->origin || strcmp(e->origin, key_origin) || e->n != key_n)
 		b = found(v, PUSHLOG_MISPLACED, key_origin, key_n);
 	else if (e->prev.len != PUSHLOG_HASH_LEN ||
-		 memcmp(e->prev.data, key_n == 1 ? zero : v->prev,
-			PUSHLOG_HASH_LEN))
+		 (memcmp(e->prev.data, key_n == 1 ? zero : v->prev,
+			 PUSHLOG_HASH_LEN) &&
+		  (key_n == 1 || !v->has_alt ||
+		   memcmp(e->prev.data, v->alt_prev, PUSHLOG_HASH_LEN))))
 		b = found(v, PUSHLOG_WRONG_PREV, key_origin, key_n);
 	else if (!pushlog_hash_ok(e))
 		b = found(v, PUSHLOG_WRONG_HASH, key_origin, key_n);
 	/* walk on from what is there, so one break is named once */
 	v->last = key_n;
+	v->has_alt = false;
 	if (e && e->hash.len == PUSHLOG_HASH_LEN)
 		memcpy(v->prev, e->hash.data, PUSHLOG_HASH_LEN);
 	else
@@ -140,13 +159,47 @@ enum pushlog_break pushlog_verify_add(struct pushlog_verify *v,
 	return b;
 }
 
-enum pushlog_break pushlog_verify_head(struct pushlog_verify *v,
-				       const char *origin, uint64_t last,
-				       uint64_t head_n)
+enum pushlog_break pushlog_verify_fork(struct pushlog_verify *v,
+				       const char *key_origin, uint64_t key_n,
+				       const uint8_t fork[PUSHLOG_HASH_LEN],
+				       const Grantd__V1__PushLogEntry *e)
 {
-	if (head_n <= last)
+	v->entries++;
+	if (v->sites == 0 || strcmp(v->origin, key_origin) ||
+	    v->last != key_n || !e || !e->origin ||
+	    strcmp(e->origin, key_origin) || e->n != key_n ||
+	    e->hash.len != PUSHLOG_HASH_LEN ||
+	    memcmp(e->hash.data, fork, PUSHLOG_HASH_LEN))
+		return found(v, e ? PUSHLOG_MISPLACED : PUSHLOG_UNDECODABLE,
+			     key_origin, key_n);
+	v->forks++;
+	memcpy(v->alt_prev, fork, PUSHLOG_HASH_LEN);
+	v->has_alt = true;
+	return found2(v, PUSHLOG_FORK, key_origin, key_n, v->prev, fork);
+}
+
+enum pushlog_break pushlog_verify_head(
+	struct pushlog_verify *v, const char *origin, uint64_t last,
+	const uint8_t last_hash[PUSHLOG_HASH_LEN], uint64_t head_n,
+	const uint8_t head_hash[PUSHLOG_HASH_LEN])
+{
+	if (head_n > last)
+		return found(v, PUSHLOG_TAIL_MISSING, origin, last + 1);
+	if (head_n == last && head_n &&
+	    memcmp(last_hash, head_hash, PUSHLOG_HASH_LEN))
+		return found2(v, PUSHLOG_WRONG_HEAD, origin, head_n, head_hash,
+			      last_hash);
+	return PUSHLOG_OK;
+}
+
+enum pushlog_break pushlog_verify_peer(struct pushlog_verify *v,
+				       const char *origin, uint64_t n,
+				       const uint8_t *mine,
+				       const uint8_t peer[PUSHLOG_HASH_LEN])
+{
+	if (!mine || !memcmp(mine, peer, PUSHLOG_HASH_LEN))
 		return PUSHLOG_OK;
-	return found(v, PUSHLOG_TAIL_MISSING, origin, last + 1);
+	return found2(v, PUSHLOG_PEER_HEAD, origin, n, mine, peer);
 }
 
 const char *pushlog_break_text(enum pushlog_break b)
@@ -167,8 +220,27 @@ const char *pushlog_break_text(enum pushlog_break b)
 	case PUSHLOG_TAIL_MISSING:
 		return "it and the entries after it are missing (this site "
 		       "had recorded them)";
+	case PUSHLOG_FORK:
+		return "two different entries have its number (a fork)";
+	case PUSHLOG_WRONG_HEAD:
+		return "the head this site recorded has another hash "
+		       "(rewritten)";
+	case PUSHLOG_PEER_HEAD:
+		return "a peer holds another entry there";
+	case PUSHLOG__COUNT:
+		break;
 	}
 	return "?";
+}
+
+const char *pushlog_break_name(enum pushlog_break b)
+{
+	static const char *const names[PUSHLOG__COUNT] = {
+		"ok", "undecodable", "misplaced", "missing", "wrong_prev",
+		"wrong_hash", "tail_missing", "fork", "wrong_head",
+		"peer_head",
+	};
+	return b >= 0 && b < PUSHLOG__COUNT ? names[b] : "?";
 }
 
 void pushlog_hex(char out[2 * PUSHLOG_HASH_LEN + 1], const uint8_t *h,

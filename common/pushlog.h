@@ -49,6 +49,12 @@ enum pushlog_break {
 	PUSHLOG_WRONG_HASH,   /* hash does not match the contents */
 	PUSHLOG_TAIL_MISSING, /* entries from `at` on are missing: the site
 			       * had recorded a later head */
+	PUSHLOG_FORK,         /* two different entries `at` (hashes: both) */
+	PUSHLOG_WRONG_HEAD,   /* the head the site recorded has another hash
+			       * than the entry there (hashes: head, entry) */
+	PUSHLOG_PEER_HEAD,    /* a peer's head `at` has another hash than
+			       * the entry here (hashes: here, the peer's) */
+	PUSHLOG__COUNT
 };
 
 struct pushlog_verify {
@@ -58,10 +64,17 @@ struct pushlog_verify {
 	char origin[65];
 	uint64_t last;        /* its last n (0: none yet) */
 	uint8_t prev[PUSHLOG_HASH_LEN];
-	/* the first break: what, where */
+	uint8_t alt_prev[PUSHLOG_HASH_LEN]; /* a fork's, at last */
+	bool has_alt;
+	uint64_t forks;       /* forks met (every one, not only the first) */
+	uint64_t nbrk[PUSHLOG__COUNT]; /* every break met, by kind */
+	/* the first break: what, where, and the two hashes it names (a fork,
+	 * a head: brk_hashes says so) */
 	enum pushlog_break brk;
 	char brk_site[65];
 	uint64_t brk_n;
+	bool brk_hashes;
+	uint8_t brk_hash[2][PUSHLOG_HASH_LEN];
 };
 
 void pushlog_verify_init(struct pushlog_verify *v);
@@ -73,16 +86,36 @@ enum pushlog_break pushlog_verify_add(struct pushlog_verify *v,
 				      const char *key_origin, uint64_t key_n,
 				      const Grantd__V1__PushLogEntry *e);
 
-/* After the walk: the site recorded origin's head at head_n, and the walk
- * ended that origin's chain at last (0: no entry).  A head beyond the
- * chain means its newest entries were removed.  Returns the break, kept
- * in v if it is the first. */
-enum pushlog_break pushlog_verify_head(struct pushlog_verify *v,
-				       const char *origin, uint64_t last,
-				       uint64_t head_n);
+/* A second entry e for the same (origin, n), stored under its hash
+ * (fork): fed right after the entry it forks.  A fork is a break
+ * (PUSHLOG_FORK, both hashes); the next entry may follow either. */
+enum pushlog_break pushlog_verify_fork(struct pushlog_verify *v,
+				       const char *key_origin, uint64_t key_n,
+				       const uint8_t fork[PUSHLOG_HASH_LEN],
+				       const Grantd__V1__PushLogEntry *e);
+
+/* After the walk: the site recorded origin's head at head_n with
+ * head_hash, and the walk ended that origin's chain at last (0: no entry)
+ * whose hash is last_hash.  A head beyond the chain means its newest
+ * entries were removed; a head of another hash, that the entry there was
+ * rewritten.  Returns the break, kept in v if it is the first. */
+enum pushlog_break pushlog_verify_head(
+	struct pushlog_verify *v, const char *origin, uint64_t last,
+	const uint8_t last_hash[PUSHLOG_HASH_LEN], uint64_t head_n,
+	const uint8_t head_hash[PUSHLOG_HASH_LEN]);
+
+/* A peer reports origin's head as (n, hash); here entry n has the hash
+ * mine (NULL: not here yet, which is no break: this site is behind).
+ * Another hash is a break (PUSHLOG_PEER_HEAD). */
+enum pushlog_break pushlog_verify_peer(struct pushlog_verify *v,
+				       const char *origin, uint64_t n,
+				       const uint8_t *mine,
+				       const uint8_t peer[PUSHLOG_HASH_LEN]);
 
 /* "entry 3 is missing", ... for a break (of entry n). */
 const char *pushlog_break_text(enum pushlog_break b);
+/* "missing", "wrong_prev", ...: a break's name (JSON keys). */
+const char *pushlog_break_name(enum pushlog_break b);
 
 /* The hash as 64 lower-case hex digits. */
 void pushlog_hex(char out[2 * PUSHLOG_HASH_LEN + 1], const uint8_t *h,

@@ -26,6 +26,7 @@
 #include "hlc.h"
 #include "log.h"
 #include "names.h"
+#include "plheads.h"
 #include "pushlog.h"
 #include "records.h"
 #include "store.h"
@@ -39,6 +40,8 @@ struct hit {
 	uint64_t hlc;
 	uint64_t n;
 	char origin[65];
+	bool fork;
+	uint8_t fh[PUSHLOG_HASH_LEN];
 };
 
 /* Newest first: (hlc, origin, n) descending. */
@@ -172,16 +175,18 @@ static cJSON *entry_json(const Grantd__V1__PushLogEntry *e)
 	return o;
 }
 
-static void entry_text(struct buf *out, const Grantd__V1__PushLogEntry *e)
+static void entry_text(struct buf *out, const Grantd__V1__PushLogEntry *e,
+		       bool fork)
 {
 	char t[64];
 
 	cmd_fmt_time(t, sizeof(t), (int64_t)(hlc_ms(e->hlc) / 1000));
 	buf_printf(out, "%s  site=%s n=%llu repo=%s user=%s ip=%s key=%s "
-		   "kind=%s factor=%s\n", t, e->origin,
+		   "kind=%s factor=%s%s\n", t, e->origin,
 		   (unsigned long long)e->n, or_dash(e->repo),
 		   or_dash(e->user), or_dash(e->client_ip), or_dash(e->key_fp),
-		   or_dash(e->key_kind), or_dash(e->factor));
+		   or_dash(e->key_kind), or_dash(e->factor),
+		   fork ? " fork" : "");
 	for (size_t i = 0; i < e->n_changes; i++)
 		buf_printf(out, "    %s %s -> %s\n", e->changes[i]->ref,
 			   e->changes[i]->old, e->changes[i]->new_);
@@ -233,57 +238,103 @@ static int parse_args(struct cmd_ctx *x, struct req *r, struct filter *f,
 	return 0;
 }
 
-static int cmd_log_page(struct cmd_ctx *x, struct req *r)
+/* One stored entry of the walk over CF_PUSHLOG (key order: origin, n, its
+ * forks): origin NULL for a key of no entry, fork NULL for the entry at
+ * origin \0 n, e NULL when the bytes do not decode. */
+typedef int (*walk_fn)(void *arg, const char *origin, uint64_t n,
+		       const uint8_t *fork, const Grantd__V1__PushLogEntry *e);
+
+static int walk(struct store *s, walk_fn fn, void *arg)
 {
-	struct filter f = { 0 };
-	char repo[NAME_REPO_MAX + 1];
 	struct store_iter *it = NULL;
-	struct buf v = BUF_INIT, k = BUF_INIT;
-	struct hit *hits = NULL;
-	size_t n = 0, cap = 0, shown = 0;
+	struct buf v = BUF_INIT;
+	char origin[65];
 	const char *key;
 	size_t klen;
 	int rc;
 
-	if (parse_args(x, r, &f, repo, sizeof(repo)) < 0)
-		return 0;
-	if ((rc = store_iter_new(&it, x->p.store, NULL, CF_PUSHLOG, "", 0)) < 0)
+	if ((rc = store_iter_new(&it, s, NULL, CF_PUSHLOG, "", 0)) < 0)
 		return rc;
 	while ((rc = store_iter_next(it, &key, &klen, &v)) > 0) {
 		struct records_span o;
+		const uint8_t *fork;
 		uint64_t num;
 		Grantd__V1__PushLogEntry *e;
-		if (records_pushlog_parse(key, klen, &o, &num) < 0 ||
-		    o.len >= sizeof(hits->origin))
+		if (records_pushlog_parse(key, klen, &o, &num, &fork) < 0 ||
+		    o.len >= sizeof(origin)) {
+			if ((rc = fn(arg, NULL, 0, NULL, NULL)) < 0)
+				break;
 			continue;
+		}
+		memcpy(origin, o.p, o.len);
+		origin[o.len] = '\0';
 		e = grantd__v1__push_log_entry__unpack(NULL, v.len,
 						       (const uint8_t *)v.p);
-		if (!e)
-			continue; /* log verify names it */
-		if (matches(&f, e)) {
-			struct hit h = { .hlc = e->hlc, .n = num };
-			memcpy(h.origin, o.p, o.len);
-			if (!f.before || after_cursor(&h, &f.cursor)) {
-				if (n == cap) {
-					cap = cap ? 2 * cap : 256;
-					hits = realloc(hits, cap * sizeof(*hits));
-					if (!hits)
-						abort();
-				}
-				hits[n++] = h;
-			}
-		}
-		grantd__v1__push_log_entry__free_unpacked(e, NULL);
+		rc = fn(arg, origin, num, fork, e);
+		if (e)
+			grantd__v1__push_log_entry__free_unpacked(e, NULL);
+		if (rc < 0)
+			break;
 	}
 	store_iter_free(&it);
-	if (rc < 0)
+	buf_free(&v);
+	return rc < 0 ? rc : 0;
+}
+
+struct page {
+	struct filter *f;
+	struct hit *hits;
+	size_t n, cap;
+};
+
+static int page_one(void *arg, const char *origin, uint64_t num,
+		    const uint8_t *fork, const Grantd__V1__PushLogEntry *e)
+{
+	struct page *pg = arg;
+	struct hit h = { .n = num };
+
+	if (!origin || !e || !matches(pg->f, e))
+		return 0; /* log verify names what does not decode */
+	h.hlc = e->hlc;
+	snprintf(h.origin, sizeof(h.origin), "%s", origin);
+	if (fork) {
+		h.fork = true;
+		memcpy(h.fh, fork, PUSHLOG_HASH_LEN);
+	}
+	if (pg->f->before && !after_cursor(&h, &pg->f->cursor))
+		return 0;
+	if (pg->n == pg->cap) {
+		pg->cap = pg->cap ? 2 * pg->cap : 256;
+		pg->hits = realloc(pg->hits, pg->cap * sizeof(*pg->hits));
+		if (!pg->hits)
+			abort();
+	}
+	pg->hits[pg->n++] = h;
+	return 0;
+}
+
+static int cmd_log_page(struct cmd_ctx *x, struct req *r)
+{
+	struct filter f = { 0 };
+	struct page pg = { .f = &f };
+	char repo[NAME_REPO_MAX + 1];
+	struct buf v = BUF_INIT, k = BUF_INIT;
+	size_t shown = 0;
+	int rc;
+
+	if (parse_args(x, r, &f, repo, sizeof(repo)) < 0)
+		return 0;
+	if ((rc = walk(x->p.store, page_one, &pg)) < 0)
 		goto done;
-	rc = 0;
-	if (n)
-		qsort(hits, n, sizeof(*hits), hit_cmp);
-	for (size_t i = 0; i < n && shown < f.max; i++) {
+	if (pg.n)
+		qsort(pg.hits, pg.n, sizeof(*pg.hits), hit_cmp);
+	for (size_t i = 0; i < pg.n && shown < f.max; i++) {
+		const struct hit *h = &pg.hits[i];
 		Grantd__V1__PushLogEntry *e;
-		records_key_pushlog(&k, hits[i].origin, hits[i].n);
+		if (h->fork)
+			records_key_pushlog_fork(&k, h->origin, h->n, h->fh);
+		else
+			records_key_pushlog(&k, h->origin, h->n);
 		if ((rc = store_get(x->p.store, NULL, CF_PUSHLOG, k.p, k.len,
 				    &v)) < 0)
 			goto done;
@@ -291,134 +342,215 @@ static int cmd_log_page(struct cmd_ctx *x, struct req *r)
 						       (const uint8_t *)v.p);
 		if (!e)
 			continue;
-		if (r->rq->json)
-			cmd_print_json(r, entry_json(e));
-		else
-			entry_text(&r->out, e);
+		if (r->rq->json) {
+			cJSON *j = entry_json(e);
+			if (h->fork)
+				cJSON_AddBoolToObject(j, "fork", true);
+			cmd_print_json(r, j);
+		} else {
+			entry_text(&r->out, e, h->fork);
+		}
 		grantd__v1__push_log_entry__free_unpacked(e, NULL);
 		shown++;
-		if (shown == f.max && i + 1 < n)
+		if (shown == f.max && i + 1 < pg.n)
 			snprintf(r->next, sizeof(r->next), "%llu-%llu-%s",
-				 (unsigned long long)hits[i].hlc,
-				 (unsigned long long)hits[i].n,
-				 hits[i].origin);
+				 (unsigned long long)h->hlc,
+				 (unsigned long long)h->n, h->origin);
 	}
 done:
-	free(hits);
+	free(pg.hits);
 	buf_free(&v);
 	buf_free(&k);
 	return rc;
 }
 
-/* The chain's end per origin, as the walk met them. */
-struct ends {
-	struct ops_pushlog_head *v;
+/* The walk of log.verify: the chains, and each chain's end (number and
+ * hash) as the walk met them. */
+struct check {
+	struct pushlog_verify pv;
+	struct ops_pushlog_head *v; /* n and hash of each origin's end */
 	size_t n, cap;
 };
 
-static void ends_note(struct ends *e, const char *origin, uint64_t n)
+static int check_one(void *arg, const char *origin, uint64_t num,
+		     const uint8_t *fork, const Grantd__V1__PushLogEntry *e)
 {
-	if (e->n && !strcmp(e->v[e->n - 1].origin, origin)) {
-		e->v[e->n - 1].n = n;
-		return;
+	struct check *c = arg;
+	struct ops_pushlog_head *end;
+
+	if (!origin) {
+		/* a key of no entry: as an undecodable entry */
+		pushlog_verify_add(&c->pv, "?", 1, NULL);
+		return 0;
 	}
-	if (e->n == e->cap) {
-		e->cap = e->cap ? 2 * e->cap : 8;
-		e->v = realloc(e->v, e->cap * sizeof(*e->v));
-		if (!e->v)
-			abort();
+	if (fork) {
+		pushlog_verify_fork(&c->pv, origin, num, fork, e);
+		return 0;
 	}
-	snprintf(e->v[e->n].origin, sizeof(e->v[e->n].origin), "%s", origin);
-	e->v[e->n++].n = n;
+	pushlog_verify_add(&c->pv, origin, num, e);
+	if (!c->n || strcmp(c->v[c->n - 1].origin, origin)) {
+		if (c->n == c->cap) {
+			c->cap = c->cap ? 2 * c->cap : 8;
+			c->v = realloc(c->v, c->cap * sizeof(*c->v));
+			if (!c->v)
+				abort();
+		}
+		snprintf(c->v[c->n].origin, sizeof(c->v[c->n].origin), "%s",
+			 origin);
+		c->n++;
+	}
+	end = &c->v[c->n - 1];
+	end->n = num;
+	memcpy(end->hash, c->pv.prev, PUSHLOG_HASH_LEN);
+	return 0;
 }
 
-static uint64_t ends_of(const struct ends *e, const char *origin)
+static const struct ops_pushlog_head *end_of(const struct check *c,
+					     const char *origin)
 {
-	for (size_t i = 0; i < e->n; i++)
-		if (!strcmp(e->v[i].origin, origin))
-			return e->v[i].n;
-	return 0;
+	for (size_t i = 0; i < c->n; i++)
+		if (!strcmp(c->v[i].origin, origin))
+			return &c->v[i];
+	return NULL;
+}
+
+/* Hold each head a peer reported (plheads.h) against this site's entry of
+ * that number: another hash is a break (a peer's entry of the same number
+ * kept here as a fork is one already), an entry not here yet none.  The
+ * peer of the first such break goes to peer; *n counts the heads held. */
+static int check_peers(struct store *s, struct pushlog_verify *pv,
+		       char peer[65], int *n)
+{
+	struct plheads_peer *h = NULL;
+	struct buf k = BUF_INIT, v = BUF_INIT;
+	int nh = plheads_list(s, &h), rc = 0;
+
+	*n = 0;
+	for (int i = 0; i < nh; i++) {
+		Grantd__V1__PushLogEntry *e;
+		enum pushlog_break was = pv->brk;
+		records_key_pushlog(&k, h[i].origin, h[i].n);
+		rc = store_get(s, NULL, CF_PUSHLOG, k.p, k.len, &v);
+		if (rc == GD_ENOTFOUND)
+			continue; /* this site is behind */
+		if (rc < 0)
+			break;
+		e = grantd__v1__push_log_entry__unpack(NULL, v.len,
+						       (const uint8_t *)v.p);
+		if (!e)
+			continue; /* the walk named it */
+		(*n)++;
+		records_key_pushlog_fork(&k, h[i].origin, h[i].n, h[i].hash);
+		if (e->hash.len == PUSHLOG_HASH_LEN &&
+		    store_get(s, NULL, CF_PUSHLOG, k.p, k.len, &v) ==
+			    GD_ENOTFOUND &&
+		    pushlog_verify_peer(pv, h[i].origin, h[i].n, e->hash.data,
+					h[i].hash) != PUSHLOG_OK &&
+		    was == PUSHLOG_OK)
+			snprintf(peer, 65, "%s", h[i].peer);
+		grantd__v1__push_log_entry__free_unpacked(e, NULL);
+		rc = 0;
+	}
+	free(h);
+	buf_free(&k);
+	buf_free(&v);
+	return nh < 0 ? nh : rc == GD_ENOTFOUND ? 0 : rc;
 }
 
 /* Walk every chain, then hold each origin's end against the head this
  * site recorded (ops_pushlog_heads): entries removed from the end of a
- * chain leave no gap, but a head beyond it. */
+ * chain leave no gap, but a head beyond it; an end rewritten, a head of
+ * another hash. */
 static int cmd_log_verify(struct cmd_ctx *x, struct req *r)
 {
-	struct pushlog_verify pv;
-	struct store_iter *it = NULL;
+	static const uint8_t none[PUSHLOG_HASH_LEN];
+	struct check c = { 0 };
+	struct pushlog_verify *pv = &c.pv;
 	struct ops_pushlog_head *heads = NULL;
-	struct ends ends = { 0 };
-	struct buf v = BUF_INIT;
-	char origin[65];
-	const char *key;
-	size_t klen;
-	int rc, nheads = 0;
+	char h0[2 * PUSHLOG_HASH_LEN + 1], h1[2 * PUSHLOG_HASH_LEN + 1];
+	char peer[65] = "", ptxt[80] = "";
+	int rc, nheads = 0, npeer = 0;
 
-	pushlog_verify_init(&pv);
-	if ((rc = store_iter_new(&it, x->p.store, NULL, CF_PUSHLOG, "", 0)) < 0)
-		return rc;
-	while ((rc = store_iter_next(it, &key, &klen, &v)) > 0) {
-		struct records_span o;
-		uint64_t num;
-		Grantd__V1__PushLogEntry *e;
-		if (records_pushlog_parse(key, klen, &o, &num) < 0 ||
-		    o.len >= sizeof(origin)) {
-			/* a key of no entry: as an undecodable entry */
-			pushlog_verify_add(&pv, "?", 1, NULL);
-			continue;
-		}
-		memcpy(origin, o.p, o.len);
-		origin[o.len] = '\0';
-		e = grantd__v1__push_log_entry__unpack(NULL, v.len,
-						       (const uint8_t *)v.p);
-		pushlog_verify_add(&pv, origin, num, e);
-		ends_note(&ends, origin, num);
-		if (e)
-			grantd__v1__push_log_entry__free_unpacked(e, NULL);
-	}
-	store_iter_free(&it);
-	buf_free(&v);
+	pushlog_verify_init(pv);
+	rc = walk(x->p.store, check_one, &c);
 	if (rc >= 0 && (nheads = ops_pushlog_heads(&heads, x->p.store)) < 0)
 		rc = nheads;
-	for (int i = 0; rc >= 0 && i < nheads; i++)
-		pushlog_verify_head(&pv, heads[i].origin,
-				    ends_of(&ends, heads[i].origin), heads[i].n);
+	for (int i = 0; rc >= 0 && i < nheads; i++) {
+		const struct ops_pushlog_head *end = end_of(&c, heads[i].origin);
+		pushlog_verify_head(pv, heads[i].origin, end ? end->n : 0,
+				    end ? end->hash : none, heads[i].n,
+				    heads[i].hash);
+	}
 	free(heads);
-	free(ends.v);
+	free(c.v);
+	if (rc >= 0)
+		rc = check_peers(x->p.store, pv, peer, &npeer);
 	if (rc < 0)
 		return rc;
+	if (pv->brk_hashes) {
+		pushlog_hex(h0, pv->brk_hash[0], PUSHLOG_HASH_LEN);
+		pushlog_hex(h1, pv->brk_hash[1], PUSHLOG_HASH_LEN);
+	}
 	if (r->rq->json) {
 		cJSON *j = cJSON_CreateObject();
-		cJSON_AddNumberToObject(j, "entries", (double)pv.entries);
-		cJSON_AddNumberToObject(j, "sites", pv.sites);
-		cJSON_AddBoolToObject(j, "intact", pv.brk == PUSHLOG_OK);
-		if (pv.brk != PUSHLOG_OK) {
+		cJSON_AddNumberToObject(j, "entries", (double)pv->entries);
+		cJSON_AddNumberToObject(j, "sites", pv->sites);
+		cJSON_AddNumberToObject(j, "forks", (double)pv->forks);
+		cJSON_AddNumberToObject(j, "peer_heads", npeer);
+		cJSON_AddBoolToObject(j, "intact", pv->brk == PUSHLOG_OK);
+		cJSON *all = cJSON_AddObjectToObject(j, "breaks");
+		for (int i = PUSHLOG_OK + 1; i < PUSHLOG__COUNT; i++)
+			if (pv->nbrk[i])
+				cJSON_AddNumberToObject(
+					all, pushlog_break_name(i),
+					(double)pv->nbrk[i]);
+		if (pv->brk != PUSHLOG_OK) {
 			cJSON *b = cJSON_AddObjectToObject(j, "break");
-			cJSON_AddStringToObject(b, "site", pv.brk_site);
-			cJSON_AddNumberToObject(b, "n", (double)pv.brk_n);
+			cJSON_AddStringToObject(b, "site", pv->brk_site);
+			cJSON_AddNumberToObject(b, "n", (double)pv->brk_n);
 			cJSON_AddStringToObject(b, "what",
-						pushlog_break_text(pv.brk));
+						pushlog_break_text(pv->brk));
+			if (*peer)
+				cJSON_AddStringToObject(b, "peer", peer);
+			if (pv->brk_hashes) {
+				cJSON *hs = cJSON_AddArrayToObject(b, "hashes");
+				cJSON_AddItemToArray(hs,
+						     cJSON_CreateString(h0));
+				cJSON_AddItemToArray(hs,
+						     cJSON_CreateString(h1));
+			}
 		}
 		cmd_print_json(r, j);
 	}
-	if (pv.brk != PUSHLOG_OK) {
-		log_warn("push log chain broken site=%s n=%llu: %s",
-			 pv.brk_site, (unsigned long long)pv.brk_n,
-			 pushlog_break_text(pv.brk));
+	if (*peer)
+		snprintf(ptxt, sizeof(ptxt), " (peer %s)", peer);
+	if (pv->brk != PUSHLOG_OK) {
+		log_warn("push log chain broken site=%s n=%llu: %s%s%s%s%s%s",
+			 pv->brk_site, (unsigned long long)pv->brk_n,
+			 pushlog_break_text(pv->brk), ptxt,
+			 pv->brk_hashes ? " hash=" : "",
+			 pv->brk_hashes ? h0 : "",
+			 pv->brk_hashes ? " hash=" : "",
+			 pv->brk_hashes ? h1 : "");
 		return cmd_refuse(r, "push log: chain of site %s broken at "
-				  "entry %llu: %s (%llu entries from %u "
-				  "site%s walked)", pv.brk_site,
-				  (unsigned long long)pv.brk_n,
-				  pushlog_break_text(pv.brk),
-				  (unsigned long long)pv.entries, pv.sites,
-				  pv.sites == 1 ? "" : "s");
+				  "entry %llu: %s%s%s%s%s%s (%llu entries from "
+				  "%u site%s walked, %llu fork%s)",
+				  pv->brk_site, (unsigned long long)pv->brk_n,
+				  pushlog_break_text(pv->brk), ptxt,
+				  pv->brk_hashes ? "; hashes " : "",
+				  pv->brk_hashes ? h0 : "",
+				  pv->brk_hashes ? " and " : "",
+				  pv->brk_hashes ? h1 : "",
+				  (unsigned long long)pv->entries, pv->sites,
+				  pv->sites == 1 ? "" : "s",
+				  (unsigned long long)pv->forks,
+				  pv->forks == 1 ? "" : "s");
 	}
 	if (!r->rq->json)
 		buf_printf(&r->out, "push log: %llu entries from %u site%s, "
 			   "all chains intact\n",
-			   (unsigned long long)pv.entries, pv.sites,
-			   pv.sites == 1 ? "" : "s");
+			   (unsigned long long)pv->entries, pv->sites,
+			   pv->sites == 1 ? "" : "s");
 	return 0;
 }
 

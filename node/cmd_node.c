@@ -122,6 +122,7 @@ static int add_conflicts(struct cmd_ctx *x, cJSON *arr)
 cJSON *cmd_status_store(struct ops *ops, int64_t now)
 {
 	char digest[2 * DIGEST_LEN + 1], h[24], ep[17];
+	uint64_t forks;
 	cJSON *j = cJSON_CreateObject(), *vector, *counts;
 
 	uint8_t pub[DIGEST_LEN];
@@ -167,6 +168,11 @@ cJSON *cmd_status_store(struct ops *ops, int64_t now)
 	cJSON_AddNumberToObject(counts, "push_log",
 				(double)ops_count(ops, CF_PUSHLOG, now));
 	cJSON_AddNumberToObject(counts, "dropped", (double)ops->dropped);
+	/* the push log's forks held and entries refused (docs/push-log.md) */
+	if (ops_pushlog_forks(ops, NULL, &forks) == 0)
+		cJSON_AddNumberToObject(counts, "push_log_forks", (double)forks);
+	cJSON_AddNumberToObject(counts, "push_log_refused",
+				(double)ops->pushlog_refused);
 	return j;
 }
 
@@ -346,6 +352,8 @@ static int cmd_status(struct cmd_ctx *x, struct req *r)
 	take(counts, sc, "repos");
 	take(counts, sc, "refs");
 	take(counts, sc, "push_log");
+	take(counts, sc, "push_log_forks");
+	take(counts, sc, "push_log_refused");
 	take(counts, sc, "dropped");
 	cJSON_AddNumberToObject(counts, "bad_requests",
 				(double)x->status->bad_requests);

@@ -27,6 +27,10 @@
  *                after hashing it (its user becomes "mallory"), as a
  *                site that alters its log would: `grantctl log verify`
  *                then names the break (test_push_log.sh)
+ *   pushlog-drop-tail  at start, the node removes the newest entry of
+ *                every origin's push log chain and keeps its head, as a
+ *                tool on its disk would: `grantctl log verify` there
+ *                names the missing tail (test_push_log.sh)
  *
  * GRANTD_TEST_CLOCK_STEP_MS=N steps the node's wall clock by N ms (a
  * negative N steps it back) each time the node gets SIGUSR2, as NTP or

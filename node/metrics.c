@@ -256,6 +256,13 @@ static void render_store(struct buf *out, const cJSON *store)
 		metrics_sample(out, "grantd_records",
 			       (const char *[]){ "kind", kinds[i], NULL },
 			       num_of(counts, kinds[i], 0));
+	one(out, "grantd_push_log_forks", "gauge",
+	    "Push log entries kept beside another entry of the same site and "
+	    "number (a forked chain: grantctl log verify names it).",
+	    num_of(counts, "push_log_forks", 0));
+	one(out, "grantd_push_log_refused_total", "counter",
+	    "Push log entries refused: stamped no later than the entry "
+	    "before them.", num_of(counts, "push_log_refused", 0));
 	/* the vector's sum per origin: retired epochs count in the origin's
 	 * retired total (epoch 0), their own entries are left out */
 	cJSON_ArrayForEach(e, vec) {

@@ -23,6 +23,7 @@
 #include "hookline.h"
 #include "names.h"
 #include "ops.h"
+#include "pushlog.h"
 #include "records.h"
 #include "banned.h"
 
@@ -43,6 +44,20 @@
 /* "plhead" \0 origin -> n (8, BE) and hash (32): the head of origin's
  * push log chain here (ops_pushlog_head) */
 #define META_PLHEAD "plhead"
+/* -> how many forks (records_key_pushlog_fork) CF_PUSHLOG holds (8, BE) */
+#define META_PLFORKS "plforks"
+
+/* key's value in b (NULL: committed), 0 when there is none */
+static int meta_u64_in(struct store *s, struct store_batch *b,
+		       const char *key, uint64_t *out)
+{
+	struct buf v = BUF_INIT;
+	int rc = store_get(s, b, CF_META, key, strlen(key), &v);
+
+	*out = rc == 0 && v.len == 8 ? store_get_be64(v.p) : 0;
+	buf_free(&v);
+	return rc == GD_ENOTFOUND ? 0 : rc;
+}
 
 static int meta_u64(struct store *s, const char *key, uint64_t *out)
 {
@@ -390,6 +405,42 @@ static int keyfp_open(struct ops *o, struct store_batch *b)
 	return 0;
 }
 
+/* The test hook pushlog-drop-tail (crashpoint.h): the newest entry of
+ * every origin's chain removed, and from the digest, its head left, as a
+ * site that drops its newest entries would (`grantctl log verify` names
+ * it); committed before the digest is checked against the records. */
+static void toggle(struct ops *o, enum store_cf cf, const void *key,
+		   size_t klen, const void *val, size_t vlen);
+
+static int pushlog_drop_tail(struct ops *o)
+{
+	struct ops_pushlog_head *h = NULL;
+	struct store_batch *b;
+	struct buf k = BUF_INIT, v = BUF_INIT;
+	int n = ops_pushlog_heads(&h, o->store), rc;
+
+	if (n < 0)
+		return n;
+	store_batch_new(&b, o->store);
+	for (int i = 0; i < n; i++) {
+		records_key_pushlog(&k, h[i].origin, h[i].n);
+		if (store_get(o->store, NULL, CF_PUSHLOG, k.p, k.len, &v) == 0)
+			toggle(o, CF_PUSHLOG, k.p, k.len, v.p, v.len);
+		store_del(b, CF_PUSHLOG, k.p, k.len);
+		log_warn("test fault pushlog-drop-tail: push log entry removed "
+			 "origin=%s n=%llu", h[i].origin,
+			 (unsigned long long)h[i].n);
+	}
+	store_put(b, CF_META, META_DIGEST, strlen(META_DIGEST), o->digest,
+		  DIGEST_LEN);
+	rc = store_commit(b, true);
+	store_batch_free(&b);
+	free(h);
+	buf_free(&k);
+	buf_free(&v);
+	return rc;
+}
+
 int ops_open(struct ops *o, struct store *s, const struct config *cfg,
 	     bool created)
 {
@@ -409,6 +460,8 @@ int ops_open(struct ops *o, struct store *s, const struct config *cfg,
 	do
 		randombytes_buf(&epoch, sizeof(epoch));
 	while (epoch == 0);
+	if (faultpoint("pushlog-drop-tail") && (rc = pushlog_drop_tail(o)) < 0)
+		return rc;
 	store_batch_new(&b, s);
 	meta_put_u64(b, META_EPOCH, epoch);
 	meta_put_u64(b, META_SEQ, 0);
@@ -953,6 +1006,7 @@ int ops_pushlog_heads(struct ops_pushlog_head **out, struct store *s)
 		memcpy(h[n].origin, key + pl, klen - pl);
 		h[n].origin[klen - pl] = '\0';
 		h[n].n = store_get_be64(v.p);
+		memcpy(h[n].hash, v.p + 8, OPS_PUSHLOG_HASH);
 		n++;
 	}
 	store_iter_free(&it);
@@ -965,46 +1019,152 @@ int ops_pushlog_heads(struct ops_pushlog_head **out, struct store *s)
 	return (int)n;
 }
 
-/* Which of two entries for the same (origin, n) a site keeps: the earlier
- * (hlc, bytes), so that every site keeps the same one whatever the order
- * they came in.  Only a forked chain (a wiped site that took a push before
- * it caught up, or a lying one) has two; `grantctl log verify` shows the
- * break the loser leaves. */
-static bool pushlog_keeps_old(const struct buf *old, const struct buf *val,
-			      uint64_t hlc)
+/* Which of two entries for the same (origin, n) sits at origin \0 n: the
+ * earlier (hlc, bytes), so that every site puts the same one there
+ * whatever the order they came in; the other is kept too, under its hash
+ * (records_key_pushlog_fork).  Only a forked chain (a wiped site that took
+ * a push before it caught up, or a lying one) has two; `grantctl log
+ * verify` names the fork and both hashes. */
+static bool pushlog_keeps_old(const struct buf *old, const struct buf *val)
 {
 	Grantd__V1__PushLogEntry *oe = grantd__v1__push_log_entry__unpack(
 		NULL, old->len, (const uint8_t *)old->p);
+	Grantd__V1__PushLogEntry *ve = grantd__v1__push_log_entry__unpack(
+		NULL, val->len, (const uint8_t *)val->p);
 	size_t n = old->len < val->len ? old->len : val->len;
 	int c = memcmp(old->p, val->p, n);
 	bool keep;
 
-	if (!oe)
-		return false; /* a record that does not decode loses */
-	if (oe->hlc != hlc)
-		keep = oe->hlc < hlc;
+	if (!oe || !ve)
+		keep = ve == NULL; /* a record that does not decode loses */
+	else if (oe->hlc != ve->hlc)
+		keep = oe->hlc < ve->hlc;
 	else
 		keep = c < 0 || (c == 0 && old->len <= val->len);
-	grantd__v1__push_log_entry__free_unpacked(oe, NULL);
+	if (oe)
+		grantd__v1__push_log_entry__free_unpacked(oe, NULL);
+	if (ve)
+		grantd__v1__push_log_entry__free_unpacked(ve, NULL);
 	return keep;
 }
 
+static void entry_hash_hex(char out[2 * OPS_PUSHLOG_HASH + 1],
+			   const struct buf *v)
+{
+	Grantd__V1__PushLogEntry *e = grantd__v1__push_log_entry__unpack(
+		NULL, v->len, (const uint8_t *)v->p);
+
+	out[0] = '\0';
+	if (!e)
+		return;
+	pushlog_hex(out, e->hash.data, e->hash.len);
+	grantd__v1__push_log_entry__free_unpacked(e, NULL);
+}
+
+/* The stamp of origin's entry n here (0: none, or it does not decode). */
+static int pushlog_stamp(struct ops *o, struct store_batch *b,
+			 const char *origin, uint64_t n, uint64_t *hlc)
+{
+	struct buf k = BUF_INIT, v = BUF_INIT;
+	Grantd__V1__PushLogEntry *e;
+	int rc;
+
+	*hlc = 0;
+	records_key_pushlog(&k, origin, n);
+	rc = store_get(o->store, b, CF_PUSHLOG, k.p, k.len, &v);
+	if (rc == 0 && (e = grantd__v1__push_log_entry__unpack(
+				NULL, v.len, (const uint8_t *)v.p))) {
+		*hlc = e->hlc;
+		grantd__v1__push_log_entry__free_unpacked(e, NULL);
+	}
+	buf_free(&k);
+	buf_free(&v);
+	return rc == GD_ENOTFOUND ? 0 : rc;
+}
+
+int ops_pushlog_forks(struct ops *o, struct store_batch *b, uint64_t *n)
+{
+	return meta_u64_in(o->store, b, META_PLFORKS, n);
+}
+
+/* Keep val (an entry of origin, n that lost its place at origin \0 n) as a
+ * fork, under its hash; of two with the same hash, the earlier, as at
+ * origin \0 n.  Counts a new fork (META_PLFORKS). */
+static int pushlog_keep_fork(struct ops *o, struct store_batch *b,
+			     const char *origin, uint64_t n,
+			     const struct buf *val)
+{
+	Grantd__V1__PushLogEntry *e = grantd__v1__push_log_entry__unpack(
+		NULL, val->len, (const uint8_t *)val->p);
+	struct buf k = BUF_INIT, old = BUF_INIT;
+	uint64_t forks;
+	uint8_t be[8];
+	int rc = GD_EPROTO;
+
+	if (!e || e->hash.len != OPS_PUSHLOG_HASH)
+		goto done;
+	records_key_pushlog_fork(&k, origin, n, e->hash.data);
+	rc = store_get(o->store, b, CF_PUSHLOG, k.p, k.len, &old);
+	if (rc == GD_ENOTFOUND) {
+		buf_reset(&old);
+		if ((rc = ops_pushlog_forks(o, b, &forks)) < 0)
+			goto done;
+		store_be64(be, forks + 1);
+		store_put(b, CF_META, META_PLFORKS, strlen(META_PLFORKS), be,
+			  sizeof(be));
+	} else if (rc < 0 || pushlog_keeps_old(&old, val)) {
+		goto done;
+	}
+	rc = 0;
+	replace_record(o, b, CF_PUSHLOG, k.p, k.len, &old, val);
+done:
+	if (e)
+		grantd__v1__push_log_entry__free_unpacked(e, NULL);
+	buf_free(&k);
+	buf_free(&old);
+	return rc == GD_ENOTFOUND ? 0 : rc;
+}
+
 /* A push log entry: written once at origin \0 n; the head of origin's
- * chain moves with it (same batch). */
+ * chain moves with it (same batch).  An entry stamped no later than its
+ * predecessor is refused: counted (pushlog_refused), logged, not kept; its
+ * operation still counts as applied, so the stream goes on. */
 static int apply_pushlog(struct ops *o, struct store_batch *b,
 			 const Grantd__V1__PushLogEntry *e)
 {
 	Grantd__V1__PushLogEntry copy = *e;
 	struct buf k = BUF_INIT, old = BUF_INIT, val = BUF_INIT;
 	uint8_t head[OPS_PUSHLOG_HASH], hv[8 + OPS_PUSHLOG_HASH];
-	uint64_t hn;
+	char h1[2 * OPS_PUSHLOG_HASH + 1], h2[2 * OPS_PUSHLOG_HASH + 1];
+	const struct buf *top = &val;
+	uint64_t hn, before = 0;
 	int rc;
 
+	if (e->n > 1 &&
+	    (rc = pushlog_stamp(o, b, e->origin, e->n - 1, &before)) < 0)
+		return rc;
+	if (before && e->hlc <= before) {
+		o->pushlog_refused++;
+		log_warn("push log entry refused origin=%s n=%llu: stamped "
+			 "hlc=%llu, not after entry %llu's hlc=%llu "
+			 "refused=%llu", e->origin, (unsigned long long)e->n,
+			 (unsigned long long)e->hlc,
+			 (unsigned long long)(e->n - 1),
+			 (unsigned long long)before,
+			 (unsigned long long)o->pushlog_refused);
+		return 0;
+	}
 	/* fields of a newer protocol would make the bytes depend on which
 	 * copy arrived first */
 	copy.base.n_unknown_fields = 0;
 	copy.base.unknown_fields = NULL;
 	pack_msg(&val, &copy.base);
+	records_key_pushlog_fork(&k, e->origin, e->n, e->hash.data);
+	rc = store_get(o->store, b, CF_PUSHLOG, k.p, k.len, &old);
+	if (rc == 0 && old.len == val.len && !memcmp(old.p, val.p, val.len))
+		goto done; /* a fork already kept */
+	if (rc < 0 && rc != GD_ENOTFOUND)
+		goto done;
 	records_key_pushlog(&k, e->origin, e->n);
 	rc = store_get(o->store, b, CF_PUSHLOG, k.p, k.len, &old);
 	if (rc == GD_ENOTFOUND) {
@@ -1014,14 +1174,20 @@ static int apply_pushlog(struct ops *o, struct store_batch *b,
 	} else if (old.len == val.len && !memcmp(old.p, val.p, val.len)) {
 		goto done;
 	} else {
-		log_warn("push log fork origin=%s n=%llu: two different "
-			 "entries; the earlier is kept", e->origin,
-			 (unsigned long long)e->n);
-		if (pushlog_keeps_old(&old, &val, e->hlc))
+		bool keep = pushlog_keeps_old(&old, &val);
+		/* named as log verify names them: the one in place first */
+		entry_hash_hex(keep ? h1 : h2, &old);
+		pushlog_hex(keep ? h2 : h1, e->hash.data, e->hash.len);
+		log_warn("push log fork origin=%s n=%llu hash=%s hash=%s: two "
+			 "different entries, both kept", e->origin,
+			 (unsigned long long)e->n, h1, h2);
+		rc = pushlog_keep_fork(o, b, e->origin, e->n,
+				       keep ? &val : &old);
+		if (rc < 0 || keep)
 			goto done;
 	}
 	rc = 0;
-	replace_record(o, b, CF_PUSHLOG, k.p, k.len, &old, &val);
+	replace_record(o, b, CF_PUSHLOG, k.p, k.len, &old, top);
 	if ((rc = ops_pushlog_head(o, b, e->origin, &hn, head)) < 0)
 		goto done;
 	if (e->n >= hn) {

@@ -77,6 +77,9 @@ struct ops {
 	uint8_t fam_digest[CF__COUNT][DIGEST_LEN];
 	uint8_t fam_committed[CF__COUNT][DIGEST_LEN];
 	uint64_t dropped;      /* peer messages refused (ops_check, decode) */
+	/* push log entries refused: stamped no later than their
+	 * predecessor (apply_pushlog) */
+	uint64_t pushlog_refused;
 	/* Operations made by ops_local() since the last ops_outbox_clear(),
 	 * packed, each behind a 4-byte big-endian length: published by repl
 	 * once their batch is committed, dropped if the commit failed. */
@@ -354,13 +357,19 @@ int ops_pushlog_head(struct ops *o, struct store_batch *b, const char *origin,
 		     uint64_t *n, uint8_t hash[OPS_PUSHLOG_HASH]);
 
 /* The origins whose heads s holds (committed state; any thread): each
- * origin's name and head n, in name order.  *out is the caller's (free);
- * returns how many, or a store error. */
+ * origin's name, head n and hash, in name order.  *out is the caller's
+ * (free); returns how many, or a store error. */
 struct ops_pushlog_head {
 	char origin[65];
 	uint64_t n;
+	uint8_t hash[OPS_PUSHLOG_HASH];
 };
 int ops_pushlog_heads(struct ops_pushlog_head **out, struct store *s);
+
+/* How many forks (a second entry for the same origin and n, kept beside
+ * the first: records_key_pushlog_fork) the push log holds, in b (NULL:
+ * committed).  Returns 0 or a store error. */
+int ops_pushlog_forks(struct ops *o, struct store_batch *b, uint64_t *n);
 
 /* Version vector entry for (origin, epoch); 0 when none.  It reads the
  * cache, which includes batches not yet committed (b is unused). */

@@ -76,7 +76,9 @@ enum plane_answer { PLANE_DROP, PLANE_TAKE, PLANE_NOT_VOTER, PLANE_ZAP };
 	X(USE_SYNC_REP, PL__, PL__, PL__, PL__, PL_T, PL__)                    \
 	/* a mirror's feed: it subscribes, a frontend sends */                 \
 	X(MIRROR_SUB,   PL__, PL_T, PL__, PL__, PL__, PL__)                    \
-	X(MIRROR_OPS,   PL__, PL__, PL__, PL__, PL_T, PL__)
+	X(MIRROR_OPS,   PL__, PL__, PL__, PL__, PL_T, PL__)                    \
+	/* the push log's heads, published by frontends (N2) */               \
+	X(PUSHLOG_HEADS, PL__, PL__, PL_T, PL__, PL__, PL__)
 /* clang-format on */
 
 struct plane_row {

@@ -384,18 +384,31 @@ void records_key_pushlog(struct buf *k, const char *origin, uint64_t n)
 		put_be64(k, n);
 }
 
+void records_key_pushlog_fork(struct buf *k, const char *origin, uint64_t n,
+			      const uint8_t hash[32])
+{
+	records_key_pushlog(k, origin, n);
+	buf_add(k, hash, 32);
+}
+
 int records_pushlog_parse(const void *key, size_t klen,
-			  struct records_span *origin, uint64_t *n)
+			  struct records_span *origin, uint64_t *n,
+			  const uint8_t **fork)
 {
 	const char *p = key;
-	const char *nul = klen > 8 ? memchr(p, '\0', klen - 8) : NULL;
+	size_t tail = fork && klen > 8 + 32 &&
+			      memchr(p, '\0', klen - 8 - 32) ? 32 : 0;
+	const char *nul = klen > 8 + tail ? memchr(p, '\0', klen - 8 - tail)
+					  : NULL;
 
-	if (!nul || nul == p || (size_t)(nul - p) + 1 + 8 != klen)
+	if (!nul || nul == p || (size_t)(nul - p) + 1 + 8 + tail != klen)
 		return GD_EPROTO;
 	origin->p = p;
 	origin->len = (size_t)(nul - p);
 	*n = 0;
 	for (int i = 0; i < 8; i++)
 		*n = *n << 8 | (uint8_t)nul[1 + i];
+	if (fork)
+		*fork = tail ? (const uint8_t *)nul + 9 : NULL;
 	return *n ? 0 : GD_EPROTO;
 }

@@ -56,8 +56,9 @@ enum records_merge {
 	RECORDS_MAX,    /* token-use marks: max (next), union (scratch) */
 	RECORDS_UNION,  /* failures: union of attempt stamps */
 	RECORDS_SET,    /* the push log: a set of entries that never
-			 * change; a key written twice with other bytes (a
-			 * forked chain) keeps the earlier (hlc, bytes) */
+			 * change; a second entry for the same (origin, n)
+			 * (a forked chain) is kept too, under its hash, the
+			 * earlier (hlc, bytes) at origin \0 n */
 };
 
 /* clang-format off */
@@ -112,8 +113,8 @@ enum records_merge {
 	 * local, never replicated: a promise is this site's vote */           \
 	X(PROMISES, "promises", _NOT_SET, &grantd__v1__promise__descriptor,    \
 	  RECORDS_LOCAL, false, false, NULL, false)                                \
-	/* origin \0 n(8, BE) -> PushLogEntry (docs/push-log.md); never on a  \
-	 * mirror: it holds client addresses */                                \
+	/* origin \0 n(8, BE) [hash(32): a fork] -> PushLogEntry              \
+	 * (docs/push-log.md); never on a mirror: it holds client addresses */ \
 	X(PUSHLOG, "pushlog", PUSH_LOG,                                         \
 	  &grantd__v1__push_log_entry__descriptor, RECORDS_SET, false, true,   \
 	  records_live_pushlog, false)                                         \
@@ -249,7 +250,15 @@ int records_keyfp_parse(const void *key, size_t klen, struct records_span *fp,
 
 /* origin \0 n(8, BE); without n (n = 0), the prefix of origin's. */
 void records_key_pushlog(struct buf *k, const char *origin, uint64_t n);
+/* A fork: another entry for the same (origin, n), kept beside the one at
+ * origin \0 n under origin \0 n(8, BE) hash(32), its claimed hash; it
+ * sorts right after that entry and before n + 1 (docs/push-log.md). */
+void records_key_pushlog_fork(struct buf *k, const char *origin, uint64_t n,
+			      const uint8_t hash[32]);
+/* Either key; *fork is then NULL, or the fork key's hash (in key).  With
+ * fork NULL, a fork key is refused (GD_EPROTO). */
 int records_pushlog_parse(const void *key, size_t klen,
-			  struct records_span *origin, uint64_t *n);
+			  struct records_span *origin, uint64_t *n,
+			  const uint8_t **fork);
 
 #endif

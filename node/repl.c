@@ -27,6 +27,7 @@
 #include "peer.h"
 #include "planes.h"
 #include "peerpolicy.h"
+#include "plheads.h"
 #include "repl.h"
 #include "writer.h"
 #include "banned.h"
@@ -83,8 +84,16 @@ struct peer {
 	uint64_t lag_ops;
 	bool range_inflight;
 	uint64_t range_sent_ms;
-	char range_origin[NAME_SITE_MAX + 1]; /* what is in flight */
+	/* the last range asked of this peer (origin "": none, or answered):
+	 * the only reply taken (range_answers) */
+	char range_origin[NAME_SITE_MAX + 1];
 	uint64_t range_epoch;
+	uint64_t range_from;
+	/* the last range answered: a second answer to it (asked again after
+	 * RANGE_TIMEOUT_MS) is ignored, not counted */
+	char done_origin[NAME_SITE_MAX + 1];
+	uint64_t done_epoch;
+	uint64_t done_from;
 };
 
 /* A state transfer in progress (this node far behind one peer). */
@@ -108,18 +117,24 @@ static void snap_free(struct snap *sn);
 /* Peer input refused for a reason of its own, counted apart (status:
  * replication.dropped.<name>) as well as in counts.dropped. */
 enum drop_why {
-	DROP_FORGED_ORIGIN, /* a live operation not of the link's site */
-	DROP_SNAP_RECORD, /* a state-transfer record failing a check */
-	DROP_SNAP_VECTOR, /* a state-transfer vector claim not proved */
-	DROP_HB_VECTOR, /* heartbeat entries over MAX_VV, or bad */
-	DROP_PLANE, /* a kind the planes table does not take on
-	             * this socket from the peer's role; with the
-	             * ROUTER's (peer_planes_refused) in status */
+	DROP_FORGED_ORIGIN,   /* a live operation not of the link's site */
+	DROP_SNAP_RECORD,     /* a state-transfer record failing a check */
+	DROP_SNAP_VECTOR,     /* a state-transfer vector claim not proved */
+	DROP_HB_VECTOR,       /* heartbeat entries over MAX_VV, or bad */
+	DROP_PLANE,           /* a kind the planes table does not take on
+			       * this socket from the peer's role; with the
+			       * ROUTER's (peer_planes_refused) in status */
+	DROP_RANGE_UNASKED,   /* a range reply (or an operation in it) that
+			       * does not answer the last range asked */
+	DROP_MIRROR_HIDDEN,   /* at a mirror: a hidden operation sent whole,
+			       * or records of a hidden family (SPEC 9: a
+			       * mirror never receives them) */
 	DROP__COUNT
 };
 static const char *const drop_names[DROP__COUNT] = {
-        "forged_origin", "snapshot_record", "snapshot_vector",
-        "heartbeat_vector", "plane"};
+	"forged_origin", "snapshot_record", "snapshot_vector",
+	"heartbeat_vector", "plane", "range_unasked", "mirror_hidden"
+};
 
 /* Replication latency samples (publish at the origin to durable here),
  * and the last catch-up episode, for `grantctl status` and bench/. */
@@ -164,6 +179,7 @@ struct repl {
 	struct peer peers[CONFIG_MAX_PEERS];
 	int npeers;
 	uint64_t last_hb_ms;
+	uint64_t last_plheads_ms;
 	uint64_t started_ms;
 	uint64_t last_skew_log_ms;
 	uint64_t drops[DROP__COUNT];
@@ -416,6 +432,7 @@ static void request_range_from(struct repl *r, struct peer *p,
 		snprintf(p->range_origin, sizeof(p->range_origin), "%s",
 			 origin);
 		p->range_epoch = epoch;
+		p->range_from = from;
 		log_debug("range requested peer=%s origin=%s from=%llu",
 			  p->cfg->site, origin, (unsigned long long)rq.from);
 	}
@@ -596,14 +613,11 @@ static void apply_op(struct repl *r, struct peer *p, const Grantd__V1__Op *op,
 	if (r->cfg->role == CONFIG_ROLE_MIRROR && !ops_mirror_visible(op)) {
 		/* a frontend must send a mirror no such body (mirror_ops
 		 * carry its stamp alone); should one come, its stamp is all
-		 * that is kept */
-		if (now_ms - r->last_skew_log_ms > 1000) {
-			r->last_skew_log_ms = now_ms;
-			log_warn("hidden operation sent to a mirror peer=%s "
-				 "origin=%s seq=%llu: only its stamp kept",
-				 p->cfg->site, op->origin,
-				 (unsigned long long)op->seq);
-		}
+		 * that is kept, and it is counted */
+		refuse(r, DROP_MIRROR_HIDDEN, 1, "hidden operation sent to a "
+		       "mirror peer=%s origin=%s seq=%llu: only its stamp "
+		       "kept", p->cfg->site, op->origin,
+		       (unsigned long long)op->seq);
 		rc = ops_skip(r->ops, r->batch, op->origin, op->epoch, op->seq,
 			      op->hlc, &applied);
 	} else {
@@ -852,6 +866,12 @@ static void apply_snap(struct repl *r, struct peer *p,
 	}
 	if (rep->n_vv && !sn->vv)
 		snap_take_vv(sn, rep);
+	if (r->cfg->role == CONFIG_ROLE_MIRROR && rep->n_values &&
+	    !records_mirror_visible((enum store_cf)rep->cf))
+		refuse(r, DROP_MIRROR_HIDDEN, rep->n_values, "hidden family "
+		       "sent to a mirror peer=%s cf=%s records=%zu: dropped",
+		       p->cfg->site, store_cf_name((enum store_cf)rep->cf),
+		       rep->n_values);
 	/* a mirror holds no secret family, whatever a peer sends */
 	for (size_t i = 0; (r->cfg->role != CONFIG_ROLE_MIRROR ||
 			    records_mirror_visible((enum store_cf)rep->cf)) &&
@@ -889,19 +909,72 @@ static void apply_snap(struct repl *r, struct peer *p,
 	snap_free(sn);
 }
 
+/* Does a range reply (origin, epoch, from) answer the last range asked of
+ * p?  Then it is taken, once: the question is forgotten.  Otherwise it is
+ * refused and counted (review N5: a reply nobody asked for would put its
+ * operations under any origin's numbers). */
+static bool range_answers(struct repl *r, struct peer *p, const char *origin,
+			  uint64_t epoch, bool has_from, uint64_t from)
+{
+	if (p->range_origin[0] && origin && has_from &&
+	    !strcmp(origin, p->range_origin) && epoch == p->range_epoch &&
+	    from == p->range_from) {
+		memcpy(p->done_origin, p->range_origin,
+		       sizeof(p->done_origin));
+		p->done_epoch = epoch;
+		p->done_from = from;
+		p->range_origin[0] = '\0';
+		p->range_inflight = false;
+		return true;
+	}
+	if (p->done_origin[0] && origin && has_from &&
+	    !strcmp(origin, p->done_origin) && epoch == p->done_epoch &&
+	    from == p->done_from)
+		return false; /* answered already */
+	refuse(r, DROP_RANGE_UNASKED, 1, "range reply dropped peer=%s "
+	       "origin=%s epoch=%016llx from=%llu: not the range asked "
+	       "(origin=%s epoch=%016llx from=%llu)", p->cfg->site,
+	       origin && name_site_ok(origin) ? origin : "?",
+	       (unsigned long long)epoch, (unsigned long long)from,
+	       p->range_origin[0] ? p->range_origin : "-",
+	       (unsigned long long)p->range_epoch,
+	       (unsigned long long)p->range_from);
+	return false;
+}
+
+/* An operation of a range reply must be of the range's stream. */
+static bool range_holds(struct repl *r, struct peer *p, const char *origin,
+			uint64_t epoch, const char *op_origin,
+			uint64_t op_epoch, uint64_t seq)
+{
+	if (op_origin && !strcmp(op_origin, origin) && op_epoch == epoch)
+		return true;
+	refuse(r, DROP_RANGE_UNASKED, 1, "range operation dropped peer=%s "
+	       "origin=%s seq=%llu: not of the range's origin=%s",
+	       p->cfg->site,
+	       op_origin && name_site_ok(op_origin) ? op_origin : "?",
+	       (unsigned long long)seq, origin);
+	return false;
+}
+
 static void apply_range(struct repl *r, struct peer *p,
 			const Grantd__V1__RangeRep *rr, uint64_t now_ms)
 {
+	char origin[NAME_SITE_MAX + 1];
+	uint64_t epoch = rr->epoch;
+
+	if (!range_answers(r, p, rr->origin, rr->epoch, rr->has_from,
+			   rr->from))
+		return;
+	snprintf(origin, sizeof(origin), "%s", rr->origin);
 	/* A full reply: there is more.  Ask for the next range before
 	 * applying this one, so the peer serves it while we apply (catch-up
 	 * waited a round trip and the peer's read per range).  Should this
 	 * one not apply whole, the next reply shows a gap and the range is
 	 * asked again from where we are. */
-	p->range_inflight = false;
-	if (rr->n_ops >= RANGE_MAX_OPS && !rr->truncated && rr->origin &&
-	    rr->has_from && name_site_ok(rr->origin))
-		request_range_from(r, p, rr->origin, rr->epoch,
-				   rr->from + rr->n_ops, now_ms);
+	if (rr->n_ops >= RANGE_MAX_OPS && !rr->truncated)
+		request_range_from(r, p, origin, epoch, rr->from + rr->n_ops,
+				   now_ms);
 	for (size_t i = 0; i < rr->n_ops; i++) {
 		Grantd__V1__Op *op = grantd__v1__op__unpack(
 			NULL, rr->ops[i].len, rr->ops[i].data);
@@ -909,7 +982,9 @@ static void apply_range(struct repl *r, struct peer *p,
 			r->ops->dropped++;
 			continue;
 		}
-		apply_op(r, p, op, 0, now_ms);
+		if (range_holds(r, p, origin, epoch, op->origin, op->epoch,
+				op->seq))
+			apply_op(r, p, op, 0, now_ms);
 		ops_wipe(op);
 		grantd__v1__op__free_unpacked(op, NULL);
 	}
@@ -1256,9 +1331,10 @@ static void apply_mirror_ops(struct repl *r, struct peer *p,
 			     uint64_t now_ms)
 {
 	if (mo->range) {
-		p->range_inflight = false;
-		if (mo->n_ops >= RANGE_MAX_OPS && !mo->truncated &&
-		    mo->origin && mo->has_from && name_site_ok(mo->origin))
+		if (!range_answers(r, p, mo->origin, mo->epoch, mo->has_from,
+				   mo->from))
+			return;
+		if (mo->n_ops >= RANGE_MAX_OPS && !mo->truncated)
 			request_range_from(r, p, mo->origin, mo->epoch,
 					   mo->from + mo->n_ops, now_ms);
 	}
@@ -1269,6 +1345,9 @@ static void apply_mirror_ops(struct repl *r, struct peer *p,
 			r->ops->dropped++;
 			continue;
 		}
+		if (mo->range && !range_holds(r, p, mo->origin, mo->epoch,
+					      e->origin, e->epoch, e->seq))
+			continue;
 		if (!mo->range && strcmp(e->origin, p->cfg->site)) {
 			refuse(r, DROP_FORGED_ORIGIN, 1, "mirror operation "
 			       "dropped peer=%s origin=%s seq=%llu: origin is "
@@ -1334,6 +1413,22 @@ static bool op_from_link(struct repl *r, struct peer *p,
 	return false;
 }
 
+/* A peer's push log heads (its PUB): kept for log verify. */
+static void take_plheads(struct repl *r, struct peer *p,
+			 const Grantd__V1__PushLogHeads *h)
+{
+	struct buf why = BUF_INIT;
+	int rc = plheads_take(r->store, r->batch, p->cfg->site, h, &why);
+
+	if (rc < 0)
+		log_error("push log heads of peer=%s not kept: %s",
+			  p->cfg->site, gd_strerror(rc));
+	else if (rc > 0)
+		refuse(r, DROP_HB_VECTOR, (uint64_t)rc, "push log heads "
+		       "dropped peer=%s: %s", p->cfg->site, why.p);
+	buf_free(&why);
+}
+
 /* One frame from a peer's SUB or DEALER. */
 static int handle_peer(struct repl *r, struct peer *p, void *sock,
 		       uint64_t now_ms)
@@ -1378,6 +1473,12 @@ static int handle_peer(struct repl *r, struct peer *p, void *sock,
 		break;
 	case GRANTD__V1__PEER_MSG__BODY_HEARTBEAT:
 		take_heartbeat(r, p, m);
+		break;
+	case GRANTD__V1__PEER_MSG__BODY_PUSHLOG_HEADS:
+		if (sock == p->sub)
+			take_plheads(r, p, m->pushlog_heads);
+		else
+			r->ops->dropped++;
 		break;
 	case GRANTD__V1__PEER_MSG__BODY_SNAP_REP:
 		if (sock == p->dealer)
@@ -1627,6 +1728,25 @@ static void retire_epochs(struct repl *r)
 	}
 }
 
+/* The heads of this site's push log chains, for the peers' `log verify`
+ * (plheads.h). */
+static void send_plheads(struct repl *r)
+{
+	Grantd__V1__PushLogHeads h;
+	Grantd__V1__PeerMsg m;
+	int rc;
+
+	if ((rc = plheads_build(r->store, &h)) < 0) {
+		log_error("push log heads not sent: %s", gd_strerror(rc));
+		return;
+	}
+	peer_msg_init(r->self, &m);
+	m.body_case = GRANTD__V1__PEER_MSG__BODY_PUSHLOG_HEADS;
+	m.pushlog_heads = &h;
+	peer_send(r->pub, &m, NULL, 0);
+	plheads_free(&h);
+}
+
 void repl_tick(struct repl *r, uint64_t now_ms)
 {
 	bool all_level = true, any_heard = false, all_heard = true;
@@ -1634,6 +1754,10 @@ void repl_tick(struct repl *r, uint64_t now_ms)
 	if (r->pub && now_ms - r->last_hb_ms >= REPL_HEARTBEAT_MS) {
 		r->last_hb_ms = now_ms;
 		send_vector(r);
+	}
+	if (r->pub && now_ms - r->last_plheads_ms >= PLHEADS_MS) {
+		r->last_plheads_ms = now_ms;
+		send_plheads(r);
 	}
 	if (r->snap.p && now_ms - r->snap.sent_ms > RANGE_TIMEOUT_MS) {
 		log_warn("state transfer timed out peer=%s; starting over",

@@ -35,6 +35,7 @@
 #include "log.h"
 #include "ops.h"
 #include "peer.h"
+#include "plheads.h"
 #include "store.h"
 #include "vote.h"
 
@@ -242,6 +243,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	case GRANTD__V1__PEER_MSG__BODY_MIRROR_OPS:
 		take_mirror_ops(b, m->mirror_ops);
 		break;
+	case GRANTD__V1__PEER_MSG__BODY_PUSHLOG_HEADS: {
+		struct buf why_h = BUF_INIT;
+		if (plheads_take(fz.store, b, LINK_SITE, m->pushlog_heads,
+				 &why_h) < 0)
+			abort();
+		buf_free(&why_h);
+		break;
+	}
 	default:
 		break;
 	}

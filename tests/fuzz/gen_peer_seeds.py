@@ -13,7 +13,9 @@ import shutil
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from pbwire import field_bytes, field_varint  # noqa: E402
+from records_table import families  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "corpus", "peer_msg")
@@ -26,10 +28,14 @@ ZERO = "0" * 40
 KEY = ("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9"
        "okWi0dh2l9GKJl alice@example")
 
-# store_cf numbers (node/store.h) of the families a snapshot carries
-CF_USERS, CF_ENROLL, CF_GRANTS, CF_MARKS, CF_FAILS = 1, 2, 3, 4, 5
-CF_UNLOCK, CF_REPOS, CF_REFS, CF_REVOKES = 6, 7, 10, 12
-CF_PUSHLOG = 14
+# enum store_cf numbers of the families a snapshot carries, from the record
+# table (node/records.h): never copied here (check_seeds.py)
+_CF = families()
+CF_USERS, CF_ENROLL, CF_GRANTS, CF_MARKS, CF_FAILS = (
+    _CF["USERS"], _CF["ENROLL"], _CF["GRANTS"], _CF["MARKS"], _CF["FAILS"])
+CF_UNLOCK, CF_REPOS, CF_REFS, CF_REVOKES = (
+    _CF["UNLOCK"], _CF["REPOS"], _CF["REFS"], _CF["REVOKES"])
+CF_PUSHLOG = _CF["PUSHLOG"]
 
 
 def stamped(body, hlc=HLC, origin=SITE):
@@ -255,6 +261,11 @@ SEEDS = {
                           field_varint(3, 1) + field_varint(4, 100)),
     "vv_req": peer_head() + field_varint(P_VV_REQ, 1),
     "snap_req": peer_msg(P_SNAP_REQ, field_varint(1, CF_USERS) + field_bytes(2, "alice")),
+    # PeerMsg body 27: the push log heads a peer publishes (plheads.h)
+    "pushlog_heads": peer_msg(27, field_bytes(1, field_bytes(1, SITE) + field_varint(2, 3) +
+                                              field_bytes(3, b"\xab" * 32)) +
+                              field_bytes(1, field_bytes(1, "paloalto") + field_varint(2, 1) +
+                                          field_bytes(3, b"\x01" * 31))),
     "pack_req": peer_msg(P_PACK_REQ, field_varint(1, 1) + field_bytes(2, "pub/linux") +
                          field_bytes(3, OID_A) + field_bytes(4, OID_B) +
                          field_varint(5, 4)),

@@ -36,6 +36,13 @@ peers, for tests/integration/test_repl_security.sh.  Needs python3-zmq.
       protocol version), random frames and a multi-frame message.  Prints
       {"per_round": N} first.
 
+  repl_rogue.py heads PUBLISH KEYFILE SITE ORIGIN N HASH SECONDS
+      Stand in for peer SITE (its node stopped): bind its publish endpoint
+      with its key pair and publish, every 100 ms, a heartbeat and the push
+      log heads [(ORIGIN, N, HASH (hex))] (PeerMsg body 27): a peer that
+      reports another entry N of ORIGIN than the node holds.  Prints
+      {"event": "start"} first.
+
   repl_rogue.py rogue-git MODE PUBLISH SYNC KEYFILE SITE REPO REF GITDIR SECONDS
       Stand in for peer SITE (its node stopped) as a source of repository
       objects: bind SITE's publish and sync endpoints as a CURVE server with
@@ -88,6 +95,27 @@ peers, for tests/integration/test_repl_security.sh.  Needs python3-zmq.
         snap-vv  the same with honest records (none) but the forged vector
         hugevv   the heartbeat holds (SITE, EPOCH, 1) followed by 5,000
                  entries of made-up sites: more than a node accepts
+        pushlog  SITE's own push log, lying (VICTIM and its numbers unused):
+                 the heartbeat claims (SITE, a fresh EPOCH, 6) and the six
+                 operations are published, each a PushLogEntry of SITE
+                 stamped from T0 = now - 60 s:
+                   1  entry 1 at T0
+                   2  entry 2 at T0 + 20 s
+                   3  entry 2 again, at T0 + 10 s (older than the first 2,
+                      after entry 1), user mallory, another commit: a fork
+                   4  entry 3 at T0 + 5 s: stamped before its predecessor
+                   5  entry 3 at T0 + 30 s whose prev is no entry's hash
+                   6  entry 5 at T0 + 40 s (entry 4 skipped)
+                 The "start" line carries the hashes of both entries 2
+                 (hash2, hash2b).
+        mirror-feed  SITE as a frontend feeding a mirror: a MirrorSub is
+                 answered with live MirrorOps (range unset) holding
+                 MirrorOp{origin VICTIM, VEPOCH, VSEQ + 1, op: a User
+                 "forged-feed" of VICTIM}: another origin's operation on
+                 SITE's live feed
+        range    answers a RangeReq for SITE with a RangeRep of VICTIM:
+                 origin VICTIM, epoch VEPOCH, from VSEQ + 1, one Op of
+                 VICTIM (a Grant of kim from 10.66.6.8) at VSEQ + 1
       Prints one JSON object per line: {"event": "start", ...} first, each
       request received ({"event": "range_req" | "snap_req", ...}), and
       {"event": "end", ...} totals at the end (also on SIGTERM).
@@ -432,6 +460,11 @@ def rogue_git(ctx, mode, publish, sync, keyfile, site, repo, ref, gitdir, secs):
                 answered=bool(rep))
         elif 14 in m:  # vv_req
             router.send_multipart([rid, heartbeat()])
+        elif 25 in m and attack == "mirror-feed":  # mirror_sub
+            counts["published"] += 1
+            send(rid, field_bytes(26, feed))
+            if counts["published"] == 1:
+                log("mirror_sub", answered=victim)
 
     poller = zmq.Poller()
     poller.register(router, zmq.POLLIN)
@@ -469,11 +502,62 @@ def rogue_git(ctx, mode, publish, sync, keyfile, site, repo, ref, gitdir, secs):
 
 # ---- forge: a peer with a valid key lying about other sites ---------------
 
+def pushlog_hash(e):
+    """common/pushlog.c's hash (docs/push-log.md, "The bytes hashed") of
+    an entry given as a dict."""
+    import hashlib
+    import struct
+
+    def s(v):
+        v = (v or "").encode()
+        return struct.pack(">I", len(v)) + v
+    b = s("grantd push log v1") + s(e["origin"]) + struct.pack(">Q", e["n"]) + e["prev"]
+    for f in ("user", "key_fp", "key_kind", "client_ip", "factor", "factor_detail", "repo"):
+        b += s(e.get(f))
+    b += struct.pack(">I", len(e["changes"]))
+    for ref, old, new in e["changes"]:
+        b += s(ref) + s(old) + s(new)
+    b += s(e.get("push_id")) + struct.pack(">Q", e.get("pushed_ms", 0)) + struct.pack(">Q", e["hlc"])
+    return hashlib.blake2b(b, digest_size=32).digest()
+
+
+def pushlog_lies(site, epoch):
+    """The six operations of forge pushlog (see the usage), packed, and the
+    hashes of the two entries 2, hex."""
+    z = "0" * 40
+    t0 = int(time.time() * 1000) - 60000
+
+    def entry(n, prev, ms, user, new):
+        e = {"origin": site, "n": n, "prev": prev, "user": user, "client_ip": "192.0.2.9",
+             "repo": "demo", "changes": [("refs/heads/main", z, new)], "hlc": (t0 + ms) << 16}
+        e["hash"] = pushlog_hash(e)
+        return e
+
+    def pack(e):
+        b = (field_bytes(1, e["origin"]) + field_varint(2, e["n"]) + field_bytes(3, e["prev"]) +
+             field_bytes(4, e["hash"]) + field_bytes(5, e["user"]) +
+             field_bytes(8, e["client_ip"]) + field_bytes(11, e["repo"]))
+        for ref, old, new in e["changes"]:
+            b += field_bytes(12, field_bytes(1, ref) + field_bytes(2, old) + field_bytes(3, new))
+        return b + field_varint(15, e["hlc"])
+    e1 = entry(1, bytes(32), 0, "alice", "1" * 40)
+    e2 = entry(2, e1["hash"], 20000, "alice", "2" * 40)
+    e2b = entry(2, e1["hash"], 10000, "mallory", "3" * 40)
+    e3 = entry(3, e2b["hash"], 5000, "alice", "4" * 40)
+    e3w = entry(3, bytes([0xee]) * 32, 30000, "alice", "5" * 40)
+    e5 = entry(5, e3w["hash"], 40000, "alice", "6" * 40)
+    ops = []
+    for seq, e in enumerate((e1, e2, e2b, e3, e3w, e5), 1):
+        ops.append(field_bytes(1, site) + field_varint(2, epoch) + field_varint(3, seq) +
+                   field_varint(4, e["hlc"]) + field_bytes(19, pack(e)))
+    return ops, {"hash2": e2["hash"].hex(), "hash2b": e2b["hash"].hex()}
+
+
 def forge(ctx, attack, publish, sync, keyfile, site, victim, vepoch, vseq, secs):
     import secrets
     import signal
 
-    attacks = ("live", "snap", "snap-vv", "hugevv")
+    attacks = ("live", "snap", "snap-vv", "hugevv", "pushlog", "range", "mirror-feed")
     if attack not in attacks:
         print("forge: ATTACK is one of " + " ".join(attacks), file=sys.stderr)
         return 2
@@ -503,7 +587,11 @@ def forge(ctx, attack, publish, sync, keyfile, site, victim, vepoch, vseq, secs)
                 field_varint(5, int(time.time()) + 86400) + field_bytes(6, origin) +
                 field_varint(14, hlc) + field_bytes(15, origin))
 
-    own = vv_entry(site, epoch, 1) if attack != "live" else b""
+    own = b""
+    if attack == "pushlog":
+        own = vv_entry(site, epoch, 6)
+    elif attack != "live":
+        own = vv_entry(site, epoch, 1)
     junk = b""
     if attack == "hugevv":
         junk = b"".join(vv_entry("junk%d" % i, i + 1, 1) for i in range(5000))
@@ -515,9 +603,20 @@ def forge(ctx, attack, publish, sync, keyfile, site, victim, vepoch, vseq, secs)
     forged_op = (field_bytes(1, victim) + field_varint(2, vepoch) +
                  field_varint(3, vseq + 1) + field_varint(4, now_hlc) +
                  field_bytes(12, grant("10.66.6.6", now_hlc, victim)))
+    range_op = (field_bytes(1, victim) + field_varint(2, vepoch) +
+                field_varint(3, vseq + 1) + field_varint(4, now_hlc) +
+                field_bytes(12, grant("10.66.6.8", now_hlc, victim)))
+    pushlog_ops, hashes = pushlog_lies(site, epoch)
+    feed_op = (field_bytes(1, victim) + field_varint(2, vepoch) +
+               field_varint(3, vseq + 1) + field_varint(4, now_hlc) +
+               field_bytes(10, field_bytes(1, "forged-feed") + field_varint(14, now_hlc) +
+                           field_bytes(15, victim)))
+    feed = field_bytes(1, field_bytes(1, victim) + field_varint(2, vepoch) +
+                       field_varint(3, vseq + 1) + field_varint(4, now_hlc) +
+                       field_bytes(5, feed_op))
     log("start", attack=attack, site=site, epoch=epoch, victim=victim,
         vepoch="%016x" % vepoch, vseq=vseq, heartbeat_entries=(1 if own else 0) +
-        (5000 if junk else 0))
+        (5000 if junk else 0), **hashes)
 
     def send(rid, body):
         router.send_multipart([rid, peer_msg(sender=site, body=body)])
@@ -534,6 +633,18 @@ def forge(ctx, attack, publish, sync, keyfile, site, victim, vepoch, vseq, secs)
             repoch, frm = pb_one(r, 2, 0), pb_one(r, 3, 0)
             counts["range_reqs"] += 1
             trunc = attack in ("snap", "snap-vv")
+            if attack == "range":  # another origin's operations
+                send(rid, field_bytes(13, field_bytes(1, victim) + field_varint(2, vepoch) +
+                                      field_bytes(3, range_op) + field_varint(4, vseq + 1)))
+                log("range_req", origin=origin, epoch=repoch, frm=frm, answered=victim)
+                return
+            if attack == "pushlog" and repoch == epoch and origin == site:
+                send(rid, field_bytes(13, field_bytes(1, origin) + field_varint(2, repoch) +
+                                      b"".join(field_bytes(3, o)
+                                               for o in pushlog_ops[max(frm, 1) - 1:]) +
+                                      field_varint(4, frm)))
+                log("range_req", origin=origin, epoch=repoch, frm=frm)
+                return
             send(rid, field_bytes(13, field_bytes(1, origin) + field_varint(2, repoch) +
                                   field_varint(4, frm) + field_varint(5, int(trunc))))
             log("range_req", origin=origin, epoch=repoch, frm=frm, truncated=trunc)
@@ -555,6 +666,11 @@ def forge(ctx, attack, publish, sync, keyfile, site, victim, vepoch, vseq, secs)
             log("snap_req", cf=cf, first=first)
         elif 14 in m:  # vv_req
             router.send_multipart([rid, heartbeat()])
+        elif 25 in m and attack == "mirror-feed":  # mirror_sub
+            counts["published"] += 1
+            send(rid, field_bytes(26, feed))
+            if counts["published"] == 1:
+                log("mirror_sub", answered=victim)
 
     poller = zmq.Poller()
     poller.register(router, zmq.POLLIN)
@@ -569,6 +685,10 @@ def forge(ctx, attack, publish, sync, keyfile, site, victim, vepoch, vseq, secs)
                 if attack == "live":
                     pub.send(peer_msg(sender=site, body=field_bytes(10, forged_op)))
                     counts["published"] += 1
+                if attack == "pushlog":
+                    for o in pushlog_ops:
+                        pub.send(peer_msg(sender=site, body=field_bytes(10, o)))
+                    counts["published"] += len(pushlog_ops)
                 next_pub = t + 0.1
             for _ in poller.poll(max(1, int((next_pub - time.monotonic()) * 1000))):
                 drain(router, on_frame)
@@ -693,6 +813,20 @@ def main(argv):
             pub.send_multipart([b"x", b"y"])
             rounds += 1
             time.sleep(0.05)  # a round every 50 ms until killed
+        return 0
+    if mode == "heads":
+        endpoint, keyfile, site, origin, n, hexhash, secs = argv[2:9]
+        _, sec = load_keys(keyfile)
+        pub = curve_server(ctx, zmq.PUB, endpoint, sec)
+        heads = field_bytes(1, field_bytes(1, origin) + field_varint(2, int(n)) +
+                            field_bytes(3, bytes.fromhex(hexhash)))
+        print(json.dumps({"event": "start", "site": site}), flush=True)
+        end = time.monotonic() + float(secs)
+        while time.monotonic() < end:
+            hlc = int(time.time() * 1000) << 16
+            pub.send(peer_msg(sender=site, body=field_bytes(11, field_varint(2, hlc))))
+            pub.send(peer_msg(sender=site, body=field_bytes(27, heads)))
+            time.sleep(0.1)
         return 0
     if mode == "forge":
         return forge(ctx, *argv[2:12])

@@ -83,6 +83,13 @@ for f in enroll marks grants fails revokes; do
 done
 t_eq "montreal holds the 3 users" "$(fam "$MF" users)" 3
 t_check "montreal's log names no record it dropped" eval '! grep -q "state transfer record dropped" "$(t_dir $MIRROR)/grantd.log"'
+# what montreal received, not only what it holds: the frontend sent each
+# secret family empty (audit mutant 1d: sent full, the mirror's own filter
+# would hide it from the checks above)
+t_eq "montreal: replication.dropped.mirror_hidden is 0 (no hidden family arrived)" \
+	"$(t_sj $MIRROR "j['replication'].get('dropped', {}).get('mirror_hidden', 0)")" 0
+t_check "montreal's log has no \"hidden family sent to a mirror\"" \
+	eval '! t_grep_log $MIRROR "hidden family sent to a mirror"'
 
 t_section "then live: a val and a user at paloalto"
 t_expect 0 "paloalto: kim 2fa val" t_sh paloalto $C1 kim 2fa val "$(t_hotp "$KS" 2)"
@@ -90,5 +97,7 @@ t_expect 0 "paloalto: user add after" t_c paloalto user add after
 t_expect_soon 0 10 "montreal: has user after" t_has_user $MIRROR after
 t_expect_soon 0 10 "the public digests agree" pub_equal
 t_eq "montreal still holds no marks record" "$(fam "$(fams $MIRROR)" marks)" 0
+t_check "montreal's log has no \"hidden operation sent to a mirror\"" \
+	eval '! t_grep_log $MIRROR "hidden operation sent to a mirror"'
 
 t_done

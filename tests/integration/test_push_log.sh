@@ -6,7 +6,13 @@
 # --since, as --json, paged; `grantctl log verify` walks every chain (exit
 # 0); then a site that rewrites an entry after hashing it (the test hook
 # GRANTD_TEST_FAULT_AT=pushlog-tamper) is named by `log verify` elsewhere
-# (exit 1: site, entry, what is wrong).  Clients come from 127.0.23.x.
+# (exit 1: site, entry, what is wrong).  Between the two, a stand-in for
+# montreal (repl_rogue.py heads) reports another entry 1 of portland than
+# paloalto holds: paloalto's log verify names the peer and both hashes, and
+# passes again once the real montreal reports its heads.  Last, paloalto
+# loses the newest entry of each chain on its disk (GRANTD_TEST_FAULT_AT=
+# pushlog-drop-tail): its log verify names the missing tails.  Clients come
+# from 127.0.23.x.
 . "$(dirname "$0")/lib.sh"
 
 t_cluster_up
@@ -118,6 +124,34 @@ done
 t_expect 0 "log verify --json" t_c montreal log verify --json
 t_eq "intact" "$(t_json "' '.join(map(str, [j['entries'], j['sites'], j['intact']]))" <<<"$OUT")" "3 2 True"
 
+t_section "log verify holds the peers' heads against this site's entries"
+phead() { t_c paloalto log verify --json | t_json "j['peer_heads']"; }
+t_expect_soon 0 10 "paloalto held its peers' heads (portland's, montreal's) against its entries" \
+	eval '(( $(phead) >= 2 ))'
+if PY=$(t_py); then
+	PH1=$(t_c paloalto log --json --user bob | t_json "j['hash']")
+	FAKE=$(printf 'ab%.0s' {1..32})
+	t_stop montreal
+	"$PY" "$T_HERE/repl_rogue.py" heads "tcp://${T_SADDR[montreal]}:$T_PUB_PORT" \
+		"$(t_dir montreal)/node.key" montreal portland 1 "$FAKE" 60 >"$T_DIR/heads.out" 2>&1 &
+	HEADS_PID=$!
+	t_expect_soon 1 10 "paloalto: log verify fails once montreal reports another entry 1 of portland" \
+		t_c paloalto log verify
+	t_expect 1 "paloalto: log verify" t_c paloalto log verify
+	t_has "names the site, entry, peer and both hashes" "$ERR" \
+		"push log: chain of site portland broken at entry 1: a peer holds another entry there (peer montreal); hashes $PH1 and $FAKE"
+	t_expect 1 "log verify --json" t_c paloalto log verify --json
+	t_eq "the break" "$(t_json "' '.join(map(str, [j['break']['site'], j['break']['n'], j['break']['peer'], j['break']['hashes'][1]]))" <<<"$OUT")" \
+		"portland 1 montreal $FAKE"
+	kill "$HEADS_PID" 2>/dev/null
+	wait "$HEADS_PID" 2>/dev/null
+	t_start montreal
+	t_expect_soon 0 15 "the real montreal's heads replace the lie: paloalto's log verify passes" \
+		t_c paloalto log verify
+else
+	t_fail "python3-zmq is needed for the peer heads check"
+fi
+
 t_section "portland rewrites an entry after hashing it (test hook)"
 t_stop portland
 GRANTD_TEST_FAULT_AT=pushlog-tamper t_start portland
@@ -137,5 +171,22 @@ t_expect 0 "the log still lists it" log montreal --repo open
 t_has "as stored" "$OUT" "site=portland n=2 repo=open user=mallory"
 t_stop portland
 t_start portland
+
+t_section "paloalto loses the newest entry of every chain on its disk (test hook)"
+t_stop paloalto
+GRANTD_TEST_FAULT_AT=pushlog-drop-tail t_start paloalto
+t_check "paloalto's log says what the hook removed" \
+	t_grep_log paloalto "test fault pushlog-drop-tail: push log entry removed origin=paloalto n=2"
+t_expect 1 "paloalto: log verify" t_c paloalto log verify
+t_has "names the first origin's missing tail" "$ERR" \
+	"push log: chain of site paloalto broken at entry 2: it and the entries after it are missing (this site had recorded them)"
+t_expect 1 "paloalto: log verify --json" t_c paloalto log verify --json
+t_eq "a missing tail for each origin, no other break" \
+	"$(t_json "' '.join(map(str, [j['break']['site'], j['break']['n'], sorted(j['breaks'].items())]))" <<<"$OUT")" \
+	"paloalto 2 [('tail_missing', 2)]"
+t_expect 1 "montreal: log verify (its break is portland's rewritten entry, not paloalto's tail)" t_c montreal log verify
+t_hasnt "montreal's chains of paloalto are whole" "$ERR" "site paloalto"
+t_stop paloalto
+t_start paloalto
 
 t_done

@@ -8,7 +8,17 @@
 #  (b) snap: it makes paloalto take a state transfer from it, whose grants
 #      hold a grant stamped near 2^64 and whose vector claims 2^62
 #      operations of portland's current epoch; (b2) the vector alone;
-#  (c) hugevv: its heartbeat holds more than 4,096 vector entries.
+#  (c) hugevv: its heartbeat holds more than 4,096 vector entries;
+#  (d) range (review N5): asked for a range of its own, it answers with a
+#      range of portland's (portland's epoch and next sequence number, a
+#      grant of kim): refused and counted (replication.dropped.
+#      range_unasked), portland's real operations still arrive;
+#  (e) pushlog (review N2): it re-issues its own push log entry 2 with new
+#      contents and an older stamp (a fork: both kept, `log verify` exits 1
+#      naming both hashes, status and metrics count it), an entry stamped
+#      before its predecessor (refused and counted), an entry whose prev is
+#      no entry's hash and one that skips a number (log verify counts each
+#      break: fork, wrong_prev, missing).
 # Each lie is refused and counted by reason (status
 # replication.dropped.<reason>, and counts.dropped), the node takes what
 # fits of the huge heartbeat, and after each the cluster converges to the
@@ -120,4 +130,55 @@ t_rogue_end
 t_expect 0 "portland: user add honest4" t_c portland user add honest4
 t_expect_soon 0 10 "paloalto: has user honest4" t_has_user paloalto honest4
 t_expect_converged "the three sites agree after the huge heartbeat" 20
+
+t_section "(d) a range reply that answers no range asked: another origin's operations"
+U0=$(dropped paloalto range_unasked)
+t_rogue range range
+t_expect_soon 0 15 "paloalto: replication.dropped.range_unasked grew" grew paloalto range_unasked "$U0"
+t_check "the stand-in was asked for montreal's range and answered with portland's" \
+	grep -q '"answered": "portland".*"origin": "montreal"' "$T_DIR/range.out"
+t_check "paloalto's log names the reply" t_grep_log paloalto "range reply dropped peer=montreal origin=portland"
+t_expect 1 "paloalto: check kim 10.66.6.8 sec is refused (the forged grant was not taken)" \
+	t_c paloalto check kim 10.66.6.8 sec
+t_rogue_end
+t_expect 0 "portland: user add honest5 (portland's next sequence number)" t_c portland user add honest5
+t_expect_soon 0 10 "paloalto: has user honest5" t_has_user paloalto honest5
+t_expect_converged "the three sites agree after the unasked range" 20
+allowed_nowhere 10.66.6.8 "the grant of the unasked range"
+
+t_section "(e) montreal's push log, re-issued with an older stamp and new contents"
+t_expect 0 "paloalto: log verify (nothing logged yet)" t_c paloalto log verify
+t_rogue pushlog pushlog
+H2=$(head -1 "$T_DIR/pushlog.out" | t_json "j['hash2']") || t_fatal "the stand-in's hashes"
+H2B=$(head -1 "$T_DIR/pushlog.out" | t_json "j['hash2b']")
+mentries() {
+	t_c paloalto log --json | python3 -c '
+import json, sys
+print(sum(json.loads(l)["site"] == "montreal" for l in sys.stdin if l.strip()))'
+}
+t_expect_soon 0 15 "paloalto holds five of montreal's entries (1, both 2s, a 3, 5)" eval '[[ $(mentries) == 5 ]]'
+t_expect_soon 0 10 "paloalto applied the stand-in's six operations" \
+	eval '[[ $(t_sj paloalto "max(e[\"seq\"] for e in j[\"vector\"] if e[\"origin\"] == \"montreal\")") == 6 ]]'
+t_expect 1 "paloalto: log verify" t_c paloalto log verify
+t_has "names the fork: site, entry and both hashes" "$ERR" \
+	"push log: chain of site montreal broken at entry 2: two different entries have its number (a fork); hashes $H2B and $H2"
+t_expect 1 "paloalto: log verify --json" t_c paloalto log verify --json
+t_eq "the first break, and every break by kind" \
+	"$(t_json "' '.join(map(str, [j['intact'], j['forks'], j['break']['n'], j['break']['hashes'] == ['$H2B', '$H2'], sorted(j['breaks'].items())]))" <<<"$OUT")" \
+	"False 1 2 True [('fork', 1), ('missing', 1), ('wrong_prev', 1)]"
+t_expect 0 "paloalto: log --json (both entries 2 listed, one marked fork)" t_c paloalto log --json
+t_eq "entry 2 twice: mallory's (the earlier, in place) and the first (kept as a fork)" \
+	"$(python3 -c '
+import json, sys
+e = [json.loads(l) for l in sys.stdin if l.strip()]
+print(sorted((x["user"], x.get("fork", False)) for x in e if x["site"] == "montreal" and x["n"] == 2))' <<<"$OUT")" \
+	"[('alice', True), ('mallory', False)]"
+t_eq "paloalto: status counts.push_log_forks" "$(t_sj paloalto "j['counts']['push_log_forks']")" 1
+t_check "paloalto: status counts.push_log_refused >= 1" \
+	test "$(t_sj paloalto "j['counts']['push_log_refused']")" -ge 1
+t_check "paloalto's log names the entry stamped before its predecessor" \
+	t_grep_log paloalto "push log entry refused origin=montreal n=3"
+t_check "paloalto's log names the fork and both hashes" \
+	t_grep_log paloalto "push log fork origin=montreal n=2 hash=$H2B hash=$H2"
+t_rogue_end
 t_done

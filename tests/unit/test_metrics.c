@@ -143,6 +143,7 @@ static void test_render(void **state)
 		"{\"origin\":\"paloalto\",\"epoch\":\"b2\",\"seq\":3},"
 		"{\"origin\":\"portland\",\"epoch\":\"c3\",\"seq\":4}],"
 		"\"counts\":{\"users\":2,\"grants\":5,\"repos\":1,\"refs\":0,"
+		"\"push_log_forks\":2,\"push_log_refused\":4,"
 		"\"dropped\":9}}");
 	cJSON *repl = parse(
 		"{\"peers\":[{\"site\":\"portland\",\"connected\":true,"
@@ -171,6 +172,8 @@ static void test_render(void **state)
 	has(&b, "grantd_ops_applied_total{origin=\"paloalto\"} 10\n");
 	has(&b, "grantd_ops_applied_total{origin=\"portland\"} 4\n");
 	has(&b, "grantd_records{kind=\"grants\"} 5\n");
+	has(&b, "grantd_push_log_forks 2\n");
+	has(&b, "grantd_push_log_refused_total 4\n");
 	has(&b, "grantd_peer_connected{peer=\"portland\"} 1\n");
 	has(&b, "grantd_peer_connected{peer=\"montreal\"} 0\n");
 	has(&b, "grantd_peer_last_heard_seconds{peer=\"portland\"} 0.12\n");

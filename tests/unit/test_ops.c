@@ -33,6 +33,7 @@
 #include "err.h"
 #include "log.h"
 #include "ops.h"
+#include "plheads.h"
 #include "pushlog.h"
 #include "records.h"
 #include "repos.h"
@@ -2528,6 +2529,170 @@ static void test_pushlog_merge(void **state)
 	buf_free(&v);
 }
 
+/* A fork is kept whole (N2): the same (origin, n) twice, with different
+ * contents, leaves both entries, the earlier (hlc, bytes) at origin \0 n
+ * and the other under its hash, at every site whatever the order, and
+ * counts one fork; an entry stamped no later than its predecessor is
+ * refused and counted, live and in a state transfer alike, while its
+ * operation still counts as applied. */
+static void test_pushlog_fork(void **state)
+{
+	struct fixture *f = *state;
+	static struct plop a1, a2, a2b, a3, a3late;
+	struct node *x = node_open(f, 0), *y = node_open(f, 1);
+	struct node *z = node_open(f, 2);
+	Grantd__V1__PushLogEntry *e;
+	struct store_batch *b;
+	struct store_iter *it;
+	struct buf k = BUF_INIT, v = BUF_INIT, why = BUF_INIT;
+	uint8_t head[PUSHLOG_HASH_LEN];
+	const char *key;
+	size_t klen;
+	uint64_t n;
+
+	op_pushlog(&a1, "sitea", EPOCH, 1, HLC(1000, 0), 1, NULL, "alice");
+	op_pushlog(&a2, "sitea", EPOCH, 2, HLC(1020, 0), 2, &a1, "bob");
+	/* entry 2 again, stamped before the first 2 but after entry 1 */
+	op_pushlog(&a2b, "sitea", EPOCH, 3, HLC(1010, 0), 2, &a1, "mallory");
+	/* entry 3 stamped before its predecessor (either entry 2) */
+	op_pushlog(&a3, "sitea", EPOCH, 4, HLC(1005, 0), 3, &a2b, "carol");
+	op_pushlog(&a3late, "sitea", EPOCH + 1, 1, HLC(1030, 0), 3, &a2b,
+		   "carol");
+
+	apply1(x, &a1.op);
+	apply1(x, &a2.op);
+	apply1(x, &a2b.op);
+	apply1(x, &a3.op);
+	assert_int_equal(ops_vv_get(&x->o, NULL, "sitea", EPOCH), 4);
+	assert_int_equal(x->o.pushlog_refused, 1);
+	assert_null(get_entry(x, "sitea", 3));
+	/* the other order: the fork first */
+	apply1(y, &a1.op);
+	a2b.op.seq = 2;
+	apply1(y, &a2b.op);
+	a2.op.seq = 3;
+	apply1(y, &a2.op);
+	apply1(y, &a3.op);
+	assert_int_equal(y->o.pushlog_refused, 1);
+	a2.op.seq = 2, a2b.op.seq = 3;
+	/* the records alike (the vectors' order aside) */
+	assert_memory_equal(x->o.fam_digest[CF_PUSHLOG],
+			    y->o.fam_digest[CF_PUSHLOG], DIGEST_LEN);
+	for (int i = 0; i < 2; i++) {
+		struct node *m = i ? y : x;
+		e = get_entry(m, "sitea", 2);
+		assert_non_null(e);
+		assert_string_equal(e->user, "mallory"); /* the earlier */
+		grantd__v1__push_log_entry__free_unpacked(e, NULL);
+		records_key_pushlog_fork(&k, "sitea", 2, a2.hash);
+		e = get_rec(m, CF_PUSHLOG, k.p, k.len,
+			    &grantd__v1__push_log_entry__descriptor);
+		assert_non_null(e);
+		assert_string_equal(e->user, "bob"); /* kept too */
+		grantd__v1__push_log_entry__free_unpacked(e, NULL);
+		assert_int_equal(ops_pushlog_forks(&m->o, NULL, &n), 0);
+		assert_int_equal(n, 1);
+		assert_int_equal(ops_pushlog_head(&m->o, NULL, "sitea", &n,
+						  head), 0);
+		assert_int_equal(n, 2);
+		assert_memory_equal(head, a2b.hash, PUSHLOG_HASH_LEN);
+	}
+	/* the same fork again changes nothing */
+	a2.op.seq = 5;
+	apply1(x, &a2.op);
+	assert_int_equal(ops_pushlog_forks(&x->o, NULL, &n), 0);
+	assert_int_equal(n, 1);
+	a2.op.seq = 2;
+
+	/* a state transfer from x: both entries, one fork; an entry
+	 * stamped before its predecessor refused there too */
+	store_batch_new(&b, z->s);
+	store_iter_new(&it, x->s, NULL, CF_PUSHLOG, "", 0);
+	while (store_iter_next(it, &key, &klen, &v) > 0)
+		assert_int_equal(ops_merge_record(&z->o, b, CF_PUSHLOG, v.p,
+						  v.len, NULL, &why), 0);
+	store_iter_free(&it);
+	buf_reset(&v);
+	buf_extend(&v, grantd__v1__push_log_entry__get_packed_size(&a3.e));
+	grantd__v1__push_log_entry__pack(&a3.e, (uint8_t *)v.p);
+	assert_int_equal(ops_merge_record(&z->o, b, CF_PUSHLOG, v.p, v.len,
+					  NULL, &why), 0);
+	assert_int_equal(ops_commit(&z->o, b, false), 0);
+	store_batch_free(&b);
+	assert_int_equal(z->o.pushlog_refused, 1);
+	assert_null(get_entry(z, "sitea", 3));
+	assert_memory_equal(x->o.fam_digest[CF_PUSHLOG],
+			    z->o.fam_digest[CF_PUSHLOG], DIGEST_LEN);
+	assert_int_equal(ops_pushlog_forks(&z->o, NULL, &n), 0);
+	assert_int_equal(n, 1);
+	/* an entry 3 stamped after both entries 2 is taken */
+	apply1(z, &a3late.op);
+	e = get_entry(z, "sitea", 3);
+	assert_non_null(e);
+	grantd__v1__push_log_entry__free_unpacked(e, NULL);
+	assert_int_equal(z->o.pushlog_refused, 1);
+	buf_free(&k);
+	buf_free(&v);
+	buf_free(&why);
+}
+
+/* The heads a site publishes (plheads_build) are what a peer keeps
+ * (plheads_take) and lists for log verify (plheads_list); a head that does
+ * not check is refused and counted, one already kept is not written
+ * again. */
+static void test_pushlog_peer_heads(void **state)
+{
+	struct fixture *f = *state;
+	static struct plop a1, a2;
+	struct node *x = node_open(f, 0), *y = node_open(f, 1);
+	Grantd__V1__PushLogHeads h;
+	Grantd__V1__PushLogHead bad = GRANTD__V1__PUSH_LOG_HEAD__INIT;
+	Grantd__V1__PushLogHead **all;
+	struct plheads_peer *got = NULL;
+	struct store_batch *b;
+	struct buf why = BUF_INIT;
+
+	op_pushlog(&a1, "sitea", EPOCH, 1, HLC(1000, 0), 1, NULL, "alice");
+	op_pushlog(&a2, "sitea", EPOCH, 2, HLC(1010, 0), 2, &a1, "bob");
+	apply1(x, &a1.op);
+	apply1(x, &a2.op);
+	assert_int_equal(plheads_build(x->s, &h), 0);
+	assert_int_equal(h.n_heads, 1);
+	assert_string_equal(h.heads[0]->origin, "sitea");
+	assert_int_equal(h.heads[0]->n, 2);
+	assert_memory_equal(h.heads[0]->hash.data, a2.hash, PUSHLOG_HASH_LEN);
+
+	/* with one head that does not check: a 31-byte hash */
+	bad.origin = "siteb";
+	bad.n = 1, bad.has_n = 1;
+	bad.hash.data = a1.hash, bad.hash.len = 31, bad.has_hash = 1;
+	all = calloc(2, sizeof(*all));
+	assert_non_null(all);
+	all[0] = h.heads[0];
+	all[1] = &bad;
+	Grantd__V1__PushLogHeads two = GRANTD__V1__PUSH_LOG_HEADS__INIT;
+	two.heads = all, two.n_heads = 2;
+	store_batch_new(&b, y->s);
+	assert_int_equal(plheads_take(y->s, b, "node0", &two, &why), 1);
+	assert_true(why.len > 0);
+	assert_int_equal(store_commit(b, true), 0);
+	store_batch_free(&b);
+	assert_int_equal(plheads_list(y->s, &got), 1);
+	assert_string_equal(got[0].peer, "node0");
+	assert_string_equal(got[0].origin, "sitea");
+	assert_int_equal(got[0].n, 2);
+	assert_memory_equal(got[0].hash, a2.hash, PUSHLOG_HASH_LEN);
+	free(got);
+	/* the same again: nothing to write */
+	store_batch_new(&b, y->s);
+	assert_int_equal(plheads_take(y->s, b, "node0", &h, &why), 0);
+	assert_int_equal(store_batch_count(b), 0);
+	store_batch_free(&b);
+	free(all);
+	plheads_free(&h);
+	buf_free(&why);
+}
+
 /* ---- read-only mirrors ---------------------------------------------------- */
 
 /* Which operations a mirror may hold (ops_mirror_visible), and a mirror
@@ -2695,6 +2860,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_counts_rollback, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_keyfp, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pushlog_peer_heads, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_pushlog_fork, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_pushlog_merge, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_mirror_filter, setup,

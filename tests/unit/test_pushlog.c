@@ -125,6 +125,7 @@ static void test_chain_intact(void **state)
  * first is kept. */
 static void test_chain_breaks(void **state)
 {
+	static const uint8_t zero[PUSHLOG_HASH_LEN];
 	struct ent a1, a2, a3, b1;
 	struct pushlog_verify v;
 
@@ -189,15 +190,39 @@ static void test_chain_breaks(void **state)
 	 * it; a head at or below the chain's end is no break */
 	pushlog_verify_init(&v);
 	pushlog_verify_add(&v, "sitea", 1, &a1.e);
-	assert_int_equal(pushlog_verify_head(&v, "sitea", 1, 1), PUSHLOG_OK);
-	assert_int_equal(pushlog_verify_head(&v, "sitea", 1, 0), PUSHLOG_OK);
+	assert_int_equal(pushlog_verify_head(&v, "sitea", 1, a1.hash, 1,
+					     a1.hash), PUSHLOG_OK);
+	assert_int_equal(pushlog_verify_head(&v, "sitea", 1, a1.hash, 0,
+					     zero), PUSHLOG_OK);
 	assert_int_equal(v.brk, PUSHLOG_OK);
-	assert_int_equal(pushlog_verify_head(&v, "sitea", 1, 3),
-			 PUSHLOG_TAIL_MISSING);
+	assert_int_equal(pushlog_verify_head(&v, "sitea", 1, a1.hash, 3,
+					     a2.hash), PUSHLOG_TAIL_MISSING);
 	assert_int_equal(v.brk_n, 2);
-	assert_int_equal(pushlog_verify_head(&v, "siteb", 0, 1),
+	assert_int_equal(pushlog_verify_head(&v, "siteb", 0, zero, 1, a1.hash),
 			 PUSHLOG_TAIL_MISSING);
 	assert_string_equal(v.brk_site, "sitea"); /* the first kept */
+
+	/* the head's number right but not its hash: the last entry was
+	 * rewritten (and rehashed) after this site applied it */
+	pushlog_verify_init(&v);
+	pushlog_verify_add(&v, "sitea", 1, &a1.e);
+	assert_int_equal(pushlog_verify_head(&v, "sitea", 1, a1.hash, 1,
+					     a2.hash), PUSHLOG_WRONG_HEAD);
+	assert_int_equal(v.brk_n, 1);
+	assert_true(v.brk_hashes);
+	assert_memory_equal(v.brk_hash[0], a2.hash, PUSHLOG_HASH_LEN);
+	assert_memory_equal(v.brk_hash[1], a1.hash, PUSHLOG_HASH_LEN);
+
+	/* a peer's head: another hash for an entry held here is a break,
+	 * one not here yet is none */
+	pushlog_verify_init(&v);
+	assert_int_equal(pushlog_verify_peer(&v, "sitea", 2, NULL, a2.hash),
+			 PUSHLOG_OK);
+	assert_int_equal(pushlog_verify_peer(&v, "sitea", 1, a1.hash,
+					     a1.hash), PUSHLOG_OK);
+	assert_int_equal(pushlog_verify_peer(&v, "sitea", 1, a1.hash,
+					     a2.hash), PUSHLOG_PEER_HEAD);
+	assert_memory_equal(v.brk_hash[1], a2.hash, PUSHLOG_HASH_LEN);
 
 	/* stored bytes that do not decode */
 	pushlog_verify_init(&v);
@@ -207,12 +232,65 @@ static void test_chain_breaks(void **state)
 			    "the stored entry does not decode");
 }
 
+/* A fork: a second entry for (sitea, 2) kept under its hash, fed right
+ * after the first.  The fork is the break, naming both hashes; the next
+ * entry may follow either; every fork is counted. */
+static void test_chain_fork(void **state)
+{
+	struct ent a1, a2, a2b, a3, a3b;
+	struct pushlog_verify v;
+
+	(void)state;
+	make(&a1, "sitea", 1, NULL, "alice");
+	make(&a2, "sitea", 2, &a1, "bob");
+	make(&a2b, "sitea", 2, &a1, "mallory");
+	make(&a3, "sitea", 3, &a2, "carol");
+	make(&a3b, "sitea", 3, &a2b, "carol");
+	pushlog_verify_init(&v);
+	assert_int_equal(pushlog_verify_add(&v, "sitea", 1, &a1.e), PUSHLOG_OK);
+	assert_int_equal(pushlog_verify_add(&v, "sitea", 2, &a2.e), PUSHLOG_OK);
+	assert_int_equal(pushlog_verify_fork(&v, "sitea", 2, a2b.hash, &a2b.e),
+			 PUSHLOG_FORK);
+	assert_string_equal(v.brk_site, "sitea");
+	assert_int_equal(v.brk_n, 2);
+	assert_true(v.brk_hashes);
+	assert_memory_equal(v.brk_hash[0], a2.hash, PUSHLOG_HASH_LEN);
+	assert_memory_equal(v.brk_hash[1], a2b.hash, PUSHLOG_HASH_LEN);
+	assert_int_equal(v.forks, 1);
+	assert_int_equal(v.entries, 3);
+	/* entry 3 after the fork's entry: no second break */
+	assert_int_equal(pushlog_verify_add(&v, "sitea", 3, &a3b.e),
+			 PUSHLOG_OK);
+	pushlog_verify_init(&v);
+	pushlog_verify_add(&v, "sitea", 1, &a1.e);
+	pushlog_verify_add(&v, "sitea", 2, &a2.e);
+	pushlog_verify_fork(&v, "sitea", 2, a2b.hash, &a2b.e);
+	assert_int_equal(pushlog_verify_add(&v, "sitea", 3, &a3.e), PUSHLOG_OK);
+	assert_int_equal(v.brk, PUSHLOG_FORK);
+
+	/* a fork stored under another hash than its own, or not after its
+	 * number's entry, is misplaced */
+	pushlog_verify_init(&v);
+	pushlog_verify_add(&v, "sitea", 1, &a1.e);
+	assert_int_equal(pushlog_verify_fork(&v, "sitea", 1, a2b.hash, &a1.e),
+			 PUSHLOG_MISPLACED);
+	pushlog_verify_init(&v);
+	pushlog_verify_add(&v, "sitea", 1, &a1.e);
+	assert_int_equal(pushlog_verify_fork(&v, "sitea", 2, a2b.hash, &a2b.e),
+			 PUSHLOG_MISPLACED);
+	assert_int_equal(pushlog_verify_fork(&v, "sitea", 1, a2b.hash, NULL),
+			 PUSHLOG_UNDECODABLE);
+	assert_string_equal(pushlog_break_text(PUSHLOG_FORK),
+			    "two different entries have its number (a fork)");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_known_answer),
 		cmocka_unit_test(test_chain_intact),
 		cmocka_unit_test(test_chain_breaks),
+		cmocka_unit_test(test_chain_fork),
 	};
 	if (sodium_init() < 0)
 		return 1;

@@ -359,23 +359,48 @@ static void test_keys_and_parsers(void **state)
 	/* the push log: origin \0 n(8, BE), so an origin's entries sort
 	 * by number; without n, the origin's prefix */
 	uint64_t n;
+	const uint8_t *fork;
+	uint8_t h[32];
 	records_key_pushlog(&k, "sitea", 0x0102030405060708ULL);
 	assert_int_equal(k.len, 6 + 8);
 	assert_memory_equal(k.p, "sitea\0\x01\x02\x03\x04\x05\x06\x07\x08",
 			    14);
-	assert_int_equal(records_pushlog_parse(k.p, k.len, &a, &n), 0);
+	assert_int_equal(records_pushlog_parse(k.p, k.len, &a, &n, NULL), 0);
 	assert_true(span_is(&a, "sitea"));
 	assert_true(n == 0x0102030405060708ULL);
-	assert_int_equal(records_pushlog_parse(k.p, k.len - 1, &a, &n),
+	assert_int_equal(records_pushlog_parse(k.p, k.len, &a, &n, &fork), 0);
+	assert_null(fork);
+	assert_int_equal(records_pushlog_parse(k.p, k.len - 1, &a, &n, NULL),
 			 GD_EPROTO);
 	records_key_pushlog(&v, "sitea", 0);
 	assert_int_equal(v.len, 6);
 	assert_memory_equal(k.p, v.p, v.len);
 	records_key_pushlog(&k, "sitea", 0);
 	store_be64((uint8_t *)buf_extend(&k, 8), 0);
-	assert_int_equal(records_pushlog_parse(k.p, k.len, &a, &n), GD_EPROTO);
+	assert_int_equal(records_pushlog_parse(k.p, k.len, &a, &n, NULL),
+			 GD_EPROTO);
 	assert_int_equal(records_pushlog_parse("\0\0\0\0\0\0\0\0\1", 9, &a,
-						&n), GD_EPROTO);
+						&n, NULL), GD_EPROTO);
+	/* a fork: the entry's hash after n, sorting after n's entry and
+	 * before n + 1's; refused where the caller takes no fork */
+	memset(h, 0xab, sizeof(h));
+	records_key_pushlog_fork(&k, "sitea", 7, h);
+	assert_int_equal(k.len, 6 + 8 + 32);
+	assert_int_equal(records_pushlog_parse(k.p, k.len, &a, &n, &fork), 0);
+	assert_true(span_is(&a, "sitea") && n == 7);
+	assert_non_null(fork);
+	assert_memory_equal(fork, h, sizeof(h));
+	assert_int_equal(records_pushlog_parse(k.p, k.len, &a, &n, NULL),
+			 GD_EPROTO);
+	records_key_pushlog(&v, "sitea", 7);
+	assert_true(memcmp(v.p, k.p, v.len) == 0);
+	records_key_pushlog(&v, "sitea", 8);
+	assert_true(memcmp(k.p, v.p, v.len) < 0);
+	/* a long origin's plain key is no fork */
+	records_key_pushlog(&k, "a-site-name-longer-than-forty-bytes-in-all", 3);
+	assert_int_equal(records_pushlog_parse(k.p, k.len, &a, &n, &fork), 0);
+	assert_null(fork);
+	assert_true(n == 3);
 	buf_free(&k);
 	buf_free(&v);
 }
