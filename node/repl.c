@@ -366,6 +366,13 @@ static const Grantd__V1__VvEntry *peer_ahead(struct repl *r, struct peer *p,
 		const Grantd__V1__VvEntry *e = p->hb->vv[i];
 		uint64_t have = ops_vv_get(r->ops, NULL, e->origin,
 					   e->epoch);
+		const struct peer *q = peer_by_site(r, e->origin);
+		/* an epoch its origin retired and our total holds: p has
+		 * not followed the retirement yet (ops_vv_covered) */
+		if (e->seq > have && q && q != p && q->hb &&
+		    ops_vv_covered(r->ops, e->origin, e->epoch, q->hb->vv,
+				   q->hb->n_vv))
+			continue;
 		if (e->epoch == OPS_VV_RETIRED && e->seq > have)
 			have += unlisted(r, p, e->origin);
 		if (e->seq > have) {
@@ -808,7 +815,21 @@ static void snap_raise(struct repl *r, struct peer *p)
 			       (unsigned long long)e->epoch,
 			       (unsigned long long)e->seq,
 			       (unsigned long long)cap);
-		ops_vv_raise(o, r->batch, e->origin, e->epoch, cap);
+		if (e->epoch != OPS_VV_RETIRED) {
+			ops_vv_raise(o, r->batch, e->origin, e->epoch, cap);
+			continue;
+		}
+		/* the origin's own vector: the sender's when it is the
+		 * origin, else the origin's last heartbeat */
+		const struct peer *q = peer_by_site(r, e->origin);
+		Grantd__V1__VvEntry *const *ov = NULL;
+		size_t on = 0;
+		if (!strcmp(e->origin, p->cfg->site))
+			ov = sn->vv, on = sn->nvv;
+		else if (q && q->hb)
+			ov = q->hb->vv, on = q->hb->n_vv;
+		ops_vv_raise_retired(o, r->batch, e->origin, cap, ov, on,
+				     sn->vv, sn->nvv);
 	}
 	r->drops[DROP_SNAP_VECTOR] += capped;
 	o->dropped += capped;
