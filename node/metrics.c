@@ -292,6 +292,12 @@ static void render_peers(struct buf *out, const cJSON *peers)
 		{ "grantd_peer_lag_seconds", "lag_ms",
 		  "Seconds this site has been behind the peer (0: level).",
 		  1e3 },
+		{ "grantd_peer_key_refused", "key_refused",
+		  "1 while the peer refuses this node's key (its [peer] "
+		  "public_key for this site is not this node's key).", 1 },
+		{ "grantd_peer_handshake_failed", "handshake_failed",
+		  "1 while the last handshake with the peer failed (check "
+		  "its public_key in this node's configuration).", 1 },
 	};
 	const cJSON *p;
 
@@ -303,7 +309,8 @@ static void render_peers(struct buf *out, const cJSON *peers)
 				cJSON_GetObjectItemCaseSensitive(p, g[i].key);
 			double x = cJSON_IsBool(v) ? cJSON_IsTrue(v) :
 				   cJSON_IsNumber(v) ? v->valuedouble : NAN;
-			if (!site)
+			/* (a mirror we feed has no link of ours to watch) */
+			if (!site || (!v && i >= 4))
 				continue;
 			if (x >= 0)
 				x /= g[i].div;
