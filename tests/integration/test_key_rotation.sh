@@ -21,7 +21,13 @@ OLD=$(<"$PA/node.pub")
 t_suser paloalto tina
 TS=$(gd_base32_secret)
 t_expect 0 "paloalto: enroll tina --totp" t_c paloalto enroll tina --totp --secret "$TS"
+t_expect 0 "paloalto: repo add r" t_c paloalto repo add r --mode off
 t_expect_converged "the three sites agree" 10
+
+# ref_is SITE TIP: r's master at SITE is TIP
+ref_is() {
+	[[ $(git --git-dir="$(t_dir "$1")/repos/r.git" rev-parse -q --verify refs/heads/master 2>/dev/null) == "$2" ]]
+}
 
 # peer_link SITE PEER WHAT: SITE's status says its link to PEER is WHAT
 # (peers[].link: up, key_refused, ...)
@@ -76,6 +82,18 @@ t_expect_soon 0 20 "paloalto hears portland again, without a restart" hears palo
 t_expect_soon 0 10 "paloalto: its link to portland is up" peer_link paloalto portland up
 t_expect_soon 0 10 "paloalto: metrics say portland takes its key" metric paloalto 'grantd_peer_key_refused{peer="portland"} 0'
 t_expect_converged "paloalto and portland agree" 20 paloalto portland
+# montreal still refuses paloalto: the objects can come from portland only,
+# over paloalto's repository DEALER, refused before like the others
+W=$T_DIR/w
+gd_git 127.0.0.1 /dev/null init -q "$W"
+echo "$RANDOM" >"$W/f"
+gd_git 127.0.0.1 /dev/null -C "$W" add -A
+gd_git 127.0.0.1 /dev/null -C "$W" commit -q -m c
+TIP=$(t_head "$W")
+t_expect 0 "a push to r at portland" \
+	gd_git 127.0.0.1 /dev/null -C "$W" push -q "$(t_dir portland)/repos/r.git" HEAD:refs/heads/master
+t_expect_soon 0 20 "paloalto: r's master and its objects came from portland" ref_is paloalto "$TIP"
+t_expect_converged "paloalto and portland agree" 20 paloalto portland
 t_check "paloalto: montreal still refuses its key" peer_link paloalto montreal key_refused
 
 t_section "montreal gets paloalto's new key"
@@ -86,6 +104,7 @@ t_expect_soon 0 20 "paloalto hears montreal again, without a restart" hears palo
 t_expect_soon 0 20 "montreal hears paloalto" hears montreal paloalto
 t_expect_soon 0 10 "paloalto: its link to montreal is up" peer_link paloalto montreal up
 t_expect_converged "the three sites agree" 20
+t_check "montreal: r's master arrived" ref_is montreal "$TIP"
 t_check "paloalto was not restarted since its rotation" \
 	test "$(grep -c 'node running site=paloalto' "$PA/grantd.log")" = 2
 
