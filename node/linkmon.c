@@ -13,8 +13,9 @@
 #include "banned.h"
 
 #define EVENTS                                                                 \
-	(ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_SUCCEEDED | \
-	 ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
+	(ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |                                \
+	 ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | \
+	 ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
 
 /* inproc names are per context; sockets of several threads are watched */
 static atomic_uint next_id;
@@ -26,10 +27,10 @@ int linkmon_attach(struct linkmon *m, void *zctx, void *sock)
 
 	m->pair = NULL;
 	snprintf(ep, sizeof(ep), "inproc://grantd-linkmon-%u",
-		 atomic_fetch_add(&next_id, 1));
+	         atomic_fetch_add(&next_id, 1));
 	if (zmq_socket_monitor(sock, ep, EVENTS) < 0) {
 		log_error("cannot watch a peer socket: %s",
-			  zmq_strerror(errno));
+		          zmq_strerror(errno));
 		return GD_EIO;
 	}
 	m->pair = zmq_socket(zctx, ZMQ_PAIR);
@@ -109,8 +110,7 @@ bool linkmon_poll(struct linkmon *m, uint64_t now_ms, const char *what)
 			if (m->state != LINKMON_UP &&
 			    m->state != LINKMON_CONNECTING)
 				log_info("peer link up again %s failures=%llu",
-					 what,
-					 (unsigned long long)m->failures);
+				         what, (unsigned long long)m->failures);
 			m->state = LINKMON_UP;
 			m->retry_at_ms = 0;
 			m->backoff_ms = 0;
@@ -119,25 +119,26 @@ bool linkmon_poll(struct linkmon *m, uint64_t now_ms, const char *what)
 		enum linkmon_state was = m->state;
 		m->failures++;
 		m->code = (int)value;
-		m->state = ev == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH ?
-				   LINKMON_KEY_REFUSED :
-				   LINKMON_HANDSHAKE_FAILED;
-		m->backoff_ms = !m->backoff_ms ? LINKMON_RETRY_MIN_MS :
-				m->backoff_ms * 2 > LINKMON_RETRY_MAX_MS ?
-						 LINKMON_RETRY_MAX_MS :
-						 m->backoff_ms * 2;
+		m->state = ev == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH
+		                   ? LINKMON_KEY_REFUSED
+		                   : LINKMON_HANDSHAKE_FAILED;
+		m->backoff_ms = !m->backoff_ms ? LINKMON_RETRY_MIN_MS
+		                : m->backoff_ms * 2 > LINKMON_RETRY_MAX_MS
+		                        ? LINKMON_RETRY_MAX_MS
+		                        : m->backoff_ms * 2;
 		if (!m->retry_at_ms)
 			m->retry_at_ms = now_ms + m->backoff_ms;
 		if (m->state == LINKMON_KEY_REFUSED && was != m->state)
 			log_error("peer refused this node's key %s status=%u: "
-				  "the peer must have this key as public_key "
-				  "of this site's [peer] section (then restart "
-				  "it); retrying every %d s meanwhile",
-				  what, value, LINKMON_RETRY_MAX_MS / 1000);
+			          "the peer must have this key as public_key "
+			          "of this site's [peer] section (then restart "
+			          "it); retrying every %d s meanwhile",
+			          what, value, LINKMON_RETRY_MAX_MS / 1000);
 		else if (was != m->state)
 			log_warn("peer handshake failed %s error=0x%x: check "
-				 "the peer's public_key in this node's "
-				 "configuration; retrying", what, value);
+			         "the peer's public_key in this node's "
+			         "configuration; retrying",
+			         what, value);
 	}
 	return m->retry_at_ms && now_ms >= m->retry_at_ms;
 }

@@ -25,20 +25,20 @@
 #define LINKMON_RETRY_MAX_MS 8000
 
 enum linkmon_state {
-	LINKMON_CONNECTING,       /* no handshake done yet */
-	LINKMON_UP,               /* the last handshake succeeded */
-	LINKMON_KEY_REFUSED,      /* the peer's ZAP refused our key */
+	LINKMON_CONNECTING, /* no handshake done yet */
+	LINKMON_UP, /* the last handshake succeeded */
+	LINKMON_KEY_REFUSED, /* the peer's ZAP refused our key */
 	LINKMON_HANDSHAKE_FAILED, /* any other failed handshake */
 };
 
 struct linkmon {
-	void *pair;                 /* reads the socket's events; NULL: off */
+	void *pair; /* reads the socket's events; NULL: off */
 	enum linkmon_state state;
-	uint64_t failures;          /* failed handshakes since start */
-	uint64_t retry_at_ms;       /* 0: nothing to do */
+	uint64_t failures; /* failed handshakes since start */
+	uint64_t retry_at_ms; /* 0: nothing to do */
 	uint64_t backoff_ms;
-	int code;                   /* the failure's ZAP status or protocol
-				     * error (zmq_socket_monitor's value) */
+	int code; /* the failure's ZAP status or protocol
+	           * error (zmq_socket_monitor's value) */
 };
 
 /* Watch sock (a client socket of zctx, not yet connected).  Returns 0 or
