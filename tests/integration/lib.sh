@@ -640,7 +640,7 @@ t_settled() {
 # state (equal digests and equal applied vectors), nobody catching up and
 # nothing pending at any of them (t_settled).
 t_converged() {
-	local s j d a first= firsta=
+	local s j d a first='' firsta=''
 	(($#)) || set -- "${T_SITES[@]}"
 	for s in "$@"; do
 		j=$(t_status "$s" 2>/dev/null) || return 1

@@ -13,7 +13,7 @@
 # accepted once.
 . "$(dirname "$0")/lib.sh"
 
-T_METRICS_PORT=$((T_SSH_PORT + 10000 + 7))
+T_METRICS_PORT=$((T_SSH_PORT + 10000 + 7)) # t_cluster_config reads it
 t_cluster_up
 PA=$(t_dir paloalto)
 OLD=$(<"$PA/node.pub")
