@@ -1961,6 +1961,12 @@ void repl_metrics(struct repl *r, cJSON *obj)
 	cJSON *dr = cJSON_AddObjectToObject(obj, "dropped");
 	for (int i = 0; i < DROP__COUNT; i++)
 		cJSON_AddNumberToObject(dr, drop_names[i], (double)r->drops[i]);
+	const char *addr, *key = peer_last_refused(r->link, &addr);
+	if (key) { /* whose key to set where: the log says it too */
+		cJSON *lr = cJSON_AddObjectToObject(obj, "last_refused");
+		cJSON_AddStringToObject(lr, "key", key);
+		cJSON_AddStringToObject(lr, "addr", addr);
+	}
 	cJSON *cu = cJSON_AddObjectToObject(obj, "last_catchup");
 	cJSON_AddNumberToObject(cu, "ops", (double)r->met.last_ops);
 	cJSON_AddNumberToObject(cu, "ms", (double)r->met.last_ms);

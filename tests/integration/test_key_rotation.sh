@@ -69,6 +69,8 @@ t_expect_soon 0 20 "paloalto: status says montreal refuses its key" peer_link pa
 t_expect_soon 0 10 "paloalto: metrics name it" metric paloalto 'grantd_peer_key_refused{peer="portland"} 1'
 t_expect_soon 0 10 "portland logs the refused key and what to fix" \
 	t_grep_log portland "reason=unknown key key=$NEW"
+t_check "portland: status --json shows the refused key" \
+	t_sj portland "1/0 if j['replication']['last_refused']['key'] != '$NEW' else 1"
 t_check "... naming the section to set it in" t_grep_log portland "set it as public_key of that peer's [peer NAME] section here and restart this node"
 t_check "paloalto logs which peer refused its key, and the fix" \
 	t_grep_log paloalto "peer refused this node's key peer=portland"
