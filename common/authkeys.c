@@ -29,11 +29,15 @@ int authkeys_beside_me(char *out, size_t len, const char *name)
 	return w < 0 || (size_t)w >= len ? GD_EIO : 0;
 }
 
-/* A path is put between double quotes in the command= option: refuse
- * anything that could end the quotes or the line. */
+/* A path goes into the command= option, which sshd runs through the git
+ * account's shell: allow only characters no shell or sshd gives a meaning
+ * to ([A-Za-z0-9/._+-], issue 19 N13), so no quote, space, ';', '$',
+ * backquote, '&', '|' or glob can end up in the command line. */
 static bool path_ok(const char *p)
 {
-	return p[0] == '/' && !strpbrk(p, "\"\\\n\r ");
+	return p[0] == '/' &&
+	       strspn(p, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+			 "0123456789/._+-") == strlen(p);
 }
 
 int authkeys_paths(struct authkeys_paths *out, const char *prog,
@@ -59,8 +63,9 @@ int authkeys_paths(struct authkeys_paths *out, const char *prog,
 		out->config = out->config_buf;
 	}
 	if (!path_ok(out->shell) || (out->config && !path_ok(out->config))) {
-		fprintf(stderr, "%s: paths must be absolute, without spaces or "
-			"quotes\n", prog);
+		fprintf(stderr, "%s: paths must be absolute and of the "
+			"characters A-Z a-z 0-9 / . _ + - only: %s\n", prog,
+			!path_ok(out->shell) ? out->shell : out->config);
 		return GD_EXIT_USAGE;
 	}
 	return 0;

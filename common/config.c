@@ -321,7 +321,17 @@ static int peer_key(struct parse_state *ps, const char *name,
 			return fail(ps, "bad public_key '%s'%s (want the 40 "
 					"characters grantctl keygen prints)",
 				    value, "");
+		/* one key, one machine: two peers with one key would be one
+		 * machine counted twice toward a majority */
+		for (struct config_peer *q = ps->cfg->peers; q < p; q++)
+			if (!strcmp(q->public_key, value))
+				return fail(ps, "[peer %s] has the public_key "
+					    "of [peer %s] (line %d): each site "
+					    "has its own key pair (grantctl "
+					    "keygen)", p->site, q->site,
+					    q->key_line);
 		memcpy(p->public_key, value, Z85_KEY_LEN + 1);
+		p->key_line = ps->line;
 		return 1;
 	}
 	return fail(ps, "unknown key '%s' in [peer %s]", name, p->site);
@@ -588,6 +598,23 @@ void config_free(struct config **cp)
 	}
 	free(c);
 	*cp = NULL;
+}
+
+int config_check_own_key(const struct config *c,
+			 const char own_pub[Z85_KEY_LEN + 1], struct buf *err)
+{
+	for (int i = 0; i < c->npeers; i++) {
+		const struct config_peer *p = &c->peers[i];
+		if (strcmp(p->public_key, own_pub))
+			continue;
+		buf_printf(err, "%s:%d: [peer %s] has this node's own "
+			   "public_key (the public half of secret_key %s): "
+			   "give the key that site's grantctl keygen printed",
+			   c->path, p->key_line, p->site,
+			   c->secret_key ? c->secret_key : "");
+		return GD_EINVAL;
+	}
+	return 0;
 }
 
 struct key_state {

@@ -37,6 +37,7 @@ struct config_peer {
 	char *sync;
 	char public_key[Z85_KEY_LEN + 1];
 	int line;                 /* where its section starts, for errors */
+	int key_line;             /* where its public_key is, for errors */
 };
 
 /* [policy] security_keys: what a push over an SSH security key (FIDO2:
@@ -119,5 +120,15 @@ void config_free(struct config **cp);
  */
 int config_read_keyfile(const char *path, char pub[Z85_KEY_LEN + 1],
 			char sec[Z85_KEY_LEN + 1], struct buf *err);
+
+/*
+ * Refuse a [peer] whose public_key is this node's own (own_pub, the
+ * public half of secret_key): the node would count itself as that peer,
+ * and one machine twice toward a majority.  (Two peers with one key are
+ * refused by config_load.)  Returns 0, or GD_EINVAL with "PATH:LINE: ..."
+ * in err.
+ */
+int config_check_own_key(const struct config *c,
+			 const char own_pub[Z85_KEY_LEN + 1], struct buf *err);
 
 #endif

@@ -182,6 +182,8 @@ struct cmd_status {
 	uint64_t bad_requests;    /* frames refused or failing to decode */
 };
 
+struct peerpolicy;
+
 struct cmd_ctx {
 	/* config, store, host; p.batch: the batch (CMD_BATCH rows), NULL for
 	 * CMD_READS rows (committed state) */
@@ -194,6 +196,10 @@ struct cmd_ctx {
 	struct metrics_counts *counts;
 	/* the token quorum (vote.h); CMD_BATCH rows only, else NULL */
 	struct vote *vote;
+	/* the frontend peers' [policy] settings against ours (peerpolicy.h):
+	 * token validation is refused while token_quorum differs; CMD_BATCH
+	 * rows only, else NULL (none: nothing compared) */
+	const struct peerpolicy *peer_policy;
 };
 
 /*

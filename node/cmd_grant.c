@@ -25,6 +25,7 @@
 #include "metrics.h"
 #include "names.h"
 #include "otp.h"
+#include "peerpolicy.h"
 #include "policy.h"
 #include "records.h"
 #include "repos.h"
@@ -155,6 +156,18 @@ int cmd_validate_token(struct cmd_ctx *x, struct req *r,
 		return cmd_bad(r, "'%s' is not a token: give the 6 or 8 digits "
 			       "your token shows, or an 8-digit scratch code",
 			       strnlen(token, 9) > 8 ? "(too long)" : token);
+	}
+	/* a frontend peer validating under another token_quorum reopens the
+	 * replay window: fail closed until the settings agree (N8) */
+	if (x->peer_policy) {
+		struct buf why = BUF_INIT;
+		if (peerpolicy_refuses(x->peer_policy, &why)) {
+			log_warn("token refused: token_quorum differs from a "
+				 "frontend peer's user=%s", cmd_user_of(r));
+			rc = cmd_refuse(r, "%s", why.p);
+			buf_free(&why);
+			return rc;
+		}
 	}
 	if ((rc = policy_lock_state(&x->p, cmd_user_of(r), r->now_ms,
 				    &fails, &until)) < 0)
@@ -419,7 +432,7 @@ static int for_each_grant(struct cmd_ctx *x, struct req *r, const char *user,
 	struct store_iter *it;
 	struct buf v = BUF_INIT;
 	Grantd__V1__Grant **all = NULL;
-	Grantd__V1__Revocation *rv = NULL;
+	struct policy_revokes rv = { 0 };
 	const char *key, *rv_user = NULL;
 	size_t klen, n = 0, cap = 0;
 	int rc;
@@ -446,25 +459,22 @@ static int for_each_grant(struct cmd_ctx *x, struct req *r, const char *user,
 	for (size_t i = 0; rc >= 0 && i < n; i++) {
 		Grantd__V1__Grant *g = all[i];
 		if (!rv_user || strcmp(rv_user, g->user)) {
-			if (rv)
-				grantd__v1__revocation__free_unpacked(rv, NULL);
-			rc = policy_revocation_load(&rv, &x->p,
-						    g->user);
+			policy_revokes_clear(&rv);
+			rc = policy_revokes_load(&rv, &x->p, g->user);
 			rv_user = g->user;
 			if (rc < 0)
 				break;
 		}
 		/* voided by a later revocation: shown and treated as
 		 * revoked */
-		if (policy_grant_void(g, rv))
+		if (policy_grant_void(g, &rv))
 			g->revoked = 1;
 		rc = fn(x, r, g, payload);
 	}
 	for (size_t i = 0; i < n; i++)
 		grantd__v1__grant__free_unpacked(all[i], NULL);
 	free(all);
-	if (rv)
-		grantd__v1__revocation__free_unpacked(rv, NULL);
+	policy_revokes_clear(&rv);
 	return rc < 0 ? rc : 0;
 }
 
@@ -544,7 +554,6 @@ struct inval_opts {
 	const struct gd_net *match; /* NULL: all */
 	bool purge;
 	int expired, already, found;
-	int exact;              /* expired ones whose key is match's own */
 };
 
 static int inval_one(struct cmd_ctx *x, struct req *r, Grantd__V1__Grant *g,
@@ -556,14 +565,8 @@ static int inval_one(struct cmd_ctx *x, struct req *r, Grantd__V1__Grant *g,
 
 	if (g->purged || addr_parse(&net, g->net, true) < 0)
 		return 0;
-	if (io->match) {
-		bool hit = io->match->prefix ==
-					   (io->match->family == AF_INET ? 32 : 128) ?
-				   addr_contains(&net, io->match) :
-				   !memcmp(&net, io->match, sizeof(net));
-		if (!hit)
-			return 0;
-	}
+	if (io->match && !policy_net_hits(&net, io->match))
+		return 0;
 	io->found++;
 	if (!live && !io->purge) {
 		io->already++;
@@ -578,33 +581,26 @@ static int inval_one(struct cmd_ctx *x, struct req *r, Grantd__V1__Grant *g,
 	if (io->purge)
 		SET(ng, purged, 1);
 	io->expired++;
-	if (io->match && !memcmp(&net, io->match, sizeof(net)) &&
-	    !(g->session && *g->session))
-		io->exact++;
 	log_info("grant revoked user=%s net=%s%s", g->user, g->net,
 		 io->purge ? " purged" : "");
 	return cmd_emit_body(x, GRANTD__V1__OP__BODY_GRANT, &ng);
 }
 
-/* A revoked record for (user, net) without a session: a grant for it that
- * is still on its way from another site, stamped before now, loses to it
- * when it arrives. */
-static int emit_tombstone(struct cmd_ctx *x, struct req *r, const char *user,
-			  const struct gd_net *net)
+/* Void every grant of user for net (an address: every grant whose net
+ * contains it, sessions included; a subnet: grants for that subnet)
+ * stamped before now, at every site, including grants that have not
+ * reached this one yet (policy_grant_void). */
+static int emit_addr_revocation(struct cmd_ctx *x, const char *user,
+				const struct gd_net *net)
 {
-	Grantd__V1__Grant g = GRANTD__V1__GRANT__INIT;
+	Grantd__V1__AddrRevocation ar = GRANTD__V1__ADDR_REVOCATION__INIT;
 	char netstr[ADDR_STRLEN];
 
 	addr_format(netstr, net);
-	g.user = (char *)user;
-	g.net = netstr;
-	g.session = "";
-	SET(g, added, r->now);
-	SET(g, expires, r->now - 1);
-	SET(g, revoked, 1);
-	g.site = x->ops->site;
+	ar.user = (char *)user;
+	ar.net = netstr;
 	log_info("revocation recorded user=%s net=%s", user, netstr);
-	return cmd_emit_body(x, GRANTD__V1__OP__BODY_GRANT, &g);
+	return cmd_emit_body(x, GRANTD__V1__OP__BODY_ADDR_REVOKE, &ar);
 }
 
 static int cmd_inval(struct cmd_ctx *x, struct req *r)
@@ -632,19 +628,19 @@ static int cmd_inval(struct cmd_ctx *x, struct req *r)
 		return rc;
 	if ((rc = for_each_grant(x, r, cmd_user_of(r), inval_one, &io)) < 0)
 		return rc;
-	if (!io.match && (rc = emit_revocation(x, cmd_user_of(r))) < 0)
+	/* recorded whatever this site knows: a grant for it may still be on
+	 * its way from another site, and loses to the record when it
+	 * arrives */
+	rc = io.match ? emit_addr_revocation(x, cmd_user_of(r), io.match)
+		      : emit_revocation(x, cmd_user_of(r));
+	if (rc < 0)
 		return rc;
 	if (io.purge)
 		buf_puts(&r->out, "All entries purged. You can verify with "
 				  "\"list-val all\".\n");
-	else if (!io.found) {
-		/* a grant for it may still be on its way from another site:
-		 * leave a revoked record it will lose against */
-		if ((rc = emit_tombstone(x, r, cmd_user_of(r), io.match)) < 0)
-			return rc;
+	else if (!io.found)
 		return cmd_refuse(r, "Did not find %s in the list of "
 				  "authorized IPs.", what);
-	}
 	else if (io.expired)
 		buf_printf(&r->out, "Force-expired %s (%d grant%s).\n", what,
 			   io.expired, io.expired == 1 ? "" : "s");
@@ -784,11 +780,10 @@ static int cmd_grant_revoke(struct cmd_ctx *x, struct req *r)
 	/* Recorded whatever this site knows, so that it also voids grants
 	 * made before now at sites whose operations have not arrived yet
 	 * (SPEC 2.4): "all" as a revocation of the user, an address as a
-	 * revoked record for it (unless one was just written). */
-	if (!io.match)
-		rc = emit_revocation(x, name);
-	else if (!io.exact)
-		rc = emit_tombstone(x, r, name, io.match);
+	 * revocation of it (every grant whose net contains it, sessions
+	 * included). */
+	rc = io.match ? emit_addr_revocation(x, name, io.match)
+		      : emit_revocation(x, name);
 	if (rc < 0)
 		return rc;
 	buf_printf(&r->out, "revoked %d live grant%s of user %s%s%s; recorded, "

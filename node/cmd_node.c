@@ -268,6 +268,13 @@ static int status_text(struct cmd_ctx *x, struct req *r, const cJSON *j)
 			   num(o, "last_heard_ms"), num(o, "lag_ops"),
 			   num(o, "lag_ms"), mirror ? " role=mirror" : "",
 			   bad ? " link=" : "", bad ? link->valuestring : "");
+		const cJSON *d;
+		cJSON_ArrayForEach(d, cJSON_GetObjectItemCaseSensitive(
+					      o, "policy_mismatch"))
+			buf_printf(&r->out, "policy:   DIFFERS from peer %s "
+				   "%s here=%s peer=%s\n", str(o, "site"),
+				   str(d, "key"), str(d, "here"),
+				   str(d, "peer"));
 	}
 	cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(j, "mirror_lag"))
 		buf_printf(&r->out, "mirror:   of %s %s lag_ops=%.0f lag_ms=%.0f\n",

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sodium.h>
 
+#include "authkeys.h"
 #include "cmd.h"
 #include "err.h"
 #include "log.h"
@@ -59,7 +60,12 @@ static int make_enrollment(struct cmd_ctx *x, struct req *r, const char *user,
 	e.scratch = sc;
 	e.n_scratch = OTP_SCRATCH_CODES;
 	SET(e, active, active);
-	SET(e, id, ops_stamp(x->ops));
+	/* random, not the creation's stamp (review N12): an id that says
+	 * when it was made is guessable by whoever saw the enrollment */
+	uint64_t id = 0;
+	while (!id)
+		randombytes_buf(&id, sizeof(id));
+	SET(e, id, id);
 	if ((rc = cmd_emit_body(x, GRANTD__V1__OP__BODY_ENROLL, &e)) < 0)
 		goto done;
 	otp_uri(&r->uri, &e, x->p.host);
@@ -181,22 +187,86 @@ done:
 
 /* ---- keys (grant-keys) -------------------------------------------------- */
 
+/* The live users holding the key with fingerprint fp (CF_KEYFP): *n of
+ * them (counted up to 2), the first by name in *owner (when owner is not
+ * NULL; "" when none) and its key line in *line (when line is not NULL).
+ * One key held by two users (issue 19, N10) is what two sites that each
+ * added it to another user at once leave behind (user add refuses it
+ * otherwise): such a key logs in as nobody.  Returns 0 or a negative
+ * gd_err. */
+static int key_owners(struct cmd_ctx *x, const char *fp, int *n,
+		      struct buf *owner, struct buf *line)
+{
+	struct records_span sf, su;
+	struct store_iter *it;
+	struct buf k = BUF_INIT, v = BUF_INIT;
+	const char *key;
+	size_t klen;
+	int rc = 0;
+
+	*n = 0;
+	if (owner)
+		buf_reset(owner);
+	if (line)
+		buf_reset(line);
+	records_key_keyfp(&k, fp, NULL);
+	store_iter_new(&it, x->p.store, x->p.batch, CF_KEYFP, k.p, k.len);
+	while (*n < 2 && (rc = store_iter_next(it, &key, &klen, &v)) > 0) {
+		if (records_keyfp_parse(key, klen, &sf, &su) < 0)
+			continue;
+		if (!(*n)++) {
+			if (owner)
+				buf_add(owner, su.p, su.len);
+			if (line)
+				buf_add(line, v.p, v.len);
+		}
+	}
+	if (*n == 2)
+		rc = 0;
+	store_iter_free(&it);
+	buf_free(&k);
+	buf_free(&v);
+	return rc < 0 ? rc : 0;
+}
+
+/* Log that the key with fingerprint fp has more than one owner, and is
+ * therefore given to none. */
+static void log_shared_key(const char *fp)
+{
+	log_warn("ssh key held by two users is refused to both fp=%s (remove "
+		 "it from all but one: grantctl user list, user add/del)", fp);
+}
+
+/* Every live user's keys, NAME \t KEY, leaving out a key that two users
+ * hold (key_owners). */
 static int cmd_keys(struct cmd_ctx *x, struct req *r)
 {
 	struct store_iter *it;
 	struct buf v = BUF_INIT;
 	const char *key;
 	size_t klen;
-	int rc;
+	char fp[RECORDS_FP_MAX];
+	int rc, n;
 
 	store_iter_new(&it, x->p.store, x->p.batch, CF_USERS, "", 0);
 	while ((rc = store_iter_next(it, &key, &klen, &v)) > 0) {
 		Grantd__V1__User *u = grantd__v1__user__unpack(
 			NULL, v.len, (const uint8_t *)v.p);
-		for (size_t i = 0; u && !u->deleted && i < u->n_keys; i++)
+		for (size_t i = 0; u && !u->deleted && i < u->n_keys; i++) {
+			if (records_ssh_fingerprint(fp, u->keys[i]) == 0) {
+				if ((rc = key_owners(x, fp, &n, NULL, NULL)) < 0)
+					break;
+				if (n > 1) {
+					log_shared_key(fp);
+					continue;
+				}
+			}
 			buf_printf(&r->out, "%s\t%s\n", u->name, u->keys[i]);
+		}
 		if (u)
 			grantd__v1__user__free_unpacked(u, NULL);
+		if (rc < 0)
+			break;
 	}
 	store_iter_free(&it);
 	buf_free(&v);
@@ -205,33 +275,27 @@ static int cmd_keys(struct cmd_ctx *x, struct req *r)
 
 /* args: FINGERPRINT (sshd's %f, "SHA256:..."): the one key of a live user
  * with that fingerprint, as keys.list prints it (NAME \t KEY), from the
- * index ops keeps (CF_KEYFP); nothing when no user has the key.  Two users
- * with one key: the first by name, the line sshd would take from
- * keys.list. */
+ * index ops keeps (CF_KEYFP); nothing when no user has the key, and
+ * nothing (logged) when two users have it. */
 static int cmd_keys_find(struct cmd_ctx *x, struct req *r)
 {
 	const char *fp = r->rq->args[0];
-	struct records_span sf, su;
-	struct store_iter *it;
-	struct buf k = BUF_INIT, v = BUF_INIT;
-	const char *key;
-	size_t klen;
-	int rc;
+	struct buf owner = BUF_INIT, line = BUF_INIT;
+	int rc, n;
 
 	if (strncmp(fp, "SHA256:", 7) || strlen(fp) >= RECORDS_FP_MAX ||
 	    strpbrk(fp, " \t\r\n"))
 		return cmd_bad(r, "'%.80s' is no key fingerprint (want "
 			       "SHA256:..., as sshd gives it for %%f)", fp);
-	records_key_keyfp(&k, fp, NULL);
-	store_iter_new(&it, x->p.store, x->p.batch, CF_KEYFP, k.p, k.len);
-	rc = store_iter_next(it, &key, &klen, &v);
-	if (rc > 0 && records_keyfp_parse(key, klen, &sf, &su) == 0)
-		buf_printf(&r->out, "%.*s\t%.*s\n", (int)su.len, su.p,
-			   (int)v.len, v.p);
-	store_iter_free(&it);
-	buf_free(&k);
-	buf_free(&v);
-	return rc < 0 ? rc : 0;
+	rc = key_owners(x, fp, &n, &owner, &line);
+	if (rc == 0 && n == 1)
+		buf_printf(&r->out, "%s\t%.*s\n", owner.p, (int)line.len,
+			   line.p);
+	else if (rc == 0 && n > 1)
+		log_shared_key(fp);
+	buf_free(&owner);
+	buf_free(&line);
+	return rc;
 }
 
 
@@ -257,6 +321,28 @@ static int load_existing(struct policy_user *u, struct cmd_ctx *x,
 	return 1;
 }
 
+/* One line for each of the n keys just added that is a security key
+ * counting as two factors (policy_key_2fa): what that means, since it
+ * is only as good as what the authenticator reports (N4). */
+static void sk_notes(struct cmd_ctx *x, struct req *r, char **keys, size_t n)
+{
+	enum config_sk sk = x->p.cfg->policy.security_keys;
+	char fp[RECORDS_FP_MAX];
+
+	for (size_t i = 0; sk != CONFIG_SK_OFF && i < n; i++) {
+		if (!authkeys_is_sk(keys[i]) ||
+		    records_ssh_fingerprint(fp, keys[i]) < 0)
+			continue;
+		buf_printf(&r->out, "note: security key %s counts as two "
+			   "factors (security_keys = %s): a push over it needs "
+			   "no token; it proves the %s its authenticator "
+			   "reports, which a software one reports at will "
+			   "(grantd.conf(5))\n", fp,
+			   sk == CONFIG_SK_PIN ? "pin" : "touch",
+			   sk == CONFIG_SK_PIN ? "touch and PIN" : "touch");
+	}
+}
+
 static int cmd_user_add(struct cmd_ctx *x, struct req *r)
 {
 	Grantd__V1__User nu = GRANTD__V1__USER__INIT;
@@ -264,6 +350,7 @@ static int cmd_user_add(struct cmd_ctx *x, struct req *r)
 	char *keys[OPS_MAX_KEYS];
 	size_t nkeys = 0;
 	struct policy_user u;
+	struct buf other = BUF_INIT;
 	int rc;
 
 	if (!cmd_name_arg(r, name))
@@ -290,6 +377,20 @@ static int cmd_user_add(struct cmd_ctx *x, struct req *r)
 			dup |= !strcmp(keys[j], a);
 		if (dup)
 			continue;
+		/* a key another live user holds would log in as one of the
+		 * two (issue 19, N10) */
+		char fp[RECORDS_FP_MAX];
+		int owners;
+		if (records_ssh_fingerprint(fp, a) == 0) {
+			if ((rc = key_owners(x, fp, &owners, &other, NULL)) < 0)
+				goto done;
+			if (owners && strcmp(other.p, name)) {
+				cmd_bad(r, "key %s is already held by user '%s': "
+					"a key may belong to one user only", fp,
+					other.p);
+				goto done;
+			}
+		}
 		if (nkeys == OPS_MAX_KEYS) {
 			cmd_bad(r, "too many keys (at most %d)", OPS_MAX_KEYS);
 			goto done;
@@ -309,10 +410,13 @@ static int cmd_user_add(struct cmd_ctx *x, struct req *r)
 	buf_printf(&r->out, "%s user %s (%zu key%s)\n",
 		   u.user ? "updated" : "added", name, nkeys,
 		   nkeys == 1 ? "" : "s");
+	sk_notes(x, r, keys + (u.user ? u.user->n_keys : 0),
+		 nkeys - (u.user ? u.user->n_keys : 0));
 	log_info("user %s user=%s keys=%zu", u.user ? "updated" : "added",
 		 name, nkeys);
 done:
 	policy_user_clear(&u);
+	buf_free(&other);
 	return rc;
 }
 

@@ -22,12 +22,14 @@
 #include <zmq.h>
 
 #include "addr.h"
+#include "clock.h"
 #include "cmd.h"
 #include "control.h"
 #include "err.h"
 #include "log.h"
 #include "names.h"
 #include "node.h"
+#include "repl.h"
 #include "wire.h"
 #include "writer.h"
 #include "banned.h"
@@ -134,6 +136,7 @@ static void ctx_make(struct control *c, const struct cmd *cmd,
 	x->syncing = n->syncing;
 	x->counts = &n->counts;
 	x->vote = reads ? NULL : n->vote;
+	x->peer_policy = reads || !n->repl ? NULL : repl_peerpolicy(n->repl);
 	if (cmd->flags & CMD_NODE) {
 		nd->ops = &n->ops;
 		nd->repl = n->repl;
@@ -433,7 +436,7 @@ int control_serve_batch(struct control *c, int max)
 	struct req *reqs = calloc((size_t)max, sizeof(*reqs));
 	struct buf payload = BUF_INIT;
 	int n = 0, failed = 0, held = 0;
-	uint64_t now_ms = hlc_wall_ms();
+	uint64_t now_ms = clock_wall_ms();
 
 	if (!reqs)
 		abort();

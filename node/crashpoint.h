@@ -28,6 +28,13 @@
  *                site that alters its log would: `grantctl log verify`
  *                then names the break (test_push_log.sh)
  *
+ * GRANTD_TEST_CLOCK_STEP_MS=N steps the node's wall clock by N ms (a
+ * negative N steps it back) each time the node gets SIGUSR2, as NTP or
+ * `date -s` would step the host's: stamps, grant expiries and lockouts
+ * move with it, and no interval or deadline may (clock.h).  The main loop
+ * takes the step at its next turn and logs "test hook: wall clock
+ * stepped" (test_clock_step.sh).
+ *
  * The variables are read once, by main() before any thread starts; without
  * them a point costs one comparison.  It is compiled in always, so the tests
  * run the binary that ships (docs/architecture.md says why that is safe).
@@ -37,9 +44,14 @@
 
 #include <stdbool.h>
 
-/* Read GRANTD_TEST_CRASH_AT (logged when set).  Call once, before any
- * thread. */
+/* Read GRANTD_TEST_CRASH_AT, _FAULT_AT and _CLOCK_STEP_MS (logged when
+ * set).  Call once, before any thread: SIGUSR2 stays blocked in every
+ * thread but the one that calls crashpoint_clock. */
 void crashpoint_init(void);
+
+/* The main loop, each turn: take the wall clock steps SIGUSR2 asked for
+ * since the last call (GRANTD_TEST_CLOCK_STEP_MS). */
+void crashpoint_clock(void);
 
 /* SIGKILL this process if name is the configured crash point. */
 void crashpoint(const char *name);

@@ -3,11 +3,6 @@
 #include "hlc.h"
 #include "banned.h"
 
-uint64_t hlc_wall_ms(void)
-{
-	return clock_wall_ms();
-}
-
 uint64_t hlc_tick(struct hlc *h, uint64_t wall_ms)
 {
 	uint64_t phys = wall_ms << HLC_LOGICAL_BITS;

@@ -24,16 +24,13 @@ static inline uint64_t hlc_ms(uint64_t h)
 }
 
 /* A stamp greater than every one this clock gave or observed, from the
- * given wall time in ms (hlc_now passes the real clock). */
+ * given wall time in ms (hlc_now passes clock_wall_ms(): intervals and
+ * deadlines use clock_mono_ms(), never this, clock.h). */
 uint64_t hlc_tick(struct hlc *h, uint64_t wall_ms);
 uint64_t hlc_now(struct hlc *h);
 
 /* Take a received stamp into account so later local stamps order after
  * it. */
 void hlc_observe(struct hlc *h, uint64_t remote);
-
-/* Wall clock in ms (CLOCK_REALTIME): clock_wall_ms(), under the name
- * its older callers know. */
-uint64_t hlc_wall_ms(void);
 
 #endif

@@ -260,7 +260,7 @@ static void pump_gitrepl(struct node *n)
 static int tick_status(struct node *n, cJSON *last[2], uint64_t now_ms)
 {
 	cJSON *part[2] = {
-		cmd_status_store(&n->ops, (int64_t)(now_ms / 1000)),
+		cmd_status_store(&n->ops, (int64_t)(clock_wall_ms() / 1000)),
 		cmd_status_repl(n->repl, n->gitrepl, now_ms),
 	};
 	cJSON *give[2] = { NULL, NULL };
@@ -341,7 +341,8 @@ static int run(struct node *n)
 			control_serve_batch(n->control, BATCH_MAX);
 		if (items[2].revents)
 			pump_gitrepl(n);
-		uint64_t now = hlc_wall_ms();
+		crashpoint_clock();
+		uint64_t now = clock_mono_ms(); /* intervals, never stamps */
 		repl_tick(n->repl, now);
 		if (repl_relinked(n->repl)) { /* its sockets changed */
 			nitems = 3 + repl_pollitems(n->repl, items + 3,
@@ -390,7 +391,7 @@ static void give_view(struct store_batch *view, void *payload)
 
 	if (n->readers) {
 		readers_publish_status(n->readers, cmd_status_store(
-			&n->ops, (int64_t)(hlc_wall_ms() / 1000)), NULL);
+			&n->ops, (int64_t)(clock_wall_ms() / 1000)), NULL);
 		readers_publish(n->readers, view, n->syncing);
 	} else {
 		store_batch_free(&view);
@@ -406,12 +407,11 @@ static int start_readers(struct node *n)
 		.zctx = n->zctx, .syncing = n->syncing, .counts = &n->counts,
 	};
 
-	uint64_t now_ms = hlc_wall_ms();
-
 	store_view_new(&view, n->store);
 	ro.view = view;
-	ro.status_store = cmd_status_store(&n->ops, (int64_t)(now_ms / 1000));
-	ro.status_repl = cmd_status_repl(n->repl, n->gitrepl, now_ms);
+	ro.status_store = cmd_status_store(&n->ops,
+					   (int64_t)(clock_wall_ms() / 1000));
+	ro.status_repl = cmd_status_repl(n->repl, n->gitrepl, clock_mono_ms());
 	cJSON_AddItemToObject(ro.status_repl, "quorum", vote_status(n->vote));
 	return readers_start(&n->readers, &ro);
 }
@@ -474,7 +474,17 @@ int main(int argc, char **argv)
 		status = 2;
 		goto out_cfg;
 	}
+	if (config_check_own_key(n.cfg, n.curve_pub, &err) < 0) {
+		fprintf(stderr, "grantd: %s\n", err.p);
+		status = 2;
+		goto out_cfg;
+	}
 	if (test) {
+		if (n.cfg->metrics && metrics_listen_public(n.cfg->metrics))
+			fprintf(stderr, "grantd: %s: warning: metrics = %s is "
+				"not a loopback address: the endpoint has no "
+				"authentication (bind it to 127.0.0.1, or "
+				"filter the port)\n", path, n.cfg->metrics);
 		printf("configuration ok: %s\n", path);
 		status = 0;
 		goto out_cfg;
@@ -508,7 +518,7 @@ int main(int argc, char **argv)
 		snprintf(n.host, sizeof(n.host), "%s", n.cfg->host);
 	else if (gethostname(n.host, sizeof(n.host) - 1) < 0)
 		snprintf(n.host, sizeof(n.host), "%s", "HOST");
-	n.started_ms = hlc_wall_ms();
+	n.started_ms = clock_mono_ms();
 	if (make_dirs(n.cfg) < 0)
 		goto out_git;
 	if ((rc = store_open(&n.store, &created, n.cfg->data_dir, key)) < 0)

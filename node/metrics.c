@@ -8,14 +8,16 @@
  * page from its own copies of the status parts (taken from the hand-over
  * slots under a mutex held for pointer swaps) and from the atomic
  * counters.  So no thread of the node waits for a scrape, and a slow or
- * hostile client holds only this thread (bounded: few connections, a
- * short timeout, GET only, no request body).
+ * hostile client holds only this thread (bounded: few connections per
+ * client address, a short timeout, GET only, no request body).
  */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <math.h>
 #include <microhttpd.h>
 #include <netdb.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,8 +35,13 @@
 #define GRANTD_VERSION "unknown"
 #endif
 
-#define CONN_MAX 16
-#define CONN_TIMEOUT_S 10
+/* A client that opens connections and never finishes a request holds
+ * CONN_PER_IP slots at most, each for CONN_TIMEOUT_S of silence: sixteen
+ * half-open connections from one address no longer stop /health for the
+ * probe on another (review N9, test_metrics.sh). */
+#define CONN_MAX 64
+#define CONN_PER_IP 4
+#define CONN_TIMEOUT_S 3
 
 /* ---- counters ------------------------------------------------------------- */
 
@@ -292,6 +299,10 @@ static void render_peers(struct buf *out, const cJSON *peers)
 		{ "grantd_peer_lag_seconds", "lag_ms",
 		  "Seconds this site has been behind the peer (0: level).",
 		  1e3 },
+		{ "grantd_peer_policy_mismatches", "policy_mismatches",
+		  "[policy] settings that must agree across sites "
+		  "(token_quorum, lockout, token windows, security_keys) "
+		  "and differ from the peer's (0: all agree).", 1 },
 		{ "grantd_peer_key_refused", "key_refused",
 		  "1 while the peer refuses this node's key (its [peer] "
 		  "public_key for this site is not this node's key).", 1 },
@@ -309,8 +320,9 @@ static void render_peers(struct buf *out, const cJSON *peers)
 				cJSON_GetObjectItemCaseSensitive(p, g[i].key);
 			double x = cJSON_IsBool(v) ? cJSON_IsTrue(v) :
 				   cJSON_IsNumber(v) ? v->valuedouble : NAN;
-			/* (a mirror we feed has no link of ours to watch) */
-			if (!site || (!v && i >= 4))
+			/* the last two: a mirror we feed has no link of
+			 * ours to watch */
+			if (!site || (!v && i + 2 >= GD_ARRAY_SIZE(g)))
 				continue;
 			if (x >= 0)
 				x /= g[i].div;
@@ -588,6 +600,23 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 	log_warn("metrics endpoint: %s", line);
 }
 
+/* Is this address of the loopback interface (127/8, ::1, or 127/8
+ * mapped into IPv6)? */
+static bool loopback(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+		return ntohl(in->sin_addr.s_addr) >> 24 == 127;
+	}
+	if (sa->sa_family == AF_INET6) {
+		const struct in6_addr *a =
+			&((const struct sockaddr_in6 *)sa)->sin6_addr;
+		return IN6_IS_ADDR_LOOPBACK(a) ||
+		       (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+	}
+	return false;
+}
+
 /* listen as an address to bind: HOST:PORT or [V6]:PORT. */
 static int resolve(struct addrinfo **out, const char *listen)
 {
@@ -611,6 +640,18 @@ static int resolve(struct addrinfo **out, const char *listen)
 	return getaddrinfo(host, colon + 1, &hints, out) ? GD_EINVAL : 0;
 }
 
+bool metrics_listen_public(const char *listen)
+{
+	struct addrinfo *ai = NULL;
+	bool pub;
+
+	if (resolve(&ai, listen) < 0)
+		return false; /* metrics_start says why */
+	pub = !loopback(ai->ai_addr);
+	freeaddrinfo(ai);
+	return pub;
+}
+
 int metrics_start(struct metrics **out, const struct metrics_opts *o)
 {
 	struct addrinfo *ai = NULL;
@@ -628,6 +669,11 @@ int metrics_start(struct metrics **out, const struct metrics_opts *o)
 	}
 	if (!(m = calloc(1, sizeof(*m))) || !(m->data_dir = strdup(o->data_dir)))
 		abort();
+	if (!loopback(ai->ai_addr))
+		log_warn("metrics endpoint on a non-loopback address listen=%s: "
+			 "it has no authentication, so whoever reaches the port "
+			 "reads the counters and peer names (bind it to "
+			 "127.0.0.1, or filter the port)", o->listen);
 	m->counts = o->counts;
 	m->syncing = o->syncing;
 	pthread_mutex_init(&m->lock, NULL);
@@ -638,6 +684,7 @@ int metrics_start(struct metrics **out, const struct metrics_opts *o)
 		MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
 		MHD_OPTION_SOCK_ADDR, ai->ai_addr,
 		MHD_OPTION_CONNECTION_LIMIT, (unsigned)CONN_MAX,
+		MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)CONN_PER_IP,
 		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONN_TIMEOUT_S,
 		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)32768,
 		MHD_OPTION_END);

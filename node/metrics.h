@@ -128,6 +128,11 @@ struct metrics_opts {
 	bool syncing;                    /* the first state */
 };
 
+/* Is listen (ADDR:PORT) an address other than the loopback interface's?
+ * The endpoint has no authentication: metrics_start and `grantd -t` warn
+ * then.  false when it does not resolve (metrics_start says so). */
+bool metrics_listen_public(const char *listen);
+
 /* Bind listen and start the server's thread.  *out is the caller's
  * (metrics_stop).  Returns 0, GD_EINVAL (an address that does not
  * resolve) or GD_EIO (cannot bind), logged. */

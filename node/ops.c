@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "config.h"
 #include "crashpoint.h"
 #include "err.h"
@@ -1321,7 +1322,7 @@ int ops_verify(struct ops *o, struct ops_verify *v)
 	v->equal = !memcmp(v->live, v->disk, DIGEST_LEN) &&
 		   !memcmp(v->stored, v->disk, DIGEST_LEN) &&
 		   !memcmp(v->live_fam, v->disk_fam, sizeof(v->disk_fam));
-	int64_t now = (int64_t)(hlc_wall_ms() / 1000);
+	int64_t now = (int64_t)(clock_wall_ms() / 1000);
 	for (int cf = 0; cf < CF__COUNT; cf++) {
 		v->count_kept[cf] = ops_count(o, cf, now);
 		v->count_disk[cf] = count_of(&disk[cf], cf, now);
@@ -1929,6 +1930,24 @@ int ops_check(const Grantd__V1__Op *op, struct buf *err)
 		if (!op->revoke->user || !name_user_ok(op->revoke->user))
 			why = "bad user name";
 		break;
+	case GRANTD__V1__OP__BODY_ADDR_REVOKE: {
+		const Grantd__V1__AddrRevocation *ar = op->addr_revoke;
+		struct gd_net net;
+		char canon[ADDR_STRLEN];
+		if (!ar->user || !name_user_ok(ar->user))
+			why = "bad user name";
+		else if (!ar->net || !str_ok(ar->net, 64) ||
+			 addr_parse(&net, ar->net, true) < 0)
+			why = "bad revoked address";
+		if (!why) {
+			/* one key per (user, net): a second spelling of it
+			 * would be a second record */
+			addr_format(canon, &net);
+			if (strcmp(canon, ar->net))
+				why = "bad revoked address";
+		}
+		break;
+	}
 	case GRANTD__V1__OP__BODY_REPO: {
 		char norm[NAME_REPO_MAX + 1];
 		const Grantd__V1__Repo *rp = op->repo;

@@ -14,6 +14,7 @@
 #include "linkmon.h"
 #include "log.h"
 #include "peer.h"
+#include "planes.h"
 #include "banned.h"
 
 #define ZAP_ENDPOINT "inproc://zeromq.zap.01"
@@ -42,6 +43,8 @@ struct peer_link {
 	char refused_key[Z85_KEY_LEN + 1];
 	char refused_addr[64];
 	uint64_t refused_log_ms;
+	uint64_t planes_refused; /* frames the planes table did not take */
+	uint64_t planes_log_ms;
 	void *zap;
 	void *router;
 	struct handler on[KINDS_MAX];
@@ -392,12 +395,46 @@ static void drop(struct peer_link *l)
 		++*l->dropped;
 }
 
-static bool known_site(const struct peer_link *l, const char *site)
+/* The role of the peer whose key ZAP named site; PLANE_UNKNOWN for none
+ * (ZAP never admits one: this is the second lock). */
+static enum plane_role site_role(const struct peer_link *l, const char *site)
 {
 	for (int i = 0; site && i < l->npeers; i++)
 		if (!strcmp(l->peers[i].site, site))
-			return true;
-	return false;
+			return planes_role(l->peers[i].role);
+	return PLANE_UNKNOWN;
+}
+
+/* A request the planes table does not take from role: dropped, or for
+ * the vote plane answered NOT_VOTER (planes.h); counted, logged at most
+ * once a second. */
+static void plane_refuse(struct peer_link *l,
+                         zmq_msg_t *id,
+                         const Grantd__V1__PeerMsg *m,
+                         const char *site,
+                         enum plane_role role,
+                         enum plane_answer a)
+{
+	const struct plane_row *row = planes_row((int)m->body_case);
+	uint64_t now_ms = clock_mono_ms();
+
+	l->planes_refused++;
+	drop(l);
+	if (a == PLANE_NOT_VOTER) {
+		Grantd__V1__PeerMsg out;
+		struct plane_refusal st;
+		peer_msg_init(l->self, &out);
+		if (planes_refusal(m, &out, &st))
+			peer_send(l->router, &out, zmq_msg_data(id),
+			          zmq_msg_size(id));
+	}
+	if (l->planes_log_ms && now_ms - l->planes_log_ms < 1000)
+		return;
+	l->planes_log_ms = now_ms;
+	log_warn("peer request refused peer=%s role=%s kind=%s answer=%s "
+	         "planes_refused=%llu",
+	         site, planes_role_name(role), row ? row->name : "unknown",
+	         planes_answer_name(a), (unsigned long long)l->planes_refused);
 }
 
 /* One decoded request to whoever registered its kind. */
@@ -416,7 +453,11 @@ static void dispatch(struct peer_link *l, zmq_msg_t *id, zmq_msg_t *body,
 		return;
 	}
 	int kind = (int)m->body_case;
-	if (kind > 0 && kind < KINDS_MAX && l->on[kind].fn) {
+	enum plane_role role = site_role(l, site);
+	enum plane_answer a = planes_answer(kind, PLANE_SYNC, role);
+	if (a != PLANE_TAKE) {
+		plane_refuse(l, id, m, site, role, a);
+	} else if (kind > 0 && kind < KINDS_MAX && l->on[kind].fn) {
 		struct peer_req rq = {
 			.link = l, .rid = zmq_msg_data(id),
 			.ridlen = zmq_msg_size(id), .site = site, .m = m,
@@ -441,7 +482,7 @@ int peer_route(struct peer_link *l)
 	}
 	/* the User-Id is what ZAP answered: the site of the peer's key */
 	const char *site = zmq_msg_gets(&body, "User-Id");
-	if (zmq_msg_more(&body) || !known_site(l, site)) {
+	if (zmq_msg_more(&body) || site_role(l, site) == PLANE_UNKNOWN) {
 		peer_drain(l->router, &body);
 		drop(l);
 	} else {
@@ -466,4 +507,9 @@ const char *peer_last_refused(struct peer_link *l, const char **addr)
 {
 	*addr = l->refused_addr;
 	return l->refused ? l->refused_key : NULL;
+}
+
+uint64_t peer_planes_refused(struct peer_link *l)
+{
+	return l->planes_refused;
 }

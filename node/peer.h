@@ -16,7 +16,9 @@
  *    struct peer_link binds first: a CURVE server without a ZAP handler
  *    admits any key, so a server socket is only made through the link.
  *  - Dispatch.  The link reads the sync ROUTER; each request, decoded and
- *    checked, goes to the handler registered for its kind (peer_on), as
+ *    checked, is first put to the planes table (planes.h: may this kind
+ *    come from this sender's role?), then goes to the handler registered
+ *    for its kind (peer_on), as
  *    zloop or ae.c register a reader: repl registers ranges, snapshots and
  *    vectors, main.c registers gitrepl for packs, and neither includes the
  *    other.  A frame nobody takes is dropped and counted.
@@ -162,5 +164,9 @@ uint64_t peer_refused(struct peer_link *l);
 /* The public key (Z85) of the last connection refused, with its address
  * in *addr; NULL when none was. */
 const char *peer_last_refused(struct peer_link *l, const char **addr);
+
+/* Requests on the ROUTER the planes table (planes.h) did not take from
+ * their sender's role so far (also counted in opts.dropped). */
+uint64_t peer_planes_refused(struct peer_link *l);
 
 #endif

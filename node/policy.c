@@ -3,12 +3,14 @@
  * happens in the command handlers (cmd_*.c) through ops_local().
  */
 #include <sodium.h>
+#include <sys/socket.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "err.h"
 #include "ops.h"
 #include "policy.h"
+#include "records.h"
 #include "banned.h"
 
 int policy_key_parse(enum policy_key *out, const char *s)
@@ -193,27 +195,89 @@ done:
 	return rc;
 }
 
-bool policy_grant_void(const Grantd__V1__Grant *g,
-		       const Grantd__V1__Revocation *rv)
+bool policy_net_hits(const struct gd_net *net, const struct gd_net *target)
 {
-	if (g->revoked || g->purged)
-		return true;
-	return rv && !ops_stamp_after(g->hlc, g->origin, rv->hlc, rv->origin);
+	if (target->prefix == (target->family == AF_INET ? 32 : 128))
+		return addr_contains(net, target);
+	return !memcmp(net, target, sizeof(*net));
 }
 
-int policy_revocation_load(Grantd__V1__Revocation **out,
-			   const struct policy_ctx *pc, const char *user)
+bool policy_grant_void(const Grantd__V1__Grant *g,
+		       const struct policy_revokes *rv)
 {
-	struct buf v = BUF_INIT;
-	int rc = store_get(pc->store, pc->batch, CF_REVOKES, user,
-			   strlen(user), &v);
+	struct gd_net net, target;
 
-	*out = NULL;
+	if (g->revoked || g->purged)
+		return true;
+	if (!rv)
+		return false;
+	if (rv->user && !ops_stamp_after(g->hlc, g->origin, rv->user->hlc,
+					 rv->user->origin))
+		return true;
+	if (!g->net || addr_parse(&net, g->net, true) < 0)
+		return false;
+	for (size_t i = 0; i < rv->n_addr; i++) {
+		const Grantd__V1__AddrRevocation *ar = rv->addr[i];
+		if (addr_parse(&target, ar->net, true) == 0 &&
+		    policy_net_hits(&net, &target) &&
+		    !ops_stamp_after(g->hlc, g->origin, ar->hlc, ar->origin))
+			return true;
+	}
+	return false;
+}
+
+int policy_revokes_load(struct policy_revokes *out,
+			const struct policy_ctx *pc, const char *user)
+{
+	struct store_iter *it;
+	struct buf v = BUF_INIT, k = BUF_INIT;
+	const char *key;
+	size_t klen, cap = 0;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	rc = store_get(pc->store, pc->batch, CF_REVOKES, user, strlen(user),
+		       &v);
 	if (rc == 0)
-		*out = grantd__v1__revocation__unpack(NULL, v.len,
-						      (const uint8_t *)v.p);
+		out->user = grantd__v1__revocation__unpack(
+			NULL, v.len, (const uint8_t *)v.p);
+	else if (rc != GD_ENOTFOUND)
+		goto done;
+	records_key_addr_revoke(&k, user, NULL);
+	store_iter_new(&it, pc->store, pc->batch, CF_ADDR_REVOKES, k.p, k.len);
+	while ((rc = store_iter_next(it, &key, &klen, &v)) > 0) {
+		Grantd__V1__AddrRevocation *ar =
+			grantd__v1__addr_revocation__unpack(
+				NULL, v.len, (const uint8_t *)v.p);
+		if (!ar)
+			continue;
+		if (!ar->net) {
+			grantd__v1__addr_revocation__free_unpacked(ar, NULL);
+			continue;
+		}
+		if (out->n_addr == cap) {
+			cap = cap ? 2 * cap : 8;
+			out->addr = realloc(out->addr, cap * sizeof(*out->addr));
+			if (!out->addr)
+				abort();
+		}
+		out->addr[out->n_addr++] = ar;
+	}
+	store_iter_free(&it);
+done:
 	buf_free(&v);
-	return rc == GD_ENOTFOUND ? 0 : rc;
+	buf_free(&k);
+	return rc < 0 && rc != GD_ENOTFOUND ? rc : 0;
+}
+
+void policy_revokes_clear(struct policy_revokes *rv)
+{
+	if (rv->user)
+		grantd__v1__revocation__free_unpacked(rv->user, NULL);
+	for (size_t i = 0; i < rv->n_addr; i++)
+		grantd__v1__addr_revocation__free_unpacked(rv->addr[i], NULL);
+	free(rv->addr);
+	memset(rv, 0, sizeof(*rv));
 }
 
 int policy_find_grant(Grantd__V1__Grant **out, const struct policy_ctx *pc,
@@ -226,18 +290,20 @@ int policy_find_grant(Grantd__V1__Grant **out, const struct policy_ctx *pc,
 	size_t klen;
 	int rc;
 
-	Grantd__V1__Revocation *rv = NULL;
+	struct policy_revokes rv;
 
 	*out = NULL;
-	if ((rc = policy_revocation_load(&rv, pc, user)) < 0)
+	if ((rc = policy_revokes_load(&rv, pc, user)) < 0) {
+		policy_revokes_clear(&rv);
 		return rc;
+	}
 	store_iter_new(&it, pc->store, pc->batch, CF_GRANTS, user,
 		       strlen(user) + 1);
 	while ((rc = store_iter_next(it, &key, &klen, &v)) > 0) {
 		Grantd__V1__Grant *g = grantd__v1__grant__unpack(
 			NULL, v.len, (const uint8_t *)v.p);
 		struct gd_net net;
-		bool ok = g && !policy_grant_void(g, rv) &&
+		bool ok = g && !policy_grant_void(g, &rv) &&
 			  g->expires > now && g->net &&
 			  addr_parse(&net, g->net, true) == 0 &&
 			  addr_contains(&net, ip);
@@ -253,8 +319,7 @@ int policy_find_grant(Grantd__V1__Grant **out, const struct policy_ctx *pc,
 	}
 	store_iter_free(&it);
 	buf_free(&v);
-	if (rv)
-		grantd__v1__revocation__free_unpacked(rv, NULL);
+	policy_revokes_clear(&rv);
 	return rc < 0 ? rc : 0;
 }
 

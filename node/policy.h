@@ -76,14 +76,32 @@ void policy_user_clear(struct policy_user *u);
 int policy_lock_state(const struct policy_ctx *pc, const char *user,
 		      uint64_t now_ms, int *failures, uint64_t *until_ms);
 
-/* Whether grant g is void: revoked, or stamped before the user's last
- * revocation (policy_revocation_load; rv may be NULL). */
-bool policy_grant_void(const Grantd__V1__Grant *g,
-		       const Grantd__V1__Revocation *rv);
+/* What voids a user's grants besides their own revoked flag: the user's
+ * revocation (unenroll, user del, revoke all) and the address
+ * revocations (an address revoke: grantctl grant revoke USER IP, 2fa
+ * inval), each voiding the grants stamped before it. */
+struct policy_revokes {
+	Grantd__V1__Revocation *user; /* NULL: none */
+	Grantd__V1__AddrRevocation **addr;
+	size_t n_addr;
+};
 
-/* The user's revocation record, or NULL; *out is the caller's. */
-int policy_revocation_load(Grantd__V1__Revocation **out,
-			   const struct policy_ctx *pc, const char *user);
+/* Whether a revoke of target (policy_revokes' addresses, 2fa inval's and
+ * grant revoke's argument) hits a grant for net: an address hits every
+ * net that contains it, a subnet only that subnet. */
+bool policy_net_hits(const struct gd_net *net, const struct gd_net *target);
+
+/* Whether grant g is void: revoked, or stamped before the user's last
+ * revocation or before an address revocation that hits its net (rv may
+ * be NULL). */
+bool policy_grant_void(const Grantd__V1__Grant *g,
+		       const struct policy_revokes *rv);
+
+/* Load user's revocations into *out (zeroed first); free them with
+ * policy_revokes_clear, also after an error. */
+int policy_revokes_load(struct policy_revokes *out,
+			const struct policy_ctx *pc, const char *user);
+void policy_revokes_clear(struct policy_revokes *rv);
 
 /* The live grant of user covering ip (and session, for session grants)
  * that expires last; *out is the caller's

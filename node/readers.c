@@ -19,6 +19,7 @@
 #include <unistd.h>
 #include <zmq.h>
 
+#include "clock.h"
 #include "cmd.h"
 #include "control.h"
 #include "err.h"
@@ -200,7 +201,7 @@ static int serve_one(struct readers *rd, int idx)
 			grantd__v1__request__free_unpacked(r.rq, NULL);
 		forward(rd, idx);
 	} else {
-		uint64_t now_ms = hlc_wall_ms();
+		uint64_t now_ms = clock_wall_ms();
 		buf_add(&r.ident, rd->ident.p, rd->ident.len);
 		r.sock = rd->socks[idx];
 		r.admin = idx == 1;
@@ -302,7 +303,7 @@ static int keys_answer(void *arg, const char *fp, struct buf *out)
 	rq.args = args;
 	rq.n_args = 1;
 	r.rq = &rq;
-	r.now_ms = hlc_wall_ms();
+	r.now_ms = clock_wall_ms();
 	r.now = (int64_t)(r.now_ms / 1000);
 	answer(rd, cmd, &r);
 	if (r.status == GD_EXIT_OK) {

@@ -170,6 +170,14 @@ int records_mark_parse(const void *key, size_t klen, struct records_span *user,
 	return 0;
 }
 
+void records_key_addr_revoke(struct buf *k, const char *user, const char *net)
+{
+	buf_reset(k);
+	buf_add(k, user, strlen(user) + 1);
+	if (net)
+		buf_puts(k, net);
+}
+
 void records_key_fail(struct buf *k, const char *user, const char *site)
 {
 	buf_reset(k);
@@ -214,6 +222,11 @@ void records_key_lww(struct buf *k, const Grantd__V1__Op *op)
 		const Grantd__V1__Grant *g = op->grant;
 		records_key_grant(k, g->user, g->net,
 				  g->session ? g->session : "");
+		return;
+	}
+	if (op->body_case == GRANTD__V1__OP__BODY_ADDR_REVOKE) {
+		records_key_addr_revoke(k, op->addr_revoke->user,
+					op->addr_revoke->net);
 		return;
 	}
 	/* the generated oneof is a union of pointers */

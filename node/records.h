@@ -116,7 +116,13 @@ enum records_merge {
 	 * mirror: it holds client addresses */                                \
 	X(PUSHLOG, "pushlog", PUSH_LOG,                                         \
 	  &grantd__v1__push_log_entry__descriptor, RECORDS_SET, false, true,   \
-	  records_live_pushlog, false)
+	  records_live_pushlog, false)                                         \
+	/* user \0 net -> AddrRevocation: an address revoke (issue 19, N6)    \
+	 * voids every grant of user for net stamped before it, wherever and  \
+	 * whenever that grant arrives (policy_grant_void) */                 \
+	X(ADDR_REVOKES, "addrrevokes", ADDR_REVOKE,                            \
+	  &grantd__v1__addr_revocation__descriptor, RECORDS_LWW, false, true,  \
+	  NULL, false)
 /* clang-format on */
 
 enum store_cf {
@@ -193,6 +199,9 @@ void records_key_promise(struct buf *k, const char *user, uint64_t enroll_id);
  * GD_EPROTO. */
 int records_mark_parse(const void *key, size_t klen, struct records_span *user,
 		       uint64_t *enroll_id);
+/* An address revocation's key: user \0 net (net canonical); without net
+ * (NULL), the prefix of every one of user's. */
+void records_key_addr_revoke(struct buf *k, const char *user, const char *net);
 void records_key_fail(struct buf *k, const char *user, const char *site);
 void records_key_ref(struct buf *k, const char *repo, const char *ref);
 void records_key_loser(struct buf *k, const char *repo, const char *ref,
@@ -201,7 +210,8 @@ void records_key_vv(struct buf *k, const char *origin, uint64_t epoch);
 void records_key_oplog(struct buf *k, const char *origin, uint64_t epoch,
 		       uint64_t seq);
 /* The key of the record an LWW operation writes: its field 1 (name or
- * user), or for a grant user \0 net \0 session. */
+ * user), for a grant user \0 net \0 session, for an address revocation
+ * user \0 net. */
 void records_key_lww(struct buf *k, const Grantd__V1__Op *op);
 
 /* Parsers: 0, or GD_EPROTO for a key not of that layout. */

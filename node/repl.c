@@ -26,6 +26,8 @@
 #include "names.h"
 #include "ops.h"
 #include "peer.h"
+#include "planes.h"
+#include "peerpolicy.h"
 #include "repl.h"
 #include "writer.h"
 #include "banned.h"
@@ -109,16 +111,18 @@ static void snap_free(struct snap *sn);
 /* Peer input refused for a reason of its own, counted apart (status:
  * replication.dropped.<name>) as well as in counts.dropped. */
 enum drop_why {
-	DROP_FORGED_ORIGIN,   /* a live operation not of the link's site */
-	DROP_SNAP_RECORD,     /* a state-transfer record failing a check */
-	DROP_SNAP_VECTOR,     /* a state-transfer vector claim not proved */
-	DROP_HB_VECTOR,       /* heartbeat entries over MAX_VV, or bad */
+	DROP_FORGED_ORIGIN, /* a live operation not of the link's site */
+	DROP_SNAP_RECORD, /* a state-transfer record failing a check */
+	DROP_SNAP_VECTOR, /* a state-transfer vector claim not proved */
+	DROP_HB_VECTOR, /* heartbeat entries over MAX_VV, or bad */
+	DROP_PLANE, /* a kind the planes table does not take on
+	             * this socket from the peer's role; with the
+	             * ROUTER's (peer_planes_refused) in status */
 	DROP__COUNT
 };
 static const char *const drop_names[DROP__COUNT] = {
-	"forged_origin", "snapshot_record", "snapshot_vector",
-	"heartbeat_vector"
-};
+        "forged_origin", "snapshot_record", "snapshot_vector",
+        "heartbeat_vector", "plane"};
 
 /* Replication latency samples (publish at the origin to durable here),
  * and the last catch-up episode, for `grantctl status` and bench/. */
@@ -173,6 +177,9 @@ struct repl {
 	bool dirty;                  /* batch holds applied peer ops */
 	bool relinked;               /* a peer socket was made again */
 	uint32_t batch_ops;          /* ops applied into it this round */
+	/* [policy] settings: ours in every heartbeat, peers' compared */
+	struct peerpolicy policy;
+	Grantd__V1__PolicySettings hb_policy;
 };
 
 static struct peer *peer_by_site(struct repl *r, const char *site);
@@ -247,7 +254,7 @@ static void refuse(struct repl *r, enum drop_why why, uint64_t n,
 static void refuse(struct repl *r, enum drop_why why, uint64_t n,
 		   const char *fmt, ...)
 {
-	uint64_t now_ms = clock_wall_ms();
+	uint64_t now_ms = clock_mono_ms();
 	char m[512];
 	va_list ap;
 
@@ -310,8 +317,8 @@ static void hb_fill(struct repl *r, Grantd__V1__Heartbeat *hb)
 	}
 	store_iter_free(&it);
 	buf_free(&v);
-	if (over && clock_wall_ms() - r->last_cap_log_ms > 60000) {
-		r->last_cap_log_ms = clock_wall_ms();
+	if (over && clock_mono_ms() - r->last_cap_log_ms > 60000) {
+		r->last_cap_log_ms = clock_mono_ms();
 		log_warn("heartbeat vector capped entries=%zu sent=%zu: finished "
 			 "epochs are retired only once every peer holds them",
 			 hb->n_vv + over, hb->n_vv);
@@ -320,6 +327,7 @@ static void hb_fill(struct repl *r, Grantd__V1__Heartbeat *hb)
 	hb->digest.data = r->ops->digest;
 	hb->digest.len = DIGEST_LEN, hb->has_digest = 1;
 	hb->syncing = r->syncing, hb->has_syncing = 1;
+	hb->policy = &r->hb_policy;
 }
 
 static void hb_free_entries(Grantd__V1__Heartbeat *hb)
@@ -531,10 +539,12 @@ int repl_open(struct repl **out, const struct repl_opts *o)
 	r->link = o->link;
 	r->writer = o->writer;
 	r->latency_hist = o->latency_hist;
-	r->started_ms = clock_wall_ms();
+	r->started_ms = clock_mono_ms();
 	r->batch = writer_batch(o->writer); /* borrowed: THE batch */
 	for (int i = 0; i < cfg->npeers; i++)
 		r->peers[r->npeers++].cfg = &cfg->peers[i];
+	peerpolicy_init(&r->policy, cfg);
+	peerpolicy_fill(cfg, &r->hb_policy);
 	if (cfg->publish &&
 	    !(r->pub = peer_server(r->link, ZMQ_PUB, cfg->publish, 1024)))
 		goto fail;
@@ -640,16 +650,17 @@ static void back_off(struct peer *p, uint64_t now_ms)
 static void apply_op(struct repl *r, struct peer *p, const Grantd__V1__Op *op,
 		     uint64_t sent_us, uint64_t now_ms)
 {
+	uint64_t wall_ms = clock_wall_ms(); /* stamps; now_ms: intervals */
 	struct buf why = BUF_INIT;
 	bool applied;
 	int rc;
 
 	if (ops_check(op, &why) == 0 && !origin_known(r, op->origin))
 		buf_puts(&why, "unknown origin site");
-	else if (why.len == 0 && hlc_ms(op->hlc) > now_ms + MAX_SKEW_MS)
+	else if (why.len == 0 && hlc_ms(op->hlc) > wall_ms + MAX_SKEW_MS)
 		buf_printf(&why, "stamped %llu ms in the future (check the "
 			   "clock of origin=%s)",
-			   (unsigned long long)(hlc_ms(op->hlc) - now_ms),
+			   (unsigned long long)(hlc_ms(op->hlc) - wall_ms),
 			   op->origin);
 	if (why.len) {
 		r->ops->dropped++;
@@ -929,7 +940,7 @@ static void apply_snap(struct repl *r, struct peer *p,
 	struct ops *o = r->ops;
 	struct buf why = BUF_INIT;
 	/* the checks a live operation gets (apply_op) */
-	struct ops_trust t = { ((now_ms + MAX_SKEW_MS) << 16) | 0xffff,
+	struct ops_trust t = { ((clock_wall_ms() + MAX_SKEW_MS) << 16) | 0xffff,
 			       known_cb, r };
 
 	if (sn->p != p || rep->cf != (uint32_t)snap_cfs[sn->cf] ||
@@ -1170,6 +1181,7 @@ static void take_heartbeat(struct repl *r, struct peer *p,
 
 	if (p->hb)
 		grantd__v1__heartbeat__free_unpacked(p->hb, NULL);
+	peerpolicy_take(&r->policy, p->cfg->site, hb->policy);
 	/* keep the heartbeat, free the envelope */
 	p->hb = hb;
 	m->heartbeat = NULL;
@@ -1251,7 +1263,7 @@ static void on_mirror_sub(const struct peer_req *rq, void *payload)
 {
 	struct repl *r = payload;
 	struct peer *p = peer_by_site(r, rq->site);
-	uint64_t now_ms = clock_wall_ms();
+	uint64_t now_ms = clock_mono_ms();
 	Grantd__V1__PeerMsg *m, hbm;
 	Grantd__V1__Heartbeat hb = GRANTD__V1__HEARTBEAT__INIT;
 	size_t bad = 0;
@@ -1310,7 +1322,7 @@ static void mirror_skip(struct repl *r, struct peer *p,
 	int rc;
 
 	if (!origin_known(r, e->origin) ||
-	    hlc_ms(e->hlc) > now_ms + MAX_SKEW_MS) {
+	    hlc_ms(e->hlc) > clock_wall_ms() + MAX_SKEW_MS) {
 		r->ops->dropped++;
 		if (now_ms - r->last_skew_log_ms > 1000) {
 			r->last_skew_log_ms = now_ms;
@@ -1439,6 +1451,21 @@ static int handle_peer(struct repl *r, struct peer *p, void *sock,
 	if (!m)
 		return 1;
 	p->last_heard_ms = now_ms;
+	enum plane_sock ps = sock == p->sub ? PLANE_SUB : PLANE_DEALER;
+	if (planes_answer((int)m->body_case, ps, planes_role(p->cfg->role)) !=
+	    PLANE_TAKE) {
+		const struct plane_row *row = planes_row((int)m->body_case);
+		refuse(r, DROP_PLANE, 1,
+		       "peer message dropped peer=%s "
+		       "socket=%s kind=%s: not taken from a %s",
+		       p->cfg->site, planes_sock_name(ps),
+		       row ? row->name : "unknown",
+		       planes_role_name(planes_role(p->cfg->role)));
+		if (m->body_case == GRANTD__V1__PEER_MSG__BODY_OP)
+			ops_wipe(m->op);
+		grantd__v1__peer_msg__free_unpacked(m, NULL);
+		return 1;
+	}
 	switch (m->body_case) {
 	case GRANTD__V1__PEER_MSG__BODY_OP:
 		if (sock != p->sub)
@@ -1479,7 +1506,7 @@ static int handle_peer(struct repl *r, struct peer *p, void *sock,
 
 void repl_handle(struct repl *r)
 {
-	uint64_t now_ms = clock_wall_ms();
+	uint64_t now_ms = clock_mono_ms();
 	int handled = 0;
 
 	/* a round commits at most about one range: with the next range
@@ -1534,7 +1561,7 @@ void repl_handle(struct repl *r)
 static void feed_mirrors(struct repl *r, const ProtobufCBinaryData *raw,
 			 size_t n)
 {
-	uint64_t now_ms = clock_wall_ms();
+	uint64_t now_ms = clock_mono_ms();
 	void *router = peer_router(r->link);
 	struct mops mb;
 	bool built = false;
@@ -1719,7 +1746,8 @@ void repl_tick(struct repl *r, uint64_t now_ms)
 	if (now_ms - r->last_truncate_ms >
 	    (uint64_t)(keep / 2 < 60000 ? keep / 2 : 60000)) {
 		r->last_truncate_ms = now_ms;
-		int k = ops_truncate_log(r->ops, now_ms - (uint64_t)keep,
+		int k = ops_truncate_log(r->ops,
+					 clock_wall_ms() - (uint64_t)keep,
 					 TRUNCATE_MAX);
 		if (k > 0)
 			log_info("operation log truncated entries=%d", k);
@@ -1853,8 +1881,14 @@ void repl_status(struct repl *r, cJSON *arr, uint64_t now_ms)
 						      ms->digest_public.data,
 						      DIGEST_LEN));
 		}
+		peerpolicy_json(&r->policy, p->cfg->site, o);
 		cJSON_AddItemToArray(arr, o);
 	}
+}
+
+const struct peerpolicy *repl_peerpolicy(const struct repl *r)
+{
+	return &r->policy;
 }
 
 void repl_mirror_lag(struct repl *r, cJSON *obj, uint64_t now_ms)
@@ -1960,7 +1994,11 @@ void repl_metrics(struct repl *r, cJSON *obj)
 	}
 	cJSON *dr = cJSON_AddObjectToObject(obj, "dropped");
 	for (int i = 0; i < DROP__COUNT; i++)
-		cJSON_AddNumberToObject(dr, drop_names[i], (double)r->drops[i]);
+		cJSON_AddNumberToObject(
+		        dr, drop_names[i],
+		        (double)(r->drops[i] +
+		                 (i == DROP_PLANE ? peer_planes_refused(r->link)
+		                                  : 0)));
 	const char *addr, *key = peer_last_refused(r->link, &addr);
 	if (key) { /* whose key to set where: the log says it too */
 		cJSON *lr = cJSON_AddObjectToObject(obj, "last_refused");

@@ -54,6 +54,7 @@
 #include "config.h"
 #include "ops.h"
 #include "peer.h"
+#include "peerpolicy.h"
 #include "store.h"
 
 #define REPL_HEARTBEAT_MS 250
@@ -129,6 +130,10 @@ int repl_rebuild(struct repl *r, const char *site);
  * more than 4096 samples, p50/p99/max are sorted again at most once a
  * second (status renders every 100 ms): up to a second behind count. */
 void repl_metrics(struct repl *r, cJSON *obj);
+
+/* The [policy] settings of the frontend peers compared with this site's
+ * (peerpolicy.h); the main loop's, as repl. */
+const struct peerpolicy *repl_peerpolicy(const struct repl *r);
 
 /* ZAP refusals so far. */
 uint64_t repl_refused(struct repl *r);

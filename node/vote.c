@@ -25,12 +25,17 @@
 #include "hlc.h"
 #include "log.h"
 #include "otp.h"
+#include "planes.h"
 #include "records.h"
 #include "vote.h"
 #include "writer.h"
 #include "banned.h"
 
 #define VOTE_MAXMSG (256 * 1024)
+/* CF_META: this store's promise counter, durable with each promise (8,
+ * BE), and the highest counter each peer showed ("votes_seen" \0 site) */
+#define META_VOTES "votes"
+#define META_SEEN "votes_seen"
 #define SYNC_PAGE 256
 #define SYNC_RETRY_MS 1000
 
@@ -175,6 +180,92 @@ int vote_promise(struct store *s, struct store_batch *b,
 	return 0;
 }
 
+/* The enrollment of (user, id) as this site holds it: *kind, *counter
+ * (HOTP) and *period (TOTP); *found false when there is none (not
+ * replicated here yet, deleted or replaced).  The secret is wiped. */
+static int enroll_held(struct store *s,
+                       struct store_batch *b,
+                       const char *user,
+                       uint64_t id,
+                       bool *found,
+                       Grantd__V1__OtpKind *kind,
+                       uint64_t *counter,
+                       unsigned *period)
+{
+	struct buf v = BUF_INIT;
+	int rc = store_get(s, b, CF_ENROLL, user, strlen(user), &v);
+
+	*found = false;
+	if (rc == GD_ENOTFOUND) {
+		rc = 0;
+		goto out;
+	}
+	if (rc < 0)
+		goto out;
+	Grantd__V1__Enrollment *e = grantd__v1__enrollment__unpack(
+	        NULL, v.len, (const uint8_t *)v.p);
+	if (!e) {
+		rc = GD_EPROTO;
+		goto out;
+	}
+	if (!e->deleted && e->id == id) {
+		*found = true;
+		*kind = e->kind;
+		*counter = e->counter;
+		*period = e->period ? e->period : 30;
+	}
+	if (e->secret.data)
+		sodium_memzero(e->secret.data, e->secret.len);
+	grantd__v1__enrollment__free_unpacked(e, NULL);
+out:
+	sodium_memzero(v.p, v.len);
+	buf_free(&v);
+	return rc;
+}
+
+int vote_in_reach(struct store *s,
+                  struct store_batch *b,
+                  const struct vote_use *u,
+                  int64_t now,
+                  int totp_window,
+                  int hotp_lookahead,
+                  bool *ok,
+                  uint64_t *reach)
+{
+	Grantd__V1__Mark m;
+	Grantd__V1__Promise p;
+	Grantd__V1__OtpKind kind = GRANTD__V1__OTP_KIND__OTP_TOTP;
+	uint64_t counter = 0, held;
+	unsigned period = VOTE_PERIOD_MIN;
+	bool found;
+	int rc;
+
+	*ok = true;
+	*reach = 0;
+	if (!u->next) /* one scratch bit: vote_promise bounds it */
+		return 0;
+	if ((rc = vote_held(s, b, u->user, u->enroll_id, &m, &p)) < 0 ||
+	    (rc = enroll_held(s, b, u->user, u->enroll_id, &found, &kind,
+	                      &counter, &period)) < 0)
+		return rc;
+	held = m.next > p.next ? m.next : p.next;
+	if (found && kind == GRANTD__V1__OTP_KIND__OTP_HOTP) {
+		/* otp_check: next = max(counter, mark) + drift + 1 */
+		uint64_t start = counter > held ? counter : held;
+		*reach = start + (uint64_t)hotp_lookahead + 1;
+	} else {
+		/* TOTP (or an enrollment not here yet, bounded by the
+		 * shortest step): next = step + 1, step at most now's plus
+		 * the window, with the proposer's clock up to
+		 * VOTE_SKEW_S ahead of ours */
+		int64_t t = now + VOTE_SKEW_S;
+		*reach = (uint64_t)(t > 0 ? t : 0) / period +
+		         (uint64_t)totp_window + 1;
+	}
+	*ok = u->next <= *reach;
+	return 0;
+}
+
 /* ---- the node's side ----------------------------------------------------- */
 
 /* A frontend peer: where votes are asked and use records fetched. */
@@ -183,7 +274,12 @@ struct vpeer {
 	void *dealer;
 	/* use sync (qualification) */
 	struct buf after;       /* the last key taken */
-	bool synced;            /* every page taken */
+	bool synced;            /* every page taken, from a voter */
+	bool unqualified_logged;
+	uint64_t seen;          /* the highest promise counter it showed
+				 * (durable: META_SEEN) */
+	uint64_t checkin_ms;    /* last check-in asked (use_sync_req, max 0) */
+	bool checked_in;        /* it answered one since this start */
 	uint64_t asked_ms;      /* 0: no page asked for */
 };
 
@@ -200,6 +296,7 @@ struct proposal {
 	uint32_t answered;      /* bit i: peer i answered (or was not sent) */
 	uint32_t unreachable;   /* bit i: could not be sent to */
 	int used;               /* peers that said USED or PROMISED */
+	uint64_t votes;         /* this store's counter with its promise */
 	struct proposal *next;
 };
 
@@ -213,6 +310,15 @@ struct vote {
 	bool voter;
 	bool qualifying;        /* the use sync's last pages are being made
 				 * durable */
+	bool checked;           /* a peer confirmed, since this start, that
+				 * this store's promise counter is not behind
+				 * what it saw (a voter votes only then) */
+	uint64_t votes;         /* promises made by this store, ever
+				 * (META_VOTES; the last maybe not durable) */
+	uint64_t votes_durable;
+	uint64_t votes_floor;   /* the highest counter a peer says it saw of
+				 * this store */
+	uint64_t self_votes;    /* the counter of the last vote_propose */
 	char qualified_path[4096];
 	struct vpeer peers[CONFIG_MAX_PEERS];
 	int npeers;
@@ -234,9 +340,86 @@ bool vote_majority(const struct vote *v)
 	return v && v->majority;
 }
 
+/* Does this store vote now: qualified, and its counter confirmed? */
+static bool voting(const struct vote *v)
+{
+	return v->majority && v->voter && v->checked;
+}
+
+static int meta_get_u64(struct store *s, const void *key, size_t klen,
+			uint64_t *out)
+{
+	struct buf v = BUF_INIT;
+	int rc = store_get(s, NULL, CF_META, key, klen, &v);
+
+	*out = 0;
+	if (rc == 0 && v.len == 8)
+		*out = store_get_be64(v.p);
+	else if (rc == 0)
+		rc = GD_EPROTO;
+	buf_free(&v);
+	return rc == GD_ENOTFOUND ? 0 : rc;
+}
+
+static void meta_put_u64(struct store_batch *b, const void *key, size_t klen,
+			 uint64_t val)
+{
+	uint8_t be[8];
+
+	store_be64(be, val);
+	store_put(b, CF_META, key, klen, be, sizeof(be));
+}
+
+static void seen_key(struct buf *k, const char *site)
+{
+	buf_reset(k);
+	buf_add(k, META_SEEN, sizeof(META_SEEN)); /* with its \0 */
+	buf_add(k, site, strlen(site));
+}
+
+/* One more promise of this store, in b with it. */
+static uint64_t votes_bump(struct vote *v, struct store_batch *b)
+{
+	v->votes++;
+	meta_put_u64(b, META_VOTES, strlen(META_VOTES), v->votes);
+	return v->votes;
+}
+
+/* Peer vp showed counter n: remember the highest (durable with the next
+ * commit).  Returns false when n is below what it showed before: a copy
+ * of an older store of that site (review N7), whose word is not counted. */
+static bool seen_take(struct vote *v, struct vpeer *vp, uint64_t n)
+{
+	struct buf k = BUF_INIT;
+
+	if (n < vp->seen) {
+		log_error("promise counter of peer=%s went backwards (was "
+			  "%llu, now %llu): a copy of an older store there? its "
+			  "votes are not counted until it qualifies again",
+			  vp->cfg->site, (unsigned long long)vp->seen,
+			  (unsigned long long)n);
+		return false;
+	}
+	if (n == vp->seen)
+		return true;
+	vp->seen = n;
+	seen_key(&k, vp->cfg->site);
+	meta_put_u64(writer_batch(v->writer), k.p, k.len, n);
+	buf_free(&k);
+	return true;
+}
+
+static struct vpeer *vpeer_of(struct vote *v, const char *site)
+{
+	for (int i = 0; site && i < v->npeers; i++)
+		if (!strcmp(v->peers[i].cfg->site, site))
+			return &v->peers[i];
+	return NULL;
+}
+
 static void send_rep(struct vote *v, const void *rid, size_t ridlen,
 		     uint64_t pid, Grantd__V1__VoteVerdict verdict,
-		     uint64_t held)
+		     uint64_t held, uint64_t votes)
 {
 	Grantd__V1__PeerMsg m;
 	Grantd__V1__VoteRep rep = GRANTD__V1__VOTE_REP__INIT;
@@ -248,8 +431,10 @@ static void send_rep(struct vote *v, const void *rid, size_t ridlen,
 	rep.has_verdict = 1;
 	rep.next = held;
 	rep.has_next = held != 0;
-	rep.votes = v->promised;
-	rep.has_votes = 1;
+	/* on a YES, this store's promise counter with this promise (durable
+	 * now): the origin remembers it (review N7) */
+	rep.votes = votes;
+	rep.has_votes = votes != 0;
 	m.body_case = GRANTD__V1__PEER_MSG__BODY_VOTE_REP;
 	m.vote_rep = &rep;
 	if (peer_send(peer_router(v->link), &m, rid, ridlen) < 0)
@@ -262,9 +447,11 @@ static void held_reply_done(void *item, bool durable)
 
 	if (durable)
 		crashpoint("vote-promised"); /* promised, not answered */
+	if (durable && h->votes > h->v->votes_durable)
+		h->v->votes_durable = h->votes;
 	if (durable)
 		send_rep(h->v, h->rid, h->ridlen, h->pid,
-			 GRANTD__V1__VOTE_VERDICT__VOTE_YES, 0);
+			 GRANTD__V1__VOTE_VERDICT__VOTE_YES, 0, h->votes);
 	free(h);
 }
 
@@ -279,12 +466,35 @@ static void on_vote_req(const struct peer_req *rq, void *payload)
 	int rc;
 
 	if (vote_use_from_req(&u, &pid, q) < 0 || rq->ridlen > 256) {
-		send_rep(v, rq->rid, rq->ridlen, pid, verdict, 0);
+		send_rep(v, rq->rid, rq->ridlen, pid, verdict, 0, 0);
 		return;
 	}
-	if (!v->majority || !v->voter) {
+	if (!voting(v)) {
 		send_rep(v, rq->rid, rq->ridlen, pid,
-			 GRANTD__V1__VOTE_VERDICT__VOTE_NOT_VOTER, 0);
+			 GRANTD__V1__VOTE_VERDICT__VOTE_NOT_VOTER, 0, 0);
+		return;
+	}
+	bool ok;
+	uint64_t reach;
+	rc = vote_in_reach(v->store, writer_batch(v->writer), &u,
+	                   (int64_t)clock_wall_ms() / 1000,
+	                   v->cfg->policy.totp_window,
+	                   v->cfg->policy.hotp_lookahead, &ok, &reach);
+	if (rc < 0) {
+		log_error("vote not decided user=%s peer=%s: %s", u.user,
+		          rq->site, gd_strerror(rc));
+		return;
+	}
+	if (!ok) {
+		/* no token the proposer could have checked leaves this next:
+		 * promising it would refuse every valid token after it */
+		v->votes_refused++;
+		log_warn("vote refused user=%s peer=%s: next=%llu beyond "
+		         "reach=%llu (look-ahead or window)",
+		         u.user, rq->site, (unsigned long long)u.next,
+		         (unsigned long long)reach);
+		send_rep(v, rq->rid, rq->ridlen, pid,
+			 GRANTD__V1__VOTE_VERDICT__VOTE_BAD, 0, 0);
 		return;
 	}
 	rc = vote_promise(v->store, writer_batch(v->writer), &u, pid,
@@ -299,9 +509,10 @@ static void on_vote_req(const struct peer_req *rq, void *payload)
 		v->votes_refused++;
 		log_info("vote refused user=%s peer=%s verdict=%d", u.user,
 			 rq->site, (int)verdict);
-		send_rep(v, rq->rid, rq->ridlen, pid, verdict, held);
+		send_rep(v, rq->rid, rq->ridlen, pid, verdict, held, 0);
 		return;
 	}
+	uint64_t votes = votes_bump(v, writer_batch(v->writer));
 	if ((rc = writer_commit(v->writer, &ticket)) < 0) {
 		log_error("promise not written user=%s peer=%s: %s", u.user,
 			  rq->site, gd_strerror(rc));
@@ -313,6 +524,7 @@ static void on_vote_req(const struct peer_req *rq, void *payload)
 		abort();
 	h->v = v;
 	h->pid = pid;
+	h->votes = votes;
 	h->ridlen = rq->ridlen;
 	memcpy(h->rid, rq->rid, rq->ridlen);
 	/* the answer leaves only once the promise is on disk */
@@ -342,10 +554,15 @@ static void on_use_sync_req(const struct peer_req *rq, void *payload)
 	peer_msg_init(v->self, &m);
 	m.body_case = GRANTD__V1__PEER_MSG__BODY_USE_SYNC_REP;
 	m.use_sync_rep = &rep;
-	rep.voter = v->voter;
+	rep.voter = voting(v);
 	rep.has_voter = 1;
-	rep.votes = v->promised;
+	rep.votes = v->votes_durable;
 	rep.has_votes = 1;
+	/* what this site saw of the asker's counter: a copy of an older store
+	 * learns here that it is behind (review N7) */
+	struct vpeer *asker = vpeer_of(v, rq->site);
+	rep.seen_your_votes = asker ? asker->seen : 0;
+	rep.has_seen_your_votes = asker != NULL;
 	if (!q || !v->majority) {
 		rep.done = 0;
 		rep.has_done = 1;
@@ -522,7 +739,28 @@ int vote_open(struct vote **out, const struct vote_opts *o)
 		}
 		v->npeers++;
 	}
+	if ((rc = meta_get_u64(v->store, META_VOTES, strlen(META_VOTES),
+			       &v->votes)) < 0) {
+		log_error("cannot read this store's promise counter: %s",
+			  gd_strerror(rc));
+		vote_destroy(&v);
+		return GD_EIO;
+	}
+	v->votes_durable = v->votes;
+	for (int i = 0; i < v->npeers; i++) {
+		struct buf k = BUF_INIT;
+		seen_key(&k, v->peers[i].cfg->site);
+		rc = meta_get_u64(v->store, k.p, k.len, &v->peers[i].seen);
+		buf_free(&k);
+		if (rc < 0) {
+			vote_destroy(&v);
+			return GD_EIO;
+		}
+	}
 	v->voter = qualified_file_present(v->qualified_path);
+	if (v->voter)
+		log_info("voting once a peer confirms this store's promise "
+			 "counter votes=%llu", (unsigned long long)v->votes);
 	if (!v->voter)
 		log_warn("not voting until the use records of %d other "
 			 "frontend%s are fetched (store %s, no %s)",
@@ -641,11 +879,16 @@ int vote_propose(struct vote *v, struct store_batch *b,
 		 const struct vote_use *u, uint64_t *pid,
 		 Grantd__V1__VoteVerdict *verdict, uint64_t *held)
 {
+	int rc;
+
 	do
 		randombytes_buf(pid, sizeof(*pid));
 	while (!*pid);
-	return vote_promise(v->store, b, u, *pid, v->self->site,
-			    hlc_wall_ms(), verdict, held);
+	rc = vote_promise(v->store, b, u, *pid, v->self->site, clock_wall_ms(),
+			  verdict, held);
+	if (rc == 0 && *verdict == GRANTD__V1__VOTE_VERDICT__VOTE_YES)
+		v->self_votes = votes_bump(v, b);
+	return rc;
 }
 
 /* The writer's word on this site's own promise: a hold per proposal. */
@@ -666,9 +909,11 @@ static void self_hold_done(void *item, bool durable)
 		return;
 	}
 	p->self_pending = false;
+	if (durable && p->votes > v->votes_durable)
+		v->votes_durable = p->votes;
 	/* a store not qualified may have lost promises it gave: its own
 	 * promise is kept, but it is no vote */
-	p->self_yes = durable && v->voter;
+	p->self_yes = durable && voting(v);
 	proposal_check(v, p);
 	proposals_reap(v);
 }
@@ -689,6 +934,7 @@ void vote_start(struct vote *v, const struct vote_use *u, uint64_t pid,
 	p->done = done;
 	p->item = item;
 	p->self_pending = true;
+	p->votes = v->self_votes;
 	p->next = v->props;
 	v->props = p;
 	peer_msg_init(v->self, &m);
@@ -704,7 +950,7 @@ void vote_start(struct vote *v, const struct vote_use *u, uint64_t pid,
 		q.scratch = u->scratch;
 		q.has_scratch = 1;
 	}
-	q.hlc = hlc_wall_ms();
+	q.hlc = clock_wall_ms();
 	q.has_hlc = 1;
 	m.body_case = GRANTD__V1__PEER_MSG__BODY_VOTE_REQ;
 	m.vote_req = &q;
@@ -740,8 +986,15 @@ static void on_vote_rep(struct vote *v, int i, const Grantd__V1__VoteRep *r)
 	    (p->answered & (1u << i)))
 		return;
 	p->answered |= 1u << i;
-	if (r->has_verdict && r->verdict == GRANTD__V1__VOTE_VERDICT__VOTE_YES)
+	if (r->has_verdict &&
+	    r->verdict == GRANTD__V1__VOTE_VERDICT__VOTE_YES &&
+	    seen_take(v, &v->peers[i], r->has_votes ? r->votes : 0)) {
+		uint64_t t;
 		p->yes++;
+		if (writer_commit(v->writer, &t) < 0) /* the counter seen */
+			log_error("promise counter of peer=%s not kept",
+				  v->peers[i].cfg->site);
+	}
 	else if (r->has_verdict &&
 		 (r->verdict == GRANTD__V1__VOTE_VERDICT__VOTE_USED ||
 		  r->verdict == GRANTD__V1__VOTE_VERDICT__VOTE_PROMISED))
@@ -770,8 +1023,56 @@ static void qualified_hold_done(void *item, bool durable)
 		return;
 	}
 	v->voter = true;
+	v->checked = true; /* it just heard enough voters */
+	v->votes_durable = v->votes;
 	log_info("voting: the use records of %d frontend%s are held",
 		 sync_need(v), sync_need(v) > 1 ? "s" : "");
+}
+
+/* This store is a copy of an older one (a VM snapshot, `cp -a` of
+ * data_dir): it may have lost promises it gave, so it stops voting and
+ * qualifies again from the others' use records (review N7). */
+static void unqualify(struct vote *v, const char *site, uint64_t seen)
+{
+	log_error("not voting: peer=%s saw this store make %llu promises, it "
+		  "holds %llu (a copy of an older data_dir?); fetching the use "
+		  "records of %d other frontends first", site,
+		  (unsigned long long)seen, (unsigned long long)v->votes,
+		  sync_need(v));
+	if (unlink(v->qualified_path) < 0 && errno != ENOENT)
+		log_error("cannot remove %s: %s", v->qualified_path,
+			  strerror(errno));
+	v->voter = false;
+	v->checked = false;
+	for (int j = 0; j < v->npeers; j++) {
+		v->peers[j].synced = false;
+		v->peers[j].asked_ms = 0;
+		buf_reset(&v->peers[j].after);
+	}
+}
+
+/* The counters of a use_sync_rep: what vp saw of this store's, and its
+ * own. */
+static void counters_check(struct vote *v, struct vpeer *vp,
+			   const Grantd__V1__UseSyncRep *r)
+{
+	uint64_t t;
+
+	if (r->has_seen_your_votes && r->seen_your_votes > v->votes) {
+		if (r->seen_your_votes > v->votes_floor)
+			v->votes_floor = r->seen_your_votes;
+		if (v->voter && !v->qualifying)
+			unqualify(v, vp->cfg->site, r->seen_your_votes);
+	} else if (r->has_seen_your_votes && v->voter && !v->checked) {
+		v->checked = true;
+		log_info("voting: peer=%s confirms this store's promise "
+			 "counter votes=%llu seen=%llu", vp->cfg->site,
+			 (unsigned long long)v->votes,
+			 (unsigned long long)r->seen_your_votes);
+	}
+	if (r->has_votes && r->votes > vp->seen && seen_take(v, vp, r->votes) &&
+	    writer_commit(v->writer, &t) < 0)
+		log_error("promise counter of peer=%s not kept", vp->cfg->site);
 }
 
 /* Raise this site's promises to a page of another's use records. */
@@ -783,6 +1084,8 @@ static void on_use_sync_rep(struct vote *v, int i,
 	uint64_t ticket;
 	int rc = 0;
 
+	vp->checked_in = true;
+	counters_check(v, vp, r);
 	if (v->voter || vp->synced || !vp->asked_ms)
 		return;
 	vp->asked_ms = 0;
@@ -812,7 +1115,7 @@ static void on_use_sync_rep(struct vote *v, int i,
 			u.next = mk->next;
 			u.scratch = mk->scratch_used;
 			promise_put(b, &u, &p, p.pid, vp->cfg->site,
-				    hlc_wall_ms());
+				    clock_wall_ms());
 		}
 		grantd__v1__mark__free_unpacked(mk, NULL);
 		buf_reset(&vp->after);
@@ -825,14 +1128,62 @@ static void on_use_sync_rep(struct vote *v, int i,
 	}
 	if (!r->has_done || !r->done)
 		return;
+	/* a peer not qualified counts only when neither it nor this site
+	 * knows of any promise it ever made (a new cluster) */
+	bool counts = (r->has_voter && r->voter) ||
+		      ((!r->has_votes || r->votes == 0) && vp->seen == 0);
+	if (!counts) {
+		/* its records are kept (a promise raised is never wrong), but
+		 * a store not qualified may itself have lost promises: it does
+		 * not count toward the peers this one must hold (review N3);
+		 * asked again from the start until it votes */
+		buf_reset(&vp->after);
+		if (!vp->unqualified_logged)
+			log_warn("use records of peer=%s not counted: it is not "
+				 "a voter (restored, or not qualified yet)",
+				 vp->cfg->site);
+		vp->unqualified_logged = true;
+		return;
+	}
 	vp->synced = true;
 	log_info("use records fetched peer=%s", vp->cfg->site);
 	int have = 0;
 	for (int j = 0; j < v->npeers; j++)
 		have += v->peers[j].synced;
 	if (have >= sync_need(v) && !v->qualifying) {
+		/* above what any peer saw of this store, before it votes */
+		if (v->votes_floor > v->votes) {
+			v->votes = v->votes_floor;
+			meta_put_u64(writer_batch(v->writer), META_VOTES,
+				     strlen(META_VOTES), v->votes);
+			if (writer_commit(v->writer, &ticket) < 0) {
+				log_error("promise counter not raised");
+				return;
+			}
+		}
 		v->qualifying = true;
 		writer_hold(v->writer, ticket, qualified_hold_done, v);
+	}
+}
+
+/* Once per start, each peer's word on this store's promise counter (a
+ * use_sync_req for no record): a voter votes only once one confirmed it. */
+static void checkin_ask(struct vote *v, uint64_t now_ms)
+{
+	for (int i = 0; i < v->npeers; i++) {
+		struct vpeer *vp = &v->peers[i];
+		if (vp->checked_in ||
+		    (vp->checkin_ms && now_ms - vp->checkin_ms < SYNC_RETRY_MS))
+			continue;
+		Grantd__V1__PeerMsg m;
+		Grantd__V1__UseSyncReq q = GRANTD__V1__USE_SYNC_REQ__INIT;
+		peer_msg_init(v->self, &m);
+		q.max = 0;
+		q.has_max = 1;
+		m.body_case = GRANTD__V1__PEER_MSG__BODY_USE_SYNC_REQ;
+		m.use_sync_req = &q;
+		if (peer_send(vp->dealer, &m, NULL, 0) == 0)
+			vp->checkin_ms = now_ms;
 	}
 }
 
@@ -878,8 +1229,15 @@ void vote_handle(struct vote *v)
 			zmq_msg_close(&f);
 			if (!m)
 				continue;
-			if (m->body_case == GRANTD__V1__PEER_MSG__BODY_VOTE_REP &&
-			    m->vote_rep)
+			if (planes_answer((int)m->body_case, PLANE_DEALER,
+			                  PLANE_FRONTEND) != PLANE_TAKE)
+				log_warn("vote answer dropped peer=%s kind=%d: "
+				         "not an answer",
+				         v->peers[i].cfg->site,
+				         (int)m->body_case);
+			else if (m->body_case ==
+			                 GRANTD__V1__PEER_MSG__BODY_VOTE_REP &&
+			         m->vote_rep)
 				on_vote_rep(v, i, m->vote_rep);
 			else if (m->body_case ==
 					 GRANTD__V1__PEER_MSG__BODY_USE_SYNC_REP &&
@@ -913,6 +1271,7 @@ void vote_tick(struct vote *v, uint64_t now_ms)
 		proposal_check(v, p);
 	}
 	proposals_reap(v);
+	checkin_ask(v, now_ms);
 	if (!v->voter && !v->qualifying)
 		sync_ask(v, now_ms);
 }
@@ -938,7 +1297,8 @@ cJSON *vote_status(const struct vote *v)
 		synced += v->peers[i].synced;
 	cJSON_AddStringToObject(j, "mode", vote_majority(v) ? "majority" :
 							      "local");
-	cJSON_AddBoolToObject(j, "voter", v && v->majority && v->voter);
+	cJSON_AddBoolToObject(j, "voter", v && voting(v));
+	cJSON_AddNumberToObject(j, "votes", v ? (double)v->votes_durable : 0);
 	cJSON_AddNumberToObject(j, "frontends",
 				v ? config_frontends(v->cfg) : 0);
 	cJSON_AddNumberToObject(j, "majority", v ? config_majority(v->cfg) : 0);

@@ -18,9 +18,12 @@
  *    when the mark covers it, PROMISED when a promise to another proposal
  *    does.  Pure store reads and writes: unit tested on a real store.
  *  - The voter: a frontend answers vote_req on its sync ROUTER; a YES is
- *    committed through the writer and answered only once durable.  A
- *    mirror, a local-mode node, and a store not yet qualified answer
- *    NOT_VOTER; bad input BAD.
+ *    committed through the writer and answered only once durable.  Only
+ *    a configured frontend's key is served: the planes table (planes.h)
+ *    answers any other NOT_VOTER before this module sees the request.
+ *    A mirror, a local-mode node, and a store not yet qualified answer
+ *    NOT_VOTER; bad input BAD, and so a next no proposer could have
+ *    validated (vote_in_reach: above the look-ahead or the window).
  *  - The origin (vote_start): after the caller put its own promise in the
  *    batch and committed it, vote_req goes to every frontend peer at once
  *    on a CURVE DEALER to its sync endpoint; the caller's item is handed
@@ -33,8 +36,16 @@
  *    backup, never carries it); without it the node pages every use record
  *    (max of mark and promise, use_sync_req/rep) from enough frontends that
  *    any majority it may have been part of meets them (frontends - majority
- *    + 1 of the others), raises its promises to them, and only once those
+ *    + 1 of the others, each answering as a voter, or never seen to
+ *    promise: review N3), raises its promises to them, and only once those
  *    are durable writes the file and votes.
+ *  - The promise counter (review N7): each store counts its promises in
+ *    CF_META with each one, shows it in VoteRep.votes and UseSyncRep.votes,
+ *    and remembers each peer's; a YES whose counter went backwards is not
+ *    counted, and a store told (UseSyncRep.seen_your_votes) that a peer
+ *    saw it make more promises than it holds is a copy of an older store:
+ *    it drops the file and qualifies again.  A voter votes only once a
+ *    peer has answered its check-in since this start.
  *
  * Threads: everything here runs on the node's main loop (the writer
  * thread), but vote_promise and vote_held, which only need a store.
@@ -82,6 +93,26 @@ int vote_use_from_req(struct vote_use *u, uint64_t *pid,
 int vote_held(struct store *s, struct store_batch *b, const char *user,
 	      uint64_t enroll_id, Grantd__V1__Mark *mark,
 	      Grantd__V1__Promise *promise);
+
+#define VOTE_PERIOD_MIN 10 /* the shortest TOTP step (2fa enroll) */
+#define VOTE_SKEW_S     60 /* how far a proposer's clock may lead */
+
+/*
+ * Could a proposer have validated use u (review N1)?  *ok false when u's
+ * next is above *reach: for HOTP max(enrollment counter, held mark or
+ * promise) + hotp_lookahead + 1; for TOTP the step of now (unix seconds,
+ * plus VOTE_SKEW_S) + totp_window + 1, and with no enrollment (id) here
+ * the same with the shortest step.  A scratch bit is always in reach.
+ * Returns 0 or a negative gd_err from the store.
+ */
+int vote_in_reach(struct store *s,
+                  struct store_batch *b,
+                  const struct vote_use *u,
+                  int64_t now,
+                  int totp_window,
+                  int hotp_lookahead,
+                  bool *ok,
+                  uint64_t *reach);
 
 /*
  * Judge use u for proposal pid (from site, at hlc) against what this site

@@ -15,6 +15,7 @@
 #include <sodium.h>
 #include <zmq.h>
 
+#include "clock.h"
 #include "crashpoint.h"
 #include "err.h"
 #include "hlc.h"
@@ -292,11 +293,12 @@ struct store_batch *writer_view(struct writer *w)
 
 /* Forget grants long expired, through the batch so the digest follows.
  * A sweep that fails took its deletions back (ops_sweep_grants). */
-static void sweep_grants(struct writer *w, uint64_t now_ms)
+static void sweep_grants(struct writer *w)
 {
 	uint64_t t;
-	int k = ops_sweep_grants(w->ops, w->batch, (int64_t)(now_ms / 1000),
-				 SWEEP_MAX);
+	/* expiry is a time of day: the wall clock */
+	int k = ops_sweep_grants(w->ops, w->batch,
+				 (int64_t)(clock_wall_ms() / 1000), SWEEP_MAX);
 
 	if (k > 0 && writer_commit(w, &t) == 0)
 		log_info("expired grants forgotten count=%d", k);
@@ -315,7 +317,7 @@ void writer_tick(struct writer *w, uint64_t now_ms)
 		w->repos_retry_at = now_ms + REPOS_RETRY_MS;
 	}
 	if (!w->last_sweep || now_ms - w->last_sweep > SWEEP_INTERVAL_MS) {
-		sweep_grants(w, now_ms);
+		sweep_grants(w);
 		w->last_sweep = now_ms;
 	}
 }

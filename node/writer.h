@@ -125,7 +125,9 @@ struct store_batch *writer_view(struct writer *w);
 
 /* Periodic work, from the loop: repositories whose directory could not be
  * made are tried again, and every SWEEP interval the expired grants are
- * forgotten (ops_sweep_grants, in the batch, committed here). */
+ * forgotten (ops_sweep_grants, in the batch, committed here).  now_ms is
+ * the monotonic clock (clock_mono_ms); the sweep reads the wall clock for
+ * expiries itself. */
 void writer_tick(struct writer *w, uint64_t now_ms);
 
 #endif

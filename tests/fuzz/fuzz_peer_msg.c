@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "clock.h"
 #include "config.h"
 #include "err.h"
 #include "hlc.h"
@@ -145,7 +146,7 @@ static void take_snap(struct store_batch *b, const Grantd__V1__SnapRep *rep)
 		return;
 	/* a peer's records get the peer checks: any origin is "known" here,
 	 * so the decoders behind them are reached */
-	struct ops_trust t = { ((hlc_wall_ms() + 120000) << 16) | 0xffff,
+	struct ops_trust t = { ((clock_wall_ms() + 120000) << 16) | 0xffff,
 			       any_origin, NULL };
 	for (size_t i = 0; i < rep->n_values; i++)
 		(void)ops_merge_record(&fz.ops, b, (enum store_cf)rep->cf,

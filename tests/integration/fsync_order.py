@@ -23,6 +23,18 @@ the events: a call printed whole had nothing traced in between.
       the node applying a peer's batch: every write to its WAL is followed
       by an fsync/fdatasync of that WAL that began after the write (exit 1
       while one is still uncovered: poll it); at least one WAL write seen.
+  fsync_order.py voter LOG SYNC_PORT USER
+      a voter of the token quorum (token_quorum = majority): after the
+      write of a promise of USER (a CF_PROMISES record in the WAL), no
+      send on a connection of its sync ROUTER (local port SYNC_PORT: the
+      vote answers) begins before an fsync/fdatasync of that WAL which
+      began after the write has finished.  Exit 2 (poll it) until a send
+      on such a connection followed a promise.
+  fsync_order.py origin LOG USER
+      the origin of a vote: the write of USER's mark (CF_MARKS) after the
+      write of its own promise of USER begins only after an fsync of the
+      WAL that began after the promise's write finished (its own promise
+      counts once durable).  Exit 2 until a mark followed a promise.
   fsync_order.py spool LOG
       grant-hook with the node down: the spool file is written, fsynced,
       renamed to its final name, then the spool directory is fsynced, all
@@ -31,6 +43,7 @@ the events: a call printed whole had nothing traced in between.
 Prints what it judged; exits 0 when the order holds, 1 when it does not
 (naming the call), 2 when the log shows nothing to judge.
 """
+import os
 import re
 import sys
 
@@ -228,7 +241,85 @@ def judge_spool(calls):
     return 1 if fails else 0
 
 
+def cf_ids():
+    """{name: column family id}: the rows of GD_RECORD_KINDS (node/
+    records.h), whose order is the families' creation order, so their
+    RocksDB ids."""
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..',
+                       '..', 'node', 'records.h')
+    text = open(os.environ.get('GD_SRC', '') + '/node/records.h'
+                if os.environ.get('GD_SRC') else src).read()
+    body = text[text.index('#define GD_RECORD_KINDS'):]
+    body = body[:body.index('clang-format on')]
+    return {n: i for i, n in enumerate(re.findall(r'X\((\w+),', body))}
+
+
+def wal_records(calls, cf, user):
+    """WAL writes holding a put of family cf whose key starts with user \\0
+    (RocksDB's WAL: kTypeColumnFamilyValue 0x05, the family's id, the
+    key's length, the key; key user \\0 enroll_id(8))."""
+    key = user.encode() + b'\x00'
+    pat = bytes([0x05, cf, len(key) + 8]) + key
+    return [w for w in wal_writes(calls) if pat in unhex(w.args)]
+
+
+def judge_voter(calls, port, user):
+    ids = cf_ids()
+    promises = wal_records(calls, ids['PROMISES'], user)
+    sync = re.compile(r'^TCP:\[[0-9.]+:%d->' % port)
+    sends = [c for c in calls if c.name in ('sendto', 'sendmsg', 'write',
+                                            'writev')
+             and sync.match(c.path) and c.ret is not None and c.ret > 0]
+    bad, judged = [], 0
+    for p in promises:
+        after = [s for s in sends if s.entry > p.exit]
+        if not after:
+            continue
+        judged += 1
+        first = min(after, key=lambda s: s.entry)
+        if not covering_sync(calls, p, before=first.entry):
+            bad.append('send on %s (line %d) before the promise written at '
+                       'line %d was fsynced' % (first.path, first.entry + 1,
+                                                p.exit + 1))
+    print('promises of %s written %d, followed by a send on the sync '
+          'socket %d; fsyncs %d' % (user, len(promises), judged,
+                                    sum(1 for c in calls if c.name in SYNCS
+                                        and WAL.search(c.path))))
+    for b in bad:
+        print('FAIL ' + b)
+    if bad:
+        return 1
+    return 0 if judged else 2
+
+
+def judge_origin(calls, user):
+    ids = cf_ids()
+    promises = wal_records(calls, ids['PROMISES'], user)
+    marks = wal_records(calls, ids['MARKS'], user)
+    bad, judged = [], 0
+    for p in promises:
+        after = [m for m in marks if m.entry > p.exit]
+        if not after:
+            continue
+        judged += 1
+        m = min(after, key=lambda m: m.entry)
+        if not covering_sync(calls, p, before=m.entry):
+            bad.append('mark written (line %d) before its own promise '
+                       '(line %d) was fsynced' % (m.entry + 1, p.exit + 1))
+    print('promises of %s written %d, followed by its mark %d' %
+          (user, len(promises), judged))
+    for b in bad:
+        print('FAIL ' + b)
+    if bad:
+        return 1
+    return 0 if judged else 2
+
+
 def main(argv):
+    if len(argv) >= 5 and argv[1] == 'voter':
+        return judge_voter(parse(argv[2]), int(argv[3]), argv[4])
+    if len(argv) >= 4 and argv[1] == 'origin':
+        return judge_origin(parse(argv[2]), argv[3])
     if len(argv) < 3 or argv[1] not in ('replies', 'peer', 'spool'):
         print(__doc__.strip().split('\n\n')[0], file=sys.stderr)
         print('usage: fsync_order.py replies LOG MIN | peer LOG | spool LOG',

@@ -14,8 +14,13 @@ then, with --mode local, "replay window: X of Y tokens accepted twice"
 --mode majority, the rounds of any token accepted twice.  The last line is
 always "doubles=X tokens=Y" (for scripts).
 
+With --min-accepted N, fewer than N tokens accepted at some site is a
+failure too: a cluster that refuses everything accepts nothing twice, and
+must not pass for it (the liveness floor).
+
 Exit status: 0, or 1 with --mode majority when any token was accepted
-twice, 2 on bad input (a line that is not an offer's).
+twice, or when fewer than --min-accepted tokens were accepted at all; 2 on
+bad input (a line that is not an offer's).
 """
 import argparse
 import collections
@@ -52,6 +57,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mode", choices=("local", "majority"), default="local")
     ap.add_argument("--faults", help="the harness's fault lines (JSON)")
+    ap.add_argument("--min-accepted", type=int, default=0,
+                    help="fewer tokens accepted at some site fail")
     ap.add_argument("results", help="offer's output (JSON lines)")
     a = ap.parse_args()
 
@@ -127,6 +134,11 @@ def main():
         rc = 1
     else:
         print("majority: no token accepted twice (%d tokens)" % tokens)
+    if once < a.min_accepted:
+        print("FAIL: only %d of %d tokens were accepted at any site, want "
+              "at least %d (a cluster that refuses everything accepts "
+              "nothing twice)" % (once, tokens, a.min_accepted))
+        rc = 1
     print("doubles=%d tokens=%d" % (len(doubles), tokens))
     return rc
 

@@ -1,6 +1,7 @@
 #!/bin/bash
-# Configuration (SPEC 4): unknown keys, bad values, duplicate site names and
-# unreadable key files are start-up errors naming FILE:LINE:, `grantd -t`
+# Configuration (SPEC 4): unknown keys, bad values, duplicate site names,
+# duplicate peer keys (or a peer with the node's own key) and unreadable
+# key files are start-up errors naming FILE:LINE:, `grantd -t`
 # checks a config and exits (0 good, 2 bad).  Clients exit 3 when the node
 # cannot be reached and fail closed.
 . "$(dirname "$0")/lib.sh"
@@ -58,7 +59,9 @@ f=$(broken missing-key -e 's|^secret_key = .*|secret_key = /nonexistent/grantd.k
 bad_config "unreadable secret_key file" "$f" "$(line_of "$f" '^secret_key')"
 
 # Peers: a duplicate site name, and a peer named like this node.
-PEERKEY=$(cat "$T_SITE/node.pub")
+PEERKEY=$(gd_site_keygen "$T_DIR/peer-a") || t_fatal "grantctl keygen for a peer"
+PEERKEY2=$(gd_site_keygen "$T_DIR/peer-b") || t_fatal "grantctl keygen for a second peer"
+OWNKEY=$(cat "$T_SITE/node.pub")
 f=$(broken dup-peer)
 printf '\n[peer portland]\npublish = tcp://127.0.0.2:7401\nsync = tcp://127.0.0.2:7402\npublic_key = %s\n' "$PEERKEY" >>"$f"
 printf '\n[peer portland]\npublish = tcp://127.0.0.3:7401\nsync = tcp://127.0.0.3:7402\npublic_key = %s\n' "$PEERKEY" >>"$f"
@@ -75,6 +78,20 @@ bad_config "a public_key that is not 40 Z85 characters" "$f" "$(line_of "$f" '^p
 f=$(broken good-peer)
 printf '\n[peer portland]\npublish = tcp://127.0.0.2:7401\nsync = tcp://127.0.0.2:7402\npublic_key = %s\n' "$PEERKEY" >>"$f"
 t_expect 0 "a config with a well-formed peer: grantd -t exits 0" "$GD_BIN/grantd" -t --config "$f"
+printf '\n[peer montreal]\npublish = tcp://127.0.0.3:7401\nsync = tcp://127.0.0.3:7402\npublic_key = %s\n' "$PEERKEY2" >>"$f"
+t_expect 0 "two peers, two keys: grantd -t exits 0" "$GD_BIN/grantd" -t --config "$f"
+
+# One key, one machine (issue 19, N14): two peers with one key, or a peer
+# with this node's own key, would count one machine twice.
+f=$(broken dup-peer-key)
+printf '\n[peer portland]\npublish = tcp://127.0.0.2:7401\nsync = tcp://127.0.0.2:7402\npublic_key = %s\n' "$PEERKEY" >>"$f"
+printf '\n[peer montreal]\npublish = tcp://127.0.0.3:7401\nsync = tcp://127.0.0.3:7402\npublic_key = %s\n' "$PEERKEY" >>"$f"
+bad_config "two peers with one public_key" "$f" "$(grep -n -F "public_key = $PEERKEY" "$f" | tail -1 | cut -d: -f1)"
+t_has "two peers with one public_key: names the other peer" "$ERR" "[peer portland]"
+f=$(broken own-key-peer)
+printf '\n[peer portland]\npublish = tcp://127.0.0.2:7401\nsync = tcp://127.0.0.2:7402\npublic_key = %s\n' "$OWNKEY" >>"$f"
+bad_config "a peer with this node's own public_key" "$f" "$(grep -n -F "public_key = $OWNKEY" "$f" | cut -d: -f1)"
+t_has "a peer with this node's own public_key: says so" "$ERR" "this node's own public_key"
 
 t_section "no config"
 t_expect 2 "grantd -t --config /nonexistent exits 2" "$GD_BIN/grantd" -t --config /nonexistent/grantd.conf

@@ -25,6 +25,18 @@ whole() {
 		[[ $(git --git-dir="$d" config --bool receive.fsckObjects) == true ]] &&
 		[[ ! -e $d.grantd-new ]]
 }
+# start_repaired SITE: start SITE's node and wait for the end of its
+# start-up pass over the repositories (main.c startup_repos, which makes
+# whole what a crash left half-made): "node running" is logged after it,
+# while `grantctl status` (which t_start waits for) answers before it.
+start_repaired() {
+	local log off
+	log=$(t_dir "$1")/grantd.log
+	off=$(stat -c %s "$log")
+	t_start "$1"
+	gd_wait_for 20 eval "tail -c +$((off + 1)) '$log' | grep -F 'node running site=$1' >/dev/null" ||
+		t_fail "$1: its start-up pass ends within 20 s (node running)"
+}
 # crash_start SITE POINT: restart SITE's node with the hook armed at POINT
 crash_start() {
 	t_stop "$1"
@@ -55,7 +67,7 @@ t_expect 0 "repo add old --mode off" t_c paloalto repo add old --mode off
 t_expect_converged "the three sites agree" 10
 t_stop montreal
 rm -rf "$(t_dir montreal)/repos/old.git/hooks" "$(t_dir montreal)/repos/old.git/HEAD"
-t_start montreal
+start_repaired montreal
 t_check "montreal: old.git is whole again, with its hook" whole montreal old
 t_check "montreal's log says it repaired it" t_grep_log montreal "repaired a half-made repository repo=old"
 
@@ -66,7 +78,7 @@ add_pid=$!
 crashed paloalto repo-init
 t_check "paloalto: r1 is not in place, only its leftover beside it" \
 	eval "[[ ! -e '$(t_dir paloalto)/repos/r1.git' && -d '$(t_dir paloalto)/repos/r1.git.grantd-new' ]]"
-t_start paloalto
+start_repaired paloalto
 t_check "paloalto: r1.git made whole at start" whole paloalto r1
 wait "$add_pid"
 t_check "the caller was not told the repository was added (exit $?)" \

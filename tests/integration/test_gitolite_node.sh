@@ -146,7 +146,8 @@ t_eq "the push itself succeeds (post-receive cannot refuse it)" "$RC" 0
 t_has "grant-hook says in one line why it is not replicated" "$ERR" \
 	"remote: grant-hook: repository 'odd@name.git' is not replicated: grantd names are parts of"
 t_eq "... and nothing else" "$(grep -c . <<<"$ERR")" 1
-t_check "no record of it" eval "! t_c paloalto repo list | grep -q odd"
+t_expect 0 "paloalto: repo list" t_c paloalto repo list
+t_hasnt "no record of it" "$OUT" odd
 
 t_section "a repository gitolite has not made at a site yet"
 glrepo paloalto late || t_fatal "paloalto: late.git"

@@ -4,7 +4,8 @@
 # store, or of a deleted user, does not get in; admin enroll/unenroll.
 # sshd here passes the offered key's fingerprint (%u %f): grant-keys then
 # prints the one line of that key, from the node's fingerprint index, which
-# a store made before the index gets at its next start.
+# a store made before the index gets at its next start.  A key another
+# live user holds is refused by user add.
 # grant-keys with a fingerprint asks the node's keys socket (a plain unix
 # socket, node/keysock.h) and links no ZeroMQ; the socket's untrusted input
 # (malformed and too-long lines, a client that never sends) stalls nothing.
@@ -135,6 +136,18 @@ t_expect 0 "grant-keys FP(leo) meanwhile" gk "$(fp "$T_KEYS/leo.pub")"
 t_has "leo's line" "$OUT" " leo\""
 t_check "the silent clients are closed by the node (EOF within 6 s)" wait "$SLOW"
 t_check "logged: keys socket connection timed out" grep -q "keys socket connection timed out" "$T_SITE/grantd.log"
+
+t_section "one key, one user (issue 19, N10)"
+t_expect 2 "user add zoe with kate's key is refused" t_ctl user add zoe --key "$T_KEYS/kate.pub"
+t_has "it names the user who holds it" "$OUT$ERR" "already held by user 'kate'"
+t_expect 0 "user list --json" t_ctl user list --json
+t_hasnt "zoe was not made" "$OUT" '"zoe"'
+t_expect 2 "user add leo --key (his own) --key (kate's) is refused" \
+	t_ctl user add leo --key "$T_KEYS/leo.pub" --key "$T_KEYS/kate.pub"
+t_expect 0 "grant-keys root FP(kate)" gk "$(fp "$T_KEYS/kate.pub")"
+t_has "still kate's line" "$OUT" "--config $T_SITE/grantd.conf kate\""
+t_expect 0 "user add zoe with the key of the deleted leo" t_ctl user add zoe --key "$T_KEYS/mallory.pub"
+t_expect 0 "user del zoe" t_ctl user del zoe
 
 t_section "ssh logins"
 t_expect 0 "kate logs in (2fa help)" t_ssh 127.0.7.7 kate 2fa help

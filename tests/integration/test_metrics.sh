@@ -37,6 +37,57 @@ t_eq "POST is refused" "$(t_http code "http://$(t_metrics_addr paloalto)/metrics
 ctype=$(t_http type "http://$(t_metrics_addr paloalto)/metrics")
 t_has "/metrics is the text format 0.0.4" "$ctype" "version=0.0.4"
 
+t_section "half-open connections from one address do not stop /health (review N9)"
+# hold SITE SRC N: N connections to SITE's endpoint from address SRC, each
+# with a request never finished (no blank line); prints "held" once all are
+# made, then keeps them open until killed (a minute at most).  The endpoint may refuse or
+# close some of them (its per-address limit): that is what it is for.
+hold() {
+	exec python3 - "$(t_metrics_addr "$1")" "$2" "$3" <<'PY'
+import socket, sys, time
+host, port = sys.argv[1].rsplit(":", 1)
+socks = []
+for _ in range(int(sys.argv[3])):
+    try:
+        s = socket.create_connection((host, int(port)), timeout=2,
+                                     source_address=(sys.argv[2], 0))
+        s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n")
+        socks.append(s)
+    except OSError:
+        pass
+print("held", flush=True)
+time.sleep(60)
+PY
+}
+# probe SITE SRC PATH: GET PATH at SITE's endpoint from address SRC, 2 s at
+# most; prints the HTTP status, or "none" when no answer came.
+probe() {
+	python3 - "$(t_metrics_addr "$1")" "$2" "$3" <<'PY'
+import http.client, sys
+host, port = sys.argv[1].rsplit(":", 1)
+try:
+    c = http.client.HTTPConnection(host, int(port), timeout=2,
+                                   source_address=(sys.argv[2], 0))
+    c.request("GET", sys.argv[3])
+    print(c.getresponse().status)
+except OSError:
+    print("none")
+PY
+}
+coproc HOLD { hold paloalto 127.0.7.7 20; }
+read -r -t 10 held <&"${HOLD[0]}"
+t_eq "20 half-open connections from 127.0.7.7 made" "${held:-}" held
+t_eq "/health from 127.0.7.8 answers 200 within 2 s meanwhile" "$(probe paloalto 127.0.7.8 /health)" 200
+t_eq "/ready too" "$(probe paloalto 127.0.7.8 /ready)" 200
+kill "$HOLD_PID" 2>/dev/null
+wait "$HOLD_PID" 2>/dev/null
+t_hasnt "a loopback endpoint is not warned about" "$(<"$T_DIR/paloalto/grantd.log")" "non-loopback"
+sed "s/^metrics = .*/metrics = 0.0.0.0:$T_METRICS_PORT/" "$T_DIR/paloalto/grantd.conf" >"$T_DIR/public.conf"
+t_expect 0 "grantd -t with metrics = 0.0.0.0:PORT passes" "$GD_BIN/grantd" -t --config "$T_DIR/public.conf"
+t_has "... with a warning that it is not loopback" "$ERR" "metrics = 0.0.0.0:$T_METRICS_PORT is not a loopback address"
+t_expect 0 "grantd -t with the loopback address" "$GD_BIN/grantd" -t --config "$T_DIR/paloalto/grantd.conf"
+t_hasnt "... says nothing about it" "$ERR" "loopback"
+
 t_section "real work moves the counters"
 t_suser paloalto kim
 t_c paloalto enroll kim --hotp --secret-file - <<<"JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP" >/dev/null ||
@@ -77,6 +128,37 @@ for fam in grantd_peer_messages_dropped_total grantd_git_fetches_total \
 	grantd_records grantd_peer_connections_refused_total; do
 	t_has "family $fam has HELP" "$page" "# HELP $fam "
 done
+# A family with HELP may still never move: one dropped message and one git
+# fetch must show (test audit 8964f70, check 10).
+# dropped SITE: the sum of grantd_peer_messages_dropped_total at SITE.
+dropped() {
+	scrape "$1" /metrics |
+		awk '$1 ~ /^grantd_peer_messages_dropped_total[{]/ { s += $2 } END { print s + 0 }'
+}
+if PY=$(t_py); then
+	D0=$(dropped paloalto)
+	t_expect 0 "bad messages (5 random, the crafted set) to paloalto's sync endpoint with portland's key" \
+		"$PY" "$T_HERE/repl_rogue.py" garbage "tcp://${T_SADDR[paloalto]}:$T_SYNC_PORT" \
+		"$(<"$(t_dir paloalto)/node.pub")" "$(t_dir portland)/node.key" 5 1
+	t_expect_soon 0 5 "grantd_peer_messages_dropped_total grew at paloalto (from $D0)" \
+		eval '(( $(dropped paloalto) > D0 ))'
+else
+	t_fail "python3-zmq is needed to drop a peer message"
+fi
+t_c paloalto repo add gf --mode off >/dev/null || t_fatal "repo add gf"
+t_expect_converged "the three sites have repository gf" 10
+gd_git 127.0.0.1 /dev/null init -q "$T_DIR/wgf" &&
+	echo one >"$T_DIR/wgf/f" &&
+	gd_git 127.0.0.1 /dev/null -C "$T_DIR/wgf" add f &&
+	gd_git 127.0.0.1 /dev/null -C "$T_DIR/wgf" commit -q -m one || t_fatal "a commit to push"
+t_expect 0 "a push to gf at paloalto" \
+	gd_git 127.0.0.1 /dev/null -C "$T_DIR/wgf" push -q "$(t_dir paloalto)/repos/gf.git" HEAD:refs/heads/master
+t_expect_soon 0 15 "portland: grantd_git_fetches_total moved" \
+	value_ge portland grantd_git_fetches_total 1
+t_check "portland: grantd_git_fetched_bytes_total moved" \
+	value_ge portland grantd_git_fetched_bytes_total 1
+t_check "paloalto: grantd_git_served_packs_total moved" \
+	value_ge paloalto grantd_git_served_packs_total 1
 t_hasnt "no user name in any line" "$page" kim
 t_hasnt "no client address in any line" "$page" 192.0.2.7
 

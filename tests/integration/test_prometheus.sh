@@ -127,6 +127,20 @@ soon 15 "no GrantdPeerSilent or GrantdReplicationLag alert any more" \
 	'count(ALERTS{alertname=~"GrantdPeerSilent|GrantdReplicationLag"}) or vector(0)' 0
 t_check "no peer message dropped anywhere" \
 	pq_is 'sum(grantd_peer_messages_dropped_total)' 0
+# ... and a counter that cannot move would say the same: bad messages
+# from portland's key to paloalto's sync endpoint must show in the query
+# (test audit 8964f70, check 10).
+if PY=$(t_py); then
+	t_expect 0 "bad messages (one random, the crafted set) to paloalto's sync endpoint with portland's key" \
+		"$PY" "$T_HERE/repl_rogue.py" garbage "tcp://${T_SADDR[paloalto]}:$T_SYNC_PORT" \
+		"$(<"$(t_dir paloalto)/node.pub")" "$(t_dir portland)/node.key" 1 1
+	t_expect_soon 0 15 "prometheus sees it dropped at paloalto" \
+		eval '[[ $(pq '"'"'sum(grantd_peer_messages_dropped_total{site="paloalto"}) > 0'"'"') != "" ]]'
+	t_check "and nothing dropped at the two others" \
+		pq_is 'sum(grantd_peer_messages_dropped_total{site!="paloalto"})' 0
+else
+	t_fail "python3-zmq is needed to drop a peer message"
+fi
 prom_stop
 t_check "prometheus stopped" eval '[[ ! -s $P_DIR/pid ]]'
 t_done

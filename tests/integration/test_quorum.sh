@@ -35,6 +35,7 @@ t_expect 1 "127.0.21.8 got no grant anywhere" t_sh portland 127.0.21.8 kim 2fa i
 t_section "the same token at the three sites at once: accepted at most once"
 # fresh counters each round; all three offers start together
 c=1
+all_acc=0
 for round in 1 2 3 4 5 6; do
 	tok=$(t_hotp "$KS" "$c")
 	pids=()
@@ -51,8 +52,13 @@ for round in 1 2 3 4 5 6; do
 		[[ $(<"$T_DIR/r$round.$s.rc") == 0 ]] && acc=$((acc + 1))
 	done
 	t_check "round $round: <hotp $c> accepted at most once (accepted $acc)" eval '((acc <= 1))'
+	all_acc=$((all_acc + acc))
 	c=$((c + 1))
 done
+# the floor: a cluster refusing everything passes every check above (a
+# round whose three sites each promised to itself first rightly accepts
+# nothing, but not round after round)
+t_check "the concurrent rounds accepted a token at all (accepted $all_acc)" eval '((all_acc >= 1))'
 t_expect 0 "a later token is still accepted (paloalto, <hotp $c>)" \
 	t_sh paloalto 127.0.21.60 kim 2fa val "$(t_hotp "$KS" "$c")"
 c=$((c + 1))

@@ -41,7 +41,14 @@ auto|local|majority) ;;
 *) t_fatal "GRANTD_QUORUM_MODE=$MODE: use local or majority" ;;
 esac
 echo "# mode $MODE, $ROUNDS rounds, seed $SEED (GRANTD_QUORUM_SEED=$SEED repeats the faults)"
-((Q_CAN_CUT)) || echo "# no iptables or not root: no partition faults in this run"
+# Under CI a run without partitions or without the quorum checks nothing of
+# what this test is for: fail, never pass quietly on less.
+CI_RUN=0
+[[ ${CI:-} =~ ^(true|1)$ ]] && CI_RUN=1
+if ! ((Q_CAN_CUT)); then
+	((CI_RUN)) && t_fatal "CI=$CI: partition faults need iptables and root (none here)"
+	echo "# no iptables or not root: no partition faults in this run"
+fi
 
 # ---- the sites, in the mode asked for (or the one the node supports) --------
 # A quorum that answers in 0.5 s keeps the rounds at a cut-off site short.
@@ -61,6 +68,7 @@ else
 	elif [[ $MODE == majority ]]; then
 		t_fatal "GRANTD_QUORUM_MODE=majority: status must report quorum.mode majority at every site (got: $got)"
 	elif [[ $got == "none none none " ]]; then
+		((CI_RUN)) && t_fatal "CI=$CI: status has no token quorum; no fallback to local mode under CI"
 		echo "# this node's status has no token quorum: running in local mode"
 		MODE=local
 		q_stop_all
@@ -144,6 +152,7 @@ mv "$Q_FAULTS" "$T_DIR/set-pieces-faults.jsonl" 2>/dev/null
 t_section "$ROUNDS rounds of one token at every site while the faults change"
 RANDOM=$SEED
 held=0
+USED_TOK= USED_ROUND=
 t0=$(gd_now_ms)
 for ((r = 0; r < ROUNDS; r++)); do
 	pick=$((RANDOM % 100))
@@ -179,6 +188,11 @@ for ((r = 0; r < ROUNDS; r++)); do
 	fi
 	tok
 	q_offer "$TOK" "$what"
+	# the last token a site accepted: offered again at the end
+	for s in "${T_SITES[@]}"; do
+		q_result "$s"
+		[[ $Q_RES == accepted ]] && USED_TOK=$TOK USED_ROUND=$((Q_ROUND - 1))
+	done
 done
 echo "# $ROUNDS rounds in $(( ($(gd_now_ms) - t0) / 1000 )) s"
 
@@ -192,20 +206,28 @@ if q_wait_agree 90; then
 else
 	t_fail "the three agree (digests) within 90 s of the last heal" "$(t_states)"
 fi
-# the last token once more, at every site: used, so refused everywhere
-Q_RECORD=0 q_offer "$TOK" "again"
-for s in "${T_SITES[@]}"; do
-	offered "$s" refused "$s: the last token, offered again once they agree, is refused"
-done
+# the last token known accepted once more, at every site: used, so
+# refused everywhere (a token refused at every site in its round may
+# rightly be accepted now: it is not offered again)
+if [[ -n $USED_TOK ]]; then
+	Q_RECORD=0 q_offer "$USED_TOK" "again"
+	for s in "${T_SITES[@]}"; do
+		offered "$s" refused "$s: the last accepted token (round $USED_ROUND), offered again once they agree, is refused"
+	done
+else
+	t_fail "a token was accepted in the $ROUNDS random rounds"
+fi
 
 t_section "tokens accepted twice"
-out=$(q_check --mode "$MODE")
+# the liveness floor: unfaulted runs accepted 31 to 57 tokens of 100
+MIN_ACC=$((ROUNDS / 10))
+out=$(q_check --mode "$MODE" --min-accepted "$MIN_ACC")
 rc=$?
 printf '%s\n' "$out" | sed 's/^/# /'
 if [[ $MODE == majority ]]; then
-	t_eq "majority: no token accepted twice (quorum_check exit status)" "$rc" 0
+	t_eq "majority: no token accepted twice, at least $MIN_ACC accepted (quorum_check exit status)" "$rc" 0
 else
-	t_eq "local: quorum_check ran (exit status)" "$rc" 0
+	t_eq "local: quorum_check ran, at least $MIN_ACC accepted (exit status)" "$rc" 0
 	t_has "local: it prints the replay window" "$out" "replay window: "
 fi
 t_done

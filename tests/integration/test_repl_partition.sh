@@ -72,4 +72,33 @@ for s in "${T_SITES[@]}"; do
 	t_expect 1 "$s: the grant from before the unenroll stays void" t_c "$s" check kim 127.0.9.4 pp
 done
 
+t_section "one key added to two users at once: it logs in as nobody (issue 19, N10)"
+gd_user_key "$T_KEYS/shared" || t_fatal "ssh-keygen for shared"
+SFP=$(ssh-keygen -lf "$T_KEYS/shared.pub" | cut -d' ' -f2)
+gk() { "$GD_BIN/grant-keys" --config "$T_DIR/$1/grantd.conf" root "${@:2}"; }
+t_stop paloalto
+t_expect 0 "portland: user add zoe --key shared.pub" t_c portland user add zoe --key "$T_KEYS/shared.pub"
+t_expect_soon 0 5 "montreal: zoe arrived" t_has_user montreal zoe
+t_expect 2 "montreal: user add aaron --key shared.pub is refused (zoe holds it)" \
+	t_c montreal user add aaron --key "$T_KEYS/shared.pub"
+t_pause portland || t_fatal "SIGSTOP portland"
+t_pause montreal || t_fatal "SIGSTOP montreal"
+t_start paloalto
+t_expect 0 "paloalto: user add aaron --key shared.pub (zoe unknown here)" \
+	t_c paloalto user add aaron --key "$T_KEYS/shared.pub"
+heal
+for s in "${T_SITES[@]}"; do
+	t_expect 0 "$s: grant-keys root FP(shared)" gk "$s" "$SFP"
+	t_eq "$s: prints nothing (two owners)" "$OUT" ""
+	t_expect 0 "$s: grant-keys root (every key)" gk "$s"
+	t_hasnt "$s: no line for the shared key" "$OUT" "$(cut -d' ' -f2 "$T_KEYS/shared.pub")"
+	t_check "$s: logged" t_grep_log "$s" "ssh key held by two users is refused to both fp=$SFP"
+done
+t_expect 0 "portland: user del aaron" t_c portland user del aaron
+t_expect_converged "all three agree" 10
+for s in "${T_SITES[@]}"; do
+	t_expect 0 "$s: grant-keys root FP(shared)" gk "$s" "$SFP"
+	t_has "$s: zoe's line" "$OUT" "grantd.conf zoe\""
+done
+
 t_done

@@ -73,9 +73,16 @@ t_expect 0 "ssh-keygen -t ed25519-sk -w gd-sk-provider.so" sk_keygen "$T_KEYS/sa
 t_expect 0 "ssh-keygen -t ed25519-sk -O verify-required" sk_keygen "$T_KEYS/sam.skpin" -O verify-required
 t_has "the key is an sk-ssh-ed25519 key" "$(cat "$T_KEYS/sam.sk.pub")" "sk-ssh-ed25519@openssh.com "
 t_expect 0 "grantctl user add sam --key (ordinary)" t_ctl user add sam --key "$T_KEYS/sam.pub"
+t_hasnt "no note for an ordinary key" "$OUT" "note:"
 t_expect 0 "grantctl user add sam --key (sk, sk with PIN): added to sam's keys" \
 	t_ctl user add sam --key "$T_KEYS/sam.sk.pub" --key "$T_KEYS/sam.skpin.pub"
 t_has "grantctl says so" "$OUT" "updated user sam (3 keys)"
+# issue 19, N4: what such a key proves is what its authenticator reports
+for k in sam.sk sam.skpin; do
+	t_has "one line says $k counts as two factors" "$OUT" \
+		"note: security key $(fp "$T_KEYS/$k.pub") counts as two factors (security_keys = touch): a push over it needs no token; it proves the touch its authenticator reports, which a software one reports at will"
+done
+t_eq "one line per security key" "$(grep -c '^note: security key' <<<"$OUT")" 2
 t_expect 0 "repo add req --mode required" t_ctl repo add req --mode required --writer sam
 t_expect 0 "repo add optin --mode opt-in" t_ctl repo add optin --mode opt-in --writer sam
 
@@ -159,6 +166,9 @@ t_has "stderr: touch and PIN, two factors" "$ERR" "factors seen: a security key 
 
 t_section "security_keys = off: a security key is an ordinary key"
 restart_with off
+t_expect 0 "ssh-keygen -t ed25519-sk (another)" sk_keygen "$T_KEYS/sam.sk2"
+t_expect 0 "grantctl user add sam --key (sk) under off" t_ctl user add sam --key "$T_KEYS/sam.sk2.pub"
+t_hasnt "no note: it counts as one factor here" "$OUT" "note:"
 t_expect 0 "grant-keys for sam's sk key" keys_line sam.sk
 t_has "the line still says what the key is" "$OUT" "--key-kind sk-touch sam\","
 t_hasnt "no verify-required" "$OUT" "verify-required"
@@ -197,6 +207,8 @@ print(s.recv())
 PY
 	t_has "the node answers status 2 (bad input)" "$OUT" "\\x08\\x02"
 	t_has "and names the kinds" "$OUT" "want plain, sk-touch or sk-pin"
+else
+	t_fail "python3-zmq is needed for the raw push.check with key_kind 'sk'"
 fi
 
 t_done

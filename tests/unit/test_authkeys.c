@@ -15,10 +15,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
 #include "authkeys.h"
+#include "err.h"
 
 #define ED "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBx5 alice@laptop"
 #define SKED "sk-ssh-ed25519@openssh.com AAAAGnNrLXNzaC1lZDI1NTE5 a@yk"
@@ -114,12 +116,54 @@ static void test_key_fp(void **state)
 	free(out);
 }
 
+/* The paths sshd's shell runs in command="...": only [A-Za-z0-9/._+-]
+ * (issue 19, N13), for --shell and for --config (resolved first). */
+static void test_paths(void **state)
+{
+	static const char *bad[] = {
+		"/usr/bin/grant shell", "/usr/bin/grant\"shell",
+		"/usr/bin/grant;id",    "/usr/bin/$(id)",
+		"/usr/bin/`id`",        "/usr/bin/a&b",
+		"/usr/bin/a|b",         "/usr/bin/it's",
+		"/usr/bin/a*",          "/usr/bin/a\\b",
+		"/usr/bin/a\nb",        "/usr/bin/caf\xc3\xa9",
+		"relative/grant-shell", "",
+	};
+	struct authkeys_paths p;
+	char dir[] = "/tmp/test_authkeys.XXXXXX", conf[128];
+	FILE *fp;
+
+	(void)state;
+	assert_int_equal(authkeys_paths(&p, "t", "/usr/lib/grantd_1.2/"
+					"grant-shell.x+y", NULL), 0);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (authkeys_paths(&p, "t", bad[i], NULL) != GD_EXIT_USAGE)
+			fail_msg("shell path '%s' accepted", bad[i]);
+	/* a config path is resolved, then checked the same way */
+	assert_non_null(mkdtemp(dir));
+	snprintf(conf, sizeof(conf), "%s/g;id.conf", dir);
+	assert_non_null(fp = fopen(conf, "w"));
+	fclose(fp);
+	assert_int_equal(authkeys_paths(&p, "t", "/usr/bin/grant-shell", conf),
+			 GD_EXIT_USAGE);
+	unlink(conf);
+	snprintf(conf, sizeof(conf), "%s/grantd.conf", dir);
+	assert_non_null(fp = fopen(conf, "w"));
+	fclose(fp);
+	assert_int_equal(authkeys_paths(&p, "t", "/usr/bin/grant-shell", conf),
+			 0);
+	assert_non_null(strstr(p.config, "/grantd.conf"));
+	unlink(conf);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_is_sk),
 		cmocka_unit_test(test_lines),
 		cmocka_unit_test(test_key_fp),
+		cmocka_unit_test(test_paths),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -474,6 +474,39 @@ static void test_peer_is_self(void **state)
 		   1, "paloalto", NULL);
 }
 
+/* One key, one machine (issue 19, N14): two peers with one public_key are
+ * refused at the second key's line, naming both; a peer with the node's
+ * own key is refused by config_check_own_key at that peer's key line. */
+static void test_duplicate_peer_key(void **state)
+{
+	struct fixture *f = *state;
+	char want[200];
+
+	load_fails(f,
+		   NODE
+		   PEER_PORTLAND                         /* 7, key at 10 */
+		   "[peer montreal]\n"                   /* 11 */
+		   "publish = tcp://127.0.0.3:7401\n"
+		   "sync = tcp://127.0.0.3:7402\n"
+		   "public_key = " KEY_A "\n",           /* 14 */
+		   14, "montreal", "portland", "line 10", "public_key", NULL);
+
+	load_ok(f, NODE PEER_PORTLAND                /* key at 10 */
+		   "[peer montreal]\n"
+		   "publish = tcp://127.0.0.3:7401\n"
+		   "sync = tcp://127.0.0.3:7402\n"
+		   "public_key = " KEY_B "\n");
+	assert_int_equal(config_check_own_key(f->cfg, KEY_S, &f->err), 0);
+	assert_int_equal(config_check_own_key(f->cfg, KEY_B, &f->err),
+			 GD_EINVAL);
+	snprintf(want, sizeof(want), "%s:14: [peer montreal] has this node's "
+		 "own public_key", f->path);
+	if (strncmp(buf_str(&f->err), want, strlen(want)))
+		fail_msg("message '%s' does not start with '%s'",
+			 buf_str(&f->err), want);
+	config_free(&f->cfg);
+}
+
 static void test_peer_incomplete(void **state)
 {
 	struct fixture *f = *state;
@@ -711,6 +744,7 @@ int main(void)
 		T(test_duplicate_peer),
 		T(test_duplicate_peer_adjacent),
 		T(test_peer_is_self),
+		T(test_duplicate_peer_key),
 		T(test_peer_incomplete),
 		T(test_peer_empty),
 		T(test_missing_key),

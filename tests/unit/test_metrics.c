@@ -231,6 +231,22 @@ static void test_unready(void **state)
 	rmdir(dir);
 }
 
+/* The endpoint has no authentication: only a loopback bind goes without
+ * a warning (review N9). */
+static void test_listen_public(void **state)
+{
+	(void)state;
+	assert_false(metrics_listen_public("127.0.0.1:9100"));
+	assert_false(metrics_listen_public("127.31.4.2:9100"));
+	assert_false(metrics_listen_public("[::1]:9100"));
+	assert_false(metrics_listen_public("[::ffff:127.0.0.1]:9100"));
+	assert_true(metrics_listen_public("0.0.0.0:9100"));
+	assert_true(metrics_listen_public("192.0.2.1:9100"));
+	assert_true(metrics_listen_public("[::]:9100"));
+	assert_true(metrics_listen_public("[2001:db8::1]:9100"));
+	assert_false(metrics_listen_public("no port"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -238,6 +254,7 @@ int main(void)
 		cmocka_unit_test(test_histogram),
 		cmocka_unit_test(test_render),
 		cmocka_unit_test(test_unready),
+		cmocka_unit_test(test_listen_public),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

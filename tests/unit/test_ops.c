@@ -27,6 +27,7 @@
 #include <sodium.h>
 
 #include "buf.h"
+#include "clock.h"
 #include "config.h"
 #include "digest.h"
 #include "err.h"
@@ -1501,6 +1502,43 @@ static void check_passed(const Grantd__V1__Op *op)
 	buf_free(&err);
 }
 
+/* An address revocation (issue 19, N6): a user name and a canonical
+ * address or CIDR, one key per (user, net). */
+static void test_check_addr_revoke(void **state)
+{
+	static const char *const good[] = { "192.0.2.7", "192.0.2.0/24",
+					    "2001:db8::1", "2001:db8::/48" };
+	static const char *const bad[] = { "", "192.0.2.300", "not-an-ip",
+					   "192.0.2.7/33", "2001:DB8::1",
+					   "192.0.2.7/24", " 192.0.2.7" };
+	Grantd__V1__AddrRevocation ar = GRANTD__V1__ADDR_REVOCATION__INIT;
+	Grantd__V1__Op op = GRANTD__V1__OP__INIT;
+
+	(void)state;
+	op.origin = "paloalto";
+	op.epoch = 1, op.has_epoch = 1;
+	op.seq = 1, op.has_seq = 1;
+	op.hlc = 1, op.has_hlc = 1;
+	op.body_case = GRANTD__V1__OP__BODY_ADDR_REVOKE;
+	op.addr_revoke = &ar;
+	ar.user = "alice";
+	for (size_t i = 0; i < GD_ARRAY_SIZE(good); i++) {
+		ar.net = (char *)good[i];
+		check_passed(&op);
+	}
+	for (size_t i = 0; i < GD_ARRAY_SIZE(bad); i++) {
+		ar.net = (char *)bad[i];
+		check_refused(&op, "bad revoked address");
+	}
+	ar.net = NULL;
+	check_refused(&op, "bad revoked address");
+	ar.net = "192.0.2.7";
+	ar.user = "Alice";
+	check_refused(&op, "bad user name");
+	ar.user = NULL;
+	check_refused(&op, "bad user name");
+}
+
 static void test_check(void **state)
 {
 	struct top t;
@@ -2050,7 +2088,7 @@ static void test_local(void **state)
 	/* a peer's stamp from the future: the next local stamp is after it,
 	 * so a revoke made here after seeing a grant wins over it */
 	struct top fut, loc;
-	uint64_t ahead = HLC(hlc_wall_ms() + 3600 * 1000, 9);
+	uint64_t ahead = HLC(clock_wall_ms() + 3600 * 1000, 9);
 	apply1(n, op_grant(&fut, "portland", 1, ahead, "judy", "192.0.2.44",
 			   1800000000, false));
 	store_batch_new(&b, n->s);
@@ -2643,6 +2681,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_convergence, setup,
 						teardown),
 		cmocka_unit_test(test_check),
+		cmocka_unit_test(test_check_addr_revoke),
 		cmocka_unit_test_setup_teardown(test_merge_record, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_merge_record_one, setup,

@@ -30,6 +30,7 @@
 #include "err.h"
 #include "log.h"
 #include "peer.h"
+#include "planes.h"
 
 #define WAIT_MS 10000
 
@@ -175,9 +176,10 @@ struct calls {
 struct fx {
 	char dir[64], sync[128], pub_ep[128];
 	void *ctx;
-	struct site node, portland, stranger;
-	struct config_peer peers[1];
+	struct site node, portland, stranger, seattle;
+	struct config_peer peers[2];
 	struct peer_link *link;
+	void *dl; /* a client socket a test left open when it failed */
 	uint64_t dropped;
 	struct calls range, vv;
 };
@@ -200,16 +202,23 @@ static int setup(void **state)
 	keys(&f->node, f->ctx, "paloalto");
 	keys(&f->portland, f->ctx, "portland");
 	keys(&f->stranger, f->ctx, "portland"); /* a key nobody configured */
+	keys(&f->seattle, f->ctx, "seattle");
 	f->peers[0].site = "portland";
 	f->peers[0].sync = f->sync;
 	memcpy(f->peers[0].public_key, f->portland.pub, Z85_KEY_LEN + 1);
-	assert_int_equal(peer_open(&f->link, &(struct peer_link_opts){
-					   .self = &f->node.self,
-					   .peers = f->peers, .npeers = 1,
-					   .sync = f->sync,
-					   .maxmsg = 64 * 1024,
-					   .dropped = &f->dropped }),
-			 0);
+	f->peers[1].site = "seattle"; /* a mirror */
+	f->peers[1].role = CONFIG_ROLE_MIRROR;
+	f->peers[1].sync = f->sync;
+	memcpy(f->peers[1].public_key, f->seattle.pub, Z85_KEY_LEN + 1);
+	assert_int_equal(
+	        peer_open(&f->link,
+	                  &(struct peer_link_opts){.self = &f->node.self,
+	                                           .peers = f->peers,
+	                                           .npeers = 2,
+	                                           .sync = f->sync,
+	                                           .maxmsg = 64 * 1024,
+	                                           .dropped = &f->dropped}),
+	        0);
 	*state = f;
 	return 0;
 }
@@ -219,6 +228,8 @@ static int teardown(void **state)
 	struct fx *f = *state;
 	char cmd[128];
 
+	if (f->dl)
+		zmq_close(f->dl); /* zmq_ctx_term waits for every socket */
 	peer_close(&f->link);
 	assert_null(f->link);
 	zmq_ctx_term(f->ctx);
@@ -431,20 +442,149 @@ static void test_curve_pub_sub(void **state)
 	zmq_close(pub);
 }
 
+/* ---- the planes table, walked over the link ----------------------------- */
+
+struct walk {
+	int n[64]; /* handler calls by kind */
+};
+
+static void on_any(const struct peer_req *rq, void *payload)
+{
+	struct walk *w = payload;
+	if ((int)rq->m->body_case < 64)
+		w->n[rq->m->body_case]++;
+}
+
+/* m of kind k with an empty body of its type, from the descriptor: every
+ * body case, a new one included, without knowing it. */
+static void msg_of_kind(Grantd__V1__PeerMsg *m,
+                        const ProtobufCFieldDescriptor *fd,
+                        void *body)
+{
+	m->body_case = (Grantd__V1__PeerMsg__BodyCase)fd->id;
+	if (fd->type == PROTOBUF_C_TYPE_MESSAGE) {
+		const ProtobufCMessageDescriptor *d = fd->descriptor;
+		d->message_init((ProtobufCMessage *)body);
+		*(void **)((char *)m + fd->offset) = body;
+	} else {
+		assert_int_equal(fd->type, PROTOBUF_C_TYPE_BOOL);
+		*(protobuf_c_boolean *)((char *)m + fd->offset) = 1;
+	}
+}
+
+/* Every kind of PeerMsg, from a frontend's key and a mirror's key, gets
+ * the table's answer on the sync ROUTER: taken (its handler runs),
+ * dropped (counted, no handler) or NOT_VOTER (answered, counted, no
+ * handler); an unknown key is refused by ZAP (test_curve_unknown_key_
+ * refused and below). */
+static void test_planes_walk(void **state)
+{
+	struct fx *f = *state;
+	const ProtobufCMessageDescriptor *d = &grantd__v1__peer_msg__descriptor;
+	struct walk w = {{0}};
+	struct site *from[2] = {&f->portland, &f->seattle};
+	enum plane_role roles[2] = {PLANE_FRONTEND, PLANE_MIRROR};
+	int walked = 0, kinds = 0;
+
+	for (unsigned i = 0; i < d->n_fields; i++)
+		if (d->fields[i].flags & PROTOBUF_C_FIELD_FLAG_ONEOF) {
+			assert_int_equal(peer_on(f->link, (int)d->fields[i].id,
+			                         on_any, &w),
+			                 0);
+			kinds++;
+		}
+	for (int r = 0; r < 2; r++) {
+		void *dl = peer_curve_client(&from[r]->self, ZMQ_DEALER,
+		                             f->sync, f->node.pub, 64 * 1024);
+		assert_non_null(dl);
+		f->dl = dl;
+		for (unsigned i = 0; i < d->n_fields; i++) {
+			const ProtobufCFieldDescriptor *fd = &d->fields[i];
+			if (!(fd->flags & PROTOBUF_C_FIELD_FLAG_ONEOF))
+				continue;
+			uint64_t body[64] = {0}; /* any body's struct */
+			Grantd__V1__PeerMsg m;
+			int kind = (int)fd->id, before = w.n[kind];
+			uint64_t dropped = f->dropped,
+			         refused = peer_planes_refused(f->link);
+			enum plane_answer a =
+			        planes_answer(kind, PLANE_SYNC, roles[r]);
+			peer_msg_init(&from[r]->self, &m);
+			msg_of_kind(&m, fd, body);
+			send_when_up(f, dl, &m);
+			for (uint64_t end = clock_mono_ms() + WAIT_MS;
+			     w.n[kind] == before && f->dropped == dropped &&
+			     clock_mono_ms() < end;)
+				serve(f, 5);
+			if (a == PLANE_TAKE) {
+				assert_int_equal(w.n[kind], before + 1);
+				assert_int_equal(f->dropped, dropped);
+				assert_int_equal(peer_planes_refused(f->link),
+				                 refused);
+				walked++;
+				continue;
+			}
+			assert_int_equal(w.n[kind], before);
+			assert_int_equal(f->dropped, dropped + 1);
+			assert_int_equal(peer_planes_refused(f->link),
+			                 refused + 1);
+			if (a != PLANE_NOT_VOTER) {
+				walked++;
+				continue;
+			}
+			/* the refusal comes back, and holds nothing */
+			char frame[4096];
+			const char *why;
+			int n = -1;
+			for (uint64_t end = clock_mono_ms() + WAIT_MS;
+			     n < 0 && clock_mono_ms() < end; usleep(1000))
+				n = zmq_recv(dl, frame, sizeof(frame),
+				             ZMQ_DONTWAIT);
+			assert_true(n > 0);
+			Grantd__V1__PeerMsg *got = peer_msg_decode(
+			        frame, (size_t)n, "paloalto", &why);
+			assert_non_null(got);
+			if (kind == GRANTD__V1__PEER_MSG__BODY_VOTE_REQ) {
+				assert_int_equal(
+				        got->body_case,
+				        GRANTD__V1__PEER_MSG__BODY_VOTE_REP);
+				assert_int_equal(
+				        got->vote_rep->verdict,
+				        GRANTD__V1__VOTE_VERDICT__VOTE_NOT_VOTER);
+				assert_false(got->vote_rep->has_next);
+			} else {
+				assert_int_equal(
+				        got->body_case,
+				        GRANTD__V1__PEER_MSG__BODY_USE_SYNC_REP);
+				assert_false(got->use_sync_rep->voter);
+				assert_int_equal(got->use_sync_rep->n_keys, 0);
+			}
+			grantd__v1__peer_msg__free_unpacked(got, NULL);
+			walked++;
+		}
+		zmq_close(dl);
+		f->dl = NULL;
+	}
+	assert_true(kinds >= 17);
+	assert_int_equal(walked, 2 * kinds);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_msg_init),
-		cmocka_unit_test(test_send_framing),
-		cmocka_unit_test(test_decode_refuses),
-		cmocka_unit_test_setup_teardown(test_on_registration, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_curve_dispatch, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_curve_unknown_key_refused,
-						setup, teardown),
-		cmocka_unit_test_setup_teardown(test_curve_pub_sub, setup,
-						teardown),
+	        cmocka_unit_test(test_msg_init),
+	        cmocka_unit_test(test_send_framing),
+	        cmocka_unit_test(test_decode_refuses),
+	        cmocka_unit_test_setup_teardown(test_on_registration, setup,
+	                                        teardown),
+	        cmocka_unit_test_setup_teardown(test_curve_dispatch, setup,
+	                                        teardown),
+	        cmocka_unit_test_setup_teardown(test_curve_unknown_key_refused,
+	                                        setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_curve_pub_sub, setup,
+	                                        teardown),
+	        cmocka_unit_test_setup_teardown(test_planes_walk, setup,
+	                                        teardown),
 	};
 	log_init("test_peer", false, LOG_LVL_ERROR);
 	return cmocka_run_group_tests(tests, NULL, NULL);

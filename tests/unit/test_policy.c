@@ -34,6 +34,7 @@
 #include <cmocka.h>
 
 #include "addr.h"
+#include "clock.h"
 #include "config.h"
 #include "err.h"
 #include "fixture.h"
@@ -201,7 +202,7 @@ static int counted(struct fixture *f, const char *user, uint64_t now_ms,
 static void test_every_attempt_counts(void **state)
 {
 	struct fixture *f = *state;
-	uint64_t now = hlc_wall_ms(), until;
+	uint64_t now = clock_wall_ms(), until;
 
 	for (int i = 0; i < 2 * FAILURES; i++) {
 		assert_int_equal(counted(f, "alice", now, &until), i);
@@ -221,7 +222,7 @@ static void test_every_attempt_counts(void **state)
 static void test_sites_summed(void **state)
 {
 	struct fixture *f = *state;
-	uint64_t now = hlc_wall_ms(), until;
+	uint64_t now = clock_wall_ms(), until;
 	uint64_t at = HLC(now - 1000, 0);
 
 	fail_here(f, "carol");
@@ -244,7 +245,7 @@ static void test_sites_summed(void **state)
 static void test_unlock_forgives_earlier(void **state)
 {
 	struct fixture *f = *state;
-	uint64_t now = hlc_wall_ms(), until;
+	uint64_t now = clock_wall_ms(), until;
 
 	for (int i = 0; i < FAILURES; i++)
 		fail_here(f, "dave");
@@ -273,7 +274,7 @@ static void test_unlock_forgives_earlier(void **state)
 static void test_unlock_from_the_future(void **state)
 {
 	struct fixture *f = *state;
-	uint64_t now = hlc_wall_ms(), until;
+	uint64_t now = clock_wall_ms(), until;
 	uint64_t ahead = HLC(now + 100 * 1000, 0);
 
 	for (int i = 0; i < FAILURES; i++)
@@ -303,7 +304,7 @@ static void test_unlock_from_the_future(void **state)
 static void test_unlock_tie(void **state)
 {
 	struct fixture *f = *state;
-	uint64_t now = hlc_wall_ms(), until;
+	uint64_t now = clock_wall_ms(), until;
 	uint64_t h = HLC(now - 3000, 5);
 
 	peer_unlocks(f, "finn", h);             /* origin siteb */
@@ -657,6 +658,54 @@ static void test_push_security_keys(void **state)
 	buf_free(&hint);
 }
 
+/* An address revocation (issue 19, N6) voids, by stamp, every grant of
+ * the user whose net contains the address, whatever its session; a
+ * subnet's voids the grants for exactly that subnet; later grants hold. */
+static void test_addr_revocation_voids(void **state)
+{
+	Grantd__V1__AddrRevocation ar = GRANTD__V1__ADDR_REVOCATION__INIT;
+	Grantd__V1__AddrRevocation *list[] = { &ar };
+	struct policy_revokes rv = { .addr = list, .n_addr = 1 };
+	Grantd__V1__Grant g = GRANTD__V1__GRANT__INIT;
+
+	(void)state;
+	ar.user = "kim";
+	ar.net = "10.7.7.7";
+	ar.hlc = 1000, ar.has_hlc = 1;
+	ar.origin = "fa";
+	g.user = "kim";
+	g.hlc = 999, g.has_hlc = 1;
+	g.origin = "fb";
+	g.net = "10.7.7.0/24";
+	assert_true(policy_grant_void(&g, &rv));
+	g.net = "10.7.7.7";
+	g.session = "10.7.7.7 6666 127.0.0.52 22";
+	assert_true(policy_grant_void(&g, &rv));
+	g.session = "";
+	assert_true(policy_grant_void(&g, &rv));
+	g.net = "10.7.7.8";
+	assert_false(policy_grant_void(&g, &rv));
+	g.net = "10.7.8.0/24";
+	assert_false(policy_grant_void(&g, &rv));
+	/* stamped after: a grant made once the revocation was known */
+	g.net = "10.7.7.0/24";
+	g.hlc = 1001;
+	assert_false(policy_grant_void(&g, &rv));
+	/* the same stamp: the origin name breaks the tie, as for LWW */
+	g.hlc = 1000;
+	assert_int_equal(policy_grant_void(&g, &rv),
+			 !ops_stamp_after(1000, "fb", 1000, "fa"));
+	/* a subnet revoked: that subnet only, not a wider one around it */
+	ar.net = "10.7.7.0/24";
+	g.hlc = 999;
+	assert_true(policy_grant_void(&g, &rv));
+	g.net = "10.7.0.0/16";
+	assert_false(policy_grant_void(&g, &rv));
+	g.net = "10.7.7.7";
+	assert_false(policy_grant_void(&g, &rv));
+	assert_false(policy_grant_void(&g, NULL));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -675,6 +724,7 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_key_kinds, setup,
 						teardown),
+		cmocka_unit_test(test_addr_revocation_voids),
 		cmocka_unit_test_setup_teardown(test_push_security_keys,
 						setup, teardown),
 	};

@@ -49,9 +49,10 @@ static const uint8_t seal_key[STORE_SEAL_KEY_LEN] =
 #define KEY_ALICE \
 	"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHLAx+6EsJuGELLoK4oqtzjiFQlr/4K" \
 	"ExvUYKBZ/LSGg alice"
+/* her own key: one held by two users is given to neither (N10) */
 #define KEY_CAROL \
-	"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHLAx+6EsJuGELLoK4oqtzjiFQlr/4K" \
-	"ExvUYKBZ/LSGg carol"
+	"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEWuuLqSu0UirsAx+vv03CUovDxPac2" \
+	"p7i4tp3nFhkSX carol"
 
 #define KEY_DAVE \
 	"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIAuc8SO7A3ydipqiZeukHEEvZi4vYgPpv" \

@@ -70,6 +70,7 @@ static void test_enum_values_stay(void **state)
 	assert_int_equal(CF_KEYFP, 13);
 	assert_int_equal(CF_PROMISES, 14);
 	assert_int_equal(CF_PUSHLOG, 15);
+	assert_int_equal(CF_ADDR_REVOKES, 16);
 	assert_string_equal(store_cf_name(CF_META), "default");
 	assert_string_equal(store_cf_name(CF_KEYFP), "keyfp");
 	assert_string_equal(store_cf_name(CF_PUSHLOG), "pushlog");
@@ -83,7 +84,8 @@ static void test_snapshot_is_every_replicated_family(void **state)
 						CF_GRANTS, CF_MARKS,
 						CF_FAILS, CF_UNLOCK,
 						CF_REPOS, CF_REFS,
-						CF_REVOKES, CF_PUSHLOG };
+						CF_REVOKES, CF_PUSHLOG,
+						CF_ADDR_REVOKES };
 	size_t n = 0;
 
 	(void)state;

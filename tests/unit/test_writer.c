@@ -86,6 +86,9 @@ struct fixture {
 	struct buf published;   /* every packed op, in order */
 	int npublished;
 	int done_durable, done_dropped;
+	/* views given to writer_opts.view_fn (setup_view_fn): the last */
+	struct store_batch *given;
+	int ngiven;
 };
 
 static int setup_group(void **state)
@@ -94,7 +97,18 @@ static int setup_group(void **state)
 	return fx_group_setup("test_writer", LOG_LVL_ERROR);
 }
 
-static int setup(void **state)
+/* writer_opts.view_fn, as main.c's give_view takes them: the view is
+ * ours (the last kept, for the test to read). */
+static void on_view(struct store_batch *view, void *payload)
+{
+	struct fixture *f = payload;
+
+	store_batch_free(&f->given);
+	f->given = view;
+	f->ngiven++;
+}
+
+static int setup_with(void **state, bool view_fn)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
 
@@ -113,10 +127,25 @@ static int setup(void **state)
 	struct writer_opts wo = { .store = f->s, .ops = &f->o,
 				  .syncer = f->sy, .repo_dir = f->repo_dir,
 				  .hook = NULL };
+	if (view_fn) {
+		wo.view_fn = on_view;
+		wo.view_payload = f;
+	}
 	if (writer_open(&f->w, &wo) < 0)
 		return -1;
 	*state = f;
 	return 0;
+}
+
+static int setup(void **state)
+{
+	return setup_with(state, false);
+}
+
+/* The writer as main.c opens it: durable views go to view_fn. */
+static int setup_view_fn(void **state)
+{
+	return setup_with(state, true);
 }
 
 static int teardown(void **state)
@@ -125,6 +154,7 @@ static int teardown(void **state)
 
 	fail_writes = 0;
 	writer_destroy(&f->w);
+	store_batch_free(&f->given);
 	syncer_destroy(&f->sy);
 	zmq_ctx_term(f->zctx);
 	fx_store_close(&f->s, &f->o);
@@ -395,6 +425,33 @@ static void test_view_waits_for_sync(void **state)
 	assert_true(has_grant(f, writer_view(f->w), "gina", "192.0.2.12/32"));
 }
 
+/* The same on the path the node uses (main.c gives writer_opts.view_fn,
+ * give_view, which hands each view to the reader thread): no view that
+ * shows a batch is given before the syncer reports it durable (test audit
+ * 8964f70, mutant 11b). */
+static void test_view_fn_waits_for_sync(void **state)
+{
+	struct fixture *f = *state;
+	uint64_t t;
+
+	assert_null(writer_view(f->w)); /* the views go to view_fn */
+	emit_grant(f, "hana", "192.0.2.13/32");
+	assert_int_equal(writer_commit(f->w, &t), 0);
+	assert_true(has_grant(f, writer_batch(f->w), "hana", "192.0.2.13/32"));
+	/* written, not durable: nothing given shows it */
+	assert_false(f->given &&
+		     has_grant(f, f->given, "hana", "192.0.2.13/32"));
+	wait_durable(f, t);
+	assert_true(f->ngiven > 0);
+	assert_true(has_grant(f, f->given, "hana", "192.0.2.13/32"));
+	/* a second batch: the view given before its fsync is the first */
+	emit_grant(f, "hana", "192.0.2.14/32");
+	assert_int_equal(writer_commit(f->w, &t), 0);
+	assert_false(has_grant(f, f->given, "hana", "192.0.2.14/32"));
+	wait_durable(f, t);
+	assert_true(has_grant(f, f->given, "hana", "192.0.2.14/32"));
+}
+
 /* A batch whose only change is the vector (a state transfer's last step,
  * an epoch retired) is a write like any other: it takes a ticket, and the
  * read view shows the vector once it is durable. */
@@ -471,6 +528,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_view_is_a_snapshot, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_view_fn_waits_for_sync,
+						setup_view_fn, teardown),
 	};
 	return cmocka_run_group_tests(tests, setup_group, fx_group_teardown);
 }
