@@ -264,11 +264,16 @@ static int status_text(struct cmd_ctx *x, struct req *r, const cJSON *j)
 		const cJSON *role = cJSON_GetObjectItem(o, "role");
 		bool mirror = cJSON_IsString(role) &&
 			      !strcmp(role->valuestring, "mirror");
+		const cJSON *link = cJSON_GetObjectItem(o, "link");
+		bool bad = cJSON_IsString(link) &&
+			   strcmp(link->valuestring, "up") &&
+			   strcmp(link->valuestring, "connecting");
 		buf_printf(&r->out, "peer:     %s %s last_heard_ms=%.0f "
-			   "lag_ops=%.0f lag_ms=%.0f%s\n", str(o, "site"),
+			   "lag_ops=%.0f lag_ms=%.0f%s%s%s\n", str(o, "site"),
 			   cJSON_IsTrue(con) ? "connected" : "NOT CONNECTED",
 			   num(o, "last_heard_ms"), num(o, "lag_ops"),
-			   num(o, "lag_ms"), mirror ? " role=mirror" : "");
+			   num(o, "lag_ms"), mirror ? " role=mirror" : "",
+			   bad ? " link=" : "", bad ? link->valuestring : "");
 		const cJSON *d;
 		cJSON_ArrayForEach(d, cJSON_GetObjectItemCaseSensitive(
 					      o, "policy_mismatch"))

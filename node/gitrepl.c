@@ -645,6 +645,32 @@ out:
 		zmq_msg_close(&parts[i]);
 }
 
+/* libzmq never retries a DEALER whose handshake failed (linkmon.h): make
+ * it again when its monitor says so.  A fetch asked on the old one times
+ * out (packfetch_tick) and is asked again. */
+static void relink(struct gitrepl *g, uint64_t now_ms)
+{
+	char what[NAME_SITE_MAX + Z85_KEY_LEN + 48];
+
+	for (int i = 0; i < g->npeers; i++) {
+		snprintf(what, sizeof(what), "peer=%s socket=git key=%s",
+			 g->peers[i].site, g->self->curve_pub);
+		if (!linkmon_poll(&g->mon[i], now_ms, what))
+			continue;
+		void *s = NULL;
+		linkmon_detach(&g->mon[i], g->dealer[i]);
+		g->mon[i].retry_at_ms = 0;
+		s = peer_curve_client_watched(g->self, ZMQ_DEALER,
+					      g->peers[i].sync,
+					      g->peers[i].public_key,
+					      DEALER_MSG_MAX, &g->mon[i]);
+		if (!s) /* logged; the old one stays, tried again later */
+			continue;
+		zmq_close(g->dealer[i]);
+		g->dealer[i] = s;
+	}
+}
+
 static void *actor(void *arg)
 {
 	struct gitrepl *g = arg;
@@ -715,6 +741,7 @@ static void *actor(void *arg)
 		uint64_t t = clock_mono_ms();
 		packsrv_tick(g, t);
 		packfetch_tick(g, t);
+		relink(g, t);
 		more = work(g);
 		glsync_tick(g, t);
 		send_stats(g);
@@ -791,8 +818,10 @@ int gitrepl_start(struct gitrepl **out, const struct gitrepl_opts *o)
 		goto fail;
 	for (int i = 0; i < o->npeers && i < CONFIG_MAX_PEERS; i++) {
 		const struct config_peer *p = &o->peers[i];
-		g->dealer[i] = peer_curve_client(o->self, ZMQ_DEALER, p->sync,
-						 p->public_key, DEALER_MSG_MAX);
+		g->dealer[i] = peer_curve_client_watched(o->self, ZMQ_DEALER,
+							 p->sync, p->public_key,
+							 DEALER_MSG_MAX,
+							 &g->mon[i]);
 		if (!g->dealer[i])
 			goto fail;
 		g->npeers++;
@@ -819,8 +848,10 @@ void gitrepl_stop(struct gitrepl **gp)
 		zmq_send(g->main_pair, "Q", 1, 0);
 		pthread_join(g->thread, NULL);
 	}
-	for (int i = 0; i < g->npeers; i++)
+	for (int i = 0; i < g->npeers; i++) {
+		linkmon_detach(&g->mon[i], g->dealer[i]);
 		zmq_close(g->dealer[i]);
+	}
 	if (g->pair)
 		zmq_close(g->pair);
 	if (g->main_pair)

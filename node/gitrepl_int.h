@@ -30,6 +30,7 @@
 #include "buf.h"
 #include "config.h"
 #include "gitrepl.h"
+#include "linkmon.h"
 #include "grantd.pb-c.h"
 #include "names.h"
 #include "peer.h"
@@ -151,6 +152,8 @@ struct gitrepl {
 	/* actor */
 	void *pair;
 	void *dealer[CONFIG_MAX_PEERS];
+	/* their handshakes: made again after one failed (linkmon.h) */
+	struct linkmon mon[CONFIG_MAX_PEERS];
 	struct item *items;
 	size_t nitems, capitems;
 	struct stream streams[STREAMS_MAX];

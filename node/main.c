@@ -344,6 +344,14 @@ static int run(struct node *n)
 		crashpoint_clock();
 		uint64_t now = clock_mono_ms(); /* intervals, never stamps */
 		repl_tick(n->repl, now);
+		if (repl_relinked(n->repl)) { /* its sockets changed */
+			nitems = 3 + repl_pollitems(n->repl, items + 3,
+						    (int)GD_ARRAY_SIZE(items) -
+							    3);
+			nitems += vote_pollitems(n->vote, items + nitems,
+						 (int)GD_ARRAY_SIZE(items) -
+							 nitems);
+		}
 		n->syncing = repl_syncing(n->repl);
 		/* refs whose records changed: the disk follows them (the
 		 * writer made the new repositories after each commit) */

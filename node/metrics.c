@@ -310,6 +310,12 @@ static void render_peers(struct buf *out, const cJSON *peers)
 		  "[policy] settings that must agree across sites "
 		  "(token_quorum, lockout, token windows, security_keys) "
 		  "and differ from the peer's (0: all agree).", 1 },
+		{ "grantd_peer_key_refused", "key_refused",
+		  "1 while the peer refuses this node's key (its [peer] "
+		  "public_key for this site is not this node's key).", 1 },
+		{ "grantd_peer_handshake_failed", "handshake_failed",
+		  "1 while the last handshake with the peer failed (check "
+		  "its public_key in this node's configuration).", 1 },
 	};
 	const cJSON *p;
 
@@ -321,7 +327,9 @@ static void render_peers(struct buf *out, const cJSON *peers)
 				cJSON_GetObjectItemCaseSensitive(p, g[i].key);
 			double x = cJSON_IsBool(v) ? cJSON_IsTrue(v) :
 				   cJSON_IsNumber(v) ? v->valuedouble : NAN;
-			if (!site)
+			/* the last two: a mirror we feed has no link of
+			 * ours to watch */
+			if (!site || (!v && i + 2 >= GD_ARRAY_SIZE(g)))
 				continue;
 			if (x >= 0)
 				x /= g[i].div;

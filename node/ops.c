@@ -1599,6 +1599,57 @@ int ops_vv_follow(struct ops *o, struct store_batch *b, const char *origin,
 	return k;
 }
 
+/* origin's retired total as its vector (vv, n) shows it */
+static uint64_t vv_total(Grantd__V1__VvEntry *const *vv, size_t n,
+			 const char *origin)
+{
+	for (size_t i = 0; i < n; i++)
+		if (vv[i]->epoch == OPS_VV_RETIRED && vv[i]->origin &&
+		    !strcmp(vv[i]->origin, origin))
+			return vv[i]->seq;
+	return 0;
+}
+
+bool ops_vv_covered(struct ops *o, const char *origin, uint64_t epoch,
+		    Grantd__V1__VvEntry *const *vv, size_t n)
+{
+	uint64_t ours = ops_vv_get(o, NULL, origin, OPS_VV_RETIRED);
+
+	if (!vv || !n || epoch == OPS_VV_RETIRED || !ours ||
+	    !strcmp(origin, o->site) || vv_lists(vv, n, origin, epoch))
+		return false;
+	return vv_total(vv, n, origin) <= ours;
+}
+
+int ops_vv_raise_retired(struct ops *o, struct store_batch *b,
+			 const char *origin, uint64_t total,
+			 Grantd__V1__VvEntry *const *own, size_t n_own,
+			 Grantd__V1__VvEntry *const *sent, size_t n_sent)
+{
+	int k = 0;
+
+	ops_vv_raise(o, b, origin, OPS_VV_RETIRED, total);
+	for (size_t i = 0; i < o->nvv; i++) {
+		struct ops_vv *e = &o->vv[i];
+		if (e->epoch == OPS_VV_RETIRED || e->retired ||
+		    strcmp(e->origin, origin) ||
+		    vv_lists(sent, n_sent, origin, e->epoch) ||
+		    !ops_vv_covered(o, origin, e->epoch, own, n_own))
+			continue;
+		/* inside the total already: retired, not added again */
+		e->retired = true;
+		e->dirty = true;
+		log_info("epoch already counted in the retired total "
+			 "origin=%s epoch=%016llx seq=%llu total=%llu",
+			 e->origin, (unsigned long long)e->epoch,
+			 (unsigned long long)e->seq,
+			 (unsigned long long)ops_vv_get(o, b, origin,
+						       OPS_VV_RETIRED));
+		k++;
+	}
+	return k;
+}
+
 int ops_vv_forget(struct ops *o, struct store_batch *b,
 		  bool (*gone)(const char *origin, uint64_t epoch,
 			       uint64_t total, void *payload),

@@ -303,6 +303,30 @@ int ops_vv_retire_own(struct ops *o, struct store_batch *b,
 int ops_vv_follow(struct ops *o, struct store_batch *b, const char *origin,
 		  Grantd__V1__VvEntry *const *vv, size_t n);
 
+/* Is (origin, epoch) already inside our retired total of origin, as
+ * origin's own vector (vv, n entries: its last heartbeat, or its state
+ * transfer's vector) shows it?  True when origin is another site whose
+ * vector does not list epoch (it retired it) and whose retired total is
+ * no more than ours (and ours is not 0).  Operations of such an epoch,
+ * fetched from a peer that has not followed the retirement yet, would be
+ * counted twice (once in the total, once as the epoch): they are not
+ * asked for.  A restored origin that lacks the epoch lists it again once
+ * it has fetched it, and then it is asked for. */
+bool ops_vv_covered(struct ops *o, const char *origin, uint64_t epoch,
+		    Grantd__V1__VvEntry *const *vv, size_t n);
+
+/* A state transfer raises origin's retired total to total: raise it, then
+ * retire, without adding them to the total, our epochs of origin that
+ * ops_vv_covered() says are inside it (own, n_own: origin's own vector)
+ * and that the sender's vector (sent, n_sent) does not list either.  Else
+ * an epoch fetched by range before the transfer would be counted twice
+ * (status "applied" apart from the peers' while the digests agree).
+ * Returns how many epochs were retired so. */
+int ops_vv_raise_retired(struct ops *o, struct store_batch *b,
+			 const char *origin, uint64_t total,
+			 Grantd__V1__VvEntry *const *own, size_t n_own,
+			 Grantd__V1__VvEntry *const *sent, size_t n_sent);
+
 /* Delete the retired entries that gone() says every peer has retired too
  * (none lists it, and each one's retired total of its origin is at least
  * ours).  Returns how many. */

@@ -11,6 +11,7 @@
 
 #include "clock.h"
 #include "err.h"
+#include "linkmon.h"
 #include "log.h"
 #include "peer.h"
 #include "planes.h"
@@ -37,6 +38,11 @@ struct peer_link {
 	int npeers;
 	uint64_t *dropped;
 	uint64_t refused;
+	/* the last key refused, for the log (once a minute per key) and
+	 * status (peer_last_refused) */
+	char refused_key[Z85_KEY_LEN + 1];
+	char refused_addr[64];
+	uint64_t refused_log_ms;
 	uint64_t planes_refused; /* frames the planes table did not take */
 	uint64_t planes_log_ms;
 	void *zap;
@@ -123,6 +129,14 @@ void *peer_curve_client(const struct peer_self *self, int type,
 			const char *endpoint, const char *server_key,
 			int64_t maxmsg)
 {
+	return peer_curve_client_watched(self, type, endpoint, server_key,
+					 maxmsg, NULL);
+}
+
+void *peer_curve_client_watched(const struct peer_self *self, int type,
+				const char *endpoint, const char *server_key,
+				int64_t maxmsg, struct linkmon *mon)
+{
 	void *s = zmq_socket(self->zctx, type);
 	int one = 1;
 
@@ -140,8 +154,14 @@ void *peer_curve_client(const struct peer_self *self, int type,
 		zmq_setsockopt(s, ZMQ_IMMEDIATE, &one, sizeof(one));
 	if (type == ZMQ_SUB)
 		zmq_setsockopt(s, ZMQ_SUBSCRIBE, "", 0);
-	if (zmq_connect(s, endpoint) < 0)
+	/* unwatched if this fails: logged, and the link still works */
+	if (mon)
+		linkmon_attach(mon, self->zctx, s);
+	if (zmq_connect(s, endpoint) < 0) {
+		if (mon)
+			linkmon_detach(mon, s);
 		return socket_failed(s, "connect", endpoint);
+	}
 	return s;
 }
 
@@ -262,10 +282,28 @@ void peer_zap_handle(struct peer_link *l)
 			zap_reply(l->zap, zmq_msg_data(&f[1]),
 				  zmq_msg_size(&f[1]), "200", "OK", site);
 		} else {
+			char key[Z85_KEY_LEN + 1] = "-";
+			uint64_t now = clock_mono_ms();
 			l->refused++;
-			log_warn("peer refused addr=%s reason=%s refused=%llu",
-				 addr, reason,
-				 (unsigned long long)l->refused);
+			if (nf >= 7 && zmq_msg_size(&f[6]) == 32)
+				zmq_z85_encode(key, zmq_msg_data(&f[6]), 32);
+			bool again = !strcmp(key, l->refused_key) &&
+				     now - l->refused_log_ms < 60000;
+			snprintf(l->refused_key, sizeof(l->refused_key), "%s",
+				 key);
+			snprintf(l->refused_addr, sizeof(l->refused_addr),
+				 "%s", addr);
+			/* a refused peer retries (linkmon.h): once a minute */
+			if (!again) {
+				l->refused_log_ms = now;
+				log_warn("peer refused addr=%s reason=%s key=%s "
+					 "refused=%llu: if it is a peer's new "
+					 "key, set it as public_key of that "
+					 "peer's [peer NAME] section here and "
+					 "restart this node",
+					 addr, reason, key,
+					 (unsigned long long)l->refused);
+			}
 			zap_reply(l->zap, zmq_msg_data(&f[1]),
 				  zmq_msg_size(&f[1]), "400", "not a peer", "");
 		}
@@ -463,6 +501,12 @@ void *peer_router(struct peer_link *l)
 uint64_t peer_refused(struct peer_link *l)
 {
 	return l->refused;
+}
+
+const char *peer_last_refused(struct peer_link *l, const char **addr)
+{
+	*addr = l->refused_addr;
+	return l->refused ? l->refused_key : NULL;
 }
 
 uint64_t peer_planes_refused(struct peer_link *l)

@@ -81,6 +81,14 @@ void *peer_curve_client(const struct peer_self *self, int type,
 			const char *endpoint, const char *server_key,
 			int64_t maxmsg);
 
+struct linkmon;
+
+/* peer_curve_client, with mon (linkmon.h; NULL: none) watching the socket's
+ * handshakes from before it connects. */
+void *peer_curve_client_watched(const struct peer_self *self, int type,
+				const char *endpoint, const char *server_key,
+				int64_t maxmsg, struct linkmon *mon);
+
 /* Receive one frame without waiting: 1 with *msg filled (the caller
  * closes it), 0 when nothing is waiting (*msg closed). */
 int peer_recv_frame(void *sock, zmq_msg_t *msg);
@@ -152,6 +160,10 @@ void *peer_router(struct peer_link *l);
 
 /* Connections refused by ZAP so far. */
 uint64_t peer_refused(struct peer_link *l);
+
+/* The public key (Z85) of the last connection refused, with its address
+ * in *addr; NULL when none was. */
+const char *peer_last_refused(struct peer_link *l, const char **addr);
 
 /* Requests on the ROUTER the planes table (planes.h) did not take from
  * their sender's role so far (also counted in opts.dropped). */

@@ -20,6 +20,7 @@
 #include "clock.h"
 #include "crashpoint.h"
 #include "err.h"
+#include "linkmon.h"
 #include "log.h"
 #include "metrics.h"
 #include "names.h"
@@ -70,6 +71,8 @@ struct peer {
 	enum link_kind link;
 	void *sub;
 	void *dealer;
+	/* their handshakes: made again after one failed (linkmon.h) */
+	struct linkmon sub_mon, dealer_mon;
 	/* LINK_FEED_IN: when we last subscribed */
 	uint64_t last_sub_ms;
 	/* LINK_FEED_OUT: the mirror's lease on our ROUTER, its last
@@ -188,6 +191,7 @@ struct repl {
 	uint64_t last_retire_ms;
 	struct store_batch *batch;
 	bool dirty;                  /* batch holds applied peer ops */
+	bool relinked;               /* a peer socket was made again */
 	uint32_t batch_ops;          /* ops applied into it this round */
 	/* [policy] settings: ours in every heartbeat, peers' compared */
 	struct peerpolicy policy;
@@ -390,6 +394,13 @@ static const Grantd__V1__VvEntry *peer_ahead(struct repl *r, struct peer *p,
 		const Grantd__V1__VvEntry *e = p->hb->vv[i];
 		uint64_t have = ops_vv_get(r->ops, NULL, e->origin,
 					   e->epoch);
+		const struct peer *q = peer_by_site(r, e->origin);
+		/* an epoch its origin retired and our total holds: p has
+		 * not followed the retirement yet (ops_vv_covered) */
+		if (e->seq > have && q && q != p && q->hb &&
+		    ops_vv_covered(r->ops, e->origin, e->epoch, q->hb->vv,
+				   q->hb->n_vv))
+			continue;
 		if (e->epoch == OPS_VV_RETIRED && e->seq > have)
 			have += unlisted(r, p, e->origin);
 		if (e->seq > have) {
@@ -454,6 +465,82 @@ static void on_snap_req(const struct peer_req *rq, void *payload);
 static void on_vv_req(const struct peer_req *rq, void *payload);
 static void on_mirror_sub(const struct peer_req *rq, void *payload);
 
+/* ---- the links to peers -------------------------------------------------- */
+
+static void *link_sub(struct repl *r, struct peer *p)
+{
+	return peer_curve_client_watched(r->self, ZMQ_SUB, p->cfg->publish,
+					 p->cfg->public_key, SUB_MSG_MAX,
+					 &p->sub_mon);
+}
+
+static void *link_dealer(struct repl *r, struct peer *p)
+{
+	return peer_curve_client_watched(r->self, ZMQ_DEALER, p->cfg->sync,
+					 p->cfg->public_key, PEER_MSG_MAX,
+					 &p->dealer_mon);
+}
+
+/* libzmq never retries a connection whose handshake failed (linkmon.h):
+ * make p's sockets again when their monitors say so.  The sockets change,
+ * so the loop polls the new ones (repl_relinked). */
+static void relink(struct repl *r, struct peer *p, uint64_t now_ms)
+{
+	char what[NAME_SITE_MAX + Z85_KEY_LEN + 48];
+
+	snprintf(what, sizeof(what), "peer=%s socket=sub key=%s",
+		 p->cfg->site, r->self->curve_pub);
+	if (p->sub && linkmon_poll(&p->sub_mon, now_ms, what)) {
+		linkmon_detach(&p->sub_mon, p->sub);
+		zmq_close(p->sub);
+		p->sub = NULL;
+	}
+	if (!p->sub && p->link == LINK_FULL) {
+		p->sub_mon.retry_at_ms = 0;
+		p->sub = link_sub(r, p); /* NULL (logged): next tick */
+		r->relinked = true;
+		log_debug("peer socket made again peer=%s socket=sub",
+			  p->cfg->site);
+	}
+	snprintf(what, sizeof(what), "peer=%s socket=sync key=%s",
+		 p->cfg->site, r->self->curve_pub);
+	if (p->dealer && linkmon_poll(&p->dealer_mon, now_ms, what)) {
+		linkmon_detach(&p->dealer_mon, p->dealer);
+		zmq_close(p->dealer);
+		p->dealer = NULL;
+		p->range_inflight = false; /* asked on the old one */
+	}
+	if (!p->dealer) {
+		p->dealer_mon.retry_at_ms = 0;
+		p->dealer = link_dealer(r, p);
+		r->relinked = true;
+		log_debug("peer socket made again peer=%s socket=sync",
+			  p->cfg->site);
+	}
+}
+
+bool repl_relinked(struct repl *r)
+{
+	bool was = r->relinked;
+
+	r->relinked = false;
+	return was;
+}
+
+/* The worse of p's two sockets' states. */
+static const struct linkmon *link_state(const struct peer *p)
+{
+	const struct linkmon *a = &p->sub_mon, *b = &p->dealer_mon;
+
+	if (!p->sub)
+		return b;
+	if (!p->dealer)
+		return a;
+	if (a->state == LINKMON_KEY_REFUSED || b->state == LINKMON_UP)
+		return a;
+	return b;
+}
+
 int repl_open(struct repl **out, const struct repl_opts *o)
 {
 	struct repl *r = calloc(1, sizeof(*r));
@@ -493,17 +580,10 @@ int repl_open(struct repl **out, const struct repl_opts *o)
 		bool it_mirror = p->cfg->role == CONFIG_ROLE_MIRROR;
 		p->link = !we_mirror ? (it_mirror ? LINK_FEED_OUT : LINK_FULL) :
 			  (it_mirror ? LINK_NONE : LINK_FEED_IN);
-		if (p->link == LINK_FULL &&
-		    !(p->sub = peer_curve_client(r->self, ZMQ_SUB,
-						 p->cfg->publish,
-						 p->cfg->public_key,
-						 SUB_MSG_MAX)))
+		if (p->link == LINK_FULL && !(p->sub = link_sub(r, p)))
 			goto fail;
 		if ((p->link == LINK_FULL || p->link == LINK_FEED_IN) &&
-		    !(p->dealer = peer_curve_client(r->self, ZMQ_DEALER,
-						    p->cfg->sync,
-						    p->cfg->public_key,
-						    PEER_MSG_MAX)))
+		    !(p->dealer = link_dealer(r, p)))
 			goto fail;
 	}
 	r->met.lat_us = calloc(LAT_SAMPLES, sizeof(*r->met.lat_us));
@@ -525,10 +605,14 @@ void repl_destroy(struct repl **rp)
 		return;
 	for (int i = 0; i < r->npeers; i++) {
 		struct peer *p = &r->peers[i];
-		if (p->sub)
+		if (p->sub) {
+			linkmon_detach(&p->sub_mon, p->sub);
 			zmq_close(p->sub);
-		if (p->dealer)
+		}
+		if (p->dealer) {
+			linkmon_detach(&p->dealer_mon, p->dealer);
 			zmq_close(p->dealer);
+		}
 		if (p->hb)
 			grantd__v1__heartbeat__free_unpacked(p->hb, NULL);
 		if (p->msub)
@@ -833,7 +917,21 @@ static void snap_raise(struct repl *r, struct peer *p)
 			       (unsigned long long)e->epoch,
 			       (unsigned long long)e->seq,
 			       (unsigned long long)cap);
-		ops_vv_raise(o, r->batch, e->origin, e->epoch, cap);
+		if (e->epoch != OPS_VV_RETIRED) {
+			ops_vv_raise(o, r->batch, e->origin, e->epoch, cap);
+			continue;
+		}
+		/* the origin's own vector: the sender's when it is the
+		 * origin, else the origin's last heartbeat */
+		const struct peer *q = peer_by_site(r, e->origin);
+		Grantd__V1__VvEntry *const *ov = NULL;
+		size_t on = 0;
+		if (!strcmp(e->origin, p->cfg->site))
+			ov = sn->vv, on = sn->nvv;
+		else if (q && q->hb)
+			ov = q->hb->vv, on = q->hb->n_vv;
+		ops_vv_raise_retired(o, r->batch, e->origin, cap, ov, on,
+				     sn->vv, sn->nvv);
 	}
 	r->drops[DROP_SNAP_VECTOR] += capped;
 	o->dropped += capped;
@@ -1783,6 +1881,7 @@ void repl_tick(struct repl *r, uint64_t now_ms)
 		/* a mirror we feed asks us; two mirrors say nothing */
 		if (p->link == LINK_FEED_OUT || p->link == LINK_NONE)
 			continue;
+		relink(r, p, now_ms);
 		if (p->link == LINK_FEED_IN &&
 		    now_ms - p->last_sub_ms >= REPL_HEARTBEAT_MS) {
 			p->last_sub_ms = now_ms;
@@ -1870,6 +1969,19 @@ void repl_status(struct repl *r, cJSON *arr, uint64_t now_ms)
 							 p->last_heard_ms) :
 						-1);
 		cJSON_AddNumberToObject(o, "lag_ops", (double)lag);
+		if (p->sub || p->dealer) {
+			const struct linkmon *lm = link_state(p);
+			cJSON_AddStringToObject(o, "link",
+						linkmon_state_name(lm->state));
+			cJSON_AddBoolToObject(o, "key_refused",
+					      lm->state == LINKMON_KEY_REFUSED);
+			cJSON_AddBoolToObject(o, "handshake_failed",
+					      lm->state ==
+						      LINKMON_HANDSHAKE_FAILED);
+			cJSON_AddNumberToObject(o, "handshake_failures",
+						(double)(p->sub_mon.failures +
+							 p->dealer_mon.failures));
+		}
 		cJSON_AddNumberToObject(o, "lag_ms",
 					lag && p->behind_since_ms ?
 						(double)(now_ms -
@@ -2011,6 +2123,12 @@ void repl_metrics(struct repl *r, cJSON *obj)
 		        (double)(r->drops[i] +
 		                 (i == DROP_PLANE ? peer_planes_refused(r->link)
 		                                  : 0)));
+	const char *addr, *key = peer_last_refused(r->link, &addr);
+	if (key) { /* whose key to set where: the log says it too */
+		cJSON *lr = cJSON_AddObjectToObject(obj, "last_refused");
+		cJSON_AddStringToObject(lr, "key", key);
+		cJSON_AddStringToObject(lr, "addr", addr);
+	}
 	cJSON *cu = cJSON_AddObjectToObject(obj, "last_catchup");
 	cJSON_AddNumberToObject(cu, "ops", (double)r->met.last_ops);
 	cJSON_AddNumberToObject(cu, "ms", (double)r->met.last_ms);

@@ -86,6 +86,11 @@ void repl_destroy(struct repl **rp);
  * written (at most max). */
 int repl_pollitems(struct repl *r, zmq_pollitem_t *items, int max);
 
+/* Were peer sockets made again (after a failed handshake, linkmon.h) since
+ * the last call?  Then the sockets repl_pollitems gave are gone: ask again
+ * before the next poll. */
+bool repl_relinked(struct repl *r);
+
 /* Handle everything waiting on the replication sockets: answer ZAP,
  * serve ranges, apply peers' operations (one batch, one commit). */
 void repl_handle(struct repl *r);

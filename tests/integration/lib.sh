@@ -614,11 +614,43 @@ t_syncing() {
 	gd_status_syncing "$j" || return 1
 }
 
-# t_converged [SITE...]: SITE... (default all) agree and none is syncing.
+# t_settled JSON SITE...: the `grantctl status --json` document JSON says
+# its node is not catching up: not syncing, no git ref waiting for its
+# objects (git.pending_refs 0), no peer ahead of it (every peers[].lag_ops
+# 0), and every peer among SITE... heard (connected).
+t_settled() {
+	local j=$1 rest p site; shift
+	gd_status_syncing "$j" && return 1
+	[[ $j =~ \"pending_refs\"[[:space:]]*:[[:space:]]*([0-9]+) ]] &&
+		((BASH_REMATCH[1] != 0)) && return 1
+	rest=$j
+	while [[ $rest =~ \{\"site\":\"([a-z0-9-]+)\"[^{}]*\} ]]; do
+		p=${BASH_REMATCH[0]} site=${BASH_REMATCH[1]}
+		rest=${rest#*"$p"}
+		[[ $p =~ \"lag_ops\":([0-9]+) ]] && ((BASH_REMATCH[1] != 0)) &&
+			return 1
+		[[ " $* " == *" $site "* && $p != *'"connected":true'* ]] &&
+			return 1
+	done
+	return 0
+}
+
+# t_converged [SITE...]: SITE... (default all) are converged, as an
+# operator means it (docs/replication.md section 3, "Converged"): the same
+# state (equal digests and equal applied vectors), nobody catching up and
+# nothing pending at any of them (t_settled).
 t_converged() {
-	local dirs
-	mapfile -t dirs < <(t_dirs "$@")
-	gd_converged "${dirs[@]}"
+	local s j d a first='' firsta=''
+	(($#)) || set -- "${T_SITES[@]}"
+	for s in "$@"; do
+		j=$(t_status "$s" 2>/dev/null) || return 1
+		t_settled "$j" "$@" || return 1
+		d=$(gd_status_digest "$j") || return 1
+		a=$(gd_status_applied "$j") || return 1
+		[[ -z $first ]] && first=$d firsta=$a
+		[[ $d == "$first" && $a == "$firsta" ]] || return 1
+	done
+	return 0
 }
 
 # t_wait_converged SECS [SITE...]
@@ -642,6 +674,7 @@ try:
 except Exception:
     print("no status: " + t.strip()[:200]); sys.exit()
 print(j["digest"][:16], "syncing" if j.get("syncing") else "",
+      "pending_refs", (j.get("git") or {}).get("pending_refs"),
       "applied", json.dumps(j.get("applied"), sort_keys=True), "counts",
       json.dumps(j.get("counts"), sort_keys=True), "peers",
       " ".join("%s:%s/lag%s" % (p["site"], "up" if p["connected"] else "DOWN",

@@ -312,6 +312,115 @@ static void test_vv_follow_exact(void **state)
 	assert_int_equal(vv_sum(p, "sitea"), 3);
 }
 
+/* montreal's epochs in the wipe tests: E1 (seq 4) retired at montreal,
+ * E2 (seq 1) its current one */
+#define E1 EPOCH
+#define E2 (EPOCH + 1)
+
+/* montreal's own vector after it retired E1, and a peer's (paloalto's)
+ * that has not followed the retirement yet */
+struct wipe_vvs {
+	Grantd__V1__VvEntry m[2], *pm[2], l[2], *pl[2];
+};
+
+static void wipe_vvs(struct wipe_vvs *v)
+{
+	for (int i = 0; i < 2; i++) {
+		grantd__v1__vv_entry__init(&v->m[i]);
+		grantd__v1__vv_entry__init(&v->l[i]);
+		v->m[i].origin = v->l[i].origin = "montreal";
+		v->pm[i] = &v->m[i], v->pl[i] = &v->l[i];
+	}
+	v->m[0].epoch = OPS_VV_RETIRED, v->m[0].seq = 4;
+	v->m[1].epoch = E2, v->m[1].seq = 1;
+	v->l[0].epoch = E1, v->l[0].seq = 4;
+	v->l[1].epoch = E2, v->l[1].seq = 1;
+}
+
+/* montreal's operations seq from..to of epoch, applied at n */
+static void
+apply_range(struct node *n, uint64_t epoch, uint64_t from, uint64_t to)
+{
+	struct top t;
+	char name[16];
+
+	for (uint64_t s = from; s <= to; s++) {
+		snprintf(name, sizeof(name), "m%llx.%llu",
+		         (unsigned long long)(epoch & 0xff),
+		         (unsigned long long)s);
+		op_user(&t, "montreal", s, HLC(100 + s, epoch & 0xff), name);
+		t.op.epoch = epoch;
+		apply1(n, &t.op);
+	}
+}
+
+/* A wiped site (issue 19, item 1: git_sites after portland's rebuild,
+ * "montreal listed itself at 4 while its peers listed montreal at 8",
+ * digests equal).  It fetched montreal's finished epoch E1 by ranges from
+ * paloalto, which had not yet followed montreal's retirement of E1, and
+ * then took a state transfer from montreal, whose vector carries E1 only
+ * inside its retired total: E1 was counted twice, for good (montreal
+ * retires an epoch once).  The transfer's raise retires E1 as already
+ * counted. */
+static void test_vv_wiped_range_then_transfer(void **state)
+{
+	struct fixture *f = *state;
+	struct node *w = node_open(f, 1);
+	struct wipe_vvs v;
+	struct store_batch *b;
+
+	wipe_vvs(&v);
+	apply_range(w, E1, 1, 4); /* from paloalto */
+	apply_range(w, E2, 1, 1);
+	store_batch_new(&b, w->s);
+	/* the transfer from montreal: its vector is its own */
+	int k = ops_vv_raise_retired(&w->o, b, "montreal", 4, v.pm, 2, v.pm, 2);
+	assert_int_equal(ops_vv_follow(&w->o, b, "montreal", v.pm, 2), 0);
+	assert_int_equal(ops_commit(&w->o, b, true), 0);
+	store_batch_free(&b);
+	/* applied: 4 retired + 1, as at montreal */
+	assert_int_equal(vv_sum(w, "montreal"), 5);
+	assert_int_equal(k, 1);
+	/* E1's operations are still known (a relay is not applied twice) */
+	assert_int_equal(ops_vv_get(&w->o, NULL, "montreal", E1), 4);
+	assert_int_equal(ops_reload(&w->o), 0);
+	assert_int_equal(vv_sum(w, "montreal"), 5);
+}
+
+/* The other order: the state transfer first, then paloalto's heartbeat
+ * still lists E1; fetching it would count it twice (ops_vv_covered says
+ * not to).  A restored montreal that lists E1 again gets it fetched. */
+static void test_vv_wiped_transfer_then_range(void **state)
+{
+	struct fixture *f = *state;
+	struct node *w = node_open(f, 1);
+	struct wipe_vvs v;
+	struct store_batch *b;
+
+	wipe_vvs(&v);
+	store_batch_new(&b, w->s);
+	assert_int_equal(
+	        ops_vv_raise_retired(&w->o, b, "montreal", 4, v.pm, 2, v.pm, 2),
+	        0);
+	assert_int_equal(ops_commit(&w->o, b, true), 0);
+	store_batch_free(&b);
+	apply_range(w, E2, 1, 1);
+	/* what repl's peer_ahead does with paloalto's vector */
+	for (size_t i = 0; i < 2; i++) {
+		uint64_t have =
+		        ops_vv_get(&w->o, NULL, "montreal", v.l[i].epoch);
+		if (v.l[i].seq > have &&
+		    !ops_vv_covered(&w->o, "montreal", v.l[i].epoch, v.pm, 2))
+			apply_range(w, v.l[i].epoch, have + 1, v.l[i].seq);
+	}
+	assert_int_equal(vv_sum(w, "montreal"), 5);
+	/* never for our own epochs, nor one the origin lists */
+	assert_false(ops_vv_covered(&w->o, w->site, E1, v.pm, 2));
+	assert_false(ops_vv_covered(&w->o, "montreal", E1, v.pl, 2));
+	/* nor before any total: nothing is inside it */
+	assert_false(ops_vv_covered(&w->o, "sitea", E1, v.pm, 2));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -319,6 +428,10 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_vv_follow_exact, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(
+			test_vv_wiped_range_then_transfer, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_vv_wiped_transfer_then_range, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, setup_group, fx_group_teardown);
 }
