@@ -614,15 +614,24 @@ t_syncing() {
 	gd_status_syncing "$j" || return 1
 }
 
+# T_PENDING[SITE]: the number of git refs a test knows stay pending at
+# SITE (a repository gitolite never made there, refs whose objects nobody
+# can serve); t_settled wants exactly that many, 0 where unset.
+declare -A T_PENDING=()
+
 # t_settled JSON SITE...: the `grantctl status --json` document JSON says
 # its node is not catching up: not syncing, no git ref waiting for its
-# objects (git.pending_refs 0), no peer ahead of it (every peers[].lag_ops
-# 0), and every peer among SITE... heard (connected).
+# objects (git.pending_refs 0, or T_PENDING[its site]), no peer ahead of
+# it (every peers[].lag_ops 0), and every peer among SITE... heard
+# (connected).
 t_settled() {
-	local j=$1 rest p site; shift
+	local j=$1 rest p site want=0; shift
 	gd_status_syncing "$j" && return 1
+	# the node's own site is the document's first "site" (peers come later)
+	[[ $j =~ \"site\"[[:space:]]*:[[:space:]]*\"([a-z0-9-]+)\" ]] &&
+		want=${T_PENDING[${BASH_REMATCH[1]}]:-0}
 	[[ $j =~ \"pending_refs\"[[:space:]]*:[[:space:]]*([0-9]+) ]] &&
-		((BASH_REMATCH[1] != 0)) && return 1
+		((BASH_REMATCH[1] != want)) && return 1
 	rest=$j
 	while [[ $rest =~ \{\"site\":\"([a-z0-9-]+)\"[^{}]*\} ]]; do
 		p=${BASH_REMATCH[0]} site=${BASH_REMATCH[1]}
