@@ -147,6 +147,11 @@ gd_stop_pid() {
 	kill -CONT "$pid" 2>/dev/null # a stopped (SIGSTOP) process sees it now
 	if ! gd_wait_for "$secs" eval '! gd_alive '"$pid"; then
 		gd_say "pid $pid ($text) did not stop within ${secs}s: SIGKILL"
+		# the caller's report of a stuck process (the tests' lib.sh:
+		# every thread's stack), before SIGKILL takes it away
+		if declare -F gd_stuck_report >/dev/null; then
+			gd_stuck_report "$pid" >&2
+		fi
 		kill -KILL "$pid" 2>/dev/null
 		gd_wait_for 10 eval '! gd_alive '"$pid"
 		rc=1
