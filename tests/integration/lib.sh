@@ -293,8 +293,10 @@ t_done() {
 			pid=$(<"$d/grantd.pid")
 			if gd_alive "$pid" "$d/grantd.conf"; then
 				t_done_verify "$d" "$pid" "$name"
-				kill -TERM "$pid"
+				# resumed first: never a SIGCONT after the
+				# SIGTERM (gd_stop_pid says why)
 				kill -CONT "$pid" 2>/dev/null
+				kill -TERM "$pid"
 				if gd_wait_for "$GD_TIMEOUT" eval "! gd_alive $pid"; then
 					st=$(gd_grantd_exit_status "$d")
 					t_eq "grantd${name:+ ($name)} exits with status 0 on SIGTERM" "$st" 0
