@@ -143,10 +143,20 @@ gd_pidfile_alive() {
 gd_stop_pid() {
 	local pid=$1 text=$2 secs=${3:-$GD_TIMEOUT} rc=0
 	gd_alive "$pid" "$text" || return 0
+	# a stopped (SIGSTOP) process is resumed first, so that it sees the
+	# SIGTERM.  Never a SIGCONT after the SIGTERM: a sanitizer build ends
+	# with LeakSanitizer stopping every thread (PTRACE_ATTACH queues a
+	# SIGSTOP); a SIGCONT landing then discards that SIGSTOP, and the
+	# leak check waits forever for a thread that never stops.
+	kill -CONT "$pid" 2>/dev/null
 	kill -TERM "$pid" 2>/dev/null
-	kill -CONT "$pid" 2>/dev/null # a stopped (SIGSTOP) process sees it now
 	if ! gd_wait_for "$secs" eval '! gd_alive '"$pid"; then
 		gd_say "pid $pid ($text) did not stop within ${secs}s: SIGKILL"
+		# the caller's report of a stuck process (the tests' lib.sh:
+		# every thread's stack), before SIGKILL takes it away
+		if declare -F gd_stuck_report >/dev/null; then
+			gd_stuck_report "$pid" >&2
+		fi
 		kill -KILL "$pid" 2>/dev/null
 		gd_wait_for 10 eval '! gd_alive '"$pid"
 		rc=1

@@ -344,7 +344,8 @@ static int run(struct node *n)
 		crashpoint_clock();
 		uint64_t now = clock_mono_ms(); /* intervals, never stamps */
 		repl_tick(n->repl, now);
-		if (repl_relinked(n->repl)) { /* its sockets changed */
+		/* their sockets changed (both asked: each clears its flag) */
+		if (repl_relinked(n->repl) | vote_relinked(n->vote)) {
 			nitems = 3 + repl_pollitems(n->repl, items + 3,
 						    (int)GD_ARRAY_SIZE(items) -
 							    3);

@@ -23,6 +23,7 @@
 #include "crashpoint.h"
 #include "err.h"
 #include "hlc.h"
+#include "linkmon.h"
 #include "log.h"
 #include "otp.h"
 #include "planes.h"
@@ -272,6 +273,8 @@ int vote_in_reach(struct store *s,
 struct vpeer {
 	const struct config_peer *cfg;
 	void *dealer;
+	struct linkmon mon; /* its handshakes: made again after one
+	                     * failed (linkmon.h) */
 	/* use sync (qualification) */
 	struct buf after;       /* the last key taken */
 	bool synced;            /* every page taken, from a voter */
@@ -324,6 +327,7 @@ struct vote {
 	int npeers;
 	struct proposal *props;
 	uint64_t accepted, refused, promised, votes_refused;
+	bool relinked; /* a DEALER was made again (vote_relinked) */
 };
 
 /* A voter's YES waiting for its promise to be durable. */
@@ -730,8 +734,9 @@ int vote_open(struct vote **out, const struct vote_opts *o)
 			continue;
 		struct vpeer *vp = &v->peers[v->npeers];
 		vp->cfg = p;
-		vp->dealer = peer_curve_client(o->self, ZMQ_DEALER, p->sync,
-					       p->public_key, VOTE_MAXMSG);
+		vp->dealer = peer_curve_client_watched(o->self, ZMQ_DEALER,
+		                                       p->sync, p->public_key,
+		                                       VOTE_MAXMSG, &vp->mon);
 		if (!vp->dealer) {
 			rc = GD_EIO;
 			vote_destroy(&v);
@@ -819,8 +824,10 @@ void vote_destroy(struct vote **vp)
 			p->next = NULL, p->done = NULL;
 	}
 	for (int i = 0; i < v->npeers; i++)
-		if (v->peers[i].dealer)
+		if (v->peers[i].dealer) {
+			linkmon_detach(&v->peers[i].mon, v->peers[i].dealer);
 			zmq_close(v->peers[i].dealer);
+		}
 	for (int i = 0; i < v->npeers; i++)
 		buf_free(&v->peers[i].after);
 	free(v);
@@ -1254,10 +1261,53 @@ void vote_handle(struct vote *v)
 	}
 }
 
+/* libzmq never retries a DEALER whose handshake failed (linkmon.h): a
+ * peer that refused this node's key (a rotation not yet done there) would
+ * never be asked again, and a majority could not be reached with it once
+ * it takes the key.  Make the DEALER again when its monitor says so; a
+ * vote asked on the old one ends at its deadline on what answered, and the
+ * check-in and use sync pages are asked again at once. */
+static void relink(struct vote *v, uint64_t now_ms)
+{
+	char what[NAME_SITE_MAX + Z85_KEY_LEN + 48];
+
+	for (int i = 0; i < v->npeers; i++) {
+		struct vpeer *vp = &v->peers[i];
+		snprintf(what, sizeof(what), "peer=%s socket=vote key=%s",
+		         vp->cfg->site, v->self->curve_pub);
+		if (!linkmon_poll(&vp->mon, now_ms, what))
+			continue;
+		linkmon_detach(&vp->mon, vp->dealer);
+		vp->mon.retry_at_ms = 0;
+		void *s = peer_curve_client_watched(
+		        v->self, ZMQ_DEALER, vp->cfg->sync, vp->cfg->public_key,
+		        VOTE_MAXMSG, &vp->mon);
+		if (!s) /* logged; the old one stays, tried again later */
+			continue;
+		zmq_close(vp->dealer);
+		vp->dealer = s;
+		vp->checkin_ms = 0;
+		vp->asked_ms = 0;
+		v->relinked = true;
+		log_debug("peer socket made again peer=%s socket=vote",
+		          vp->cfg->site);
+	}
+}
+
+bool vote_relinked(struct vote *v)
+{
+	bool was = v && v->relinked;
+
+	if (v)
+		v->relinked = false;
+	return was;
+}
+
 void vote_tick(struct vote *v, uint64_t now_ms)
 {
 	if (!v || !v->majority)
 		return;
+	relink(v, now_ms);
 	for (struct proposal *p = v->props; p; p = p->next) {
 		if (p->decided || now_ms < p->deadline_ms)
 			continue;

@@ -154,10 +154,15 @@ bool vote_majority(const struct vote *v);
 /* The DEALERs to poll; returns how many were written (at most max). */
 int vote_pollitems(struct vote *v, zmq_pollitem_t *items, int max);
 
+/* Were DEALERs made again since the last call (vote_tick, after a failed
+ * handshake: linkmon.h)?  Then vote_pollitems must be called again. */
+bool vote_relinked(struct vote *v);
+
 /* Read every answer waiting on the DEALERs. */
 void vote_handle(struct vote *v);
 
-/* Timeouts of proposals, and the use sync of a node not yet qualified;
+/* Timeouts of proposals, the use sync of a node not yet qualified, and
+ * DEALERs made again after a failed handshake (vote_relinked);
  * now_ms is the monotonic clock (clock_mono_ms: a wall clock stepped back
  * must not stretch a vote). */
 void vote_tick(struct vote *v, uint64_t now_ms);

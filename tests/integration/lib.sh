@@ -241,12 +241,42 @@ t_done_verify() {
 
 # t_stacks PID: every thread's stack of a stuck process (gdb, when the
 # machine has it), for the report of a node that would not stop.
+# The whole of gdb's answer is kept in $T_DIR/stacks.PID.
 t_stacks() {
+	local full=$T_DIR/stacks.$1
 	command -v gdb >/dev/null || { echo "(no gdb: no stacks)"; return 0; }
+	timeout 60 gdb -batch -nx -p "$1" -ex 'thread apply all bt' >"$full" 2>&1
+	echo "(all of it in $full)"
+	t_tasks "$1" >>"$full"
+	# another tracer holds it (LeakSanitizer's, which stops every thread
+	# at exit to look for leaks): its stack and the threads' states then
+	local tracer
+	tracer=$(awk '/^TracerPid:/ { print $2 }' "/proc/$1/status" 2>/dev/null)
+	if [[ -n $tracer && $tracer != 0 ]]; then
+		echo "traced by pid $tracer ($(cat "/proc/$tracer/comm" 2>/dev/null)):"
+		timeout 60 gdb -batch -nx -p "$tracer" -ex 'thread apply all bt' >"$full.tracer" 2>&1
+		grep -E '^#' "$full.tracer"
+		t_tasks "$1"
+	fi
 	# one line a thread: its frames' function names, innermost first
-	timeout 60 gdb -batch -nx -p "$1" -ex 'thread apply all bt' 2>&1 |
-		sed -nE 's/^Thread ([0-9]+).*/T\1:/p; s/^#[0-9]+ +(0x[0-9a-f]+ in )?([A-Za-z_][A-Za-z0-9_:]*).*/\2/p' |
+	sed -nE 's/^Thread ([0-9]+).*/T\1:/p; s/^#[0-9]+ +(0x[0-9a-f]+ in )?([A-Za-z_][A-Za-z0-9_:]*).*/\2/p' "$full" |
 		tr '\n' ' ' | sed 's/ T/\nT/g'
+	echo
+}
+# t_tasks PID: each thread's name, state and kernel wait channel (its
+# kernel stack when readable).
+t_tasks() {
+	local t
+	for t in /proc/"$1"/task/*; do
+		echo "task ${t##*/} $(cat "$t/comm" 2>/dev/null) state=$(awk '{ print $3 }' "$t/stat" 2>/dev/null) wchan=$(cat "$t/wchan" 2>/dev/null)"
+		sed 's/^/    /' "$t/stack" 2>/dev/null
+	done
+}
+# deploy/lib.sh's gd_stop_pid calls this before it SIGKILLs a process
+# that would not stop (t_stop, t_cleanup): its stacks in the test output.
+gd_stuck_report() {
+	echo "# pid $1 would not stop; its threads' stacks:"
+	t_stacks "$1" | sed 's/^/#   /'
 }
 
 # t_done: stop the nodes and sshds, check every node stopped cleanly and
@@ -263,8 +293,10 @@ t_done() {
 			pid=$(<"$d/grantd.pid")
 			if gd_alive "$pid" "$d/grantd.conf"; then
 				t_done_verify "$d" "$pid" "$name"
-				kill -TERM "$pid"
+				# resumed first: never a SIGCONT after the
+				# SIGTERM (gd_stop_pid says why)
 				kill -CONT "$pid" 2>/dev/null
+				kill -TERM "$pid"
 				if gd_wait_for "$GD_TIMEOUT" eval "! gd_alive $pid"; then
 					st=$(gd_grantd_exit_status "$d")
 					t_eq "grantd${name:+ ($name)} exits with status 0 on SIGTERM" "$st" 0

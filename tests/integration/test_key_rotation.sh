@@ -10,17 +10,24 @@
 # metrics name the peer that refuses its key, the refusing side logs the
 # key and what to fix, and once each peer has the key both directions heal
 # without restarting paloalto again: the sites converge, and one token is
-# accepted once.
+# accepted once.  The sites vote on tokens (token_quorum = majority), and
+# paloalto's vote DEALERs heal too: once portland has its key, a val at
+# paloalto is accepted by the majority of paloalto and portland while
+# montreal still refuses it (before, the DEALER to portland stayed refused
+# and paloalto could not vote until it was restarted).
 . "$(dirname "$0")/lib.sh"
 
 T_METRICS_PORT=$((T_SSH_PORT + 10000 + 7)) # t_cluster_config reads it
-t_cluster_up
+t_cluster_up token_quorum=majority
 PA=$(t_dir paloalto)
 OLD=$(<"$PA/node.pub")
 
 t_suser paloalto tina
 TS=$(gd_base32_secret)
 t_expect 0 "paloalto: enroll tina --totp" t_c paloalto enroll tina --totp --secret "$TS"
+t_suser paloalto hugo
+HS=$(gd_base32_secret)
+t_expect 0 "paloalto: enroll hugo --hotp" t_c paloalto enroll hugo --hotp --secret "$HS"
 t_expect 0 "paloalto: repo add r" t_c paloalto repo add r --mode off
 t_expect_converged "the three sites agree" 10
 
@@ -50,10 +57,17 @@ open(path, "w").write(text.replace("public_key = %s\n" % old,
                                    "public_key = %s\n" % new))
 PY
 }
+# votes SITE: SITE votes on tokens (majority mode, qualified, and a peer
+# answered its check-in over a vote DEALER since its start)
+votes() {
+	t_sj "$1" "1/0 if not (j['quorum']['mode'] == 'majority' and j['quorum']['voter']) else 1" >/dev/null 2>&1
+}
 # metric SITE LINE: SITE's /metrics has LINE
 metric() {
 	t_http body "http://$(t_metrics_addr "$1")/metrics" | grep -qxF -- "$2"
 }
+
+t_expect_soon 0 20 "paloalto votes by majority" votes paloalto
 
 t_section "paloalto's key rotated as docs/operations.md says"
 out=$(t_c paloalto keygen "$PA/node-2.key") || t_fatal "grantctl keygen $PA/node-2.key"
@@ -96,6 +110,11 @@ t_expect 0 "a push to r at portland" \
 	gd_git 127.0.0.1 /dev/null -C "$W" push -q "$(t_dir portland)/repos/r.git" HEAD:refs/heads/master
 t_expect_soon 0 20 "paloalto: r's master and its objects came from portland" ref_is paloalto "$TIP"
 t_expect_converged "paloalto and portland agree" 20 paloalto portland
+t_check "paloalto: montreal still refuses its key" peer_link paloalto montreal key_refused
+t_expect_soon 0 20 "paloalto votes again: portland answered its check-in over a vote DEALER made again, without a restart" \
+	votes paloalto
+t_expect 0 "paloalto: hugo's val accepted by the majority of paloalto and portland (montreal refuses paloalto's key)" \
+	t_sh paloalto 127.0.7.6 hugo 2fa val "$(t_hotp "$HS" 0)"
 t_check "paloalto: montreal still refuses its key" peer_link paloalto montreal key_refused
 
 t_section "montreal gets paloalto's new key"
