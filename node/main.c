@@ -345,7 +345,10 @@ static int run(struct node *n)
 		uint64_t now = clock_mono_ms(); /* intervals, never stamps */
 		repl_tick(n->repl, now);
 		/* their sockets changed (both asked: each clears its flag) */
-		if (repl_relinked(n->repl) | vote_relinked(n->vote)) {
+		bool relinked = repl_relinked(n->repl);
+		if (vote_relinked(n->vote))
+			relinked = true;
+		if (relinked) {
 			nitems = 3 + repl_pollitems(n->repl, items + 3,
 						    (int)GD_ARRAY_SIZE(items) -
 							    3);
