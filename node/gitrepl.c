@@ -33,6 +33,7 @@
 #include "log.h"
 #include "records.h"
 #include "repos.h"
+#include "thread.h"
 #include "banned.h"
 
 void gitrepl_error(struct gitrepl *g, const char *fmt, ...)
@@ -827,7 +828,7 @@ int gitrepl_start(struct gitrepl **out, const struct gitrepl_opts *o)
 		g->npeers++;
 	}
 	/* the sockets are handed to the actor: it alone uses them now */
-	if (pthread_create(&g->thread, NULL, actor, g) != 0)
+	if (thread_start(&g->thread, "gd-gitrepl", actor, g) != 0)
 		goto fail;
 	g->started = true;
 	*out = g;

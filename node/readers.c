@@ -28,6 +28,7 @@
 #include "log.h"
 #include "readers.h"
 #include "wire.h"
+#include "thread.h"
 #include "banned.h"
 
 struct readers {
@@ -412,7 +413,7 @@ int readers_start(struct readers **out, const struct readers_opts *o)
 	}
 	/* the sockets move to the thread (pthread_create is the barrier
 	 * ZeroMQ asks for): from here on only it uses them */
-	if (pthread_create(&rd->thread, NULL, readers_main, rd) != 0) {
+	if (thread_start(&rd->thread, "gd-readers", readers_main, rd) != 0) {
 		log_error("cannot start the reader thread");
 		readers_stop(&rd);
 		return GD_EIO;

@@ -1,4 +1,5 @@
 /* syncer.c: one thread that fsyncs the WAL for the writer thread. */
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "syncer.h"
+#include "thread.h"
 #include "banned.h"
 
 struct syncer {
@@ -34,6 +36,8 @@ static void *syncer_main(void *arg)
 	for (;;) {
 		uint64_t t, max = 0, commits = 1, t0;
 		int n = zmq_recv(pipe, &t, sizeof(t), 0);
+		if (n < 0 && zmq_errno() == EINTR)
+			continue; /* thread_start blocks signals; still */
 		if (n < 0)
 			break;
 		if (n != sizeof(t) || t == UINT64_MAX)
@@ -83,7 +87,7 @@ int syncer_start(struct syncer **out, struct store *s, void *zctx,
 	sy->pipe = zmq_socket(zctx, ZMQ_PAIR);
 	zmq_setsockopt(sy->pipe, ZMQ_LINGER, &zero, sizeof(zero));
 	if (!sy->pipe || zmq_bind(sy->pipe, sy->endpoint) < 0 ||
-	    pthread_create(&sy->thread, NULL, syncer_main, sy) != 0) {
+	    thread_start(&sy->thread, "gd-syncer", syncer_main, sy) != 0) {
 		log_error("cannot start the syncer thread");
 		if (sy->pipe)
 			zmq_close(sy->pipe);
