@@ -14,7 +14,7 @@
  * sshd admits no one (fail closed).
  *
  * sshd runs it on every login, so it starts fast: it asks the node's keys
- * socket (node/keysock.h: "FINGERPRINT\n" in, the answer out, a plain unix
+ * socket (node/requests/keysock.h: "FINGERPRINT\n" in, the answer out, a plain unix
  * socket) and links only libc and the config reader (no ZeroMQ, no
  * protobuf; static when the build allows).  Without a FINGERPRINT (every
  * key of every user, a large answer nobody waits for at each login) it

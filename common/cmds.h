@@ -4,7 +4,7 @@
  * One X-macro row per subcommand, expanded by grant-shell (which names it
  * known, answers a missing argument and prints `2fa help`: common/cli.c)
  * and by the node (its request "2fa.SUB" with the same argument bounds:
- * node/cmd.c); tests/unit/test_cmds.c checks that the two agree.  To add
+ * node/requests/cmd.c); tests/unit/test_cmds.c checks that the two agree.  To add
  * a subcommand: a row here, a handler and its node row in node/cmd_*.c
  * (docs/architecture.md, "Add a 2fa subcommand").
  *

@@ -1,6 +1,6 @@
 /*
  * cf_table.c: prints the record table's column families as the compiled
- * code numbers them (node/records.h, enum store_cf), one "NAME VALUE" a
+ * code numbers them (node/state/records.h, enum store_cf), one "NAME VALUE" a
  * line.  fuzz/seed_families holds tests/fuzz/records_table.py's reading of
  * records.h against it.
  */

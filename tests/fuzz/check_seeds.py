@@ -7,7 +7,7 @@ table otherwise than the compiled code numbers it.
             enum store_cf, one "NAME VALUE" a line
 
 Each generator's SEEDS must equal its corpus directory file for file, so a
-family number that moves in node/records.h (or one copied into a generator
+family number that moves in node/state/records.h (or one copied into a generator
 again) shows here until the corpus is regenerated
 (tests/fuzz/gen_peer_seeds.py, gen_seeds.py).
 """

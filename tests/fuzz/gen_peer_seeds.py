@@ -29,7 +29,7 @@ KEY = ("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9"
        "okWi0dh2l9GKJl alice@example")
 
 # enum store_cf numbers of the families a snapshot carries, from the record
-# table (node/records.h): never copied here (check_seeds.py)
+# table (node/state/records.h): never copied here (check_seeds.py)
 _CF = families()
 CF_USERS, CF_ENROLL, CF_GRANTS, CF_MARKS, CF_FAILS = (
     _CF["USERS"], _CF["ENROLL"], _CF["GRANTS"], _CF["MARKS"], _CF["FAILS"])
@@ -138,7 +138,7 @@ def op(num, body, seq=1, origin=SITE, epoch=7, hlc=HLC):
             field_bytes(num, body))
 
 
-# GD_PEER_VERSION of node/peer.h
+# GD_PEER_VERSION of node/peers/peer.h
 PEER_VERSION = 2
 
 

@@ -1,5 +1,5 @@
 """records_table.py: the store's column-family numbers, read from the record
-table (node/records.h, GD_RECORD_KINDS: one X(CF, ...) row per family, in
+table (node/state/records.h, GD_RECORD_KINDS: one X(CF, ...) row per family, in
 the order of enum store_cf, from 0), for the seed generators.  Never copy
 the numbers into a generator: tests/fuzz/check_seeds.py fails when a
 generator's seeds differ from what it makes now, or this reading from the
@@ -8,7 +8,7 @@ import os
 import re
 
 RECORDS_H = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
-                         "node", "records.h")
+                         "node", "state", "records.h")
 
 
 def rows(path=RECORDS_H):

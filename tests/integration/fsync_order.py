@@ -246,8 +246,8 @@ def cf_ids():
     records.h), whose order is the families' creation order, so their
     RocksDB ids."""
     src = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..',
-                       '..', 'node', 'records.h')
-    text = open(os.environ.get('GD_SRC', '') + '/node/records.h'
+                       '..', 'node', 'state', 'records.h')
+    text = open(os.environ.get('GD_SRC', '') + '/node/state/records.h'
                 if os.environ.get('GD_SRC') else src).read()
     body = text[text.index('#define GD_RECORD_KINDS'):]
     body = body[:body.index('clang-format on')]

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """planes_walk.py: every kind of PeerMsg, sent to a real node's sync ROUTER
-from one key, gets the answer of the planes table (node/planes.h), for
+from one key, gets the answer of the planes table (node/peers/planes.h), for
 tests/integration/test_planes.sh.  Needs python3-zmq.
 
   planes_walk.py walk ROLE SYNC SERVER_KEY KEYFILE SITE SRC STATUS_CMD...
@@ -11,7 +11,7 @@ tests/integration/test_planes.sh.  Needs python3-zmq.
       when the fence's answer (a heartbeat) comes, the node has dispatched
       the kind.  Then STATUS_CMD (`grantctl status --json`) says whether
       its replication.dropped.plane counter moved.  The table's answer for
-      (sync, ROLE), read from SRC/node/planes.h, must hold:
+      (sync, ROLE), read from SRC/node/peers/planes.h, must hold:
         take       the counter did not move (and a vote_req or use_sync_req
                    got its real answer: a VoteRep not NOT_VOTER, a
                    UseSyncRep with voter = true)
@@ -63,7 +63,7 @@ def oneof_kinds(src):
 
 def table(src):
     """{NAME: {"frontend": answer, "mirror": answer}} on the sync socket."""
-    text = open(os.path.join(src, "node", "planes.h")).read()
+    text = open(os.path.join(src, "node", "peers", "planes.h")).read()
     names = {"PL_T": "take", "PL__": "drop", "PL_N": "not_voter"}
     out = {}
     for row in re.findall(r"X\((\w+),\s*(PL_\w),\s*(PL_\w),", text):
@@ -90,7 +90,7 @@ def plane_dropped(cmd):
     return int(j["replication"]["dropped"]["plane"])
 
 
-# status is the writer's copy, published every 100 ms (node/main.c
+# status is the writer's copy, published every 100 ms (node/daemon/main.c
 # STATUS_MS): a count is read once it has held for this long
 SETTLE_S = 0.5
 

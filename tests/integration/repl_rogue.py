@@ -136,7 +136,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from pbwire import field_bytes, field_varint  # noqa: E402
 
 
-# GD_PEER_VERSION of node/peer.h: the protocol the nodes speak
+# GD_PEER_VERSION of node/peers/peer.h: the protocol the nodes speak
 PEER_VERSION = 2
 
 

@@ -13,7 +13,7 @@
 # montreal is kept behind its peers with GRANTD_TEST_FAULT_AT=commit (every
 # batch it writes fails, so the operations it fetches never land) and its
 # wall clock is stepped with GRANTD_TEST_CLOCK_STEP_MS and SIGUSR2
-# (node/crashpoint.h).
+# (node/daemon/crashpoint.h).
 . "$(dirname "$0")/lib.sh"
 
 t_cluster_up lockout_failures=50

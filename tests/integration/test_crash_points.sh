@@ -3,7 +3,7 @@
 # kill -9 at any moment"): during a repository's creation (at the site
 # that made it and at a peer), during a pack's move into objects/pack, and
 # during a peer batch.  The node kills itself at the named point through
-# its test hook (GRANTD_TEST_CRASH_AT, node/crashpoint.h), so the moment is
+# its test hook (GRANTD_TEST_CRASH_AT, node/daemon/crashpoint.h), so the moment is
 # hit every run; afterwards it is restarted without the hook, and the
 # three sites must converge, pass `grantctl verify` (each digest is its
 # records' own) and git fsck, and every repository must be whole, its

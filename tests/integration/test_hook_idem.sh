@@ -13,7 +13,7 @@
 # answer but "malformed" (2) keeps the push for later.  Then
 # `hooktool.py batch` queues hook requests and one request whose handler
 # fails (an admin unenroll, while paloalto runs with the store read fault
-# GRANTD_TEST_FAULT_AT=read-enroll of node/crashpoint.h) while the node is
+# GRANTD_TEST_FAULT_AT=read-enroll of node/daemon/crashpoint.h) while the node is
 # stopped, so they are read as one batch: the hook requests must still be
 # recorded, and the failing one answered 4.
 . "$(dirname "$0")/lib.sh"

@@ -7,7 +7,7 @@
 # a store made before the index gets at its next start.  A key another
 # live user holds is refused by user add.
 # grant-keys with a fingerprint asks the node's keys socket (a plain unix
-# socket, node/keysock.h) and links no ZeroMQ; the socket's untrusted input
+# socket, node/requests/keysock.h) and links no ZeroMQ; the socket's untrusted input
 # (malformed and too-long lines, a client that never sends) stalls nothing.
 . "$(dirname "$0")/lib.sh"
 

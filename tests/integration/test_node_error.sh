@@ -47,7 +47,7 @@ t_check "and logs why: the store's records do not open with this key" \
 mv "$T_SITE/node.key.good" "$T_SITE/node.key"
 
 t_section "a store read that fails while the node serves: exit 4, never a refusal"
-# GRANTD_TEST_FAULT_AT=read-enroll (node/crashpoint.h): every read of an
+# GRANTD_TEST_FAULT_AT=read-enroll (node/daemon/crashpoint.h): every read of an
 # enrollment fails as a disk error would.
 GRANTD_TEST_FAULT_AT=read-enroll gd_grantd_start "$T_SITE" || t_fatal "grantd starts with the fault armed"
 t_expect 4 "check kim 127.0.7.7 ne exits 4 (the node failed to decide)" t_ctl check kim 127.0.7.7 ne
@@ -84,7 +84,7 @@ t_expect 0 "kim: <hotp 1>, tried while the node could not decide, is still good"
 	t_ssh 127.0.7.8 kim 2fa val "$(t_hotp "$KS" 1)"
 
 t_section "a batch whose write fails: exit 4, nothing half-applied"
-# GRANTD_TEST_FAULT_AT=commit (node/crashpoint.h): every batch write fails
+# GRANTD_TEST_FAULT_AT=commit (node/daemon/crashpoint.h): every batch write fails
 # as a RocksDB write error would.  The writer drops the batch and what it
 # moved in memory; every caller of the batch is told the node failed to
 # decide.

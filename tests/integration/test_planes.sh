@@ -1,11 +1,11 @@
 #!/bin/bash
-# Planes by role (issue 19 item 2, review N1; node/planes.h): paloalto,
+# Planes by role (issue 19 item 2, review N1; node/peers/planes.h): paloalto,
 # portland and montreal are frontends voting by majority; seattle is a
 # mirror paloalto is configured with (its key only: no node runs for it,
 # this test speaks with its key).  Every kind of PeerMsg (read from
 # grantd.proto) sent to paloalto's sync ROUTER from portland's key, from
 # seattle's key and from an unknown key gets the answer of the planes
-# table (read from node/planes.h): taken, dropped and counted
+# table (read from node/peers/planes.h): taken, dropped and counted
 # (replication.dropped.plane), or answered NOT_VOTER with nothing in it;
 # the unknown key is refused by ZAP.  The review's attack, replayed: the
 # mirror's key reads no user, enrollment id or mark from the vote plane,

@@ -1,5 +1,5 @@
 #!/bin/bash
-# The strict token quorum at the moments that matter (node/crashpoint.h):
+# The strict token quorum at the moments that matter (node/daemon/crashpoint.h):
 # kill -9 of a voter whose promise is durable but not yet answered, and of
 # an origin that has a majority's promises but has not written the mark.
 # Neither may let a token be accepted twice: a promise survives its site's

@@ -16,7 +16,7 @@
 # thread when it does not block it; that is what happened in CI when the
 # SIGCONT had just woken a paused node and the main thread was not yet
 # running: the syncer's zmq_recv failed with EINTR, the syncer ended, and
-# the main thread's stop message to it blocked for ever (node/thread.h).
+# the main thread's stop message to it blocked for ever (node/daemon/thread.h).
 . "$(dirname "$0")/lib.sh"
 
 # stop_sent PID: the signals gd_stop_pid sends to PID, in order

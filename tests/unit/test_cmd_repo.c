@@ -1,5 +1,5 @@
 /*
- * test_cmd_repo.c: node/cmd_repo.c, the pushes grant-hook hands over
+ * test_cmd_repo.c: node/requests/cmd_repo.c, the pushes grant-hook hands over
  * (hook.refs), beside gitolite and not.
  *
  * A real store and operations module, the handler run as control.c runs

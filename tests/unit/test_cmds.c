@@ -1,5 +1,5 @@
 /*
- * test_cmds.c: the command table (node/cmd.h) and the 2fa subcommand list
+ * test_cmds.c: the command table (node/requests/cmd.h) and the 2fa subcommand list
  * (common/cmds.h) it shares with grant-shell.
  *
  * The table is built from the slices of cmd_grant.c, cmd_user.c,

@@ -1,5 +1,5 @@
 /*
- * test_gitrepl.c: node/gitrepl.h, the disk following the ref records.
+ * test_gitrepl.c: node/git/gitrepl.h, the disk following the ref records.
  *
  * A real store (RocksDB) and a real bare repository (libgit2), the actor
  * thread running, no peers: records are written the way apply_refs()

@@ -1,5 +1,5 @@
 /*
- * test_hlc.c: node/hlc.h, the hybrid logical clock.
+ * test_hlc.c: node/state/hlc.h, the hybrid logical clock.
  *
  * LWW merges order every change by these stamps, so the one property that
  * matters is that a clock never hands out a stamp that is not greater than

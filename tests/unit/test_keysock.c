@@ -1,5 +1,5 @@
 /*
- * test_keysock.c: node/keysock.h, the keys socket, driven by the test
+ * test_keysock.c: node/requests/keysock.h, the keys socket, driven by the test
  * itself (one thread: the test's clients write into the kernel's buffers,
  * then the test runs the server's poll rounds).  The lookup is a stub:
  * what is tested here is the handling of untrusted input and of slow

@@ -1,5 +1,5 @@
 /*
- * test_metrics.c: node/metrics.h, the exposition writer and the page.
+ * test_metrics.c: node/daemon/metrics.h, the exposition writer and the page.
  *
  * What a scraper relies on: label values and HELP texts escaped as the
  * text format says (a site name or a reason can never break a line),

@@ -1,5 +1,5 @@
 /*
- * test_ops.c: node/ops.h, THE apply function and its merge rules.
+ * test_ops.c: node/state/ops.h, THE apply function and its merge rules.
  *
  * Every site applies every operation through ops_apply(), in whatever
  * order the network delivers them (only each origin's own sequence is
@@ -381,7 +381,7 @@ static Grantd__V1__Failures *get_fail(struct node *n, const char *user,
 
 /* The replicated state families these tests compare record by record;
  * not all the digest covers: CF_REFS and CF_REVOKES are in it too (see
- * snap_cfs in node/repl.c). */
+ * snap_cfs in node/peers/repl.c). */
 static const enum store_cf state_cfs[] = { CF_USERS,  CF_ENROLL, CF_GRANTS,
 					   CF_MARKS,  CF_FAILS,  CF_UNLOCK,
 					   CF_REPOS,  CF_REFS,   CF_REVOKES,

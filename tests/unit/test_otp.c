@@ -1,5 +1,5 @@
 /*
- * test_otp.c: node/otp.h, TOTP and HOTP validation against an enrollment
+ * test_otp.c: node/requests/otp.h, TOTP and HOTP validation against an enrollment
  * and its token-use mark, scratch codes, base32 and otpauth:// URIs.
  *
  * The RFC test values are literals (RFC 4226 Appendix D, RFC 6238

@@ -1,5 +1,5 @@
 /*
- * test_peer.c: node/peer.h, the link to peer sites.
+ * test_peer.c: node/peers/peer.h, the link to peer sites.
  *
  * Real libzmq throughout:
  *  - framing: a message from peer_msg_init() carries our version, site

@@ -1,5 +1,5 @@
 /*
- * test_peerpolicy.c: node/peerpolicy.h, the [policy] settings that must
+ * test_peerpolicy.c: node/peers/peerpolicy.h, the [policy] settings that must
  * agree across sites (issue 19, N8): what differs is found key by key
  * with both values, only frontend peers count, and a token_quorum that
  * differs (either way) refuses token validation with one line naming it.

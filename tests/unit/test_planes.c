@@ -1,5 +1,5 @@
 /*
- * test_planes.c: node/planes.h, who may say what on which socket.
+ * test_planes.c: node/peers/planes.h, who may say what on which socket.
  *
  *  - every body case of PeerMsg's oneof, read from protobuf-c's
  *    descriptor, has exactly one row, under its own name: a new message
@@ -44,7 +44,7 @@ static void test_every_kind_has_one_row(void **state)
 		const struct plane_row *r = planes_row((int)f->id);
 		if (!r)
 			fail_msg("PeerMsg body %s (%u) has no row in "
-			         "GD_PLANE_KINDS (node/planes.h)",
+			         "GD_PLANE_KINDS (node/peers/planes.h)",
 			         f->name, f->id);
 		assert_int_equal(strcasecmp(r->name, f->name), 0);
 		int seen = 0;

@@ -1,5 +1,5 @@
 /*
- * test_policy.c: node/policy.h, the lockout (SPEC 2.7).
+ * test_policy.c: node/requests/policy.h, the lockout (SPEC 2.7).
  *
  * Failed attempts are made here the way cmd_grant.c makes them (one
  * operation each through ops_local, stamped with a fresh HLC, read back

@@ -1,5 +1,5 @@
 /*
- * test_readers.c: node/readers.h, the reader thread.
+ * test_readers.c: node/requests/readers.h, the reader thread.
  *
  * A real store, a real reader thread on real ipc:// sockets, and clients
  * that speak the control protocol as grant-keys and grantctl do.  The

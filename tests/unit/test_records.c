@@ -1,5 +1,5 @@
 /*
- * test_records.c: node/records.h, the one table of record kinds.
+ * test_records.c: node/state/records.h, the one table of record kinds.
  *
  * The table replaced six hand-kept lists; what the lists could get wrong
  * apart, the rows must still get right together: every family has a row,

@@ -1,5 +1,5 @@
 /*
- * test_repos.c: node/repos.h, hosted repositories on disk.
+ * test_repos.c: node/git/repos.h, hosted repositories on disk.
  *
  * A repository is made whole or not at all, and one that a crash left
  * half-made is completed: a kill -9 inside git_repository_init_ext can

@@ -1,5 +1,5 @@
 /*
- * test_vote.c: node/vote.h's rule, vote_promise, on a real store in a
+ * test_vote.c: node/peers/vote.h's rule, vote_promise, on a real store in a
  * temporary directory: a site promises a use only when it is above its
  * mark and its promise (or repeats a promise to the same proposal), keeps
  * the highest promise, never lowers it, and refuses bad input without

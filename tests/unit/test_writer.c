@@ -1,5 +1,5 @@
 /*
- * test_writer.c: node/writer.h, THE batch, its commit, its recovery and
+ * test_writer.c: node/state/writer.h, THE batch, its commit, its recovery and
  * the syncer handshake, against a real store and a real syncer thread.
  *
  * Faults at the seam (SQLite's way): this program defines
