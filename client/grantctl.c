@@ -23,6 +23,7 @@
 #include "import.h"
 #include "keyfile.h"
 #include "wire.h"
+#include "xalloc.h"
 #include "banned.h"
 
 static const char prog[] = "grantctl";
@@ -171,8 +172,8 @@ static int keygen(const char *path)
 	return rc;
 }
 
-/* Every key of a .pub file, one a line (the node adds them all, or
- * none); NULL on error. */
+/* Every key of a .pub file, one a line (sent each as its own --key: the
+ * node adds them all, or none); NULL on error. */
 static char *read_pubkey(const char *path)
 {
 	const char *why = NULL;
@@ -328,11 +329,21 @@ int main(int argc, char **argv)
 				rc = GD_EXIT_USAGE;
 				goto done;
 			}
-			args[nargs++] = strdup("--key");
-			if (!(args[nargs++] = read_pubkey(argv[++i]))) {
+			char *keys = read_pubkey(argv[++i]), *next;
+			if (!keys) {
 				rc = GD_EXIT_USAGE;
 				goto done;
 			}
+			/* every key of the file, each its own --key */
+			for (char *k = keys; k; k = next) {
+				if ((next = strchr(k, '\n')))
+					*next++ = '\0';
+				args = xreallocarray(args, nargs + 2 + (size_t)argc,
+						     sizeof(*args));
+				args[nargs++] = xstrdup("--key");
+				args[nargs++] = xstrdup(k);
+			}
+			free(keys);
 		} else if (!strcmp(sub->cmd, "enroll") &&
 			   (!strcmp(argv[i], "--secret-file") ||
 			    !strcmp(argv[i], "--secret"))) {
