@@ -108,7 +108,8 @@ static void usage(FILE *fp)
 "                                   2fa files (DIR: $GL_ADMIN_BASE/2fa)\n"
 "  import gitolite-keydir [--dry-run] DIR\n"
 "                                   users and SSH keys from a gitolite keydir\n"
-"                                   (exit 5: something skipped, named)\n"
+"                                   (a file it cannot read is named and\n"
+"                                   skipped: exit 5)\n"
 "Push log\n"
 "  log [--repo R] [--user U] [--since T] [--max N] [--json]\n"
 "                                   the accepted pushes, newest first: time,\n"
@@ -129,7 +130,7 @@ static void usage(FILE *fp)
 "\n"
 "Exit status: 0 done, 1 refused, 2 usage or input error, 3 node unreachable,\n"
 "4 the node failed to decide (an internal error, the cause in its log;\n"
-"nothing was changed).\n",
+"nothing was changed), 5 import: done, something skipped (named).\n",
 		CONFIG_DEFAULT_PATH);
 }
 

@@ -15,14 +15,16 @@
 #include "banned.h"
 
 static const char usage_text[] =
-	"usage: grantctl import gitolite-2fa [--dry-run] DIR\n"
-	"       grantctl import gitolite-keydir [--dry-run] DIR\n";
+        "usage: grantctl import gitolite-2fa [--dry-run] DIR\n"
+        "       grantctl import gitolite-keydir [--dry-run] DIR\n";
 
-void import_skip(struct import_ctx *ic, const char *file, const char *why,
-		 const char *user)
+void import_skip(struct import_ctx *ic,
+                 const char *file,
+                 const char *why,
+                 const char *user)
 {
 	fprintf(stderr, "%s: %s: %s: %s%sskipped\n", ic->prog, file, why,
-		user ? user : "", user ? " " : "");
+	        user ? user : "", user ? " " : "");
 	ic->skipped++;
 }
 
@@ -56,10 +58,9 @@ int import_user(struct import_ctx *ic, char **args, size_t nargs)
 	return rc;
 }
 
-int import_main(int argc, char **argv, const char *prog,
-		const char *cfg_path)
+int import_main(int argc, char **argv, const char *prog, const char *cfg_path)
 {
-	struct import_ctx ic = { .prog = prog };
+	struct import_ctx ic = {.prog = prog};
 	struct config *cfg = NULL;
 	const char *what = argc ? argv[0] : "", *dir = NULL;
 	int rc;
@@ -68,7 +69,7 @@ int import_main(int argc, char **argv, const char *prog,
 		if (!strcmp(argv[i], "--dry-run") && !ic.dry_run) {
 			ic.dry_run = true;
 		} else if (!strcmp(argv[i], "-h") ||
-			   !strcmp(argv[i], "--help")) {
+		           !strcmp(argv[i], "--help")) {
 			fputs(usage_text, stdout);
 			return GD_EXIT_OK;
 		} else if (!dir && argv[i][0] != '-') {
@@ -78,24 +79,24 @@ int import_main(int argc, char **argv, const char *prog,
 			break;
 		}
 	}
-	if (!dir || (strcmp(what, "gitolite-2fa") &&
-		     strcmp(what, "gitolite-keydir"))) {
+	if (!dir ||
+	    (strcmp(what, "gitolite-2fa") && strcmp(what, "gitolite-keydir"))) {
 		fputs(usage_text, stderr);
 		return GD_EXIT_USAGE;
 	}
 	if ((rc = cli_load_config(&cfg, prog, cfg_path)) != 0)
 		return rc;
 	ic.cfg = cfg;
-	rc = !strcmp(what, "gitolite-2fa") ? import_2fa(&ic, dir) :
-					     import_keydir(&ic, dir);
+	rc = !strcmp(what, "gitolite-2fa") ? import_2fa(&ic, dir)
+	                                   : import_keydir(&ic, dir);
 	if (rc == 0)
-		printf("%s %d user%s%s\n", ic.dry_run ? "would import" :
-						       "imported",
-		       ic.users, ic.users == 1 ? "" : "s",
+		printf("%s %d user%s%s\n",
+		       ic.dry_run ? "would import" : "imported", ic.users,
+		       ic.users == 1 ? "" : "s",
 		       ic.skipped ? "; some skipped (named above)" : "");
 	if (rc == 0 && ic.skipped) {
 		fprintf(stderr, "%s: %d skipped (exit %d)\n", prog, ic.skipped,
-			IMPORT_EXIT_SKIPPED);
+		        IMPORT_EXIT_SKIPPED);
 		rc = IMPORT_EXIT_SKIPPED;
 	}
 	config_free(&cfg);

@@ -31,14 +31,13 @@ struct import_ctx {
 	const char *prog;
 	const struct config *cfg;
 	bool dry_run;
-	int skipped;    /* files or users skipped */
-	int users;      /* users the node took (or had already) */
+	int skipped; /* files or users skipped */
+	int users; /* users the node took (or had already) */
 };
 
 /* argv: "gitolite-2fa"|"gitolite-keydir" [--dry-run] DIR; cfg_path as
  * grantctl's --config.  Returns the exit status. */
-int import_main(int argc, char **argv, const char *prog,
-		const char *cfg_path);
+int import_main(int argc, char **argv, const char *prog, const char *cfg_path);
 
 /* Send user.import NAME ARGS... (args[0] is NAME; --dry-run is added
  * when ic->dry_run) and print the answer; a refusal counts as skipped.
@@ -47,8 +46,10 @@ int import_main(int argc, char **argv, const char *prog,
 int import_user(struct import_ctx *ic, char **args, size_t nargs);
 
 /* Print "PROG: FILE: WHY: USER skipped" to stderr and count it. */
-void import_skip(struct import_ctx *ic, const char *file, const char *why,
-		 const char *user);
+void import_skip(struct import_ctx *ic,
+                 const char *file,
+                 const char *why,
+                 const char *user);
 
 int import_2fa(struct import_ctx *ic, const char *dir);
 int import_keydir(struct import_ctx *ic, const char *dir);

@@ -24,12 +24,15 @@
 #include "xalloc.h"
 #include "banned.h"
 
-#define TOTP_PERIOD 30   /* totp-cgi's (pyotp's default) */
-#define FILE_MAX (1 << 20)
+#define TOTP_PERIOD 30 /* totp-cgi's (pyotp's default) */
+#define FILE_MAX    (1 << 20)
 
 /* DIR/SUB/USER.EXT into out. */
-static void path_of(struct buf *out, const char *dir, const char *sub,
-		    const char *user, const char *ext)
+static void path_of(struct buf *out,
+                    const char *dir,
+                    const char *sub,
+                    const char *user,
+                    const char *ext)
 {
 	buf_reset(out);
 	buf_printf(out, "%s/%s/%s.%s", dir, sub, user, ext);
@@ -60,9 +63,13 @@ static int read_text(struct buf *out, const char *path)
 }
 
 /* Read and parse the three files of user; 0, or 1 when skipped (named). */
-static int read_user(struct import_ctx *ic, const char *dir, const char *user,
-		     struct ga2fa_secret *sec, struct ga2fa_state *st,
-		     struct ga2fa_val **vals, size_t *nvals)
+static int read_user(struct import_ctx *ic,
+                     const char *dir,
+                     const char *user,
+                     struct ga2fa_secret *sec,
+                     struct ga2fa_state *st,
+                     struct ga2fa_val **vals,
+                     size_t *nvals)
 {
 	struct buf path = BUF_INIT, text = BUF_INIT;
 	const char *why = NULL;
@@ -120,10 +127,12 @@ static bool used_scratch(const struct ga2fa_state *st, const char *code)
 }
 
 /* The request of one user: args (room for every option) and their count. */
-static size_t user_args(char **args, const char *user,
-			const struct ga2fa_secret *sec,
-			const struct ga2fa_state *st,
-			const struct ga2fa_val *vals, size_t nvals)
+static size_t user_args(char **args,
+                        const char *user,
+                        const struct ga2fa_secret *sec,
+                        const struct ga2fa_state *st,
+                        const struct ga2fa_val *vals,
+                        size_t nvals)
 {
 	char num[160];
 	size_t n = 0;
@@ -133,30 +142,32 @@ static size_t user_args(char **args, const char *user,
 	add(args, &n, "--secret", sec->secret);
 	if (sec->hotp) {
 		/* the state's counter is the newer (totp-cgi: it wins) */
-		uint64_t c = st->counter >= 0 && (uint64_t)st->counter >
-							  sec->counter ?
-				     (uint64_t)st->counter : sec->counter;
+		uint64_t c =
+		        st->counter >= 0 && (uint64_t)st->counter > sec->counter
+		                ? (uint64_t)st->counter
+		                : sec->counter;
 		snprintf(num, sizeof(num), "%llu", (unsigned long long)c);
 		add(args, &n, "--counter", num);
 	} else if (st->has_success) {
 		snprintf(num, sizeof(num), "%lld",
-			 (long long)(st->last_success / TOTP_PERIOD));
+		         (long long)(st->last_success / TOTP_PERIOD));
 		add(args, &n, "--used-step", num);
 	}
 	for (size_t i = 0; i < sec->nscratch; i++)
-		add(args, &n, used_scratch(st, sec->scratch[i]) ?
-				      "--used-scratch" : "--scratch",
+		add(args, &n,
+		    used_scratch(st, sec->scratch[i]) ? "--used-scratch"
+		                                      : "--scratch",
 		    sec->scratch[i]);
 	for (size_t i = 0; i < nvals; i++) {
 		if (vals[i].session) {
 			printf("user %s: val-session grant %s not carried "
 			       "over (grantd binds one to the SSH connection; "
-			       "the user runs val-session again)\n", user,
-			       vals[i].net);
+			       "the user runs val-session again)\n",
+			       user, vals[i].net);
 			continue;
 		}
 		snprintf(num, sizeof(num), "%s,%lld,%lld", vals[i].net,
-			 (long long)vals[i].added, (long long)vals[i].expires);
+		         (long long)vals[i].added, (long long)vals[i].expires);
 		add(args, &n, "--grant", num);
 	}
 	return n;
@@ -181,8 +192,10 @@ static int one_user(struct import_ctx *ic, const char *dir, const char *user)
 	if (!name_user_ok(user)) {
 		struct buf p = BUF_INIT;
 		path_of(&p, dir, "secrets", user, "totp");
-		import_skip(ic, p.p, "not a grantd user name "
-			    "([a-z_][a-z0-9_.-]*)", NULL);
+		import_skip(ic, p.p,
+		            "not a grantd user name "
+		            "([a-z_][a-z0-9_.-]*)",
+		            NULL);
 		buf_free(&p);
 		return 0;
 	}
@@ -208,17 +221,17 @@ int import_2fa(struct import_ctx *ic, const char *dir)
 	buf_printf(&sdir, "%s/secrets", dir);
 	n = scandir(sdir.p, &ents, only_totp, alphasort);
 	if (n < 0) {
-		fprintf(stderr, "%s: cannot read %s: %s (want gitolite's "
-			"$GL_ADMIN_BASE/2fa)\n", ic->prog, sdir.p,
-			strerror(errno));
+		fprintf(stderr,
+		        "%s: cannot read %s: %s (want gitolite's "
+		        "$GL_ADMIN_BASE/2fa)\n",
+		        ic->prog, sdir.p, strerror(errno));
 		buf_free(&sdir);
 		return GD_EXIT_USAGE;
 	}
 	for (int i = 0; i < n; i++) {
 		char user[256];
 		size_t len = strlen(ents[i]->d_name) - 5;
-		snprintf(user, sizeof(user), "%.*s", (int)len,
-			 ents[i]->d_name);
+		snprintf(user, sizeof(user), "%.*s", (int)len, ents[i]->d_name);
 		if (rc == 0)
 			rc = one_user(ic, dir, user);
 		free(ents[i]);

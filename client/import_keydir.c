@@ -37,7 +37,7 @@ static void add_file(struct klist *l, const char *path)
 	memset(&l->v[l->n], 0, sizeof(l->v[0]));
 	/* a name too long or not ours is skipped later, named */
 	if (keyfile_gitolite_user(l->v[l->n].user, sizeof(l->v[l->n].user),
-				  path) < 0)
+	                          path) < 0)
 		l->v[l->n].user[0] = '\0';
 	l->v[l->n++].path = xstrdup(path);
 }
@@ -46,7 +46,7 @@ static void add_file(struct klist *l, const char *path)
  * skipped, named.  0, or GD_EXIT_USAGE when dir itself cannot be read. */
 static int walk_dir(struct import_ctx *ic, struct klist *l, const char *dir)
 {
-	char *roots[] = { (char *)dir, NULL };
+	char *roots[] = {(char *)dir, NULL};
 	FTS *fts = fts_open(roots, FTS_PHYSICAL | FTS_NOCHDIR, NULL);
 	FTSENT *e;
 	int rc = 0;
@@ -59,13 +59,13 @@ static int walk_dir(struct import_ctx *ic, struct klist *l, const char *dir)
 		    !strcmp(e->fts_path + n - 4, ".pub")) {
 			add_file(l, e->fts_path);
 		} else if (e->fts_info == FTS_DNR || e->fts_info == FTS_ERR ||
-			   e->fts_info == FTS_NS) {
+		           e->fts_info == FTS_NS) {
 			errno = e->fts_errno;
 			if (e->fts_level == 0)
 				rc = GD_EXIT_USAGE;
 			else
 				import_skip(ic, e->fts_path, strerror(errno),
-					    NULL);
+				            NULL);
 		}
 	}
 	fts_close(fts);
@@ -73,7 +73,7 @@ static int walk_dir(struct import_ctx *ic, struct klist *l, const char *dir)
 		return 0;
 bad:
 	fprintf(stderr, "%s: cannot read %s: %s (want gitolite's keydir)\n",
-		ic->prog, dir, strerror(errno));
+	        ic->prog, dir, strerror(errno));
 	return GD_EXIT_USAGE;
 }
 
@@ -126,7 +126,7 @@ static int one_user(struct import_ctx *ic, const struct kfile *f, size_t cnt)
 
 int import_keydir(struct import_ctx *ic, const char *dir)
 {
-	struct klist l = { 0 };
+	struct klist l = {0};
 	size_t i = 0;
 	int rc = walk_dir(ic, &l, dir);
 
@@ -139,8 +139,9 @@ int import_keydir(struct import_ctx *ic, const char *dir)
 		if (!name_user_ok(l.v[i].user)) {
 			for (size_t k = i; k < j; k++)
 				import_skip(ic, l.v[k].path,
-					    "not a grantd user name "
-					    "([a-z_][a-z0-9_.-]*)", NULL);
+				            "not a grantd user name "
+				            "([a-z_][a-z0-9_.-]*)",
+				            NULL);
 		} else {
 			rc = one_user(ic, &l.v[i], j - i);
 		}

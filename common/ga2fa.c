@@ -50,7 +50,7 @@ static bool base32_ok(const char *s)
 	size_t n = strlen(s);
 
 	return n && strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-			      "abcdefghijklmnopqrstuvwxyz234567=") == n;
+	                      "abcdefghijklmnopqrstuvwxyz234567=") == n;
 }
 
 /* An option line, '"' and the blank after it already seen. */
@@ -65,8 +65,9 @@ static void option(struct ga2fa_secret *out, const char *o)
 	}
 }
 
-int ga2fa_parse_secret(struct ga2fa_secret *out, const char *text,
-		       const char **why)
+int ga2fa_parse_secret(struct ga2fa_secret *out,
+                       const char *text,
+                       const char **why)
 {
 	char line[GA2FA_SECRET_MAX + 2];
 	const char *p = text;
@@ -77,7 +78,7 @@ int ga2fa_parse_secret(struct ga2fa_secret *out, const char *text,
 	if (!strncmp(line, "aes256+hmac256", 14)) {
 		explicit_bzero(line, sizeof(line));
 		return fail(why, "the secret is encrypted with a PIN "
-			    "(aes256+hmac256): it cannot be imported");
+		                 "(aes256+hmac256): it cannot be imported");
 	}
 	if (strlen(line) > GA2FA_SECRET_MAX || !base32_ok(line)) {
 		explicit_bzero(line, sizeof(line));
@@ -89,7 +90,7 @@ int ga2fa_parse_secret(struct ga2fa_secret *out, const char *text,
 		if (line[0] == '"') {
 			option(out, line + 1 + strspn(line + 1, " "));
 		} else if (strlen(line) == GA2FA_SCRATCH_LEN &&
-			   strspn(line, "0123456789") == GA2FA_SCRATCH_LEN) {
+		           strspn(line, "0123456789") == GA2FA_SCRATCH_LEN) {
 			if (out->nscratch == GA2FA_MAX_SCRATCH) {
 				ga2fa_secret_clear(out);
 				explicit_bzero(line, sizeof(line));
@@ -118,29 +119,29 @@ static bool scratch_of(char out[GA2FA_SCRATCH_LEN + 1], const cJSON *j)
 		memcpy(out, j->valuestring, GA2FA_SCRATCH_LEN + 1);
 		return true;
 	}
-	if (cJSON_IsNumber(j) && j->valuedouble >= 0 &&
-	    j->valuedouble < 1e8) {
+	if (cJSON_IsNumber(j) && j->valuedouble >= 0 && j->valuedouble < 1e8) {
 		snprintf(out, GA2FA_SCRATCH_LEN + 1, "%08lld",
-			 (long long)j->valuedouble);
+		         (long long)j->valuedouble);
 		return true;
 	}
 	return false;
 }
 
-static int state_fields(struct ga2fa_state *out, const cJSON *root,
-			const char **why)
+static int
+state_fields(struct ga2fa_state *out, const cJSON *root, const char **why)
 {
-	const cJSON *succ = cJSON_GetObjectItemCaseSensitive(
-		root, "success_timestamps");
-	const cJSON *used = cJSON_GetObjectItemCaseSensitive(
-		root, "used_scratch_tokens");
+	const cJSON *succ =
+	        cJSON_GetObjectItemCaseSensitive(root, "success_timestamps");
+	const cJSON *used =
+	        cJSON_GetObjectItemCaseSensitive(root, "used_scratch_tokens");
 	const cJSON *ctr = cJSON_GetObjectItemCaseSensitive(root, "counter");
 	const cJSON *j;
 
 	if ((succ && !cJSON_IsArray(succ)) || (used && !cJSON_IsArray(used)))
 		return fail(why, "success_timestamps or used_scratch_tokens "
-			    "is not a list");
-	cJSON_ArrayForEach(j, succ) {
+		                 "is not a list");
+	cJSON_ArrayForEach(j, succ)
+	{
 		if (!cJSON_IsNumber(j) || j->valuedouble < 0)
 			return fail(why, "a success timestamp is no number");
 		if (!out->has_success ||
@@ -148,7 +149,8 @@ static int state_fields(struct ga2fa_state *out, const cJSON *root,
 			out->last_success = (int64_t)j->valuedouble;
 		out->has_success = true;
 	}
-	cJSON_ArrayForEach(j, used) {
+	cJSON_ArrayForEach(j, used)
+	{
 		if (out->nused == GA2FA_MAX_USED)
 			return fail(why, "more than 64 used scratch codes");
 		if (!scratch_of(out->used[out->nused], j))
@@ -162,8 +164,9 @@ static int state_fields(struct ga2fa_state *out, const cJSON *root,
 	return 0;
 }
 
-int ga2fa_parse_state(struct ga2fa_state *out, const char *json,
-		      const char **why)
+int ga2fa_parse_state(struct ga2fa_state *out,
+                      const char *json,
+                      const char **why)
 {
 	cJSON *root = cJSON_Parse(json);
 	int rc;
@@ -183,14 +186,14 @@ int ga2fa_parse_state(struct ga2fa_state *out, const char *json,
 
 int ga2fa_parse_time(int64_t *out, const char *s)
 {
-	struct tm tm = { 0 };
+	struct tm tm = {0};
 	int n = 0, oh = 0, om = 0;
 	char sep, sign;
 	const char *p;
 
 	if (sscanf(s, "%4d-%2d-%2d%c%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon,
-		   &tm.tm_mday, &sep, &tm.tm_hour, &tm.tm_min, &tm.tm_sec,
-		   &n) != 7 ||
+	           &tm.tm_mday, &sep, &tm.tm_hour, &tm.tm_min, &tm.tm_sec,
+	           &n) != 7 ||
 	    (sep != ' ' && sep != 'T') || tm.tm_mon < 1 || tm.tm_mon > 12 ||
 	    tm.tm_mday < 1 || tm.tm_mday > 31 || tm.tm_hour > 23 ||
 	    tm.tm_min > 59 || tm.tm_sec > 60)
@@ -211,8 +214,10 @@ int ga2fa_parse_time(int64_t *out, const char *s)
 		return GD_EINVAL;
 	tm.tm_year -= 1900;
 	tm.tm_mon -= 1;
-	*out = (int64_t)timegm(&tm) -
-	       (sign == '-' ? -1 : sign == '+' ? 1 : 0) * (oh * 3600 + om * 60);
+	*out = (int64_t)timegm(&tm) - (sign == '-'   ? -1
+	                               : sign == '+' ? 1
+	                                             : 0) *
+	                                      (oh * 3600 + om * 60);
 	return 0;
 }
 
@@ -225,18 +230,20 @@ static int one_val(struct ga2fa_val *v, const cJSON *e, const char **why)
 	    !cJSON_IsObject(e))
 		return fail(why, "an entry is not NET: {...}");
 	snprintf(v->net, sizeof(v->net), "%s", e->string);
-	if (!cJSON_IsString(x) || ga2fa_parse_time(&v->expires,
-						   x->valuestring) < 0)
+	if (!cJSON_IsString(x) ||
+	    ga2fa_parse_time(&v->expires, x->valuestring) < 0)
 		return fail(why, "an entry has no expires time");
-	if (!cJSON_IsString(a) || ga2fa_parse_time(&v->added,
-						   a->valuestring) < 0)
+	if (!cJSON_IsString(a) ||
+	    ga2fa_parse_time(&v->added, a->valuestring) < 0)
 		v->added = 0;
 	v->session = cJSON_GetObjectItemCaseSensitive(e, "sessionid") != NULL;
 	return 0;
 }
 
-int ga2fa_parse_validations(struct ga2fa_val **out, size_t *n,
-			    const char *json, const char **why)
+int ga2fa_parse_validations(struct ga2fa_val **out,
+                            size_t *n,
+                            const char *json,
+                            const char **why)
 {
 	cJSON *root = cJSON_Parse(json);
 	const cJSON *e;
@@ -249,7 +256,8 @@ int ga2fa_parse_validations(struct ga2fa_val **out, size_t *n,
 		return fail(why, "not a JSON object");
 	}
 	*out = xcalloc((size_t)cJSON_GetArraySize(root) + 1, sizeof(**out));
-	cJSON_ArrayForEach(e, root) {
+	cJSON_ArrayForEach(e, root)
+	{
 		if ((rc = one_val(&(*out)[*n], e, why)) < 0)
 			break;
 		(*n)++;

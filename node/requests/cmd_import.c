@@ -72,8 +72,8 @@ static int parse_grant(struct imp_grant *g, const char *v)
 	struct gd_net n;
 
 	if (strlen(v) >= 128 ||
-	    sscanf(v, "%63[^,],%lld,%lld%c", net, &added, &expires,
-		   &extra) != 3 ||
+	    sscanf(v, "%63[^,],%lld,%lld%c", net, &added, &expires, &extra) !=
+	            3 ||
 	    addr_parse(&n, net, true) < 0 || added < 0 || expires <= 0)
 		return GD_EINVAL;
 	addr_format(g->net, &n);
@@ -89,21 +89,23 @@ static int parse_secret(struct req *r, struct imp *m, const char *v)
 		return cmd_bad(r, "--secret must be base32 (A-Z, 2-7)"), 1;
 	if (m->slen < OTP_MIN_SHORT_SECRET_LEN)
 		return cmd_bad(r, "the secret has %zu bits, fewer than 80",
-			       m->slen * 8), 1;
+		               m->slen * 8),
+		       1;
 	return 0;
 }
 
 /* One option with a value v; 0, or 1 with a bad() answer. */
-static int parse_opt(struct req *r, struct imp *m, const char *a,
-		     const char *v)
+static int parse_opt(struct req *r, struct imp *m, const char *a, const char *v)
 {
 	if (!strcmp(a, "--key")) {
 		if (!name_pubkey_ok(v))
 			return cmd_bad(r, "not an SSH public key: want one "
-				       "line 'TYPE BASE64 [comment]'"), 1;
+			                  "line 'TYPE BASE64 [comment]'"),
+			       1;
 		if (m->nkeys == OPS_MAX_KEYS)
 			return cmd_bad(r, "too many keys (at most %d)",
-				       OPS_MAX_KEYS), 1;
+			               OPS_MAX_KEYS),
+			       1;
 		m->keys[m->nkeys++] = v;
 	} else if (!strcmp(a, "--secret")) {
 		return parse_secret(r, m, v);
@@ -115,27 +117,35 @@ static int parse_opt(struct req *r, struct imp *m, const char *a,
 		if (cmd_parse_uint(v, 300, &m->period) < 0 || m->period < 10)
 			return cmd_bad(r, "--period must be 10 to 300"), 1;
 	} else if (!strcmp(a, "--counter") || !strcmp(a, "--used-step")) {
-		unsigned long long *p = a[2] == 'c' ? &m->counter :
-						      &m->used_step;
+		unsigned long long *p =
+		        a[2] == 'c' ? &m->counter : &m->used_step;
 		if (cmd_parse_uint(v, 1ULL << 62, p) < 0)
 			return cmd_bad(r, "%s must be a non-negative integer",
-				       a), 1;
+			               a),
+			       1;
 		m->has_used_step |= a[2] == 'u';
 	} else if (!strcmp(a, "--scratch") || !strcmp(a, "--used-scratch")) {
 		if (strlen(v) != OTP_SCRATCH_DIGITS ||
 		    strspn(v, "0123456789") != OTP_SCRATCH_DIGITS)
 			return cmd_bad(r, "a scratch code has %d digits",
-				       OTP_SCRATCH_DIGITS), 1;
+			               OTP_SCRATCH_DIGITS),
+			       1;
 		if (m->nscratch == IMPORT_MAX_SCRATCH)
-			return cmd_bad(r, "too many scratch codes (at most "
-				       "%d)", IMPORT_MAX_SCRATCH), 1;
+			return cmd_bad(r,
+			               "too many scratch codes (at most "
+			               "%d)",
+			               IMPORT_MAX_SCRATCH),
+			       1;
 		if (a[2] == 'u')
 			m->used_bits |= 1u << m->nscratch;
 		m->scratch[m->nscratch++] = v;
 	} else if (!strcmp(a, "--grant")) {
 		if (parse_grant(&m->grants[m->ngrants], v) < 0)
-			return cmd_bad(r, "--grant wants NET,ADDED,EXPIRES "
-				       "(unix seconds), not '%.80s'", v), 1;
+			return cmd_bad(r,
+			               "--grant wants NET,ADDED,EXPIRES "
+			               "(unix seconds), not '%.80s'",
+			               v),
+			       1;
 		m->ngrants++;
 	} else {
 		return cmd_bad(r, "unknown option '%s' for user.import", a), 1;
@@ -161,9 +171,10 @@ static int parse_args(struct req *r, struct imp *m)
 		} else if (!strcmp(a, "--totp") || !strcmp(a, "--hotp")) {
 			if (m->kind)
 				return cmd_bad(r, "give one of --totp or "
-					       "--hotp"), 1;
-			m->kind = a[2] == 't' ? GRANTD__V1__OTP_KIND__OTP_TOTP :
-						GRANTD__V1__OTP_KIND__OTP_HOTP;
+				                  "--hotp"),
+				       1;
+			m->kind = a[2] == 't' ? GRANTD__V1__OTP_KIND__OTP_TOTP
+			                      : GRANTD__V1__OTP_KIND__OTP_HOTP;
 		} else if (i + 1 == rq->n_args) {
 			return cmd_bad(r, "%s needs a value", a), 1;
 		} else if (parse_opt(r, m, a, rq->args[++i])) {
@@ -172,14 +183,17 @@ static int parse_args(struct req *r, struct imp *m)
 	}
 	if (!m->kind != !m->slen)
 		return cmd_bad(r, "an enrollment needs --totp or --hotp and "
-			       "--secret"), 1;
+		                  "--secret"),
+		       1;
 	return 0;
 }
 
 /* ---- the parts ---------------------------------------------------------- */
 
-static int emit(struct cmd_ctx *x, const struct imp *m,
-		Grantd__V1__Op__BodyCase which, void *body)
+static int emit(struct cmd_ctx *x,
+                const struct imp *m,
+                Grantd__V1__Op__BodyCase which,
+                void *body)
 {
 	return m->dry ? 0 : cmd_emit_body(x, which, body);
 }
@@ -191,8 +205,10 @@ static const char *done_word(const struct imp *m)
 
 /* The user and the keys it lacks.  Returns 0, 1 when r holds a refusal
  * (a key of another user), or a negative gd_err. */
-static int import_user(struct cmd_ctx *x, struct req *r, const struct imp *m,
-		       const Grantd__V1__User *old)
+static int import_user(struct cmd_ctx *x,
+                       struct req *r,
+                       const struct imp *m,
+                       const Grantd__V1__User *old)
 {
 	Grantd__V1__User nu = GRANTD__V1__USER__INIT;
 	char *keys[OPS_MAX_KEYS];
@@ -212,12 +228,13 @@ static int import_user(struct cmd_ctx *x, struct req *r, const struct imp *m,
 			return rc;
 		if (n == OPS_MAX_KEYS)
 			return cmd_bad(r, "too many keys (at most %d)",
-				       OPS_MAX_KEYS), 1;
+			               OPS_MAX_KEYS),
+			       1;
 		keys[n++] = (char *)m->keys[i];
 	}
 	if (old && n == had) {
 		buf_printf(&r->out, "user %s: exists%s\n", m->name,
-			   m->nkeys ? " with these keys" : "");
+		           m->nkeys ? " with these keys" : "");
 		return 0;
 	}
 	nu.name = (char *)m->name;
@@ -226,17 +243,19 @@ static int import_user(struct cmd_ctx *x, struct req *r, const struct imp *m,
 	if ((rc = emit(x, m, GRANTD__V1__OP__BODY_USER, &nu)) < 0)
 		return rc;
 	if (old)
-		buf_printf(&r->out, "user %s: %zu key%s %s\n", m->name,
-			   n - had, n - had == 1 ? "" : "s", done_word(m));
+		buf_printf(&r->out, "user %s: %zu key%s %s\n", m->name, n - had,
+		           n - had == 1 ? "" : "s", done_word(m));
 	else
 		buf_printf(&r->out, "user %s: %s (%zu key%s)\n", m->name,
-			   done_word(m), n, n == 1 ? "" : "s");
+		           done_word(m), n, n == 1 ? "" : "s");
 	return 0;
 }
 
 /* The imported enrollment, made: its id into *id. */
-static int new_enrollment(struct cmd_ctx *x, struct req *r,
-			  const struct imp *m, uint64_t *id)
+static int new_enrollment(struct cmd_ctx *x,
+                          struct req *r,
+                          const struct imp *m,
+                          uint64_t *id)
 {
 	Grantd__V1__Enrollment e = GRANTD__V1__ENROLLMENT__INIT;
 	uint8_t hashes[IMPORT_MAX_SCRATCH][32];
@@ -245,18 +264,18 @@ static int new_enrollment(struct cmd_ctx *x, struct req *r,
 
 	for (size_t i = 0; i < m->nscratch; i++) {
 		otp_scratch_hash(hashes[i], m->secret, m->slen, m->scratch[i]);
-		sc[i] = (ProtobufCBinaryData){ 32, hashes[i] };
+		sc[i] = (ProtobufCBinaryData){32, hashes[i]};
 	}
 	*id = 0;
 	while (!*id)
 		randombytes_buf(id, sizeof(*id));
 	e.user = (char *)m->name;
 	SET(e, kind, m->kind);
-	SET(e, secret, ((ProtobufCBinaryData){ m->slen, (uint8_t *)m->secret }));
+	SET(e, secret, ((ProtobufCBinaryData){m->slen, (uint8_t *)m->secret}));
 	SET(e, digits, (uint32_t)m->digits);
 	SET(e, period, (uint32_t)m->period);
-	SET(e, counter, m->kind == GRANTD__V1__OTP_KIND__OTP_HOTP ? m->counter :
-								   0);
+	SET(e, counter,
+	    m->kind == GRANTD__V1__OTP_KIND__OTP_HOTP ? m->counter : 0);
 	e.scratch = sc;
 	e.n_scratch = m->nscratch;
 	SET(e, active, 1);
@@ -264,25 +283,30 @@ static int new_enrollment(struct cmd_ctx *x, struct req *r,
 	rc = emit(x, m, GRANTD__V1__OP__BODY_ENROLL, &e);
 	sodium_memzero(hashes, sizeof(hashes));
 	if (rc == 0) {
-		buf_printf(&r->out, "user %s: enrollment %s (%s, %zu-bit "
-			   "secret, %u digits, %zu scratch codes)\n", m->name,
-			   done_word(m),
-			   m->kind == GRANTD__V1__OTP_KIND__OTP_TOTP ? "totp" :
-								      "hotp",
-			   m->slen * 8, (unsigned)m->digits, m->nscratch);
+		buf_printf(&r->out,
+		           "user %s: enrollment %s (%s, %zu-bit "
+		           "secret, %u digits, %zu scratch codes)\n",
+		           m->name, done_word(m),
+		           m->kind == GRANTD__V1__OTP_KIND__OTP_TOTP ? "totp"
+		                                                     : "hotp",
+		           m->slen * 8, (unsigned)m->digits, m->nscratch);
 		if (!m->dry)
 			log_info("enrolled user=%s mode=%s by=import%s",
-				 m->name,
-				 m->kind == GRANTD__V1__OTP_KIND__OTP_TOTP ?
-					 "totp" : "hotp",
-				 m->slen < OTP_MIN_SECRET_LEN ?
-					 " short-secret" : "");
+			         m->name,
+			         m->kind == GRANTD__V1__OTP_KIND__OTP_TOTP
+			                 ? "totp"
+			                 : "hotp",
+			         m->slen < OTP_MIN_SECRET_LEN ? " short-secret"
+			                                      : "");
 	}
 	return rc;
 }
 
-static int load_mark(struct cmd_ctx *x, const char *user, uint64_t id,
-		     uint64_t *next, uint32_t *used)
+static int load_mark(struct cmd_ctx *x,
+                     const char *user,
+                     uint64_t id,
+                     uint64_t *next,
+                     uint32_t *used)
 {
 	struct buf k = BUF_INIT, v = BUF_INIT;
 	int rc;
@@ -293,7 +317,7 @@ static int load_mark(struct cmd_ctx *x, const char *user, uint64_t id,
 	rc = store_get(x->p.store, x->p.batch, CF_MARKS, k.p, k.len, &v);
 	if (rc == 0) {
 		Grantd__V1__Mark *mk = grantd__v1__mark__unpack(
-			NULL, v.len, (const uint8_t *)v.p);
+		        NULL, v.len, (const uint8_t *)v.p);
 		if (mk) {
 			*next = mk->next;
 			*used = mk->scratch_used;
@@ -307,8 +331,11 @@ static int load_mark(struct cmd_ctx *x, const char *user, uint64_t id,
 
 /* The mark that makes the used tokens dead, when it moves the one the
  * enrollment id has. */
-static int import_mark(struct cmd_ctx *x, struct req *r, const struct imp *m,
-		       uint64_t id, uint64_t floor)
+static int import_mark(struct cmd_ctx *x,
+                       struct req *r,
+                       const struct imp *m,
+                       uint64_t id,
+                       uint64_t floor)
 {
 	Grantd__V1__Mark mk = GRANTD__V1__MARK__INIT;
 	uint64_t next, want = 0;
@@ -332,19 +359,21 @@ static int import_mark(struct cmd_ctx *x, struct req *r, const struct imp *m,
 	if ((rc = emit(x, m, GRANTD__V1__OP__BODY_MARK, &mk)) < 0)
 		return rc;
 	int spent = __builtin_popcount(used | m->used_bits);
-	buf_printf(&r->out, "user %s: used tokens %s dead (%s %llu, %d "
-		   "scratch code%s spent)\n", m->name,
-		   m->dry ? "would be made" : "made",
-		   m->kind == GRANTD__V1__OTP_KIND__OTP_HOTP ?
-			   "counters before" : "time steps before",
-		   (unsigned long long)want, spent, spent == 1 ? "" : "s");
+	buf_printf(&r->out,
+	           "user %s: used tokens %s dead (%s %llu, %d "
+	           "scratch code%s spent)\n",
+	           m->name, m->dry ? "would be made" : "made",
+	           m->kind == GRANTD__V1__OTP_KIND__OTP_HOTP
+	                   ? "counters before"
+	                   : "time steps before",
+	           (unsigned long long)want, spent, spent == 1 ? "" : "s");
 	return 0;
 }
 
 /* Whether the user's enrollment e is the imported one (kind and secret);
  * constant time over the secret. */
 static bool same_enrollment(const Grantd__V1__Enrollment *e,
-			    const struct imp *m)
+                            const struct imp *m)
 {
 	return e->kind == m->kind && e->secret.len == m->slen &&
 	       sodium_memcmp(e->secret.data, m->secret, m->slen) == 0;
@@ -352,9 +381,11 @@ static bool same_enrollment(const Grantd__V1__Enrollment *e,
 
 /* One grant, unless a live one for the same address (and no session)
  * already lasts as long. */
-static int import_grant(struct cmd_ctx *x, struct req *r, const struct imp *m,
-			const struct imp_grant *ig,
-			const struct policy_revokes *rv)
+static int import_grant(struct cmd_ctx *x,
+                        struct req *r,
+                        const struct imp *m,
+                        const struct imp_grant *ig,
+                        const struct policy_revokes *rv)
 {
 	Grantd__V1__Grant g = GRANTD__V1__GRANT__INIT;
 	struct buf k = BUF_INIT, v = BUF_INIT;
@@ -364,15 +395,17 @@ static int import_grant(struct cmd_ctx *x, struct req *r, const struct imp *m,
 
 	cmd_fmt_time(until, sizeof(until), ig->expires);
 	if (ig->expires <= r->now) {
-		buf_printf(&r->out, "user %s: grant %s expired %s: left "
-			   "out\n", m->name, ig->net, until);
+		buf_printf(&r->out,
+		           "user %s: grant %s expired %s: left "
+		           "out\n",
+		           m->name, ig->net, until);
 		return 0;
 	}
 	records_key_grant(&k, m->name, ig->net, "");
 	rc = store_get(x->p.store, x->p.batch, CF_GRANTS, k.p, k.len, &v);
 	if (rc == 0) {
 		Grantd__V1__Grant *old = grantd__v1__grant__unpack(
-			NULL, v.len, (const uint8_t *)v.p);
+		        NULL, v.len, (const uint8_t *)v.p);
 		have = old && !policy_grant_void(old, rv) &&
 		       old->expires >= ig->expires;
 		if (old)
@@ -384,7 +417,7 @@ static int import_grant(struct cmd_ctx *x, struct req *r, const struct imp *m,
 		return rc;
 	if (have) {
 		buf_printf(&r->out, "user %s: grant %s until %s: exists\n",
-			   m->name, ig->net, until);
+		           m->name, ig->net, until);
 		return 0;
 	}
 	g.user = (char *)m->name;
@@ -396,10 +429,10 @@ static int import_grant(struct cmd_ctx *x, struct req *r, const struct imp *m,
 	if ((rc = emit(x, m, GRANTD__V1__OP__BODY_GRANT, &g)) < 0)
 		return rc;
 	buf_printf(&r->out, "user %s: grant %s until %s: %s\n", m->name,
-		   ig->net, until, done_word(m));
+	           ig->net, until, done_word(m));
 	if (!m->dry)
 		log_info("grant added user=%s net=%s expires=%lld by=import",
-			 m->name, ig->net, (long long)ig->expires);
+		         m->name, ig->net, (long long)ig->expires);
 	return 0;
 }
 
@@ -407,8 +440,10 @@ static int import_grant(struct cmd_ctx *x, struct req *r, const struct imp *m,
 
 /* Everything after the checks: the user, the enrollment and its mark,
  * the grants. */
-static int import_all(struct cmd_ctx *x, struct req *r, const struct imp *m,
-		      const struct policy_user *u)
+static int import_all(struct cmd_ctx *x,
+                      struct req *r,
+                      const struct imp *m,
+                      const struct policy_user *u)
 {
 	struct policy_revokes rv;
 	uint64_t id = 0, floor = 0;
@@ -418,14 +453,15 @@ static int import_all(struct cmd_ctx *x, struct req *r, const struct imp *m,
 		return rc;
 	if (m->kind && u->enroll) {
 		id = u->enroll->id;
-		floor = u->enroll->kind == GRANTD__V1__OTP_KIND__OTP_HOTP ?
-				u->enroll->counter : 0;
+		floor = u->enroll->kind == GRANTD__V1__OTP_KIND__OTP_HOTP
+		                ? u->enroll->counter
+		                : 0;
 		buf_printf(&r->out, "user %s: enrollment exists\n", m->name);
 	} else if (m->kind) {
 		if ((rc = new_enrollment(x, r, m, &id)) < 0)
 			return rc;
-		floor = m->kind == GRANTD__V1__OTP_KIND__OTP_HOTP ? m->counter :
-								    0;
+		floor = m->kind == GRANTD__V1__OTP_KIND__OTP_HOTP ? m->counter
+		                                                  : 0;
 	}
 	if (m->kind) {
 		/* an HOTP enrollment starts at its counter: a mark below it
@@ -442,8 +478,8 @@ static int import_all(struct cmd_ctx *x, struct req *r, const struct imp *m,
 
 int cmd_user_import(struct cmd_ctx *x, struct req *r)
 {
-	struct imp m = { 0 };
-	struct policy_user u = { 0 };
+	struct imp m = {0};
+	struct policy_user u = {0};
 	bool loaded = false;
 	int rc = 0;
 
@@ -453,10 +489,11 @@ int cmd_user_import(struct cmd_ctx *x, struct req *r)
 		goto done;
 	loaded = true;
 	if (m.kind && u.enroll && !same_enrollment(u.enroll, &m)) {
-		cmd_refuse(r, "user %s is already enrolled with another "
-			   "secret: left as it is (to take the imported one: "
-			   "grantctl unenroll %s, then import again)", m.name,
-			   m.name);
+		cmd_refuse(r,
+		           "user %s is already enrolled with another "
+		           "secret: left as it is (to take the imported one: "
+		           "grantctl unenroll %s, then import again)",
+		           m.name, m.name);
 		goto done;
 	}
 	/* a refusal (1) leaves nothing behind: every check comes before the

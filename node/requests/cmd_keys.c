@@ -63,7 +63,7 @@ int cmd_user_keys(struct cmd_ctx *x, struct req *r)
 			cJSON_AddItemToArray(arr, o);
 		} else {
 			buf_printf(&r->out, "%s %s%s%s\n", fp, type.p,
-				   comment.len ? " " : "", comment.p);
+			           comment.len ? " " : "", comment.p);
 		}
 	}
 	if (arr) {
@@ -100,16 +100,18 @@ int cmd_user_key_del(struct cmd_ctx *x, struct req *r)
 	for (size_t i = 0; i < u.user->n_keys && n < OPS_MAX_KEYS; i++) {
 		const char *k = u.user->keys[i];
 		bool hit = !strcmp(k, want) ||
-			   (records_ssh_fingerprint(fp, k) == 0 &&
-			    !strcmp(fp, want));
+		           (records_ssh_fingerprint(fp, k) == 0 &&
+		            !strcmp(fp, want));
 		if (hit)
 			gone++;
 		else
 			keys[n++] = u.user->keys[i];
 	}
 	if (!gone) {
-		cmd_refuse(r, "user '%s' has no key %s (see: grantctl user "
-			   "keys %s)", name, want, name);
+		cmd_refuse(r,
+		           "user '%s' has no key %s (see: grantctl user "
+		           "keys %s)",
+		           name, want, name);
 		goto done;
 	}
 	nu.name = (char *)name;
@@ -118,7 +120,7 @@ int cmd_user_key_del(struct cmd_ctx *x, struct req *r)
 	if ((rc = cmd_emit_body(x, GRANTD__V1__OP__BODY_USER, &nu)) < 0)
 		goto done;
 	buf_printf(&r->out, "removed key %s from user %s (%zu key%s left)\n",
-		   want, name, n, n == 1 ? "" : "s");
+	           want, name, n, n == 1 ? "" : "s");
 	log_info("user key removed user=%s fp=%.64s keys=%zu", name, want, n);
 done:
 	policy_user_clear(&u);

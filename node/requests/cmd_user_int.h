@@ -17,13 +17,18 @@
  * them (counted up to 2), the first by name in *owner (when owner is not
  * NULL; "" when none) and its key line in *line (when line is not NULL).
  * Returns 0 or a negative gd_err. */
-int cmd_user_key_owners(struct cmd_ctx *x, const char *fp, int *n,
-			struct buf *owner, struct buf *line);
+int cmd_user_key_owners(struct cmd_ctx *x,
+                        const char *fp,
+                        int *n,
+                        struct buf *owner,
+                        struct buf *line);
 
 /* A key another live user than name holds: 1 with a bad() reply naming
  * the holder, 0 when none does, or a negative gd_err. */
-int cmd_user_key_taken(struct cmd_ctx *x, struct req *r, const char *name,
-		       const char *key);
+int cmd_user_key_taken(struct cmd_ctx *x,
+                       struct req *r,
+                       const char *name,
+                       const char *key);
 
 /* cmd_keys.c: args NAME: the user's keys, one line each (fingerprint,
  * type, comment), --json an array. */

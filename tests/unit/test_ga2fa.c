@@ -19,8 +19,8 @@
 static void test_secret_totp(void **state)
 {
 	static const char f[] = "JBSWY3DPEHPK3PXP\n\" RATE_LIMIT 3 30\n"
-				"\" WINDOW_SIZE 17\n\" DISALLOW_REUSE\n"
-				"\" TOTP_AUTH\n12345678\n23456789\n01234567";
+	                        "\" WINDOW_SIZE 17\n\" DISALLOW_REUSE\n"
+	                        "\" TOTP_AUTH\n12345678\n23456789\n01234567";
 	struct ga2fa_secret s;
 	const char *why = NULL;
 
@@ -36,8 +36,8 @@ static void test_secret_totp(void **state)
 static void test_secret_hotp(void **state)
 {
 	static const char f[] = "  GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ  \r\n"
-				"\" RATE_LIMIT 3 30\n\" WINDOW_SIZE 30\n"
-				"\" HOTP_COUNTER 42\n87654321\nabcdefgh\n\n";
+	                        "\" RATE_LIMIT 3 30\n\" WINDOW_SIZE 30\n"
+	                        "\" HOTP_COUNTER 42\n87654321\nabcdefgh\n\n";
 	static const char bad_ctr[] = "GEZDGNBV\n\" HOTP_COUNTER x\n";
 	struct ga2fa_secret s;
 	const char *why;
@@ -57,8 +57,10 @@ static void test_secret_hotp(void **state)
 static void test_secret_bad(void **state)
 {
 	static const char *bad[] = {
-		"", "\n\" TOTP_AUTH\n", "not base32!\n",
-		"aes256+hmac256$c2FsdA==$Y3Q=\n\" TOTP_AUTH\n",
+	        "",
+	        "\n\" TOTP_AUTH\n",
+	        "not base32!\n",
+	        "aes256+hmac256$c2FsdA==$Y3Q=\n\" TOTP_AUTH\n",
 	};
 	struct ga2fa_secret s;
 	const char *why;
@@ -76,10 +78,10 @@ static void test_secret_bad(void **state)
 static void test_state(void **state)
 {
 	static const char j[] =
-		"{\n    \"fail_timestamps\": [1400000000],\n"
-		"    \"success_timestamps\": [1400000030, 1400000090, "
-		"1400000060],\n    \"used_scratch_tokens\": [\"12345678\", "
-		"1234567],\n    \"counter\": -1\n}";
+	        "{\n    \"fail_timestamps\": [1400000000],\n"
+	        "    \"success_timestamps\": [1400000030, 1400000090, "
+	        "1400000060],\n    \"used_scratch_tokens\": [\"12345678\", "
+	        "1234567],\n    \"counter\": -1\n}";
 	struct ga2fa_state st;
 	const char *why;
 
@@ -96,11 +98,17 @@ static void test_state(void **state)
 	assert_int_equal(st.counter, 7);
 	assert_int_equal(ga2fa_parse_state(&st, "{}", &why), 0);
 	assert_int_equal(st.counter, -1);
-	assert_int_equal(ga2fa_parse_state(&st, "{\"success_timestamps\": "
-					   "[1, 2", &why), GD_EINVAL);
+	assert_int_equal(ga2fa_parse_state(&st,
+	                                   "{\"success_timestamps\": "
+	                                   "[1, 2",
+	                                   &why),
+	                 GD_EINVAL);
 	assert_int_equal(ga2fa_parse_state(&st, "[]", &why), GD_EINVAL);
-	assert_int_equal(ga2fa_parse_state(&st, "{\"success_timestamps\": "
-					   "[\"x\"]}", &why), GD_EINVAL);
+	assert_int_equal(ga2fa_parse_state(&st,
+	                                   "{\"success_timestamps\": "
+	                                   "[\"x\"]}",
+	                                   &why),
+	                 GD_EINVAL);
 }
 
 static void test_time(void **state)
@@ -112,30 +120,30 @@ static void test_time(void **state)
 	assert_int_equal(ga2fa_parse_time(&t, "2014-05-27T19:51:29+02:00"), 0);
 	assert_int_equal(t, 1401213089);
 	assert_int_equal(ga2fa_parse_time(&t, "2014-05-27 17:51:29.123456Z"),
-			 0);
+	                 0);
 	assert_int_equal(t, 1401213089);
 	assert_int_equal(ga2fa_parse_time(&t, "2014-05-27 17:51:29"), 0);
 	assert_int_equal(t, 1401213089);
 	assert_int_equal(ga2fa_parse_time(&t, "2014-05-27 12:51:29-05:00"), 0);
 	assert_int_equal(t, 1401213089);
 	assert_int_equal(ga2fa_parse_time(&t, "2014-13-27 17:51:29"),
-			 GD_EINVAL);
+	                 GD_EINVAL);
 	assert_int_equal(ga2fa_parse_time(&t, "yesterday"), GD_EINVAL);
 	assert_int_equal(ga2fa_parse_time(&t, "2014-05-27 17:51:29 junk"),
-			 GD_EINVAL);
+	                 GD_EINVAL);
 }
 
 static void test_validations(void **state)
 {
 	static const char j[] =
-		"{\"172.0.0.14\": {\"added\": \"2014-05-27 17:51:29+00:00\", "
-		"\"expires\": \"2014-06-26 17:51:29+00:00\", \"whois\": "
-		"\"X/US\\n\", \"geoip\": \"Portland, OR, US\"}, "
-		"\"10.1.0.0/16\": {\"added\": \"2014-05-27 17:51:29+00:00\", "
-		"\"expires\": \"2014-05-28 01:51:29+00:00\"}, "
-		"\"2001:db8::1\": {\"added\": \"2017-05-23 10:00:00+00:00\", "
-		"\"expires\": \"2017-05-23 18:00:00+00:00\", \"sessionid\": "
-		"\"42\"}}";
+	        "{\"172.0.0.14\": {\"added\": \"2014-05-27 17:51:29+00:00\", "
+	        "\"expires\": \"2014-06-26 17:51:29+00:00\", \"whois\": "
+	        "\"X/US\\n\", \"geoip\": \"Portland, OR, US\"}, "
+	        "\"10.1.0.0/16\": {\"added\": \"2014-05-27 17:51:29+00:00\", "
+	        "\"expires\": \"2014-05-28 01:51:29+00:00\"}, "
+	        "\"2001:db8::1\": {\"added\": \"2017-05-23 10:00:00+00:00\", "
+	        "\"expires\": \"2017-05-23 18:00:00+00:00\", \"sessionid\": "
+	        "\"42\"}}";
 	struct ga2fa_val *v;
 	size_t n;
 	const char *why;
@@ -154,23 +162,25 @@ static void test_validations(void **state)
 	assert_int_equal(ga2fa_parse_validations(&v, &n, "{}", &why), 0);
 	assert_int_equal(n, 0);
 	free(v);
-	assert_int_equal(ga2fa_parse_validations(&v, &n, "{\"1.2.3.4\": "
-						 "{\"added\": \"x\"}}", &why),
-			 GD_EINVAL);
+	assert_int_equal(ga2fa_parse_validations(&v, &n,
+	                                         "{\"1.2.3.4\": "
+	                                         "{\"added\": \"x\"}}",
+	                                         &why),
+	                 GD_EINVAL);
 	assert_null(v);
 	assert_int_equal(ga2fa_parse_validations(&v, &n, "{\"1.2", &why),
-			 GD_EINVAL);
+	                 GD_EINVAL);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_secret_totp),
-		cmocka_unit_test(test_secret_hotp),
-		cmocka_unit_test(test_secret_bad),
-		cmocka_unit_test(test_state),
-		cmocka_unit_test(test_time),
-		cmocka_unit_test(test_validations),
+	        cmocka_unit_test(test_secret_totp),
+	        cmocka_unit_test(test_secret_hotp),
+	        cmocka_unit_test(test_secret_bad),
+	        cmocka_unit_test(test_state),
+	        cmocka_unit_test(test_time),
+	        cmocka_unit_test(test_validations),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -17,8 +17,13 @@
 #include "err.h"
 #include "keyfile.h"
 
-#define K1 "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl alice@laptop"
-#define K2 "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHhxZnR4dWZsa3N0dXZ3eHl6MDEyMzQ1Njc4OWFi"
+#define K1                                                                     \
+	"ssh-ed25519 "                                                         \
+	"AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl" \
+	" alice@laptop"
+#define K2             \
+	"ssh-ed25519 " \
+	"AAAAC3NzaC1lZDI1NTE5AAAAIHhxZnR4dWZsa3N0dXZ3eHl6MDEyMzQ1Njc4OWFi"
 
 static void test_parse(void **state)
 {
@@ -31,8 +36,8 @@ static void test_parse(void **state)
 	assert_string_equal(out, K1);
 	free(out);
 	/* two keys, blanks, a comment, CRLF: both kept, in order */
-	assert_int_equal(keyfile_parse(&out, &n, "# mine\n  " K1 "\r\n\n" K2,
-				       &why), 0);
+	assert_int_equal(
+	        keyfile_parse(&out, &n, "# mine\n  " K1 "\r\n\n" K2, &why), 0);
 	assert_int_equal(n, 2);
 	assert_string_equal(out, K1 "\n" K2);
 	free(out);
@@ -46,14 +51,14 @@ static void test_parse_bad(void **state)
 
 	/* a bad line refuses the file whole: no key of it is half taken */
 	assert_int_equal(keyfile_parse(&out, &n, K1 "\nnot a key\n", &why),
-			 GD_EINVAL);
+	                 GD_EINVAL);
 	assert_null(out);
 	assert_int_equal(n, 0);
 	assert_non_null(why);
 	assert_int_equal(keyfile_parse(&out, &n, "# nothing\n\n", &why),
-			 GD_EINVAL);
+	                 GD_EINVAL);
 	assert_int_equal(keyfile_parse(&out, &n, "command=\"x\" " K1, &why),
-			 GD_EINVAL);
+	                 GD_EINVAL);
 }
 
 static void test_load(void **state)
@@ -66,7 +71,7 @@ static void test_load(void **state)
 
 	assert_true(fd >= 0);
 	assert_int_equal(write(fd, K1 "\n" K2 "\n", strlen(K1 K2) + 2),
-			 (ssize_t)strlen(K1 K2) + 2);
+	                 (ssize_t)strlen(K1 K2) + 2);
 	close(fd);
 	assert_int_equal(keyfile_load(&out, &n, path, &why), 0);
 	assert_int_equal(n, 2);
@@ -87,7 +92,7 @@ static void user_is(const char *path, const char *want)
 	}
 	if (rc != 0 || strcmp(out, want))
 		fail_msg("'%s': got %d '%s', want '%s'", path, rc,
-			 rc ? "" : out, want);
+		         rc ? "" : out, want);
 }
 
 static void test_gitolite_user(void **state)
@@ -109,10 +114,10 @@ static void test_gitolite_user(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_parse),
-		cmocka_unit_test(test_parse_bad),
-		cmocka_unit_test(test_load),
-		cmocka_unit_test(test_gitolite_user),
+	        cmocka_unit_test(test_parse),
+	        cmocka_unit_test(test_parse_bad),
+	        cmocka_unit_test(test_load),
+	        cmocka_unit_test(test_gitolite_user),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
