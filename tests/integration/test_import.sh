@@ -69,7 +69,6 @@ t_expect 1 "alice does not exist" t_has_user paloalto alice
 
 t_section "the import"
 t_expect 5 "import gitolite-2fa: exit 5 (something skipped)" t_c paloalto import gitolite-2fa "$D"
-IMPORT_OUT=$OUT
 t_has "the unreadable secrets/dave.totp is named" "$ERR" "secrets/dave.totp"
 t_has "the unparsable state/erin.json is named" "$ERR" "state/erin.json"
 t_has "the expired validation is left out" "$OUT" "127.0.8.0/24 expired"
