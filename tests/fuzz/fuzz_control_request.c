@@ -4,7 +4,7 @@
  * request_decode() is the first code every byte from the user and admin
  * sockets meets; it must be safe on any input (SPEC 2.5).  Besides not
  * crashing, a request it accepts must be one the rest of the node can rely
- * on, so the checks below hold control.h's promises: a message is handed
+ * on, so the checks below hold request.h's promises: a message is handed
  * out on success and only then, and a refusal comes with a reason.
  */
 #include <stdint.h>
