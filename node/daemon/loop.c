@@ -21,6 +21,7 @@
 #include "log.h"
 #include "loop.h"
 #include "metrics.h"
+#include "node.h"
 #include "peer.h"
 #include "readers.h"
 #include "repl.h"

@@ -12,7 +12,7 @@
 
 #include <signal.h>
 
-#include "node.h"
+struct node;
 
 /* Run until *stop is set (a signal handler sets it), then finish the
  * writes in flight (writer_drain).  Returns 0, GD_ENOMEM or GD_EIO (the
