@@ -86,6 +86,10 @@ struct fixture {
 	struct buf published;   /* every packed op, in order */
 	int npublished;
 	int done_durable, done_dropped;
+	/* writer_opts.durable_fn: the last ticket told, and how many items
+	 * had ended when it was told (it comes after them) */
+	uint64_t told;
+	int told_after_done;
 	/* views given to writer_opts.view_fn (setup_view_fn): the last */
 	struct store_batch *given;
 	int ngiven;
@@ -108,6 +112,17 @@ static void on_view(struct store_batch *view, void *payload)
 	f->ngiven++;
 }
 
+static void on_publish(struct buf *ops, void *payload);
+
+static void on_durable(uint64_t ticket, void *payload)
+{
+	struct fixture *f = payload;
+
+	assert_true(ticket >= f->told);
+	f->told = ticket;
+	f->told_after_done = f->done_durable;
+}
+
 static int setup_with(void **state, bool view_fn)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
@@ -126,7 +141,10 @@ static int setup_with(void **state, bool view_fn)
 		return -1;
 	struct writer_opts wo = { .store = f->s, .ops = &f->o,
 				  .syncer = f->sy, .repo_dir = f->repo_dir,
-				  .hook = NULL };
+				  .hook = NULL,
+				  .publish_fn = on_publish,
+				  .durable_fn = on_durable,
+				  .publish_payload = f };
 	if (view_fn) {
 		wo.view_fn = on_view;
 		wo.view_payload = f;
@@ -212,7 +230,7 @@ static void wait_durable(struct fixture *f, uint64_t ticket)
 	while (writer_durable(f->w) < ticket) {
 		zmq_pollitem_t it = { writer_socket(f->w), 0, ZMQ_POLLIN, 0 };
 		assert_int_equal(zmq_poll(&it, 1, 10000), 1);
-		writer_synced(f->w, on_publish, f);
+		writer_synced(f->w);
 	}
 }
 
@@ -300,9 +318,13 @@ static void test_commit_then_durable(void **state)
 	assert_int_equal(f->done_durable, 0); /* not before the fsync */
 	assert_int_equal(f->npublished, 0);
 	assert_true(has_grant(f, NULL, "alice", "192.0.2.7/32"));
+	assert_int_equal(f->told, 0);
 	wait_durable(f, t);
 	assert_int_equal(f->npublished, 1);
 	assert_int_equal(f->done_durable, 1);
+	/* the publisher hears of the ticket after the held items ended */
+	assert_int_equal(f->told, t);
+	assert_int_equal(f->told_after_done, 1);
 	assert_consistent(f);
 
 	/* a batch that wrote nothing takes no ticket: held on the last
