@@ -44,6 +44,7 @@
 #include "vote.h"
 #include "wire.h"
 #include "writer.h"
+#include "version.h"
 #include "banned.h"
 
 #define BATCH_MAX 512
@@ -72,6 +73,7 @@ static void usage(FILE *fp)
 "  --syslog       log to syslog instead of stderr\n"
 "  -v, --verbose  log debug lines too\n"
 "  -h, --help     this text\n"
+"  --version      print the version and exit\n"
 "\n"
 "Stops cleanly on SIGTERM or SIGINT; safe to kill -9 at any moment.  Under\n"
 "systemd (Type=notify) it sends READY=1 once it serves (the start-up sync\n"
@@ -428,6 +430,7 @@ int main(int argc, char **argv)
 		{ "syslog", no_argument, NULL, 's' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *path = NULL;
@@ -446,6 +449,7 @@ int main(int argc, char **argv)
 		case 's': use_syslog = true; break;
 		case 'v': verbose = true; break;
 		case 'h': usage(stdout); return 0;
+		case 'V': printf("grantd %s\n", GRANTD_VERSION); return 0;
 		default: usage(stderr); return 2;
 		}
 	}
