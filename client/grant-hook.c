@@ -35,6 +35,7 @@
 #include "hookline.h"
 #include "names.h"
 #include "wire.h"
+#include "version.h"
 #include "banned.h"
 
 static const char prog[] = "grant-hook";
@@ -65,6 +66,7 @@ static void usage(FILE *fp)
 "\n"
 "  --config FILE  configuration (default $GRANTD_CONFIG, then %s)\n"
 "  -h, --help     this text\n"
+"  --version      print the version and exit\n"
 "\n"
 "Exit status: 0 sent or kept for later, 2 usage or input error (a line\n"
 "that is not \"OLD NEW REF\": nothing is sent).\n",
@@ -358,6 +360,10 @@ int main(int argc, char **argv)
 	size_t bad;
 	int i, rc;
 
+	if (argc > 1 && !strcmp(argv[1], "--version")) {
+		printf("%s %s\n", prog, GRANTD_VERSION);
+		return GD_EXIT_OK;
+	}
 	rc = cli_options(argc, argv, &i, prog, usage, &cfg_path, NULL);
 	if (rc >= 0)
 		return rc;

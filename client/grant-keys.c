@@ -36,6 +36,7 @@
 #include "buf.h"
 #include "config.h"
 #include "err.h"
+#include "version.h"
 #include "banned.h"
 
 static const char prog[] = "grant-keys";
@@ -43,8 +44,8 @@ static const char prog[] = "grant-keys";
 #define KEYS_TIMEOUT_MS 15000        /* as the other clients (cli.h) */
 #define KEYS_MAX_ANSWER 65536        /* as the node's (keysock.h) */
 
-/* --config, --shell, -h: as cli_options (cli.c links ZeroMQ).  Returns an
- * exit status, or -1 to go on with argv[*next]. */
+/* --config, --shell, -h, --version: as cli_options (cli.c links ZeroMQ).
+ * Returns an exit status, or -1 to go on with argv[*next]. */
 static int options(int argc, char **argv, int *next, const char **config,
 		   const char **shell)
 {
@@ -54,6 +55,10 @@ static int options(int argc, char **argv, int *next, const char **config,
 		const char *a = argv[i];
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			authkeys_usage(stdout);
+			return GD_EXIT_OK;
+		}
+		if (!strcmp(a, "--version")) {
+			printf("%s %s\n", prog, GRANTD_VERSION);
 			return GD_EXIT_OK;
 		}
 		if (!strncmp(a, "--config=", 9))

@@ -32,6 +32,7 @@
 #include "names.h"
 #include "sshcmd.h"
 #include "wire.h"
+#include "version.h"
 #include "banned.h"
 
 static const char prog[] = "grant-shell";
@@ -91,6 +92,7 @@ static void usage(FILE *fp)
 "                 GRANTD_PUSH_IP, GRANTD_PUSH_KEY_FP, GRANTD_PUSH_KEY_KIND\n"
 "                 and GRANTD_PUSH_FACTOR (grant-hook(8)).\n"
 "  -h, --help     this text\n"
+"  --version      print the version and exit\n"
 "\n"
 "Exit status: 0 done, 1 refused, 2 usage or input error, 3 node unreachable,\n"
 "4 the node failed to decide.  On 3 and 4 nothing is allowed (fail closed)\n"
@@ -522,6 +524,10 @@ int main(int argc, char **argv)
 	static struct sshcmd sc;
 	int i = 1, rc, nopt = argc, words = argc;
 
+	if (argc > 1 && !strcmp(argv[1], "--version")) {
+		printf("%s %s\n", prog, GRANTD_VERSION);
+		return GD_EXIT_OK;
+	}
 	if ((rc = gitolite_options(&nopt, argv, &glmode, &words)) >= 0)
 		return rc;
 	if (glmode && !strcmp(glmode, "--gitolite-vref")) {

@@ -23,6 +23,7 @@
 #include "import.h"
 #include "keyfile.h"
 #include "wire.h"
+#include "version.h"
 #include "xalloc.h"
 #include "banned.h"
 
@@ -127,6 +128,7 @@ static void usage(FILE *fp)
 "\n"
 "  --config FILE   configuration (default $GRANTD_CONFIG, then %s)\n"
 "  -h, --help      this text\n"
+"  --version       print the version and exit\n"
 "\n"
 "Exit status: 0 done, 1 refused, 2 usage or input error, 3 node unreachable,\n"
 "4 the node failed to decide (an internal error, the cause in its log;\n"
@@ -278,6 +280,10 @@ int main(int argc, char **argv)
 	size_t nargs = 0;
 	int i = 1, rc;
 
+	if (argc > 1 && !strcmp(argv[1], "--version")) {
+		printf("%s %s\n", prog, GRANTD_VERSION);
+		return GD_EXIT_OK;
+	}
 	rc = cli_options(argc, argv, &i, prog, usage, &cfg_path, NULL);
 	if (rc >= 0)
 		return rc;

@@ -46,6 +46,7 @@
 #include "vote.h"
 #include "wire.h"
 #include "writer.h"
+#include "version.h"
 #include "xalloc.h"
 #include "banned.h"
 
@@ -74,6 +75,7 @@ static void usage(FILE *fp)
 "  --syslog       log to syslog instead of stderr\n"
 "  -v, --verbose  log debug lines too\n"
 "  -h, --help     this text\n"
+"  --version      print the version and exit\n"
 "\n"
 "Stops cleanly on SIGTERM or SIGINT; safe to kill -9 at any moment.  Under\n"
 "systemd (Type=notify) it sends READY=1 once it serves (the start-up sync\n"
@@ -297,6 +299,7 @@ static int parse_args(struct args *a, int argc, char **argv)
 		{ "syslog", no_argument, NULL, 's' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int opt;
@@ -308,6 +311,7 @@ static int parse_args(struct args *a, int argc, char **argv)
 		case 's': a->use_syslog = true; break;
 		case 'v': a->verbose = true; break;
 		case 'h': usage(stdout); return 0;
+		case 'V': printf("grantd %s\n", GRANTD_VERSION); return 0;
 		default: usage(stderr); return 2;
 		}
 	}
