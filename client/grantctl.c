@@ -21,6 +21,7 @@
 #include "config.h"
 #include "err.h"
 #include "wire.h"
+#include "xalloc.h"
 #include "banned.h"
 
 static const char prog[] = "grantctl";
@@ -175,9 +176,7 @@ static char *read_pubkey(const char *path)
 	}
 	fclose(fp);
 	line[strcspn(line, "\r\n")] = '\0';
-	char *s = strdup(line);
-	if (!s)
-		abort();
+	char *s = xstrdup(line);
 	return s;
 }
 
@@ -206,8 +205,8 @@ static char *read_secret(const char *path)
 	if (!n)
 		fprintf(stderr, "%s: no secret in %s\n", prog,
 			in ? "standard input" : path);
-	else if (!(s = strndup(b, n)))
-		abort();
+	else
+		s = xstrndup(b, n);
 	explicit_bzero(line, sizeof(line));
 	return s;
 }
@@ -301,9 +300,7 @@ int main(int argc, char **argv)
 		return GD_EXIT_USAGE;
 	}
 	i += sub->word2 ? 2 : 1;
-	args = calloc((size_t)argc, sizeof(*args));
-	if (!args)
-		abort();
+	args = xcalloc((size_t)argc, sizeof(*args));
 	rc = GD_EXIT_OK;
 	for (; i < argc; i++) {
 		if (!strcmp(argv[i], "--json")) {
@@ -319,7 +316,7 @@ int main(int argc, char **argv)
 				rc = GD_EXIT_USAGE;
 				goto done;
 			}
-			args[nargs++] = strdup("--key");
+			args[nargs++] = xstrdup("--key");
 			if (!(args[nargs++] = read_pubkey(argv[++i]))) {
 				rc = GD_EXIT_USAGE;
 				goto done;
@@ -333,22 +330,19 @@ int main(int argc, char **argv)
 				rc = GD_EXIT_USAGE;
 				goto done;
 			}
-			args[nargs++] = strdup("--secret");
+			args[nargs++] = xstrdup("--secret");
 			if (!strcmp(argv[i++], "--secret-file")) {
 				if (!(args[nargs++] = read_secret(argv[i]))) {
 					rc = GD_EXIT_USAGE;
 					goto done;
 				}
 			} else {
-				if (!(args[nargs++] = strdup(argv[i])))
-					abort();
+				args[nargs++] = xstrdup(argv[i]);
 				/* shortens its life in /proc/PID/cmdline */
 				explicit_bzero(argv[i], strlen(argv[i]));
 			}
 		} else {
-			args[nargs] = strdup(argv[i]);
-			if (!args[nargs++])
-				abort();
+			args[nargs++] = xstrdup(argv[i]);
 		}
 	}
 	if ((!strcmp(sub->cmd, "backup") || !strcmp(sub->cmd, "rekey")) &&
@@ -377,19 +371,15 @@ int main(int argc, char **argv)
 	 * the next one until it says there is none */
 	while (rc == GD_EXIT_OK && !strcmp(sub->cmd, "log.page") &&
 	       rep->next && *rep->next) {
-		char *next = strdup(rep->next);
-		if (!next)
-			abort();
+		char *next = xstrdup(rep->next);
 		grantd__v1__reply__free_unpacked(rep, NULL);
 		rep = NULL;
 		if (nargs >= 2 && !strcmp(args[nargs - 2], "--before")) {
 			free(args[nargs - 1]);
 			args[nargs - 1] = next;
 		} else {
-			args = realloc(args, (nargs + 2) * sizeof(*args));
-			if (!args)
-				abort();
-			args[nargs++] = strdup("--before");
+			args = xreallocarray(args, nargs + 2, sizeof(*args));
+			args[nargs++] = xstrdup("--before");
 			args[nargs++] = next;
 		}
 		req.args = args;
