@@ -214,12 +214,14 @@ static int add_applied(struct cmd_ctx *x, cJSON *applied)
 
 	store_iter_new(&it, x->p.store, x->p.batch, CF_VV, "", 0);
 	while ((rc = store_iter_next(it, &key, &klen, &v)) > 0) {
-		size_t ol = strnlen(key, klen);
+		struct records_span os;
+		uint64_t epoch;
 		char origin[NAME_SITE_MAX + 1];
-		if (ol > NAME_SITE_MAX || v.len != 8)
+		if (records_vv_parse(key, klen, &os, &epoch) < 0 ||
+		    os.len > NAME_SITE_MAX || v.len != 8)
 			continue;
-		memcpy(origin, key, ol);
-		origin[ol] = '\0';
+		memcpy(origin, os.p, os.len);
+		origin[os.len] = '\0';
 		double seq = (double)store_get_be64(v.p);
 		cJSON *prev = cJSON_GetObjectItem(applied, origin);
 		if (prev)
