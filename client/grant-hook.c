@@ -36,6 +36,7 @@
 #include "names.h"
 #include "wire.h"
 #include "version.h"
+#include "xalloc.h"
 #include "banned.h"
 
 static const char prog[] = "grant-hook";
@@ -150,9 +151,7 @@ static int send_lines(const struct config *cfg, const char *repo,
 		int rc;
 
 		n = part_lines(l, off);
-		args = calloc(n + 1, sizeof(*args));
-		if (!args)
-			abort();
+		args = xcalloc(n + 1, sizeof(*args));
 		args[0] = (char *)repo;
 		memcpy(args + 1, l->v + off, n * sizeof(*args));
 		char user[HOOKLINE_BY_VALUE_MAX + 1], ip[sizeof(user)];

@@ -513,6 +513,55 @@ static int gitolite_options(int *argc, char **argv, const char **mode,
 	return -1;
 }
 
+/* The user name (sshd's command line) and the key's --key-kind and
+ * --key-fp: GD_EXIT_OK, or GD_EXIT_USAGE (said). */
+static int
+args_check(const char *user, const char *key_kind, const char *key_fp)
+{
+	if (!name_user_ok(user)) {
+		fprintf(stderr,
+		        "%s: bad user name '%s': use a lower-case "
+		        "letter or '_' then up to 63 of [a-z0-9_.-]\n",
+		        prog, user);
+		return GD_EXIT_USAGE;
+	}
+	if (strcmp(key_kind, "plain") && strcmp(key_kind, "sk-touch") &&
+	    strcmp(key_kind, "sk-pin")) {
+		fprintf(stderr,
+		        "%s: bad --key-kind '%s': use plain, sk-touch "
+		        "or sk-pin\n",
+		        prog, key_kind);
+		return GD_EXIT_USAGE;
+	}
+	if (key_fp && !authkeys_fp_ok(key_fp)) {
+		fprintf(stderr,
+		        "%s: bad --key-fp '%.80s': want SHA256:... as "
+		        "sshd gives it for %%f\n",
+		        prog, key_fp);
+		return GD_EXIT_USAGE;
+	}
+	return GD_EXIT_OK;
+}
+
+/* `ssh HOST` with no command: the greeting and the 2fa help. */
+static int greet(struct ctx *cx, const char *cfg_path)
+{
+	struct buf err = BUF_INIT;
+
+	printf("Hi %s! You have reached the git service; interactive "
+	       "logins are not offered.\n\n",
+	       cx->user);
+	/* the greeting needs no node: a config that does not load just
+	 * leaves the machine's name in the help */
+	if (config_load(&cx->cfg, cfg_path ? cfg_path : config_default_path(),
+	                &err) < 0)
+		cx->cfg = NULL;
+	buf_free(&err);
+	help_2fa(cx->cfg);
+	config_free(&cx->cfg);
+	return GD_EXIT_OK;
+}
+
 int main(int argc, char **argv)
 {
 	const char *cfg_path = NULL, *glmode, *key_kind = "plain";
@@ -561,23 +610,8 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return GD_EXIT_USAGE;
 	}
-	if (!name_user_ok(argv[i])) {
-		fprintf(stderr, "%s: bad user name '%s': use a lower-case "
-			"letter or '_' then up to 63 of [a-z0-9_.-]\n", prog,
-			argv[i]);
-		return GD_EXIT_USAGE;
-	}
-	if (strcmp(key_kind, "plain") && strcmp(key_kind, "sk-touch") &&
-	    strcmp(key_kind, "sk-pin")) {
-		fprintf(stderr, "%s: bad --key-kind '%s': use plain, sk-touch "
-			"or sk-pin\n", prog, key_kind);
-		return GD_EXIT_USAGE;
-	}
-	if (key_fp && !authkeys_fp_ok(key_fp)) {
-		fprintf(stderr, "%s: bad --key-fp '%.80s': want SHA256:... as "
-			"sshd gives it for %%f\n", prog, key_fp);
-		return GD_EXIT_USAGE;
-	}
+	if ((rc = args_check(argv[i], key_kind, key_fp)) != GD_EXIT_OK)
+		return rc;
 	cx.user = argv[i];
 	cx.key_kind = key_kind;
 	cx.key_fp = key_fp;
@@ -599,20 +633,8 @@ int main(int argc, char **argv)
 			"quotes?)\n", prog);
 		return GD_EXIT_USAGE;
 	}
-	if (sc.kind == SSHCMD_EMPTY) {
-		printf("Hi %s! You have reached the git service; interactive "
-		       "logins are not offered.\n\n", cx.user);
-		/* the greeting needs no node: a config that does not load
-		 * just leaves the machine's name in the help */
-		struct buf err = BUF_INIT;
-		if (config_load(&cx.cfg, cfg_path ? cfg_path :
-				config_default_path(), &err) < 0)
-			cx.cfg = NULL;
-		buf_free(&err);
-		help_2fa(cx.cfg);
-		config_free(&cx.cfg);
-		return GD_EXIT_OK;
-	}
+	if (sc.kind == SSHCMD_EMPTY)
+		return greet(&cx, cfg_path);
 	if ((rc = cli_load_config(&cx.cfg, prog, cfg_path)) != 0)
 		goto done;
 	if (sc.kind == SSHCMD_2FA)

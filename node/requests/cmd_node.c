@@ -25,6 +25,7 @@
 #include "records.h"
 #include "repl.h"
 #include "store.h"
+#include "xalloc.h"
 #include "banned.h"
 
 /* ---- status, backup, rebuild -------------------------------------------- */
@@ -154,19 +155,20 @@ cJSON *cmd_status_store(struct ops *ops, int64_t now)
 			cJSON_AddBoolToObject(e, "retired", true);
 		cJSON_AddItemToArray(vector, e);
 	}
-	/* live records of a family (a user or repository not deleted, a
-	 * grant neither revoked nor expired, a ref that exists), kept by ops */
+	/* live records of each family with a live test in the record table
+	 * (a user or repository not deleted, a grant neither revoked nor
+	 * expired, a ref that exists, a push-log entry), kept by ops; named
+	 * as the table names them, but the push log, "push_log" since status
+	 * first showed it */
 	counts = cJSON_AddObjectToObject(j, "counts");
-	cJSON_AddNumberToObject(counts, "users",
-				(double)ops_count(ops, CF_USERS, now));
-	cJSON_AddNumberToObject(counts, "grants",
-				(double)ops_count(ops, CF_GRANTS, now));
-	cJSON_AddNumberToObject(counts, "repos",
-				(double)ops_count(ops, CF_REPOS, now));
-	cJSON_AddNumberToObject(counts, "refs",
-				(double)ops_count(ops, CF_REFS, now));
-	cJSON_AddNumberToObject(counts, "push_log",
-				(double)ops_count(ops, CF_PUSHLOG, now));
+	for (int cf = 0; cf < CF__COUNT; cf++) {
+		const struct records_kind *k = records_kind((enum store_cf)cf);
+		if (!k->live)
+			continue;
+		cJSON_AddNumberToObject(
+		        counts, cf == CF_PUSHLOG ? "push_log" : k->name,
+		        (double)ops_count(ops, (enum store_cf)cf, now));
+	}
 	cJSON_AddNumberToObject(counts, "dropped", (double)ops->dropped);
 	/* the push log's forks held and entries refused (docs/push-log.md) */
 	if (ops_pushlog_forks(ops, NULL, &forks) == 0)
@@ -212,12 +214,14 @@ static int add_applied(struct cmd_ctx *x, cJSON *applied)
 
 	store_iter_new(&it, x->p.store, x->p.batch, CF_VV, "", 0);
 	while ((rc = store_iter_next(it, &key, &klen, &v)) > 0) {
-		size_t ol = strnlen(key, klen);
+		struct records_span os;
+		uint64_t epoch;
 		char origin[NAME_SITE_MAX + 1];
-		if (ol > NAME_SITE_MAX || v.len != 8)
+		if (records_vv_parse(key, klen, &os, &epoch) < 0 ||
+		    os.len > NAME_SITE_MAX || v.len != 8)
 			continue;
-		memcpy(origin, key, ol);
-		origin[ol] = '\0';
+		memcpy(origin, os.p, os.len);
+		origin[os.len] = '\0';
 		double seq = (double)store_get_be64(v.p);
 		cJSON *prev = cJSON_GetObjectItem(applied, origin);
 		if (prev)
@@ -446,15 +450,13 @@ static int cmd_rekey(struct cmd_ctx *x, struct req *r)
  * tell which family to compare when their states differ. */
 static int cmd_verify(struct cmd_ctx *x, struct req *r)
 {
-	struct ops_verify *v = calloc(1, sizeof(*v));
+	struct ops_verify *v = xcalloc(1, sizeof(*v));
 	char live[2 * DIGEST_LEN + 1], stored[2 * DIGEST_LEN + 1];
 	char disk[2 * DIGEST_LEN + 1], h[2 * DIGEST_LEN + 1];
 	struct buf differs = BUF_INIT;
 	cJSON *j, *fams;
 	int rc;
 
-	if (!v)
-		abort();
 	if ((rc = ops_verify(x->node->ops, v)) < 0) {
 		free(v);
 		return rc;
