@@ -9,10 +9,16 @@
 #include <git2.h>
 #include <sodium.h>
 
+#include "clock.h"
 #include "config.h"
 #include "fixture.h"
 #include "ops.h"
 #include "store.h"
+#include "repl.h"
+#include "syncer.h"
+#include "writer.h"
+
+#include <zmq.h>
 
 int fx_group_setup(const char *ident, enum log_level level)
 {
@@ -75,4 +81,133 @@ void fx_store_close(struct store **s, struct ops *o)
 	if (o)
 		ops_close(o);
 	store_destroy(s);
+}
+
+/* ---- a replicating node ------------------------------------------------- */
+
+int fx_node_open(struct fx_node *n, const char *parent, const char *site,
+		 const uint8_t *seal_key)
+{
+	memset(n, 0, sizeof(*n));
+	snprintf(n->site, sizeof(n->site), "%s", site);
+	if (snprintf(n->dir, sizeof(n->dir), "%s/%s", parent, site) >=
+		    (int)sizeof(n->dir) ||
+	    mkdir(n->dir, 0700) < 0)
+		return -1;
+	snprintf(n->pub_ep, sizeof(n->pub_ep), "ipc://%s/pub", n->dir);
+	snprintf(n->sync_ep, sizeof(n->sync_ep), "ipc://%s/sync", n->dir);
+	snprintf(n->repo_dir, sizeof(n->repo_dir), "%s/repos", n->dir);
+	if (zmq_curve_keypair(n->curve_pub, n->curve_sec) < 0)
+		return -1;
+	n->cfg.site = n->site;
+	n->cfg.repo_dir = n->repo_dir;
+	n->cfg.data_dir = n->dir;
+	n->cfg.publish = n->pub_ep;
+	n->cfg.sync = n->sync_ep;
+	n->cfg.oplog_retention = 7 * 24 * 3600;
+	if (!(n->o = calloc(1, sizeof(*n->o))))
+		return -1;
+	if (fx_store_open(&n->s, n->o, n->dir, &n->cfg, seal_key) < 0)
+		return -1;
+	if (!(n->zctx = zmq_ctx_new()) ||
+	    syncer_start(&n->sy, n->s, n->zctx, NULL) < 0)
+		return -1;
+	n->self = (struct peer_self){ n->zctx, n->site, n->curve_pub,
+				      n->curve_sec };
+	return writer_open(&n->w, &(struct writer_opts){
+					  .store = n->s, .ops = n->o,
+					  .syncer = n->sy,
+					  .repo_dir = n->repo_dir }) < 0 ?
+		       -1 :
+		       0;
+}
+
+void fx_node_peer(struct fx_node *n, const struct fx_node *other,
+		  enum config_role role)
+{
+	struct config_peer *p = &n->cfg.peers[n->cfg.npeers++];
+
+	p->site = (char *)other->site;
+	p->role = role;
+	p->publish = (char *)other->pub_ep;
+	p->sync = (char *)other->sync_ep;
+	memcpy(p->public_key, other->curve_pub, sizeof(p->public_key));
+}
+
+int fx_node_link(struct fx_node *n)
+{
+	if (peer_open(&n->link, &(struct peer_link_opts){
+					.self = &n->self,
+					.peers = n->cfg.peers,
+					.npeers = n->cfg.npeers,
+					.sync = n->cfg.sync,
+					.maxmsg = 64 * 1024,
+					.dropped = &n->o->dropped }) < 0)
+		return -1;
+	return repl_open(&n->repl, &(struct repl_opts){
+					   .ops = n->o, .store = n->s,
+					   .cfg = &n->cfg, .self = &n->self,
+					   .link = n->link, .writer = n->w }) < 0 ?
+		       -1 :
+		       0;
+}
+
+void fx_node_close(struct fx_node *n)
+{
+	repl_destroy(&n->repl);
+	peer_close(&n->link);
+	writer_destroy(&n->w);
+	syncer_destroy(&n->sy);
+	if (n->zctx)
+		zmq_ctx_term(n->zctx);
+	n->zctx = NULL;
+	if (n->o && n->s)
+		fx_store_close(&n->s, n->o);
+	free(n->o);
+	n->o = NULL;
+	buf_free(&n->published);
+}
+
+/* writer_synced's publish: keep a copy, then repl_publish. */
+static void fx_node_publish(struct buf *ops, void *payload)
+{
+	struct fx_node *n = payload;
+	size_t off = 0;
+
+	buf_add(&n->published, ops->p, ops->len);
+	while (off + 4 <= ops->len) {
+		const uint8_t *p = (const uint8_t *)ops->p + off;
+		off += 4 + ((size_t)p[0] << 24 | (size_t)p[1] << 16 |
+			    (size_t)p[2] << 8 | p[3]);
+		n->npublished++;
+	}
+	if (n->repl)
+		repl_publish(ops, n->repl);
+	else
+		buf_reset(ops);
+}
+
+void fx_nodes_round(struct fx_node *const *nodes, int n, int ms)
+{
+	zmq_pollitem_t items[64];
+	int k = 0;
+
+	for (int i = 0; i < n; i++) {
+		if (nodes[i]->repl)
+			k += repl_pollitems(nodes[i]->repl, items + k, 60 - k);
+		if (k < 64)
+			items[k++] = (zmq_pollitem_t){ writer_socket(nodes[i]->w),
+						       0, ZMQ_POLLIN, 0 };
+	}
+	zmq_poll(items, k, ms);
+	for (int i = 0; i < n; i++) {
+		struct fx_node *x = nodes[i];
+		zmq_pollitem_t it = { writer_socket(x->w), 0, ZMQ_POLLIN, 0 };
+		if (x->repl)
+			repl_handle(x->repl);
+		while (zmq_poll(&it, 1, 0) == 1)
+			writer_synced(x->w, fx_node_publish, x);
+		if (x->repl)
+			repl_tick(x->repl, clock_mono_ms());
+	}
 }
