@@ -211,3 +211,33 @@ void fx_nodes_round(struct fx_node *const *nodes, int n, int ms)
 			repl_tick(x->repl, clock_mono_ms());
 	}
 }
+
+int fx_node_grants(struct fx_node *n, int k, int wait_ms)
+{
+	struct fx_node *one[] = { n };
+	int before = n->npublished;
+	uint64_t t;
+
+	for (int i = 0; i < k; i++) {
+		Grantd__V1__Op op = GRANTD__V1__OP__INIT;
+		Grantd__V1__Grant g = GRANTD__V1__GRANT__INIT;
+		char user[32];
+		snprintf(user, sizeof(user), "user%d", before + i);
+		g.user = user;
+		g.net = "192.0.2.7/32";
+		g.session = "";
+		g.added = 1700000000, g.has_added = 1;
+		g.expires = 4102444800, g.has_expires = 1; /* 2100 */
+		g.site = n->site;
+		op.body_case = GRANTD__V1__OP__BODY_GRANT;
+		op.grant = &g;
+		if (ops_local(n->o, writer_batch(n->w), &op) < 0)
+			return -1;
+	}
+	if (writer_commit(n->w, &t) < 0)
+		return -1;
+	for (uint64_t end = clock_mono_ms() + (uint64_t)wait_ms;
+	     n->npublished < before + k && clock_mono_ms() < end;)
+		fx_nodes_round(one, 1, 10);
+	return n->npublished == before + k ? 0 : -1;
+}

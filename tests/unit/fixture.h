@@ -92,4 +92,8 @@ void fx_node_close(struct fx_node *n);
  * publish goes to repl_publish, kept in published), repl_tick. */
 void fx_nodes_round(struct fx_node *const *nodes, int n, int ms);
 
+/* Make k grants at n (user<i>, one commit) and run n's loop until they
+ * are published (wait_ms at most).  Returns 0 or -1. */
+int fx_node_grants(struct fx_node *n, int k, int wait_ms);
+
 #endif

@@ -92,33 +92,9 @@ static uint64_t held(struct fx_node *n, struct fx *f)
 	return ops_vv_get(n->o, NULL, "paloalto", epoch_of(&f->a));
 }
 
-/* Make k grants at n, commit them, and wait until they are published. */
 static void make_ops(struct fx_node *n, int k)
 {
-	int before = n->npublished;
-	uint64_t t;
-
-	for (int i = 0; i < k; i++) {
-		Grantd__V1__Op op = GRANTD__V1__OP__INIT;
-		Grantd__V1__Grant g = GRANTD__V1__GRANT__INIT;
-		char user[32];
-		snprintf(user, sizeof(user), "user%d", before + i);
-		g.user = user;
-		g.net = "192.0.2.7/32";
-		g.session = "";
-		g.added = 1700000000, g.has_added = 1;
-		g.expires = 4102444800, g.has_expires = 1; /* 2100 */
-		g.site = n->site;
-		op.body_case = GRANTD__V1__OP__BODY_GRANT;
-		op.grant = &g;
-		assert_int_equal(ops_local(n->o, writer_batch(n->w), &op), 0);
-	}
-	assert_int_equal(writer_commit(n->w, &t), 0);
-	struct fx_node *one[] = {n};
-	for (uint64_t end = clock_mono_ms() + WAIT_MS;
-	     n->npublished < before + k && clock_mono_ms() < end;)
-		fx_nodes_round(one, 1, 10);
-	assert_int_equal(n->npublished, before + k);
+	assert_int_equal(fx_node_grants(n, k, WAIT_MS), 0);
 }
 
 /* The i-th operation n published (0-based), packed, into out. */
