@@ -32,7 +32,6 @@
 #include "crashpoint.h"
 #include "metrics.h"
 #include "planes.h"
-#include "plheads.h"
 #include "writer.h"
 #include "banned.h"
 
@@ -330,44 +329,6 @@ op_from_link(struct repl *r, struct repl_peer *p, const Grantd__V1__Op *op)
 	return false;
 }
 
-/* A peer's push log heads (its PUB): kept for log verify. */
-static void take_plheads(struct repl *r,
-                         struct repl_peer *p,
-                         const Grantd__V1__PushLogHeads *h)
-{
-	struct buf why = BUF_INIT;
-	int rc = plheads_take(r->store, r->batch, p->cfg->site, h, &why);
-
-	if (rc < 0)
-		log_error("push log heads of peer=%s not kept: %s",
-		          p->cfg->site, gd_strerror(rc));
-	else if (rc > 0)
-		repl_stat_refuse(r, DROP_HB_VECTOR, (uint64_t)rc,
-		                 "push log heads "
-		                 "dropped peer=%s: %s",
-		                 p->cfg->site, why.p);
-	buf_free(&why);
-}
-
-/* The heads of this site's push log chains, for the peers' `log verify`
- * (plheads.h). */
-static void send_plheads(struct repl *r)
-{
-	Grantd__V1__PushLogHeads h;
-	Grantd__V1__PeerMsg m;
-	int rc;
-
-	if ((rc = plheads_build(r->store, &h)) < 0) {
-		log_error("push log heads not sent: %s", gd_strerror(rc));
-		return;
-	}
-	peer_msg_init(r->self, &m);
-	m.body_case = GRANTD__V1__PEER_MSG__BODY_PUSHLOG_HEADS;
-	m.pushlog_heads = &h;
-	peer_send(r->pub, &m, NULL, 0);
-	plheads_free(&h);
-}
-
 /* One frame from a peer's SUB or DEALER. */
 static int
 handle_peer(struct repl *r, struct repl_peer *p, void *sock, uint64_t now_ms)
@@ -415,7 +376,7 @@ handle_peer(struct repl *r, struct repl_peer *p, void *sock, uint64_t now_ms)
 		break;
 	case GRANTD__V1__PEER_MSG__BODY_PUSHLOG_HEADS:
 		if (sock == p->sub)
-			take_plheads(r, p, m->pushlog_heads);
+			repl_hb_take_plheads(r, p, m->pushlog_heads);
 		else
 			repl_dropped(r, 1);
 		break;
@@ -594,10 +555,6 @@ void repl_tick(struct repl *r, uint64_t now_ms)
 
 	repl_xfer_tick(r, now_ms);
 	repl_hb_tick(r, now_ms);
-	if (r->pub && now_ms - r->last_plheads_ms >= PLHEADS_MS) {
-		r->last_plheads_ms = now_ms;
-		send_plheads(r);
-	}
 	truncate_log(r, now_ms);
 	for (int i = 0; i < r->npeers; i++) {
 		struct repl_peer *p = &r->peers[i];

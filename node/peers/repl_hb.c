@@ -19,6 +19,7 @@
 #include "log.h"
 #include "repl_int.h"
 #include "xalloc.h"
+#include "plheads.h"
 #include "banned.h"
 
 /* Our whole vector as heartbeat entries; free with hb_free_entries. */
@@ -299,6 +300,44 @@ static void retire_epochs(struct repl *r)
 	}
 }
 
+/* A peer's push log heads (its PUB): kept for log verify. */
+void repl_hb_take_plheads(struct repl *r,
+                          struct repl_peer *p,
+                          const Grantd__V1__PushLogHeads *h)
+{
+	struct buf why = BUF_INIT;
+	int rc = plheads_take(r->store, r->batch, p->cfg->site, h, &why);
+
+	if (rc < 0)
+		log_error("push log heads of peer=%s not kept: %s",
+		          p->cfg->site, gd_strerror(rc));
+	else if (rc > 0)
+		repl_stat_refuse(r, DROP_HB_VECTOR, (uint64_t)rc,
+		                 "push log heads "
+		                 "dropped peer=%s: %s",
+		                 p->cfg->site, why.p);
+	buf_free(&why);
+}
+
+/* The heads of this site's push log chains, for the peers' `log verify`
+ * (plheads.h). */
+static void send_plheads(struct repl *r)
+{
+	Grantd__V1__PushLogHeads h;
+	Grantd__V1__PeerMsg m;
+	int rc;
+
+	if ((rc = plheads_build(r->store, &h)) < 0) {
+		log_error("push log heads not sent: %s", gd_strerror(rc));
+		return;
+	}
+	peer_msg_init(r->self, &m);
+	m.body_case = GRANTD__V1__PEER_MSG__BODY_PUSHLOG_HEADS;
+	m.pushlog_heads = &h;
+	peer_send(r->pub, &m, NULL, 0);
+	plheads_free(&h);
+}
+
 void repl_hb_tick(struct repl *r, uint64_t now_ms)
 {
 	if (r->pub && now_ms - r->last_hb_ms >= REPL_HEARTBEAT_MS) {
@@ -308,5 +347,9 @@ void repl_hb_tick(struct repl *r, uint64_t now_ms)
 	if (now_ms - r->last_retire_ms >= RETIRE_MS && !r->xfer.p) {
 		r->last_retire_ms = now_ms;
 		retire_epochs(r);
+	}
+	if (r->pub && now_ms - r->last_plheads_ms >= PLHEADS_MS) {
+		r->last_plheads_ms = now_ms;
+		send_plheads(r);
 	}
 }

@@ -231,8 +231,13 @@ repl_hb_ahead(struct repl *r, struct repl_peer *p, uint64_t *lag);
 void repl_hb_take(struct repl *r, struct repl_peer *p, Grantd__V1__PeerMsg *m);
 /* vv_req on the sync ROUTER (peer_on's handler; payload: the repl). */
 void repl_hb_on_vv_req(const struct peer_req *rq, void *payload);
+/* A peer's push log heads (its PUB): kept for log verify (plheads.h). */
+void repl_hb_take_plheads(struct repl *r,
+                          struct repl_peer *p,
+                          const Grantd__V1__PushLogHeads *h);
 /* Send the heartbeat every REPL_HEARTBEAT_MS; retire epochs every
- * RETIRE_MS while no state transfer runs. */
+ * RETIRE_MS while no state transfer runs; send our push log heads every
+ * PLHEADS_MS. */
 void repl_hb_tick(struct repl *r, uint64_t now_ms);
 
 /* ---- repl_range.c: range repair --------------------------------------- */

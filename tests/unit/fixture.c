@@ -9,16 +9,10 @@
 #include <git2.h>
 #include <sodium.h>
 
-#include "clock.h"
 #include "config.h"
 #include "fixture.h"
 #include "ops.h"
 #include "store.h"
-#include "repl.h"
-#include "syncer.h"
-#include "writer.h"
-
-#include <zmq.h>
 
 int fx_group_setup(const char *ident, enum log_level level)
 {
@@ -85,13 +79,22 @@ void fx_store_close(struct store **s, struct ops *o)
 
 /* ---- a replicating node ------------------------------------------------- */
 
-int fx_node_open(struct fx_node *n, const char *parent, const char *site,
-		 const uint8_t *seal_key)
+#include <zmq.h>
+
+#include "clock.h"
+#include "repl.h"
+#include "syncer.h"
+#include "writer.h"
+
+int fx_node_open(struct fx_node *n,
+                 const char *parent,
+                 const char *site,
+                 const uint8_t *seal_key)
 {
 	memset(n, 0, sizeof(*n));
 	snprintf(n->site, sizeof(n->site), "%s", site);
 	if (snprintf(n->dir, sizeof(n->dir), "%s/%s", parent, site) >=
-		    (int)sizeof(n->dir) ||
+	            (int)sizeof(n->dir) ||
 	    mkdir(n->dir, 0700) < 0)
 		return -1;
 	snprintf(n->pub_ep, sizeof(n->pub_ep), "ipc://%s/pub", n->dir);
@@ -112,18 +115,20 @@ int fx_node_open(struct fx_node *n, const char *parent, const char *site,
 	if (!(n->zctx = zmq_ctx_new()) ||
 	    syncer_start(&n->sy, n->s, n->zctx, NULL) < 0)
 		return -1;
-	n->self = (struct peer_self){ n->zctx, n->site, n->curve_pub,
-				      n->curve_sec };
-	return writer_open(&n->w, &(struct writer_opts){
-					  .store = n->s, .ops = n->o,
-					  .syncer = n->sy,
-					  .repo_dir = n->repo_dir }) < 0 ?
-		       -1 :
-		       0;
+	n->self = (struct peer_self){n->zctx, n->site, n->curve_pub,
+	                             n->curve_sec};
+	return writer_open(&n->w,
+	                   &(struct writer_opts){.store = n->s,
+	                                         .ops = n->o,
+	                                         .syncer = n->sy,
+	                                         .repo_dir = n->repo_dir}) < 0
+	               ? -1
+	               : 0;
 }
 
-void fx_node_peer(struct fx_node *n, const struct fx_node *other,
-		  enum config_role role)
+void fx_node_peer(struct fx_node *n,
+                  const struct fx_node *other,
+                  enum config_role role)
 {
 	struct config_peer *p = &n->cfg.peers[n->cfg.npeers++];
 
@@ -136,20 +141,22 @@ void fx_node_peer(struct fx_node *n, const struct fx_node *other,
 
 int fx_node_link(struct fx_node *n)
 {
-	if (peer_open(&n->link, &(struct peer_link_opts){
-					.self = &n->self,
-					.peers = n->cfg.peers,
-					.npeers = n->cfg.npeers,
-					.sync = n->cfg.sync,
-					.maxmsg = 64 * 1024,
-					.dropped = &n->o->dropped }) < 0)
+	if (peer_open(&n->link,
+	              &(struct peer_link_opts){.self = &n->self,
+	                                       .peers = n->cfg.peers,
+	                                       .npeers = n->cfg.npeers,
+	                                       .sync = n->cfg.sync,
+	                                       .maxmsg = 64 * 1024,
+	                                       .dropped = &n->o->dropped}) < 0)
 		return -1;
-	return repl_open(&n->repl, &(struct repl_opts){
-					   .ops = n->o, .store = n->s,
-					   .cfg = &n->cfg, .self = &n->self,
-					   .link = n->link, .writer = n->w }) < 0 ?
-		       -1 :
-		       0;
+	return repl_open(&n->repl, &(struct repl_opts){.ops = n->o,
+	                                               .store = n->s,
+	                                               .cfg = &n->cfg,
+	                                               .self = &n->self,
+	                                               .link = n->link,
+	                                               .writer = n->w}) < 0
+	               ? -1
+	               : 0;
 }
 
 void fx_node_close(struct fx_node *n)
@@ -178,7 +185,7 @@ static void fx_node_publish(struct buf *ops, void *payload)
 	while (off + 4 <= ops->len) {
 		const uint8_t *p = (const uint8_t *)ops->p + off;
 		off += 4 + ((size_t)p[0] << 24 | (size_t)p[1] << 16 |
-			    (size_t)p[2] << 8 | p[3]);
+		            (size_t)p[2] << 8 | p[3]);
 		n->npublished++;
 	}
 	if (n->repl)
@@ -196,13 +203,13 @@ void fx_nodes_round(struct fx_node *const *nodes, int n, int ms)
 		if (nodes[i]->repl)
 			k += repl_pollitems(nodes[i]->repl, items + k, 60 - k);
 		if (k < 64)
-			items[k++] = (zmq_pollitem_t){ writer_socket(nodes[i]->w),
-						       0, ZMQ_POLLIN, 0 };
+			items[k++] = (zmq_pollitem_t){
+			        writer_socket(nodes[i]->w), 0, ZMQ_POLLIN, 0};
 	}
 	zmq_poll(items, k, ms);
 	for (int i = 0; i < n; i++) {
 		struct fx_node *x = nodes[i];
-		zmq_pollitem_t it = { writer_socket(x->w), 0, ZMQ_POLLIN, 0 };
+		zmq_pollitem_t it = {writer_socket(x->w), 0, ZMQ_POLLIN, 0};
 		if (x->repl)
 			repl_handle(x->repl);
 		while (zmq_poll(&it, 1, 0) == 1)
@@ -214,7 +221,7 @@ void fx_nodes_round(struct fx_node *const *nodes, int n, int ms)
 
 int fx_node_grants(struct fx_node *n, int k, int wait_ms)
 {
-	struct fx_node *one[] = { n };
+	struct fx_node *one[] = {n};
 	int before = n->npublished;
 	uint64_t t;
 

@@ -43,7 +43,6 @@ int fx_store_open(struct store **s, struct ops *o, const char *dir,
 		  const struct config *cfg, const uint8_t *seal_key);
 void fx_store_close(struct store **s, struct ops *o);
 
-
 /* ---- a replicating node (tests/unit/test_repl_*.c) -------------------- */
 
 #include "buf.h"
@@ -65,25 +64,28 @@ struct fx_node {
 	char curve_pub[Z85_KEY_LEN + 1], curve_sec[Z85_KEY_LEN + 1];
 	struct config cfg;
 	struct store *s;
-	struct ops *o;            /* allocated here */
+	struct ops *o; /* allocated here */
 	void *zctx;
 	struct syncer *sy;
 	struct writer *w;
 	struct peer_self self;
 	struct peer_link *link;
 	struct repl *repl;
-	struct buf published;     /* every packed op it published, in order
-				   * (each behind a 4-byte length) */
+	struct buf published; /* every packed op it published, in order
+	                       * (each behind a 4-byte length) */
 	int npublished;
 };
 
 /* Open n as site in a new directory under parent (fx_mkdtemp's), sealed
  * with seal_key: everything but the link and repl. */
-int fx_node_open(struct fx_node *n, const char *parent, const char *site,
-		 const uint8_t *seal_key);
+int fx_node_open(struct fx_node *n,
+                 const char *parent,
+                 const char *site,
+                 const uint8_t *seal_key);
 /* Configure other as a peer of n (of role), before fx_node_link. */
-void fx_node_peer(struct fx_node *n, const struct fx_node *other,
-		  enum config_role role);
+void fx_node_peer(struct fx_node *n,
+                  const struct fx_node *other,
+                  enum config_role role);
 /* Open n's peer link and repl (its PUB and sync ROUTER bound). */
 int fx_node_link(struct fx_node *n);
 void fx_node_close(struct fx_node *n);

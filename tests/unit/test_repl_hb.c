@@ -33,7 +33,7 @@
 #define WAIT_MS 20000
 
 static const uint8_t seal_key[STORE_SEAL_KEY_LEN] =
-	"test_repl_hb seal key 0123456789";
+        "test_repl_hb seal key 0123456789";
 
 struct fx {
 	char dir[64];
@@ -76,8 +76,8 @@ static int teardown(void **state)
 }
 
 /* n's entry for (origin, epoch) in hb; 0 when it lists none. */
-static uint64_t listed(const Grantd__V1__Heartbeat *hb, const char *origin,
-		       uint64_t epoch)
+static uint64_t
+listed(const Grantd__V1__Heartbeat *hb, const char *origin, uint64_t epoch)
 {
 	for (size_t i = 0; i < hb->n_vv; i++)
 		if (hb->vv[i]->epoch == epoch &&
@@ -106,11 +106,11 @@ static void test_own_stream_as_published(void **state)
 		op.body_case = GRANTD__V1__OP__BODY_GRANT;
 		op.grant = &g;
 		assert_int_equal(ops_local(f->a.o, writer_batch(f->a.w), &op),
-				 0);
+		                 0);
 	}
 	assert_int_equal(writer_commit(f->a.w, &t), 0);
 	assert_int_equal(ops_vv_get(f->a.o, NULL, "paloalto", f->a.o->epoch),
-			 5);
+	                 5);
 	repl_hb_fill(f->a.repl, &hb);
 	assert_int_equal(listed(&hb, "paloalto", f->a.o->epoch), 3);
 	assert_true(hb.has_digest);
@@ -122,14 +122,16 @@ static void test_own_stream_as_published(void **state)
 /* A heartbeat from paloalto as portland's SUB would decode it: entries
  * n of (origin[i % norigins], epoch, seq). */
 static Grantd__V1__PeerMsg *heartbeat(const char *const *origins,
-				      size_t norigins, size_t n,
-				      uint64_t epoch, uint64_t seq)
+                                      size_t norigins,
+                                      size_t n,
+                                      uint64_t epoch,
+                                      uint64_t seq)
 {
 	Grantd__V1__PeerMsg m = GRANTD__V1__PEER_MSG__INIT;
 	Grantd__V1__Heartbeat hb = GRANTD__V1__HEARTBEAT__INIT;
 	Grantd__V1__VvEntry *e = calloc(n, sizeof(*e));
 	Grantd__V1__VvEntry **pe = calloc(n, sizeof(*pe));
-	struct peer_self self = { NULL, "paloalto", NULL, NULL };
+	struct peer_self self = {NULL, "paloalto", NULL, NULL};
 
 	assert_non_null(e);
 	assert_non_null(pe);
@@ -167,7 +169,7 @@ static void test_ahead_and_level(void **state)
 {
 	struct fx *f = *state;
 	struct repl_peer *p = &f->b.repl->peers[0];
-	const char *pa[] = { "paloalto" };
+	const char *pa[] = {"paloalto"};
 	const Grantd__V1__VvEntry *e;
 	uint64_t lag = 99;
 
@@ -195,10 +197,10 @@ static void test_oversized_cut(void **state)
 {
 	struct fx *f = *state;
 	struct repl_peer *p = &f->b.repl->peers[0];
-	const char *mixed[] = { "paloalto", "-bad name-" };
+	const char *mixed[] = {"paloalto", "-bad name-"};
 
 	/* MAX_VV + 10 good entries: MAX_VV kept */
-	const char *pa[] = { "paloalto" };
+	const char *pa[] = {"paloalto"};
 	take(f, heartbeat(pa, 1, MAX_VV + 10, 1, 1));
 	assert_non_null(p->hb);
 	assert_int_equal(p->hb->n_vv, MAX_VV);
@@ -224,7 +226,7 @@ static bool heard(struct fx *f)
 static void test_heard_live(void **state)
 {
 	struct fx *f = *state;
-	struct fx_node *both[] = { &f->a, &f->b };
+	struct fx_node *both[] = {&f->a, &f->b};
 	uint64_t end = clock_mono_ms() + WAIT_MS;
 
 	assert_int_equal(fx_node_grants(&f->a, 2, WAIT_MS), 0);
@@ -236,20 +238,20 @@ static void test_heard_live(void **state)
 	       clock_mono_ms() < end)
 		fx_nodes_round(both, 2, 5);
 	assert_int_equal(
-		listed(f->b.repl->peers[0].hb, "paloalto", f->a.o->epoch), 2);
+	        listed(f->b.repl->peers[0].hb, "paloalto", f->a.o->epoch), 2);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_own_stream_as_published,
-						setup, teardown),
-		cmocka_unit_test_setup_teardown(test_ahead_and_level, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_oversized_cut, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_heard_live, setup,
-						teardown),
+	        cmocka_unit_test_setup_teardown(test_own_stream_as_published,
+	                                        setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_ahead_and_level, setup,
+	                                        teardown),
+	        cmocka_unit_test_setup_teardown(test_oversized_cut, setup,
+	                                        teardown),
+	        cmocka_unit_test_setup_teardown(test_heard_live, setup,
+	                                        teardown),
 	};
 
 	return cmocka_run_group_tests(tests, setup_group, fx_group_teardown);

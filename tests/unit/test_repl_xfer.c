@@ -41,11 +41,11 @@
 #define NGRANTS 6
 
 /* the families a transfer copies, in its order (repl_xfer.c's) */
-static const enum store_cf cfs[] = { GD_RECORD_KINDS(RECORDS_SNAP_CF) };
+static const enum store_cf cfs[] = {GD_RECORD_KINDS(RECORDS_SNAP_CF)};
 #define NCFS ((int)GD_ARRAY_SIZE(cfs))
 
 static const uint8_t seal_key[STORE_SEAL_KEY_LEN] =
-	"test_repl_xfer seal key 0123456";
+        "test_repl_xfer seal key 0123456";
 
 struct fx {
 	char dir[64];
@@ -73,8 +73,8 @@ static int setup(void **state)
 	fx_node_peer(&f->b, &f->a, CONFIG_ROLE_FRONTEND);
 	if (fx_node_link(&f->a) < 0 ||
 	    fx_node_grants(&f->a, NGRANTS, WAIT_MS) < 0 ||
-	    ops_truncate_log(f->a.o, clock_wall_ms() + 60000,
-			     TRUNCATE_MAX) != NGRANTS)
+	    ops_truncate_log(f->a.o, clock_wall_ms() + 60000, TRUNCATE_MAX) !=
+	            NGRANTS)
 		return -1;
 	*state = f;
 	return 0;
@@ -106,8 +106,11 @@ static int64_t grants(struct fx_node *n)
 typedef bool (*cond_fn)(struct fx *f);
 
 /* Run the loops of nodes[0..n) until cond holds (fail after WAIT_MS). */
-static void run_until(struct fx *f, struct fx_node *const *nodes, int n,
-		      cond_fn cond, const char *what)
+static void run_until(struct fx *f,
+                      struct fx_node *const *nodes,
+                      int n,
+                      cond_fn cond,
+                      const char *what)
 {
 	for (uint64_t end = clock_mono_ms() + WAIT_MS; clock_mono_ms() < end;
 	     fx_nodes_round(nodes, n, 5))
@@ -135,7 +138,7 @@ static bool b_transferring(struct fx *f)
 static void test_transfer(void **state)
 {
 	struct fx *f = *state;
-	struct fx_node *both[] = { &f->a, &f->b };
+	struct fx_node *both[] = {&f->a, &f->b};
 
 	assert_int_equal(fx_node_link(&f->b), 0);
 	run_until(f, both, 2, b_transferring, "a state transfer starts");
@@ -149,7 +152,7 @@ static void test_transfer(void **state)
 static void test_cut_in_the_middle(void **state)
 {
 	struct fx *f = *state;
-	struct fx_node *both[] = { &f->a, &f->b };
+	struct fx_node *both[] = {&f->a, &f->b};
 	struct repl *r;
 	uint64_t t;
 
@@ -160,7 +163,7 @@ static void test_cut_in_the_middle(void **state)
 	repl_handle(r);
 	assert_non_null(r->xfer.p);
 	assert_true(cfs[r->xfer.cf] != CF_GRANTS); /* past the grants */
-	assert_true(r->xfer.cf < NCFS - 1);        /* families are left */
+	assert_true(r->xfer.cf < NCFS - 1); /* families are left */
 	/* nothing half-applied: the records merged so far are there, but
 	 * the vector claims none of paloalto's stream, so portland is
 	 * still behind it and will ask again */
@@ -186,7 +189,7 @@ static void test_cut_in_the_middle(void **state)
 static void test_reply_not_asked(void **state)
 {
 	struct fx *f = *state;
-	struct fx_node *both[] = { &f->a, &f->b };
+	struct fx_node *both[] = {&f->a, &f->b};
 	Grantd__V1__SnapRep rep = GRANTD__V1__SNAP_REP__INIT;
 	struct repl *r;
 	uint64_t dropped;
@@ -216,10 +219,10 @@ static void test_reply_not_asked(void **state)
 static void test_record_refused(void **state)
 {
 	struct fx *f = *state;
-	struct fx_node *both[] = { &f->a, &f->b };
+	struct fx_node *both[] = {&f->a, &f->b};
 	Grantd__V1__SnapRep rep = GRANTD__V1__SNAP_REP__INIT;
-	ProtobufCBinaryData key = { 3, (uint8_t *)"bad" };
-	ProtobufCBinaryData val = { 7, (uint8_t *)"garbage" };
+	ProtobufCBinaryData key = {3, (uint8_t *)"bad"};
+	ProtobufCBinaryData val = {7, (uint8_t *)"garbage"};
 	struct repl *r;
 
 	assert_int_equal(fx_node_link(&f->b), 0);
@@ -247,13 +250,13 @@ static void test_record_refused(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_transfer, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_cut_in_the_middle, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_reply_not_asked, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_record_refused, setup,
-						teardown),
+	        cmocka_unit_test_setup_teardown(test_transfer, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_cut_in_the_middle, setup,
+	                                        teardown),
+	        cmocka_unit_test_setup_teardown(test_reply_not_asked, setup,
+	                                        teardown),
+	        cmocka_unit_test_setup_teardown(test_record_refused, setup,
+	                                        teardown),
 	};
 
 	return cmocka_run_group_tests(tests, setup_group, fx_group_teardown);
