@@ -319,7 +319,7 @@ static bool
 op_from_link(struct repl *r, struct repl_peer *p, const Grantd__V1__Op *op)
 {
 	if (!op->origin || !strcmp(op->origin, p->cfg->site))
-		return true; /* (no origin: apply_op refuses it) */
+		return true; /* (no origin: repl_apply_op refuses it) */
 	repl_stat_refuse(r, DROP_FORGED_ORIGIN, 1,
 	                 "peer operation dropped peer=%s "
 	                 "origin=%s seq=%llu: origin is not the link's site",

@@ -22,7 +22,7 @@
 #include "plheads.h"
 #include "banned.h"
 
-/* Our whole vector as heartbeat entries; free with hb_free_entries. */
+/* Our whole vector as heartbeat entries; free with repl_hb_free. */
 void repl_hb_fill(struct repl *r, Grantd__V1__Heartbeat *hb)
 {
 	struct store_iter *it;
@@ -36,7 +36,7 @@ void repl_hb_fill(struct repl *r, Grantd__V1__Heartbeat *hb)
 		size_t ol = strnlen(key, klen);
 		if (ol + 1 + 8 != klen || v.len != 8)
 			continue;
-		/* never more than a peer takes (take_heartbeat); our own
+		/* never more than a peer takes (repl_hb_take); our own
 		 * stream always has its place */
 		bool ours = ol == strlen(o->site) &&
 		            !memcmp(key, o->site, ol) &&
@@ -84,7 +84,7 @@ void repl_hb_free(Grantd__V1__Heartbeat *hb)
 	hb->n_vv = 0;
 }
 
-/* Our vector as a heartbeat in m (hb filled: hb_free_entries after the
+/* Our vector as a heartbeat in m (hb filled: repl_hb_free after the
  * send): on PUB every 250 ms, or to the peer that asked (vv_req). */
 void repl_hb_vector_msg(struct repl *r,
                         Grantd__V1__PeerMsg *m,

@@ -38,6 +38,7 @@ void repl_stat_refuse(
 	char m[512];
 	va_list ap;
 
+	GD_ASSERT(why < DROP__COUNT);
 	r->drops[why] += n;
 	repl_dropped(r, n);
 	if (now_ms - r->drop_log_ms[why] < 1000)

@@ -5,7 +5,7 @@
  * operation gets (ops_merge_record); the sender's vector comes with the
  * first reply and is raised into ours only when every family is merged
  * and no record was refused, and then no further than the sender can
- * prove (repl_xfer_cap).  A transfer cut in the middle (no reply within
+ * prove (snap_vv_cap).  A transfer cut in the middle (no reply within
  * RANGE_TIMEOUT_MS) is dropped and starts over from the first family: the
  * records merged so far are harmless (a merge never goes backwards), and
  * the vector, never raised, still asks for what is missing.
@@ -44,6 +44,7 @@ static void snap_request(struct repl *r, uint64_t now_ms)
 	Grantd__V1__PeerMsg m;
 	Grantd__V1__SnapReq rq = GRANTD__V1__SNAP_REQ__INIT;
 
+	GD_ASSERT(sn->p && sn->cf < (int)GD_ARRAY_SIZE(repl_xfer_cfs));
 	peer_msg_init(r->self, &m);
 	rq.cf = (uint32_t)repl_xfer_cfs[sn->cf], rq.has_cf = 1;
 	if (sn->after.len) {
@@ -252,7 +253,7 @@ void repl_xfer_apply(struct repl *r,
 	struct repl_xfer *sn = &r->xfer;
 	struct ops *o = r->ops;
 	struct buf why = BUF_INIT;
-	/* the checks a live operation gets (apply_op) */
+	/* the checks a live operation gets (repl_apply_op) */
 	struct ops_trust t = {((clock_wall_ms() + MAX_SKEW_MS) << 16) | 0xffff,
 	                      known_cb, r};
 
