@@ -86,6 +86,8 @@ void fx_store_close(struct store **s, struct ops *o)
 #include "syncer.h"
 #include "writer.h"
 
+static void fx_node_publish(struct buf *ops, void *payload);
+
 int fx_node_open(struct fx_node *n,
                  const char *parent,
                  const char *site,
@@ -121,7 +123,9 @@ int fx_node_open(struct fx_node *n,
 	                   &(struct writer_opts){.store = n->s,
 	                                         .ops = n->o,
 	                                         .syncer = n->sy,
-	                                         .repo_dir = n->repo_dir}) < 0
+	                                         .repo_dir = n->repo_dir,
+	                                         .publish_fn = fx_node_publish,
+	                                         .publish_payload = n}) < 0
 	               ? -1
 	               : 0;
 }
@@ -213,7 +217,7 @@ void fx_nodes_round(struct fx_node *const *nodes, int n, int ms)
 		if (x->repl)
 			repl_handle(x->repl);
 		while (zmq_poll(&it, 1, 0) == 1)
-			writer_synced(x->w, fx_node_publish, x);
+			writer_synced(x->w);
 		if (x->repl)
 			repl_tick(x->repl, clock_mono_ms());
 	}
