@@ -141,6 +141,8 @@ void packsrv_request(struct packsrv *ps, const struct buf *rid,
 		why = "cannot run git pack-objects";
 		goto out;
 	}
+	s->pid = c.pid;
+	s->fd = c.out;
 	ps->nstreams++;
 	buf_add(&s->rid, rid->p, rid->len);
 	snprintf(s->site, sizeof(s->site), "%s", site);
