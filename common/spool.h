@@ -16,8 +16,8 @@
 
 #include "buf.h"
 
-#define SPOOL_DIR "grantd-spool" /* in GIT_DIR */
-#define SPOOL_SUFFIX ".refs"     /* a spooled push; other names are not */
+#define SPOOL_DIR    "grantd-spool" /* in GIT_DIR */
+#define SPOOL_SUFFIX ".refs" /* a spooled push; other names are not */
 
 /* git_dir/grantd-spool into out (replacing its contents). */
 void spool_path(struct buf *out, const char *git_dir);

@@ -24,7 +24,7 @@ git_repository *gitio_repo(struct gitio *io, const char *name)
 	if (git_repository_open_bare(&io->repo, path.p) < 0) {
 		io->repo = NULL;
 		log_debug("repository not openable (yet) repo=%s: %s", name,
-			  gitproc_why());
+		          gitproc_why());
 	} else {
 		snprintf(io->repo_name, sizeof(io->repo_name), "%s", name);
 	}
@@ -61,14 +61,18 @@ int gitio_send(struct gitio *io, void *sock, const Grantd__V1__PeerMsg *m)
 	return peer_send(sock, m, NULL, 0);
 }
 
-int gitio_send_router(struct gitio *io, const struct buf *rid,
-		      const Grantd__V1__PeerMsg *m)
+int gitio_send_router(struct gitio *io,
+                      const struct buf *rid,
+                      const Grantd__V1__PeerMsg *m)
 {
 	return io->to_router(io->arg, rid, m);
 }
 
-void gitio_pack_err(struct gitio *io, void *sock, const struct buf *rid,
-		    uint64_t id, const char *why)
+void gitio_pack_err(struct gitio *io,
+                    void *sock,
+                    const struct buf *rid,
+                    uint64_t id,
+                    const char *why)
 {
 	Grantd__V1__PeerMsg m;
 	peer_msg_init(io->self, &m);
@@ -84,8 +88,11 @@ void gitio_pack_err(struct gitio *io, void *sock, const struct buf *rid,
 		gitio_send_router(io, rid, &m);
 }
 
-void gitio_mark(struct gitio *io, const char *key, size_t klen,
-		const char *val, size_t vlen)
+void gitio_mark(struct gitio *io,
+                const char *key,
+                size_t klen,
+                const char *val,
+                size_t vlen)
 {
 	io->mark(io->arg, key, klen, val, vlen);
 }

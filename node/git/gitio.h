@@ -25,8 +25,8 @@
 #include "peer.h"
 
 #define GITIO_CHUNK_MAX (256 * 1024) /* pack bytes per PackChunk */
-#define GITIO_WANTS_MAX 256          /* tips one PackReq asks for */
-#define GITIO_HAVES_MAX 512          /* tips one PackReq says it has */
+#define GITIO_WANTS_MAX 256 /* tips one PackReq asks for */
+#define GITIO_HAVES_MAX 512 /* tips one PackReq says it has */
 
 /* The counters gitrepl_status shows: kept on the actor, copied to the
  * writer over the pair whenever they change (a plain struct: memcpy). */
@@ -41,19 +41,23 @@ struct gitio_stats {
 };
 
 struct gitio {
-	const struct peer_self *self;    /* zmq context, site, keys */
+	const struct peer_self *self; /* zmq context, site, keys */
 	const struct config_peer *peers; /* by index: the DEALERs' order */
 	int npeers;
 	const char *repo_dir;
-	struct gitio_stats *st;          /* the actor's */
+	struct gitio_stats *st; /* the actor's */
 	/* m for the peer behind rid on the sync ROUTER, which is the
 	 * writer's socket: 0 or GD_EIO */
-	int (*to_router)(void *arg, const struct buf *rid,
-			 const Grantd__V1__PeerMsg *m);
+	int (*to_router)(void *arg,
+	                 const struct buf *rid,
+	                 const Grantd__V1__PeerMsg *m);
 	/* CF_LOSERS key gets val (NULL: goes), written by the writer */
-	void (*mark)(void *arg, const char *key, size_t klen, const char *val,
-		     size_t vlen);
-	void *arg;                       /* theirs */
+	void (*mark)(void *arg,
+	             const char *key,
+	             size_t klen,
+	             const char *val,
+	             size_t vlen);
+	void *arg; /* theirs */
 	/* the one open repository, cached (gitio_repo) */
 	git_repository *repo;
 	char repo_name[NAME_REPO_MAX + 1];
@@ -74,21 +78,28 @@ int gitio_peer_index(const struct gitio *io, const char *site);
 
 /* The last error, for status. */
 void gitio_error(struct gitio *io, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+        __attribute__((format(printf, 2, 3)));
 
 /* m on one of the actor's DEALERs (sock): 0 or GD_EIO (not connected). */
 int gitio_send(struct gitio *io, void *sock, const Grantd__V1__PeerMsg *m);
 
 /* m to the peer behind rid on the sync ROUTER (io->to_router). */
-int gitio_send_router(struct gitio *io, const struct buf *rid,
-		      const Grantd__V1__PeerMsg *m);
+int gitio_send_router(struct gitio *io,
+                      const struct buf *rid,
+                      const Grantd__V1__PeerMsg *m);
 
 /* A PackErr {id, why}: on the DEALER sock, or (sock NULL) behind rid. */
-void gitio_pack_err(struct gitio *io, void *sock, const struct buf *rid,
-		    uint64_t id, const char *why);
+void gitio_pack_err(struct gitio *io,
+                    void *sock,
+                    const struct buf *rid,
+                    uint64_t id,
+                    const char *why);
 
 /* A conflict mark for the writer (io->mark). */
-void gitio_mark(struct gitio *io, const char *key, size_t klen,
-		const char *val, size_t vlen);
+void gitio_mark(struct gitio *io,
+                const char *key,
+                size_t klen,
+                const char *val,
+                size_t vlen);
 
 #endif

@@ -58,8 +58,11 @@ static int find_prog(char *out, size_t n, const char *prog,
 
 /* c's argv as execve takes it: git's with "git --git-dir=..." first
  * (gitdir holds that), else c->argv itself. */
-static char **make_argv(const struct gitproc_cmd *c, char **argv, int max,
-			char *gitdir, size_t n)
+static char **make_argv(const struct gitproc_cmd *c,
+                        char **argv,
+                        int max,
+                        char *gitdir,
+                        size_t n)
 {
 	int k = 0;
 
@@ -76,26 +79,27 @@ static char **make_argv(const struct gitproc_cmd *c, char **argv, int max,
 
 /* c's stdin, stdout and stderr as file actions on the pipes in and out. */
 static void file_actions(posix_spawn_file_actions_t *fa,
-			 const struct gitproc_cmd *c, const int in[2],
-			 const int out[2])
+                         const struct gitproc_cmd *c,
+                         const int in[2],
+                         const int out[2])
 {
 	if (c->no_stdin)
 		posix_spawn_file_actions_addopen(fa, 0, "/dev/null", O_RDONLY,
-						 0);
+		                                 0);
 	else
 		posix_spawn_file_actions_adddup2(fa, in[0], 0);
 	if (c->out_pipe)
 		posix_spawn_file_actions_adddup2(fa, out[1], 1);
 	else if (c->no_stdout)
 		posix_spawn_file_actions_addopen(fa, 1, "/dev/null", O_WRONLY,
-						 0);
+		                                 0);
 	if (c->stderr_to_stdout)
 		posix_spawn_file_actions_adddup2(fa, c->out_pipe ? out[1] : 1,
-						 2);
+		                                 2);
 	else if (c->err_file || c->no_stderr)
 		posix_spawn_file_actions_addopen(
-			fa, 2, c->err_file ? c->err_file : "/dev/null",
-			O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		        fa, 2, c->err_file ? c->err_file : "/dev/null",
+		        O_WRONLY | O_CREAT | O_TRUNC, 0600);
 	if (c->dir)
 		posix_spawn_file_actions_addchdir_np(fa, c->dir);
 }
@@ -126,7 +130,7 @@ static void close_pair(int p[2])
 int gitproc_start(struct gitproc_cmd *c)
 {
 	posix_spawn_file_actions_t fa;
-	int in[2] = { -1, -1 }, out[2] = { -1, -1 };
+	int in[2] = {-1, -1}, out[2] = {-1, -1};
 	char gitdir[4200], file[4096], *args[16], **argv;
 	char *const *envp = c->env ? c->env : environ;
 	int e;
@@ -149,7 +153,7 @@ int gitproc_start(struct gitproc_cmd *c)
 		e = posix_spawnp(&c->pid, "git", &fa, NULL, argv, envp);
 	else
 		e = posix_spawn(&c->pid, c->env ? file : c->prog, &fa, NULL,
-				argv, envp);
+		                argv, envp);
 	posix_spawn_file_actions_destroy(&fa);
 	if (in[0] >= 0)
 		close(in[0]);

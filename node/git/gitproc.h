@@ -32,8 +32,8 @@ struct gitproc_cmd {
 	const char *prog;
 	const char *git_dir;
 	const char *const *argv;
-	char *const *env;         /* exactly this environment; NULL: ours */
-	const char *dir;          /* its working directory; NULL: ours */
+	char *const *env; /* exactly this environment; NULL: ours */
+	const char *dir; /* its working directory; NULL: ours */
 	/* stdin: /dev/null (no_stdin), or a pipe that gets input (when not
 	 * NULL, written whole: it must fit the pipe) and is then closed,
 	 * or left open in .in (in_pipe, non-blocking) */
@@ -51,7 +51,10 @@ struct gitproc_cmd {
 	int in, out;
 };
 
-#define GITPROC_CMD_INIT { .pid = -1, .in = -1, .out = -1 }
+#define GITPROC_CMD_INIT                       \
+	{                                      \
+		.pid = -1, .in = -1, .out = -1 \
+	}
 
 /* Start c.  Returns 0 (c->pid, and c->in, c->out as asked, set), or -1
  * with errno set (ENOENT: prog not found). */
@@ -74,8 +77,10 @@ const char *gitproc_why(void);
 /* git's own check after a fetch (check_connected): everything reachable
  * from the tips wants is in the quarantine qdir (NULL: none) or the
  * repository at path, and joins what the refs already reach. */
-bool gitproc_connected(const char *path, const char *qdir,
-		       const char (*wants)[OID_HEX + 1], size_t nwants);
+bool gitproc_connected(const char *path,
+                       const char *qdir,
+                       const char (*wants)[OID_HEX + 1],
+                       size_t nwants);
 
 /* Start `git index-pack --stdin --fix-thin --keep` writing into the
  * quarantine qdir (an objects directory) of the repository at path, whose
@@ -96,7 +101,6 @@ void gitproc_index_why(const char *qdir, char *out, size_t n);
 
 /* Add each ref tip of repo to out, one 40-hex line each, counting in *n
  * (at most max in all). */
-void gitproc_tips(git_repository *repo, struct buf *out, size_t *n,
-		  size_t max);
+void gitproc_tips(git_repository *repo, struct buf *out, size_t *n, size_t max);
 
 #endif

@@ -46,19 +46,19 @@ struct gitrepl {
 	const struct config_peer *peers;
 	int npeers;
 	char *repo_dir;
-	bool gitolite;              /* gitolite mode: status says more */
+	bool gitolite; /* gitolite mode: status says more */
 	pthread_t thread;
 	bool started;
 	char endpoint[64];
 	/* writer */
-	void *main_pair;            /* the writer's end */
-	struct gitio_stats seen;    /* the last copy the actor sent */
+	void *main_pair; /* the writer's end */
+	struct gitio_stats seen; /* the last copy the actor sent */
 	/* actor */
 	void *pair;
 	void *dealer[CONFIG_MAX_PEERS];
 	/* their handshakes: made again after one failed (linkmon.h) */
 	struct linkmon mon[CONFIG_MAX_PEERS];
-	struct gitio io;            /* handed to each stage */
+	struct gitio io; /* handed to each stage */
 	struct reconcile *rc;
 	struct packfetch *pf;
 	struct packsrv *ps;
@@ -71,8 +71,8 @@ struct gitrepl {
 /* ---- the actor: what the stages send ------------------------------------ */
 
 /* gitio's to_router: through the writer, whose ROUTER it is. */
-static int to_router(void *arg, const struct buf *rid,
-		     const Grantd__V1__PeerMsg *m)
+static int
+to_router(void *arg, const struct buf *rid, const Grantd__V1__PeerMsg *m)
 {
 	struct gitrepl *g = arg;
 	uint8_t tag = GITREPL_MSG_PEER;
@@ -84,8 +84,8 @@ static int to_router(void *arg, const struct buf *rid,
 
 /* gitio's mark: the writer stores val (NULL: deletes) under CF_LOSERS
  * key; the actor never writes the store. */
-static void to_marks(void *arg, const char *key, size_t klen,
-		     const char *val, size_t vlen)
+static void
+to_marks(void *arg, const char *key, size_t klen, const char *val, size_t vlen)
 {
 	struct gitrepl *g = arg;
 	uint8_t tag = val ? GITREPL_MSG_MARK : GITREPL_MSG_UNMARK;
@@ -167,8 +167,8 @@ static void pair_msg(struct gitrepl *g)
 		char site[NAME_SITE_MAX + 1] = "";
 		if (tlen > 1 && tlen - 1 <= NAME_SITE_MAX)
 			memcpy(site, tag + 1, tlen - 1);
-		reconcile_all(g->rc, *site ? gitio_peer_index(&g->io, site) :
-					     -1);
+		reconcile_all(g->rc,
+		              *site ? gitio_peer_index(&g->io, site) : -1);
 		break;
 	}
 	case GITREPL_MSG_SERVE:
@@ -218,7 +218,8 @@ static void dealers(struct gitrepl *g)
 		for (int b = 0; b < 64; b++) {
 			enum packfetch_verdict v = PACKFETCH_GOING;
 			zmq_msg_init(&msg);
-			if (zmq_msg_recv(&msg, g->dealer[i], ZMQ_DONTWAIT) < 0) {
+			if (zmq_msg_recv(&msg, g->dealer[i], ZMQ_DONTWAIT) <
+			    0) {
 				zmq_msg_close(&msg);
 				break;
 			}
@@ -239,15 +240,15 @@ static int turn(struct gitrepl *g, bool more)
 	zmq_pollitem_t items[1 + CONFIG_MAX_PEERS + PACKSRV_STREAMS_MAX + 1];
 	int k = 0, streams;
 
-	items[k++] = (zmq_pollitem_t){ g->pair, 0, ZMQ_POLLIN, 0 };
+	items[k++] = (zmq_pollitem_t){g->pair, 0, ZMQ_POLLIN, 0};
 	for (int i = 0; i < g->npeers; i++)
-		items[k++] = (zmq_pollitem_t){ g->dealer[i], 0, ZMQ_POLLIN, 0 };
+		items[k++] = (zmq_pollitem_t){g->dealer[i], 0, ZMQ_POLLIN, 0};
 	streams = k;
 	k += packsrv_poll(g->ps, &items[streams]);
 	/* the admin sync's output (read in glsync_tick) */
 	if (glsync_fd(g->gs) >= 0)
-		items[k++] = (zmq_pollitem_t){ NULL, glsync_fd(g->gs),
-					       ZMQ_POLLIN, 0 };
+		items[k++] =
+		        (zmq_pollitem_t){NULL, glsync_fd(g->gs), ZMQ_POLLIN, 0};
 	/* a sync whose output ended is about to exit: reap it soon, so
 	 * that its ms says how long the compile took */
 	int wait_ms = more ? 0 : glsync_ending(g->gs) ? 5 : 100;
@@ -311,21 +312,32 @@ static void pair_opts(void *s)
  * with its sockets. */
 static void open_stages(struct gitrepl *g, const struct gitrepl_opts *o)
 {
-	g->io = (struct gitio){ .self = o->self, .peers = o->peers,
-				.npeers = g->npeers, .repo_dir = g->repo_dir,
-				.st = &g->st, .to_router = to_router,
-				.mark = to_marks, .arg = g };
-	packfetch_open(&g->pf, &(struct packfetch_opts){
-		.io = &g->io, .store = o->store, .dealer = g->dealer,
-		.fetch_hist = o->fetch_hist });
+	g->io = (struct gitio){.self = o->self,
+	                       .peers = o->peers,
+	                       .npeers = g->npeers,
+	                       .repo_dir = g->repo_dir,
+	                       .st = &g->st,
+	                       .to_router = to_router,
+	                       .mark = to_marks,
+	                       .arg = g};
+	packfetch_open(&g->pf,
+	               &(struct packfetch_opts){.io = &g->io,
+	                                        .store = o->store,
+	                                        .dealer = g->dealer,
+	                                        .fetch_hist = o->fetch_hist});
 	packsrv_open(&g->ps, &g->io);
-	glsync_open(&g->gs, &(struct glsync_opts){
-		.io = &g->io, .home = o->gitolite_home,
-		.program = o->gitolite_program, .conf_path = o->conf_path });
-	reconcile_open(&g->rc, &(struct reconcile_opts){
-		.io = &g->io, .store = o->store, .fetch = g->pf,
-		.glsync = g->gs, .hook_path = o->hook_path,
-		.conf_path = o->conf_path });
+	glsync_open(&g->gs,
+	            &(struct glsync_opts){.io = &g->io,
+	                                  .home = o->gitolite_home,
+	                                  .program = o->gitolite_program,
+	                                  .conf_path = o->conf_path});
+	reconcile_open(&g->rc,
+	               &(struct reconcile_opts){.io = &g->io,
+	                                        .store = o->store,
+	                                        .fetch = g->pf,
+	                                        .glsync = g->gs,
+	                                        .hook_path = o->hook_path,
+	                                        .conf_path = o->conf_path});
 }
 
 int gitrepl_start(struct gitrepl **out, const struct gitrepl_opts *o)
@@ -495,7 +507,7 @@ void gitrepl_all(struct gitrepl *g, const char *prefer)
 {
 	char m[1 + NAME_SITE_MAX + 1];
 	int k = snprintf(m, sizeof(m), "%c%s", GITREPL_MSG_ALL,
-			 prefer ? prefer : "");
+	                 prefer ? prefer : "");
 	zmq_send(g->main_pair, m, (size_t)k, 0);
 }
 

@@ -19,23 +19,23 @@
 #include "xalloc.h"
 #include "banned.h"
 
-#define GITOLITE_ADMIN "gitolite-admin"
-#define ADMIN_LOG_LINES 40  /* lines of a sync's output logged */
-#define ADMIN_STOP_MS 5000  /* a sync's end waited for at stop */
+#define GITOLITE_ADMIN  "gitolite-admin"
+#define ADMIN_LOG_LINES 40 /* lines of a sync's output logged */
+#define ADMIN_STOP_MS   5000 /* a sync's end waited for at stop */
 
 /* One child at a time, never waited for: the compile takes seconds, and
  * a move meanwhile sets dirty again, so the newest commit is the one
  * compiled last. */
 struct admin_sync {
-	bool dirty;                 /* compile again */
-	pid_t pid;                  /* the sync running, 0: none */
-	int fd;                     /* its stdout and stderr, -1: closed */
+	bool dirty; /* compile again */
+	pid_t pid; /* the sync running, 0: none */
+	int fd; /* its stdout and stderr, -1: closed */
 	uint64_t started_ms;
-	char commit[OID_HEX + 1];   /* HEAD when it started */
-	struct buf line;            /* a line not ended yet */
-	unsigned lines;             /* lines seen */
-	char first_err[200];        /* its first line that says error */
-	char last[200];             /* its last line */
+	char commit[OID_HEX + 1]; /* HEAD when it started */
+	struct buf line; /* a line not ended yet */
+	unsigned lines; /* lines seen */
+	char first_err[200]; /* its first line that says error */
+	char last[200]; /* its last line */
 };
 
 struct glsync {
@@ -47,8 +47,10 @@ struct glsync {
 /* The reconciler moved (or deleted) ref of repository name: when that is
  * the branch gitolite-admin's HEAD names (gitolite 3.6 compiles master
  * only; upstream, HEAD's branch), gitolite must compile it again. */
-void glsync_moved(struct glsync *g, git_repository *repo, const char *name,
-		  const char *ref)
+void glsync_moved(struct glsync *g,
+                  git_repository *repo,
+                  const char *name,
+                  const char *ref)
 {
 	git_reference *head = NULL;
 	const char *target;
@@ -146,8 +148,7 @@ static void admin_read(struct glsync *g, bool force)
 /* The child's environment, built: gitolite as after a push to its admin
  * repository, and none of ours (GIT_CONFIG_GLOBAL=/dev/null above all:
  * repos_git_isolate).  env holds the strings, envp points at them. */
-static void admin_env(const struct glsync *g, struct buf env[5],
-		      char *envp[6])
+static void admin_env(const struct glsync *g, struct buf env[5], char *envp[6])
 {
 	struct passwd pw, *res = NULL;
 	char pwbuf[4096], uid[32];
@@ -200,8 +201,8 @@ static void admin_spawn(struct glsync *g, uint64_t t)
 		g->io->st->gitolite_syncs++;
 		g->io->st->gitolite_failures++;
 		snprintf(g->io->st->gitolite_last_error,
-			 sizeof(g->io->st->gitolite_last_error),
-			 "cannot run %s: %s", g->gl_program, strerror(e));
+		         sizeof(g->io->st->gitolite_last_error),
+		         "cannot run %s: %s", g->gl_program, strerror(e));
 		log_error("gitolite admin not synced commit=%s: cannot run "
 			  "program=%s: %s", a->commit, g->gl_program,
 			  strerror(e));
@@ -232,8 +233,9 @@ static void admin_done(struct glsync *g, int rc, uint64_t t)
 			  *a->last ? a->last : "no output";
 	g->io->st->gitolite_failures++;
 	/* bounded to fit: a long error is cut, status shows its start */
-	snprintf(g->io->st->gitolite_last_error, sizeof(g->io->st->gitolite_last_error),
-		 "commit %.40s: rc=%d: %.180s", a->commit, rc, why);
+	snprintf(g->io->st->gitolite_last_error,
+	         sizeof(g->io->st->gitolite_last_error),
+	         "commit %.40s: rc=%d: %.180s", a->commit, rc, why);
 	log_error("gitolite admin synced commit=%s ms=%llu rc=%d: %s",
 		  a->commit, ms, rc, why);
 }

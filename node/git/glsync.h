@@ -24,8 +24,8 @@ struct glsync;
 
 struct glsync_opts {
 	struct gitio *io;
-	const char *home;      /* gitolite's HOME (NULL: not gitolite mode) */
-	const char *program;   /* the gitolite command */
+	const char *home; /* gitolite's HOME (NULL: not gitolite mode) */
+	const char *program; /* the gitolite command */
 	const char *conf_path; /* our config, for its GRANTD_CONFIG */
 };
 
@@ -39,8 +39,10 @@ void glsync_destroy(struct glsync **gsp);
 
 /* The reconciler moved (or deleted) ref of repository name: when it is
  * the branch gitolite-admin's HEAD names, a sync is due. */
-void glsync_moved(struct glsync *gs, git_repository *repo, const char *name,
-		  const char *ref);
+void glsync_moved(struct glsync *gs,
+                  git_repository *repo,
+                  const char *name,
+                  const char *ref);
 
 /* From the loop: read the running sync's output, reap it (never
  * waiting), and start one when one is due. */

@@ -32,27 +32,27 @@
 
 #include <sodium.h>
 
-#define WINDOW 8              /* chunks a fetch lets ahead */
-#define FETCH_IDLE_MS 10000   /* silent this long: ask the next peer */
-#define WANTS_MAX GITIO_WANTS_MAX
-#define HAVES_MAX GITIO_HAVES_MAX
+#define WINDOW        8 /* chunks a fetch lets ahead */
+#define FETCH_IDLE_MS 10000 /* silent this long: ask the next peer */
+#define WANTS_MAX     GITIO_WANTS_MAX
+#define HAVES_MAX     GITIO_HAVES_MAX
 
 /* The fetch in flight (active), or the last one. */
 struct fetch {
 	bool active;
 	uint64_t id;
-	int peer;                   /* index being asked */
-	uint32_t tried;             /* peers asked this round (bits) */
-	int first;                  /* peer to ask first, -1: config order */
+	int peer; /* index being asked */
+	uint32_t tried; /* peers asked this round (bits) */
+	int first; /* peer to ask first, -1: config order */
 	char repo[NAME_REPO_MAX + 1];
 	char wants[WANTS_MAX][OID_HEX + 1];
 	size_t nwants;
-	struct buf qdir;            /* the quarantine, "" when none */
-	struct buf held;            /* the pack's first bytes, until there
-				     * are too many and index-pack starts
-				     * (a small pack: libgit2's indexer) */
-	pid_t ipid;                 /* git index-pack into it, 0: none */
-	int ifd;                    /* its stdin (non-blocking), -1: closed */
+	struct buf qdir; /* the quarantine, "" when none */
+	struct buf held; /* the pack's first bytes, until there
+	                  * are too many and index-pack starts
+	                  * (a small pack: libgit2's indexer) */
+	pid_t ipid; /* git index-pack into it, 0: none */
+	int ifd; /* its stdin (non-blocking), -1: closed */
 	uint32_t seq;
 	uint64_t last_ms, started_ms, bytes;
 };
@@ -221,15 +221,17 @@ static enum packfetch_verdict verdict(struct packfetch *pf)
 
 /* The haves of a fetch: the repository's own tips, and for a fork its
  * parent's (objects the fork reaches through alternates). */
-static void fetch_haves(struct packfetch *pf, git_repository *repo,
-			Grantd__V1__PackReq *q, struct buf *hv)
+static void fetch_haves(struct packfetch *pf,
+                        git_repository *repo,
+                        Grantd__V1__PackReq *q,
+                        struct buf *hv)
 {
 	struct buf v = BUF_INIT, path = BUF_INIT;
 	size_t n = 0;
 
 	gitproc_tips(repo, hv, &n, HAVES_MAX);
-	if (store_get(pf->store, NULL, CF_REPOS, pf->f.repo,
-		      strlen(pf->f.repo), &v) == 0) {
+	if (store_get(pf->store, NULL, CF_REPOS, pf->f.repo, strlen(pf->f.repo),
+	              &v) == 0) {
 		Grantd__V1__Repo *r = grantd__v1__repo__unpack(
 			NULL, v.len, (const uint8_t *)v.p);
 		git_repository *parent = NULL;
@@ -323,7 +325,8 @@ static void fetch_ask(struct packfetch *pf)
 		buf_free(&hv);
 		if (rc < 0) {
 			log_debug("pack request not sent peer=%s (not "
-				  "connected)", pf->io->peers[i].site);
+			          "connected)",
+			          pf->io->peers[i].site);
 			continue;
 		}
 		f->ifd = -1;
@@ -344,9 +347,11 @@ static void fetch_ask(struct packfetch *pf)
 	buf_free(&path);
 }
 
-enum packfetch_verdict packfetch_start(struct packfetch *pf, const char *repo,
-				       const char (*wants)[OID_HEX + 1],
-				       size_t nwants, int first)
+enum packfetch_verdict packfetch_start(struct packfetch *pf,
+                                       const char *repo,
+                                       const char (*wants)[OID_HEX + 1],
+                                       size_t nwants,
+                                       int first)
 {
 	struct fetch *f = &pf->f;
 	struct buf path = BUF_INIT;
@@ -399,9 +404,10 @@ static void fetch_done(struct packfetch *pf, bool ok)
 		metrics_observe(pf->hist, pf->io->st->last_fetch_ms);
 		pf->io->st->last_fetch_bytes = f->bytes;
 		log_info("pack fetched repo=%s peer=%s wants=%zu bytes=%llu "
-			 "ms=%llu", f->repo, pf->io->peers[f->peer].site,
-			 f->nwants, (unsigned long long)f->bytes,
-			 (unsigned long long)(t - f->started_ms));
+		         "ms=%llu",
+		         f->repo, pf->io->peers[f->peer].site, f->nwants,
+		         (unsigned long long)f->bytes,
+		         (unsigned long long)(t - f->started_ms));
 	} else {
 		log_info("objects not found at any reachable peer repo=%s "
 			 "wants=%zu (will retry)", f->repo, f->nwants);
@@ -428,7 +434,7 @@ static void fetch_finish(struct packfetch *pf)
 		log_error("cannot move a fetched pack into repo=%s: %s",
 			  f->repo, strerror(errno));
 		gitio_error(pf->io, "cannot move a pack into %s: %s", f->repo,
-			  strerror(errno));
+		            strerror(errno));
 		buf_free(&path);
 		fetch_done(pf, false);
 		return;
@@ -538,7 +544,7 @@ static void fetch_chunk(struct packfetch *pf, const Grantd__V1__PackChunk *c)
 		} else if (f->ipid <= 0 && indexer_start(pf) < 0) {
 			return;
 		} else if (gitproc_feed(f->ifd, c->data.data, c->data.len,
-					FETCH_IDLE_MS) < 0) {
+		                        FETCH_IDLE_MS) < 0) {
 			/* index-pack refused the pack early (or hangs) */
 			indexer_failed(pf);
 			return;
@@ -569,8 +575,8 @@ static void fetch_chunk(struct packfetch *pf, const Grantd__V1__PackChunk *c)
 	fetch_finish(pf);
 }
 
-enum packfetch_verdict packfetch_dealer(struct packfetch *pf, int i,
-					zmq_msg_t *msg)
+enum packfetch_verdict
+packfetch_dealer(struct packfetch *pf, int i, zmq_msg_t *msg)
 {
 	const char *site = pf->io->peers[i].site, *bad;
 	Grantd__V1__PeerMsg *m = peer_msg_decode(
@@ -591,7 +597,7 @@ enum packfetch_verdict packfetch_dealer(struct packfetch *pf, int i,
 		if (m->body_case == GRANTD__V1__PEER_MSG__BODY_PACK_CHUNK &&
 		    !m->pack_chunk->last)
 			gitio_pack_err(pf->io, pf->dealer[i], NULL, id,
-					 "cancelled");
+			               "cancelled");
 	} else if (m->body_case == GRANTD__V1__PEER_MSG__BODY_PACK_CHUNK) {
 		fetch_chunk(pf, m->pack_chunk);
 	} else if (m->body_case == GRANTD__V1__PEER_MSG__BODY_PACK_ERR) {
@@ -655,8 +661,8 @@ const char *packfetch_last_repo(const struct packfetch *pf)
 }
 
 const char (*packfetch_wants(const struct packfetch *pf,
-			     size_t *n))[OID_HEX + 1]
+                             size_t *n))[OID_HEX + 1]
 {
 	*n = pf->f.nwants;
-	return (const char (*)[OID_HEX + 1])pf->f.wants;
+	return (const char(*)[OID_HEX + 1]) pf->f.wants;
 }

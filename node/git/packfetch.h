@@ -27,19 +27,19 @@
 
 /* What a call did to the fetch. */
 enum packfetch_verdict {
-	PACKFETCH_GOING,     /* still going (or none) */
-	PACKFETCH_OK,        /* over: the wants are in the repository */
-	PACKFETCH_FAILED,    /* over: no peer could give them */
+	PACKFETCH_GOING, /* still going (or none) */
+	PACKFETCH_OK, /* over: the wants are in the repository */
+	PACKFETCH_FAILED, /* over: no peer could give them */
 	PACKFETCH_UNSTARTED, /* packfetch_start: the repository cannot be
-			      * opened, nothing was asked */
+	                      * opened, nothing was asked */
 };
 
 struct packfetch_opts {
 	struct gitio *io;
-	struct store *store;        /* read only: a fork's parent */
-	void *const *dealer;        /* the actor's DEALER to each peer of
-				     * io->peers (the array: it may be
-				     * remade in place) */
+	struct store *store; /* read only: a fork's parent */
+	void *const *dealer; /* the actor's DEALER to each peer of
+	                      * io->peers (the array: it may be
+	                      * remade in place) */
 	struct metrics_hist *fetch_hist; /* each fetch's ms (NULL: none) */
 };
 
@@ -58,18 +58,20 @@ const char *packfetch_repo(const struct packfetch *pf);
 /* The tips of the last fetch that ended (*n of them): after
  * PACKFETCH_OK, proved connected in packfetch_last_repo. */
 const char (*packfetch_wants(const struct packfetch *pf,
-			     size_t *n))[OID_HEX + 1];
+                             size_t *n))[OID_HEX + 1];
 const char *packfetch_last_repo(const struct packfetch *pf);
 
 /* Fetch wants (nwants, at most GITIO_WANTS_MAX) into repo, asking peer
  * first (-1: config order) first.  No fetch may be going. */
-enum packfetch_verdict packfetch_start(struct packfetch *pf, const char *repo,
-				       const char (*wants)[OID_HEX + 1],
-				       size_t nwants, int first);
+enum packfetch_verdict packfetch_start(struct packfetch *pf,
+                                       const char *repo,
+                                       const char (*wants)[OID_HEX + 1],
+                                       size_t nwants,
+                                       int first);
 
 /* One frame on peer i's DEALER. */
-enum packfetch_verdict packfetch_dealer(struct packfetch *pf, int i,
-					zmq_msg_t *msg);
+enum packfetch_verdict
+packfetch_dealer(struct packfetch *pf, int i, zmq_msg_t *msg);
 
 /* A fetch silent for too long asks the next peer. */
 enum packfetch_verdict packfetch_tick(struct packfetch *pf, uint64_t now_ms);

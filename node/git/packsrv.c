@@ -17,23 +17,23 @@
 #include "xalloc.h"
 #include "banned.h"
 
-#define CHUNK_MAX GITIO_CHUNK_MAX
-#define STREAMS_MAX PACKSRV_STREAMS_MAX
-#define CREDIT_MAX 64       /* most a server lets itself be owed */
-#define STREAMS_PER_PEER 3  /* packs served at once to one peer */
-#define KEEPALIVE_MS 3000   /* an empty chunk while git is busy */
-#define SERVE_IDLE_MS 30000 /* no credit this long: stream dropped */
+#define CHUNK_MAX        GITIO_CHUNK_MAX
+#define STREAMS_MAX      PACKSRV_STREAMS_MAX
+#define CREDIT_MAX       64 /* most a server lets itself be owed */
+#define STREAMS_PER_PEER 3 /* packs served at once to one peer */
+#define KEEPALIVE_MS     3000 /* an empty chunk while git is busy */
+#define SERVE_IDLE_MS    30000 /* no credit this long: stream dropped */
 
 /* A pack being served to a peer. */
 struct stream {
-	struct buf rid;     /* the asker's ROUTER routing id */
+	struct buf rid; /* the asker's ROUTER routing id */
 	char site[NAME_SITE_MAX + 1];
 	uint64_t id;
 	pid_t pid;
-	int fd;             /* pack-objects' stdout, non-blocking */
+	int fd; /* pack-objects' stdout, non-blocking */
 	uint32_t credit, seq;
-	uint64_t last_ms;   /* last credit or chunk: idle measure */
-	uint64_t sent_ms;   /* last frame sent, for keep-alives */
+	uint64_t last_ms; /* last credit or chunk: idle measure */
+	uint64_t sent_ms; /* last frame sent, for keep-alives */
 	uint64_t bytes;
 };
 
@@ -43,7 +43,7 @@ struct packsrv {
 	int nstreams;
 	struct stream *polled[STREAMS_MAX]; /* packsrv_poll's, in order */
 	int npolled;
-	uint8_t *chunk;                     /* CHUNK_MAX of scratch */
+	uint8_t *chunk; /* CHUNK_MAX of scratch */
 };
 
 void packsrv_open(struct packsrv **out, struct gitio *io)
@@ -67,20 +67,23 @@ static void stream_close(struct packsrv *ps, struct stream *s)
 		close(s->fd);
 	buf_free(&s->rid);
 	*s = ps->streams[--ps->nstreams];
-	ps->streams[ps->nstreams] = (struct stream){ .fd = -1 };
+	ps->streams[ps->nstreams] = (struct stream){.fd = -1};
 }
 
-static struct stream *stream_find(struct packsrv *ps, const char *site,
-				  uint64_t id)
+static struct stream *
+stream_find(struct packsrv *ps, const char *site, uint64_t id)
 {
 	for (int i = 0; i < ps->nstreams; i++)
-		if (ps->streams[i].id == id && !strcmp(ps->streams[i].site, site))
+		if (ps->streams[i].id == id &&
+		    !strcmp(ps->streams[i].site, site))
 			return &ps->streams[i];
 	return NULL;
 }
 
-void packsrv_request(struct packsrv *ps, const struct buf *rid,
-		     const char *site, const Grantd__V1__PackReq *q)
+void packsrv_request(struct packsrv *ps,
+                     const struct buf *rid,
+                     const char *site,
+                     const Grantd__V1__PackReq *q)
 {
 	static const char *const args[] = { "pack-objects", "--revs", "--thin",
 					    "--stdout", "-q",
@@ -163,8 +166,11 @@ out:
 	buf_free(&in);
 }
 
-static void send_chunk(struct packsrv *ps, struct stream *s, const void *p,
-		       size_t len, bool last)
+static void send_chunk(struct packsrv *ps,
+                       struct stream *s,
+                       const void *p,
+                       size_t len,
+                       bool last)
 {
 	Grantd__V1__PeerMsg m;
 	peer_msg_init(ps->io->self, &m);
@@ -221,13 +227,14 @@ static void stream_read(struct packsrv *ps, struct stream *s)
 		log_warn("git pack-objects failed peer=%s status=%d", s->site,
 			 rc);
 		gitio_pack_err(ps->io, NULL, &s->rid, s->id,
-			       "pack-objects failed");
+		               "pack-objects failed");
 	}
 	stream_close(ps, s);
 }
 
-void packsrv_credit(struct packsrv *ps, const char *site,
-		    const Grantd__V1__PackCredit *c)
+void packsrv_credit(struct packsrv *ps,
+                    const char *site,
+                    const Grantd__V1__PackCredit *c)
 {
 	struct stream *s = stream_find(ps, site, c->id);
 
@@ -259,8 +266,8 @@ void packsrv_tick(struct packsrv *ps, uint64_t t)
 		if (!ps->streams[i].credit &&
 		    t - ps->streams[i].last_ms > SERVE_IDLE_MS) {
 			log_warn("pack stream dropped peer=%s: no "
-				 "credit for %d s", ps->streams[i].site,
-				 SERVE_IDLE_MS / 1000);
+			         "credit for %d s",
+			         ps->streams[i].site, SERVE_IDLE_MS / 1000);
 			stream_close(ps, &ps->streams[i]);
 		}
 }
@@ -271,7 +278,7 @@ int packsrv_poll(struct packsrv *ps, zmq_pollitem_t *items)
 	for (int i = 0; i < ps->nstreams; i++)
 		if (ps->streams[i].credit > 0) {
 			items[ps->npolled] = (zmq_pollitem_t){
-				NULL, ps->streams[i].fd, ZMQ_POLLIN, 0 };
+			        NULL, ps->streams[i].fd, ZMQ_POLLIN, 0};
 			ps->polled[ps->npolled++] = &ps->streams[i];
 		}
 	return ps->npolled;

@@ -34,12 +34,15 @@ void packsrv_destroy(struct packsrv **psp);
 
 /* A PackReq from site (behind rid on the ROUTER): start pack-objects, or
  * say why not (a PackErr). */
-void packsrv_request(struct packsrv *ps, const struct buf *rid,
-		     const char *site, const Grantd__V1__PackReq *q);
+void packsrv_request(struct packsrv *ps,
+                     const struct buf *rid,
+                     const char *site,
+                     const Grantd__V1__PackReq *q);
 
 /* More credit, or the asker gave the stream up. */
-void packsrv_credit(struct packsrv *ps, const char *site,
-		    const Grantd__V1__PackCredit *c);
+void packsrv_credit(struct packsrv *ps,
+                    const char *site,
+                    const Grantd__V1__PackCredit *c);
 void packsrv_cancel(struct packsrv *ps, const char *site, uint64_t id);
 
 /* Put in items the pipes of the streams whose asker has credit (at most

@@ -17,11 +17,11 @@
 #include "xalloc.h"
 #include "banned.h"
 
-#define WANTS_MAX GITIO_WANTS_MAX
-#define RETRY_MIN_MS 250
-#define RETRY_MAX_MS 4000
-#define WORK_MAX 256     /* refs checked per loop turn */
-#define MARKS_RECENT 64  /* conflict marks remembered as sent */
+#define WANTS_MAX        GITIO_WANTS_MAX
+#define RETRY_MIN_MS     250
+#define RETRY_MAX_MS     4000
+#define WORK_MAX         256 /* refs checked per loop turn */
+#define MARKS_RECENT     64 /* conflict marks remembered as sent */
 #define CONFLICTS_PREFIX "refs/grantd/conflicts/"
 
 enum verdict { V_DONE, V_RETRY, V_NEED };
@@ -29,10 +29,10 @@ enum verdict { V_DONE, V_RETRY, V_NEED };
 /* A ref to bring in line with its record: "repo \0 ref \0". */
 struct item {
 	char *key;
-	size_t klen;                /* with both NULs */
+	size_t klen; /* with both NULs */
 	uint64_t not_before_ms;
 	uint32_t backoff_ms;
-	bool waiting;               /* its objects are being fetched */
+	bool waiting; /* its objects are being fetched */
 };
 
 struct reconcile {
@@ -43,7 +43,7 @@ struct reconcile {
 	char *hook_path, *conf_path;
 	struct item *items;
 	size_t nitems, capitems;
-	int prefer;                 /* peer index from reconcile_all, or -1 */
+	int prefer; /* peer index from reconcile_all, or -1 */
 	/* the tips the last fetch proved connected in repository
 	 * verified_repo: a ref of that repository may move onto them
 	 * without another check (in another one they may not connect) */
@@ -51,7 +51,7 @@ struct reconcile {
 	size_t nverified;
 	char verified_repo[NAME_REPO_MAX + 1];
 	char hook_repo[NAME_REPO_MAX + 1]; /* grant-hook last run here, */
-	uint64_t hook_ms;           /* ... then */
+	uint64_t hook_ms; /* ... then */
 	/* conflict marks sent to the writer, maybe not written yet: a
 	 * second look at the same loser meanwhile must not count it twice */
 	struct buf marked[MARKS_RECENT];
@@ -73,8 +73,11 @@ static bool mark_sent(const struct reconcile *g, const char *key, size_t klen)
 
 /* Ask the writer to store val (NULL: delete) under CF_LOSERS key: the
  * actor never writes the store. */
-static void send_mark(struct reconcile *g, const char *key, size_t klen,
-		      const char *val, size_t vlen)
+static void send_mark(struct reconcile *g,
+                      const char *key,
+                      size_t klen,
+                      const char *val,
+                      size_t vlen)
 {
 	struct buf *slot = &g->marked[g->nmarked++ % MARKS_RECENT];
 
@@ -129,18 +132,18 @@ static void back_off(struct item *it, uint64_t t)
 	it->not_before_ms = t + it->backoff_ms;
 }
 
-
-void reconcile_fetched(struct reconcile *g, enum packfetch_verdict v,
-		       uint64_t t)
+void reconcile_fetched(struct reconcile *g,
+                       enum packfetch_verdict v,
+                       uint64_t t)
 {
 	bool ok = v == PACKFETCH_OK;
 
 	if (ok) {
-		const char(*w)[OID_HEX + 1] = packfetch_wants(g->pf,
-							      &g->nverified);
+		const char(*w)[OID_HEX + 1] =
+		        packfetch_wants(g->pf, &g->nverified);
 		memcpy(g->verified, w, g->nverified * sizeof(g->verified[0]));
 		snprintf(g->verified_repo, sizeof(g->verified_repo), "%s",
-			 packfetch_last_repo(g->pf));
+		         packfetch_last_repo(g->pf));
 	}
 	for (size_t i = 0; i < g->nitems; i++) {
 		struct item *it = &g->items[i];
@@ -156,8 +159,11 @@ void reconcile_fetched(struct reconcile *g, enum packfetch_verdict v,
 }
 
 /* The verdict "fetch hex first", preferably from site origin. */
-static enum verdict need_tip(struct reconcile *g, const char *hex,
-			     const char *origin, char *need, int *from)
+static enum verdict need_tip(struct reconcile *g,
+                             const char *hex,
+                             const char *origin,
+                             char *need,
+                             int *from)
 {
 	snprintf(need, OID_HEX + 1, "%s", hex);
 	*from = gitio_peer_index(g->io, origin);
@@ -172,8 +178,8 @@ static bool safe_tip(struct reconcile *g, const char *name, const char *hex)
 {
 	char one[1][OID_HEX + 1];
 
-	for (size_t i = 0; !strcmp(g->verified_repo, name) &&
-			   i < g->nverified; i++)
+	for (size_t i = 0; !strcmp(g->verified_repo, name) && i < g->nverified;
+	     i++)
 		if (!strcmp(g->verified[i], hex))
 			return true;
 	struct buf path = BUF_INIT;
@@ -181,13 +187,14 @@ static bool safe_tip(struct reconcile *g, const char *name, const char *hex)
 
 	snprintf(one[0], sizeof(one[0]), "%s", hex);
 	gitio_path(g->io, &path, name);
-	ok = gitproc_connected(path.p, NULL,
-			       (const char (*)[OID_HEX + 1])one, 1);
+	ok = gitproc_connected(path.p, NULL, (const char(*)[OID_HEX + 1]) one,
+	                       1);
 	buf_free(&path);
 	if (ok)
 		return true;
 	log_warn("tip not connected here repo=%s tip=%s: fetching it again "
-		 "before any ref points at it", name, hex);
+	         "before any ref points at it",
+	         name, hex);
 	gitio_error(g->io, "%s: tip %s is not connected", name, hex);
 	return false;
 }
@@ -195,9 +202,13 @@ static bool safe_tip(struct reconcile *g, const char *name, const char *hex)
 /* Keep or drop the tips that lost an LWW race on this ref.  target is the
  * winner (NULL: the ref is deleted).  V_NEED with *need and *from set when
  * a loser's objects must be fetched first. */
-static enum verdict losers(struct reconcile *g, git_repository *repo,
-			   const char *name, const char *ref,
-			   const git_oid *target, char *need, int *from)
+static enum verdict losers(struct reconcile *g,
+                           git_repository *repo,
+                           const char *name,
+                           const char *ref,
+                           const git_oid *target,
+                           char *need,
+                           int *from)
 {
 	struct store_iter *it;
 	struct buf prefix = BUF_INIT, v = BUF_INIT, cref = BUF_INIT;
@@ -222,7 +233,7 @@ static enum verdict losers(struct reconcile *g, git_repository *repo,
 		git_reference *out_ref = NULL;
 
 		if (records_loser_parse(key, klen, &lrepo, &lref, &origin,
-					&hlc) < 0 ||
+		                        &hlc) < 0 ||
 		    records_loser_value_parse(v.p, v.len, hex, &kept) < 0)
 			continue;
 		if (kept)
@@ -235,8 +246,9 @@ static enum verdict losers(struct reconcile *g, git_repository *repo,
 			out = need_tip(g, hex, origin.p, need, from);
 			break;
 		}
-		if (target && (git_oid_equal(&tip, target) ||
-			       git_graph_descendant_of(repo, target, &tip) == 1)) {
+		if (target &&
+		    (git_oid_equal(&tip, target) ||
+		     git_graph_descendant_of(repo, target, &tip) == 1)) {
 			/* the winner builds on it: no conflict */
 			send_mark(g, key, klen, NULL, 0);
 			continue;
@@ -248,10 +260,10 @@ static enum verdict losers(struct reconcile *g, git_repository *repo,
 		buf_reset(&cref);
 		buf_printf(&cref, CONFLICTS_PREFIX "%s/%s", origin.p, ref);
 		if (git_reference_create(&out_ref, repo, cref.p, &tip, 1,
-					 "grantd: losing tip of a concurrent "
-					 "push") < 0) {
+		                         "grantd: losing tip of a concurrent "
+		                         "push") < 0) {
 			gitio_error(g->io, "cannot keep %s in %s: %s", cref.p,
-				      name, gitproc_why());
+			            name, gitproc_why());
 			out = V_RETRY;
 			break;
 		}
@@ -260,9 +272,10 @@ static enum verdict losers(struct reconcile *g, git_repository *repo,
 		records_loser_value(&v, hex, true);
 		send_mark(g, key, klen, v.p, v.len);
 		g->io->st->conflicts++;
-		log_warn("push conflict repo=%s ref=%s: the tip %s from site=%s "
-			 "lost to a later push; kept as %s", name, ref, hex,
-			 origin.p, cref.p);
+		log_warn(
+		        "push conflict repo=%s ref=%s: the tip %s from site=%s "
+		        "lost to a later push; kept as %s",
+		        name, ref, hex, origin.p, cref.p);
 	}
 	store_iter_free(&it);
 	git_odb_free(odb);
@@ -273,8 +286,10 @@ static enum verdict losers(struct reconcile *g, git_repository *repo,
 }
 
 /* Bring one ref in line with its record. */
-static enum verdict reconcile_one(struct reconcile *g, const struct item *item,
-			      char *need, int *from)
+static enum verdict reconcile_one(struct reconcile *g,
+                                  const struct item *item,
+                                  char *need,
+                                  int *from)
 {
 	const char *name = item->key, *ref = item->key + strlen(name) + 1;
 	Grantd__V1__Ref *rec = NULL;
@@ -289,14 +304,14 @@ static enum verdict reconcile_one(struct reconcile *g, const struct item *item,
 
 	if (spooled(g, name))
 		goto out;
-	rc = store_get(g->store, NULL, CF_REFS, item->key, item->klen - 1,
-		       &v);
+	rc = store_get(g->store, NULL, CF_REFS, item->key, item->klen - 1, &v);
 	if (rc == GD_ENOTFOUND) {
 		res = V_DONE;
 		goto out;
 	}
-	if (rc < 0 || !(rec = grantd__v1__ref__unpack(
-				NULL, v.len, (const uint8_t *)v.p)) ||
+	if (rc < 0 ||
+	    !(rec = grantd__v1__ref__unpack(NULL, v.len,
+	                                    (const uint8_t *)v.p)) ||
 	    !rec->target)
 		goto out;
 	if (!(repo = gitio_repo(g->io, name)))
@@ -313,7 +328,7 @@ static enum verdict reconcile_one(struct reconcile *g, const struct item *item,
 			    git_reference_delete(out) < 0)
 				goto out; /* moved meanwhile: read again */
 			log_info("ref deleted repo=%s ref=%s origin=%s", name,
-				 ref, rec->origin ? rec->origin : "-");
+			         ref, rec->origin ? rec->origin : "-");
 			g->io->st->refs_moved++;
 			glsync_moved(g->gs, repo, name, ref);
 		}
@@ -343,18 +358,18 @@ static enum verdict reconcile_one(struct reconcile *g, const struct item *item,
 			goto out;
 		}
 		rc = git_reference_create_matching(&out, repo, ref, &target,
-						   have, have ? &disk : NULL,
-						   "grantd: replicated");
+		                                   have, have ? &disk : NULL,
+		                                   "grantd: replicated");
 		if (rc < 0) {
 			if (rc != GIT_EMODIFIED && rc != GIT_EEXISTS &&
 			    rc != GIT_ENOTFOUND && rc != GIT_ELOCKED)
 				gitio_error(g->io, "cannot move %s in %s: %s",
-					      ref, name, gitproc_why());
+				            ref, name, gitproc_why());
 			goto out;
 		}
 		g->io->st->refs_moved++;
 		log_info("ref moved repo=%s ref=%s to=%s origin=%s", name, ref,
-			 rec->target, rec->origin ? rec->origin : "-");
+		         rec->target, rec->origin ? rec->origin : "-");
 		glsync_moved(g->gs, repo, name, ref);
 	}
 	res = losers(g, repo, name, ref, &target, need, from);
@@ -367,8 +382,8 @@ out:
 	return res;
 }
 
-static void item_add(struct reconcile *g, const char *key, size_t klen,
-		     bool dedupe)
+static void
+item_add(struct reconcile *g, const char *key, size_t klen, bool dedupe)
 {
 	if (dedupe)
 		for (size_t i = 0; i < g->nitems; i++)
@@ -379,7 +394,7 @@ static void item_add(struct reconcile *g, const char *key, size_t klen,
 			}
 	GD_GROW(g->items, g->capitems, g->nitems + 1);
 	struct item *it = &g->items[g->nitems++];
-	*it = (struct item){ .klen = klen };
+	*it = (struct item){.klen = klen};
 	it->key = xmemdup(key, klen);
 }
 
@@ -442,12 +457,15 @@ static void want(char (*wants)[OID_HEX + 1], size_t *n, const char *need)
 
 /* Start the fetch gathered in work(); the refs waiting for it wait no
  * more when it could not start or ended at once. */
-static void fetch(struct reconcile *g, const char *repo,
-		  const char (*wants)[OID_HEX + 1], size_t n, int from,
-		  uint64_t t)
+static void fetch(struct reconcile *g,
+                  const char *repo,
+                  const char (*wants)[OID_HEX + 1],
+                  size_t n,
+                  int from,
+                  uint64_t t)
 {
 	enum packfetch_verdict v = packfetch_start(
-		g->pf, repo, wants, n, g->prefer >= 0 ? g->prefer : from);
+	        g->pf, repo, wants, n, g->prefer >= 0 ? g->prefer : from);
 
 	if (v == PACKFETCH_OK || v == PACKFETCH_FAILED) {
 		reconcile_fetched(g, v, t);
@@ -492,10 +510,10 @@ bool reconcile_work(struct reconcile *g)
 			item_del(g, i);
 			continue;
 		case V_NEED:
-			if (!busy && (!*fetch_repo ||
-				      !strcmp(fetch_repo, it->key))) {
+			if (!busy &&
+			    (!*fetch_repo || !strcmp(fetch_repo, it->key))) {
 				snprintf(fetch_repo, sizeof(fetch_repo), "%s",
-					 it->key);
+				         it->key);
 				want(wants, &nwants, need);
 				if (fetch_from < 0)
 					fetch_from = from;
@@ -511,8 +529,8 @@ bool reconcile_work(struct reconcile *g)
 		i++;
 	}
 	if (*fetch_repo)
-		fetch(g, fetch_repo, (const char(*)[OID_HEX + 1])wants,
-		      nwants, fetch_from, t);
+		fetch(g, fetch_repo, (const char(*)[OID_HEX + 1]) wants, nwants,
+		      fetch_from, t);
 	if (!g->nitems)
 		g->prefer = -1; /* a rebuild's sweep is over */
 	g->io->st->pending = g->nitems;

@@ -27,11 +27,11 @@
 
 struct reconcile_opts {
 	struct gitio *io;
-	struct store *store;      /* read only */
-	struct packfetch *fetch;  /* borrowed: the actor's */
-	struct glsync *glsync;    /* borrowed: NULL when not gitolite mode */
-	const char *hook_path;    /* grant-hook, for spooled pushes (copied) */
-	const char *conf_path;    /* ... and its config (copied) */
+	struct store *store; /* read only */
+	struct packfetch *fetch; /* borrowed: the actor's */
+	struct glsync *glsync; /* borrowed: NULL when not gitolite mode */
+	const char *hook_path; /* grant-hook, for spooled pushes (copied) */
+	const char *conf_path; /* ... and its config (copied) */
 };
 
 struct reconcile;
@@ -53,7 +53,8 @@ bool reconcile_work(struct reconcile *rc);
 
 /* The fetch ended with verdict v (PACKFETCH_OK or _FAILED): the refs
  * waiting for it are due again, now or after a back-off. */
-void reconcile_fetched(struct reconcile *rc, enum packfetch_verdict v,
-		       uint64_t now_ms);
+void reconcile_fetched(struct reconcile *rc,
+                       enum packfetch_verdict v,
+                       uint64_t now_ms);
 
 #endif

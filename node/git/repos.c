@@ -33,7 +33,7 @@
 pid_t repos_run_hook(const char *hook_path, const char *conf,
 		     const char *path)
 {
-	const char *argv[] = { hook_path, "--config", conf, NULL };
+	const char *argv[] = {hook_path, "--config", conf, NULL};
 	struct gitproc_cmd c = GITPROC_CMD_INIT;
 
 	/* our environment and stdout, stderr; no stdin: the spool */
