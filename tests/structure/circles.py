@@ -9,7 +9,8 @@ it).  Two graphs are drawn and each must be free of cycles:
            of its own, so a circle through it is seen too.
   call     module A -> module B when A's object file uses a symbol that B's
            object file defines (`nm -u` against `nm -g --defined-only`),
-           over the objects of gdnode and main.c in the build tree.
+           over the objects of gdnode and of grantd (main.c) in the build
+           tree.
 
 The call graph is the one that counts: a header like the old
 gitrepl_int.h, declaring the functions of five files to all five, shows
@@ -92,14 +93,14 @@ def include_graph(cs, hs):
 
 
 def objects(bindir):
+    """module -> object file: gdnode's and the grantd program's own"""
     objs = {}
     for root, _, files in os.walk(bindir):
+        parts = root.split(os.sep)
+        if "gdnode.dir" not in parts and "grantd.dir" not in parts:
+            continue
         for f in files:
-            if not f.endswith(".c.o"):
-                continue
-            if os.sep + "gdnode.dir" + os.sep in root + os.sep or \
-               (f == "main.c.o" and os.sep + "grantd.dir" + os.sep in
-                    root + os.sep):
+            if f.endswith(".c.o"):
                 objs[f[:-4]] = os.path.join(root, f)
     return objs
 
