@@ -34,6 +34,7 @@
 #include "err.h"
 #include "hookline.h"
 #include "names.h"
+#include "spool.h"
 #include "wire.h"
 #include "version.h"
 #include "xalloc.h"
@@ -41,7 +42,6 @@
 
 static const char prog[] = "grant-hook";
 
-#define SPOOL_DIR "grantd-spool"
 #define LINES_PER_REQUEST 512
 /* and at most this many bytes of lines, well under GD_CTL_MAX_REQUEST */
 #define BYTES_PER_REQUEST (48 * 1024)
@@ -242,7 +242,7 @@ static int spool(const struct hooklines *l)
 	if (mkdir(SPOOL_DIR, 0700) < 0 && errno != EEXIST)
 		return GD_EIO;
 	clock_gettime(CLOCK_REALTIME, &ts);
-	snprintf(name, sizeof(name), SPOOL_DIR "/%020lld.%09ld.%d.refs",
+	snprintf(name, sizeof(name), SPOOL_DIR "/%020lld.%09ld.%d" SPOOL_SUFFIX,
 		 (long long)ts.tv_sec, ts.tv_nsec, (int)getpid());
 	return spool_write(name, l);
 }
@@ -254,8 +254,7 @@ static int by_name(const struct dirent **a, const struct dirent **b)
 
 static int is_refs(const struct dirent *d)
 {
-	size_t n = strlen(d->d_name);
-	return n > 5 && !strcmp(d->d_name + n - 5, ".refs");
+	return spool_is_file(d->d_name);
 }
 
 /* Send one spooled file: 0 done with it (sent, or malformed: either way

@@ -42,6 +42,7 @@
 #include "readers.h"
 #include "repl.h"
 #include "repos.h"
+#include "spool.h"
 #include "syncer.h"
 #include "vote.h"
 #include "wire.h"
@@ -172,7 +173,6 @@ static void startup_repos(struct node *n)
 	struct buf v = BUF_INIT, path = BUF_INIT;
 	const char *key;
 	size_t klen;
-	struct stat st;
 
 	store_iter_new(&it, n->store, NULL, CF_REPOS, "", 0);
 	while (store_iter_next(it, &key, &klen, &v) > 0) {
@@ -187,12 +187,8 @@ static void startup_repos(struct node *n)
 				repos_create(n->cfg->repo_dir, r->name,
 					     r->fork_of, n->hook);
 			repos_path(&path, n->cfg->repo_dir, r->name);
-			buf_puts(&path, "/grantd-spool");
-			if (stat(path.p, &st) == 0) {
-				path.len -= strlen("/grantd-spool");
-				path.p[path.len] = '\0';
+			if (spool_exists(path.p))
 				flush_spool(n, path.p);
-			}
 		}
 		if (r)
 			grantd__v1__repo__free_unpacked(r, NULL);
