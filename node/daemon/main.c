@@ -260,7 +260,7 @@ static void pump_gitrepl(struct node *n)
 static int tick_status(struct node *n, cJSON *last[2], uint64_t now_ms)
 {
 	cJSON *part[2] = {
-		cmd_status_store(&n->ops, (int64_t)(clock_wall_ms() / 1000)),
+		cmd_status_store(n->ops, (int64_t)(clock_wall_ms() / 1000)),
 		cmd_status_repl(n->repl, n->gitrepl, now_ms),
 	};
 	cJSON *give[2] = { NULL, NULL };
@@ -359,7 +359,10 @@ static int run(struct node *n)
 		n->syncing = repl_syncing(n->repl);
 		/* refs whose records changed: the disk follows them (the
 		 * writer made the new repositories after each commit) */
-		gitrepl_changed(n->gitrepl, &n->ops.refs_touched);
+		struct buf refs = BUF_INIT;
+		ops_take_refs(n->ops, &refs);
+		gitrepl_changed(n->gitrepl, &refs);
+		buf_free(&refs);
 		if (was_syncing && !n->syncing)
 			gitrepl_all(n->gitrepl, NULL); /* caught up: look again */
 		if (was_syncing != n->syncing) /* the reader gates 2fa reads */
@@ -395,7 +398,7 @@ static void give_view(struct store_batch *view, void *payload)
 
 	if (n->readers) {
 		readers_publish_status(n->readers, cmd_status_store(
-			&n->ops, (int64_t)(clock_wall_ms() / 1000)), NULL);
+			n->ops, (int64_t)(clock_wall_ms() / 1000)), NULL);
 		readers_publish(n->readers, view, n->syncing);
 	} else {
 		store_batch_free(&view);
@@ -413,7 +416,7 @@ static int start_readers(struct node *n)
 
 	store_view_new(&view, n->store);
 	ro.view = view;
-	ro.status_store = cmd_status_store(&n->ops,
+	ro.status_store = cmd_status_store(n->ops,
 					   (int64_t)(clock_wall_ms() / 1000));
 	ro.status_repl = cmd_status_repl(n->repl, n->gitrepl, clock_mono_ms());
 	cJSON_AddItemToObject(ro.status_repl, "quorum", vote_status(n->vote));
@@ -545,7 +548,7 @@ int main(int argc, char **argv)
 		goto out_zmq;
 	{
 		struct writer_opts wo = {
-			.store = n.store, .ops = &n.ops, .syncer = n.syncer,
+			.store = n.store, .ops = n.ops, .syncer = n.syncer,
 			.repo_dir = n.cfg->repo_dir,
 			.hook = n.cfg->gitolite_home ? NULL : n.hook,
 			.gitolite = n.cfg->gitolite_home != NULL,
@@ -557,10 +560,10 @@ int main(int argc, char **argv)
 	if ((rc = peer_open(&n.peer, &(struct peer_link_opts){
 			.self = &self, .peers = n.cfg->peers,
 			.npeers = n.cfg->npeers, .sync = n.cfg->sync,
-			.maxmsg = 64 * 1024, .dropped = &n.ops.dropped })) < 0)
+			.maxmsg = 64 * 1024, .dropped = ops_dropped_counter(n.ops) })) < 0)
 		goto out_writer;
 	if ((rc = repl_open(&n.repl, &(struct repl_opts){
-			.ops = &n.ops, .store = n.store, .cfg = n.cfg,
+			.ops = n.ops, .store = n.store, .cfg = n.cfg,
 			.self = &self, .link = n.peer, .writer = n.writer,
 			.latency_hist = &n.counts.repl_latency })) < 0)
 		goto out_peer;
@@ -627,7 +630,7 @@ out_git:
 out_cfg:
 	sodium_memzero(key, sizeof(key));
 	sodium_memzero(n.curve_sec, sizeof(n.curve_sec));
-	ops_close(&n.ops);
+	ops_destroy(&n.ops);
 	free(n.hook_pids);
 	config_free(&n.cfg);
 	buf_free(&err);

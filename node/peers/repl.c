@@ -275,7 +275,7 @@ static void refuse(struct repl *r, enum drop_why why, uint64_t n,
 	va_list ap;
 
 	r->drops[why] += n;
-	r->ops->dropped += n;
+	ops_note_dropped(r->ops, n);
 	if (now_ms - r->drop_log_ms[why] < 1000)
 		return;
 	r->drop_log_ms[why] = now_ms;
@@ -284,7 +284,7 @@ static void refuse(struct repl *r, enum drop_why why, uint64_t n,
 	va_end(ap);
 	log_error("%s %s=%llu dropped=%llu", m, drop_names[why],
 		  (unsigned long long)r->drops[why],
-		  (unsigned long long)r->ops->dropped);
+		  (unsigned long long)ops_dropped(r->ops));
 }
 
 /* ---- version vectors ------------------------------------------------------ */
@@ -305,8 +305,8 @@ static void hb_fill(struct repl *r, Grantd__V1__Heartbeat *hb)
 			continue;
 		/* never more than a peer takes (take_heartbeat); our own
 		 * stream always has its place */
-		bool ours = ol == strlen(o->site) && !memcmp(key, o->site, ol) &&
-			    store_get_be64(key + ol + 1) == o->epoch;
+		bool ours = ol == strlen(ops_site(o)) && !memcmp(key, ops_site(o), ol) &&
+			    store_get_be64(key + ol + 1) == ops_epoch(o);
 		if (hb->n_vv >= MAX_VV - 1 && !ours) {
 			over++;
 			continue;
@@ -325,10 +325,10 @@ static void hb_fill(struct repl *r, Grantd__V1__Heartbeat *hb)
 		e->epoch = store_get_be64(key + ol + 1), e->has_epoch = 1;
 		e->seq = store_get_be64(v.p), e->has_seq = 1;
 		/* our own stream: only what is durable and published */
-		if (!strcmp(e->origin, r->ops->site) &&
-		    e->epoch == r->ops->epoch &&
-		    e->seq > r->ops->published)
-			e->seq = r->ops->published;
+		if (!strcmp(e->origin, ops_site(r->ops)) &&
+		    e->epoch == ops_epoch(r->ops) &&
+		    e->seq > ops_published(r->ops))
+			e->seq = ops_published(r->ops);
 		hb->vv[hb->n_vv++] = e;
 	}
 	store_iter_free(&it);
@@ -339,8 +339,8 @@ static void hb_fill(struct repl *r, Grantd__V1__Heartbeat *hb)
 			 "epochs are retired only once every peer holds them",
 			 hb->n_vv + over, hb->n_vv);
 	}
-	hb->hlc = r->ops->hlc.last, hb->has_hlc = 1;
-	hb->digest.data = r->ops->digest;
+	hb->hlc = ops_hlc_last(r->ops), hb->has_hlc = 1;
+	hb->digest.data = (uint8_t *)ops_digest(r->ops);
 	hb->digest.len = DIGEST_LEN, hb->has_digest = 1;
 	hb->syncing = r->syncing, hb->has_syncing = 1;
 	hb->policy = &r->hb_policy;
@@ -366,16 +366,16 @@ static uint64_t unlisted(struct repl *r, const struct peer *p,
 	const struct ops *o = r->ops;
 	uint64_t sum = 0;
 
-	for (size_t i = 0; i < o->nvv; i++) {
+	for (size_t i = 0; i < ops_vv_count(o); i++) {
 		bool listed = false;
-		if (o->vv[i].epoch == OPS_VV_RETIRED || o->vv[i].retired ||
-		    strcmp(o->vv[i].origin, origin))
+		if (ops_vv_at(o, i)->epoch == OPS_VV_RETIRED || ops_vv_at(o, i)->retired ||
+		    strcmp(ops_vv_at(o, i)->origin, origin))
 			continue;
 		for (size_t j = 0; !listed && j < p->hb->n_vv; j++)
-			listed = p->hb->vv[j]->epoch == o->vv[i].epoch &&
+			listed = p->hb->vv[j]->epoch == ops_vv_at(o, i)->epoch &&
 				 !strcmp(p->hb->vv[j]->origin, origin);
 		if (!listed)
-			sum += o->vv[i].seq;
+			sum += ops_vv_at(o, i)->seq;
 	}
 	return sum;
 }
@@ -646,7 +646,7 @@ int repl_pollitems(struct repl *r, zmq_pollitem_t *items, int max)
 
 static bool origin_known(struct repl *r, const char *origin)
 {
-	if (!strcmp(origin, r->ops->site))
+	if (!strcmp(origin, ops_site(r->ops)))
 		return true;
 	for (int i = 0; i < r->npeers; i++)
 		if (!strcmp(r->peers[i].cfg->site, origin))
@@ -680,14 +680,14 @@ static void apply_op(struct repl *r, struct peer *p, const Grantd__V1__Op *op,
 			   (unsigned long long)(hlc_ms(op->hlc) - wall_ms),
 			   op->origin);
 	if (why.len) {
-		r->ops->dropped++;
+		ops_note_dropped(r->ops, 1);
 		if (now_ms - r->last_skew_log_ms > 1000) {
 			r->last_skew_log_ms = now_ms;
 			log_error("peer operation dropped peer=%s origin=%s "
 				  "seq=%llu: %s dropped=%llu", p->cfg->site,
 				  op->origin ? op->origin : "-",
 				  (unsigned long long)op->seq, why.p,
-				  (unsigned long long)r->ops->dropped);
+				  (unsigned long long)ops_dropped(r->ops));
 		}
 		back_off(p, now_ms);
 		buf_free(&why);
@@ -791,7 +791,7 @@ static void serve_snap(struct repl *r, const struct peer_req *req,
 	for (size_t i = 0; i < GD_ARRAY_SIZE(snap_cfs); i++)
 		known |= rq->cf == (uint32_t)snap_cfs[i];
 	if (!known || rq->after.len > 4096) {
-		r->ops->dropped++;
+		ops_note_dropped(r->ops, 1);
 		return;
 	}
 	/* to a mirror, a family it may not hold is sent empty */
@@ -887,8 +887,8 @@ static uint64_t snap_vv_cap(struct repl *r, struct peer *p,
 
 	if (!strcmp(e->origin, p->cfg->site))
 		return e->seq;
-	if (!strcmp(e->origin, r->ops->site))
-		return e->epoch == r->ops->epoch ? 0 : e->seq;
+	if (!strcmp(e->origin, ops_site(r->ops)))
+		return e->epoch == ops_epoch(r->ops) ? 0 : e->seq;
 	for (size_t i = 0; q && q->hb && i < q->hb->n_vv; i++)
 		if (q->hb->vv[i]->epoch == e->epoch &&
 		    !strcmp(q->hb->vv[i]->origin, e->origin))
@@ -934,7 +934,7 @@ static void snap_raise(struct repl *r, struct peer *p)
 				     sn->vv, sn->nvv);
 	}
 	r->drops[DROP_SNAP_VECTOR] += capped;
-	o->dropped += capped;
+	ops_note_dropped(o, capped);
 	if (sn->refused)
 		log_error("state transfer done peer=%s records=%llu refused=%llu:"
 			  " vector not raised", p->cfg->site,
@@ -959,7 +959,7 @@ static void apply_snap(struct repl *r, struct peer *p,
 
 	if (sn->p != p || rep->cf != (uint32_t)snap_cfs[sn->cf] ||
 	    rep->n_keys != rep->n_values) {
-		o->dropped++;
+		ops_note_dropped(o, 1);
 		return;
 	}
 	if (rep->n_vv && !sn->vv)
@@ -1077,7 +1077,7 @@ static void apply_range(struct repl *r, struct peer *p,
 		Grantd__V1__Op *op = grantd__v1__op__unpack(
 			NULL, rr->ops[i].len, rr->ops[i].data);
 		if (!op) {
-			r->ops->dropped++;
+			ops_note_dropped(r->ops, 1);
 			continue;
 		}
 		if (range_holds(r, p, origin, epoch, op->origin, op->epoch,
@@ -1107,7 +1107,7 @@ static void serve_range(struct repl *r, const struct peer_req *req,
 							     RANGE_MAX_OPS;
 
 	if (!rq->origin || !name_site_ok(rq->origin) || !rq->from) {
-		r->ops->dropped++;
+		ops_note_dropped(r->ops, 1);
 		return;
 	}
 	buf_add(&prefix, rq->origin, strlen(rq->origin) + 1);
@@ -1120,9 +1120,9 @@ static void serve_range(struct repl *r, const struct peer_req *req,
 			  prefix.len - 8, prefix.p, prefix.len);
 	want = rq->from;
 	/* our own operations only once durable and published */
-	if (!strcmp(rq->origin, r->ops->site) &&
-	    rq->epoch == r->ops->epoch) {
-		uint64_t pub = r->ops->published;
+	if (!strcmp(rq->origin, ops_site(r->ops)) &&
+	    rq->epoch == ops_epoch(r->ops)) {
+		uint64_t pub = ops_published(r->ops);
 		if (pub < rq->from)
 			max = 0;
 		else if (pub - rq->from + 1 < max)
@@ -1239,9 +1239,9 @@ static Grantd__V1__PeerMsg *decode(struct repl *r, const char *site,
 
 	if (m)
 		return m;
-	r->ops->dropped++;
+	ops_note_dropped(r->ops, 1);
 	log_warn("peer message dropped peer=%s: %s dropped=%llu", site, why,
-		 (unsigned long long)r->ops->dropped);
+		 (unsigned long long)ops_dropped(r->ops));
 	return NULL;
 }
 
@@ -1313,16 +1313,16 @@ static uint64_t mirror_lag_ops(struct repl *r, const struct peer *p)
 	if (!p->msub)
 		return 0;
 	const Grantd__V1__MirrorSub *ms = p->msub->mirror_sub;
-	for (size_t i = 0; i < o->nvv; i++) {
-		uint64_t ours = o->vv[i].seq, theirs = 0;
-		if (o->vv[i].epoch == OPS_VV_RETIRED || o->vv[i].retired)
+	for (size_t i = 0; i < ops_vv_count(o); i++) {
+		uint64_t ours = ops_vv_at(o, i)->seq, theirs = 0;
+		if (ops_vv_at(o, i)->epoch == OPS_VV_RETIRED || ops_vv_at(o, i)->retired)
 			continue;
-		if (!strcmp(o->vv[i].origin, o->site) &&
-		    o->vv[i].epoch == o->epoch && ours > o->published)
-			ours = o->published;
+		if (!strcmp(ops_vv_at(o, i)->origin, ops_site(o)) &&
+		    ops_vv_at(o, i)->epoch == ops_epoch(o) && ours > ops_published(o))
+			ours = ops_published(o);
 		for (size_t j = 0; j < ms->n_vv; j++)
-			if (ms->vv[j]->epoch == o->vv[i].epoch &&
-			    !strcmp(ms->vv[j]->origin, o->vv[i].origin))
+			if (ms->vv[j]->epoch == ops_vv_at(o, i)->epoch &&
+			    !strcmp(ms->vv[j]->origin, ops_vv_at(o, i)->origin))
 				theirs = ms->vv[j]->seq;
 		if (ours > theirs)
 			lag += ours - theirs;
@@ -1345,14 +1345,14 @@ static void on_mirror_sub(const struct peer_req *rq, void *payload)
 
 	if (!p || p->link != LINK_FEED_OUT || rq->ridlen > RID_MAX) {
 		/* a frontend (or we are a mirror): no feed here */
-		r->ops->dropped++;
+		ops_note_dropped(r->ops, 1);
 		return;
 	}
 	m = grantd__v1__peer_msg__unpack(NULL, rq->len, rq->frame);
 	if (!m || m->body_case != GRANTD__V1__PEER_MSG__BODY_MIRROR_SUB) {
 		if (m)
 			grantd__v1__peer_msg__free_unpacked(m, NULL);
-		r->ops->dropped++;
+		ops_note_dropped(r->ops, 1);
 		return;
 	}
 	for (size_t i = 0; i < m->mirror_sub->n_vv; i++)
@@ -1398,7 +1398,7 @@ static void mirror_skip(struct repl *r, struct peer *p,
 
 	if (!origin_known(r, e->origin) ||
 	    hlc_ms(e->hlc) > clock_wall_ms() + MAX_SKEW_MS) {
-		r->ops->dropped++;
+		ops_note_dropped(r->ops, 1);
 		if (now_ms - r->last_skew_log_ms > 1000) {
 			r->last_skew_log_ms = now_ms;
 			log_error("peer operation stamp dropped peer=%s "
@@ -1406,7 +1406,7 @@ static void mirror_skip(struct repl *r, struct peer *p,
 				  "stamped in the future dropped=%llu",
 				  p->cfg->site, e->origin,
 				  (unsigned long long)e->seq,
-				  (unsigned long long)r->ops->dropped);
+				  (unsigned long long)ops_dropped(r->ops));
 		}
 		back_off(p, now_ms);
 		return;
@@ -1440,7 +1440,7 @@ static void apply_mirror_ops(struct repl *r, struct peer *p,
 		const Grantd__V1__MirrorOp *e = mo->ops[i];
 		if (!e->origin || !name_site_ok(e->origin) || !e->has_epoch ||
 		    !e->has_seq || !e->seq) {
-			r->ops->dropped++;
+			ops_note_dropped(r->ops, 1);
 			continue;
 		}
 		if (mo->range && !range_holds(r, p, mo->origin, mo->epoch,
@@ -1461,7 +1461,7 @@ static void apply_mirror_ops(struct repl *r, struct peer *p,
 							   e->op.data);
 		if (!op || !op->origin || strcmp(op->origin, e->origin) ||
 		    op->epoch != e->epoch || op->seq != e->seq)
-			r->ops->dropped++; /* its stamp is not its own */
+			ops_note_dropped(r->ops, 1); /* its stamp is not its own */
 		else
 			apply_op(r, p, op, mo->range ? 0 : sent_us, now_ms);
 		if (op) {
@@ -1538,7 +1538,7 @@ static int handle_peer(struct repl *r, struct peer *p, void *sock,
 	if (zmq_msg_more(&body)) {
 		peer_drain(sock, &body);
 		zmq_msg_close(&body);
-		r->ops->dropped++;
+		ops_note_dropped(r->ops, 1);
 		return 1;
 	}
 	Grantd__V1__PeerMsg *m = decode(r, p->cfg->site, &body);
@@ -1564,7 +1564,7 @@ static int handle_peer(struct repl *r, struct peer *p, void *sock,
 	switch (m->body_case) {
 	case GRANTD__V1__PEER_MSG__BODY_OP:
 		if (sock != p->sub)
-			r->ops->dropped++;
+			ops_note_dropped(r->ops, 1);
 		else if (op_from_link(r, p, m->op))
 			apply_op(r, p, m->op, m->sent_us, now_ms);
 		ops_wipe(m->op);
@@ -1576,30 +1576,30 @@ static int handle_peer(struct repl *r, struct peer *p, void *sock,
 		if (sock == p->sub)
 			take_plheads(r, p, m->pushlog_heads);
 		else
-			r->ops->dropped++;
+			ops_note_dropped(r->ops, 1);
 		break;
 	case GRANTD__V1__PEER_MSG__BODY_SNAP_REP:
 		if (sock == p->dealer)
 			apply_snap(r, p, m->snap_rep, now_ms);
 		else
-			r->ops->dropped++;
+			ops_note_dropped(r->ops, 1);
 		break;
 	case GRANTD__V1__PEER_MSG__BODY_RANGE_REP:
 		/* a mirror asks for ranges as mirror_ops only */
 		if (sock == p->dealer && p->link == LINK_FULL)
 			apply_range(r, p, m->range_rep, now_ms);
 		else
-			r->ops->dropped++;
+			ops_note_dropped(r->ops, 1);
 		break;
 	case GRANTD__V1__PEER_MSG__BODY_MIRROR_OPS:
 		if (sock == p->dealer && p->link == LINK_FEED_IN)
 			apply_mirror_ops(r, p, m->mirror_ops, m->sent_us,
 					 now_ms);
 		else
-			r->ops->dropped++;
+			ops_note_dropped(r->ops, 1);
 		break;
 	default:
-		r->ops->dropped++;
+		ops_note_dropped(r->ops, 1);
 	}
 	grantd__v1__peer_msg__free_unpacked(m, NULL);
 	return 1;
@@ -1702,9 +1702,9 @@ void repl_publish(struct buf *ob, void *payload)
 		if (off + 4 + len > ob->len)
 			break;
 		Grantd__V1__Op *op = grantd__v1__op__unpack(NULL, len, p + 4);
-		if (op && op->epoch == r->ops->epoch &&
-		    op->seq > r->ops->published)
-			r->ops->published = op->seq;
+		if (op && op->epoch == ops_epoch(r->ops) &&
+		    op->seq > ops_published(r->ops))
+			ops_set_published(r->ops, op->seq);
 		if (op) {
 			Grantd__V1__PeerMsg m;
 			peer_msg_init(r->self, &m);
@@ -1822,7 +1822,7 @@ static void retire_epochs(struct repl *r)
 	if (k > 0 || f > 0) {
 		r->dirty = true;
 		log_info("finished epochs retired n=%d forgotten=%d vector=%zu",
-			 k, f, o->nvv);
+			 k, f, ops_vv_count(o));
 	}
 }
 

@@ -217,7 +217,7 @@ int cmd_validate_token(struct cmd_ctx *x, struct req *r,
 		Grantd__V1__Failures f = GRANTD__V1__FAILURES__INIT;
 		uint64_t at = ops_stamp(x->ops);
 		f.user = (char *)cmd_user_of(r);
-		f.site = x->ops->site;
+		f.site = (char *)ops_site(x->ops);
 		f.hlc = &at;
 		f.n_hlc = 1;
 		op.body_case = GRANTD__V1__OP__BODY_FAILURE;
@@ -289,7 +289,7 @@ static int add_grant(struct cmd_ctx *x, struct req *r, const char *user,
 	g.session = (char *)(session ? session : "");
 	SET(g, added, r->now);
 	SET(g, expires, r->now + seconds);
-	g.site = x->ops->site;
+	g.site = (char *)ops_site(x->ops);
 	int rc = cmd_emit_body(x, GRANTD__V1__OP__BODY_GRANT, &g);
 	if (rc < 0)
 		return rc;

@@ -3,12 +3,23 @@
  *
  * Every change to replicated state is an operation stamped (origin, epoch,
  * seq, hlc).  ops_local() stamps a change made here; ops_apply() merges an
- * operation into the store batch: the effect (LWW by (hlc, origin) for
- * users, enrollments, grants, unlocks and repositories; max/union for
- * token-use marks and failures), the operation log, the version vector and
- * the state digest, all in the one batch.  Local changes and (with the
- * replication issue) peers' operations both go through ops_apply; there is
+ * operation into the store batch: the effect, the operation log, the
+ * version vector and the state digest, all in the one batch.  The merge
+ * rules (ops_merge.c): last-writer-wins by (hlc, origin) for users,
+ * enrollments, grants, unlocks, address revocations, repositories and
+ * refs (a ref's losing tip noted in CF_LOSERS); max/union for token-use
+ * marks; union of attempt stamps for failures; a set for the push log
+ * (one entry per (origin, n), a second one kept as a fork).  Local
+ * changes and peers' operations both go through ops_apply, and records of
+ * a state transfer through ops_merge_record with the same rules; there is
  * no second merge path.
+ *
+ * The module is opaque (struct ops lives in ops_int.h, for ops*.c only):
+ * callers use the named calls below.  Rooms: ops.c (the operation, save
+ * points, accessors), ops_merge.c, ops_vv.c, ops_check.c, ops_count.c,
+ * ops_derived.c (keyfp, push ids, push-log heads), ops_digest.c,
+ * ops_sweep.c.  Callers: the writer (writer.c), the request handlers
+ * (node/requests), replication (repl.c, vote.c, plheads.c), main.c.
  *
  * One owner thread (the writer).  After a failed commit call ops_reload()
  * so the in-memory counters match the disk again.
@@ -17,8 +28,8 @@
  * batch and in memory alike, whatever an operation that fails half-way
  * wrote (ops_savepoint), so the digest always describes the batch's
  * records.  Nothing outside the store happens inside an apply: a new
- * repository's directory is made after the commit (repos_touched), a ref's
- * objects fetched after it (refs_touched).
+ * repository's directory is made after the commit (ops_take_repos), a
+ * ref's objects fetched after it (ops_take_refs).
  */
 #ifndef GD_OPS_H
 #define GD_OPS_H
@@ -40,98 +51,32 @@ struct config;
  * lockout_failures newest attempts after an unlock are all kept.  Equal at
  * every site whatever their configs, or their records would differ. */
 #define OPS_MAX_FAILURES_KEPT 64
-#define OPS_MAX_KEYS 64
-#define OPS_MAX_REF_CHANGES 4096
+#define OPS_MAX_KEYS          64
+#define OPS_MAX_REF_CHANGES   4096
 
-/* A min-heap of unix seconds. */
-struct ops_heap {
-	int64_t *v;
-	size_t n, cap;
+struct ops; /* private: ops_int.h */
+
+/* One entry of the version vector (ops_vv_count, ops_vv_at): read-only
+ * outside the module. */
+struct ops_vv {
+	char origin[65];
+	uint64_t epoch;
+	uint64_t seq;
+	bool retired; /* kept only to know its operations (below) */
+	bool dirty; /* changed since the last commit */
 };
 
-/* The live records of one family (records.h's live test), kept as
- * operations apply so that `status` needs no scan.  A record live until a
- * time (a grant, until it expires) counts until then: the limits of the
- * live ones wait in a heap, and those passed by the latest time asked for
- * (horizon) are counted as expired. */
-struct ops_count {
-	int64_t live;        /* live records, time aside */
-	int64_t expired;     /* of them, those whose limit <= horizon */
-	int64_t horizon;
-	struct ops_heap until; /* limits > horizon of live records */
-	struct ops_heap gone;  /* limits of those since replaced or deleted */
-};
+/* Load (or, for a new store, create) epoch, seq, hlc and digest into a
+ * new *out, the caller's (ops_destroy).  cfg and s must outlive it.
+ * Returns 0 or a negative gd_err (then *out is NULL). */
+int ops_open(struct ops **out,
+             struct store *s,
+             const struct config *cfg,
+             bool created);
 
-struct ops {
-	struct store *store;
-	const struct config *cfg;
-	char site[65];
-	uint64_t epoch;        /* random, made when the store was created */
-	uint64_t seq;          /* last sequence number given here */
-	struct hlc hlc;
-	uint8_t digest[DIGEST_LEN];
-	/* each replicated family's share of the digest (digest is their
-	 * XOR): recomputed from the records at open, so `grantctl verify`
-	 * can name the family whose records and digest parted; and the same
-	 * as of the last commit, for ops_reload */
-	uint8_t fam_digest[CF__COUNT][DIGEST_LEN];
-	uint8_t fam_committed[CF__COUNT][DIGEST_LEN];
-	uint64_t dropped;      /* peer messages refused (ops_check, decode) */
-	/* push log entries refused: stamped no later than their
-	 * predecessor (apply_pushlog) */
-	uint64_t pushlog_refused;
-	/* Operations made by ops_local() since the last ops_outbox_clear(),
-	 * packed, each behind a 4-byte big-endian length: published by repl
-	 * once their batch is committed, dropped if the commit failed. */
-	struct buf outbox;
-	/* Refs whose record an applied operation or snapshot record
-	 * touched, each "repo \0 ref \0": handed to gitrepl (main.c), which
-	 * makes the disk follow; an entry from a batch that then failed to
-	 * commit only costs gitrepl a look. */
-	struct buf refs_touched;
-	/* Repositories whose record an applied operation or snapshot record
-	 * made live, each "name \0": main.c makes their directories once the
-	 * batch is committed (repos_follow), never inside the apply. */
-	struct buf repos_touched;
-	/* The version vector, cached: every change to it goes through this
-	 * module, so the cache is the store's vector.  A changed entry is
-	 * written to the batch once, by ops_commit (not once per operation:
-	 * at catch-up that was a third of the batch's writes). */
-	struct ops_vv {
-		char origin[65];
-		uint64_t epoch;
-		uint64_t seq;
-		bool retired;  /* kept only to know its operations (ops.h) */
-		bool dirty;    /* changed since the last commit */
-	} *vv;
-	size_t nvv, capvv;
-	/* a copy of the vector at each open save point, innermost last, for
-	 * ops_rollback: each is a struct ops_vv_saved and its entries;
-	 * vv_top is the innermost's offset */
-	struct buf vv_saves;
-	size_t vv_top;
-	/* own operations up to here are durable and published (ranges and
-	 * heartbeats never announce more) */
-	uint64_t published;
-	/* live records per family (ops_count), loaded at open; and each
-	 * change to them since the last commit, undone by ops_rollback and
-	 * ops_reload */
-	struct ops_count counts[CF__COUNT];
-	struct ops_count_undo {
-		int cf;
-		int sign;
-		int64_t until;
-	} *undo;
-	size_t nundo, capundo;
-};
-
-/* Load (or, for a new store, create) epoch, seq, hlc and digest.  The
- * struct is the caller's; cfg must outlive it. */
-int ops_open(struct ops *o, struct store *s, const struct config *cfg,
-	     bool created);
-
-/* Free what ops_open and ops_local allocated. */
-void ops_close(struct ops *o);
+/* Free *op and what ops_open and ops_local allocated; NULL-safe, sets
+ * *op = NULL. */
+void ops_destroy(struct ops **op);
 
 /* Re-read the counters from committed state after a failed commit. */
 int ops_reload(struct ops *o);
@@ -153,15 +98,16 @@ struct ops_save {
  * back (then drop the batch and call ops_reload). */
 void ops_savepoint(struct ops *o, struct store_batch *b, struct ops_save *sp);
 void ops_release(struct ops *o, struct store_batch *b);
-int ops_rollback(struct ops *o, struct store_batch *b,
-		 const struct ops_save *sp);
+int ops_rollback(struct ops *o,
+                 struct store_batch *b,
+                 const struct ops_save *sp);
 
 /* The digest recomputed from the records on disk, beside the live one. */
 struct ops_verify {
-	uint8_t live[DIGEST_LEN];     /* in memory (grantctl status) */
-	uint8_t stored[DIGEST_LEN];   /* committed with the last batch */
-	uint8_t disk[DIGEST_LEN];     /* recomputed from the records */
-	bool covered[CF__COUNT];      /* the family is in the digest */
+	uint8_t live[DIGEST_LEN]; /* in memory (grantctl status) */
+	uint8_t stored[DIGEST_LEN]; /* committed with the last batch */
+	uint8_t disk[DIGEST_LEN]; /* recomputed from the records */
+	bool covered[CF__COUNT]; /* the family is in the digest */
 	uint8_t live_fam[CF__COUNT][DIGEST_LEN];
 	uint8_t disk_fam[CF__COUNT][DIGEST_LEN];
 	uint64_t records[CF__COUNT];
@@ -169,7 +115,7 @@ struct ops_verify {
 	 * same time; both 0 for a family not counted */
 	int64_t count_kept[CF__COUNT];
 	int64_t count_disk[CF__COUNT];
-	bool equal;                   /* live == stored == disk, counts too */
+	bool equal; /* live == stored == disk, counts too */
 };
 
 /* Recompute the digest from the committed records of every replicated
@@ -213,8 +159,10 @@ int ops_commit(struct ops *o, struct store_batch *b, bool sync);
  * duplicate and is skipped (*applied = false, returns 0); a later one is a
  * gap (GD_EINVAL, nothing written).
  */
-int ops_apply(struct ops *o, struct store_batch *b, const Grantd__V1__Op *op,
-	      bool *applied);
+int ops_apply(struct ops *o,
+              struct store_batch *b,
+              const Grantd__V1__Op *op,
+              bool *applied);
 
 /*
  * Read-only mirrors (SPEC 9, docs/mirrors.md).  A mirror holds only the
@@ -232,8 +180,13 @@ bool ops_mirror_visible(const Grantd__V1__Op *op);
  * ops_apply, an earlier seq is a duplicate (*applied = false, 0), a later
  * one a gap (GD_EINVAL, nothing written); the next one raises the vector
  * (in b, at ops_commit) and the clock. */
-int ops_skip(struct ops *o, struct store_batch *b, const char *origin,
-	     uint64_t epoch, uint64_t seq, uint64_t hlc, bool *applied);
+int ops_skip(struct ops *o,
+             struct store_batch *b,
+             const char *origin,
+             uint64_t epoch,
+             uint64_t seq,
+             uint64_t hlc,
+             bool *applied);
 
 /* The digest of the families a mirror holds (the XOR of their shares):
  * equal at a frontend and a mirror that hold the same public state. */
@@ -256,13 +209,20 @@ struct ops_trust {
  * record must pass.  Returns 0, or GD_EPROTO for a record that does not
  * decode or check, with the reason in why (NULL is fine).
  */
-int ops_merge_record(struct ops *o, struct store_batch *b, enum store_cf cf,
-		     const void *val, size_t vlen, const struct ops_trust *t,
-		     struct buf *why);
+int ops_merge_record(struct ops *o,
+                     struct store_batch *b,
+                     enum store_cf cf,
+                     const void *val,
+                     size_t vlen,
+                     const struct ops_trust *t,
+                     struct buf *why);
 
 /* Raise the vector entry for (origin, epoch) to seq if it is lower. */
-void ops_vv_raise(struct ops *o, struct store_batch *b, const char *origin,
-		  uint64_t epoch, uint64_t seq);
+void ops_vv_raise(struct ops *o,
+                  struct store_batch *b,
+                  const char *origin,
+                  uint64_t epoch,
+                  uint64_t seq);
 
 /* Hook requests (grant-hook's request ids, RefUpdate.push_id) recorded
  * here are remembered, this many per repository, the latest. */
@@ -270,8 +230,11 @@ void ops_vv_raise(struct ops *o, struct store_batch *b, const char *origin,
 
 /* Has the push request id of repo been recorded here (the batch b
  * included)?  Returns 0 with *seen set, or a negative gd_err. */
-int ops_push_seen(struct ops *o, struct store_batch *b, const char *repo,
-		  const char *id, bool *seen);
+int ops_push_seen(struct ops *o,
+                  struct store_batch *b,
+                  const char *repo,
+                  const char *id,
+                  bool *seen);
 
 /*
  * Retiring finished epochs.  Each start makes a new epoch, so the vector
@@ -290,18 +253,24 @@ int ops_push_seen(struct ops *o, struct store_batch *b, const char *repo,
 
 /* Retire this site's finished epochs (all but o->epoch) that held() says
  * every peer holds up to seq.  Returns how many were retired. */
-int ops_vv_retire_own(struct ops *o, struct store_batch *b,
-		      bool (*held)(const char *origin, uint64_t epoch,
-				   uint64_t seq, void *payload),
-		      void *payload);
+int ops_vv_retire_own(struct ops *o,
+                      struct store_batch *b,
+                      bool (*held)(const char *origin,
+                                   uint64_t epoch,
+                                   uint64_t seq,
+                                   void *payload),
+                      void *payload);
 
 /* Follow origin's retirements as its own vector (vv, n entries; only those
  * of origin are read) shows them: when its retired total is exactly ours
  * plus the seqs of our epochs of origin that it no longer lists, retire
  * those.  Anything else (we lack retired history, or it lost some) is left
  * to ranges and state transfer.  Returns how many were retired. */
-int ops_vv_follow(struct ops *o, struct store_batch *b, const char *origin,
-		  Grantd__V1__VvEntry *const *vv, size_t n);
+int ops_vv_follow(struct ops *o,
+                  struct store_batch *b,
+                  const char *origin,
+                  Grantd__V1__VvEntry *const *vv,
+                  size_t n);
 
 /* Is (origin, epoch) already inside our retired total of origin, as
  * origin's own vector (vv, n entries: its last heartbeat, or its state
@@ -312,8 +281,11 @@ int ops_vv_follow(struct ops *o, struct store_batch *b, const char *origin,
  * counted twice (once in the total, once as the epoch): they are not
  * asked for.  A restored origin that lacks the epoch lists it again once
  * it has fetched it, and then it is asked for. */
-bool ops_vv_covered(struct ops *o, const char *origin, uint64_t epoch,
-		    Grantd__V1__VvEntry *const *vv, size_t n);
+bool ops_vv_covered(struct ops *o,
+                    const char *origin,
+                    uint64_t epoch,
+                    Grantd__V1__VvEntry *const *vv,
+                    size_t n);
 
 /* A state transfer raises origin's retired total to total: raise it, then
  * retire, without adding them to the total, our epochs of origin that
@@ -322,18 +294,25 @@ bool ops_vv_covered(struct ops *o, const char *origin, uint64_t epoch,
  * an epoch fetched by range before the transfer would be counted twice
  * (status "applied" apart from the peers' while the digests agree).
  * Returns how many epochs were retired so. */
-int ops_vv_raise_retired(struct ops *o, struct store_batch *b,
-			 const char *origin, uint64_t total,
-			 Grantd__V1__VvEntry *const *own, size_t n_own,
-			 Grantd__V1__VvEntry *const *sent, size_t n_sent);
+int ops_vv_raise_retired(struct ops *o,
+                         struct store_batch *b,
+                         const char *origin,
+                         uint64_t total,
+                         Grantd__V1__VvEntry *const *own,
+                         size_t n_own,
+                         Grantd__V1__VvEntry *const *sent,
+                         size_t n_sent);
 
 /* Delete the retired entries that gone() says every peer has retired too
  * (none lists it, and each one's retired total of its origin is at least
  * ours).  Returns how many. */
-int ops_vv_forget(struct ops *o, struct store_batch *b,
-		  bool (*gone)(const char *origin, uint64_t epoch,
-			       uint64_t total, void *payload),
-		  void *payload);
+int ops_vv_forget(struct ops *o,
+                  struct store_batch *b,
+                  bool (*gone)(const char *origin,
+                               uint64_t epoch,
+                               uint64_t total,
+                               void *payload),
+                  void *payload);
 
 /* Delete up to max log entries older than cutoff_ms (HLC wall time);
  * returns how many were deleted or a negative gd_err. */
@@ -347,12 +326,13 @@ int ops_truncate_log(struct ops *o, uint64_t cutoff_ms, int max);
 /* Delete up to max grants that expired more than OPS_GRANT_GRACE_S before
  * now (unix seconds), keeping the digest in step.  Returns how many, or a
  * negative gd_err. */
-int ops_sweep_grants(struct ops *o, struct store_batch *b, int64_t now,
-		     int max);
+int ops_sweep_grants(struct ops *o,
+                     struct store_batch *b,
+                     int64_t now,
+                     int max);
 
 /* Is stamp (h1, o1) after (h2, o2)?  The LWW order: HLC, then origin. */
-bool ops_stamp_after(uint64_t h1, const char *o1, uint64_t h2,
-		     const char *o2);
+bool ops_stamp_after(uint64_t h1, const char *o1, uint64_t h2, const char *o2);
 
 /* Zero the secret an unpacked operation may carry (an enrollment's),
  * before it is freed. */
@@ -377,8 +357,11 @@ int ops_check(const Grantd__V1__Op *op, struct buf *err);
  * Kept in CF_META by every apply and merge of an entry, in its batch.
  * Returns 0 or a store error. */
 #define OPS_PUSHLOG_HASH 32
-int ops_pushlog_head(struct ops *o, struct store_batch *b, const char *origin,
-		     uint64_t *n, uint8_t hash[OPS_PUSHLOG_HASH]);
+int ops_pushlog_head(struct ops *o,
+                     struct store_batch *b,
+                     const char *origin,
+                     uint64_t *n,
+                     uint8_t hash[OPS_PUSHLOG_HASH]);
 
 /* The origins whose heads s holds (committed state; any thread): each
  * origin's name, head n and hash, in name order.  *out is the caller's
@@ -397,7 +380,50 @@ int ops_pushlog_forks(struct ops *o, struct store_batch *b, uint64_t *n);
 
 /* Version vector entry for (origin, epoch); 0 when none.  It reads the
  * cache, which includes batches not yet committed (b is unused). */
-uint64_t ops_vv_get(struct ops *o, struct store_batch *b, const char *origin,
-		    uint64_t epoch);
+uint64_t ops_vv_get(struct ops *o,
+                    struct store_batch *b,
+                    const char *origin,
+                    uint64_t epoch);
+
+/* ---- named calls instead of fields (writer thread, as the rest) ---- */
+
+/* This site's name (the config's), the epoch made at open, and the last
+ * sequence number given here. */
+const char *ops_site(const struct ops *o);
+uint64_t ops_epoch(const struct ops *o);
+uint64_t ops_seq(const struct ops *o);
+/* Own operations up to this seq are durable and published (ranges and
+ * heartbeats never announce more); repl moves it. */
+uint64_t ops_published(const struct ops *o);
+void ops_set_published(struct ops *o, uint64_t seq);
+/* The live state digest (DIGEST_LEN bytes, borrowed: it changes with
+ * every apply). */
+const uint8_t *ops_digest(const struct ops *o);
+/* The clock's last stamp given or observed. */
+uint64_t ops_hlc_last(const struct ops *o);
+/* The clock itself, borrowed (a fuzzer puts it back between inputs). */
+struct hlc *ops_hlc(struct ops *o);
+struct store *ops_store(const struct ops *o);
+const struct config *ops_config(const struct ops *o);
+/* The version vector's entries, retired ones included (check ->retired):
+ * ops_vv_at(o, i) for i < ops_vv_count(o), borrowed until the next
+ * change to the vector. */
+size_t ops_vv_count(const struct ops *o);
+const struct ops_vv *ops_vv_at(const struct ops *o, size_t i);
+/* Swap out what the batch's applies gathered into *out (whose old content
+ * is dropped; out is the caller's, buf_free it): the outbox (ops_local's
+ * operations, each behind a 4-byte big-endian length; dropped once taken,
+ * wiped), the refs touched ("repo \0 ref \0" each) and the repositories
+ * made live ("name \0" each). */
+void ops_take_outbox(struct ops *o, struct buf *out);
+void ops_take_refs(struct ops *o, struct buf *out);
+void ops_take_repos(struct ops *o, struct buf *out);
+/* Peer messages refused (checks, decode): kept here until replication
+ * counts its own.  ops_dropped_counter lends the counter to peer.c. */
+uint64_t ops_dropped(const struct ops *o);
+void ops_note_dropped(struct ops *o, uint64_t n);
+uint64_t *ops_dropped_counter(struct ops *o);
+/* Push log entries refused (stamped no later than their predecessor). */
+uint64_t ops_pushlog_refused(const struct ops *o);
 
 #endif

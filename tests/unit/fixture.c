@@ -55,7 +55,7 @@ int fx_rmtree(const char *dir)
 	return 0;
 }
 
-int fx_store_open(struct store **s, struct ops *o, const char *dir,
+int fx_store_open(struct store **s, struct ops **o, const char *dir,
 		  const struct config *cfg, const uint8_t *seal_key)
 {
 	char path[256];
@@ -70,9 +70,9 @@ int fx_store_open(struct store **s, struct ops *o, const char *dir,
 	return 0;
 }
 
-void fx_store_close(struct store **s, struct ops *o)
+void fx_store_close(struct store **s, struct ops **o)
 {
 	if (o)
-		ops_close(o);
+		ops_destroy(o);
 	store_destroy(s);
 }
