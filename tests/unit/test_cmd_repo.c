@@ -191,13 +191,15 @@ static struct req *reader(struct fixture *f, const char *name,
 static size_t outbox(struct fixture *f, Grantd__V1__Op__BodyCase *kinds,
 		     size_t max)
 {
-	const uint8_t *p = (const uint8_t *)f->o->outbox.p;
+	struct buf box = BUF_INIT;
 	size_t off = 0, n = 0;
 
-	while (off + 4 <= f->o->outbox.len) {
+	ops_take_outbox(f->o, &box);
+	const uint8_t *p = (const uint8_t *)box.p;
+	while (off + 4 <= box.len) {
 		size_t len = (size_t)p[off] << 24 | (size_t)p[off + 1] << 16 |
 			     (size_t)p[off + 2] << 8 | p[off + 3];
-		assert_true(off + 4 + len <= f->o->outbox.len);
+		assert_true(off + 4 + len <= box.len);
 		Grantd__V1__Op *op = grantd__v1__op__unpack(NULL, len,
 							     p + off + 4);
 		assert_non_null(op);
@@ -207,8 +209,8 @@ static size_t outbox(struct fixture *f, Grantd__V1__Op__BodyCase *kinds,
 		grantd__v1__op__free_unpacked(op, NULL);
 		off += 4 + len;
 	}
-	assert_int_equal(off, f->o->outbox.len);
-	ops_outbox_clear(f->o);
+	assert_int_equal(off, box.len);
+	buf_free(&box);
 	return n;
 }
 

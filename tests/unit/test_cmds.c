@@ -232,7 +232,7 @@ static int teardown(void **state)
 	struct fixture *f = *state;
 
 	cmd_table_free(&f->t);
-	fx_store_close(&f->store, f->with_ops ? f->ops : NULL);
+	fx_store_close(&f->store, f->with_ops ? &f->ops : NULL);
 	if (fx_rmtree(f->dir) < 0)
 		return -1;
 	free(f);

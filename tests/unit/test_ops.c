@@ -418,6 +418,28 @@ static void dump_state(struct node *n, struct buf *out,
 	buf_free(&v);
 }
 
+/* The share of family cf in o's live digest (ops_verify's live_fam). */
+static const uint8_t *fam_digest(struct ops *o, enum store_cf cf)
+{
+	static struct ops_verify v[4];
+	static int next;
+	struct ops_verify *w = &v[next++ % 4];
+
+	assert_int_equal(ops_verify(o, w), 0);
+	return w->live_fam[cf];
+}
+
+/* How many bytes of repository names the applies in b noted so far (a
+ * save point records it), without taking them. */
+static size_t repos_noted(struct ops *o, struct store_batch *b)
+{
+	struct ops_save probe;
+
+	ops_savepoint(o, b, &probe);
+	ops_release(o, b);
+	return probe.repos_len;
+}
+
 /* The in-memory digest, the committed one and the one recomputed from the
  * records must all agree. */
 static void check_digest(struct node *n)
@@ -668,13 +690,13 @@ static void test_lww_repo(void **state)
 		free_rec(r);
 		/* the winner's repository is made after the commit, from
 		 * what the applies noted */
-		struct buf failed = BUF_INIT;
-		assert_true(f->n[i].o->repos_touched.len > 0);
+		struct buf failed = BUF_INIT, names = BUF_INIT;
+		ops_take_repos(f->n[i].o, &names);
+		assert_true(names.len > 0);
 		assert_int_equal(repos_follow(f->n[i].s, f->n[i].repo_dir,
-					      NULL, true,
-					      &f->n[i].o->repos_touched,
-					      &failed), 0);
-		assert_int_equal(f->n[i].o->repos_touched.len, 0);
+					      NULL, true, &names, &failed), 0);
+		assert_int_equal(names.len, 0);
+		buf_free(&names);
 		assert_int_equal(failed.len, 0);
 		snprintf(path, sizeof(path), "%s/pub/linux.git/HEAD",
 			 f->n[i].repo_dir);
@@ -727,10 +749,13 @@ static void test_apply_failure_keeps_digest(void **state)
 				      &grantd__v1__repo__descriptor);
 	assert_non_null(r);
 	free_rec(r);
+	struct buf names = BUF_INIT;
+	ops_take_repos(n->o, &names);
 	assert_int_equal(repos_follow(n->s, n->repo_dir, "exec true", true,
-				      &n->o->repos_touched, &failed),
+				      &names, &failed),
 			 GD_EIO);
-	assert_int_equal(n->o->repos_touched.len, 0);
+	assert_int_equal(names.len, 0);
+	buf_free(&names);
 	assert_string_equal(failed.p, "pub/a");
 	assert_int_equal(unlink(n->repo_dir), 0);
 	struct buf again = failed;
@@ -775,12 +800,12 @@ static void test_savepoint(void **state)
 					   GRANTD__V1__REPO_MODE__MODE_OFF,
 					   false), &applied), 0);
 	assert_int_equal(ops_vv_get(n->o, b, "sitea", EPOCH), 3);
-	assert_true(n->o->repos_touched.len > 0);
+	assert_true(repos_noted(n->o, b) > 0);
 
 	/* the inner point: the repository goes, the grant stays */
 	assert_int_equal(ops_rollback(n->o, b, &inner), 0);
 	assert_int_equal(ops_vv_get(n->o, b, "sitea", EPOCH), 2);
-	assert_int_equal(n->o->repos_touched.len, 0);
+	assert_int_equal(repos_noted(n->o, b), 0);
 	struct buf v = BUF_INIT;
 	assert_int_equal(store_get(n->s, b, CF_REPOS, "lee-repo", 8, &v),
 			 GD_ENOTFOUND);
@@ -1932,7 +1957,7 @@ static void test_merge_record_trust(void **state)
 	g.hlc = HLC(1000, 7), g.origin = "siteb";
 	buf_reset(&v), buf_reset(&why);
 	grantd__v1__grant__pack(&g, buf_extend(&v, grantd__v1__grant__get_packed_size(&g)));
-	ops_hlc_last(n->o) = HLC(10, 0);
+	ops_hlc(n->o)->last = HLC(10, 0);
 	assert_int_equal(ops_merge_record(n->o, b, CF_GRANTS, v.p, v.len, &t,
 					  &why), 0);
 	assert_true(ops_hlc_last(n->o) >= HLC(1000, 7));
@@ -2059,17 +2084,19 @@ static void test_local(void **state)
 	assert_true(t[1].op.hlc > t[0].op.hlc);
 	assert_int_equal(ops_seq(n->o), 2);
 	assert_int_equal(ops_vv_get(n->o, NULL, "node0", ops_epoch(n->o)), 2);
-	assert_true(n->o->outbox.len > 8);
+	struct buf box = BUF_INIT;
+	ops_take_outbox(n->o, &box);
+	assert_true(box.len > 8);
 
 	/* the outbox holds them as a peer receives them: applied there, the
 	 * same state */
 	size_t off = 0;
 	int count = 0;
-	while (off + 4 <= n->o->outbox.len) {
-		const uint8_t *p = (const uint8_t *)n->o->outbox.p + off;
+	while (off + 4 <= box.len) {
+		const uint8_t *p = (const uint8_t *)box.p + off;
 		size_t len = (size_t)p[0] << 24 | (size_t)p[1] << 16 |
 			     (size_t)p[2] << 8 | p[3];
-		assert_true(off + 4 + len <= n->o->outbox.len);
+		assert_true(off + 4 + len <= box.len);
 		Grantd__V1__Op *op = grantd__v1__op__unpack(NULL, len, p + 4);
 		assert_non_null(op);
 		struct buf err = BUF_INIT;
@@ -2081,10 +2108,12 @@ static void test_local(void **state)
 		count++;
 	}
 	assert_int_equal(count, 2);
-	assert_int_equal(off, n->o->outbox.len);
+	assert_int_equal(off, box.len);
 	assert_same_state(n, peer);
-	ops_outbox_clear(n->o);
-	assert_int_equal(n->o->outbox.len, 0);
+	buf_free(&box);
+	ops_take_outbox(n->o, &box);
+	assert_int_equal(box.len, 0);
+	buf_free(&box);
 
 	/* a peer's stamp from the future: the next local stamp is after it,
 	 * so a revoke made here after seeing a grant wins over it */
@@ -2576,8 +2605,8 @@ static void test_pushlog_fork(void **state)
 	assert_int_equal(ops_pushlog_refused(y->o), 1);
 	a2.op.seq = 2, a2b.op.seq = 3;
 	/* the records alike (the vectors' order aside) */
-	assert_memory_equal(x->o->fam_digest[CF_PUSHLOG],
-			    y->o->fam_digest[CF_PUSHLOG], DIGEST_LEN);
+	assert_memory_equal(fam_digest(x->o, CF_PUSHLOG),
+			    fam_digest(y->o, CF_PUSHLOG), DIGEST_LEN);
 	for (int i = 0; i < 2; i++) {
 		struct node *m = i ? y : x;
 		e = get_entry(m, "sitea", 2);
@@ -2621,8 +2650,8 @@ static void test_pushlog_fork(void **state)
 	store_batch_free(&b);
 	assert_int_equal(ops_pushlog_refused(z->o), 1);
 	assert_null(get_entry(z, "sitea", 3));
-	assert_memory_equal(x->o->fam_digest[CF_PUSHLOG],
-			    z->o->fam_digest[CF_PUSHLOG], DIGEST_LEN);
+	assert_memory_equal(fam_digest(x->o, CF_PUSHLOG),
+			    fam_digest(z->o, CF_PUSHLOG), DIGEST_LEN);
 	assert_int_equal(ops_pushlog_forks(z->o, NULL, &n), 0);
 	assert_int_equal(n, 1);
 	/* an entry 3 stamped after both entries 2 is taken */

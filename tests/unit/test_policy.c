@@ -114,7 +114,7 @@ static void fail_here(struct fixture *f, const char *user)
 	uint64_t at = ops_stamp(f->ops);
 
 	fl.user = (char *)user;
-	fl.site = ops_site(f->ops);
+	fl.site = (char *)ops_site(f->ops);
 	fl.hlc = &at;
 	fl.n_hlc = 1;
 	op.body_case = GRANTD__V1__OP__BODY_FAILURE;

@@ -151,7 +151,7 @@ static uint64_t vv_sum(const struct node *n, const char *origin)
 static bool peer_holds(const char *origin, uint64_t epoch, uint64_t seq,
 		       void *payload)
 {
-	return ops_vv_get(&((struct node *)payload)->o, NULL, origin, epoch) >=
+	return ops_vv_get(((struct node *)payload)->o, NULL, origin, epoch) >=
 	       seq;
 }
 
@@ -164,7 +164,7 @@ static bool peer_retired(const char *origin, uint64_t epoch, uint64_t total,
 		if (ops_vv_at(n->o, i)->epoch == epoch && !ops_vv_at(n->o, i)->retired &&
 		    !strcmp(ops_vv_at(n->o, i)->origin, origin))
 			return false;
-	return ops_vv_get(&((struct node *)payload)->o, NULL, origin,
+	return ops_vv_get(((struct node *)payload)->o, NULL, origin,
 			  OPS_VV_RETIRED) >= total;
 }
 
