@@ -1,5 +1,5 @@
 /*
- * test_vv.c: the version vector over many starts (node/state/ops.h, retiring
+ * test_ops_vv.c: the version vector over many starts (node/state/ops.h, retiring
  * finished epochs; issue 8, item 7).
  *
  * Every start of a node makes a new epoch, so the vector (and every
