@@ -39,7 +39,7 @@ int fx_mkdtemp(char *dir, size_t size, const char *name, bool tmpfs)
 	if (tmpfs && stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode))
 		tmp = "/dev/shm";
 	n = snprintf(dir, size, "%s/%s.XXXXXX",
-		     tmp && *tmp && strlen(tmp) < 32 ? tmp : "/tmp", name);
+	             tmp && *tmp && strlen(tmp) < 32 ? tmp : "/tmp", name);
 	if (n < 0 || (size_t)n >= size || !mkdtemp(dir))
 		return -1;
 	return 0;
@@ -55,8 +55,11 @@ int fx_rmtree(const char *dir)
 	return 0;
 }
 
-int fx_store_open(struct store **s, struct ops **o, const char *dir,
-		  const struct config *cfg, const uint8_t *seal_key)
+int fx_store_open(struct store **s,
+                  struct ops **o,
+                  const char *dir,
+                  const struct config *cfg,
+                  const uint8_t *seal_key)
 {
 	char path[256];
 	bool created = false;

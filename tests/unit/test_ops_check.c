@@ -23,7 +23,7 @@
 
 #define OID0 "0000000000000000000000000000000000000000"
 #define OID1 "1111111111111111111111111111111111111111"
-#define KEY                                                                    \
+#define KEY                                                                   \
 	"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHLAx+6EsJuGELLoK4oqtzjiFQlr/4K" \
 	"ExvUYKBZ/LSGg k"
 
@@ -152,7 +152,7 @@ static void passes(const Grantd__V1__Op *op)
 
 	if (ops_check(op, &err) != 0)
 		fail_msg("ops_check refused body=%d: %s", op->body_case,
-			 buf_str(&err));
+		         buf_str(&err));
 	buf_free(&err);
 }
 
@@ -166,12 +166,12 @@ static void refused(const Grantd__V1__Op *op, const char *why)
 }
 
 static const Grantd__V1__Op__BodyCase kinds[] = {
-	GRANTD__V1__OP__BODY_USER,	  GRANTD__V1__OP__BODY_ENROLL,
-	GRANTD__V1__OP__BODY_GRANT,	  GRANTD__V1__OP__BODY_MARK,
-	GRANTD__V1__OP__BODY_FAILURE,	  GRANTD__V1__OP__BODY_UNLOCK,
-	GRANTD__V1__OP__BODY_REVOKE,	  GRANTD__V1__OP__BODY_ADDR_REVOKE,
-	GRANTD__V1__OP__BODY_REPO,	  GRANTD__V1__OP__BODY_REFS,
-	GRANTD__V1__OP__BODY_PUSH_LOG,
+        GRANTD__V1__OP__BODY_USER,     GRANTD__V1__OP__BODY_ENROLL,
+        GRANTD__V1__OP__BODY_GRANT,    GRANTD__V1__OP__BODY_MARK,
+        GRANTD__V1__OP__BODY_FAILURE,  GRANTD__V1__OP__BODY_UNLOCK,
+        GRANTD__V1__OP__BODY_REVOKE,   GRANTD__V1__OP__BODY_ADDR_REVOKE,
+        GRANTD__V1__OP__BODY_REPO,     GRANTD__V1__OP__BODY_REFS,
+        GRANTD__V1__OP__BODY_PUSH_LOG,
 };
 
 /* Every kind has a row, its good operation passes, and its user (where it
@@ -281,7 +281,8 @@ static void test_grant_failure_bounds(void **state)
 static void test_addr_repo_bounds(void **state)
 {
 	(void)state;
-	make(GRANTD__V1__OP__BODY_ADDR_REVOKE)->addr_revoke->net = "2001:db8::1";
+	make(GRANTD__V1__OP__BODY_ADDR_REVOKE)->addr_revoke->net =
+	        "2001:db8::1";
 	passes(&a.op);
 	a.ar.net = "2001:DB8::1"; /* another spelling of one address */
 	refused(&a.op, "bad revoked address");
@@ -344,11 +345,21 @@ static void test_names(void **state)
 	assert_true(ops_ref_name_ok("refs/heads/main"));
 	assert_true(ops_ref_name_ok("refs/tags/v1.0"));
 	static const char *const bad[] = {
-		NULL,		  "HEAD",	   "refs/",
-		"refs/grantd/x",  "refs/heads/",   "refs/heads/a.",
-		"refs/heads/a..b", "refs/heads//a", "refs/heads/.a",
-		"refs/heads/a@{1}", "refs/heads/a.lock", "refs/heads/a b",
-		"refs/heads/a~1", "refs/heads/a:b", "refs/heads/a\\b",
+	        NULL,
+	        "HEAD",
+	        "refs/",
+	        "refs/grantd/x",
+	        "refs/heads/",
+	        "refs/heads/a.",
+	        "refs/heads/a..b",
+	        "refs/heads//a",
+	        "refs/heads/.a",
+	        "refs/heads/a@{1}",
+	        "refs/heads/a.lock",
+	        "refs/heads/a b",
+	        "refs/heads/a~1",
+	        "refs/heads/a:b",
+	        "refs/heads/a\\b",
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		if (ops_ref_name_ok(bad[i]))
@@ -358,13 +369,13 @@ static void test_names(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_every_kind),
-		cmocka_unit_test(test_stamp_first),
-		cmocka_unit_test(test_user_enroll_bounds),
-		cmocka_unit_test(test_grant_failure_bounds),
-		cmocka_unit_test(test_addr_repo_bounds),
-		cmocka_unit_test(test_refs_pushlog_bounds),
-		cmocka_unit_test(test_names),
+	        cmocka_unit_test(test_every_kind),
+	        cmocka_unit_test(test_stamp_first),
+	        cmocka_unit_test(test_user_enroll_bounds),
+	        cmocka_unit_test(test_grant_failure_bounds),
+	        cmocka_unit_test(test_addr_repo_bounds),
+	        cmocka_unit_test(test_refs_pushlog_bounds),
+	        cmocka_unit_test(test_names),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
