@@ -20,16 +20,12 @@
 #include "xalloc.h"
 #include "banned.h"
 
-static int ops_start(struct ops *o,
-                     struct store *s,
-                     const struct config *cfg,
-                     bool created);
+static int ops_start(struct ops *o, struct store *s, const struct config *cfg,
+		     bool created);
 
 /* key's value in b (NULL: committed), 0 when there is none */
-int ops_meta_u64_in(struct store *s,
-                    struct store_batch *b,
-                    const char *key,
-                    uint64_t *out)
+int ops_meta_u64_in(struct store *s, struct store_batch *b, const char *key,
+		    uint64_t *out)
 {
 	struct buf v = BUF_INIT;
 	int rc = store_get(s, b, CF_META, key, strlen(key), &v);
@@ -80,7 +76,7 @@ int ops_reload(struct ops *o)
 	hlc_observe(&o->hlc, h);
 	memset(o->digest, 0, sizeof(o->digest));
 	rc = store_get(o->store, NULL, CF_META, META_DIGEST,
-	               strlen(META_DIGEST), &v);
+		       strlen(META_DIGEST), &v);
 	if (rc == 0 && v.len == DIGEST_LEN)
 		memcpy(o->digest, v.p, DIGEST_LEN);
 	rc = rc == GD_ENOTFOUND ? 0 : rc;
@@ -91,10 +87,8 @@ done:
 }
 
 /* ops_open's work on a zeroed o. */
-static int ops_start(struct ops *o,
-                     struct store *s,
-                     const struct config *cfg,
-                     bool created)
+static int ops_start(struct ops *o, struct store *s, const struct config *cfg,
+		     bool created)
 {
 	struct store_batch *b;
 	uint64_t epoch;
@@ -126,14 +120,12 @@ static int ops_start(struct ops *o,
 	o->epoch = epoch;
 	o->seq = 0;
 	log_info("%s store site=%s epoch=%016llx", created ? "new" : "opened",
-	         o->site, (unsigned long long)epoch);
+		 o->site, (unsigned long long)epoch);
 	return 0;
 }
 
-int ops_open(struct ops **out,
-             struct store *s,
-             const struct config *cfg,
-             bool created)
+int ops_open(struct ops **out, struct store *s, const struct config *cfg,
+	     bool created)
 {
 	struct ops *o = xcalloc(1, sizeof(*o));
 	int rc = ops_start(o, s, cfg, created);
@@ -175,10 +167,27 @@ void ops_pack_msg(struct buf *out, const ProtobufCMessage *m)
 	protobuf_c_message_pack(m, buf_extend(out, n));
 }
 
-int ops_apply(struct ops *o,
-              struct store_batch *b,
-              const Grantd__V1__Op *op,
-              bool *applied)
+/* Pack an LWW body as its record, stamped with its operation's (hlc,
+ * origin): fields 14 and 15 of every LWW record (see Stamped). */
+void ops_pack_stamped(struct buf *out, const ProtobufCMessage *body,
+		      uint64_t hlc, const char *origin)
+{
+	const ProtobufCMessageDescriptor *d = body->descriptor;
+	const ProtobufCFieldDescriptor *fh =
+		protobuf_c_message_descriptor_get_field(d, 14);
+	const ProtobufCFieldDescriptor *fo =
+		protobuf_c_message_descriptor_get_field(d, 15);
+	uint8_t *copy = xmemdup(body, d->sizeof_message);
+
+	memcpy(copy + fh->offset, &hlc, sizeof(hlc));
+	*(protobuf_c_boolean *)(copy + fh->quantifier_offset) = 1;
+	memcpy(copy + fo->offset, &origin, sizeof(origin));
+	ops_pack_msg(out, (const ProtobufCMessage *)copy);
+	free(copy);
+}
+
+int ops_apply(struct ops *o, struct store_batch *b, const Grantd__V1__Op *op,
+	      bool *applied)
 {
 	struct buf k = BUF_INIT, val = BUF_INIT;
 	struct ops_save sp;
@@ -218,13 +227,8 @@ done:
 	return rc;
 }
 
-int ops_skip(struct ops *o,
-             struct store_batch *b,
-             const char *origin,
-             uint64_t epoch,
-             uint64_t seq,
-             uint64_t hlc,
-             bool *applied)
+int ops_skip(struct ops *o, struct store_batch *b, const char *origin,
+	     uint64_t epoch, uint64_t seq, uint64_t hlc, bool *applied)
 {
 	uint64_t have = ops_vv_get(o, b, origin, epoch);
 
@@ -243,8 +247,8 @@ int ops_skip(struct ops *o,
 
 bool ops_mirror_visible(const Grantd__V1__Op *op)
 {
-	const struct records_kind *k =
-	        op ? records_by_body(op->body_case) : NULL;
+	const struct records_kind *k = op ? records_by_body(op->body_case) :
+					    NULL;
 
 	return k && records_mirror_visible(k->cf);
 }
@@ -271,8 +275,8 @@ int ops_local(struct ops *o, struct store_batch *b, Grantd__V1__Op *op)
 	rc = ops_apply(o, b, op, &applied);
 	if (rc == 0) {
 		size_t n = grantd__v1__op__get_packed_size(op);
-		uint8_t len[4] = {(uint8_t)(n >> 24), (uint8_t)(n >> 16),
-		                  (uint8_t)(n >> 8), (uint8_t)n};
+		uint8_t len[4] = { (uint8_t)(n >> 24), (uint8_t)(n >> 16),
+				   (uint8_t)(n >> 8), (uint8_t)n };
 		buf_add(&o->outbox, len, sizeof(len));
 		grantd__v1__op__pack(op, buf_extend(&o->outbox, n));
 	}
@@ -304,7 +308,7 @@ int ops_commit(struct ops *o, struct store_batch *b, bool sync)
 	ops_meta_put_u64(b, META_SEQ, o->seq);
 	ops_meta_put_u64(b, META_HLC, o->hlc.last);
 	store_put(b, CF_META, META_DIGEST, strlen(META_DIGEST), o->digest,
-	          DIGEST_LEN);
+		  DIGEST_LEN);
 	if ((rc = store_commit(b, sync)) == 0) {
 		memcpy(o->fam_committed, o->fam_digest,
 		       sizeof(o->fam_committed));
@@ -321,7 +325,7 @@ struct ops_vv_saved {
 
 void ops_savepoint(struct ops *o, struct store_batch *b, struct ops_save *sp)
 {
-	struct ops_vv_saved h = {.prev = o->vv_top, .n = o->nvv};
+	struct ops_vv_saved h = { .prev = o->vv_top, .n = o->nvv };
 
 	memcpy(sp->digest, o->digest, sizeof(sp->digest));
 	memcpy(sp->fam_digest, o->fam_digest, sizeof(sp->fam_digest));
@@ -353,9 +357,8 @@ void ops_release(struct ops *o, struct store_batch *b)
 	store_batch_release(b);
 }
 
-int ops_rollback(struct ops *o,
-                 struct store_batch *b,
-                 const struct ops_save *sp)
+int ops_rollback(struct ops *o, struct store_batch *b,
+		 const struct ops_save *sp)
 {
 	int rc = store_batch_rollback(b);
 	struct ops_vv_saved h;
@@ -365,7 +368,7 @@ int ops_rollback(struct ops *o,
 	o->seq = sp->seq;
 	if (o->outbox.len > sp->outbox_len) {
 		sodium_memzero(o->outbox.p + sp->outbox_len,
-		               o->outbox.len - sp->outbox_len);
+			       o->outbox.len - sp->outbox_len);
 		o->outbox.len = sp->outbox_len;
 	}
 	if (o->refs_touched.len > sp->refs_len)

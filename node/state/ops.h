@@ -12,7 +12,8 @@
  * (one entry per (origin, n), a second one kept as a fork).  Local
  * changes and peers' operations both go through ops_apply, and records of
  * a state transfer through ops_merge_record with the same rules; there is
- * no second merge path.
+ * no second merge path.  Every replicated family (records.h) is in the
+ * digest, refs, address revocations and the push log included.
  *
  * The module is opaque (struct ops lives in ops_int.h, for ops*.c only):
  * callers use the named calls below.  Rooms: ops.c (the operation, save
@@ -51,8 +52,8 @@ struct config;
  * lockout_failures newest attempts after an unlock are all kept.  Equal at
  * every site whatever their configs, or their records would differ. */
 #define OPS_MAX_FAILURES_KEPT 64
-#define OPS_MAX_KEYS          64
-#define OPS_MAX_REF_CHANGES   4096
+#define OPS_MAX_KEYS 64
+#define OPS_MAX_REF_CHANGES 4096
 
 struct ops; /* private: ops_int.h */
 
@@ -62,17 +63,15 @@ struct ops_vv {
 	char origin[65];
 	uint64_t epoch;
 	uint64_t seq;
-	bool retired; /* kept only to know its operations (below) */
-	bool dirty; /* changed since the last commit */
+	bool retired;  /* kept only to know its operations (below) */
+	bool dirty;    /* changed since the last commit */
 };
 
 /* Load (or, for a new store, create) epoch, seq, hlc and digest into a
  * new *out, the caller's (ops_destroy).  cfg and s must outlive it.
  * Returns 0 or a negative gd_err (then *out is NULL). */
-int ops_open(struct ops **out,
-             struct store *s,
-             const struct config *cfg,
-             bool created);
+int ops_open(struct ops **out, struct store *s, const struct config *cfg,
+	     bool created);
 
 /* Free *op and what ops_open and ops_local allocated; NULL-safe, sets
  * *op = NULL. */
@@ -98,16 +97,15 @@ struct ops_save {
  * back (then drop the batch and call ops_reload). */
 void ops_savepoint(struct ops *o, struct store_batch *b, struct ops_save *sp);
 void ops_release(struct ops *o, struct store_batch *b);
-int ops_rollback(struct ops *o,
-                 struct store_batch *b,
-                 const struct ops_save *sp);
+int ops_rollback(struct ops *o, struct store_batch *b,
+		 const struct ops_save *sp);
 
 /* The digest recomputed from the records on disk, beside the live one. */
 struct ops_verify {
-	uint8_t live[DIGEST_LEN]; /* in memory (grantctl status) */
-	uint8_t stored[DIGEST_LEN]; /* committed with the last batch */
-	uint8_t disk[DIGEST_LEN]; /* recomputed from the records */
-	bool covered[CF__COUNT]; /* the family is in the digest */
+	uint8_t live[DIGEST_LEN];     /* in memory (grantctl status) */
+	uint8_t stored[DIGEST_LEN];   /* committed with the last batch */
+	uint8_t disk[DIGEST_LEN];     /* recomputed from the records */
+	bool covered[CF__COUNT];      /* the family is in the digest */
 	uint8_t live_fam[CF__COUNT][DIGEST_LEN];
 	uint8_t disk_fam[CF__COUNT][DIGEST_LEN];
 	uint64_t records[CF__COUNT];
@@ -115,7 +113,7 @@ struct ops_verify {
 	 * same time; both 0 for a family not counted */
 	int64_t count_kept[CF__COUNT];
 	int64_t count_disk[CF__COUNT];
-	bool equal; /* live == stored == disk, counts too */
+	bool equal;                   /* live == stored == disk, counts too */
 };
 
 /* Recompute the digest from the committed records of every replicated
@@ -159,10 +157,8 @@ int ops_commit(struct ops *o, struct store_batch *b, bool sync);
  * duplicate and is skipped (*applied = false, returns 0); a later one is a
  * gap (GD_EINVAL, nothing written).
  */
-int ops_apply(struct ops *o,
-              struct store_batch *b,
-              const Grantd__V1__Op *op,
-              bool *applied);
+int ops_apply(struct ops *o, struct store_batch *b, const Grantd__V1__Op *op,
+	      bool *applied);
 
 /*
  * Read-only mirrors (SPEC 9, docs/mirrors.md).  A mirror holds only the
@@ -180,13 +176,8 @@ bool ops_mirror_visible(const Grantd__V1__Op *op);
  * ops_apply, an earlier seq is a duplicate (*applied = false, 0), a later
  * one a gap (GD_EINVAL, nothing written); the next one raises the vector
  * (in b, at ops_commit) and the clock. */
-int ops_skip(struct ops *o,
-             struct store_batch *b,
-             const char *origin,
-             uint64_t epoch,
-             uint64_t seq,
-             uint64_t hlc,
-             bool *applied);
+int ops_skip(struct ops *o, struct store_batch *b, const char *origin,
+	     uint64_t epoch, uint64_t seq, uint64_t hlc, bool *applied);
 
 /* The digest of the families a mirror holds (the XOR of their shares):
  * equal at a frontend and a mirror that hold the same public state. */
@@ -209,20 +200,13 @@ struct ops_trust {
  * record must pass.  Returns 0, or GD_EPROTO for a record that does not
  * decode or check, with the reason in why (NULL is fine).
  */
-int ops_merge_record(struct ops *o,
-                     struct store_batch *b,
-                     enum store_cf cf,
-                     const void *val,
-                     size_t vlen,
-                     const struct ops_trust *t,
-                     struct buf *why);
+int ops_merge_record(struct ops *o, struct store_batch *b, enum store_cf cf,
+		     const void *val, size_t vlen, const struct ops_trust *t,
+		     struct buf *why);
 
 /* Raise the vector entry for (origin, epoch) to seq if it is lower. */
-void ops_vv_raise(struct ops *o,
-                  struct store_batch *b,
-                  const char *origin,
-                  uint64_t epoch,
-                  uint64_t seq);
+void ops_vv_raise(struct ops *o, struct store_batch *b, const char *origin,
+		  uint64_t epoch, uint64_t seq);
 
 /* Hook requests (grant-hook's request ids, RefUpdate.push_id) recorded
  * here are remembered, this many per repository, the latest. */
@@ -230,11 +214,8 @@ void ops_vv_raise(struct ops *o,
 
 /* Has the push request id of repo been recorded here (the batch b
  * included)?  Returns 0 with *seen set, or a negative gd_err. */
-int ops_push_seen(struct ops *o,
-                  struct store_batch *b,
-                  const char *repo,
-                  const char *id,
-                  bool *seen);
+int ops_push_seen(struct ops *o, struct store_batch *b, const char *repo,
+		  const char *id, bool *seen);
 
 /*
  * Retiring finished epochs.  Each start makes a new epoch, so the vector
@@ -253,24 +234,18 @@ int ops_push_seen(struct ops *o,
 
 /* Retire this site's finished epochs (all but o->epoch) that held() says
  * every peer holds up to seq.  Returns how many were retired. */
-int ops_vv_retire_own(struct ops *o,
-                      struct store_batch *b,
-                      bool (*held)(const char *origin,
-                                   uint64_t epoch,
-                                   uint64_t seq,
-                                   void *payload),
-                      void *payload);
+int ops_vv_retire_own(struct ops *o, struct store_batch *b,
+		      bool (*held)(const char *origin, uint64_t epoch,
+				   uint64_t seq, void *payload),
+		      void *payload);
 
 /* Follow origin's retirements as its own vector (vv, n entries; only those
  * of origin are read) shows them: when its retired total is exactly ours
  * plus the seqs of our epochs of origin that it no longer lists, retire
  * those.  Anything else (we lack retired history, or it lost some) is left
  * to ranges and state transfer.  Returns how many were retired. */
-int ops_vv_follow(struct ops *o,
-                  struct store_batch *b,
-                  const char *origin,
-                  Grantd__V1__VvEntry *const *vv,
-                  size_t n);
+int ops_vv_follow(struct ops *o, struct store_batch *b, const char *origin,
+		  Grantd__V1__VvEntry *const *vv, size_t n);
 
 /* Is (origin, epoch) already inside our retired total of origin, as
  * origin's own vector (vv, n entries: its last heartbeat, or its state
@@ -281,11 +256,8 @@ int ops_vv_follow(struct ops *o,
  * counted twice (once in the total, once as the epoch): they are not
  * asked for.  A restored origin that lacks the epoch lists it again once
  * it has fetched it, and then it is asked for. */
-bool ops_vv_covered(struct ops *o,
-                    const char *origin,
-                    uint64_t epoch,
-                    Grantd__V1__VvEntry *const *vv,
-                    size_t n);
+bool ops_vv_covered(struct ops *o, const char *origin, uint64_t epoch,
+		    Grantd__V1__VvEntry *const *vv, size_t n);
 
 /* A state transfer raises origin's retired total to total: raise it, then
  * retire, without adding them to the total, our epochs of origin that
@@ -294,25 +266,18 @@ bool ops_vv_covered(struct ops *o,
  * an epoch fetched by range before the transfer would be counted twice
  * (status "applied" apart from the peers' while the digests agree).
  * Returns how many epochs were retired so. */
-int ops_vv_raise_retired(struct ops *o,
-                         struct store_batch *b,
-                         const char *origin,
-                         uint64_t total,
-                         Grantd__V1__VvEntry *const *own,
-                         size_t n_own,
-                         Grantd__V1__VvEntry *const *sent,
-                         size_t n_sent);
+int ops_vv_raise_retired(struct ops *o, struct store_batch *b,
+			 const char *origin, uint64_t total,
+			 Grantd__V1__VvEntry *const *own, size_t n_own,
+			 Grantd__V1__VvEntry *const *sent, size_t n_sent);
 
 /* Delete the retired entries that gone() says every peer has retired too
  * (none lists it, and each one's retired total of its origin is at least
  * ours).  Returns how many. */
-int ops_vv_forget(struct ops *o,
-                  struct store_batch *b,
-                  bool (*gone)(const char *origin,
-                               uint64_t epoch,
-                               uint64_t total,
-                               void *payload),
-                  void *payload);
+int ops_vv_forget(struct ops *o, struct store_batch *b,
+		  bool (*gone)(const char *origin, uint64_t epoch,
+			       uint64_t total, void *payload),
+		  void *payload);
 
 /* Delete up to max log entries older than cutoff_ms (HLC wall time);
  * returns how many were deleted or a negative gd_err. */
@@ -326,13 +291,12 @@ int ops_truncate_log(struct ops *o, uint64_t cutoff_ms, int max);
 /* Delete up to max grants that expired more than OPS_GRANT_GRACE_S before
  * now (unix seconds), keeping the digest in step.  Returns how many, or a
  * negative gd_err. */
-int ops_sweep_grants(struct ops *o,
-                     struct store_batch *b,
-                     int64_t now,
-                     int max);
+int ops_sweep_grants(struct ops *o, struct store_batch *b, int64_t now,
+		     int max);
 
 /* Is stamp (h1, o1) after (h2, o2)?  The LWW order: HLC, then origin. */
-bool ops_stamp_after(uint64_t h1, const char *o1, uint64_t h2, const char *o2);
+bool ops_stamp_after(uint64_t h1, const char *o1, uint64_t h2,
+		     const char *o2);
 
 /* Zero the secret an unpacked operation may carry (an enrollment's),
  * before it is freed. */
@@ -357,11 +321,8 @@ int ops_check(const Grantd__V1__Op *op, struct buf *err);
  * Kept in CF_META by every apply and merge of an entry, in its batch.
  * Returns 0 or a store error. */
 #define OPS_PUSHLOG_HASH 32
-int ops_pushlog_head(struct ops *o,
-                     struct store_batch *b,
-                     const char *origin,
-                     uint64_t *n,
-                     uint8_t hash[OPS_PUSHLOG_HASH]);
+int ops_pushlog_head(struct ops *o, struct store_batch *b, const char *origin,
+		     uint64_t *n, uint8_t hash[OPS_PUSHLOG_HASH]);
 
 /* The origins whose heads s holds (committed state; any thread): each
  * origin's name, head n and hash, in name order.  *out is the caller's
@@ -380,10 +341,8 @@ int ops_pushlog_forks(struct ops *o, struct store_batch *b, uint64_t *n);
 
 /* Version vector entry for (origin, epoch); 0 when none.  It reads the
  * cache, which includes batches not yet committed (b is unused). */
-uint64_t ops_vv_get(struct ops *o,
-                    struct store_batch *b,
-                    const char *origin,
-                    uint64_t epoch);
+uint64_t ops_vv_get(struct ops *o, struct store_batch *b, const char *origin,
+		    uint64_t epoch);
 
 /* ---- named calls instead of fields (writer thread, as the rest) ---- */
 
@@ -410,11 +369,13 @@ const struct config *ops_config(const struct ops *o);
  * change to the vector. */
 size_t ops_vv_count(const struct ops *o);
 const struct ops_vv *ops_vv_at(const struct ops *o, size_t i);
-/* Swap out what the batch's applies gathered into *out (whose old content
- * is dropped; out is the caller's, buf_free it): the outbox (ops_local's
- * operations, each behind a 4-byte big-endian length; dropped once taken,
- * wiped), the refs touched ("repo \0 ref \0" each) and the repositories
- * made live ("name \0" each). */
+/* Move what the applies since the last take gathered into *out (the
+ * caller's: buf_free it), leaving ops an empty buffer; out's old bytes are
+ * dropped (wiped, for the outbox) and its memory reused.  The outbox:
+ * ops_local's operations, each behind a 4-byte big-endian length, to
+ * publish once their batch is durable.  The refs whose record changed
+ * ("repo \0 ref \0" each), for gitrepl.  The repositories made live
+ * ("name \0" each), for repos_follow after the commit. */
 void ops_take_outbox(struct ops *o, struct buf *out);
 void ops_take_refs(struct ops *o, struct buf *out);
 void ops_take_repos(struct ops *o, struct buf *out);

@@ -24,8 +24,8 @@ static bool str_ok(const char *s, size_t max)
 
 void ops_wipe(Grantd__V1__Op *op)
 {
-	if (op && op->body_case == GRANTD__V1__OP__BODY_ENROLL && op->enroll &&
-	    op->enroll->secret.data)
+	if (op && op->body_case == GRANTD__V1__OP__BODY_ENROLL &&
+	    op->enroll && op->enroll->secret.data)
 		sodium_memzero(op->enroll->secret.data, op->enroll->secret.len);
 }
 
@@ -87,8 +87,8 @@ static const char *check_pushlog(const Grantd__V1__Op *op)
 	    !str_ok(e->factor_detail ? e->factor_detail : "", 256))
 		return "push log entry out of bounds";
 	if (e->client_ip && *e->client_ip &&
-	    (!str_ok(e->client_ip, 64) ||
-	     addr_parse(&net, e->client_ip, false) < 0))
+	    (!str_ok(e->client_ip, 64) || addr_parse(&net, e->client_ip,
+						     false) < 0))
 		return "bad client address";
 	if (!e->repo || name_repo_norm(norm, sizeof(norm), e->repo) < 0 ||
 	    strcmp(norm, e->repo))

@@ -107,13 +107,8 @@ void ops_count_free(struct ops_count *c)
 }
 
 /* ops_int.h */
-void ops_count_record(struct ops *o,
-                      struct ops_count *counts,
-                      enum store_cf cf,
-                      const void *val,
-                      size_t vlen,
-                      int sign,
-                      bool undo)
+void ops_count_record(struct ops *o, struct ops_count *counts, enum store_cf cf,
+		      const void *val, size_t vlen, int sign, bool undo)
 {
 	const struct records_kind *k = records_kind(cf);
 	int64_t until;
@@ -125,7 +120,7 @@ void ops_count_record(struct ops *o,
 		return;
 	GD_GROW(o->undo, o->capundo, o->nundo + 1);
 	o->undo[o->nundo++] =
-	        (struct ops_count_undo){.cf = cf, .sign = sign, .until = until};
+		(struct ops_count_undo){ .cf = cf, .sign = sign, .until = until };
 }
 
 void ops_count_undo(struct ops *o, size_t len)

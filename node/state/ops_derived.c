@@ -3,7 +3,9 @@
  * ones, in the same batch: SSH keys by fingerprint (CF_KEYFP, from
  * CF_USERS), the push request ids recorded here (grant-hook's resends),
  * and the heads of each origin's push log chain and the fork count (both
- * in CF_META).  Also the test fault that drops the newest push log entries.
+ * in CF_META), and two reads of a push log entry the set rule uses (its
+ * stamp, its hash in hex).  Also the test fault that drops the newest push
+ * log entries.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -12,15 +14,14 @@
 #include "err.h"
 #include "log.h"
 #include "ops_int.h"
+#include "pushlog.h"
 #include "records.h"
 #include "xalloc.h"
 #include "banned.h"
 
 /* Index (put) or forget the keys of the user record rec. */
-void ops_keyfp_index(struct store_batch *b,
-                     const void *rec,
-                     size_t len,
-                     bool put)
+void ops_keyfp_index(struct store_batch *b, const void *rec, size_t len,
+		     bool put)
 {
 	Grantd__V1__User *u;
 	struct buf k = BUF_INIT;
@@ -36,7 +37,7 @@ void ops_keyfp_index(struct store_batch *b,
 		records_key_keyfp(&k, fp, u->name);
 		if (put)
 			store_put(b, CF_KEYFP, k.p, k.len, u->keys[i],
-			          strlen(u->keys[i]));
+				  strlen(u->keys[i]));
 		else
 			store_del(b, CF_KEYFP, k.p, k.len);
 	}
@@ -76,7 +77,7 @@ int ops_keyfp_open(struct ops *o, struct store_batch *b)
 	if (faultpoint("no-keyfp"))
 		return keyfp_forget(o, b);
 	rc = store_get(o->store, NULL, CF_META, META_KEYFP, strlen(META_KEYFP),
-	               &v);
+		       &v);
 	if (rc != GD_ENOTFOUND) {
 		buf_free(&v);
 		return rc;
@@ -110,14 +111,14 @@ int ops_pushlog_drop_tail(struct ops *o)
 		records_key_pushlog(&k, h[i].origin, h[i].n);
 		if (store_get(o->store, NULL, CF_PUSHLOG, k.p, k.len, &v) == 0)
 			ops_digest_toggle(o, CF_PUSHLOG, k.p, k.len, v.p,
-			                  v.len);
+					  v.len);
 		store_del(b, CF_PUSHLOG, k.p, k.len);
 		log_warn("test fault pushlog-drop-tail: push log entry removed "
-		         "origin=%s n=%llu",
-		         h[i].origin, (unsigned long long)h[i].n);
+			 "origin=%s n=%llu", h[i].origin,
+			 (unsigned long long)h[i].n);
 	}
 	store_put(b, CF_META, META_DIGEST, strlen(META_DIGEST), o->digest,
-	          DIGEST_LEN);
+		  DIGEST_LEN);
 	rc = store_commit(b, true);
 	store_batch_free(&b);
 	free(h);
@@ -137,11 +138,8 @@ static void push_key(struct buf *k, const char *repo, const char *id)
 		buf_puts(k, id);
 }
 
-int ops_push_seen(struct ops *o,
-                  struct store_batch *b,
-                  const char *repo,
-                  const char *id,
-                  bool *seen)
+int ops_push_seen(struct ops *o, struct store_batch *b, const char *repo,
+		  const char *id, bool *seen)
 {
 	struct buf k = BUF_INIT, v = BUF_INIT;
 	int rc;
@@ -160,9 +158,8 @@ int ops_push_seen(struct ops *o,
  * so key order is age.  Resends come in push order (grant-hook sends its
  * spool oldest first and stops at the first it cannot send), so only
  * the latest pushes of a repository can come again. */
-int ops_push_remember(struct ops *o,
-                      struct store_batch *b,
-                      const Grantd__V1__Op *op)
+int ops_push_remember(struct ops *o, struct store_batch *b,
+		      const Grantd__V1__Op *op)
 {
 	const Grantd__V1__RefUpdate *u = op->refs;
 	struct buf k = BUF_INIT, v = BUF_INIT, old = BUF_INIT;
@@ -186,12 +183,11 @@ int ops_push_remember(struct ops *o,
 	 * under its iterator invalidates it */
 	if (rc == 0 && n > OPS_PUSH_IDS_KEPT) {
 		store_iter_new(&it, o->store, b, CF_META, k.p, k.len);
-		for (size_t i = n - OPS_PUSH_IDS_KEPT;
-		     i > 0 && (rc = store_iter_next(it, &key, &klen, &v)) > 0;
-		     i--) {
-			uint8_t len[4] = {(uint8_t)(klen >> 24),
-			                  (uint8_t)(klen >> 16),
-			                  (uint8_t)(klen >> 8), (uint8_t)klen};
+		for (size_t i = n - OPS_PUSH_IDS_KEPT; i > 0 &&
+		     (rc = store_iter_next(it, &key, &klen, &v)) > 0; i--) {
+			uint8_t len[4] = { (uint8_t)(klen >> 24),
+					   (uint8_t)(klen >> 16),
+					   (uint8_t)(klen >> 8), (uint8_t)klen };
 			buf_add(&old, len, sizeof(len));
 			buf_add(&old, key, klen);
 		}
@@ -201,7 +197,7 @@ int ops_push_remember(struct ops *o,
 	for (size_t off = 0; rc == 0 && off + 4 <= old.len;) {
 		const uint8_t *p = (const uint8_t *)old.p + off;
 		size_t kl = (size_t)p[0] << 24 | (size_t)p[1] << 16 |
-		            (size_t)p[2] << 8 | p[3];
+			    (size_t)p[2] << 8 | p[3];
 		store_del(b, CF_META, p + 4, kl);
 		off += 4 + kl;
 	}
@@ -218,11 +214,8 @@ static void plhead_key(struct buf *k, const char *origin)
 	buf_puts(k, origin);
 }
 
-int ops_pushlog_head(struct ops *o,
-                     struct store_batch *b,
-                     const char *origin,
-                     uint64_t *n,
-                     uint8_t hash[OPS_PUSHLOG_HASH])
+int ops_pushlog_head(struct ops *o, struct store_batch *b, const char *origin,
+		     uint64_t *n, uint8_t hash[OPS_PUSHLOG_HASH])
 {
 	struct buf k = BUF_INIT, v = BUF_INIT;
 	int rc;
@@ -288,10 +281,8 @@ int ops_pushlog_fork_counted(struct ops *o, struct store_batch *b)
 	return rc;
 }
 
-void ops_pushlog_head_put(struct store_batch *b,
-                          const char *origin,
-                          uint64_t n,
-                          const uint8_t hash[OPS_PUSHLOG_HASH])
+void ops_pushlog_head_put(struct store_batch *b, const char *origin,
+			  uint64_t n, const uint8_t hash[OPS_PUSHLOG_HASH])
 {
 	struct buf k = BUF_INIT;
 	uint8_t hv[8 + OPS_PUSHLOG_HASH];
@@ -301,4 +292,38 @@ void ops_pushlog_head_put(struct store_batch *b,
 	plhead_key(&k, origin);
 	store_put(b, CF_META, k.p, k.len, hv, sizeof(hv));
 	buf_free(&k);
+}
+
+void ops_pushlog_hash_hex(char out[2 * OPS_PUSHLOG_HASH + 1],
+			  const struct buf *v)
+{
+	Grantd__V1__PushLogEntry *e = grantd__v1__push_log_entry__unpack(
+		NULL, v->len, (const uint8_t *)v->p);
+
+	out[0] = '\0';
+	if (!e)
+		return;
+	pushlog_hex(out, e->hash.data, e->hash.len);
+	grantd__v1__push_log_entry__free_unpacked(e, NULL);
+}
+
+/* The stamp of origin's entry n here (0: none, or it does not decode). */
+int ops_pushlog_stamp(struct ops *o, struct store_batch *b, const char *origin,
+		      uint64_t n, uint64_t *hlc)
+{
+	struct buf k = BUF_INIT, v = BUF_INIT;
+	Grantd__V1__PushLogEntry *e;
+	int rc;
+
+	*hlc = 0;
+	records_key_pushlog(&k, origin, n);
+	rc = store_get(o->store, b, CF_PUSHLOG, k.p, k.len, &v);
+	if (rc == 0 && (e = grantd__v1__push_log_entry__unpack(
+				NULL, v.len, (const uint8_t *)v.p))) {
+		*hlc = e->hlc;
+		grantd__v1__push_log_entry__free_unpacked(e, NULL);
+	}
+	buf_free(&k);
+	buf_free(&v);
+	return rc == GD_ENOTFOUND ? 0 : rc;
 }

@@ -18,10 +18,8 @@
 
 /* The digest of every replicated family, from the committed records;
  * records and counts (the live records, ops_count) may be NULL. */
-static int digest_scan(struct ops *o,
-                       uint8_t fam[CF__COUNT][DIGEST_LEN],
-                       uint64_t records[CF__COUNT],
-                       struct ops_count *counts)
+static int digest_scan(struct ops *o, uint8_t fam[CF__COUNT][DIGEST_LEN],
+		       uint64_t records[CF__COUNT], struct ops_count *counts)
 {
 	struct buf v = BUF_INIT;
 	int rc = 0;
@@ -40,7 +38,7 @@ static int digest_scan(struct ops *o,
 				records[cf]++;
 			if (counts)
 				ops_count_record(o, counts, cf, v.p, v.len, 1,
-				                 false);
+					     false);
 		}
 		store_iter_free(&it);
 	}
@@ -50,7 +48,7 @@ static int digest_scan(struct ops *o,
 }
 
 static void digest_total(uint8_t d[DIGEST_LEN],
-                         uint8_t fam[CF__COUNT][DIGEST_LEN])
+			 uint8_t fam[CF__COUNT][DIGEST_LEN])
 {
 	memset(d, 0, DIGEST_LEN);
 	for (int cf = 0; cf < CF__COUNT; cf++)
@@ -76,23 +74,19 @@ int ops_digest_open(struct ops *o, struct store_batch *b)
 		digest_hex(want, d);
 		if (memcmp(o->digest, zero, DIGEST_LEN))
 			log_error("state digest did not match the records "
-			          "stored=%s records=%s: the records win",
-			          had, want);
+				  "stored=%s records=%s: the records win",
+				  had, want);
 		memcpy(o->digest, d, DIGEST_LEN);
 	}
 	memcpy(o->fam_committed, o->fam_digest, sizeof(o->fam_committed));
 	store_put(b, CF_META, META_DIGEST, strlen(META_DIGEST), o->digest,
-	          DIGEST_LEN);
+		  DIGEST_LEN);
 	return 0;
 }
 
 /* XOR one record in or out of the digest and its family's share. */
-void ops_digest_toggle(struct ops *o,
-                       enum store_cf cf,
-                       const void *key,
-                       size_t klen,
-                       const void *val,
-                       size_t vlen)
+void ops_digest_toggle(struct ops *o, enum store_cf cf, const void *key,
+		       size_t klen, const void *val, size_t vlen)
 {
 	uint8_t h[DIGEST_LEN];
 
@@ -118,7 +112,7 @@ int ops_verify(struct ops *o, struct ops_verify *v)
 	memcpy(v->live, o->digest, DIGEST_LEN);
 	memcpy(v->live_fam, o->fam_digest, sizeof(v->live_fam));
 	rc = store_get(o->store, NULL, CF_META, META_DIGEST,
-	               strlen(META_DIGEST), &m);
+		       strlen(META_DIGEST), &m);
 	if (rc == 0 && m.len == DIGEST_LEN)
 		memcpy(v->stored, m.p, DIGEST_LEN);
 	buf_free(&m);
@@ -131,8 +125,8 @@ int ops_verify(struct ops *o, struct ops_verify *v)
 		goto done;
 	digest_total(v->disk, v->disk_fam);
 	v->equal = !memcmp(v->live, v->disk, DIGEST_LEN) &&
-	           !memcmp(v->stored, v->disk, DIGEST_LEN) &&
-	           !memcmp(v->live_fam, v->disk_fam, sizeof(v->disk_fam));
+		   !memcmp(v->stored, v->disk, DIGEST_LEN) &&
+		   !memcmp(v->live_fam, v->disk_fam, sizeof(v->disk_fam));
 	int64_t now = (int64_t)(clock_wall_ms() / 1000);
 	for (int cf = 0; cf < CF__COUNT; cf++) {
 		v->count_kept[cf] = ops_count(o, cf, now);
@@ -140,9 +134,9 @@ int ops_verify(struct ops *o, struct ops_verify *v)
 		if (v->count_kept[cf] == v->count_disk[cf])
 			continue;
 		log_error("verify: the live count of family=%s is %lld, its "
-		          "records say %lld",
-		          store_cf_name(cf), (long long)v->count_kept[cf],
-		          (long long)v->count_disk[cf]);
+			  "records say %lld", store_cf_name(cf),
+			  (long long)v->count_kept[cf],
+			  (long long)v->count_disk[cf]);
 		v->equal = false;
 	}
 done:

@@ -125,6 +125,9 @@ int ops_meta_u64(struct store *s, const char *key, uint64_t *out);
 void ops_meta_put_u64(struct store_batch *b, const char *key, uint64_t val);
 /* Pack m into out (reset first). */
 void ops_pack_msg(struct buf *out, const ProtobufCMessage *m);
+/* Pack an LWW body as its record, stamped (hlc, origin). */
+void ops_pack_stamped(struct buf *out, const ProtobufCMessage *body,
+		      uint64_t hlc, const char *origin);
 
 /* ops_merge.c: the effect of one operation on the state families (its
  * body merged by its family's rule), for ops_apply. */
@@ -173,6 +176,12 @@ void ops_pushlog_head_put(struct store_batch *b,
 /* One fork more in the count ops_pushlog_forks reads. */
 int ops_pushlog_fork_counted(struct ops *o, struct store_batch *b);
 int ops_pushlog_drop_tail(struct ops *o);
+/* The stamp of origin's entry n here, in b (0: none, or it does not
+ * decode); an entry's hash in hex (empty when it does not decode). */
+int ops_pushlog_stamp(struct ops *o, struct store_batch *b,
+		      const char *origin, uint64_t n, uint64_t *hlc);
+void ops_pushlog_hash_hex(char out[2 * OPS_PUSHLOG_HASH + 1],
+			  const struct buf *v);
 
 /* ops_digest.c */
 void ops_digest_toggle(struct ops *o,

@@ -26,11 +26,12 @@
 #include "xalloc.h"
 #include "banned.h"
 
-#define SET_STAMP(op, e, s, h)                                 \
-	((op).epoch = (e), (op).has_epoch = 1, (op).seq = (s), \
+#define SET_STAMP(op, e, s, h)                                                 \
+	((op).epoch = (e), (op).has_epoch = 1, (op).seq = (s),                 \
 	 (op).has_seq = 1, (op).hlc = (h), (op).has_hlc = 1)
 
-bool ops_stamp_after(uint64_t h1, const char *o1, uint64_t h2, const char *o2)
+bool ops_stamp_after(uint64_t h1, const char *o1, uint64_t h2,
+			const char *o2)
 {
 	if (h1 != h2)
 		return h1 > h2;
@@ -40,13 +41,9 @@ bool ops_stamp_after(uint64_t h1, const char *o1, uint64_t h2, const char *o2)
 /* Put val at key in place of old (empty: none), keeping the digest, the
  * live counts and the derived families in step; nothing when the bytes
  * are the same. */
-static void replace_record(struct ops *o,
-                           struct store_batch *b,
-                           enum store_cf cf,
-                           const void *key,
-                           size_t klen,
-                           const struct buf *old,
-                           const struct buf *val)
+static void replace_record(struct ops *o, struct store_batch *b,
+			   enum store_cf cf, const void *key, size_t klen,
+			   const struct buf *old, const struct buf *val)
 {
 	if (old->len == val->len && !memcmp(old->p, val->p, val->len))
 		return;
@@ -63,15 +60,9 @@ static void replace_record(struct ops *o,
 }
 
 /* Write val at key unless the record there carries a later stamp. */
-static int lww_put(struct ops *o,
-                   struct store_batch *b,
-                   enum store_cf cf,
-                   const void *key,
-                   size_t klen,
-                   const struct buf *val,
-                   uint64_t hlc,
-                   const char *origin,
-                   bool *won)
+static int lww_put(struct ops *o, struct store_batch *b, enum store_cf cf,
+		   const void *key, size_t klen, const struct buf *val,
+		   uint64_t hlc, const char *origin, bool *won)
 {
 	struct buf old = BUF_INIT;
 	int rc;
@@ -80,10 +71,10 @@ static int lww_put(struct ops *o,
 	rc = store_get(o->store, b, cf, key, klen, &old);
 	if (rc == 0) {
 		Grantd__V1__Stamped *st = grantd__v1__stamped__unpack(
-		        NULL, old.len, (const uint8_t *)old.p);
+			NULL, old.len, (const uint8_t *)old.p);
 		/* a record that does not decode loses to anything */
 		bool later = !st ||
-		             ops_stamp_after(hlc, origin, st->hlc, st->origin);
+			     ops_stamp_after(hlc, origin, st->hlc, st->origin);
 		if (st)
 			grantd__v1__stamped__free_unpacked(st, NULL);
 		if (!later)
@@ -102,8 +93,8 @@ done:
 	return rc;
 }
 
-static int
-apply_mark(struct ops *o, struct store_batch *b, const Grantd__V1__Mark *m)
+static int apply_mark(struct ops *o, struct store_batch *b,
+		      const Grantd__V1__Mark *m)
 {
 	struct buf k = BUF_INIT, old = BUF_INIT, val = BUF_INIT;
 	Grantd__V1__Mark merged = *m;
@@ -118,7 +109,7 @@ apply_mark(struct ops *o, struct store_batch *b, const Grantd__V1__Mark *m)
 	rc = store_get(o->store, b, CF_MARKS, k.p, k.len, &old);
 	if (rc == 0) {
 		Grantd__V1__Mark *om = grantd__v1__mark__unpack(
-		        NULL, old.len, (const uint8_t *)old.p);
+			NULL, old.len, (const uint8_t *)old.p);
 		if (om) {
 			if (om->next > merged.next)
 				merged.next = om->next;
@@ -150,9 +141,8 @@ static int cmp_u64(const void *a, const void *b)
  * Failures in grantd.proto), the newest OPS_MAX_FAILURES_KEPT kept; the
  * newest of a union is the newest of the newest of its parts, so the bound
  * keeps the rule associative. */
-static int apply_failure(struct ops *o,
-                         struct store_batch *b,
-                         const Grantd__V1__Failures *f)
+static int apply_failure(struct ops *o, struct store_batch *b,
+			 const Grantd__V1__Failures *f)
 {
 	struct buf k = BUF_INIT, old = BUF_INIT, val = BUF_INIT;
 	Grantd__V1__Failures merged = GRANTD__V1__FAILURES__INIT;
@@ -164,9 +154,9 @@ static int apply_failure(struct ops *o,
 	rc = store_get(o->store, b, CF_FAILS, k.p, k.len, &old);
 	if (rc == 0) {
 		Grantd__V1__Failures *of = grantd__v1__failures__unpack(
-		        NULL, old.len, (const uint8_t *)old.p);
-		for (size_t i = 0;
-		     of && i < of->n_hlc && n < OPS_MAX_FAILURES_KEPT; i++)
+			NULL, old.len, (const uint8_t *)old.p);
+		for (size_t i = 0; of && i < of->n_hlc &&
+				   n < OPS_MAX_FAILURES_KEPT; i++)
 			at[n++] = of->hlc[i];
 		if (of)
 			grantd__v1__failures__free_unpacked(of, NULL);
@@ -180,8 +170,7 @@ static int apply_failure(struct ops *o,
 	for (size_t i = 0; i < n; i++)
 		if (u == 0 || at[u - 1] != at[i])
 			at[u++] = at[i];
-	size_t first =
-	        u > OPS_MAX_FAILURES_KEPT ? u - OPS_MAX_FAILURES_KEPT : 0;
+	size_t first = u > OPS_MAX_FAILURES_KEPT ? u - OPS_MAX_FAILURES_KEPT : 0;
 	merged.user = f->user;
 	merged.site = f->site;
 	merged.hlc = at + first;
@@ -202,27 +191,6 @@ static const ProtobufCMessage *op_body(const Grantd__V1__Op *op)
 	return (const ProtobufCMessage *)op->user;
 }
 
-/* Pack an LWW body as its record, stamped with its operation's (hlc,
- * origin): fields 14 and 15 of every LWW record (see Stamped). */
-static void pack_stamped(struct buf *out,
-                         const ProtobufCMessage *body,
-                         uint64_t hlc,
-                         const char *origin)
-{
-	const ProtobufCMessageDescriptor *d = body->descriptor;
-	const ProtobufCFieldDescriptor *fh =
-	        protobuf_c_message_descriptor_get_field(d, 14);
-	const ProtobufCFieldDescriptor *fo =
-	        protobuf_c_message_descriptor_get_field(d, 15);
-	uint8_t *copy = xmemdup(body, d->sizeof_message);
-
-	memcpy(copy + fh->offset, &hlc, sizeof(hlc));
-	*(protobuf_c_boolean *)(copy + fh->quantifier_offset) = 1;
-	memcpy(copy + fo->offset, &origin, sizeof(origin));
-	ops_pack_msg(out, (const ProtobufCMessage *)copy);
-	free(copy);
-}
-
 static bool oid_zero(const char *oid)
 {
 	return strspn(oid, "0") == 40;
@@ -235,8 +203,8 @@ static bool oid_zero(const char *oid)
  * once its objects are here; a loser that the winner descends from is no
  * conflict, which only the objects can tell, so that is decided later.
  */
-static int
-apply_refs(struct ops *o, struct store_batch *b, const Grantd__V1__Op *op)
+static int apply_refs(struct ops *o, struct store_batch *b,
+		      const Grantd__V1__Op *op)
 {
 	const Grantd__V1__RefUpdate *u = op->refs;
 	struct buf k = BUF_INIT, val = BUF_INIT, old = BUF_INIT, lk = BUF_INIT;
@@ -252,16 +220,16 @@ apply_refs(struct ops *o, struct store_batch *b, const Grantd__V1__Op *op)
 		rec.repo = u->repo;
 		rec.ref = ch->ref;
 		rec.target = oid_zero(ch->new_) ? "" : ch->new_;
-		pack_stamped(&val, &rec.base, op->hlc, op->origin);
+		ops_pack_stamped(&val, &rec.base, op->hlc, op->origin);
 		records_key_ref(&k, u->repo, ch->ref);
 		rc = store_get(o->store, b, CF_REFS, k.p, k.len, &old);
 		if (rc == 0)
 			cur = grantd__v1__ref__unpack(NULL, old.len,
-			                              (const uint8_t *)old.p);
+						      (const uint8_t *)old.p);
 		else if (rc != GD_ENOTFOUND)
 			break;
 		rc = lww_put(o, b, CF_REFS, k.p, k.len, &val, op->hlc,
-		             op->origin, &won);
+			     op->origin, &won);
 		if (rc == 0)
 			buf_add(&o->refs_touched, k.p, k.len + 1);
 		if (rc == 0 && cur && cur->target && cur->origin) {
@@ -269,17 +237,17 @@ apply_refs(struct ops *o, struct store_batch *b, const Grantd__V1__Op *op)
 			if (won && *cur->target && strcmp(cur->target, from) &&
 			    strcmp(cur->target, rec.target)) {
 				records_key_loser(&lk, u->repo, ch->ref,
-				                  cur->origin, cur->hlc);
+						  cur->origin, cur->hlc);
 				records_loser_value(&lv, cur->target, false);
 				store_put(b, CF_LOSERS, lk.p, lk.len, lv.p,
-				          lv.len);
+					  lv.len);
 			} else if (!won && *rec.target &&
-			           strcmp(rec.target, cur->target)) {
+				   strcmp(rec.target, cur->target)) {
 				records_key_loser(&lk, u->repo, ch->ref,
-				                  op->origin, op->hlc);
+						  op->origin, op->hlc);
 				records_loser_value(&lv, rec.target, false);
 				store_put(b, CF_LOSERS, lk.p, lk.len, lv.p,
-				          lv.len);
+					  lv.len);
 			}
 		}
 		if (cur)
@@ -304,9 +272,9 @@ apply_refs(struct ops *o, struct store_batch *b, const Grantd__V1__Op *op)
 static bool pushlog_keeps_old(const struct buf *old, const struct buf *val)
 {
 	Grantd__V1__PushLogEntry *oe = grantd__v1__push_log_entry__unpack(
-	        NULL, old->len, (const uint8_t *)old->p);
+		NULL, old->len, (const uint8_t *)old->p);
 	Grantd__V1__PushLogEntry *ve = grantd__v1__push_log_entry__unpack(
-	        NULL, val->len, (const uint8_t *)val->p);
+		NULL, val->len, (const uint8_t *)val->p);
 	size_t n = old->len < val->len ? old->len : val->len;
 	int c = memcmp(old->p, val->p, n);
 	bool keep;
@@ -324,54 +292,15 @@ static bool pushlog_keeps_old(const struct buf *old, const struct buf *val)
 	return keep;
 }
 
-static void entry_hash_hex(char out[2 * OPS_PUSHLOG_HASH + 1],
-                           const struct buf *v)
-{
-	Grantd__V1__PushLogEntry *e = grantd__v1__push_log_entry__unpack(
-	        NULL, v->len, (const uint8_t *)v->p);
-
-	out[0] = '\0';
-	if (!e)
-		return;
-	pushlog_hex(out, e->hash.data, e->hash.len);
-	grantd__v1__push_log_entry__free_unpacked(e, NULL);
-}
-
-/* The stamp of origin's entry n here (0: none, or it does not decode). */
-static int pushlog_stamp(struct ops *o,
-                         struct store_batch *b,
-                         const char *origin,
-                         uint64_t n,
-                         uint64_t *hlc)
-{
-	struct buf k = BUF_INIT, v = BUF_INIT;
-	Grantd__V1__PushLogEntry *e;
-	int rc;
-
-	*hlc = 0;
-	records_key_pushlog(&k, origin, n);
-	rc = store_get(o->store, b, CF_PUSHLOG, k.p, k.len, &v);
-	if (rc == 0 && (e = grantd__v1__push_log_entry__unpack(
-	                        NULL, v.len, (const uint8_t *)v.p))) {
-		*hlc = e->hlc;
-		grantd__v1__push_log_entry__free_unpacked(e, NULL);
-	}
-	buf_free(&k);
-	buf_free(&v);
-	return rc == GD_ENOTFOUND ? 0 : rc;
-}
-
 /* Keep val (an entry of origin, n that lost its place at origin \0 n) as a
  * fork, under its hash; of two with the same hash, the earlier, as at
  * origin \0 n.  Counts a new fork (ops_pushlog_forks). */
-static int pushlog_keep_fork(struct ops *o,
-                             struct store_batch *b,
-                             const char *origin,
-                             uint64_t n,
-                             const struct buf *val)
+static int pushlog_keep_fork(struct ops *o, struct store_batch *b,
+			     const char *origin, uint64_t n,
+			     const struct buf *val)
 {
 	Grantd__V1__PushLogEntry *e = grantd__v1__push_log_entry__unpack(
-	        NULL, val->len, (const uint8_t *)val->p);
+		NULL, val->len, (const uint8_t *)val->p);
 	struct buf k = BUF_INIT, old = BUF_INIT;
 	int rc = GD_EPROTO;
 
@@ -400,9 +329,8 @@ done:
  * chain moves with it (same batch).  An entry stamped no later than its
  * predecessor is refused: counted (pushlog_refused), logged, not kept; its
  * operation still counts as applied, so the stream goes on. */
-static int apply_pushlog(struct ops *o,
-                         struct store_batch *b,
-                         const Grantd__V1__PushLogEntry *e)
+static int apply_pushlog(struct ops *o, struct store_batch *b,
+			 const Grantd__V1__PushLogEntry *e)
 {
 	Grantd__V1__PushLogEntry copy = *e;
 	struct buf k = BUF_INIT, old = BUF_INIT, val = BUF_INIT;
@@ -413,18 +341,17 @@ static int apply_pushlog(struct ops *o,
 	int rc;
 
 	if (e->n > 1 &&
-	    (rc = pushlog_stamp(o, b, e->origin, e->n - 1, &before)) < 0)
+	    (rc = ops_pushlog_stamp(o, b, e->origin, e->n - 1, &before)) < 0)
 		return rc;
 	if (before && e->hlc <= before) {
 		o->pushlog_refused++;
 		log_warn("push log entry refused origin=%s n=%llu: stamped "
-		         "hlc=%llu, not after entry %llu's hlc=%llu "
-		         "refused=%llu",
-		         e->origin, (unsigned long long)e->n,
-		         (unsigned long long)e->hlc,
-		         (unsigned long long)(e->n - 1),
-		         (unsigned long long)before,
-		         (unsigned long long)o->pushlog_refused);
+			 "hlc=%llu, not after entry %llu's hlc=%llu "
+			 "refused=%llu", e->origin, (unsigned long long)e->n,
+			 (unsigned long long)e->hlc,
+			 (unsigned long long)(e->n - 1),
+			 (unsigned long long)before,
+			 (unsigned long long)o->pushlog_refused);
 		return 0;
 	}
 	/* fields of a newer protocol would make the bytes depend on which
@@ -449,13 +376,13 @@ static int apply_pushlog(struct ops *o,
 	} else {
 		bool keep = pushlog_keeps_old(&old, &val);
 		/* named as log verify names them: the one in place first */
-		entry_hash_hex(keep ? h1 : h2, &old);
+		ops_pushlog_hash_hex(keep ? h1 : h2, &old);
 		pushlog_hex(keep ? h2 : h1, e->hash.data, e->hash.len);
 		log_warn("push log fork origin=%s n=%llu hash=%s hash=%s: two "
-		         "different entries, both kept",
-		         e->origin, (unsigned long long)e->n, h1, h2);
+			 "different entries, both kept", e->origin,
+			 (unsigned long long)e->n, h1, h2);
 		rc = pushlog_keep_fork(o, b, e->origin, e->n,
-		                       keep ? &val : &old);
+				       keep ? &val : &old);
 		if (rc < 0 || keep)
 			goto done;
 	}
@@ -497,7 +424,7 @@ int ops_merge_op(struct ops *o, struct store_batch *b, const Grantd__V1__Op *op)
 	/* a push's records are Refs, one per ref: see apply_refs */
 	if (op->body_case == GRANTD__V1__OP__BODY_REFS)
 		return apply_refs(o, b, op);
-	pack_stamped(&val, op_body(op), op->hlc, op->origin);
+	ops_pack_stamped(&val, op_body(op), op->hlc, op->origin);
 	records_key_lww(&k, op);
 	rc = lww_put(o, b, f->cf, k.p, k.len, &val, op->hlc, op->origin, &won);
 	/* A repository's directory is made once the record is committed
@@ -507,7 +434,7 @@ int ops_merge_op(struct ops *o, struct store_batch *b, const Grantd__V1__Op *op)
 	if (rc == 0 && won && op->body_case == GRANTD__V1__OP__BODY_REPO &&
 	    !op->repo->deleted)
 		buf_add(&o->repos_touched, op->repo->name,
-		        strlen(op->repo->name) + 1);
+			strlen(op->repo->name) + 1);
 	sodium_memzero(val.p, val.len);
 	buf_free(&k);
 	buf_free(&val);
@@ -516,19 +443,14 @@ int ops_merge_op(struct ops *o, struct store_batch *b, const Grantd__V1__Op *op)
 
 /* A peer's record stamped (hlc, origin): the checks a live operation
  * gets (repl.c apply_op), then the clock observes the stamp. */
-static int trust_stamp(struct ops *o,
-                       const struct ops_trust *t,
-                       uint64_t hlc,
-                       const char *origin,
-                       struct buf *why)
+static int trust_stamp(struct ops *o, const struct ops_trust *t, uint64_t hlc,
+		       const char *origin, struct buf *why)
 {
 	if (t && hlc > t->max_hlc) {
-		buf_printf(
-		        why,
-		        "stamped %llu ms ahead of the allowed skew "
-		        "(check the clock of origin=%s)",
-		        (unsigned long long)(hlc_ms(hlc) - hlc_ms(t->max_hlc)),
-		        origin);
+		buf_printf(why, "stamped %llu ms ahead of the allowed skew "
+			   "(check the clock of origin=%s)",
+			   (unsigned long long)(hlc_ms(hlc) - hlc_ms(t->max_hlc)),
+			   origin);
 		return GD_EPROTO;
 	}
 	if (t && t->known && !t->known(origin, t->payload)) {
@@ -540,12 +462,8 @@ static int trust_stamp(struct ops *o,
 }
 
 /* A Ref from a snapshot: the same register apply_refs writes. */
-static int merge_ref(struct ops *o,
-                     struct store_batch *b,
-                     const void *val,
-                     size_t vlen,
-                     const struct ops_trust *t,
-                     struct buf *why)
+static int merge_ref(struct ops *o, struct store_batch *b, const void *val,
+		     size_t vlen, const struct ops_trust *t, struct buf *why)
 {
 	Grantd__V1__Ref *r = grantd__v1__ref__unpack(NULL, vlen, val);
 	struct buf k = BUF_INIT, v = BUF_INIT;
@@ -553,8 +471,8 @@ static int merge_ref(struct ops *o,
 	bool won;
 	int rc = GD_EPROTO;
 
-	if (!r || !r->repo || !r->ref || !r->target || !r->origin || !r->hlc ||
-	    !name_site_ok(r->origin) ||
+	if (!r || !r->repo || !r->ref || !r->target || !r->origin ||
+	    !r->hlc || !name_site_ok(r->origin) ||
 	    name_repo_norm(norm, sizeof(norm), r->repo) < 0 ||
 	    strcmp(norm, r->repo) || !ops_ref_name_ok(r->ref) ||
 	    (*r->target && !ops_oid_ok(r->target))) {
@@ -578,15 +496,12 @@ done:
 
 /* A push log entry from a snapshot: the checks of a live one (its stamp
  * and origin are the entry's own), then the same set rule. */
-static int merge_pushlog(struct ops *o,
-                         struct store_batch *b,
-                         const void *val,
-                         size_t vlen,
-                         const struct ops_trust *t,
-                         struct buf *why)
+static int merge_pushlog(struct ops *o, struct store_batch *b,
+			 const void *val, size_t vlen,
+			 const struct ops_trust *t, struct buf *why)
 {
 	Grantd__V1__PushLogEntry *e =
-	        grantd__v1__push_log_entry__unpack(NULL, vlen, val);
+		grantd__v1__push_log_entry__unpack(NULL, vlen, val);
 	Grantd__V1__Op op = GRANTD__V1__OP__INIT;
 	int rc = GD_EPROTO;
 
@@ -607,16 +522,12 @@ static int merge_pushlog(struct ops *o,
 	return rc;
 }
 
-int ops_merge_record(struct ops *o,
-                     struct store_batch *b,
-                     enum store_cf cf,
-                     const void *val,
-                     size_t vlen,
-                     const struct ops_trust *t,
-                     struct buf *why_out)
+int ops_merge_record(struct ops *o, struct store_batch *b, enum store_cf cf,
+		     const void *val, size_t vlen, const struct ops_trust *t,
+		     struct buf *why_out)
 {
 	const struct records_kind *f =
-	        records_replicated(cf) ? records_kind(cf) : NULL;
+		records_replicated(cf) ? records_kind(cf) : NULL;
 	Grantd__V1__Op op = GRANTD__V1__OP__INIT;
 	struct buf why = BUF_INIT;
 	ProtobufCMessage *m = NULL;
@@ -646,8 +557,8 @@ int ops_merge_record(struct ops *o,
 	SET_STAMP(op, 1, 1, 1);
 	op.origin = o->site;
 	if (f->merge == RECORDS_LWW) {
-		Grantd__V1__Stamped *st =
-		        grantd__v1__stamped__unpack(NULL, vlen, val);
+		Grantd__V1__Stamped *st = grantd__v1__stamped__unpack(NULL, vlen,
+								      val);
 		if (!st) {
 			buf_puts(&why, "record without a stamp");
 			goto done;
@@ -668,7 +579,7 @@ int ops_merge_record(struct ops *o,
 			const Grantd__V1__Failures *fl = op.failure;
 			for (size_t i = 0; rc == 0 && i < fl->n_hlc; i++)
 				rc = trust_stamp(o, t, fl->hlc[i], fl->site,
-				                 &why);
+						 &why);
 		}
 		if (rc == 0)
 			rc = ops_merge_op(o, b, &op);

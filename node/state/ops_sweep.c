@@ -13,7 +13,8 @@
 #include "xalloc.h"
 #include "banned.h"
 
-int ops_sweep_grants(struct ops *o, struct store_batch *b, int64_t now, int max)
+int ops_sweep_grants(struct ops *o, struct store_batch *b, int64_t now,
+		     int max)
 {
 	struct store_iter *it;
 	struct ops_save sp;
@@ -26,7 +27,7 @@ int ops_sweep_grants(struct ops *o, struct store_batch *b, int64_t now, int max)
 	store_iter_new(&it, o->store, NULL, CF_GRANTS, "", 0);
 	while (n < max && (rc = store_iter_next(it, &key, &klen, &v)) > 0) {
 		Grantd__V1__Grant *g = grantd__v1__grant__unpack(
-		        NULL, v.len, (const uint8_t *)v.p);
+			NULL, v.len, (const uint8_t *)v.p);
 		bool old = g && g->expires + OPS_GRANT_GRACE_S < now;
 		if (g)
 			grantd__v1__grant__free_unpacked(g, NULL);
@@ -62,8 +63,8 @@ static int cut_run(struct ops *o, const struct buf *first, uint64_t last_seq)
 		return 0; /* no run (a key is origin \0 epoch seq) */
 	memcpy(end, first->p, first->len - 8);
 	store_be64(end + first->len - 8, last_seq + 1);
-	return store_delete_range(o->store, CF_OPLOG, first->p, first->len, end,
-	                          first->len);
+	return store_delete_range(o->store, CF_OPLOG, first->p, first->len,
+				  end, first->len);
 }
 
 int ops_truncate_log(struct ops *o, uint64_t cutoff_ms, int max)
@@ -78,15 +79,15 @@ int ops_truncate_log(struct ops *o, uint64_t cutoff_ms, int max)
 	store_iter_new(&it, o->store, NULL, CF_OPLOG, "", 0);
 	while (n < max && (rc = store_iter_next(it, &key, &klen, &v)) > 0) {
 		Grantd__V1__Op *op = grantd__v1__op__unpack(
-		        NULL, v.len, (const uint8_t *)v.p);
+			NULL, v.len, (const uint8_t *)v.p);
 		bool old = op && hlc_ms(op->hlc) < cutoff_ms;
 		if (op)
 			grantd__v1__op__free_unpacked(op, NULL);
 		if (klen <= 16)
 			continue;
 		/* a new stream: cut the last one's run */
-		if (first.len &&
-		    (klen != first.len || memcmp(key, first.p, klen - 8))) {
+		if (first.len && (klen != first.len ||
+				  memcmp(key, first.p, klen - 8))) {
 			if ((rc = cut_run(o, &first, last_seq)) < 0)
 				break;
 			buf_reset(&first);
