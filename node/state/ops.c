@@ -460,7 +460,7 @@ const struct ops_vv *ops_vv_at(const struct ops *o, size_t i)
 }
 
 /* Swap *from and *out; what out held is dropped (wiped when secret). */
-static void take(struct buf *from, struct buf *out, bool secret)
+static void swap_out(struct buf *from, struct buf *out, bool secret)
 {
 	struct buf t = *out;
 
@@ -473,17 +473,17 @@ static void take(struct buf *from, struct buf *out, bool secret)
 
 void ops_take_outbox(struct ops *o, struct buf *out)
 {
-	take(&o->outbox, out, true);
+	swap_out(&o->outbox, out, true);
 }
 
 void ops_take_refs(struct ops *o, struct buf *out)
 {
-	take(&o->refs_touched, out, false);
+	swap_out(&o->refs_touched, out, false);
 }
 
 void ops_take_repos(struct ops *o, struct buf *out)
 {
-	take(&o->repos_touched, out, false);
+	swap_out(&o->repos_touched, out, false);
 }
 
 uint64_t ops_dropped(const struct ops *o)
