@@ -20,7 +20,10 @@
 #include "cli.h"
 #include "config.h"
 #include "err.h"
+#include "import.h"
+#include "keyfile.h"
 #include "wire.h"
+#include "xalloc.h"
 #include "banned.h"
 
 static const char prog[] = "grantctl";
@@ -37,8 +40,12 @@ static void usage(FILE *fp)
 "                                   prints the public key last (no node needed)\n"
 "Users\n"
 "  user add NAME [--key PUBKEYFILE]...  add a user, or add keys to one\n"
+"                                   (every key of each file, or none)\n"
 "  user del NAME                    delete a user, its enrollment and grants\n"
 "  user list [--json]\n"
+"  user keys NAME [--json]          a user's keys with their SHA256\n"
+"                                   fingerprints (as sshd logs them)\n"
+"  user key-del NAME FP             remove the user's key FP (SHA256:...)\n"
 "  unlock NAME                      clear a lockout after failed tokens\n"
 "Enrollment\n"
 "  enroll NAME (--totp|--hotp) [--secret-file FILE|- | --secret BASE32]\n"
@@ -94,6 +101,15 @@ static void usage(FILE *fp)
 "                                   atomic write; then set secret_key to it\n"
 "                                   and restart the node, and give its new\n"
 "                                   public key to every other site\n"
+"Migration (docs/migrating.md)\n"
+"  import gitolite-2fa [--dry-run] DIR\n"
+"                                   users, enrollments (used tokens stay\n"
+"                                   used) and live grants from kernel.org's\n"
+"                                   2fa files (DIR: $GL_ADMIN_BASE/2fa)\n"
+"  import gitolite-keydir [--dry-run] DIR\n"
+"                                   users and SSH keys from a gitolite keydir\n"
+"                                   (a file it cannot read is named and\n"
+"                                   skipped: exit 5)\n"
 "Push log\n"
 "  log [--repo R] [--user U] [--since T] [--max N] [--json]\n"
 "                                   the accepted pushes, newest first: time,\n"
@@ -114,7 +130,7 @@ static void usage(FILE *fp)
 "\n"
 "Exit status: 0 done, 1 refused, 2 usage or input error, 3 node unreachable,\n"
 "4 the node failed to decide (an internal error, the cause in its log;\n"
-"nothing was changed).\n",
+"nothing was changed), 5 import: done, something skipped (named).\n",
 		CONFIG_DEFAULT_PATH);
 }
 
@@ -157,28 +173,20 @@ static int keygen(const char *path)
 	return rc;
 }
 
-/* One line of a .pub file, without the newline; NULL on error. */
+/* Every key of a .pub file, one a line (sent each as its own --key: the
+ * node adds them all, or none); NULL on error. */
 static char *read_pubkey(const char *path)
 {
-	char line[16384];
-	FILE *fp = fopen(path, "r");
+	const char *why = NULL;
+	char *keys = NULL;
+	size_t n;
 
-	if (!fp) {
+	if (keyfile_load(&keys, &n, path, &why) < 0) {
 		fprintf(stderr, "%s: cannot read key file %s: %s\n", prog,
-			path, strerror(errno));
+			path, why ? why : strerror(errno));
 		return NULL;
 	}
-	if (!fgets(line, sizeof(line), fp)) {
-		fprintf(stderr, "%s: %s is empty\n", prog, path);
-		fclose(fp);
-		return NULL;
-	}
-	fclose(fp);
-	line[strcspn(line, "\r\n")] = '\0';
-	char *s = strdup(line);
-	if (!s)
-		abort();
-	return s;
+	return keys;
 }
 
 /* The base32 secret in path ("-": stdin): its first line, without the
@@ -245,6 +253,7 @@ struct sub {
 static const struct sub subs[] = {
 	{ "user", "add", "user.add" },     { "user", "del", "user.del" },
 	{ "user", "list", "user.list" },   { "unlock", NULL, "unlock" },
+	{ "user", "keys", "user.keys" },   { "user", "key-del", "user.key-del" },
 	{ "enroll", NULL, "enroll" },      { "unenroll", NULL, "unenroll" },
 	{ "repo", "add", "repo.add" },     { "repo", "mode", "repo.mode" },
 	{ "repo", "writers", "repo.writers" },
@@ -283,6 +292,8 @@ int main(int argc, char **argv)
 		}
 		return keygen(argv[i + 1]);
 	}
+	if (!strcmp(argv[i], "import"))
+		return import_main(argc - i - 1, argv + i + 1, prog, cfg_path);
 	if (!strcmp(argv[i], "help")) {
 		usage(stdout);
 		return GD_EXIT_OK;
@@ -319,11 +330,21 @@ int main(int argc, char **argv)
 				rc = GD_EXIT_USAGE;
 				goto done;
 			}
-			args[nargs++] = strdup("--key");
-			if (!(args[nargs++] = read_pubkey(argv[++i]))) {
+			char *keys = read_pubkey(argv[++i]), *next;
+			if (!keys) {
 				rc = GD_EXIT_USAGE;
 				goto done;
 			}
+			/* every key of the file, each its own --key */
+			for (char *k = keys; k; k = next) {
+				if ((next = strchr(k, '\n')))
+					*next++ = '\0';
+				args = xreallocarray(args, nargs + 2 + (size_t)argc,
+						     sizeof(*args));
+				args[nargs++] = xstrdup("--key");
+				args[nargs++] = xstrdup(k);
+			}
+			free(keys);
 		} else if (!strcmp(sub->cmd, "enroll") &&
 			   (!strcmp(argv[i], "--secret-file") ||
 			    !strcmp(argv[i], "--secret"))) {

@@ -12,6 +12,7 @@
 
 #include "authkeys.h"
 #include "cmd.h"
+#include "cmd_user_int.h"
 #include "err.h"
 #include "log.h"
 #include "names.h"
@@ -187,15 +188,11 @@ done:
 
 /* ---- keys (grant-keys) -------------------------------------------------- */
 
-/* The live users holding the key with fingerprint fp (CF_KEYFP): *n of
- * them (counted up to 2), the first by name in *owner (when owner is not
- * NULL; "" when none) and its key line in *line (when line is not NULL).
- * One key held by two users (issue 19, N10) is what two sites that each
+/* cmd_user_key_owners (cmd_user_int.h).  One key held by two users (issue 19, N10) is what two sites that each
  * added it to another user at once leave behind (user add refuses it
- * otherwise): such a key logs in as nobody.  Returns 0 or a negative
- * gd_err. */
-static int key_owners(struct cmd_ctx *x, const char *fp, int *n,
-		      struct buf *owner, struct buf *line)
+ * otherwise): such a key logs in as nobody. */
+int cmd_user_key_owners(struct cmd_ctx *x, const char *fp, int *n,
+			struct buf *owner, struct buf *line)
 {
 	struct records_span sf, su;
 	struct store_iter *it;
@@ -254,7 +251,7 @@ static int cmd_keys(struct cmd_ctx *x, struct req *r)
 			NULL, v.len, (const uint8_t *)v.p);
 		for (size_t i = 0; u && !u->deleted && i < u->n_keys; i++) {
 			if (records_ssh_fingerprint(fp, u->keys[i]) == 0) {
-				if ((rc = key_owners(x, fp, &n, NULL, NULL)) < 0)
+				if ((rc = cmd_user_key_owners(x, fp, &n, NULL, NULL)) < 0)
 					break;
 				if (n > 1) {
 					log_shared_key(fp);
@@ -287,7 +284,7 @@ static int cmd_keys_find(struct cmd_ctx *x, struct req *r)
 	    strpbrk(fp, " \t\r\n"))
 		return cmd_bad(r, "'%.80s' is no key fingerprint (want "
 			       "SHA256:..., as sshd gives it for %%f)", fp);
-	rc = key_owners(x, fp, &n, &owner, &line);
+	rc = cmd_user_key_owners(x, fp, &n, &owner, &line);
 	if (rc == 0 && n == 1)
 		buf_printf(&r->out, "%s\t%.*s\n", owner.p, (int)line.len,
 			   line.p);
@@ -343,6 +340,59 @@ static void sk_notes(struct cmd_ctx *x, struct req *r, char **keys, size_t n)
 	}
 }
 
+int cmd_user_key_taken(struct cmd_ctx *x, struct req *r, const char *name,
+		       const char *key)
+{
+	struct buf other = BUF_INIT;
+	char fp[RECORDS_FP_MAX];
+	int rc = 0, owners;
+
+	/* a key another live user holds would log in as one of the two
+	 * (issue 19, N10) */
+	if (records_ssh_fingerprint(fp, key) == 0 &&
+	    (rc = cmd_user_key_owners(x, fp, &owners, &other, NULL)) == 0 &&
+	    owners && strcmp(other.p, name)) {
+		cmd_bad(r, "key %s is already held by user '%s': a key may "
+			"belong to one user only", fp, other.p);
+		rc = 1;
+	}
+	buf_free(&other);
+	return rc;
+}
+
+/* Add the keys of one --key value (a .pub file's keys, one a line: grantctl
+ * sends them all, so that none is dropped) to keys[*nkeys]; a key already
+ * there is left out.  The lines are cut in place.  Returns 0, 1 when r
+ * holds a bad() answer, or a negative gd_err. */
+static int add_key_lines(struct cmd_ctx *x, struct req *r, const char *name,
+			 char *lines, char **keys, size_t *nkeys)
+{
+	char *save = NULL;
+	int rc;
+
+	for (char *a = strtok_r(lines, "\n", &save); a;
+	     a = strtok_r(NULL, "\n", &save)) {
+		if (!name_pubkey_ok(a)) {
+			cmd_bad(r, "not an SSH public key: want one line 'TYPE "
+				"BASE64 [comment]' as in a .pub file");
+			return 1;
+		}
+		bool dup = false;
+		for (size_t j = 0; j < *nkeys; j++)
+			dup |= !strcmp(keys[j], a);
+		if (dup)
+			continue;
+		if ((rc = cmd_user_key_taken(x, r, name, a)) != 0)
+			return rc;
+		if (*nkeys == OPS_MAX_KEYS) {
+			cmd_bad(r, "too many keys (at most %d)", OPS_MAX_KEYS);
+			return 1;
+		}
+		keys[(*nkeys)++] = a;
+	}
+	return 0;
+}
+
 static int cmd_user_add(struct cmd_ctx *x, struct req *r)
 {
 	Grantd__V1__User nu = GRANTD__V1__USER__INIT;
@@ -350,7 +400,6 @@ static int cmd_user_add(struct cmd_ctx *x, struct req *r)
 	char *keys[OPS_MAX_KEYS];
 	size_t nkeys = 0;
 	struct policy_user u;
-	struct buf other = BUF_INIT;
 	int rc;
 
 	if (!cmd_name_arg(r, name))
@@ -360,42 +409,15 @@ static int cmd_user_add(struct cmd_ctx *x, struct req *r)
 	for (size_t i = 0; u.user && i < u.user->n_keys; i++)
 		keys[nkeys++] = u.user->keys[i];
 	for (size_t i = 1; i < r->rq->n_args; i++) {
-		const char *a = r->rq->args[i];
-		if (strcmp(a, "--key") || i + 1 == r->rq->n_args) {
+		if (strcmp(r->rq->args[i], "--key") || i + 1 == r->rq->n_args) {
 			cmd_bad(r, "usage: grantctl user add NAME [--key "
 				"PUBKEYFILE]...");
 			goto done;
 		}
-		a = r->rq->args[++i];
-		if (!name_pubkey_ok(a)) {
-			cmd_bad(r, "not an SSH public key: want one line 'TYPE "
-				"BASE64 [comment]' as in a .pub file");
+		/* the request is ours to cut: every key it holds, or none */
+		rc = add_key_lines(x, r, name, r->rq->args[++i], keys, &nkeys);
+		if (rc != 0)
 			goto done;
-		}
-		bool dup = false;
-		for (size_t j = 0; j < nkeys; j++)
-			dup |= !strcmp(keys[j], a);
-		if (dup)
-			continue;
-		/* a key another live user holds would log in as one of the
-		 * two (issue 19, N10) */
-		char fp[RECORDS_FP_MAX];
-		int owners;
-		if (records_ssh_fingerprint(fp, a) == 0) {
-			if ((rc = key_owners(x, fp, &owners, &other, NULL)) < 0)
-				goto done;
-			if (owners && strcmp(other.p, name)) {
-				cmd_bad(r, "key %s is already held by user '%s': "
-					"a key may belong to one user only", fp,
-					other.p);
-				goto done;
-			}
-		}
-		if (nkeys == OPS_MAX_KEYS) {
-			cmd_bad(r, "too many keys (at most %d)", OPS_MAX_KEYS);
-			goto done;
-		}
-		keys[nkeys++] = (char *)a;
 	}
 	if (u.user && nkeys == u.user->n_keys) {
 		cmd_refuse(r, "user '%s' already exists (with these keys)",
@@ -416,8 +438,7 @@ static int cmd_user_add(struct cmd_ctx *x, struct req *r)
 		 name, nkeys);
 done:
 	policy_user_clear(&u);
-	buf_free(&other);
-	return rc;
+	return rc < 0 ? rc : 0;
 }
 
 static int cmd_user_del(struct cmd_ctx *x, struct req *r)
@@ -663,6 +684,11 @@ const struct cmd cmd_user_rows[] = {
 	CMD_ROW("user.del", CMD_ON_ADMIN | CMD_BATCH | CMD_FRONTEND, 1, 1,
 		cmd_user_del),
 	CMD_ROW("user.list", CMD_ON_ADMIN | CMD_READS, 0, 0, cmd_user_list),
+	CMD_ROW("user.keys", CMD_ON_ADMIN | CMD_READS, 1, 1, cmd_user_keys),
+	CMD_ROW("user.key-del", CMD_ON_ADMIN | CMD_BATCH | CMD_FRONTEND, 2, 2,
+		cmd_user_key_del),
+	CMD_ROW("user.import", CMD_ON_ADMIN | CMD_BATCH | CMD_FRONTEND, 1,
+		GD_CTL_MAX_ARGS, cmd_user_import),
 	CMD_ROW("unlock", CMD_ON_ADMIN | CMD_BATCH | CMD_FRONTEND, 1, 1,
 		cmd_unlock),
 	CMD_ROW("enroll", CMD_ON_ADMIN | CMD_BATCH | CMD_FRONTEND, 2, 11,

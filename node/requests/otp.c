@@ -38,8 +38,8 @@ static int ct_cmp(void *handle, const char *test_otp)
 	return sodium_memcmp(token, test_otp, n) != 0;
 }
 
-static void scratch_hash(uint8_t out[32], const uint8_t *secret, size_t slen,
-			 const char *code)
+void otp_scratch_hash(uint8_t out[32], const uint8_t *secret, size_t slen,
+		      const char *code)
 {
 	crypto_generichash_state st;
 	static const char dom[] = "grantd scratch v1";
@@ -59,7 +59,7 @@ static bool check_scratch(struct otp_result *out,
 
 	if (strlen(token) != OTP_SCRATCH_DIGITS)
 		return false;
-	scratch_hash(h, e->secret.data, e->secret.len, token);
+	otp_scratch_hash(h, e->secret.data, e->secret.len, token);
 	for (size_t i = 0; i < e->n_scratch && i < 32; i++) {
 		if (e->scratch[i].len != 32 ||
 		    sodium_memcmp(h, e->scratch[i].data, 32) != 0)
@@ -137,7 +137,7 @@ void otp_new_scratch(char codes[OTP_SCRATCH_CODES][OTP_SCRATCH_DIGITS + 1],
 	for (int i = 0; i < OTP_SCRATCH_CODES; i++) {
 		uint32_t v = randombytes_uniform(90000000) + 10000000;
 		snprintf(codes[i], OTP_SCRATCH_DIGITS + 1, "%08u", v);
-		scratch_hash(hashes[i], secret, slen, codes[i]);
+		otp_scratch_hash(hashes[i], secret, slen, codes[i]);
 	}
 }
 

@@ -63,6 +63,12 @@ void otp_new_scratch(char codes[OTP_SCRATCH_CODES][OTP_SCRATCH_DIGITS + 1],
 		     uint8_t hashes[OTP_SCRATCH_CODES][32],
 		     const uint8_t *secret, size_t slen);
 
+/* The hash of scratch code (OTP_SCRATCH_DIGITS digits) as an enrollment
+ * with secret stores it: one of a code given out before (an imported
+ * enrollment's, grantctl import gitolite-2fa). */
+void otp_scratch_hash(uint8_t out[32], const uint8_t *secret, size_t slen,
+		      const char *code);
+
 /* Base32 without padding, as authenticator apps want it. */
 int otp_base32(struct buf *out, const uint8_t *secret, size_t len);
 /* Decode user-given base32 (spaces and lower case allowed). */
