@@ -4,8 +4,9 @@
  * Every site applies every operation through ops_apply(), in whatever
  * order the network delivers them (only each origin's own sequence is
  * kept), so the rules must not care about that order: LWW by (hlc,
- * origin) for users, enrollments, grants, unlocks and repositories, max
- * and OR for token-use marks, union for failures.  The tests open real
+ * origin) for users, enrollments, grants, unlocks, address revocations,
+ * repositories and refs, max and OR for token-use marks, union for
+ * failures, a set for the push log (ops_merge.c).  The tests open real
  * stores (RocksDB in a fresh directory each), build operations by hand as
  * a peer would send them, apply them in different orders on different
  * stores and compare what is left: the records themselves and the state
@@ -1654,8 +1655,15 @@ static void test_check(void **state)
 	/* no body at all */
 	stamp(&t, "paloalto", 1, 1);
 	check_refused(&t.op, "no body");
+}
 
-	/* other bounds */
+/* Bounds of failures, grants, repositories, keys and secrets. */
+static void test_check_bounds(void **state)
+{
+	struct top t;
+	static const uint64_t at[] = { 1 };
+
+	(void)state;
 	check_refused(op_fail(&t, "paloalto", 1, 1, "alice", "Bad Site", at,
 			      1), "bad failure record");
 	check_refused(op_fail(&t, "paloalto", 1, 1, "alice", NULL, at, 1),
@@ -2875,6 +2883,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_convergence, setup,
 						teardown),
 		cmocka_unit_test(test_check),
+		cmocka_unit_test(test_check_bounds),
 		cmocka_unit_test(test_check_addr_revoke),
 		cmocka_unit_test_setup_teardown(test_merge_record, setup,
 						teardown),
