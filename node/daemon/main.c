@@ -560,7 +560,8 @@ int main(int argc, char **argv)
 	if ((rc = peer_open(&n.peer, &(struct peer_link_opts){
 			.self = &self, .peers = n.cfg->peers,
 			.npeers = n.cfg->npeers, .sync = n.cfg->sync,
-			.maxmsg = 64 * 1024, .dropped = ops_dropped_counter(n.ops) })) < 0)
+			.maxmsg = 64 * 1024,
+			.dropped = ops_dropped_counter(n.ops) })) < 0)
 		goto out_writer;
 	if ((rc = repl_open(&n.repl, &(struct repl_opts){
 			.ops = n.ops, .store = n.store, .cfg = n.cfg,

@@ -305,7 +305,8 @@ static void hb_fill(struct repl *r, Grantd__V1__Heartbeat *hb)
 			continue;
 		/* never more than a peer takes (take_heartbeat); our own
 		 * stream always has its place */
-		bool ours = ol == strlen(ops_site(o)) && !memcmp(key, ops_site(o), ol) &&
+		bool ours = ol == strlen(ops_site(o)) &&
+			    !memcmp(key, ops_site(o), ol) &&
 			    store_get_be64(key + ol + 1) == ops_epoch(o);
 		if (hb->n_vv >= MAX_VV - 1 && !ours) {
 			over++;
@@ -368,11 +369,13 @@ static uint64_t unlisted(struct repl *r, const struct peer *p,
 
 	for (size_t i = 0; i < ops_vv_count(o); i++) {
 		bool listed = false;
-		if (ops_vv_at(o, i)->epoch == OPS_VV_RETIRED || ops_vv_at(o, i)->retired ||
+		if (ops_vv_at(o, i)->epoch == OPS_VV_RETIRED ||
+		    ops_vv_at(o, i)->retired ||
 		    strcmp(ops_vv_at(o, i)->origin, origin))
 			continue;
 		for (size_t j = 0; !listed && j < p->hb->n_vv; j++)
-			listed = p->hb->vv[j]->epoch == ops_vv_at(o, i)->epoch &&
+			listed = p->hb->vv[j]->epoch ==
+					 ops_vv_at(o, i)->epoch &&
 				 !strcmp(p->hb->vv[j]->origin, origin);
 		if (!listed)
 			sum += ops_vv_at(o, i)->seq;
@@ -1315,10 +1318,12 @@ static uint64_t mirror_lag_ops(struct repl *r, const struct peer *p)
 	const Grantd__V1__MirrorSub *ms = p->msub->mirror_sub;
 	for (size_t i = 0; i < ops_vv_count(o); i++) {
 		uint64_t ours = ops_vv_at(o, i)->seq, theirs = 0;
-		if (ops_vv_at(o, i)->epoch == OPS_VV_RETIRED || ops_vv_at(o, i)->retired)
+		if (ops_vv_at(o, i)->epoch == OPS_VV_RETIRED ||
+		    ops_vv_at(o, i)->retired)
 			continue;
 		if (!strcmp(ops_vv_at(o, i)->origin, ops_site(o)) &&
-		    ops_vv_at(o, i)->epoch == ops_epoch(o) && ours > ops_published(o))
+		    ops_vv_at(o, i)->epoch == ops_epoch(o) &&
+		    ours > ops_published(o))
 			ours = ops_published(o);
 		for (size_t j = 0; j < ms->n_vv; j++)
 			if (ms->vv[j]->epoch == ops_vv_at(o, i)->epoch &&
@@ -1461,7 +1466,8 @@ static void apply_mirror_ops(struct repl *r, struct peer *p,
 							   e->op.data);
 		if (!op || !op->origin || strcmp(op->origin, e->origin) ||
 		    op->epoch != e->epoch || op->seq != e->seq)
-			ops_note_dropped(r->ops, 1); /* its stamp is not its own */
+			/* its stamp is not its own */
+			ops_note_dropped(r->ops, 1);
 		else
 			apply_op(r, p, op, mo->range ? 0 : sent_us, now_ms);
 		if (op) {

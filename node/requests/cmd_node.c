@@ -129,7 +129,8 @@ cJSON *cmd_status_store(struct ops *ops, int64_t now)
 
 	digest_hex(digest, ops_digest(ops));
 	cJSON_AddStringToObject(j, "site", ops_site(ops));
-	cJSON_AddStringToObject(j, "role", config_role_name(ops_config(ops)->role));
+	cJSON_AddStringToObject(j, "role",
+				config_role_name(ops_config(ops)->role));
 	cJSON_AddStringToObject(j, "digest", digest);
 	/* the families a mirror holds: equal at a mirror and its frontends
 	 * once it has caught up (docs/mirrors.md) */
@@ -148,7 +149,8 @@ cJSON *cmd_status_store(struct ops *ops, int64_t now)
 			 (unsigned long long)ops_vv_at(ops, i)->epoch);
 		cJSON_AddStringToObject(e, "origin", ops_vv_at(ops, i)->origin);
 		cJSON_AddStringToObject(e, "epoch", ep);
-		cJSON_AddNumberToObject(e, "seq", (double)ops_vv_at(ops, i)->seq);
+		cJSON_AddNumberToObject(e, "seq",
+					(double)ops_vv_at(ops, i)->seq);
 		/* counted in its origin's retired total (ops.h) */
 		if (ops_vv_at(ops, i)->retired)
 			cJSON_AddBoolToObject(e, "retired", true);
@@ -470,8 +472,10 @@ static int cmd_verify(struct cmd_ctx *x, struct req *r)
 	cJSON_AddStringToObject(j, "recomputed", disk);
 	fams = cJSON_AddArrayToObject(j, "families");
 	cJSON *dj = cJSON_AddArrayToObject(j, "differs");
-	buf_printf(&r->out, "site:       %s\nlive:       %s\nstored:     %s\n"
-		   "recomputed: %s\n", ops_site(x->node->ops), live, stored, disk);
+	buf_printf(&r->out,
+		   "site:       %s\nlive:       %s\nstored:     %s\n"
+		   "recomputed: %s\n",
+		   ops_site(x->node->ops), live, stored, disk);
 	for (int cf = 0; cf < CF__COUNT; cf++) {
 		if (!v->covered[cf])
 			continue;

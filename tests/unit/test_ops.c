@@ -1750,8 +1750,11 @@ static void test_merge_record(void **state)
 			size_t klen;
 			store_iter_new(&it, src->s, NULL, state_cfs[c], "", 0);
 			while (store_iter_next(it, &key, &klen, &v) > 0)
-				assert_int_equal(ops_merge_record(
-					n->o, b, state_cfs[c], v.p, v.len, NULL, NULL), 0);
+				assert_int_equal(ops_merge_record(n->o, b,
+								  state_cfs[c],
+								  v.p, v.len,
+								  NULL, NULL),
+						 0);
 			store_iter_free(&it);
 		}
 		assert_int_equal(store_batch_count(b), 0);
@@ -1848,7 +1851,8 @@ static void test_merge_record_one(void **state)
 					 body_name(ops[i]), rc);
 			assert_int_equal(ops_commit(m->o, b, true), 0);
 			store_batch_free(&b);
-			if (memcmp(ops_digest(a->o), ops_digest(m->o), DIGEST_LEN))
+			if (memcmp(ops_digest(a->o), ops_digest(m->o),
+				   DIGEST_LEN))
 				fail_msg("%s record%s: merged digest differs "
 					 "from applied", body_name(ops[i]),
 					 over ? " over older state" : "");
@@ -1888,20 +1892,23 @@ static void test_merge_record_bad(void **state)
 			 GD_EPROTO);
 	assert_int_equal(ops_merge_record(n->o, b, CF_META, "", 0, NULL, NULL),
 			 GD_EPROTO);
-	assert_int_equal(ops_merge_record(n->o, b, CF_VV, "", 0, NULL, NULL), GD_EPROTO);
+	assert_int_equal(ops_merge_record(n->o, b, CF_VV, "", 0, NULL, NULL),
+			 GD_EPROTO);
 	/* an LWW record without its stamp */
 	u.name = "ivan";
 	size_t len = grantd__v1__user__get_packed_size(&u);
 	grantd__v1__user__pack(&u, buf_extend(&v, len));
-	assert_int_equal(ops_merge_record(n->o, b, CF_USERS, v.p, v.len, NULL, NULL),
-			 GD_EPROTO);
+	assert_int_equal(
+		ops_merge_record(n->o, b, CF_USERS, v.p, v.len, NULL, NULL),
+		GD_EPROTO);
 	/* with a stamp but a bad name */
 	u.hlc = 5, u.has_hlc = 1, u.origin = "sitea", u.name = "Ivan";
 	buf_reset(&v);
 	len = grantd__v1__user__get_packed_size(&u);
 	grantd__v1__user__pack(&u, buf_extend(&v, len));
-	assert_int_equal(ops_merge_record(n->o, b, CF_USERS, v.p, v.len, NULL, NULL),
-			 GD_EPROTO);
+	assert_int_equal(
+		ops_merge_record(n->o, b, CF_USERS, v.p, v.len, NULL, NULL),
+		GD_EPROTO);
 	assert_int_equal(store_batch_count(b), 0);
 	assert_true(digest_zero(ops_digest(n->o)));
 	/* and good */
@@ -1909,7 +1916,8 @@ static void test_merge_record_bad(void **state)
 	buf_reset(&v);
 	len = grantd__v1__user__get_packed_size(&u);
 	grantd__v1__user__pack(&u, buf_extend(&v, len));
-	assert_int_equal(ops_merge_record(n->o, b, CF_USERS, v.p, v.len, NULL, NULL), 0);
+	assert_int_equal(
+		ops_merge_record(n->o, b, CF_USERS, v.p, v.len, NULL, NULL), 0);
 	assert_int_equal(ops_commit(n->o, b, true), 0);
 	store_batch_free(&b);
 	check_digest(n);
@@ -2810,7 +2818,8 @@ static void test_mirror_filter(void **state)
 	ops_digest_public(fe->o, pf);
 	ops_digest_public(mi->o, pm);
 	assert_memory_equal(pf, pm, DIGEST_LEN);
-	assert_memory_not_equal(ops_digest(fe->o), ops_digest(mi->o), DIGEST_LEN);
+	assert_memory_not_equal(ops_digest(fe->o), ops_digest(mi->o),
+				DIGEST_LEN);
 	check_digest(mi);
 	Grantd__V1__User *u = get_rec(mi, CF_USERS, "mia", 3,
 				      &grantd__v1__user__descriptor);

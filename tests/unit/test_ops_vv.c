@@ -1,6 +1,6 @@
 /*
- * test_ops_vv.c: the version vector over many starts (node/state/ops.h, retiring
- * finished epochs; issue 8, item 7).
+ * test_ops_vv.c: the version vector over many starts (node/state/ops.h,
+ * retiring finished epochs; issue 8, item 7).
  *
  * Every start of a node makes a new epoch, so the vector (and every
  * heartbeat, which carries it whole) grew by one entry per start, for
@@ -142,7 +142,8 @@ static uint64_t vv_sum(const struct node *n, const char *origin)
 {
 	uint64_t sum = 0;
 	for (size_t i = 0; i < ops_vv_count(n->o); i++)
-		if (!strcmp(ops_vv_at(n->o, i)->origin, origin) && !ops_vv_at(n->o, i)->retired)
+		if (!strcmp(ops_vv_at(n->o, i)->origin, origin) &&
+		    !ops_vv_at(n->o, i)->retired)
 			sum += ops_vv_at(n->o, i)->seq;
 	return sum;
 }
@@ -161,7 +162,8 @@ static bool peer_retired(const char *origin, uint64_t epoch, uint64_t total,
 {
 	const struct node *n = payload;
 	for (size_t i = 0; i < ops_vv_count(n->o); i++)
-		if (ops_vv_at(n->o, i)->epoch == epoch && !ops_vv_at(n->o, i)->retired &&
+		if (ops_vv_at(n->o, i)->epoch == epoch &&
+		    !ops_vv_at(n->o, i)->retired &&
 		    !strcmp(ops_vv_at(n->o, i)->origin, origin))
 			return false;
 	return ops_vv_get(((struct node *)payload)->o, NULL, origin,
@@ -236,10 +238,11 @@ static void test_vv_bounded_over_restarts(void **state)
 		/* what a peer still relays of a retired epoch is known */
 		for (size_t j = 0; j < ops_vv_count(p->o); j++)
 			if (ops_vv_at(p->o, j)->retired)
-				assert_int_equal(ops_vv_get(p->o, NULL,
-							    ops_vv_at(p->o, j)->origin,
-							    ops_vv_at(p->o, j)->epoch),
-						 ops_vv_at(p->o, j)->seq);
+				assert_int_equal(
+					ops_vv_get(p->o, NULL,
+						   ops_vv_at(p->o, j)->origin,
+						   ops_vv_at(p->o, j)->epoch),
+					ops_vv_at(p->o, j)->seq);
 		ops_vv_forget(p->o, b, peer_retired, a);
 		assert_int_equal(ops_commit(p->o, b, false), 0);
 		store_batch_free(&b);
@@ -250,8 +253,10 @@ static void test_vv_bounded_over_restarts(void **state)
 		if (ops_vv_count(p->o) > 3)
 			fail_msg("after %d starts the peer's vector has %zu "
 				 "entries", i, ops_vv_count(p->o));
-		most_a = ops_vv_count(a->o) > most_a ? ops_vv_count(a->o) : most_a;
-		most_p = ops_vv_count(p->o) > most_p ? ops_vv_count(p->o) : most_p;
+		most_a = ops_vv_count(a->o) > most_a ? ops_vv_count(a->o)
+						     : most_a;
+		most_p = ops_vv_count(p->o) > most_p ? ops_vv_count(p->o)
+						     : most_p;
 		assert_int_equal(vv_sum(a, a->site), i);
 		assert_int_equal(vv_sum(p, a->site), i);
 	}
