@@ -535,12 +535,13 @@ static void tick_peer(struct repl *r,
 static void sync_gate(struct repl *r, const struct level *lv, uint64_t now_ms)
 {
 	uint64_t up = now_ms - r->started_ms;
+	uint64_t grace = crashpoint_sync_grace_ms(SYNC_GRACE_MS);
 
 	if (!r->syncing)
 		return;
 	if ((lv->all_level && lv->all_heard) ||
-	    (lv->all_level && lv->any_heard && up > SYNC_GRACE_MS) ||
-	    (!lv->any_heard && up > SYNC_GRACE_MS) || up > SYNC_MAX_MS) {
+	    (lv->all_level && lv->any_heard && up > grace) ||
+	    (!lv->any_heard && up > grace) || up > SYNC_MAX_MS) {
 		r->syncing = false;
 		log_info("sync done: validating tokens peers_heard=%s "
 		         "after_ms=%llu",
