@@ -440,7 +440,7 @@ static int open_peers(struct node *n, struct peer_self *self, bool created)
 	if ((rc = peer_open(&n->peer, &(struct peer_link_opts){
 			.self = self, .peers = n->cfg->peers,
 			.npeers = n->cfg->npeers, .sync = n->cfg->sync,
-			.maxmsg = 64 * 1024, .dropped = ops_dropped_counter(n->ops) })) < 0 ||
+			.maxmsg = 64 * 1024 })) < 0 ||
 	    (rc = repl_open(&n->repl, &(struct repl_opts){
 			.ops = n->ops, .store = n->store, .cfg = n->cfg,
 			.self = self, .link = n->peer, .writer = n->writer,

@@ -373,13 +373,11 @@ static void render_git(struct buf *out, const cJSON *git)
 		    num_of(git, g[i].key, 0));
 }
 
-static void render_repl(struct buf *out, const cJSON *repl,
-			const cJSON *store)
+static void render_repl(struct buf *out, const cJSON *repl)
 {
 	const cJSON *r = cJSON_GetObjectItemCaseSensitive(repl, "replication");
 	const cJSON *dr = cJSON_GetObjectItemCaseSensitive(r, "dropped");
 	const cJSON *git = cJSON_GetObjectItemCaseSensitive(repl, "git");
-	const cJSON *counts = cJSON_GetObjectItemCaseSensitive(store, "counts");
 	const cJSON *e;
 	double named = 0;
 
@@ -394,8 +392,8 @@ static void render_repl(struct buf *out, const cJSON *repl,
 			       e->valuedouble);
 		named += e->valuedouble;
 	}
-	if (counts) {
-		double all = num_of(counts, "dropped", 0);
+	if (cJSON_GetObjectItemCaseSensitive(repl, "dropped")) {
+		double all = num_of(repl, "dropped", 0);
 		metrics_sample(out, "grantd_peer_messages_dropped_total",
 			       (const char *[]){ "reason", "other", NULL },
 			       all > named ? all - named : 0);
@@ -468,7 +466,7 @@ void metrics_render(struct buf *out, const cJSON *store, const cJSON *repl,
 	if (store)
 		render_store(out, store);
 	if (repl)
-		render_repl(out, repl, store);
+		render_repl(out, repl);
 	if (c)
 		render_counts(out, c);
 }

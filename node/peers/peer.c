@@ -38,6 +38,7 @@ struct peer_link {
 	uint8_t keys[CONFIG_MAX_PEERS][32];
 	int npeers;
 	uint64_t *dropped;
+	uint64_t own_dropped; /* when opts lent no counter */
 	uint64_t refused;
 	/* the last key refused, for the log (once a minute per key) and
 	 * status (peer_last_refused) */
@@ -321,7 +322,7 @@ int peer_open(struct peer_link **out, const struct peer_link_opts *o)
 	*out = NULL;
 	l->self = o->self;
 	l->peers = o->peers;
-	l->dropped = o->dropped;
+	l->dropped = o->dropped ? o->dropped : &l->own_dropped;
 	for (int i = 0; i < o->npeers && i < CONFIG_MAX_PEERS; i++) {
 		if (!zmq_z85_decode(l->keys[i], o->peers[i].public_key)) {
 			log_error("bad public_key for peer=%s",
@@ -388,8 +389,7 @@ int peer_pollitems(struct peer_link *l, zmq_pollitem_t *items, int max)
 
 static void drop(struct peer_link *l)
 {
-	if (l->dropped)
-		++*l->dropped;
+	++*l->dropped;
 }
 
 /* The role of the peer whose key ZAP named site; PLANE_UNKNOWN for none
@@ -446,7 +446,7 @@ static void dispatch(struct peer_link *l, zmq_msg_t *id, zmq_msg_t *body,
 		drop(l);
 		log_warn("peer message dropped peer=%s: %s dropped=%llu", site,
 			 why,
-			 (unsigned long long)(l->dropped ? *l->dropped : 0));
+			 (unsigned long long)*l->dropped);
 		return;
 	}
 	int kind = (int)m->body_case;
@@ -509,4 +509,9 @@ const char *peer_last_refused(struct peer_link *l, const char **addr)
 uint64_t peer_planes_refused(struct peer_link *l)
 {
 	return l->planes_refused;
+}
+
+uint64_t peer_dropped(const struct peer_link *l)
+{
+	return *l->dropped;
 }

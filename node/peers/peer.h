@@ -106,8 +106,8 @@ struct peer_link_opts {
 	int npeers;
 	const char *sync;       /* the ROUTER's endpoint; NULL: no ROUTER */
 	int64_t maxmsg;         /* larger ROUTER frames are refused */
-	uint64_t *dropped;      /* bumped for every frame refused (may be
-				 * NULL); the owner thread's counter */
+	uint64_t *dropped;      /* bumped for every frame refused (NULL:
+				 * the link's own, peer_dropped()) */
 };
 
 /* Bind the ZAP handler (one per zmq context), then the sync ROUTER when
@@ -168,5 +168,8 @@ const char *peer_last_refused(struct peer_link *l, const char **addr);
 /* Requests on the ROUTER the planes table (planes.h) did not take from
  * their sender's role so far (also counted in opts.dropped). */
 uint64_t peer_planes_refused(struct peer_link *l);
+
+/* Frames the link refused so far (opts.dropped's count). */
+uint64_t peer_dropped(const struct peer_link *l);
 
 #endif

@@ -90,7 +90,7 @@ void repl_apply_op(struct repl *r,
 			          "seq=%llu: %s dropped=%llu",
 			          p->cfg->site, op->origin ? op->origin : "-",
 			          (unsigned long long)op->seq, why.p,
-			          (unsigned long long)ops_dropped(r->ops));
+			          (unsigned long long)repl_dropped_total(r));
 		}
 		repl_back_off(p, now_ms);
 		buf_free(&why);
@@ -308,7 +308,7 @@ decode(struct repl *r, const char *site, zmq_msg_t *msg)
 		return m;
 	repl_dropped(r, 1);
 	log_warn("peer message dropped peer=%s: %s dropped=%llu", site, why,
-	         (unsigned long long)ops_dropped(r->ops));
+	         (unsigned long long)repl_dropped_total(r));
 	return NULL;
 }
 
@@ -586,6 +586,11 @@ int repl_rebuild(struct repl *r, const char *site)
 		return GD_EUNREACH;
 	log_info("rebuild requested from peer=%s", site);
 	return 0;
+}
+
+uint64_t repl_dropped_total(const struct repl *r)
+{
+	return r->dropped + peer_dropped(r->link);
 }
 
 uint64_t repl_refused(struct repl *r)

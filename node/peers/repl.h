@@ -147,6 +147,10 @@ void repl_metrics(struct repl *r, cJSON *obj);
 const struct peerpolicy *repl_peerpolicy(const struct repl *r);
 
 /* ZAP refusals so far. */
+/* Peer messages and records refused so far: replication's and the peer
+ * link's (status counts.dropped, grantd_peer_messages_dropped_total). */
+uint64_t repl_dropped_total(const struct repl *r);
+
 uint64_t repl_refused(struct repl *r);
 
 /* Catching up with peers after a start: token validation is refused

@@ -172,6 +172,7 @@ struct repl {
 	uint64_t last_hb_ms;
 	uint64_t last_plheads_ms;
 	uint64_t started_ms;
+	uint64_t dropped; /* peer messages refused here (repl_dropped) */
 	uint64_t last_skew_log_ms;
 	uint64_t drops[DROP__COUNT];
 	uint64_t drop_log_ms[DROP__COUNT];
@@ -205,11 +206,11 @@ void repl_apply_op(struct repl *r,
 /* An operation applied into the batch this round (counted for the
  * commit, the catch-up episode and, sent_us not 0, the latency). */
 void repl_applied(struct repl *r, uint64_t sent_us);
-/* n messages of peers dropped without a reason of their own
- * (counts.dropped, ops.h) */
+/* n messages of peers dropped (with or without a reason of their own):
+ * replication's count, repl_dropped_total() adds the link's */
 static inline void repl_dropped(struct repl *r, uint64_t n)
 {
-	ops_note_dropped(r->ops, n);
+	r->dropped += n;
 }
 
 /* ---- repl_hb.c: heartbeats, who is ahead, epoch retirement ------------ */

@@ -211,7 +211,7 @@ static void mirror_skip(struct repl *r,
 			          "stamped in the future dropped=%llu",
 			          p->cfg->site, e->origin,
 			          (unsigned long long)e->seq,
-			          (unsigned long long)ops_dropped(r->ops));
+			          (unsigned long long)repl_dropped_total(r));
 		}
 		repl_back_off(p, now_ms);
 		return;

@@ -49,7 +49,7 @@ void repl_stat_refuse(
 	va_end(ap);
 	log_error("%s %s=%llu dropped=%llu", m, drop_names[why],
 	          (unsigned long long)r->drops[why],
-	          (unsigned long long)ops_dropped(r->ops));
+	          (unsigned long long)repl_dropped_total(r));
 }
 
 /* The worse of p's two sockets' states. */

@@ -206,7 +206,7 @@ struct cmd_ctx {
  * The writer's parts of `status`, rendered on the writer thread for the
  * reader (readers_publish_status); each a new object, the caller's.
  * store: site, digest, hlc, epoch, vector and the kept counts
- * (ops_count at now, unix seconds; ops->dropped), as ops holds them now.
+ * (ops_count at now, unix seconds), as ops holds them now.
  * repl: peers, replication metrics, git (g NULL: none), refused peers.
  */
 cJSON *cmd_status_store(struct ops *ops, int64_t now);

@@ -171,7 +171,6 @@ cJSON *cmd_status_store(struct ops *ops, int64_t now)
 		        counts, cf == CF_PUSHLOG ? "push_log" : k->name,
 		        (double)ops_count(ops, (enum store_cf)cf, now));
 	}
-	cJSON_AddNumberToObject(counts, "dropped", (double)ops_dropped(ops));
 	/* the push log's forks held and entries refused (docs/push-log.md) */
 	if (ops_pushlog_forks(ops, NULL, &forks) == 0)
 		cJSON_AddNumberToObject(counts, "push_log_forks", (double)forks);
@@ -192,6 +191,8 @@ cJSON *cmd_status_repl(struct repl *repl, struct gitrepl *g,
 		gitrepl_status(g, cJSON_AddObjectToObject(j, "git"));
 	cJSON_AddNumberToObject(j, "refused_peers",
 				(double)repl_refused(repl));
+	cJSON_AddNumberToObject(j, "dropped",
+				(double)repl_dropped_total(repl));
 	return j;
 }
 
@@ -236,9 +237,13 @@ static int add_applied(struct cmd_ctx *x, cJSON *applied)
 	return rc < 0 ? rc : 0;
 }
 
+/* 0 when absent: counts.dropped comes with the replication part, which
+ * the reader may not have yet */
 static double num(const cJSON *o, const char *key)
 {
-	return cJSON_GetObjectItemCaseSensitive(o, key)->valuedouble;
+	const cJSON *i = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	return cJSON_IsNumber(i) ? i->valuedouble : 0;
 }
 
 static const char *str(const cJSON *o, const char *key)
@@ -365,7 +370,7 @@ static int cmd_status(struct cmd_ctx *x, struct req *r)
 	take(counts, sc, "push_log");
 	take(counts, sc, "push_log_forks");
 	take(counts, sc, "push_log_refused");
-	take(counts, sc, "dropped");
+	take(counts, rp, "dropped");
 	cJSON_AddNumberToObject(counts, "bad_requests",
 				(double)x->status->bad_requests);
 	take(counts, rp, "refused_peers");

@@ -486,20 +486,8 @@ void ops_take_repos(struct ops *o, struct buf *out)
 	swap_out(&o->repos_touched, out, false);
 }
 
-uint64_t ops_dropped(const struct ops *o)
-{
-	return o->dropped;
-}
 
-void ops_note_dropped(struct ops *o, uint64_t n)
-{
-	o->dropped += n;
-}
 
-uint64_t *ops_dropped_counter(struct ops *o)
-{
-	return &o->dropped;
-}
 
 uint64_t ops_pushlog_refused(const struct ops *o)
 {

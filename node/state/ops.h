@@ -379,11 +379,6 @@ const struct ops_vv *ops_vv_at(const struct ops *o, size_t i);
 void ops_take_outbox(struct ops *o, struct buf *out);
 void ops_take_refs(struct ops *o, struct buf *out);
 void ops_take_repos(struct ops *o, struct buf *out);
-/* Peer messages refused (checks, decode): kept here until replication
- * counts its own.  ops_dropped_counter lends the counter to peer.c. */
-uint64_t ops_dropped(const struct ops *o);
-void ops_note_dropped(struct ops *o, uint64_t n);
-uint64_t *ops_dropped_counter(struct ops *o);
 /* Push log entries refused (stamped no later than their predecessor). */
 uint64_t ops_pushlog_refused(const struct ops *o);
 

@@ -71,7 +71,6 @@ struct ops {
 	 * as of the last commit, for ops_reload */
 	uint8_t fam_digest[CF__COUNT][DIGEST_LEN];
 	uint8_t fam_committed[CF__COUNT][DIGEST_LEN];
-	uint64_t dropped; /* peer messages refused (ops_note_dropped) */
 	/* push log entries refused: stamped no later than their
 	 * predecessor (ops_merge.c) */
 	uint64_t pushlog_refused;

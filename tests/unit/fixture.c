@@ -151,8 +151,7 @@ int fx_node_link(struct fx_node *n)
 	                                       .peers = n->cfg.peers,
 	                                       .npeers = n->cfg.npeers,
 	                                       .sync = n->cfg.sync,
-	                                       .maxmsg = 64 * 1024,
-	                                       .dropped = ops_dropped_counter(n->o)}) < 0)
+	                                       .maxmsg = 64 * 1024}) < 0)
 		return -1;
 	return repl_open(&n->repl, &(struct repl_opts){.ops = n->o,
 	                                               .store = n->s,

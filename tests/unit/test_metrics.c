@@ -143,8 +143,7 @@ static void test_render(void **state)
 		"{\"origin\":\"paloalto\",\"epoch\":\"b2\",\"seq\":3},"
 		"{\"origin\":\"portland\",\"epoch\":\"c3\",\"seq\":4}],"
 		"\"counts\":{\"users\":2,\"grants\":5,\"repos\":1,\"refs\":0,"
-		"\"push_log_forks\":2,\"push_log_refused\":4,"
-		"\"dropped\":9}}");
+		"\"push_log_forks\":2,\"push_log_refused\":4}}");
 	cJSON *repl = parse(
 		"{\"peers\":[{\"site\":\"portland\",\"connected\":true,"
 		"\"last_heard_ms\":120,\"lag_ops\":0,\"lag_ms\":0},"
@@ -154,7 +153,7 @@ static void test_render(void **state)
 		"\"snapshot_record\":2}},"
 		"\"git\":{\"pending_refs\":3,\"packs_fetched\":4,"
 		"\"fetch_failures\":1,\"bytes_fetched\":1000,"
-		"\"conflicts_kept\":2},\"refused_peers\":6,"
+		"\"conflicts_kept\":2},\"refused_peers\":6,\"dropped\":9,"
 		"\"quorum\":{\"mode\":\"majority\",\"voter\":true,"
 		"\"frontends\":3,\"majority\":2,\"accepted\":7,"
 		"\"refused\":2,\"promised\":5,\"votes_refused\":1,"

@@ -197,20 +197,20 @@ static void test_reply_not_asked(void **state)
 	assert_int_equal(fx_node_link(&f->b), 0);
 	r = f->b.repl;
 	/* no transfer running: a reply is dropped */
-	dropped = ops_dropped(f->b.o);
+	dropped = repl_dropped_total(f->b.repl);
 	rep.cf = CF_GRANTS, rep.has_cf = 1;
 	rep.cf_done = rep.has_cf_done = 1;
 	repl_xfer_apply(r, &r->peers[0], &rep, clock_mono_ms());
-	assert_int_equal(ops_dropped(f->b.o), dropped + 1);
+	assert_int_equal(repl_dropped_total(f->b.repl), dropped + 1);
 	assert_null(r->xfer.p);
 	/* one running, a reply of another family than asked: dropped, the
 	 * transfer stays where it is */
 	run_until(f, both, 2, b_transferring, "a state transfer starts");
 	int cf = r->xfer.cf;
 	rep.cf = (uint32_t)cfs[(r->xfer.cf + 1) % NCFS];
-	dropped = ops_dropped(f->b.o);
+	dropped = repl_dropped_total(f->b.repl);
 	repl_xfer_apply(r, &r->peers[0], &rep, clock_mono_ms());
-	assert_int_equal(ops_dropped(f->b.o), dropped + 1);
+	assert_int_equal(repl_dropped_total(f->b.repl), dropped + 1);
 	assert_int_equal(r->xfer.cf, cf);
 	run_until(f, both, 2, b_level, "portland level with paloalto");
 	assert_int_equal(grants(&f->b), NGRANTS);
