@@ -6,6 +6,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <ini.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -120,10 +121,118 @@ static int set_int(struct parse_state *ps, int *dst, const char *name,
 static int set_dur(struct parse_state *ps, int64_t *dst, const char *name,
 		   const char *value)
 {
-	if (dur_parse(dst, value) < 0)
-		return fail(ps, "bad duration for '%s': '%s' (use e.g. 90s, "
-				"15m, 24h, 30d)", name, value);
-	return 1;
+	if (dur_parse(dst, value) == 0)
+		return 1;
+	if (*value && strspn(value, "0123456789") == strlen(value))
+		return fail(ps, "bad duration for '%s': '%s' has no unit "
+				"(write e.g. %sh or %sd; units: " DUR_UNITS ")",
+			    name, value, value, value);
+	return fail(ps, "bad duration for '%s': '%s' (a number and a unit, "
+			"" DUR_UNITS ", e.g. 90s, 15m, 24h, 30d)", name, value);
+}
+
+/* ---- unknown keys: "did you mean" -------------------------------------- */
+
+static const char *const node_keys[] = { "site", "data_dir", "repo_dir",
+	"user_socket", "admin_socket", "keys_socket", "publish", "sync",
+	"secret_key", "log_level", "host", "metrics", "oplog_retention",
+	"role", NULL };
+static const char *const policy_keys[] = { "grant_default", "grant_max",
+	"grant_subnet", "lockout_window", "totp_window", "hotp_lookahead",
+	"lockout_failures", "security_keys", "token_quorum",
+	"token_quorum_timeout", NULL };
+static const char *const peer_keys[] = { "publish", "sync", "public_key",
+	"role", NULL };
+static const char *const gitolite_keys[] = { "home", "program", NULL };
+
+/* Levenshtein distance, case-insensitive, '-' and '_' alike; names are
+ * short (a key longer than 63 characters is never near one of ours). */
+static size_t edit_distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b), row[64];
+
+	if (la >= GD_ARRAY_SIZE(row) || lb >= GD_ARRAY_SIZE(row))
+		return SIZE_MAX;
+	for (size_t j = 0; j <= lb; j++)
+		row[j] = j;
+	for (size_t i = 1; i <= la; i++) {
+		size_t diag = row[0];
+		row[0] = i;
+		for (size_t j = 1; j <= lb; j++) {
+			char ca = (char)tolower((unsigned char)a[i - 1]);
+			char cb = (char)tolower((unsigned char)b[j - 1]);
+			size_t up = row[j];
+			bool same = ca == cb || ((ca == '-' || ca == '_') &&
+						 (cb == '-' || cb == '_'));
+			size_t best = diag + !same;
+			if (up + 1 < best)
+				best = up + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			row[j] = best;
+			diag = up;
+		}
+	}
+	return row[lb];
+}
+
+/* The key of keys nearest to name, if near enough to be a typo (at most a
+ * third of its letters wrong, and at most 3); NULL if none is. */
+static const char *nearest_key(const char *name, const char *const *keys)
+{
+	const char *best = NULL;
+	size_t best_d = SIZE_MAX;
+
+	for (; *keys; keys++) {
+		size_t d = edit_distance(name, *keys);
+		if (d < best_d) {
+			best_d = d;
+			best = *keys;
+		}
+	}
+	if (best && best_d <= 3 && best_d * 3 <= strlen(best))
+		return best;
+	return NULL;
+}
+
+static bool in_keys(const char *name, const char *const *keys)
+{
+	for (; *keys; keys++)
+		if (!strcmp(name, *keys))
+			return true;
+	return false;
+}
+
+/* "unknown key 'pubilsh' in [node] (did you mean publish?)"; a key of
+ * another section says which; otherwise the section's keys are listed. */
+static int unknown_key(struct parse_state *ps, const char *name,
+		       const char *section, const char *const *keys)
+{
+	const char *near = nearest_key(name, keys);
+	char list[256] = "";
+	size_t off = 0;
+
+	if (near)
+		return fail(ps, "unknown key '%s' in [%s] (did you mean %s?%s)",
+			    name, section, near,
+			    !strcmp(name, "public-key") ?
+				    " the key file spells it public-key, the "
+				    "config public_key" : "");
+	if (keys != policy_keys && in_keys(name, policy_keys))
+		return fail(ps, "unknown key '%s' in [%s] (it belongs in "
+			    "[policy])", name, section);
+	if (keys != node_keys && in_keys(name, node_keys))
+		return fail(ps, "unknown key '%s' in [%s] (it belongs in "
+			    "[node])", name, section);
+	for (; *keys && off < sizeof(list); keys++) {
+		int n = snprintf(list + off, sizeof(list) - off, "%s%s",
+				 off ? ", " : "", *keys);
+		if (n < 0)
+			break;
+		off += (size_t)n;
+	}
+	return fail(ps, "unknown key '%s' in [%s] (the keys there: %s)", name,
+		    section, list);
 }
 
 static bool endpoint_ok(const char *v)
@@ -231,20 +340,16 @@ static int node_key(struct parse_state *ps, const char *name,
 					"'%s'", name, value);
 		return 1;
 	}
-	return fail(ps, "unknown key '%s' in [node]%s", name, "");
+	return unknown_key(ps, name, "node", node_keys);
 }
 
 static int policy_key(struct parse_state *ps, const char *name,
 		      const char *value)
 {
 	struct config_policy *p = &ps->cfg->policy;
-	static const char *const keys[] = { "grant_default", "grant_max",
-		"grant_subnet", "lockout_window", "totp_window",
-		"hotp_lookahead", "lockout_failures", "security_keys",
-		"token_quorum", "token_quorum_timeout" };
 
-	for (size_t i = 0; i < GD_ARRAY_SIZE(keys); i++) {
-		if (strcmp(name, keys[i]))
+	for (size_t i = 0; policy_keys[i]; i++) {
+		if (strcmp(name, policy_keys[i]))
 			continue;
 		if (ps->policy_seen & (1u << i))
 			return fail(ps, "duplicate key '%s'", name);
@@ -295,7 +400,7 @@ static int policy_key(struct parse_state *ps, const char *name,
 	if (!strcmp(name, "lockout_failures"))
 		/* at most 64 failures per (user, site) are kept */
 		return set_int(ps, &p->lockout_failures, name, value, 1, 64);
-	return fail(ps, "unknown key '%s' in [policy]%s", name, "");
+	return unknown_key(ps, name, "policy", policy_keys);
 }
 
 static int peer_key(struct parse_state *ps, const char *name,
@@ -334,7 +439,9 @@ static int peer_key(struct parse_state *ps, const char *name,
 		p->key_line = ps->line;
 		return 1;
 	}
-	return fail(ps, "unknown key '%s' in [peer %s]", name, p->site);
+	char sec[sizeof("peer ") + 64];
+	snprintf(sec, sizeof(sec), "peer %s", p->site);
+	return unknown_key(ps, name, sec, peer_keys);
 }
 
 static int gitolite_key(struct parse_state *ps, const char *name,
@@ -352,8 +459,7 @@ static int gitolite_key(struct parse_state *ps, const char *name,
 					"'%s'", name, value);
 		return 1;
 	}
-	return fail(ps, "unknown key '%s' in [gitolite]%s (use home or "
-			"program)", name, "");
+	return unknown_key(ps, name, "gitolite", gitolite_keys);
 }
 
 static int handler(void *user, const char *section, const char *name,
