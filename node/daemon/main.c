@@ -40,6 +40,7 @@
 #include "repl.h"
 #include "repos.h"
 #include "sdnotify.h"
+#include "selfcheck.h"
 #include "syncer.h"
 #include "vote.h"
 #include "wire.h"
@@ -489,8 +490,13 @@ int main(int argc, char **argv)
 				"not a loopback address: the endpoint has no "
 				"authentication (bind it to 127.0.0.1, or "
 				"filter the port)\n", path, n.cfg->metrics);
-		printf("configuration ok: %s\n", path);
-		status = 0;
+		status = selfcheck_run(n.cfg, stderr) < 0 ? 2 : 0;
+		if (!status)
+			printf("configuration ok: %s\n", path);
+		goto out_cfg;
+	}
+	if (selfcheck_root(n.cfg, stderr) < 0) {
+		status = 2;
 		goto out_cfg;
 	}
 	{
