@@ -117,6 +117,25 @@ t_eq "and prints no key line" "$OUT" ""
 t_has "and says it is a server problem" "$ERR" "server problem"
 t_expect 3 "GRANTD_CONFIG is used without --config" env GRANTD_CONFIG="$CONF" "$GD_BIN/grantctl" status
 
+# grant-keys says why (operator trial, 11): sshd shows the user only
+# "Permission denied (publickey)", so the path and errno's text must be in
+# grant-keys' own message (stderr and syslog).
+FP=SHA256:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA
+t_expect 3 "grant-keys FP, node down: exit 3" "$GD_BIN/grant-keys" --config "$CONF" git "$FP"
+t_has "names the keys socket" "$ERR" "$T_SITE/run/keys.sock"
+t_has "with errno's text" "$ERR" "No such file or directory"
+t_expect 2 "grant-keys with a config path that does not exist: exit 2" \
+	"$GD_BIN/grant-keys" --config "$T_DIR/grantd.cnf" git "$FP"
+t_has "names the path and why" "$ERR" "$T_DIR/grantd.cnf: No such file or directory"
+if [[ $(id -u) == 0 ]] && command -v setpriv >/dev/null; then
+	mkdir -m 0700 "$T_DIR/private"
+	cp "$CONF" "$T_DIR/private/grantd.conf"
+	t_expect 2 "grant-keys as nobody, config it may not read: exit 2" \
+		setpriv --reuid=65534 --regid=65534 --clear-groups \
+		"$GD_BIN/grant-keys" --config "$T_DIR/private/grantd.conf" git "$FP"
+	t_has "says Permission denied" "$ERR" "Permission denied"
+fi
+
 t_section "the node with the good config"
 gd_grantd_start "$T_SITE" || t_fatal "grantd starts with the good config"
 t_expect 0 "grantctl status" t_ctl status
