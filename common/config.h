@@ -1,9 +1,10 @@
 /*
- * config.h: the INI configuration (SPEC 4), shared by the node and the
- * clients so both read the same file the same way.
+ * config.h: the INI configuration (docs/operations.md, grantd.conf(5)),
+ * shared by the node and the clients so both read the same file the same
+ * way.
  *
  * Every error names the file and line: "grantd.conf:12: unknown key 'foo'
- * in [node]".  Unknown sections and keys, bad values and duplicate site
+ * in [node] (did you mean ...?)".  Unknown sections and keys, bad values and duplicate site
  * names are errors.  The clients need only the socket and repository
  * paths; the node also reads its key file (config_read_keyfile).
  */
@@ -19,15 +20,16 @@
 #define CONFIG_MAX_PEERS 16
 #define Z85_KEY_LEN 40
 
-/* [node] role and [peer NAME] role (SPEC 9).  A frontend takes pushes
- * and 2fa and votes on token uses; a mirror is read-only: it receives
+/* [node] role and [peer NAME] role (docs/mirrors.md).  A frontend takes
+ * pushes and 2fa and votes on token uses; a mirror is read-only: it receives
  * repositories and their settings, never secrets, marks or grants, and
  * never votes. */
 enum config_role { CONFIG_ROLE_FRONTEND, CONFIG_ROLE_MIRROR };
 
-/* [policy] token_quorum (SPEC 9): local, a site decides a token's use by
- * itself (peers learn it within the replication lag); majority, a use is
- * accepted only once a majority of the frontends has recorded it. */
+/* [policy] token_quorum (docs/replication.md section 8): local, a site
+ * decides a token's use by itself (peers learn it within the replication
+ * lag); majority, a use is accepted only once a majority of the
+ * frontends has recorded it. */
 enum config_quorum { CONFIG_QUORUM_LOCAL, CONFIG_QUORUM_MAJORITY };
 
 struct config_peer {

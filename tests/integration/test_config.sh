@@ -93,6 +93,27 @@ printf '\n[peer portland]\npublish = tcp://127.0.0.2:7401\nsync = tcp://127.0.0.
 bad_config "a peer with this node's own public_key" "$f" "$(grep -n -F "public_key = $OWNKEY" "$f" | cut -d: -f1)"
 t_has "a peer with this node's own public_key: says so" "$ERR" "this node's own public_key"
 
+t_section "the shipped examples parse (deploy/examples)"
+EX=$(cd "$(dirname "$0")/../../deploy/examples" && pwd)
+for ex in "$EX"/*.conf; do
+	n=0
+	f=$T_DIR/example-$(basename "$ex")
+	while IFS= read -r line; do
+		case $line in
+		"public_key = REPLACE"*)
+			n=$((n + 1))
+			line="public_key = $(gd_site_keygen "$T_DIR/exkey$n")" ;;
+		"secret_key = "*) line="secret_key = $T_SITE/node.key" ;;
+		"data_dir = "*) line="data_dir = $T_DIR/exdata" ;;
+		"repo_dir = "*) line="repo_dir = $T_DIR/exrepos" ;;
+		*_socket\ =\ *) line="${line%% =*} = $T_DIR/exrun/${line##*/}" ;;
+		esac
+		printf '%s\n' "$line"
+	done <"$ex" >"$f"
+	t_expect 0 "$(basename "$ex") (peer keys and paths filled in): grantd -t exits 0" \
+		"$GD_BIN/grantd" -t --config "$f"
+done
+
 t_section "no config"
 t_expect 2 "grantd -t --config /nonexistent exits 2" "$GD_BIN/grantd" -t --config /nonexistent/grantd.conf
 t_has "the error names the file" "$ERR" /nonexistent/grantd.conf
