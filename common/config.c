@@ -133,14 +133,16 @@ static int set_dur(struct parse_state *ps, int64_t *dst, const char *name,
 
 /* ---- unknown keys: "did you mean" -------------------------------------- */
 
-static const char *const node_keys[] = { "site", "data_dir", "repo_dir",
-	"user_socket", "admin_socket", "keys_socket", "publish", "sync",
-	"secret_key", "log_level", "host", "metrics", "oplog_retention",
-	"role", NULL };
+/* The keys of each section, for hints (and policy_key()'s duplicates;
+ * tests/man/check.py reads this table). */
 static const char *const policy_keys[] = { "grant_default", "grant_max",
 	"grant_subnet", "lockout_window", "totp_window", "hotp_lookahead",
 	"lockout_failures", "security_keys", "token_quorum",
 	"token_quorum_timeout", NULL };
+static const char *const node_keys[] = { "site", "data_dir", "repo_dir",
+	"user_socket", "admin_socket", "keys_socket", "publish", "sync",
+	"secret_key", "log_level", "host", "metrics", "oplog_retention",
+	"role", NULL };
 static const char *const peer_keys[] = { "publish", "sync", "public_key",
 	"role", NULL };
 static const char *const gitolite_keys[] = { "home", "program", NULL };
@@ -471,6 +473,12 @@ static int handler(void *user, const char *section, const char *name,
 		return 0;
 	if (!name) /* a section header on its own (INI_CALL_HANDLER_ON_NEW_SECTION) */
 		return 1;
+	/* inih ends a value at " ;" only; a Z85 key may hold '#' (never
+	 * after a blank) */
+	if (strstr(value, " #") || strstr(value, "\t#"))
+		return fail(ps, "'%s = %s': '#' after a value is not a comment "
+			    "(start the comment with ';', or put it on a line "
+			    "of its own)", name, value);
 	if (!strcmp(section, "node"))
 		return node_key(ps, name, value);
 	if (!strcmp(section, "policy"))

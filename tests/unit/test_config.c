@@ -411,6 +411,18 @@ static void test_bad_duration(void **state)
 		   "no unit", NULL);
 }
 
+/* "# note" after a value is part of it for inih; say so (operator trial,
+ * 16), while " ; note" is a comment and a '#' inside a key is kept. */
+static void test_inline_comment(void **state)
+{
+	struct fixture *f = *state;
+
+	load_fails(f, NODE "[policy]\ntotp_window = 1  # steps\n", 8,
+		   "'#' after a value is not a comment", "';'", NULL);
+	load_ok(f, NODE "[policy]\ntotp_window = 2 ; steps\n");
+	assert_int_equal(f->cfg->policy.totp_window, 2);
+}
+
 static void test_bad_values(void **state)
 {
 	struct fixture *f = *state;
@@ -770,6 +782,7 @@ int main(void)
 		T(test_unknown_key),
 		T(test_bad_duration),
 		T(test_unknown_key_hint),
+		T(test_inline_comment),
 		T(test_bad_values),
 		T(test_syntax_error),
 		T(test_duplicate_peer),
