@@ -6,17 +6,16 @@
 #include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
-#include <stdint.h>
 #include <ini.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "config.h"
 #include "dur.h"
 #include "err.h"
 #include "names.h"
+#include "suggest.h"
 #include "banned.h"
 
 struct parse_state {
@@ -147,72 +146,13 @@ static const char *const peer_keys[] = { "publish", "sync", "public_key",
 	"role", NULL };
 static const char *const gitolite_keys[] = { "home", "program", NULL };
 
-/* Levenshtein distance, case-insensitive, '-' and '_' alike; names are
- * short (a key longer than 63 characters is never near one of ours). */
-static size_t edit_distance(const char *a, const char *b)
-{
-	size_t la = strlen(a), lb = strlen(b), row[64];
-
-	if (la >= GD_ARRAY_SIZE(row) || lb >= GD_ARRAY_SIZE(row))
-		return SIZE_MAX;
-	for (size_t j = 0; j <= lb; j++)
-		row[j] = j;
-	for (size_t i = 1; i <= la; i++) {
-		size_t diag = row[0];
-		row[0] = i;
-		for (size_t j = 1; j <= lb; j++) {
-			char ca = (char)tolower((unsigned char)a[i - 1]);
-			char cb = (char)tolower((unsigned char)b[j - 1]);
-			size_t up = row[j];
-			bool same = ca == cb || ((ca == '-' || ca == '_') &&
-						 (cb == '-' || cb == '_'));
-			size_t best = diag + !same;
-			if (up + 1 < best)
-				best = up + 1;
-			if (row[j - 1] + 1 < best)
-				best = row[j - 1] + 1;
-			row[j] = best;
-			diag = up;
-		}
-	}
-	return row[lb];
-}
-
-/* The key of keys nearest to name, if near enough to be a typo (at most a
- * third of its letters wrong, and at most 3); NULL if none is. */
-static const char *nearest_key(const char *name, const char *const *keys)
-{
-	const char *best = NULL;
-	size_t best_d = SIZE_MAX;
-
-	for (; *keys; keys++) {
-		size_t d = edit_distance(name, *keys);
-		if (d < best_d) {
-			best_d = d;
-			best = *keys;
-		}
-	}
-	if (best && best_d <= 3 && best_d * 3 <= strlen(best))
-		return best;
-	return NULL;
-}
-
-static bool in_keys(const char *name, const char *const *keys)
-{
-	for (; *keys; keys++)
-		if (!strcmp(name, *keys))
-			return true;
-	return false;
-}
-
 /* "unknown key 'pubilsh' in [node] (did you mean publish?)"; a key of
  * another section says which; otherwise the section's keys are listed. */
 static int unknown_key(struct parse_state *ps, const char *name,
 		       const char *section, const char *const *keys)
 {
-	const char *near = nearest_key(name, keys);
-	char list[256] = "";
-	size_t off = 0;
+	const char *near = suggest_nearest(name, keys);
+	char list[256];
 
 	if (near)
 		return fail(ps, "unknown key '%s' in [%s] (did you mean %s?%s)",
@@ -220,19 +160,13 @@ static int unknown_key(struct parse_state *ps, const char *name,
 			    !strcmp(name, "public-key") ?
 				    " the key file spells it public-key, the "
 				    "config public_key" : "");
-	if (keys != policy_keys && in_keys(name, policy_keys))
+	if (keys != policy_keys && suggest_in(name, policy_keys))
 		return fail(ps, "unknown key '%s' in [%s] (it belongs in "
 			    "[policy])", name, section);
-	if (keys != node_keys && in_keys(name, node_keys))
+	if (keys != node_keys && suggest_in(name, node_keys))
 		return fail(ps, "unknown key '%s' in [%s] (it belongs in "
 			    "[node])", name, section);
-	for (; *keys && off < sizeof(list); keys++) {
-		int n = snprintf(list + off, sizeof(list) - off, "%s%s",
-				 off ? ", " : "", *keys);
-		if (n < 0)
-			break;
-		off += (size_t)n;
-	}
+	suggest_join(list, sizeof(list), keys);
 	return fail(ps, "unknown key '%s' in [%s] (the keys there: %s)", name,
 		    section, list);
 }
@@ -712,90 +646,4 @@ void config_free(struct config **cp)
 	}
 	free(c);
 	*cp = NULL;
-}
-
-int config_check_own_key(const struct config *c,
-			 const char own_pub[Z85_KEY_LEN + 1], struct buf *err)
-{
-	for (int i = 0; i < c->npeers; i++) {
-		const struct config_peer *p = &c->peers[i];
-		if (strcmp(p->public_key, own_pub))
-			continue;
-		buf_printf(err, "%s:%d: [peer %s] has this node's own "
-			   "public_key (the public half of secret_key %s): "
-			   "give the key that site's grantctl keygen printed",
-			   c->path, p->key_line, p->site,
-			   c->secret_key ? c->secret_key : "");
-		return GD_EINVAL;
-	}
-	return 0;
-}
-
-struct key_state {
-	char *pub;
-	char *sec;
-	int bad;
-};
-
-static int key_handler(void *user, const char *section, const char *name,
-		       const char *value)
-{
-	struct key_state *ks = user;
-	char *dst = NULL;
-
-	if (!name)
-		return 1;
-	if (strcmp(section, "curve")) {
-		ks->bad = 1;
-		return 0;
-	}
-	if (!strcmp(name, "public-key"))
-		dst = ks->pub;
-	else if (!strcmp(name, "secret-key"))
-		dst = ks->sec;
-	else {
-		ks->bad = 1;
-		return 0;
-	}
-	if (!dst) /* secret not wanted */
-		return 1;
-	if (strlen(value) != Z85_KEY_LEN) {
-		ks->bad = 1;
-		return 0;
-	}
-	memcpy(dst, value, Z85_KEY_LEN + 1);
-	return 1;
-}
-
-int config_read_keyfile(const char *path, char pub[Z85_KEY_LEN + 1],
-			char sec[Z85_KEY_LEN + 1], struct buf *err)
-{
-	struct key_state ks = { .pub = pub, .sec = sec };
-	pub[0] = '\0';
-	if (sec)
-		sec[0] = '\0';
-	FILE *fp = fopen(path, "r");
-	if (!fp) {
-		buf_printf(err, "%s: cannot read key file: %s", path,
-			   strerror(errno));
-		return GD_EIO;
-	}
-	struct stat st;
-	/* as sshd does for its host keys: a secret others can read is no
-	 * secret */
-	if (sec && (fstat(fileno(fp), &st) < 0 || (st.st_mode & 077))) {
-		buf_printf(err, "%s: the key file is readable by group or "
-			   "others (mode %04o); run: chmod 600 %s", path,
-			   (unsigned)(st.st_mode & 07777), path);
-		fclose(fp);
-		return GD_EINVAL;
-	}
-	int r = ini_parse_file(fp, key_handler, &ks);
-	fclose(fp);
-	if (r != 0 || ks.bad || !pub[0] || (sec && !sec[0])) {
-		buf_printf(err, "%s: not a key file from 'grantctl keygen'",
-			   path);
-		return GD_EINVAL;
-	}
-	return 0;
 }
