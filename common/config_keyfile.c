@@ -14,17 +14,19 @@
 #include "banned.h"
 
 int config_check_own_key(const struct config *c,
-			 const char own_pub[Z85_KEY_LEN + 1], struct buf *err)
+                         const char own_pub[Z85_KEY_LEN + 1],
+                         struct buf *err)
 {
 	for (int i = 0; i < c->npeers; i++) {
 		const struct config_peer *p = &c->peers[i];
 		if (strcmp(p->public_key, own_pub))
 			continue;
-		buf_printf(err, "%s:%d: [peer %s] has this node's own "
-			   "public_key (the public half of secret_key %s): "
-			   "give the key that site's grantctl keygen printed",
-			   c->path, p->key_line, p->site,
-			   c->secret_key ? c->secret_key : "");
+		buf_printf(err,
+		           "%s:%d: [peer %s] has this node's own "
+		           "public_key (the public half of secret_key %s): "
+		           "give the key that site's grantctl keygen printed",
+		           c->path, p->key_line, p->site,
+		           c->secret_key ? c->secret_key : "");
 		return GD_EINVAL;
 	}
 	return 0;
@@ -36,8 +38,10 @@ struct key_state {
 	int bad;
 };
 
-static int key_handler(void *user, const char *section, const char *name,
-		       const char *value)
+static int key_handler(void *user,
+                       const char *section,
+                       const char *name,
+                       const char *value)
 {
 	struct key_state *ks = user;
 	char *dst = NULL;
@@ -66,26 +70,29 @@ static int key_handler(void *user, const char *section, const char *name,
 	return 1;
 }
 
-int config_read_keyfile(const char *path, char pub[Z85_KEY_LEN + 1],
-			char sec[Z85_KEY_LEN + 1], struct buf *err)
+int config_read_keyfile(const char *path,
+                        char pub[Z85_KEY_LEN + 1],
+                        char sec[Z85_KEY_LEN + 1],
+                        struct buf *err)
 {
-	struct key_state ks = { .pub = pub, .sec = sec };
+	struct key_state ks = {.pub = pub, .sec = sec};
 	pub[0] = '\0';
 	if (sec)
 		sec[0] = '\0';
 	FILE *fp = fopen(path, "r");
 	if (!fp) {
 		buf_printf(err, "%s: cannot read key file: %s", path,
-			   strerror(errno));
+		           strerror(errno));
 		return GD_EIO;
 	}
 	struct stat st;
 	/* as sshd does for its host keys: a secret others can read is no
 	 * secret */
 	if (sec && (fstat(fileno(fp), &st) < 0 || (st.st_mode & 077))) {
-		buf_printf(err, "%s: the key file is readable by group or "
-			   "others (mode %04o); run: chmod 600 %s", path,
-			   (unsigned)(st.st_mode & 07777), path);
+		buf_printf(err,
+		           "%s: the key file is readable by group or "
+		           "others (mode %04o); run: chmod 600 %s",
+		           path, (unsigned)(st.st_mode & 07777), path);
 		fclose(fp);
 		return GD_EINVAL;
 	}
@@ -93,7 +100,7 @@ int config_read_keyfile(const char *path, char pub[Z85_KEY_LEN + 1],
 	fclose(fp);
 	if (r != 0 || ks.bad || !pub[0] || (sec && !sec[0])) {
 		buf_printf(err, "%s: not a key file from 'grantctl keygen'",
-			   path);
+		           path);
 		return GD_EINVAL;
 	}
 	return 0;

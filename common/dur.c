@@ -24,12 +24,23 @@ int dur_parse(int64_t *out, const char *s)
 	if (!*end || end[1])
 		return GD_EINVAL; /* no unit, or more than one character */
 	switch (*end) {
-	case 's': mult = 1; break;
-	case 'm': mult = 60; break;
-	case 'h': mult = 3600; break;
-	case 'd': mult = 86400; break;
-	case 'w': mult = 7 * 86400; break;
-	default: return GD_EINVAL;
+	case 's':
+		mult = 1;
+		break;
+	case 'm':
+		mult = 60;
+		break;
+	case 'h':
+		mult = 3600;
+		break;
+	case 'd':
+		mult = 86400;
+		break;
+	case 'w':
+		mult = 7 * 86400;
+		break;
+	default:
+		return GD_EINVAL;
 	}
 	if (v > DUR_MAX / mult)
 		return GD_EINVAL;
@@ -61,8 +72,10 @@ int dur_parse_ms(int64_t *out, const char *s)
 
 void dur_format(char *out, size_t outlen, int64_t s)
 {
-	static const struct { int64_t n; char u; } units[] = {
-		{ 86400, 'd' }, { 3600, 'h' }, { 60, 'm' }, { 1, 's' } };
+	static const struct {
+		int64_t n;
+		char u;
+	} units[] = {{86400, 'd'}, {3600, 'h'}, {60, 'm'}, {1, 's'}};
 	size_t off = 0;
 	int shown = 0;
 
@@ -78,7 +91,7 @@ void dur_format(char *out, size_t outlen, int64_t s)
 			continue;
 		s -= q * units[i].n;
 		int n = snprintf(out + off, outlen - off, "%s%lld%c",
-				 shown ? " " : "", (long long)q, units[i].u);
+		                 shown ? " " : "", (long long)q, units[i].u);
 		if (n < 0 || (size_t)n >= outlen - off)
 			return;
 		off += (size_t)n;

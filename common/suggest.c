@@ -24,7 +24,7 @@ size_t suggest_distance(const char *a, const char *b)
 			char cb = (char)tolower((unsigned char)b[j - 1]);
 			size_t up = row[j];
 			bool same = ca == cb || ((ca == '-' || ca == '_') &&
-						 (cb == '-' || cb == '_'));
+			                         (cb == '-' || cb == '_'));
 			size_t best = diag + !same;
 			if (up + 1 < best)
 				best = up + 1;
@@ -70,7 +70,7 @@ void suggest_join(char *out, size_t outlen, const char *const *words)
 		out[0] = '\0';
 	for (; *words && off < outlen; words++) {
 		int n = snprintf(out + off, outlen - off, "%s%s",
-				 off ? ", " : "", *words);
+		                 off ? ", " : "", *words);
 		if (n < 0)
 			break;
 		off += (size_t)n;

@@ -40,7 +40,7 @@ struct account {
 };
 
 static void say(struct selfcheck *s, bool error, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+        __attribute__((format(printf, 3, 4)));
 
 static void say(struct selfcheck *s, bool error, const char *fmt, ...)
 {
@@ -69,7 +69,7 @@ static void user_name(char *out, size_t n, uid_t uid)
  * of them exists or all are root's. */
 static int files_account(const struct config *c, struct account *a)
 {
-	const char *paths[] = { c->data_dir, c->repo_dir, c->secret_key };
+	const char *paths[] = {c->data_dir, c->repo_dir, c->secret_key};
 	struct stat st;
 
 	for (size_t i = 0; i < GD_ARRAY_SIZE(paths); i++) {
@@ -89,8 +89,7 @@ static int files_account(const struct config *c, struct account *a)
  * with the chown that mends them all (a start as root leaves LOCK,
  * CURRENT and *.log root's; libgit2 refuses a repository of another
  * user). */
-static void check_owners(struct selfcheck *s, const char *key,
-			 const char *dir)
+static void check_owners(struct selfcheck *s, const char *key, const char *dir)
 {
 	DIR *d = opendir(dir);
 	struct dirent *e;
@@ -106,7 +105,8 @@ static void check_owners(struct selfcheck *s, const char *key,
 		if (lstat(path, &st) < 0 || st.st_uid == s->uid)
 			continue;
 		user_name(owner, sizeof(owner), st.st_uid);
-		say(s, true, "%s: %s belongs to %s, not to %s, the account the "
+		say(s, true,
+		    "%s: %s belongs to %s, not to %s, the account the "
 		    "node runs as (started once as %s?); run: chown -R %s: %s",
 		    key, path, owner, s->user, owner, s->user, dir);
 		break;
@@ -116,16 +116,18 @@ static void check_owners(struct selfcheck *s, const char *key,
 
 /* dir exists and the account may create files in it, or it does not
  * exist and the start can make it (its parent is writable). */
-static void check_dir(struct selfcheck *s, const char *key, const char *dir,
-		      bool owners)
+static void
+check_dir(struct selfcheck *s, const char *key, const char *dir, bool owners)
 {
 	struct stat st;
 	char parent[4096];
 	char *slash;
 
 	if (dir[0] != '/') {
-		say(s, true, "%s '%s' is a relative path (give an absolute "
-		    "one: under systemd the node starts in /)", key, dir);
+		say(s, true,
+		    "%s '%s' is a relative path (give an absolute "
+		    "one: under systemd the node starts in /)",
+		    key, dir);
 		return;
 	}
 	if (stat(dir, &st) < 0) {
@@ -140,10 +142,11 @@ static void check_dir(struct selfcheck *s, const char *key, const char *dir,
 		else
 			*slash = '\0';
 		if (access(parent, W_OK | X_OK) < 0)
-			say(s, true, "%s %s does not exist, and %s cannot make "
+			say(s, true,
+			    "%s %s does not exist, and %s cannot make "
 			    "it (%s: %s); run: install -d -o %s -m 0750 %s",
-			    key, dir, s->user, parent, strerror(errno),
-			    s->user, dir);
+			    key, dir, s->user, parent, strerror(errno), s->user,
+			    dir);
 		return;
 	}
 	if (!S_ISDIR(st.st_mode)) {
@@ -151,30 +154,34 @@ static void check_dir(struct selfcheck *s, const char *key, const char *dir,
 		return;
 	}
 	if (access(dir, W_OK | X_OK) < 0) {
-		say(s, true, "%s %s: %s may not write it (%s); run: chown %s: "
-		    "%s", key, dir, s->user, strerror(errno), s->user, dir);
+		say(s, true,
+		    "%s %s: %s may not write it (%s); run: chown %s: "
+		    "%s",
+		    key, dir, s->user, strerror(errno), s->user, dir);
 		return;
 	}
 	if (owners)
 		check_owners(s, key, dir);
 }
 
-static void check_socket(struct selfcheck *s, const char *key,
-			 const char *path)
+static void check_socket(struct selfcheck *s, const char *key, const char *path)
 {
 	struct sockaddr_un sa;
 	struct stat st;
 	char dir[4096], what[64];
 
 	if (strlen(path) >= sizeof(sa.sun_path)) {
-		say(s, true, "%s %s is longer than %zu characters, the limit "
-		    "of a unix socket's path (use a shorter one)", key, path,
-		    sizeof(sa.sun_path) - 1);
+		say(s, true,
+		    "%s %s is longer than %zu characters, the limit "
+		    "of a unix socket's path (use a shorter one)",
+		    key, path, sizeof(sa.sun_path) - 1);
 		return;
 	}
 	if (lstat(path, &st) == 0 && !S_ISSOCK(st.st_mode)) {
-		say(s, true, "%s %s exists and is not a socket (the node "
-		    "would replace it)", key, path);
+		say(s, true,
+		    "%s %s exists and is not a socket (the node "
+		    "would replace it)",
+		    key, path);
 		return;
 	}
 	snprintf(dir, sizeof(dir), "%s", path);
@@ -195,13 +202,15 @@ static void check_key(struct selfcheck *s)
 	if (config_read_keyfile(c->secret_key, pub, sec, &err) < 0)
 		say(s, true, "secret_key (line %d): %s%s", c->secret_key_line,
 		    buf_str(&err),
-		    access(c->secret_key, R_OK) < 0 && errno == EACCES ?
-			    " (the node reads it as the account it runs as)" :
-			    "");
+		    access(c->secret_key, R_OK) < 0 && errno == EACCES
+		            ? " (the node reads it as the account it runs as)"
+		            : "");
 	else if (stat(c->secret_key, &st) == 0 && st.st_uid != s->uid)
-		say(s, false, "secret_key %s belongs to uid %u, not to %s "
-		    "(run: chown %s: %s)", c->secret_key,
-		    (unsigned)st.st_uid, s->user, s->user, c->secret_key);
+		say(s, false,
+		    "secret_key %s belongs to uid %u, not to %s "
+		    "(run: chown %s: %s)",
+		    c->secret_key, (unsigned)st.st_uid, s->user, s->user,
+		    c->secret_key);
 	explicit_bzero(sec, sizeof(sec));
 	buf_free(&err);
 }
@@ -212,19 +221,24 @@ static void check_peers(struct selfcheck *s)
 	uint8_t raw[32];
 
 	if (c->publish && c->sync && !strcmp(c->publish, c->sync))
-		say(s, true, "publish and sync are the same endpoint %s (give "
-		    "each its own port)", c->publish);
+		say(s, true,
+		    "publish and sync are the same endpoint %s (give "
+		    "each its own port)",
+		    c->publish);
 	for (int i = 0; i < c->npeers; i++) {
 		const struct config_peer *p = &c->peers[i];
 		if (!zmq_z85_decode(raw, p->public_key))
-			say(s, true, "line %d: [peer %s] public_key is not a "
+			say(s, true,
+			    "line %d: [peer %s] public_key is not a "
 			    "Z85 key (want the 40 characters grantctl keygen "
-			    "prints)", p->key_line, p->site);
+			    "prints)",
+			    p->key_line, p->site);
 		if ((c->publish && !strcmp(p->publish, c->publish)) ||
 		    (c->sync && !strcmp(p->sync, c->sync)))
-			say(s, true, "line %d: [peer %s] has this node's own "
-			    "endpoint (publish %s, sync %s)", p->line, p->site,
-			    p->publish, p->sync);
+			say(s, true,
+			    "line %d: [peer %s] has this node's own "
+			    "endpoint (publish %s, sync %s)",
+			    p->line, p->site, p->publish, p->sync);
 	}
 }
 
@@ -240,9 +254,11 @@ static void check_group(struct selfcheck *s)
 	for (char **m = g->gr_mem; *m; m++)
 		if (!strcmp(*m, pw->pw_name))
 			return;
-	say(s, false, "a group git exists and %s is not in it: the sockets "
+	say(s, false,
+	    "a group git exists and %s is not in it: the sockets "
 	    "cannot be given group git (grant-shell and grant-keys reach "
-	    "them only as %s or its group)", s->user, s->user);
+	    "them only as %s or its group)",
+	    s->user, s->user);
 }
 
 static int checks(struct selfcheck *s)
@@ -272,7 +288,7 @@ static int checks_as(struct selfcheck *s, const struct account *a)
 	int st;
 
 	fprintf(s->out, "grantd: %s: checking as %s, the owner of %s\n",
-		s->c->path, a->name, a->why);
+	        s->c->path, a->name, a->why);
 	fflush(s->out);
 	if ((pid = fork()) < 0) {
 		say(s, true, "cannot fork to check as %s: %s", a->name,
@@ -301,7 +317,7 @@ static int checks_as(struct selfcheck *s, const struct account *a)
 
 int selfcheck_run(const struct config *c, FILE *report)
 {
-	struct selfcheck s = { .c = c, .out = report, .uid = geteuid() };
+	struct selfcheck s = {.c = c, .out = report, .uid = geteuid()};
 	struct account a;
 
 	user_name(s.user, sizeof(s.user), s.uid);
@@ -316,10 +332,11 @@ int selfcheck_root(const struct config *c, FILE *report)
 
 	if (geteuid() != 0 || !files_account(c, &a))
 		return 0;
-	fprintf(report, "grantd: %s: refusing to run as root: %s belongs to "
-		"%s, and a start as root would leave files there that %s "
-		"cannot open at its next start; run it as %s (systemctl start "
-		"grantd, or runuser -u %s -- grantd --config %s)\n", c->path,
-		a.why, a.name, a.name, a.name, a.name, c->path);
+	fprintf(report,
+	        "grantd: %s: refusing to run as root: %s belongs to "
+	        "%s, and a start as root would leave files there that %s "
+	        "cannot open at its next start; run it as %s (systemctl start "
+	        "grantd, or runuser -u %s -- grantd --config %s)\n",
+	        c->path, a.why, a.name, a.name, a.name, a.name, c->path);
 	return GD_EINVAL;
 }
