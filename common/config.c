@@ -265,23 +265,23 @@ set_role(struct parse_state *ps, enum config_role *dst, const char *value)
 static int node_key(struct parse_state *ps, const char *name, const char *value)
 {
 	struct config *c = ps->cfg;
-	static const struct {
-		const char *key;
-		size_t off;
-	} strs[] = {
-	        {"site", offsetof(struct config, site)},
-	        {"data_dir", offsetof(struct config, data_dir)},
-	        {"repo_dir", offsetof(struct config, repo_dir)},
-	        {"user_socket", offsetof(struct config, user_socket)},
-	        {"admin_socket", offsetof(struct config, admin_socket)},
-	        {"keys_socket", offsetof(struct config, keys_socket)},
-	        {"publish", offsetof(struct config, publish)},
-	        {"sync", offsetof(struct config, sync)},
-	        {"secret_key", offsetof(struct config, secret_key)},
-	        {"log_level", offsetof(struct config, log_level)},
-	        {"host", offsetof(struct config, host)},
-	        {"metrics", offsetof(struct config, metrics)},
+	/* tests/man/check.py reads this table as it is */
+	/* clang-format off */
+	static const struct { const char *key; size_t off; } strs[] = {
+		{ "site", offsetof(struct config, site) },
+		{ "data_dir", offsetof(struct config, data_dir) },
+		{ "repo_dir", offsetof(struct config, repo_dir) },
+		{ "user_socket", offsetof(struct config, user_socket) },
+		{ "admin_socket", offsetof(struct config, admin_socket) },
+		{ "keys_socket", offsetof(struct config, keys_socket) },
+		{ "publish", offsetof(struct config, publish) },
+		{ "sync", offsetof(struct config, sync) },
+		{ "secret_key", offsetof(struct config, secret_key) },
+		{ "log_level", offsetof(struct config, log_level) },
+		{ "host", offsetof(struct config, host) },
+		{ "metrics", offsetof(struct config, metrics) },
 	};
+	/* clang-format on */
 	if (!strcmp(name, "oplog_retention"))
 		return set_dur(ps, &c->oplog_retention, name, value);
 	if (!strcmp(name, "role"))
