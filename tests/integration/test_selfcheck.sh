@@ -48,6 +48,12 @@ f=$(variant sameport -e "s|^sync = .*|sync = tcp://$T_ADDR:$T_PUB_PORT|")
 t_expect 2 "sync on publish's endpoint: exit 2" "$GD_BIN/grantd" -t --config "$f"
 t_has "says so" "$ERR" "publish and sync are the same endpoint"
 
+f=$(variant badz85)
+printf '\n[peer portland]\npublish = tcp://127.0.0.2:7401\nsync = tcp://127.0.0.2:7402\npublic_key = %s\n' \
+	'~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~' >>"$f"
+t_expect 2 "a peer key of 40 characters that is not Z85: exit 2" "$GD_BIN/grantd" -t --config "$f"
+t_has "names the peer" "$ERR" "[peer portland] public_key is not a Z85 key"
+
 t_section "as the service account"
 [[ $(id -u) == 0 ]] || { echo "# not root: the account checks are skipped"; t_done; }
 command -v useradd >/dev/null || { echo "# no useradd"; t_done; }
