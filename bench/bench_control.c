@@ -13,9 +13,11 @@
  *
  * Runs: val with N clients; check with N clients (each first validates its
  * address once, untimed, so the check is allowed); and a mixed run, vals
- * and checks at once: a check is a read, answered at once (control.c),
- * but it shares the node's one thread with the vals and their commits,
- * so the mixed run shows what vals cost the checks and the reverse.
+ * and checks at once: a check is a read, answered by the reader thread
+ * from the newest read view (node/requests/readers.h) while the writer
+ * thread takes the vals and their commits; the two share the cores and
+ * the store, so the mixed run shows what vals cost the checks and the
+ * reverse.
  *
  * Setup (users, enrollments, the repository) goes over the admin socket
  * and is not timed.  The users TAG000.. and the repository TAG-bench must

@@ -34,12 +34,14 @@
 #include "err.h"
 #include "hookline.h"
 #include "names.h"
+#include "spool.h"
 #include "wire.h"
+#include "version.h"
+#include "xalloc.h"
 #include "banned.h"
 
 static const char prog[] = "grant-hook";
 
-#define SPOOL_DIR "grantd-spool"
 #define LINES_PER_REQUEST 512
 /* and at most this many bytes of lines, well under GD_CTL_MAX_REQUEST */
 #define BYTES_PER_REQUEST (48 * 1024)
@@ -65,6 +67,7 @@ static void usage(FILE *fp)
 "\n"
 "  --config FILE  configuration (default $GRANTD_CONFIG, then %s)\n"
 "  -h, --help     this text\n"
+"  --version      print the version and exit\n"
 "\n"
 "Exit status: 0 sent or kept for later, 2 usage or input error (a line\n"
 "that is not \"OLD NEW REF\": nothing is sent).\n",
@@ -148,9 +151,7 @@ static int send_lines(const struct config *cfg, const char *repo,
 		int rc;
 
 		n = part_lines(l, off);
-		args = calloc(n + 1, sizeof(*args));
-		if (!args)
-			abort();
+		args = xcalloc(n + 1, sizeof(*args));
 		args[0] = (char *)repo;
 		memcpy(args + 1, l->v + off, n * sizeof(*args));
 		char user[HOOKLINE_BY_VALUE_MAX + 1], ip[sizeof(user)];
@@ -241,7 +242,7 @@ static int spool(const struct hooklines *l)
 	if (mkdir(SPOOL_DIR, 0700) < 0 && errno != EEXIST)
 		return GD_EIO;
 	clock_gettime(CLOCK_REALTIME, &ts);
-	snprintf(name, sizeof(name), SPOOL_DIR "/%020lld.%09ld.%d.refs",
+	snprintf(name, sizeof(name), SPOOL_DIR "/%020lld.%09ld.%d" SPOOL_SUFFIX,
 		 (long long)ts.tv_sec, ts.tv_nsec, (int)getpid());
 	return spool_write(name, l);
 }
@@ -253,8 +254,7 @@ static int by_name(const struct dirent **a, const struct dirent **b)
 
 static int is_refs(const struct dirent *d)
 {
-	size_t n = strlen(d->d_name);
-	return n > 5 && !strcmp(d->d_name + n - 5, ".refs");
+	return spool_is_file(d->d_name);
 }
 
 /* Send one spooled file: 0 done with it (sent, or malformed: either way
@@ -358,6 +358,10 @@ int main(int argc, char **argv)
 	size_t bad;
 	int i, rc;
 
+	if (argc > 1 && !strcmp(argv[1], "--version")) {
+		printf("%s %s\n", prog, GRANTD_VERSION);
+		return GD_EXIT_OK;
+	}
 	rc = cli_options(argc, argv, &i, prog, usage, &cfg_path, NULL);
 	if (rc >= 0)
 		return rc;

@@ -32,6 +32,7 @@
 #include "config.h"
 #include "err.h"
 #include "wire.h"
+#include "version.h"
 #include "banned.h"
 
 static const char prog[] = "grant-keys";  /* it runs as grant-keys' */
@@ -50,6 +51,10 @@ int main(int argc, char **argv)
 	struct config *cfg = NULL;
 	int i = 1, rc;
 
+	if (argc > 1 && !strcmp(argv[1], "--version")) {
+		printf("%s %s\n", "grant-keys-list", GRANTD_VERSION);
+		return GD_EXIT_OK;
+	}
 	const struct cli_opt extra[] = { { "--shell", &shell },
 					 { NULL, NULL } };
 	rc = cli_options(argc, argv, &i, prog, usage, &cfg_path, extra);

@@ -43,6 +43,7 @@
 #include "buf.h"
 #include "config.h"
 #include "err.h"
+#include "version.h"
 #include "banned.h"
 
 static const char prog[] = "grant-keys";
@@ -70,13 +71,10 @@ static void complain(const char *fmt, ...)
 	closelog();
 }
 
-/* --config, --shell, -h: as cli_options (cli.c links ZeroMQ).  Returns an
- * exit status, or -1 to go on with argv[*next]. */
-static int options(int argc,
-                   char **argv,
-                   int *next,
-                   const char **config,
-                   const char **shell)
+/* --config, --shell, -h, --version: as cli_options (cli.c links ZeroMQ).
+ * Returns an exit status, or -1 to go on with argv[*next]. */
+static int options(int argc, char **argv, int *next, const char **config,
+		   const char **shell)
 {
 	int i = 1;
 
@@ -84,6 +82,10 @@ static int options(int argc,
 		const char *a = argv[i];
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			authkeys_usage(stdout);
+			return GD_EXIT_OK;
+		}
+		if (!strcmp(a, "--version")) {
+			printf("%s %s\n", prog, GRANTD_VERSION);
 			return GD_EXIT_OK;
 		}
 		if (!strncmp(a, "--config=", 9))

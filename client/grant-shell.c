@@ -32,6 +32,7 @@
 #include "names.h"
 #include "sshcmd.h"
 #include "wire.h"
+#include "version.h"
 #include "banned.h"
 
 static const char prog[] = "grant-shell";
@@ -91,6 +92,7 @@ static void usage(FILE *fp)
 "                 GRANTD_PUSH_IP, GRANTD_PUSH_KEY_FP, GRANTD_PUSH_KEY_KIND\n"
 "                 and GRANTD_PUSH_FACTOR (grant-hook(8)).\n"
 "  -h, --help     this text\n"
+"  --version      print the version and exit\n"
 "\n"
 "Exit status: 0 done, 1 refused, 2 usage or input error, 3 node unreachable,\n"
 "4 the node failed to decide.  On 3 and 4 nothing is allowed (fail closed)\n"
@@ -511,6 +513,55 @@ static int gitolite_options(int *argc, char **argv, const char **mode,
 	return -1;
 }
 
+/* The user name (sshd's command line) and the key's --key-kind and
+ * --key-fp: GD_EXIT_OK, or GD_EXIT_USAGE (said). */
+static int
+args_check(const char *user, const char *key_kind, const char *key_fp)
+{
+	if (!name_user_ok(user)) {
+		fprintf(stderr,
+		        "%s: bad user name '%s': use a lower-case "
+		        "letter or '_' then up to 63 of [a-z0-9_.-]\n",
+		        prog, user);
+		return GD_EXIT_USAGE;
+	}
+	if (strcmp(key_kind, "plain") && strcmp(key_kind, "sk-touch") &&
+	    strcmp(key_kind, "sk-pin")) {
+		fprintf(stderr,
+		        "%s: bad --key-kind '%s': use plain, sk-touch "
+		        "or sk-pin\n",
+		        prog, key_kind);
+		return GD_EXIT_USAGE;
+	}
+	if (key_fp && !authkeys_fp_ok(key_fp)) {
+		fprintf(stderr,
+		        "%s: bad --key-fp '%.80s': want SHA256:... as "
+		        "sshd gives it for %%f\n",
+		        prog, key_fp);
+		return GD_EXIT_USAGE;
+	}
+	return GD_EXIT_OK;
+}
+
+/* `ssh HOST` with no command: the greeting and the 2fa help. */
+static int greet(struct ctx *cx, const char *cfg_path)
+{
+	struct buf err = BUF_INIT;
+
+	printf("Hi %s! You have reached the git service; interactive "
+	       "logins are not offered.\n\n",
+	       cx->user);
+	/* the greeting needs no node: a config that does not load just
+	 * leaves the machine's name in the help */
+	if (config_load(&cx->cfg, cfg_path ? cfg_path : config_default_path(),
+	                &err) < 0)
+		cx->cfg = NULL;
+	buf_free(&err);
+	help_2fa(cx->cfg);
+	config_free(&cx->cfg);
+	return GD_EXIT_OK;
+}
+
 int main(int argc, char **argv)
 {
 	const char *cfg_path = NULL, *glmode, *key_kind = "plain";
@@ -522,6 +573,10 @@ int main(int argc, char **argv)
 	static struct sshcmd sc;
 	int i = 1, rc, nopt = argc, words = argc;
 
+	if (argc > 1 && !strcmp(argv[1], "--version")) {
+		printf("%s %s\n", prog, GRANTD_VERSION);
+		return GD_EXIT_OK;
+	}
 	if ((rc = gitolite_options(&nopt, argv, &glmode, &words)) >= 0)
 		return rc;
 	if (glmode && !strcmp(glmode, "--gitolite-vref")) {
@@ -555,23 +610,8 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return GD_EXIT_USAGE;
 	}
-	if (!name_user_ok(argv[i])) {
-		fprintf(stderr, "%s: bad user name '%s': use a lower-case "
-			"letter or '_' then up to 63 of [a-z0-9_.-]\n", prog,
-			argv[i]);
-		return GD_EXIT_USAGE;
-	}
-	if (strcmp(key_kind, "plain") && strcmp(key_kind, "sk-touch") &&
-	    strcmp(key_kind, "sk-pin")) {
-		fprintf(stderr, "%s: bad --key-kind '%s': use plain, sk-touch "
-			"or sk-pin\n", prog, key_kind);
-		return GD_EXIT_USAGE;
-	}
-	if (key_fp && !authkeys_fp_ok(key_fp)) {
-		fprintf(stderr, "%s: bad --key-fp '%.80s': want SHA256:... as "
-			"sshd gives it for %%f\n", prog, key_fp);
-		return GD_EXIT_USAGE;
-	}
+	if ((rc = args_check(argv[i], key_kind, key_fp)) != GD_EXIT_OK)
+		return rc;
 	cx.user = argv[i];
 	cx.key_kind = key_kind;
 	cx.key_fp = key_fp;
@@ -593,20 +633,8 @@ int main(int argc, char **argv)
 			"quotes?)\n", prog);
 		return GD_EXIT_USAGE;
 	}
-	if (sc.kind == SSHCMD_EMPTY) {
-		printf("Hi %s! You have reached the git service; interactive "
-		       "logins are not offered.\n\n", cx.user);
-		/* the greeting needs no node: a config that does not load
-		 * just leaves the machine's name in the help */
-		struct buf err = BUF_INIT;
-		if (config_load(&cx.cfg, cfg_path ? cfg_path :
-				config_default_path(), &err) < 0)
-			cx.cfg = NULL;
-		buf_free(&err);
-		help_2fa(cx.cfg);
-		config_free(&cx.cfg);
-		return GD_EXIT_OK;
-	}
+	if (sc.kind == SSHCMD_EMPTY)
+		return greet(&cx, cfg_path);
 	if ((rc = cli_load_config(&cx.cfg, prog, cfg_path)) != 0)
 		goto done;
 	if (sc.kind == SSHCMD_2FA)

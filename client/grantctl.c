@@ -23,6 +23,7 @@
 #include "import.h"
 #include "keyfile.h"
 #include "wire.h"
+#include "version.h"
 #include "xalloc.h"
 #include "banned.h"
 
@@ -127,6 +128,7 @@ static void usage(FILE *fp)
 "\n"
 "  --config FILE   configuration (default $GRANTD_CONFIG, then %s)\n"
 "  -h, --help      this text\n"
+"  --version       print the version and exit\n"
 "\n"
 "Exit status: 0 done, 1 refused, 2 usage or input error, 3 node unreachable,\n"
 "4 the node failed to decide (an internal error, the cause in its log;\n"
@@ -214,8 +216,8 @@ static char *read_secret(const char *path)
 	if (!n)
 		fprintf(stderr, "%s: no secret in %s\n", prog,
 			in ? "standard input" : path);
-	else if (!(s = strndup(b, n)))
-		abort();
+	else
+		s = xstrndup(b, n);
 	explicit_bzero(line, sizeof(line));
 	return s;
 }
@@ -267,6 +269,152 @@ static const struct sub subs[] = {
 	{ "log", NULL, "log.page" },       { "log", "verify", "log.verify" },
 };
 
+/* The row of argv[i] (and argv[i + 1] for a two-word command); NULL,
+ * said, when there is none. */
+static const struct sub *sub_find(int argc, char **argv, int i)
+{
+	const struct sub *sub = NULL;
+
+	for (size_t s = 0; s < GD_ARRAY_SIZE(subs); s++) {
+		if (strcmp(subs[s].word1, argv[i]))
+			continue;
+		if (!subs[s].word2 ||
+		    (i + 1 < argc && !strcmp(subs[s].word2, argv[i + 1])))
+			sub = &subs[s];
+	}
+	if (!sub)
+		fprintf(stderr, "%s: unknown command '%s%s%s'; see grantctl "
+			"--help\n", prog, argv[i],
+			i + 1 < argc ? " " : "", i + 1 < argc ? argv[i + 1] : "");
+	return sub;
+}
+
+/* The words after the command, from argv[i], into *args (room for argc,
+ * grown for a key file's keys; *nargs of them) and req's flags; a public
+ * key or a secret read from its file.  Returns GD_EXIT_OK, GD_EXIT_USAGE
+ * (said), or -1 after --help. */
+static int args_take(const struct sub *sub,
+                     int argc,
+                     char **argv,
+                     int i,
+                     Grantd__V1__Request *req,
+                     char ***argsp,
+                     size_t *nargs)
+{
+	char **args = *argsp;
+
+	for (; i < argc; i++) {
+		if (!strcmp(argv[i], "--json")) {
+			req->json = req->has_json = 1;
+		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			usage(stdout);
+			return -1;
+		} else if (!strcmp(sub->cmd, "user.add") &&
+			   !strcmp(argv[i], "--key")) {
+			if (i + 1 == argc) {
+				fprintf(stderr, "%s: --key needs a public key "
+					"file\n", prog);
+				return GD_EXIT_USAGE;
+			}
+			char *keys = read_pubkey(argv[++i]), *next;
+			if (!keys)
+				return GD_EXIT_USAGE;
+			/* every key of the file, each its own --key */
+			for (char *k = keys; k; k = next) {
+				if ((next = strchr(k, '\n')))
+					*next++ = '\0';
+				args = xreallocarray(args,
+						     *nargs + 2 + (size_t)argc,
+						     sizeof(*args));
+				*argsp = args;
+				args[(*nargs)++] = xstrdup("--key");
+				args[(*nargs)++] = xstrdup(k);
+			}
+			free(keys);
+		} else if (!strcmp(sub->cmd, "enroll") &&
+			   (!strcmp(argv[i], "--secret-file") ||
+			    !strcmp(argv[i], "--secret"))) {
+			if (i + 1 == argc) {
+				fprintf(stderr, "%s: %s needs a value\n", prog,
+					argv[i]);
+				return GD_EXIT_USAGE;
+			}
+			args[(*nargs)++] = xstrdup("--secret");
+			if (!strcmp(argv[i++], "--secret-file")) {
+				if (!(args[(*nargs)++] = read_secret(argv[i])))
+					return GD_EXIT_USAGE;
+			} else {
+				args[(*nargs)++] = xstrdup(argv[i]);
+				/* shortens its life in /proc/PID/cmdline */
+				explicit_bzero(argv[i], strlen(argv[i]));
+			}
+		} else {
+			args[(*nargs)++] = xstrdup(argv[i]);
+		}
+	}
+	return GD_EXIT_OK;
+}
+
+/* backup and rekey DIR: the node needs an absolute path (it may run
+ * elsewhere).  Returns GD_EXIT_OK or GD_EXIT_USAGE (said). */
+static int path_absolute(const struct sub *sub, char **args, size_t nargs)
+{
+	char cwd[PATH_MAX], *abs;
+
+	if ((strcmp(sub->cmd, "backup") && strcmp(sub->cmd, "rekey")) ||
+	    nargs != 1 || args[0][0] == '/')
+		return GD_EXIT_OK;
+	if (!getcwd(cwd, sizeof(cwd)) ||
+	    asprintf(&abs, "%s/%s", cwd, args[0]) < 0) {
+		fprintf(stderr, "%s: cannot make %s absolute\n", prog, args[0]);
+		return GD_EXIT_USAGE;
+	}
+	free(args[0]);
+	args[0] = abs;
+	return GD_EXIT_OK;
+}
+
+/* Send req and print the answer; log: the node answers a page at a time,
+ * newest first; ask for the next one (--before) until it says there is
+ * none.  *argsp and *nargs grow by that; *rep is the last answer. */
+static int call_pages(const struct config *cfg,
+                      const struct sub *sub,
+                      Grantd__V1__Request *req,
+                      char ***argsp,
+                      size_t *nargs,
+                      Grantd__V1__Reply **rep)
+{
+	char **args = *argsp;
+	int rc;
+
+	req->args = args;
+	req->n_args = *nargs;
+	if ((rc = cli_call(rep, prog, cfg->admin_socket, req)) != 0)
+		return rc;
+	rc = cli_print(*rep);
+	while (rc == GD_EXIT_OK && !strcmp(sub->cmd, "log.page") &&
+	       (*rep)->next && *(*rep)->next) {
+		char *next = xstrdup((*rep)->next);
+		grantd__v1__reply__free_unpacked(*rep, NULL);
+		*rep = NULL;
+		if (*nargs >= 2 && !strcmp(args[*nargs - 2], "--before")) {
+			free(args[*nargs - 1]);
+			args[*nargs - 1] = next;
+		} else {
+			args = *argsp =
+			        xreallocarray(args, *nargs + 2, sizeof(*args));
+			args[(*nargs)++] = xstrdup("--before");
+			args[(*nargs)++] = next;
+		}
+		req->args = args;
+		req->n_args = *nargs;
+		if ((rc = cli_call(rep, prog, cfg->admin_socket, req)) != 0)
+			return rc;
+		rc = cli_print(*rep);
+	}
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	const char *cfg_path = NULL;
@@ -278,6 +426,10 @@ int main(int argc, char **argv)
 	size_t nargs = 0;
 	int i = 1, rc;
 
+	if (argc > 1 && !strcmp(argv[1], "--version")) {
+		printf("%s %s\n", prog, GRANTD_VERSION);
+		return GD_EXIT_OK;
+	}
 	rc = cli_options(argc, argv, &i, prog, usage, &cfg_path, NULL);
 	if (rc >= 0)
 		return rc;
@@ -298,133 +450,24 @@ int main(int argc, char **argv)
 		usage(stdout);
 		return GD_EXIT_OK;
 	}
-	for (size_t s = 0; s < GD_ARRAY_SIZE(subs); s++) {
-		if (strcmp(subs[s].word1, argv[i]))
-			continue;
-		if (!subs[s].word2 ||
-		    (i + 1 < argc && !strcmp(subs[s].word2, argv[i + 1])))
-			sub = &subs[s];
-	}
-	if (!sub) {
-		fprintf(stderr, "%s: unknown command '%s%s%s'; see grantctl "
-			"--help\n", prog, argv[i],
-			i + 1 < argc ? " " : "", i + 1 < argc ? argv[i + 1] : "");
+	if (!(sub = sub_find(argc, argv, i)))
 		return GD_EXIT_USAGE;
-	}
 	i += sub->word2 ? 2 : 1;
-	args = calloc((size_t)argc, sizeof(*args));
-	if (!args)
-		abort();
-	rc = GD_EXIT_OK;
-	for (; i < argc; i++) {
-		if (!strcmp(argv[i], "--json")) {
-			req.json = req.has_json = 1;
-		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			usage(stdout);
-			goto done;
-		} else if (!strcmp(sub->cmd, "user.add") &&
-			   !strcmp(argv[i], "--key")) {
-			if (i + 1 == argc) {
-				fprintf(stderr, "%s: --key needs a public key "
-					"file\n", prog);
-				rc = GD_EXIT_USAGE;
-				goto done;
-			}
-			char *keys = read_pubkey(argv[++i]), *next;
-			if (!keys) {
-				rc = GD_EXIT_USAGE;
-				goto done;
-			}
-			/* every key of the file, each its own --key */
-			for (char *k = keys; k; k = next) {
-				if ((next = strchr(k, '\n')))
-					*next++ = '\0';
-				args = xreallocarray(args, nargs + 2 + (size_t)argc,
-						     sizeof(*args));
-				args[nargs++] = xstrdup("--key");
-				args[nargs++] = xstrdup(k);
-			}
-			free(keys);
-		} else if (!strcmp(sub->cmd, "enroll") &&
-			   (!strcmp(argv[i], "--secret-file") ||
-			    !strcmp(argv[i], "--secret"))) {
-			if (i + 1 == argc) {
-				fprintf(stderr, "%s: %s needs a value\n", prog,
-					argv[i]);
-				rc = GD_EXIT_USAGE;
-				goto done;
-			}
-			args[nargs++] = strdup("--secret");
-			if (!strcmp(argv[i++], "--secret-file")) {
-				if (!(args[nargs++] = read_secret(argv[i]))) {
-					rc = GD_EXIT_USAGE;
-					goto done;
-				}
-			} else {
-				if (!(args[nargs++] = strdup(argv[i])))
-					abort();
-				/* shortens its life in /proc/PID/cmdline */
-				explicit_bzero(argv[i], strlen(argv[i]));
-			}
-		} else {
-			args[nargs] = strdup(argv[i]);
-			if (!args[nargs++])
-				abort();
-		}
+	args = xcalloc((size_t)argc, sizeof(*args));
+	rc = args_take(sub, argc, argv, i, &req, &args, &nargs);
+	if (rc < 0) /* --help */
+		rc = GD_EXIT_OK;
+	else if (rc == GD_EXIT_OK &&
+	         (rc = path_absolute(sub, args, nargs)) == GD_EXIT_OK &&
+	         (rc = cli_load_config(&cfg, prog, cfg_path)) == 0) {
+		req.cmd = (char *)sub->cmd;
+		rc = call_pages(cfg, sub, &req, &args, &nargs, &rep);
 	}
-	if ((!strcmp(sub->cmd, "backup") || !strcmp(sub->cmd, "rekey")) &&
-	    nargs == 1 && args[0][0] != '/') {
-		/* the node needs an absolute path: it may run elsewhere */
-		char cwd[PATH_MAX], *abs;
-		if (!getcwd(cwd, sizeof(cwd)) ||
-		    asprintf(&abs, "%s/%s", cwd, args[0]) < 0) {
-			fprintf(stderr, "%s: cannot make %s absolute\n", prog,
-				args[0]);
-			rc = GD_EXIT_USAGE;
-			goto done;
-		}
-		free(args[0]);
-		args[0] = abs;
-	}
-	if ((rc = cli_load_config(&cfg, prog, cfg_path)) != 0)
-		goto done;
-	req.cmd = (char *)sub->cmd;
-	req.args = args;
-	req.n_args = nargs;
-	if ((rc = cli_call(&rep, prog, cfg->admin_socket, &req)) != 0)
-		goto done;
-	rc = cli_print(rep);
-	/* log: the node answers a page at a time, newest first; ask for
-	 * the next one until it says there is none */
-	while (rc == GD_EXIT_OK && !strcmp(sub->cmd, "log.page") &&
-	       rep->next && *rep->next) {
-		char *next = strdup(rep->next);
-		if (!next)
-			abort();
-		grantd__v1__reply__free_unpacked(rep, NULL);
-		rep = NULL;
-		if (nargs >= 2 && !strcmp(args[nargs - 2], "--before")) {
-			free(args[nargs - 1]);
-			args[nargs - 1] = next;
-		} else {
-			args = realloc(args, (nargs + 2) * sizeof(*args));
-			if (!args)
-				abort();
-			args[nargs++] = strdup("--before");
-			args[nargs++] = next;
-		}
-		req.args = args;
-		req.n_args = nargs;
-		if ((rc = cli_call(&rep, prog, cfg->admin_socket, &req)) != 0)
-			goto done;
-		rc = cli_print(rep);
-	}
-	if (rc == GD_EXIT_OK && !strcmp(sub->cmd, "backup") && rep->path)
+	if (rep && rc == GD_EXIT_OK && !strcmp(sub->cmd, "backup") && rep->path)
 		rc = copy_repos(rep->path, args[0]);
-	if (rep->otpauth_uri && rep->out)
+	if (rep && rep->otpauth_uri && rep->out)
 		sodium_memzero(rep->out, strlen(rep->out));
 	grantd__v1__reply__free_unpacked(rep, NULL);
-done:
 	/* an argument may be a secret (enroll --secret, --secret-file) */
 	for (size_t k = 0; k < nargs; k++) {
 		if (args[k])

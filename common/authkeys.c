@@ -143,6 +143,7 @@ void authkeys_usage(FILE *fp)
 "                 passed on to grant-shell in every line\n"
 "  --shell PATH   grant-shell to name (default: beside this program)\n"
 "  -h, --help     this text\n"
+"  --version      print the version and exit\n"
 "\n"
 "With FINGERPRINT it asks the node's keys socket (keys_socket in [node]);\n"
 "without, it runs grant-keys-list (beside it), which asks the user socket.\n"

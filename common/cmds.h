@@ -5,7 +5,7 @@
  * known, answers a missing argument and prints `2fa help`: common/cli.c)
  * and by the node (its request "2fa.SUB" with the same argument bounds:
  * node/requests/cmd.c); tests/unit/test_cmds.c checks that the two agree.  To add
- * a subcommand: a row here, a handler and its node row in node/cmd_*.c
+ * a subcommand: a row here, a handler and its node row in node/requests/cmd_*.c
  * (docs/architecture.md, "Add a 2fa subcommand").
  *
  * Columns:

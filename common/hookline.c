@@ -12,6 +12,7 @@
 
 #include "err.h"
 #include "hookline.h"
+#include "xalloc.h"
 #include "banned.h"
 
 static bool hex_ok(const char *s, size_t n)
@@ -103,15 +104,8 @@ void hooklines_free(struct hooklines *l)
 
 static void add(struct hooklines *l, const char *s, size_t n)
 {
-	if (l->n == l->cap) {
-		l->cap = l->cap ? 2 * l->cap : 64;
-		l->v = realloc(l->v, l->cap * sizeof(*l->v));
-		if (!l->v)
-			abort();
-	}
-	char *c = malloc(n + 1);
-	if (!c)
-		abort();
+	GD_GROW(l->v, l->cap, l->n + 1);
+	char *c = xmalloc(n + 1);
 	memcpy(c, s, n);
 	c[n] = '\0';
 	l->v[l->n++] = c;

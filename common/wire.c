@@ -14,6 +14,7 @@
 
 #include "err.h"
 #include "wire.h"
+#include "xalloc.h"
 #include "banned.h"
 
 bool wire_listening(const char *path)
@@ -56,9 +57,7 @@ int wire_call(Grantd__V1__Reply **out, const char *socket_path,
 	size_t len = grantd__v1__request__get_packed_size(req);
 	if (len > GD_CTL_MAX_REQUEST)
 		return GD_ETOOBIG;
-	frame = malloc(len ? len : 1);
-	if (!frame)
-		abort();
+	frame = xmalloc(len ? len : 1);
 	grantd__v1__request__pack(req, frame);
 
 	ctx = zmq_ctx_new();

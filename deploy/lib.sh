@@ -27,13 +27,16 @@ GD_BIN=${GD_BIN:-$GD_ROOT/build/bin}
 # libmicrohttpd-dev, prometheus (promtool): the metrics endpoint and its
 # scrape test; libsystemd-dev: sd_notify; mandoc: the man pages lint;
 # systemd and man-db: systemd-analyze verify and security of the unit
-# (whose Documentation= man pages verify looks up with man).
+# (whose Documentation= man pages verify looks up with man); dpkg-dev,
+# debhelper and lintian: deploy/package and test_package (the .deb built,
+# checked, installed; docs/packaging.md).
 GD_PACKAGES=(build-essential cmake pkg-config libzmq3-dev libprotobuf-c-dev
 	protobuf-c-compiler liboath-dev oathtool librocksdb-dev libgit2-dev
 	libinih-dev libcjson-dev libqrencode-dev libsodium-dev libcmocka-dev
 	openssh-server openssh-client git clang libclang-rt-14-dev libtsan2
 	python3 python3-zmq iptables iproute2 strace gitolite3
-	libmicrohttpd-dev libsystemd-dev prometheus mandoc systemd man-db)
+	libmicrohttpd-dev libsystemd-dev prometheus mandoc systemd man-db
+	dpkg-dev debhelper lintian)
 
 # Seconds to wait for a node or sshd to come up or go down.  Sanitizer
 # builds start slower; callers may raise it.

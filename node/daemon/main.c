@@ -1,18 +1,19 @@
 /*
  * main.c: grantd, the node.  Wiring only: read the config, open the store,
- * start the threads, run the loop, stop cleanly on SIGTERM/SIGINT.
+ * start the threads, run the loop (loop.h), stop cleanly on SIGTERM/SIGINT.
  *
  * The loop is the node's one writer thread: it waits on the requests the
  * reader thread forwards (readers.h: the reader owns the sockets and
  * answers the plain reads itself) and hands them to control_serve_batch(),
- * which answers only after one synced commit.  A kill -9 at any moment loses
- * nothing acknowledged: RocksDB's WAL holds every committed batch.
+ * which answers only after one synced commit; then it runs the periodic
+ * jobs, every one a row of one table with its period (cron.h).  A kill -9
+ * at any moment loses nothing acknowledged: RocksDB's WAL holds every
+ * committed batch.
  */
 #include <errno.h>
 #include <limits.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
-#include <sys/wait.h>
 #include <getopt.h>
 #include <git2.h>
 #include <signal.h>
@@ -28,10 +29,12 @@
 #include "cmd.h"
 #include "config.h"
 #include "control.h"
+#include "cron.h"
 #include "crashpoint.h"
 #include "err.h"
 #include "gitrepl.h"
 #include "log.h"
+#include "loop.h"
 #include "metrics.h"
 #include "node.h"
 #include "otp.h"
@@ -39,15 +42,16 @@
 #include "readers.h"
 #include "repl.h"
 #include "repos.h"
-#include "sdnotify.h"
 #include "selfcheck.h"
+#include "spool.h"
 #include "syncer.h"
 #include "vote.h"
 #include "wire.h"
 #include "writer.h"
+#include "version.h"
+#include "xalloc.h"
 #include "banned.h"
 
-#define BATCH_MAX 512
 
 static volatile sig_atomic_t stopping;
 
@@ -73,6 +77,7 @@ static void usage(FILE *fp)
 "  --syslog       log to syslog instead of stderr\n"
 "  -v, --verbose  log debug lines too\n"
 "  -h, --help     this text\n"
+"  --version      print the version and exit\n"
 "\n"
 "Stops cleanly on SIGTERM or SIGINT; safe to kill -9 at any moment.  Under\n"
 "systemd (Type=notify) it sends READY=1 once it serves (the start-up sync\n"
@@ -153,11 +158,8 @@ static void flush_spool(struct node *n, const char *dir)
 {
 	pid_t pid = repos_run_hook(n->hook_path, n->conf_path, dir);
 	if (pid > 0) {
-		pid_t *p = realloc(n->hook_pids,
-				   (n->nhook_pids + 1) * sizeof(*p));
-		if (!p)
-			abort();
-		n->hook_pids = p;
+		n->hook_pids = xreallocarray(n->hook_pids, n->nhook_pids + 1,
+					     sizeof(*n->hook_pids));
 		n->hook_pids[n->nhook_pids++] = pid;
 	}
 }
@@ -172,7 +174,6 @@ static void startup_repos(struct node *n)
 	struct buf v = BUF_INIT, path = BUF_INIT;
 	const char *key;
 	size_t klen;
-	struct stat st;
 
 	store_iter_new(&it, n->store, NULL, CF_REPOS, "", 0);
 	while (store_iter_next(it, &key, &klen, &v) > 0) {
@@ -187,12 +188,8 @@ static void startup_repos(struct node *n)
 				repos_create(n->cfg->repo_dir, r->name,
 					     r->fork_of, n->hook);
 			repos_path(&path, n->cfg->repo_dir, r->name);
-			buf_puts(&path, "/grantd-spool");
-			if (stat(path.p, &st) == 0) {
-				path.len -= strlen("/grantd-spool");
-				path.p[path.len] = '\0';
+			if (spool_exists(path.p))
 				flush_spool(n, path.p);
-			}
 		}
 		if (r)
 			grantd__v1__repo__free_unpacked(r, NULL);
@@ -227,165 +224,7 @@ static int make_dirs(const struct config *cfg)
 	return 0;
 }
 
-/* Reap the grant-hook runs this thread started (and only those: the
- * gitrepl actor waits for its own git children). */
-static void reap_hooks(struct node *n)
-{
-	for (size_t i = 0; i < n->nhook_pids;)
-		if (waitpid(n->hook_pids[i], NULL, WNOHANG) != 0)
-			n->hook_pids[i] = n->hook_pids[--n->nhook_pids];
-		else
-			i++;
-}
-
-/* What the gitrepl actor sent: its frames for peers go out on the sync
- * ROUTER, its conflict marks are written here, in the writer's batch (the
- * actor never writes the store). */
-static void pump_gitrepl(struct node *n)
-{
-	uint64_t t;
-
-	if (gitrepl_pump(n->gitrepl, peer_router(n->peer),
-			 writer_batch(n->writer)) > 0 &&
-	    writer_commit(n->writer, &t) < 0)
-		log_error("conflict marks not written: the refs are looked at "
-			  "again at the next start");
-}
-
-/* Every STATUS_MS at most, the parts of status that changed go to the
- * reader (readers_publish_status); last[] are the writer's copies of
- * what it last sent, to compare with.  Returns the peers connected now
- * (for systemd's STATUS=). */
-#define STATUS_MS 100
-
-static int tick_status(struct node *n, cJSON *last[2], uint64_t now_ms)
-{
-	cJSON *part[2] = {
-		cmd_status_store(&n->ops, (int64_t)(clock_wall_ms() / 1000)),
-		cmd_status_repl(n->repl, n->gitrepl, now_ms),
-	};
-	cJSON *give[2] = { NULL, NULL };
-	const cJSON *p;
-	int up = 0;
-
-	cJSON_AddItemToObject(part[1], "quorum", vote_status(n->vote));
-	cJSON_ArrayForEach(p, cJSON_GetObjectItem(part[1], "peers"))
-		up += cJSON_IsTrue(cJSON_GetObjectItem(p, "connected"));
-	for (int i = 0; i < 2; i++) {
-		if (last[i] && cJSON_Compare(last[i], part[i], true)) {
-			cJSON_Delete(part[i]);
-			continue;
-		}
-		cJSON_Delete(last[i]);
-		last[i] = part[i];
-		give[i] = cJSON_Duplicate(part[i], true);
-	}
-	if (n->metrics) /* its own copies: the reader's move there */
-		metrics_publish(n->metrics,
-				give[0] ? cJSON_Duplicate(give[0], true) : NULL,
-				give[1] ? cJSON_Duplicate(give[1], true) : NULL,
-				n->syncing);
-	if (give[0] || give[1])
-		readers_publish_status(n->readers, give[0], give[1]);
-	return up;
-}
-
-static int run(struct node *n)
-{
-	cJSON *status_last[2] = { NULL, NULL };
-	uint64_t status_at = 0;
-	zmq_pollitem_t items[3 + 2 + 3 * CONFIG_MAX_PEERS];
-	bool was_syncing = n->syncing;
-	struct sdnotify *sd;
-	int nitems;
-
-	if (sdnotify_open(&sd) < 0)
-		return GD_ENOMEM;
-
-	items[0] = (zmq_pollitem_t){ control_socket(n->control), 0,
-				     ZMQ_POLLIN, 0 };
-	items[1] = (zmq_pollitem_t){ writer_socket(n->writer), 0, ZMQ_POLLIN,
-				     0 };
-	items[2] = (zmq_pollitem_t){ gitrepl_socket(n->gitrepl), 0,
-				     ZMQ_POLLIN, 0 };
-	nitems = 3 + repl_pollitems(n->repl, items + 3,
-				    (int)GD_ARRAY_SIZE(items) - 3);
-	nitems += vote_pollitems(n->vote, items + nitems,
-				 (int)GD_ARRAY_SIZE(items) - nitems);
-	/* every repository checked against its records once at start */
-	gitrepl_all(n->gitrepl, NULL);
-	log_info("node running site=%s user_socket=%s admin_socket=%s "
-		 "peers=%d", n->cfg->site, n->cfg->user_socket,
-		 n->cfg->admin_socket, n->cfg->npeers);
-	while (!stopping) {
-		int rc = zmq_poll(items, nitems, 50);
-		if (rc < 0) {
-			if (errno == EINTR)
-				continue;
-			log_error("poll failed: %s", zmq_strerror(errno));
-			sdnotify_destroy(&sd);
-			return GD_EIO;
-		}
-		if (items[1].revents) {
-			/* peers, readers, then callers see what is durable */
-			uint64_t t = writer_synced(n->writer, repl_publish,
-						   n->repl);
-			repl_synced(n->repl, t);
-		}
-		if (items[0].revents)
-			control_serve_batch(n->control, BATCH_MAX);
-		repl_handle(n->repl);
-		vote_handle(n->vote);
-		vote_tick(n->vote, clock_mono_ms());
-		/* requests whose votes came in: handled again now */
-		if (control_resumed(n->control))
-			control_serve_batch(n->control, BATCH_MAX);
-		if (items[2].revents)
-			pump_gitrepl(n);
-		crashpoint_clock();
-		uint64_t now = clock_mono_ms(); /* intervals, never stamps */
-		repl_tick(n->repl, now);
-		/* their sockets changed (both asked: each clears its flag) */
-		bool relinked = repl_relinked(n->repl);
-		if (vote_relinked(n->vote))
-			relinked = true;
-		if (relinked) {
-			nitems = 3 + repl_pollitems(n->repl, items + 3,
-						    (int)GD_ARRAY_SIZE(items) -
-							    3);
-			nitems += vote_pollitems(n->vote, items + nitems,
-						 (int)GD_ARRAY_SIZE(items) -
-							 nitems);
-		}
-		n->syncing = repl_syncing(n->repl);
-		/* refs whose records changed: the disk follows them (the
-		 * writer made the new repositories after each commit) */
-		gitrepl_changed(n->gitrepl, &n->ops.refs_touched);
-		if (was_syncing && !n->syncing)
-			gitrepl_all(n->gitrepl, NULL); /* caught up: look again */
-		if (was_syncing != n->syncing) /* the reader gates 2fa reads */
-			readers_publish(n->readers, NULL, n->syncing);
-		was_syncing = n->syncing;
-		reap_hooks(n);
-		writer_tick(n->writer, now);
-		if (now - status_at >= STATUS_MS) {
-			/* READY=1 once serving (the start-up sync over) */
-			sdnotify_update(sd, &(struct sdnotify_state){
-				n->syncing, tick_status(n, status_last, now),
-				n->cfg->npeers });
-			status_at = now;
-		}
-		sdnotify_tick(sd);
-	}
-	sdnotify_stopping(sd);
-	sdnotify_destroy(&sd);
-	for (int i = 0; i < 2; i++)
-		cJSON_Delete(status_last[i]);
-	log_info("node stopping site=%s", n->cfg->site);
-	/* finish in-flight writes: answer them once they are durable */
-	writer_drain(n->writer, repl_publish, n->repl);
-	return 0;
-}
+/* ---- set-up --------------------------------------------------------------- */
 
 /* A durable view goes to the reader thread, with the syncing flag of the
  * moment and the counters status shows, before the replies it covers
@@ -396,11 +235,31 @@ static void give_view(struct store_batch *view, void *payload)
 
 	if (n->readers) {
 		readers_publish_status(n->readers, cmd_status_store(
-			&n->ops, (int64_t)(clock_wall_ms() / 1000)), NULL);
+			n->ops, (int64_t)(clock_wall_ms() / 1000)), NULL);
 		readers_publish(n->readers, view, n->syncing);
 	} else {
 		store_batch_free(&view);
 	}
+}
+
+/* A durable batch's operations go to the peers (writer_opts.publish_fn;
+ * repl opens after the writer, so through the node). */
+static void give_ops(struct buf *ops, void *payload)
+{
+	struct node *n = payload;
+
+	if (n->repl)
+		repl_publish(ops, n->repl);
+}
+
+/* Durable up to ticket: the latency samples of peers' operations in
+ * those batches close (writer_opts.durable_fn). */
+static void give_durable(uint64_t ticket, void *payload)
+{
+	struct node *n = payload;
+
+	if (n->repl)
+		repl_synced(n->repl, ticket);
 }
 
 /* The reader thread, with a first view of the committed state. */
@@ -414,14 +273,22 @@ static int start_readers(struct node *n)
 
 	store_view_new(&view, n->store);
 	ro.view = view;
-	ro.status_store = cmd_status_store(&n->ops,
+	ro.status_store = cmd_status_store(n->ops,
 					   (int64_t)(clock_wall_ms() / 1000));
 	ro.status_repl = cmd_status_repl(n->repl, n->gitrepl, clock_mono_ms());
 	cJSON_AddItemToObject(ro.status_repl, "quorum", vote_status(n->vote));
 	return readers_start(&n->readers, &ro);
 }
 
-int main(int argc, char **argv)
+/* The command line. */
+struct args {
+	const char *path;
+	bool test, use_syslog, verbose;
+};
+
+/* Read the command line into a.  Returns -1 to go on, else the exit
+ * status (help, or a bad argument). */
+static int parse_args(struct args *a, int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "config", required_argument, NULL, 'c' },
@@ -429,24 +296,19 @@ int main(int argc, char **argv)
 		{ "syslog", no_argument, NULL, 's' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *path = NULL;
-	bool test = false, use_syslog = false, verbose = false;
-	struct node n = { 0 };
-	struct peer_self self;
-	struct buf err = BUF_INIT;
-	uint8_t key[STORE_SEAL_KEY_LEN];
-	bool created = false;
-	int opt, rc, status = 1;
+	int opt;
 
 	while ((opt = getopt_long(argc, argv, "c:tvh", longopts, NULL)) != -1) {
 		switch (opt) {
-		case 'c': path = optarg; break;
-		case 't': test = true; break;
-		case 's': use_syslog = true; break;
-		case 'v': verbose = true; break;
+		case 'c': a->path = optarg; break;
+		case 't': a->test = true; break;
+		case 's': a->use_syslog = true; break;
+		case 'v': a->verbose = true; break;
 		case 'h': usage(stdout); return 0;
+		case 'V': printf("grantd %s\n", GRANTD_VERSION); return 0;
 		default: usage(stderr); return 2;
 		}
 	}
@@ -456,186 +318,231 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	if (no_core_dumps() < 0) {
-		fprintf(stderr, "grantd: cannot disable core dumps: %s\n",
-			strerror(errno));
-		return 1;
-	}
-	if (!path)
-		path = config_default_path();
-	if (config_load(&n.cfg, path, &err) < 0) {
+	if (!a->path)
+		a->path = config_default_path();
+	return -1;
+}
+
+/* Load and check the config and the key pair (the sealing key into key).
+ * Returns -1 to go on, else the exit status: 0 after -t, 1 or 2. */
+static int load_config(struct node *n, const struct args *a,
+		       uint8_t key[STORE_SEAL_KEY_LEN])
+{
+	struct buf err = BUF_INIT;
+	int status = 2;
+
+	if (config_load(&n->cfg, a->path, &err) < 0) {
 		fprintf(stderr, "grantd: %s\n", err.p);
-		buf_free(&err);
-		return 2;
-	}
-	if (!n.cfg->secret_key) {
+	} else if (!n->cfg->secret_key) {
 		fprintf(stderr, "grantd: %s: missing 'secret_key' in [node] "
-			"(make one with: grantctl keygen FILE)\n", path);
-		goto out_cfg;
-	}
-	if (load_keys(&n, key, &err) < 0) {
-		fprintf(stderr, "grantd: %s:%d: secret_key: %s\n", path,
-			n.cfg->secret_key_line, err.p);
-		status = 2;
-		goto out_cfg;
-	}
-	if (config_check_own_key(n.cfg, n.curve_pub, &err) < 0) {
+			"(make one with: grantctl keygen FILE)\n", a->path);
+		status = 1;
+	} else if (load_keys(n, key, &err) < 0) {
+		fprintf(stderr, "grantd: %s:%d: secret_key: %s\n", a->path,
+			n->cfg->secret_key_line, err.p);
+	} else if (config_check_own_key(n->cfg, n->curve_pub, &err) < 0) {
 		fprintf(stderr, "grantd: %s\n", err.p);
-		status = 2;
-		goto out_cfg;
-	}
-	if (test) {
-		if (n.cfg->metrics && metrics_listen_public(n.cfg->metrics))
+	} else if (a->test) {
+		if (n->cfg->metrics && metrics_listen_public(n->cfg->metrics))
 			fprintf(stderr, "grantd: %s: warning: metrics = %s is "
 				"not a loopback address: the endpoint has no "
 				"authentication (bind it to 127.0.0.1, or "
-				"filter the port)\n", path, n.cfg->metrics);
-		status = selfcheck_run(n.cfg, stderr) < 0 ? 2 : 0;
+				"filter the port)\n", a->path, n->cfg->metrics);
+		status = selfcheck_run(n->cfg, stderr) < 0 ? 2 : 0;
 		if (!status)
-			printf("configuration ok: %s\n", path);
-		goto out_cfg;
+			printf("configuration ok: %s\n", a->path);
+	} else if (selfcheck_root(n->cfg, stderr) == 0) {
+		status = -1;
 	}
-	if (selfcheck_root(n.cfg, stderr) < 0) {
-		status = 2;
-		goto out_cfg;
-	}
-	{
-		enum log_level lvl = verbose ? LOG_LVL_DEBUG : LOG_LVL_INFO;
-		const char *l = n.cfg->log_level;
-		if (l && !verbose)
-			lvl = !strcmp(l, "error") ? LOG_LVL_ERROR :
-			      !strcmp(l, "warn")  ? LOG_LVL_WARN :
-			      !strcmp(l, "debug") ? LOG_LVL_DEBUG :
-						    LOG_LVL_INFO;
-		log_init("grantd", use_syslog, lvl);
-	}
+	buf_free(&err);
+	return status;
+}
+
+/* Logging, the libraries, signals, the host name.  *git_up once libgit2
+ * is initialised (to shut it down).  Returns 0 or GD_EINVAL (logged). */
+static int set_up_process(struct node *n, const struct args *a,
+			  bool *git_up)
+{
+	enum log_level lvl = a->verbose ? LOG_LVL_DEBUG : LOG_LVL_INFO;
+	const char *l = n->cfg->log_level;
+
+	if (l && !a->verbose)
+		lvl = !strcmp(l, "error") ? LOG_LVL_ERROR :
+		      !strcmp(l, "warn")  ? LOG_LVL_WARN :
+		      !strcmp(l, "debug") ? LOG_LVL_DEBUG :
+					    LOG_LVL_INFO;
+	log_init("grantd", a->use_syslog, lvl);
 	if (sodium_init() < 0 || otp_init() < 0) {
 		log_error("crypto libraries failed to initialise");
-		goto out_cfg;
+		return GD_EINVAL;
 	}
 	git_libgit2_init();
+	*git_up = true;
 	if (repos_git_isolate() < 0) {
 		log_error("cannot keep git from reading the service account's "
 			  "configuration");
-		goto out_git;
+		return GD_EINVAL;
 	}
 	crashpoint_init();
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGTERM, on_signal);
 	signal(SIGINT, on_signal);
 	/* the name users ssh to, in every hint and otpauth URI */
-	if (n.cfg->host)
-		snprintf(n.host, sizeof(n.host), "%s", n.cfg->host);
-	else if (gethostname(n.host, sizeof(n.host) - 1) < 0)
-		snprintf(n.host, sizeof(n.host), "%s", "HOST");
-	n.started_ms = clock_mono_ms();
-	if (make_dirs(n.cfg) < 0)
-		goto out_git;
-	if ((rc = store_open(&n.store, &created, n.cfg->data_dir, key)) < 0)
-		goto out_git;
-	sodium_memzero(key, sizeof(key));
-	if ((rc = ops_open(&n.ops, n.store, n.cfg, created)) < 0) {
+	if (n->cfg->host)
+		snprintf(n->host, sizeof(n->host), "%s", n->cfg->host);
+	else if (gethostname(n->host, sizeof(n->host) - 1) < 0)
+		snprintf(n->host, sizeof(n->host), "%s", "HOST");
+	n->started_ms = clock_mono_ms();
+	return 0;
+}
+
+/* The store, the node's state and the commit pipeline (syncer, writer).
+ * key is wiped once the store has it. */
+static int open_state(struct node *n, const char *cfg_path,
+		      uint8_t key[STORE_SEAL_KEY_LEN], bool *created)
+{
+	int rc;
+
+	if ((rc = make_dirs(n->cfg)) < 0 ||
+	    (rc = store_open(&n->store, created, n->cfg->data_dir, key)) < 0)
+		return rc;
+	sodium_memzero(key, STORE_SEAL_KEY_LEN);
+	if ((rc = ops_open(&n->ops, n->store, n->cfg, *created)) < 0) {
 		log_error("cannot load node state: %s", gd_strerror(rc));
-		goto out_store;
+		return rc;
 	}
-	if (hook_command(&n, path) < 0) {
+	if ((rc = hook_command(n, cfg_path)) < 0) {
 		log_error("cannot name the post-receive hook (paths with a "
 			  "quote?)");
-		goto out_store;
+		return rc;
 	}
-	n.zctx = zmq_ctx_new();
-	self = (struct peer_self){ n.zctx, n.cfg->site, n.curve_pub,
-				   n.curve_sec };
-	metrics_counts_init(&n.counts);
-	if ((rc = syncer_start(&n.syncer, n.store, n.zctx, &n.counts)) < 0)
-		goto out_zmq;
-	{
-		struct writer_opts wo = {
-			.store = n.store, .ops = &n.ops, .syncer = n.syncer,
-			.repo_dir = n.cfg->repo_dir,
-			.hook = n.cfg->gitolite_home ? NULL : n.hook,
-			.gitolite = n.cfg->gitolite_home != NULL,
-			.view_fn = give_view, .view_payload = &n,
-		};
-		if ((rc = writer_open(&n.writer, &wo)) < 0)
-			goto out_syncer;
-	}
-	if ((rc = peer_open(&n.peer, &(struct peer_link_opts){
-			.self = &self, .peers = n.cfg->peers,
-			.npeers = n.cfg->npeers, .sync = n.cfg->sync,
-			.maxmsg = 64 * 1024, .dropped = &n.ops.dropped })) < 0)
-		goto out_writer;
-	if ((rc = repl_open(&n.repl, &(struct repl_opts){
-			.ops = &n.ops, .store = n.store, .cfg = n.cfg,
-			.self = &self, .link = n.peer, .writer = n.writer,
-			.latency_hist = &n.counts.repl_latency })) < 0)
-		goto out_peer;
-	n.syncing = repl_syncing(n.repl);
-	if ((rc = vote_open(&n.vote, &(struct vote_opts){
-			.cfg = n.cfg, .store = n.store, .writer = n.writer,
-			.self = &self, .link = n.peer,
-			.data_dir = n.cfg->data_dir, .created = created })) < 0)
-		goto out_repl;
-	if ((rc = gitrepl_start(&n.gitrepl, &(struct gitrepl_opts){
-			.self = &self, .peers = n.cfg->peers,
-			.npeers = n.cfg->npeers, .repo_dir = n.cfg->repo_dir,
-			.store = n.store, .hook_path = n.hook_path,
-			.conf_path = n.conf_path,
-			.gitolite_home = n.cfg->gitolite_home,
-			.gitolite_program = n.cfg->gitolite_program,
-			.fetch_hist = &n.counts.fetch })) < 0)
-		goto out_repl;
-	/* pack requests on the sync ROUTER go to the actor */
-	if (peer_on(n.peer, GRANTD__V1__PEER_MSG__BODY_PACK_REQ,
-		    gitrepl_serve, n.gitrepl) < 0 ||
-	    peer_on(n.peer, GRANTD__V1__PEER_MSG__BODY_PACK_CREDIT,
-		    gitrepl_serve, n.gitrepl) < 0 ||
-	    peer_on(n.peer, GRANTD__V1__PEER_MSG__BODY_PACK_ERR,
-		    gitrepl_serve, n.gitrepl) < 0)
-		goto out_gitrepl;
-	if ((rc = start_readers(&n)) < 0)
-		goto out_gitrepl;
-	if ((rc = control_open(&n.control, &n, readers_pipe(n.readers))) < 0)
-		goto out_readers;
-	if (n.cfg->metrics &&
-	    (rc = metrics_start(&n.metrics, &(struct metrics_opts){
-			.listen = n.cfg->metrics, .data_dir = n.cfg->data_dir,
-			.counts = &n.counts, .syncing = n.syncing })) < 0)
-		goto out_control;
-	startup_repos(&n);
-	status = run(&n) < 0 ? 1 : 0;
-	metrics_stop(&n.metrics);
-out_control:
+	n->zctx = zmq_ctx_new();
+	metrics_counts_init(&n->counts);
+	if ((rc = syncer_start(&n->syncer, n->store, n->zctx, &n->counts)) < 0)
+		return rc;
+	return writer_open(&n->writer, &(struct writer_opts){
+		.store = n->store, .ops = n->ops, .syncer = n->syncer,
+		.repo_dir = n->cfg->repo_dir,
+		.hook = n->cfg->gitolite_home ? NULL : n->hook,
+		.gitolite = n->cfg->gitolite_home != NULL,
+		.view_fn = give_view, .view_payload = n,
+		.publish_fn = give_ops, .durable_fn = give_durable,
+		.publish_payload = n });
+}
+
+/* The link to peers, replication, the token quorum, and the gitrepl actor
+ * (pack requests on the sync ROUTER go to it).  self is filled here and
+ * lent to them: it must outlive them. */
+static int open_peers(struct node *n, struct peer_self *self, bool created)
+{
+	int rc;
+
+	*self = (struct peer_self){ n->zctx, n->cfg->site, n->curve_pub,
+				    n->curve_sec };
+	if ((rc = peer_open(&n->peer, &(struct peer_link_opts){
+			.self = self, .peers = n->cfg->peers,
+			.npeers = n->cfg->npeers, .sync = n->cfg->sync,
+			.maxmsg = 64 * 1024, .dropped = ops_dropped_counter(n->ops) })) < 0 ||
+	    (rc = repl_open(&n->repl, &(struct repl_opts){
+			.ops = n->ops, .store = n->store, .cfg = n->cfg,
+			.self = self, .link = n->peer, .writer = n->writer,
+			.latency_hist = &n->counts.repl_latency })) < 0)
+		return rc;
+	n->syncing = repl_syncing(n->repl);
+	if ((rc = vote_open(&n->vote, &(struct vote_opts){
+			.cfg = n->cfg, .store = n->store, .writer = n->writer,
+			.self = self, .link = n->peer,
+			.data_dir = n->cfg->data_dir, .created = created })) < 0 ||
+	    (rc = gitrepl_start(&n->gitrepl, &(struct gitrepl_opts){
+			.self = self, .peers = n->cfg->peers,
+			.npeers = n->cfg->npeers, .repo_dir = n->cfg->repo_dir,
+			.store = n->store, .hook_path = n->hook_path,
+			.conf_path = n->conf_path,
+			.gitolite_home = n->cfg->gitolite_home,
+			.gitolite_program = n->cfg->gitolite_program,
+			.fetch_hist = &n->counts.fetch })) < 0)
+		return rc;
+	if ((rc = peer_on(n->peer, GRANTD__V1__PEER_MSG__BODY_PACK_REQ,
+			  gitrepl_serve, n->gitrepl)) < 0 ||
+	    (rc = peer_on(n->peer, GRANTD__V1__PEER_MSG__BODY_PACK_CREDIT,
+			  gitrepl_serve, n->gitrepl)) < 0 ||
+	    (rc = peer_on(n->peer, GRANTD__V1__PEER_MSG__BODY_PACK_ERR,
+			  gitrepl_serve, n->gitrepl)) < 0)
+		return rc;
+	return 0;
+}
+
+/* The reader thread and its sockets, the writer's side of requests, and
+ * the metrics endpoint. */
+static int open_front(struct node *n)
+{
+	int rc;
+
+	if ((rc = start_readers(n)) < 0 ||
+	    (rc = control_open(&n->control, n, readers_pipe(n->readers))) < 0)
+		return rc;
+	if (n->cfg->metrics &&
+	    (rc = metrics_start(&n->metrics, &(struct metrics_opts){
+			.listen = n->cfg->metrics, .data_dir = n->cfg->data_dir,
+			.counts = &n->counts, .syncing = n->syncing })) < 0)
+		return rc;
+	return 0;
+}
+
+/* Everything n holds, in the reverse order of its opening; each part may
+ * be missing (a start that failed half-way). */
+static void close_node(struct node *n, bool git_up)
+{
+	metrics_stop(&n->metrics);
 	/* parked requests end with their votes, before control goes */
-	vote_destroy(&n.vote);
-	control_destroy(&n.control);
-out_readers:
+	vote_destroy(&n->vote);
+	control_destroy(&n->control);
 	/* after the drain: the answers it sent go out before the reader
 	 * stops */
-	readers_stop(&n.readers);
-out_gitrepl:
-	gitrepl_stop(&n.gitrepl);
-out_repl:
-	vote_destroy(&n.vote);
-	repl_destroy(&n.repl);
-out_peer:
-	peer_close(&n.peer);
-out_writer:
-	writer_destroy(&n.writer);
-out_syncer:
-	syncer_destroy(&n.syncer);
-out_zmq:
-	zmq_ctx_term(n.zctx);
-out_store:
-	store_destroy(&n.store);
-out_git:
-	git_libgit2_shutdown();
-out_cfg:
+	readers_stop(&n->readers);
+	gitrepl_stop(&n->gitrepl);
+	repl_destroy(&n->repl);
+	peer_close(&n->peer);
+	writer_destroy(&n->writer);
+	syncer_destroy(&n->syncer);
+	if (n->zctx)
+		zmq_ctx_term(n->zctx);
+	store_destroy(&n->store);
+	if (git_up)
+		git_libgit2_shutdown();
+	sodium_memzero(n->curve_sec, sizeof(n->curve_sec));
+	ops_destroy(&n->ops);
+	free(n->hook_pids);
+	config_free(&n->cfg);
+}
+
+int main(int argc, char **argv)
+{
+	struct args a = { 0 };
+	struct node n = { 0 };
+	struct peer_self self;
+	uint8_t key[STORE_SEAL_KEY_LEN];
+	bool created = false, git_up = false;
+	int status;
+
+	if ((status = parse_args(&a, argc, argv)) >= 0)
+		return status;
+	if (no_core_dumps() < 0) {
+		fprintf(stderr, "grantd: cannot disable core dumps: %s\n",
+			strerror(errno));
+		return 1;
+	}
+	if ((status = load_config(&n, &a, key)) < 0) {
+		status = 1;
+		if (set_up_process(&n, &a, &git_up) == 0 &&
+		    open_state(&n, a.path, key, &created) == 0 &&
+		    open_peers(&n, &self, created) == 0 &&
+		    open_front(&n) == 0) {
+			startup_repos(&n);
+			status = loop_run(&n, &stopping) < 0 ? 1 : 0;
+		}
+	}
+	close_node(&n, git_up);
 	sodium_memzero(key, sizeof(key));
-	sodium_memzero(n.curve_sec, sizeof(n.curve_sec));
-	ops_close(&n.ops);
-	free(n.hook_pids);
-	config_free(&n.cfg);
-	buf_free(&err);
 	return status;
 }

@@ -29,6 +29,7 @@
 #include "err.h"
 #include "log.h"
 #include "metrics.h"
+#include "xalloc.h"
 #include "banned.h"
 
 #ifndef GRANTD_VERSION
@@ -674,8 +675,8 @@ int metrics_start(struct metrics **out, const struct metrics_opts *o)
 			  o->listen);
 		return rc;
 	}
-	if (!(m = calloc(1, sizeof(*m))) || !(m->data_dir = strdup(o->data_dir)))
-		abort();
+	m = xcalloc(1, sizeof(*m));
+	m->data_dir = xstrdup(o->data_dir);
 	if (!loopback(ai->ai_addr))
 		log_warn("metrics endpoint on a non-loopback address listen=%s: "
 			 "it has no authentication, so whoever reaches the port "

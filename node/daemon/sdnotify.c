@@ -15,6 +15,7 @@
 #include "err.h"
 #include "log.h"
 #include "sdnotify.h"
+#include "xalloc.h"
 #include "banned.h"
 
 struct sdnotify {
@@ -40,12 +41,10 @@ static int send_state(struct sdnotify *s, const char *text)
 
 int sdnotify_open(struct sdnotify **out)
 {
-	struct sdnotify *s = calloc(1, sizeof(*s));
+	struct sdnotify *s = xcalloc(1, sizeof(*s));
 	uint64_t usec = 0;
 
 	*out = NULL;
-	if (!s)
-		return GD_ENOMEM;
 	/* > 0 only when WATCHDOG_USEC is set and WATCHDOG_PID (if set)
 	 * names this process */
 	if (sd_watchdog_enabled(0, &usec) > 0 && usec > 0) {

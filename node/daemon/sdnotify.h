@@ -30,7 +30,8 @@ struct sdnotify_state {
 struct sdnotify;
 
 /* Reads the watchdog interval the manager asked for (none: no pings).
- * Returns 0, or GD_ENOMEM; *out is the caller's (sdnotify_destroy). */
+ * Returns 0 (out of memory ends the process: xalloc.h); *out is the
+ * caller's (sdnotify_destroy). */
 int sdnotify_open(struct sdnotify **out);
 
 /* The node's state now: sends STATUS= when its text changed, and READY=1

@@ -29,6 +29,7 @@ struct selfcheck {
 	uid_t uid;
 	char user[64];
 	int errors;
+	bool for_account; /* root, checking as the files' owner */
 };
 
 /* The account the node will run as, and which file says so. */
@@ -141,12 +142,18 @@ check_dir(struct selfcheck *s, const char *key, const char *dir, bool owners)
 			slash[1] = '\0';
 		else
 			*slash = '\0';
+		/* root checking for the account: systemd's RuntimeDirectory=
+		 * and StateDirectory= may make it before the start */
 		if (access(parent, W_OK | X_OK) < 0)
-			say(s, true,
-			    "%s %s does not exist, and %s cannot make "
-			    "it (%s: %s); run: install -d -o %s -m 0750 %s",
+			say(s, !s->for_account,
+			    "%s %s does not exist, and %s cannot make it (%s: "
+			    "%s); run: install -d -o %s -m 0750 %s%s",
 			    key, dir, s->user, parent, strerror(errno), s->user,
-			    dir);
+			    dir,
+			    s->for_account ? " (under systemd, the unit's "
+			                     "RuntimeDirectory= or "
+			                     "StateDirectory= makes it)"
+			                   : "");
 		return;
 	}
 	if (!S_ISDIR(st.st_mode)) {
@@ -304,6 +311,7 @@ static int checks_as(struct selfcheck *s, const struct account *a)
 			_exit(2);
 		}
 		s->uid = a->uid;
+		s->for_account = true;
 		snprintf(s->user, sizeof(s->user), "%s", a->name);
 		st = checks(s);
 		fflush(s->out);

@@ -1,10 +1,9 @@
 /*
- * gitproc.c: git child processes and the connectivity check, for the
- * repository replication stages (gitrepl_int.h); what git itself keeps in
- * run-command.c and connected.c, and the index-pack a fetch feeds (what
- * fetch-pack.c runs).  Actor thread only.
+ * gitproc.c: child processes (gitproc.h), and the connectivity check and
+ * the index-pack a fetch feeds; what git itself keeps in run-command.c,
+ * connected.c and fetch-pack.c.  Any thread: it keeps no state.
  */
-#define _GNU_SOURCE /* pipe2 */
+#define _GNU_SOURCE /* pipe2, posix_spawn_file_actions_addchdir_np */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -18,7 +17,8 @@
 #include <unistd.h>
 
 #include "err.h"
-#include "gitrepl_int.h"
+#include "gitproc.h"
+#include "xalloc.h"
 #include "banned.h"
 
 extern char **environ;
@@ -27,97 +27,6 @@ const char *gitproc_why(void)
 {
 	const git_error *e = git_error_last();
 	return e && e->message ? e->message : "unknown libgit2 error";
-}
-
-/* Run git in the repository at path with args (after "git") and envp
- * (NULL: ours).  Its stdin: input written whole and closed (input), or a
- * pipe left open in *infd (non-blocking), or nothing.  Its stdout: a pipe
- * in *outfd (non-blocking), or /dev/null.  Its stderr: the file errpath
- * (created), or /dev/null.  Returns the pid or -1. */
-static pid_t spawn(const char *path, const char *const *args,
-		   const struct buf *input, int *infd, int *outfd,
-		   const char *errpath, char **envp)
-{
-	posix_spawn_file_actions_t fa;
-	int in[2] = { -1, -1 }, out[2] = { -1, -1 };
-	char gitdir[4200];
-	char *argv[16];
-	pid_t pid = -1;
-	int k = 0;
-
-	snprintf(gitdir, sizeof(gitdir), "--git-dir=%s", path);
-	argv[k++] = "git";
-	argv[k++] = gitdir;
-	for (int i = 0; args[i] && k < 15; i++)
-		argv[k++] = (char *)args[i];
-	argv[k] = NULL;
-	if (pipe2(in, O_CLOEXEC) < 0)
-		return -1;
-	if (outfd && pipe2(out, O_CLOEXEC) < 0) {
-		close(in[0]);
-		close(in[1]);
-		return -1;
-	}
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_adddup2(&fa, in[0], 0);
-	if (outfd)
-		posix_spawn_file_actions_adddup2(&fa, out[1], 1);
-	else
-		posix_spawn_file_actions_addopen(&fa, 1, "/dev/null",
-						 O_WRONLY, 0);
-	posix_spawn_file_actions_addopen(&fa, 2, errpath ? errpath :
-					 "/dev/null", O_WRONLY | O_CREAT |
-					 O_TRUNC, 0600);
-	if (posix_spawnp(&pid, "git", &fa, NULL, argv,
-			 envp ? envp : environ) != 0)
-		pid = -1;
-	posix_spawn_file_actions_destroy(&fa);
-	close(in[0]);
-	if (outfd)
-		close(out[1]);
-	if (pid > 0 && input) {
-		/* small (wants and haves): fits the pipe, written whole */
-		size_t off = 0;
-		while (off < input->len) {
-			ssize_t w = write(in[1], input->p + off,
-					  input->len - off);
-			if (w < 0 && errno == EINTR)
-				continue;
-			if (w <= 0)
-				break;
-			off += (size_t)w;
-		}
-	}
-	if (pid > 0 && infd) {
-		fcntl(in[1], F_SETFL, O_NONBLOCK);
-		*infd = in[1];
-	} else {
-		close(in[1]);
-	}
-	if (outfd) {
-		if (pid > 0) {
-			fcntl(out[0], F_SETFL, O_NONBLOCK);
-			*outfd = out[0];
-		} else {
-			close(out[0]);
-		}
-	}
-	return pid;
-}
-
-pid_t gitproc_spawn(const char *path, const char *const *args,
-		    const struct buf *input, int *outfd, char **envp)
-{
-	return spawn(path, args, input, NULL, outfd, NULL, envp);
-}
-
-int gitproc_wait(pid_t pid)
-{
-	int st;
-	while (waitpid(pid, &st, 0) < 0)
-		if (errno != EINTR)
-			return -1;
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
 /* prog as execve needs it: itself when it names a path, else the first
@@ -147,36 +56,172 @@ static int find_prog(char *out, size_t n, const char *prog,
 	return -1;
 }
 
-pid_t gitproc_run(const char *prog, char *const argv[], char *const envp[],
-		  const char *cwd, int *outfd)
+/* c's argv as execve takes it: git's with "git --git-dir=..." first
+ * (gitdir holds that), else c->argv itself. */
+static char **make_argv(const struct gitproc_cmd *c,
+                        char **argv,
+                        int max,
+                        char *gitdir,
+                        size_t n)
+{
+	int k = 0;
+
+	if (c->prog)
+		return (char **)c->argv;
+	snprintf(gitdir, n, "--git-dir=%s", c->git_dir);
+	argv[k++] = "git";
+	argv[k++] = gitdir;
+	for (int i = 0; c->argv[i] && k < max - 1; i++)
+		argv[k++] = (char *)c->argv[i];
+	argv[k] = NULL;
+	return argv;
+}
+
+/* c's stdin, stdout and stderr as file actions on the pipes in and out. */
+static void file_actions(posix_spawn_file_actions_t *fa,
+                         const struct gitproc_cmd *c,
+                         const int in[2],
+                         const int out[2])
+{
+	if (c->no_stdin)
+		posix_spawn_file_actions_addopen(fa, 0, "/dev/null", O_RDONLY,
+		                                 0);
+	else
+		posix_spawn_file_actions_adddup2(fa, in[0], 0);
+	if (c->out_pipe)
+		posix_spawn_file_actions_adddup2(fa, out[1], 1);
+	else if (c->no_stdout)
+		posix_spawn_file_actions_addopen(fa, 1, "/dev/null", O_WRONLY,
+		                                 0);
+	if (c->stderr_to_stdout)
+		posix_spawn_file_actions_adddup2(fa, c->out_pipe ? out[1] : 1,
+		                                 2);
+	else if (c->err_file || c->no_stderr)
+		posix_spawn_file_actions_addopen(
+		        fa, 2, c->err_file ? c->err_file : "/dev/null",
+		        O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	if (c->dir)
+		posix_spawn_file_actions_addchdir_np(fa, c->dir);
+}
+
+/* Write input whole to the pipe fd (small: wants and haves). */
+static void write_all(int fd, const struct buf *input)
+{
+	size_t off = 0;
+
+	while (input && off < input->len) {
+		ssize_t w = write(fd, input->p + off, input->len - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			break;
+		off += (size_t)w;
+	}
+}
+
+static void close_pair(int p[2])
+{
+	for (int i = 0; i < 2; i++)
+		if (p[i] >= 0)
+			close(p[i]);
+	p[0] = p[1] = -1;
+}
+
+int gitproc_start(struct gitproc_cmd *c)
 {
 	posix_spawn_file_actions_t fa;
-	char file[4096];
-	int out[2];
-	pid_t pid = -1;
+	int in[2] = {-1, -1}, out[2] = {-1, -1};
+	char gitdir[4200], file[4096], *args[16], **argv;
+	char *const *envp = c->env ? c->env : environ;
 	int e;
 
-	if (find_prog(file, sizeof(file), prog, envp) < 0)
+	c->pid = -1;
+	c->in = c->out = -1;
+	if (c->prog && c->env && find_prog(file, sizeof(file), c->prog, envp))
 		return -1;
-	if (pipe2(out, O_CLOEXEC) < 0)
-		return -1;
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	posix_spawn_file_actions_adddup2(&fa, out[1], 1);
-	posix_spawn_file_actions_adddup2(&fa, out[1], 2);
-	if (cwd)
-		posix_spawn_file_actions_addchdir_np(&fa, cwd);
-	e = posix_spawn(&pid, file, &fa, NULL, argv, envp);
-	posix_spawn_file_actions_destroy(&fa);
-	close(out[1]);
-	if (e != 0) {
-		close(out[0]);
+	if ((!c->no_stdin && pipe2(in, O_CLOEXEC) < 0) ||
+	    (c->out_pipe && pipe2(out, O_CLOEXEC) < 0)) {
+		e = errno;
+		close_pair(in);
 		errno = e;
 		return -1;
 	}
-	fcntl(out[0], F_SETFL, O_NONBLOCK);
-	*outfd = out[0];
-	return pid;
+	argv = make_argv(c, args, 16, gitdir, sizeof(gitdir));
+	posix_spawn_file_actions_init(&fa);
+	file_actions(&fa, c, in, out);
+	if (!c->prog)
+		e = posix_spawnp(&c->pid, "git", &fa, NULL, argv, envp);
+	else
+		e = posix_spawn(&c->pid, c->env ? file : c->prog, &fa, NULL,
+		                argv, envp);
+	posix_spawn_file_actions_destroy(&fa);
+	if (in[0] >= 0)
+		close(in[0]);
+	if (out[1] >= 0)
+		close(out[1]);
+	if (e != 0) {
+		c->pid = -1;
+		if (in[1] >= 0)
+			close(in[1]);
+		if (out[0] >= 0)
+			close(out[0]);
+		errno = e;
+		return -1;
+	}
+	if (in[1] >= 0) {
+		write_all(in[1], c->input);
+		if (c->in_pipe) {
+			fcntl(in[1], F_SETFL, O_NONBLOCK);
+			c->in = in[1];
+		} else {
+			close(in[1]);
+		}
+	}
+	if (out[0] >= 0) {
+		fcntl(out[0], F_SETFL, O_NONBLOCK);
+		c->out = out[0];
+	}
+	return 0;
+}
+
+int gitproc_finish(struct gitproc_cmd *c)
+{
+	int rc;
+
+	if (c->in >= 0)
+		close(c->in);
+	if (c->out >= 0)
+		close(c->out);
+	c->in = c->out = -1;
+	rc = c->pid > 0 ? gitproc_wait(c->pid) : -1;
+	c->pid = -1;
+	return rc;
+}
+
+static int status_of(int st)
+{
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+int gitproc_wait(pid_t pid)
+{
+	int st;
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return -1;
+	return status_of(st);
+}
+
+int gitproc_poll(pid_t pid)
+{
+	int st;
+	pid_t w;
+
+	while ((w = waitpid(pid, &st, WNOHANG)) < 0 && errno == EINTR)
+		;
+	if (w == 0)
+		return GITPROC_RUNNING;
+	return w < 0 ? -1 : status_of(st);
 }
 
 /* Our environment, and the objects as receive-pack sees a push in
@@ -192,8 +237,7 @@ static char **quarantine_env(const char *path, const char *qdir,
 	buf_printf(e2, "GIT_ALTERNATE_OBJECT_DIRECTORIES=%s/objects", path);
 	while (environ[n])
 		n++;
-	if (!(envp = calloc(n + 3, sizeof(*envp))))
-		abort();
+	envp = xcalloc(n + 3, sizeof(*envp));
 	memcpy(envp, environ, n * sizeof(*envp));
 	envp[n] = e1->p;
 	envp[n + 1] = e2->p;
@@ -208,15 +252,19 @@ bool gitproc_connected(const char *path, const char *qdir,
 					    "--quiet", NULL };
 	struct buf in = BUF_INIT, e1 = BUF_INIT, e2 = BUF_INIT;
 	char **envp = NULL;
-	pid_t pid;
 	int rc;
 
 	for (size_t i = 0; i < nwants; i++)
 		buf_printf(&in, "%s\n", wants[i]);
 	if (qdir)
 		envp = quarantine_env(path, qdir, &e1, &e2);
-	pid = gitproc_spawn(path, args, &in, NULL, envp);
-	rc = pid > 0 ? gitproc_wait(pid) : -1;
+	struct gitproc_cmd c = GITPROC_CMD_INIT;
+	c.git_dir = path;
+	c.argv = args;
+	c.env = envp;
+	c.input = &in;
+	c.no_stdout = c.no_stderr = true;
+	rc = gitproc_start(&c) == 0 ? gitproc_finish(&c) : -1;
 	free(envp);
 	buf_free(&in);
 	buf_free(&e1);
@@ -235,15 +283,21 @@ pid_t gitproc_index_start(const char *path, const char *qdir, int *infd)
 					    NULL };
 	struct buf e1 = BUF_INIT, e2 = BUF_INIT, err = BUF_INIT;
 	char **envp = quarantine_env(path, qdir, &e1, &e2);
-	pid_t pid;
+	struct gitproc_cmd c = GITPROC_CMD_INIT;
 
 	buf_printf(&err, "%s" INDEX_ERR, qdir);
-	pid = spawn(path, args, NULL, infd, NULL, err.p, envp);
+	c.git_dir = path;
+	c.argv = args;
+	c.env = envp;
+	c.in_pipe = c.no_stdout = true;
+	c.err_file = err.p;
+	if (gitproc_start(&c) == 0)
+		*infd = c.in;
 	free(envp);
 	buf_free(&e1);
 	buf_free(&e2);
 	buf_free(&err);
-	return pid;
+	return c.pid;
 }
 
 int gitproc_feed(int fd, const void *data, size_t len, int timeout_ms)

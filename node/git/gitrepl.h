@@ -50,8 +50,11 @@
  * gitolite home); also once at start, for a move a crash left
  * uncompiled.
  *
- * Inside: gitrepl.c (the actor, items, reconcile, losers), packfetch.c,
- * packsrv.c and gitproc.c, sharing gitrepl_int.h.
+ * Inside: gitrepl.c (the actor and its pair), reconcile.c (the items,
+ * reconcile, losers), packfetch.c, packsrv.c, glsync.c (the stages),
+ * gitio.c (what the stages are handed), gitproc.c (child processes).
+ * Calls go one way: the actor calls the reconciler and the stages, and
+ * they return verdicts (tests/structure/circles.py checks it).
  */
 #ifndef GD_GITREPL_H
 #define GD_GITREPL_H
@@ -65,6 +68,29 @@
 #include "store.h"
 
 struct gitrepl;
+
+/* The messages on the inproc pair between the writer and the actor, by
+ * their first frame's one byte (OpenSMTPD's imsg_type).  Writer to actor:
+ *   CHANGED refs      refs whose record changed ("repo \0 ref \0" ...,
+ *                     in the same frame after the byte)
+ *   ALL [site]        look at every ref record (site: fetch there first)
+ *   SERVE rid site body  a peer's PackReq, PackCredit or PackErr
+ *   QUIT
+ * Actor to writer:
+ *   PEER rid body     a frame for a peer, to send on the sync ROUTER
+ *   STATS stats       the counters, each time they changed
+ *   MARK key val      a conflict mark: CF_LOSERS key gets val ("TIP kept")
+ *   UNMARK key        a conflict mark: CF_LOSERS key goes (no conflict) */
+enum gitrepl_msg {
+	GITREPL_MSG_CHANGED = 'C',
+	GITREPL_MSG_ALL = 'A',
+	GITREPL_MSG_SERVE = 'S',
+	GITREPL_MSG_QUIT = 'Q',
+	GITREPL_MSG_PEER = 'P',
+	GITREPL_MSG_STATS = 'T',
+	GITREPL_MSG_MARK = 'L',
+	GITREPL_MSG_UNMARK = 'D',
+};
 
 /* What the actor is started with.  self, peers and store are borrowed and
  * must outlive it (the actor reads them: self and peers never change, and

@@ -1,9 +1,6 @@
 /*
- * glsync.c: gitolite mode's stage of git replication (gitrepl_int.h): once
- * the reconciler moved the branch gitolite-admin's HEAD names, run
- * `PROGRAM grantd-admin-sync` (gitolite's own post-update of its admin
- * repository: checkout, compile, triggers) as a push there would have, in
- * the background, one run at a time, its output logged (docs/gitolite.md).
+ * glsync.c: gitolite mode's stage of git replication (glsync.h): the
+ * admin sync, its child, its output, its counters.  Actor thread only.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -12,25 +9,53 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "clock.h"
 #include "err.h"
-#include "gitrepl_int.h"
+#include "gitproc.h"
+#include "glsync.h"
 #include "log.h"
+#include "xalloc.h"
 #include "banned.h"
+
+#define GITOLITE_ADMIN  "gitolite-admin"
+#define ADMIN_LOG_LINES 40 /* lines of a sync's output logged */
+#define ADMIN_STOP_MS   5000 /* a sync's end waited for at stop */
+
+/* One child at a time, never waited for: the compile takes seconds, and
+ * a move meanwhile sets dirty again, so the newest commit is the one
+ * compiled last. */
+struct admin_sync {
+	bool dirty; /* compile again */
+	pid_t pid; /* the sync running, 0: none */
+	int fd; /* its stdout and stderr, -1: closed */
+	uint64_t started_ms;
+	char commit[OID_HEX + 1]; /* HEAD when it started */
+	struct buf line; /* a line not ended yet */
+	unsigned lines; /* lines seen */
+	char first_err[200]; /* its first line that says error */
+	char last[200]; /* its last line */
+};
+
+struct glsync {
+	struct gitio *io;
+	char *gl_home, *gl_program, *conf_path;
+	struct admin_sync admin;
+};
 
 /* The reconciler moved (or deleted) ref of repository name: when that is
  * the branch gitolite-admin's HEAD names (gitolite 3.6 compiles master
  * only; upstream, HEAD's branch), gitolite must compile it again. */
-void glsync_moved(struct gitrepl *g, git_repository *repo, const char *name,
-		  const char *ref)
+void glsync_moved(struct glsync *g,
+                  git_repository *repo,
+                  const char *name,
+                  const char *ref)
 {
 	git_reference *head = NULL;
 	const char *target;
 
-	if (!g->gl_program || strcmp(name, GITOLITE_ADMIN))
+	if (!g || strcmp(name, GITOLITE_ADMIN))
 		return;
 	if (git_reference_lookup(&head, repo, "HEAD") == 0 &&
 	    (target = git_reference_symbolic_target(head)) &&
@@ -44,7 +69,7 @@ void glsync_moved(struct gitrepl *g, git_repository *repo, const char *name,
 /* One line of the sync's output: logged (the first ADMIN_LOG_LINES, with
  * control characters made '?'), the first that says error kept, and the
  * last. */
-static void admin_line(struct gitrepl *g, char *line)
+static void admin_line(struct glsync *g, char *line)
 {
 	struct admin_sync *a = &g->admin;
 	char lower[sizeof(a->first_err)];
@@ -71,7 +96,7 @@ static void admin_line(struct gitrepl *g, char *line)
 /* Hand each whole line of the sync's output to admin_line and keep the
  * rest; the rest too when all (its end) or when it grew past 4 KiB
  * without an end of line. */
-static void admin_lines(struct gitrepl *g, bool all)
+static void admin_lines(struct glsync *g, bool all)
 {
 	struct buf *l = &g->admin.line;
 	char *p = l->p, *end = l->p + l->len, *nl;
@@ -96,7 +121,7 @@ static void admin_lines(struct gitrepl *g, bool all)
 
 /* Read what the sync wrote so far; at its end (eof, or forced: it was
  * reaped) the pipe is closed and the last line ended. */
-static void admin_read(struct gitrepl *g, bool force)
+static void admin_read(struct glsync *g, bool force)
 {
 	struct admin_sync *a = &g->admin;
 	char b[4096];
@@ -123,8 +148,7 @@ static void admin_read(struct gitrepl *g, bool force)
 /* The child's environment, built: gitolite as after a push to its admin
  * repository, and none of ours (GIT_CONFIG_GLOBAL=/dev/null above all:
  * repos_git_isolate).  env holds the strings, envp points at them. */
-static void admin_env(const struct gitrepl *g, struct buf env[5],
-		      char *envp[6])
+static void admin_env(const struct glsync *g, struct buf env[5], char *envp[6])
 {
 	struct passwd pw, *res = NULL;
 	char pwbuf[4096], uid[32];
@@ -144,7 +168,7 @@ static void admin_env(const struct gitrepl *g, struct buf env[5],
 }
 
 /* Start `PROGRAM grantd-admin-sync` for the commit HEAD is at now. */
-static void admin_spawn(struct gitrepl *g, uint64_t t)
+static void admin_spawn(struct glsync *g, uint64_t t)
 {
 	struct admin_sync *a = &g->admin;
 	char *argv[] = { g->gl_program, "grantd-admin-sync", NULL };
@@ -156,7 +180,7 @@ static void admin_spawn(struct gitrepl *g, uint64_t t)
 
 	a->dirty = false;
 	snprintf(a->commit, sizeof(a->commit), "-");
-	if ((repo = gitrepl_repo(g, GITOLITE_ADMIN)) &&
+	if ((repo = gitio_repo(g->io, GITOLITE_ADMIN)) &&
 	    git_reference_name_to_id(&id, repo, "HEAD") == 0)
 		git_oid_tostr(a->commit, sizeof(a->commit), &id);
 	a->lines = 0;
@@ -164,20 +188,27 @@ static void admin_spawn(struct gitrepl *g, uint64_t t)
 	buf_reset(&a->line);
 	a->started_ms = t;
 	admin_env(g, env, envp);
-	a->pid = gitproc_run(g->gl_program, argv, envp, g->gl_home, &a->fd);
-	if (a->pid < 0) {
+	struct gitproc_cmd c = GITPROC_CMD_INIT;
+	c.prog = g->gl_program;
+	c.argv = (const char *const *)argv;
+	c.env = envp;
+	c.dir = g->gl_home;
+	c.no_stdin = c.out_pipe = c.stderr_to_stdout = true;
+	if (gitproc_start(&c) < 0) {
 		int e = errno;
 		a->pid = 0;
 		a->fd = -1;
-		g->st.gitolite_syncs++;
-		g->st.gitolite_failures++;
-		snprintf(g->st.gitolite_last_error,
-			 sizeof(g->st.gitolite_last_error),
-			 "cannot run %s: %s", g->gl_program, strerror(e));
+		g->io->st->gitolite_syncs++;
+		g->io->st->gitolite_failures++;
+		snprintf(g->io->st->gitolite_last_error,
+		         sizeof(g->io->st->gitolite_last_error),
+		         "cannot run %s: %s", g->gl_program, strerror(e));
 		log_error("gitolite admin not synced commit=%s: cannot run "
 			  "program=%s: %s", a->commit, g->gl_program,
 			  strerror(e));
 	} else {
+		a->pid = c.pid;
+		a->fd = c.out;
 		log_debug("gitolite admin sync started commit=%s pid=%d",
 			  a->commit, (int)a->pid);
 	}
@@ -186,13 +217,13 @@ static void admin_spawn(struct gitrepl *g, uint64_t t)
 }
 
 /* The sync ended with status rc (exit status, 128 + signal, -1). */
-static void admin_done(struct gitrepl *g, int rc, uint64_t t)
+static void admin_done(struct glsync *g, int rc, uint64_t t)
 {
 	struct admin_sync *a = &g->admin;
 	unsigned long long ms = (unsigned long long)(t - a->started_ms);
 
 	a->pid = 0;
-	g->st.gitolite_syncs++;
+	g->io->st->gitolite_syncs++;
 	if (rc == 0) {
 		log_info("gitolite admin synced commit=%s ms=%llu rc=0",
 			 a->commit, ms);
@@ -200,10 +231,11 @@ static void admin_done(struct gitrepl *g, int rc, uint64_t t)
 	}
 	const char *why = *a->first_err ? a->first_err :
 			  *a->last ? a->last : "no output";
-	g->st.gitolite_failures++;
+	g->io->st->gitolite_failures++;
 	/* bounded to fit: a long error is cut, status shows its start */
-	snprintf(g->st.gitolite_last_error, sizeof(g->st.gitolite_last_error),
-		 "commit %.40s: rc=%d: %.180s", a->commit, rc, why);
+	snprintf(g->io->st->gitolite_last_error,
+	         sizeof(g->io->st->gitolite_last_error),
+	         "commit %.40s: rc=%d: %.180s", a->commit, rc, why);
 	log_error("gitolite admin synced commit=%s ms=%llu rc=%d: %s",
 		  a->commit, ms, rc, why);
 }
@@ -211,27 +243,22 @@ static void admin_done(struct gitrepl *g, int rc, uint64_t t)
 /* From the loop: read the running sync's output, reap it (never
  * waiting), and start one when the admin repository moved since the last
  * one started. */
-void glsync_tick(struct gitrepl *g, uint64_t t)
+void glsync_tick(struct glsync *g, uint64_t t)
 {
-	struct admin_sync *a = &g->admin;
+	struct admin_sync *a;
 
-	if (!g->gl_program)
+	if (!g)
 		return;
+	a = &g->admin;
 	if (a->pid > 0) {
-		int st;
-		pid_t w;
 		admin_read(g, false);
-		while ((w = waitpid(a->pid, &st, WNOHANG)) < 0 &&
-		       errno == EINTR)
-			;
-		if (w == 0)
+		int rc = gitproc_poll(a->pid);
+		if (rc == GITPROC_RUNNING)
 			return;
 		/* what it wrote before it ended; a grandchild still holding
 		 * the pipe is not waited for */
 		admin_read(g, true);
-		admin_done(g, w < 0 ? -1 :
-			      WIFEXITED(st) ? WEXITSTATUS(st) :
-					      128 + WTERMSIG(st), t);
+		admin_done(g, rc, t);
 	}
 	if (a->dirty)
 		admin_spawn(g, t);
@@ -239,8 +266,11 @@ void glsync_tick(struct gitrepl *g, uint64_t t)
 
 /* Stopping: a sync running gets ADMIN_STOP_MS to end (a compile cut
  * short would be done again at the next start anyway). */
-void glsync_stop(struct gitrepl *g)
+void glsync_destroy(struct glsync **gsp)
 {
+	struct glsync *g = *gsp;
+	if (!g)
+		return;
 	struct admin_sync *a = &g->admin;
 	uint64_t end = clock_mono_ms() + ADMIN_STOP_MS;
 
@@ -258,4 +288,38 @@ void glsync_stop(struct gitrepl *g)
 		close(a->fd);
 	a->fd = -1;
 	buf_free(&a->line);
+	free(g->gl_home);
+	free(g->gl_program);
+	free(g->conf_path);
+	free(g);
+	*gsp = NULL;
+}
+
+void glsync_open(struct glsync **out, const struct glsync_opts *o)
+{
+	struct glsync *g;
+
+	*out = NULL;
+	if (!o->home)
+		return;
+	g = xcalloc(1, sizeof(*g));
+	g->io = o->io;
+	g->gl_home = xstrdup(o->home);
+	g->gl_program = xstrdup(o->program ? o->program : "gitolite");
+	g->conf_path = xstrdup(o->conf_path ? o->conf_path : "");
+	g->admin.fd = -1;
+	/* a move of the admin repository that a crash left uncompiled:
+	 * compile once at start */
+	g->admin.dirty = true;
+	*out = g;
+}
+
+int glsync_fd(const struct glsync *g)
+{
+	return g ? g->admin.fd : -1;
+}
+
+bool glsync_ending(const struct glsync *g)
+{
+	return g && g->admin.pid > 0 && g->admin.fd < 0;
 }

@@ -1,5 +1,5 @@
 /*
- * packfetch.c: the one fetch in flight (gitrepl_int.h).  The objects one
+ * packfetch.c: the one fetch in flight (packfetch.h).  The objects one
  * repository lacks are asked of a peer as a thin pack (PackReq{wants,
  * haves} on the actor's DEALER), WINDOW chunks of credit ahead; each
  * PackChunk goes straight into a `git index-pack` child writing into a
@@ -23,10 +23,50 @@
 #include "clock.h"
 #include "crashpoint.h"
 #include "err.h"
-#include "gitrepl_int.h"
+#include "gitproc.h"
 #include "log.h"
 #include "metrics.h"
+#include "packfetch.h"
+#include "xalloc.h"
 #include "banned.h"
+
+#include <sodium.h>
+
+#define WINDOW        8 /* chunks a fetch lets ahead */
+#define FETCH_IDLE_MS 10000 /* silent this long: ask the next peer */
+#define WANTS_MAX     GITIO_WANTS_MAX
+#define HAVES_MAX     GITIO_HAVES_MAX
+
+/* The fetch in flight (active), or the last one. */
+struct fetch {
+	bool active;
+	uint64_t id;
+	int peer; /* index being asked */
+	uint32_t tried; /* peers asked this round (bits) */
+	int first; /* peer to ask first, -1: config order */
+	char repo[NAME_REPO_MAX + 1];
+	char wants[WANTS_MAX][OID_HEX + 1];
+	size_t nwants;
+	struct buf qdir; /* the quarantine, "" when none */
+	struct buf held; /* the pack's first bytes, until there
+	                  * are too many and index-pack starts
+	                  * (a small pack: libgit2's indexer) */
+	pid_t ipid; /* git index-pack into it, 0: none */
+	int ifd; /* its stdin (non-blocking), -1: closed */
+	uint32_t seq;
+	uint64_t last_ms, started_ms, bytes;
+};
+
+struct packfetch {
+	struct gitio *io;
+	struct store *store;
+	void *const *dealer;
+	struct metrics_hist *hist;
+	struct fetch f;
+	uint64_t next_id;
+	/* how the fetch ended, for the public call now returning */
+	enum packfetch_verdict verdict;
+};
 
 /* ---- the quarantine ---------------------------------------------------------
  * A pack from a peer is indexed into NAME.git/grantd-incoming-XXXXXX/ (an
@@ -168,24 +208,35 @@ static int quarantine_commit(const char *repo_path, const char *qdir)
 
 /* ---- fetching packs ----------------------------------------------------- */
 
-static void fetch_done(struct gitrepl *g, bool ok);
+static void fetch_done(struct packfetch *pf, bool ok);
+
+/* The verdict of the public call returning now, taken. */
+static enum packfetch_verdict verdict(struct packfetch *pf)
+{
+	enum packfetch_verdict v = pf->verdict;
+
+	pf->verdict = PACKFETCH_GOING;
+	return v;
+}
 
 /* The haves of a fetch: the repository's own tips, and for a fork its
  * parent's (objects the fork reaches through alternates). */
-static void fetch_haves(struct gitrepl *g, git_repository *repo,
-			Grantd__V1__PackReq *q, struct buf *hv)
+static void fetch_haves(struct packfetch *pf,
+                        git_repository *repo,
+                        Grantd__V1__PackReq *q,
+                        struct buf *hv)
 {
 	struct buf v = BUF_INIT, path = BUF_INIT;
 	size_t n = 0;
 
 	gitproc_tips(repo, hv, &n, HAVES_MAX);
-	if (store_get(g->store, NULL, CF_REPOS, g->f.repo,
-		      strlen(g->f.repo), &v) == 0) {
+	if (store_get(pf->store, NULL, CF_REPOS, pf->f.repo, strlen(pf->f.repo),
+	              &v) == 0) {
 		Grantd__V1__Repo *r = grantd__v1__repo__unpack(
 			NULL, v.len, (const uint8_t *)v.p);
 		git_repository *parent = NULL;
 		if (r && r->fork_of && *r->fork_of) {
-			gitrepl_path(g, &path, r->fork_of);
+			gitio_path(pf->io, &path, r->fork_of);
 			if (git_repository_open_bare(&parent, path.p) == 0)
 				gitproc_tips(parent, hv, &n, HAVES_MAX);
 			git_repository_free(parent);
@@ -194,9 +245,7 @@ static void fetch_haves(struct gitrepl *g, git_repository *repo,
 			grantd__v1__repo__free_unpacked(r, NULL);
 	}
 	q->n_haves = n;
-	q->haves = calloc(n ? n : 1, sizeof(char *));
-	if (!q->haves)
-		abort();
+	q->haves = xcalloc(n ? n : 1, sizeof(char *));
 	/* hv holds n lines of 41 bytes: point into it, NUL for newline */
 	for (size_t i = 0; i < n; i++) {
 		q->haves[i] = hv->p + i * (OID_HEX + 1);
@@ -236,22 +285,22 @@ static void attempt_drop(struct fetch *f)
 }
 
 /* Ask the next peer not asked yet; when none is left the fetch fails. */
-static void fetch_ask(struct gitrepl *g)
+static void fetch_ask(struct packfetch *pf)
 {
-	struct fetch *f = &g->f;
+	struct fetch *f = &pf->f;
 	struct buf path = BUF_INIT;
 	git_repository *repo;
 
-	gitrepl_path(g, &path, f->repo);
+	gitio_path(pf->io, &path, f->repo);
 	for (;;) {
 		int i = -1;
 		if (f->first >= 0 && !(f->tried & (1u << f->first)))
 			i = f->first;
-		for (int k = 0; i < 0 && k < g->npeers; k++)
+		for (int k = 0; i < 0 && k < pf->io->npeers; k++)
 			if (!(f->tried & (1u << k)))
 				i = k;
-		if (i < 0 || !(repo = gitrepl_repo(g, f->repo))) {
-			fetch_done(g, false);
+		if (i < 0 || !(repo = gitio_repo(pf->io, f->repo))) {
+			fetch_done(pf, false);
 			break;
 		}
 		f->tried |= 1u << i;
@@ -262,21 +311,22 @@ static void fetch_ask(struct gitrepl *g)
 		for (size_t k = 0; k < f->nwants; k++)
 			wants[k] = f->wants[k];
 		q.has_id = q.has_credit = true;
-		q.id = f->id = ++g->next_id;
+		q.id = f->id = ++pf->next_id;
 		q.repo = f->repo;
 		q.wants = wants;
 		q.n_wants = f->nwants;
 		q.credit = WINDOW;
-		fetch_haves(g, repo, &q, &hv);
-		peer_msg_init(g->self, &m);
+		fetch_haves(pf, repo, &q, &hv);
+		peer_msg_init(pf->io->self, &m);
 		m.body_case = GRANTD__V1__PEER_MSG__BODY_PACK_REQ;
 		m.pack_req = &q;
-		int rc = gitrepl_send(g, g->dealer[i], NULL, &m);
+		int rc = gitio_send(pf->io, pf->dealer[i], &m);
 		free(q.haves);
 		buf_free(&hv);
 		if (rc < 0) {
 			log_debug("pack request not sent peer=%s (not "
-				  "connected)", g->peers[i].site);
+			          "connected)",
+			          pf->io->peers[i].site);
 			continue;
 		}
 		f->ifd = -1;
@@ -284,8 +334,8 @@ static void fetch_ask(struct gitrepl *g)
 		if (quarantine_open(path.p, &f->qdir) < 0) {
 			log_error("cannot start receiving a pack repo=%s: %s",
 				  f->repo, strerror(errno));
-			gitrepl_error(g, "cannot receive into %s", f->repo);
-			fetch_done(g, false);
+			gitio_error(pf->io, "cannot receive into %s", f->repo);
+			fetch_done(pf, false);
 			break;
 		}
 		f->peer = i;
@@ -297,134 +347,139 @@ static void fetch_ask(struct gitrepl *g)
 	buf_free(&path);
 }
 
-void packfetch_start(struct gitrepl *g, const char *repo, int first)
+enum packfetch_verdict packfetch_start(struct packfetch *pf,
+                                       const char *repo,
+                                       const char (*wants)[OID_HEX + 1],
+                                       size_t nwants,
+                                       int first)
 {
-	struct fetch *f = &g->f;
+	struct fetch *f = &pf->f;
 	struct buf path = BUF_INIT;
 
-	if (!gitrepl_repo(g, repo))
-		return;
+	GD_ASSERT(!f->active && nwants <= WANTS_MAX);
+	if (!gitio_repo(pf->io, repo))
+		return PACKFETCH_UNSTARTED;
 	/* one fetch at a time: any quarantine here is a crash's leftover */
-	gitrepl_path(g, &path, repo);
+	gitio_path(pf->io, &path, repo);
 	quarantine_sweep(path.p);
 	buf_free(&path);
+	memcpy(f->wants, wants, nwants * sizeof(f->wants[0]));
+	f->nwants = nwants;
 	f->active = true;
 	f->tried = 0;
-	f->first = g->prefer >= 0 ? g->prefer : first;
+	f->first = first;
 	f->started_ms = clock_mono_ms();
 	snprintf(f->repo, sizeof(f->repo), "%s", repo);
-	fetch_ask(g);
+	pf->verdict = PACKFETCH_GOING;
+	fetch_ask(pf);
+	return verdict(pf);
 }
 
 /* The peer being asked failed us: say why, drop what it sent, ask the
  * next one. */
-static void fetch_failed_peer(struct gitrepl *g, const char *why)
+static void fetch_failed_peer(struct packfetch *pf, const char *why)
 {
-	struct fetch *f = &g->f;
-	const char *site = g->peers[f->peer].site;
+	struct fetch *f = &pf->f;
+	const char *site = pf->io->peers[f->peer].site;
 
 	log_warn("pack fetch failed repo=%s peer=%s bytes=%llu: %s", f->repo,
 		 site, (unsigned long long)f->bytes, why);
-	gitrepl_error(g, "fetch from %s of %s: %s", site, f->repo, why);
-	g->st.fetch_failures++;
-	gitrepl_pack_err(g, g->dealer[f->peer], NULL, f->id, "cancelled");
+	gitio_error(pf->io, "fetch from %s of %s: %s", site, f->repo, why);
+	pf->io->st->fetch_failures++;
+	gitio_pack_err(pf->io, pf->dealer[f->peer], NULL, f->id, "cancelled");
 	attempt_drop(f);
-	fetch_ask(g);
+	fetch_ask(pf);
 }
 
-static void fetch_done(struct gitrepl *g, bool ok)
+static void fetch_done(struct packfetch *pf, bool ok)
 {
-	struct fetch *f = &g->f;
+	struct fetch *f = &pf->f;
 	uint64_t t = clock_mono_ms();
 
 	attempt_drop(f);
 	if (ok) {
-		memcpy(g->verified, f->wants, f->nwants * sizeof(f->wants[0]));
-		g->nverified = f->nwants;
-		snprintf(g->verified_repo, sizeof(g->verified_repo), "%s",
-			 f->repo);
-		g->st.fetches++;
-		g->st.bytes_in += f->bytes;
-		g->st.last_fetch_ms = t - f->started_ms;
-		metrics_observe(g->fetch_hist, g->st.last_fetch_ms);
-		g->st.last_fetch_bytes = f->bytes;
+		pf->io->st->fetches++;
+		pf->io->st->bytes_in += f->bytes;
+		pf->io->st->last_fetch_ms = t - f->started_ms;
+		metrics_observe(pf->hist, pf->io->st->last_fetch_ms);
+		pf->io->st->last_fetch_bytes = f->bytes;
 		log_info("pack fetched repo=%s peer=%s wants=%zu bytes=%llu "
-			 "ms=%llu", f->repo, g->peers[f->peer].site,
-			 f->nwants, (unsigned long long)f->bytes,
-			 (unsigned long long)(t - f->started_ms));
+		         "ms=%llu",
+		         f->repo, pf->io->peers[f->peer].site, f->nwants,
+		         (unsigned long long)f->bytes,
+		         (unsigned long long)(t - f->started_ms));
 	} else {
 		log_info("objects not found at any reachable peer repo=%s "
 			 "wants=%zu (will retry)", f->repo, f->nwants);
 	}
-	gitrepl_fetched(g, ok, t);
+	pf->verdict = ok ? PACKFETCH_OK : PACKFETCH_FAILED;
 	f->active = false;
-	f->nwants = 0;
 }
 
 /* The whole pack is indexed in the quarantine: check it, move it in. */
-static void fetch_finish(struct gitrepl *g)
+static void fetch_finish(struct packfetch *pf)
 {
-	struct fetch *f = &g->f;
+	struct fetch *f = &pf->f;
 	struct buf path = BUF_INIT;
 	git_repository *repo;
 	git_odb *odb = NULL;
 
-	gitrepl_path(g, &path, f->repo);
+	gitio_path(pf->io, &path, f->repo);
 	if (!gitproc_connected(path.p, f->qdir.p, f->wants, f->nwants)) {
 		buf_free(&path);
-		fetch_failed_peer(g, "pack does not connect the new tips");
+		fetch_failed_peer(pf, "pack does not connect the new tips");
 		return;
 	}
 	if (quarantine_commit(path.p, f->qdir.p) < 0) {
 		log_error("cannot move a fetched pack into repo=%s: %s",
 			  f->repo, strerror(errno));
-		gitrepl_error(g, "cannot move a pack into %s: %s", f->repo,
-			  strerror(errno));
+		gitio_error(pf->io, "cannot move a pack into %s: %s", f->repo,
+		            strerror(errno));
 		buf_free(&path);
-		fetch_done(g, false);
+		fetch_done(pf, false);
 		return;
 	}
-	if ((repo = gitrepl_repo(g, f->repo)) &&
+	if ((repo = gitio_repo(pf->io, f->repo)) &&
 	    git_repository_odb(&odb, repo) == 0)
 		git_odb_refresh(odb);
 	git_odb_free(odb);
 	buf_free(&path);
-	fetch_done(g, true);
+	fetch_done(pf, true);
 }
 
 /* index-pack refused the pack: the peer failed us, with git's reason. */
-static void indexer_failed(struct gitrepl *g)
+static void indexer_failed(struct packfetch *pf)
 {
-	struct fetch *f = &g->f;
+	struct fetch *f = &pf->f;
 	char why[512];
 
 	indexer_end(f, true); /* stalled, or already gone: reaped */
 	gitproc_index_why(f->qdir.p, why, sizeof(why));
-	fetch_failed_peer(g, why);
+	fetch_failed_peer(pf, why);
 }
 
 /* More than HOLD_MAX bytes of pack: start index-pack and give it what
  * was held.  Returns 0, or GD_EIO having failed the peer (index-pack
  * refused) or ended the fetch (index-pack cannot run). */
-static int indexer_start(struct gitrepl *g)
+static int indexer_start(struct packfetch *pf)
 {
-	struct fetch *f = &g->f;
+	struct fetch *f = &pf->f;
 	struct buf path = BUF_INIT;
 
-	gitrepl_path(g, &path, f->repo);
+	gitio_path(pf->io, &path, f->repo);
 	f->ipid = gitproc_index_start(path.p, f->qdir.p, &f->ifd);
 	buf_free(&path);
 	if (f->ipid <= 0) {
 		f->ipid = 0;
 		log_error("cannot start receiving a pack repo=%s: cannot run "
 			  "git index-pack", f->repo);
-		gitrepl_error(g, "cannot receive into %s", f->repo);
-		fetch_done(g, false);
+		gitio_error(pf->io, "cannot receive into %s", f->repo);
+		fetch_done(pf, false);
 		return GD_EIO;
 	}
 	if (gitproc_feed(f->ifd, f->held.p, f->held.len,
 			 FETCH_IDLE_MS) < 0) {
-		indexer_failed(g);
+		indexer_failed(pf);
 		return GD_EIO;
 	}
 	buf_free(&f->held);
@@ -435,9 +490,9 @@ static int indexer_start(struct gitrepl *g)
  * commits): libgit2 indexes it in-process, faster than starting
  * index-pack for a small pack (docs/git-replication.md).  Returns 0, or
  * GD_EIO with libgit2's reason in why. */
-static int index_held(struct gitrepl *g, char *why, size_t n)
+static int index_held(struct packfetch *pf, char *why, size_t n)
 {
-	struct fetch *f = &g->f;
+	struct fetch *f = &pf->f;
 	struct buf objects = BUF_INIT;
 	git_odb_backend *be = NULL;
 	git_odb_writepack *wp = NULL;
@@ -445,7 +500,7 @@ static int index_held(struct gitrepl *g, char *why, size_t n)
 	git_odb *odb = NULL;
 	int rc = 0;
 
-	gitrepl_path(g, &objects, f->repo);
+	gitio_path(pf->io, &objects, f->repo);
 	buf_puts(&objects, "/objects");
 	/* a pack backend on the quarantine, the repository's objects (and
 	 * its alternates) for thin-pack bases */
@@ -468,13 +523,13 @@ static int index_held(struct gitrepl *g, char *why, size_t n)
 	return rc;
 }
 
-static void fetch_chunk(struct gitrepl *g, const Grantd__V1__PackChunk *c)
+static void fetch_chunk(struct packfetch *pf, const Grantd__V1__PackChunk *c)
 {
-	struct fetch *f = &g->f;
+	struct fetch *f = &pf->f;
 	bool data = c->has_data && c->data.len;
 
 	if (!c->has_seq || c->seq != f->seq) {
-		fetch_failed_peer(g, "chunk out of order");
+		fetch_failed_peer(pf, "chunk out of order");
 		return;
 	}
 	f->seq++;
@@ -486,12 +541,12 @@ static void fetch_chunk(struct gitrepl *g, const Grantd__V1__PackChunk *c)
 		if (f->ipid <= 0 && f->held.len + c->data.len <= HOLD_MAX) {
 			/* held: the whole pack may be this small */
 			buf_add(&f->held, c->data.data, c->data.len);
-		} else if (f->ipid <= 0 && indexer_start(g) < 0) {
+		} else if (f->ipid <= 0 && indexer_start(pf) < 0) {
 			return;
 		} else if (gitproc_feed(f->ifd, c->data.data, c->data.len,
-					FETCH_IDLE_MS) < 0) {
+		                        FETCH_IDLE_MS) < 0) {
 			/* index-pack refused the pack early (or hangs) */
-			indexer_failed(g);
+			indexer_failed(pf);
 			return;
 		}
 	}
@@ -501,36 +556,37 @@ static void fetch_chunk(struct gitrepl *g, const Grantd__V1__PackChunk *c)
 		cr.has_id = cr.has_n = true;
 		cr.id = f->id;
 		cr.n = 1;
-		peer_msg_init(g->self, &m);
+		peer_msg_init(pf->io->self, &m);
 		m.body_case = GRANTD__V1__PEER_MSG__BODY_PACK_CREDIT;
 		m.pack_credit = &cr;
-		gitrepl_send(g, g->dealer[f->peer], NULL, &m);
+		gitio_send(pf->io, pf->dealer[f->peer], &m);
 		return;
 	}
 	if (f->ipid <= 0) {
 		char why[512];
-		if (index_held(g, why, sizeof(why)) < 0) {
-			fetch_failed_peer(g, why);
+		if (index_held(pf, why, sizeof(why)) < 0) {
+			fetch_failed_peer(pf, why);
 			return;
 		}
 	} else if (indexer_end(f, false) != 0) {
-		indexer_failed(g);
+		indexer_failed(pf);
 		return;
 	}
-	fetch_finish(g);
+	fetch_finish(pf);
 }
 
-void packfetch_dealer(struct gitrepl *g, int i, zmq_msg_t *msg)
+enum packfetch_verdict
+packfetch_dealer(struct packfetch *pf, int i, zmq_msg_t *msg)
 {
-	const char *site = g->peers[i].site, *bad;
+	const char *site = pf->io->peers[i].site, *bad;
 	Grantd__V1__PeerMsg *m = peer_msg_decode(
 		zmq_msg_data(msg), zmq_msg_size(msg), site, &bad);
-	struct fetch *f = &g->f;
+	struct fetch *f = &pf->f;
 	uint64_t id = 0;
 
 	if (!m) {
 		log_warn("git peer message dropped peer=%s: %s", site, bad);
-		return;
+		return PACKFETCH_GOING;
 	}
 	if (m->body_case == GRANTD__V1__PEER_MSG__BODY_PACK_CHUNK)
 		id = m->pack_chunk->id;
@@ -540,30 +596,73 @@ void packfetch_dealer(struct gitrepl *g, int i, zmq_msg_t *msg)
 		/* a stream given up: tell the peer to stop it */
 		if (m->body_case == GRANTD__V1__PEER_MSG__BODY_PACK_CHUNK &&
 		    !m->pack_chunk->last)
-			gitrepl_pack_err(g, g->dealer[i], NULL, id,
-					 "cancelled");
+			gitio_pack_err(pf->io, pf->dealer[i], NULL, id,
+			               "cancelled");
 	} else if (m->body_case == GRANTD__V1__PEER_MSG__BODY_PACK_CHUNK) {
-		fetch_chunk(g, m->pack_chunk);
+		fetch_chunk(pf, m->pack_chunk);
 	} else if (m->body_case == GRANTD__V1__PEER_MSG__BODY_PACK_ERR) {
 		char why[128];
 		snprintf(why, sizeof(why), "peer says: %s",
 			 m->pack_err->why ? m->pack_err->why : "?");
-		fetch_failed_peer(g, why);
+		fetch_failed_peer(pf, why);
 	}
 	grantd__v1__peer_msg__free_unpacked(m, NULL);
+	return verdict(pf);
 }
 
-void packfetch_tick(struct gitrepl *g, uint64_t t)
+enum packfetch_verdict packfetch_tick(struct packfetch *pf, uint64_t t)
 {
-	if (g->f.active && t - g->f.last_ms > FETCH_IDLE_MS)
-		fetch_failed_peer(g, "timed out");
+	if (pf->f.active && t - pf->f.last_ms > FETCH_IDLE_MS)
+		fetch_failed_peer(pf, "timed out");
+	return verdict(pf);
 }
 
-void packfetch_abort(struct gitrepl *g)
+void packfetch_open(struct packfetch **out, const struct packfetch_opts *o)
 {
-	if (g->f.active) {
-		g->f.first = -1;
-		g->f.tried = ~0u;
-		fetch_done(g, false);
+	struct packfetch *pf = xcalloc(1, sizeof(*pf));
+
+	pf->io = o->io;
+	pf->store = o->store;
+	pf->dealer = o->dealer;
+	pf->hist = o->fetch_hist;
+	pf->f.ifd = -1;
+	/* stream ids unlike those of an earlier run of this node, whose
+	 * streams a peer may still hold */
+	randombytes_buf(&pf->next_id, sizeof(pf->next_id));
+	pf->next_id >>= 1;
+	*out = pf;
+}
+
+void packfetch_destroy(struct packfetch **pfp)
+{
+	struct packfetch *pf = *pfp;
+
+	if (!pf)
+		return;
+	if (pf->f.active) {
+		pf->f.first = -1;
+		pf->f.tried = ~0u;
+		fetch_done(pf, false);
 	}
+	buf_free(&pf->f.qdir);
+	buf_free(&pf->f.held);
+	free(pf);
+	*pfp = NULL;
+}
+
+const char *packfetch_repo(const struct packfetch *pf)
+{
+	return pf->f.active ? pf->f.repo : NULL;
+}
+
+const char *packfetch_last_repo(const struct packfetch *pf)
+{
+	return pf->f.repo;
+}
+
+const char (*packfetch_wants(const struct packfetch *pf,
+                             size_t *n))[OID_HEX + 1]
+{
+	*n = pf->f.nwants;
+	return (const char(*)[OID_HEX + 1]) pf->f.wants;
 }

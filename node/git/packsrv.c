@@ -1,25 +1,63 @@
 /*
- * packsrv.c: packs served to peers (gitrepl_int.h).  A PackReq starts
- * `git pack-objects --revs --thin --stdout` in the repository; its output
- * goes back in chunks of at most CHUNK_MAX, never more than the asker's
- * credit ahead, with an empty chunk every KEEPALIVE_MS while git counts or
- * compresses.  A stream without credit for SERVE_IDLE_MS is dropped.  The
- * frames go out through the writer (the sync ROUTER is its socket).  Actor
- * thread only.
+ * packsrv.c: packs served to peers (packsrv.h): a stream per PackReq, its
+ * pack-objects child, its credit.  Actor thread only.
  */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "clock.h"
-#include "gitrepl_int.h"
+#include "gitproc.h"
 #include "log.h"
 #include "ops.h"
+#include "packsrv.h"
+#include "xalloc.h"
 #include "banned.h"
 
-static void stream_close(struct gitrepl *g, struct stream *s)
+#define CHUNK_MAX        GITIO_CHUNK_MAX
+#define STREAMS_MAX      PACKSRV_STREAMS_MAX
+#define CREDIT_MAX       64 /* most a server lets itself be owed */
+#define STREAMS_PER_PEER 3 /* packs served at once to one peer */
+#define KEEPALIVE_MS     3000 /* an empty chunk while git is busy */
+#define SERVE_IDLE_MS    30000 /* no credit this long: stream dropped */
+
+/* A pack being served to a peer. */
+struct stream {
+	struct buf rid; /* the asker's ROUTER routing id */
+	char site[NAME_SITE_MAX + 1];
+	uint64_t id;
+	pid_t pid;
+	int fd; /* pack-objects' stdout, non-blocking */
+	uint32_t credit, seq;
+	uint64_t last_ms; /* last credit or chunk: idle measure */
+	uint64_t sent_ms; /* last frame sent, for keep-alives */
+	uint64_t bytes;
+};
+
+struct packsrv {
+	struct gitio *io;
+	struct stream streams[STREAMS_MAX];
+	int nstreams;
+	struct stream *polled[STREAMS_MAX]; /* packsrv_poll's, in order */
+	int npolled;
+	uint8_t *chunk; /* CHUNK_MAX of scratch */
+};
+
+void packsrv_open(struct packsrv **out, struct gitio *io)
+{
+	struct packsrv *ps = xcalloc(1, sizeof(*ps));
+
+	ps->io = io;
+	ps->chunk = xmalloc(CHUNK_MAX);
+	for (int i = 0; i < STREAMS_MAX; i++)
+		ps->streams[i].fd = -1;
+	*out = ps;
+}
+
+static void stream_close(struct packsrv *ps, struct stream *s)
 {
 	if (s->pid > 0) {
 		kill(s->pid, SIGKILL);
@@ -28,21 +66,24 @@ static void stream_close(struct gitrepl *g, struct stream *s)
 	if (s->fd >= 0)
 		close(s->fd);
 	buf_free(&s->rid);
-	*s = g->streams[--g->nstreams];
-	g->streams[g->nstreams] = (struct stream){ .fd = -1 };
+	*s = ps->streams[--ps->nstreams];
+	ps->streams[ps->nstreams] = (struct stream){.fd = -1};
 }
 
-static struct stream *stream_find(struct gitrepl *g, const char *site,
-				  uint64_t id)
+static struct stream *
+stream_find(struct packsrv *ps, const char *site, uint64_t id)
 {
-	for (int i = 0; i < g->nstreams; i++)
-		if (g->streams[i].id == id && !strcmp(g->streams[i].site, site))
-			return &g->streams[i];
+	for (int i = 0; i < ps->nstreams; i++)
+		if (ps->streams[i].id == id &&
+		    !strcmp(ps->streams[i].site, site))
+			return &ps->streams[i];
 	return NULL;
 }
 
-void packsrv_request(struct gitrepl *g, const struct buf *rid,
-		     const char *site, const Grantd__V1__PackReq *q)
+void packsrv_request(struct packsrv *ps,
+                     const struct buf *rid,
+                     const char *site,
+                     const Grantd__V1__PackReq *q)
 {
 	static const char *const args[] = { "pack-objects", "--revs", "--thin",
 					    "--stdout", "-q",
@@ -55,21 +96,21 @@ void packsrv_request(struct gitrepl *g, const struct buf *rid,
 	git_oid oid;
 
 	if (!q->has_id || !q->repo || !q->n_wants ||
-	    q->n_wants > WANTS_MAX || q->n_haves > HAVES_MAX ||
+	    q->n_wants > GITIO_WANTS_MAX || q->n_haves > GITIO_HAVES_MAX ||
 	    name_repo_norm(norm, sizeof(norm), q->repo) < 0 ||
 	    strcmp(norm, q->repo)) {
 		why = "bad request";
 		goto out;
 	}
 	int mine = 0;
-	for (int i = 0; i < g->nstreams; i++)
-		mine += !strcmp(g->streams[i].site, site);
-	if (g->nstreams == STREAMS_MAX || mine == STREAMS_PER_PEER ||
-	    stream_find(g, site, q->id)) {
+	for (int i = 0; i < ps->nstreams; i++)
+		mine += !strcmp(ps->streams[i].site, site);
+	if (ps->nstreams == STREAMS_MAX || mine == STREAMS_PER_PEER ||
+	    stream_find(ps, site, q->id)) {
 		why = "busy";
 		goto out;
 	}
-	gitrepl_path(g, &path, q->repo);
+	gitio_path(ps->io, &path, q->repo);
 	if (git_repository_open_bare(&repo, path.p) < 0 ||
 	    git_repository_odb(&odb, repo) < 0) {
 		why = "no such repository here";
@@ -92,14 +133,20 @@ void packsrv_request(struct gitrepl *g, const struct buf *rid,
 		    git_oid_fromstr(&oid, q->haves[i]) == 0 &&
 		    git_odb_exists(odb, &oid))
 			buf_printf(&in, "^%s\n", q->haves[i]);
-	struct stream *s = &g->streams[g->nstreams];
+	struct stream *s = &ps->streams[ps->nstreams];
 	*s = (struct stream){ .fd = -1, .id = q->id };
-	s->pid = gitproc_spawn(path.p, args, &in, &s->fd, NULL);
-	if (s->pid < 0) {
+	struct gitproc_cmd c = GITPROC_CMD_INIT;
+	c.git_dir = path.p;
+	c.argv = args;
+	c.input = &in;
+	c.out_pipe = c.no_stderr = true;
+	if (gitproc_start(&c) < 0) {
 		why = "cannot run git pack-objects";
 		goto out;
 	}
-	g->nstreams++;
+	s->pid = c.pid;
+	s->fd = c.out;
+	ps->nstreams++;
 	buf_add(&s->rid, rid->p, rid->len);
 	snprintf(s->site, sizeof(s->site), "%s", site);
 	s->credit = !q->has_credit || !q->credit ? 1 :
@@ -111,7 +158,7 @@ out:
 	if (why) {
 		log_info("pack not served peer=%s repo=%s: %s", site,
 			 q->repo ? q->repo : "-", why);
-		gitrepl_pack_err(g, g->pair, rid, q->has_id ? q->id : 0, why);
+		gitio_pack_err(ps->io, NULL, rid, q->has_id ? q->id : 0, why);
 	}
 	git_odb_free(odb);
 	git_repository_free(repo);
@@ -119,11 +166,14 @@ out:
 	buf_free(&in);
 }
 
-static void send_chunk(struct gitrepl *g, struct stream *s, const void *p,
-		       size_t len, bool last)
+static void send_chunk(struct packsrv *ps,
+                       struct stream *s,
+                       const void *p,
+                       size_t len,
+                       bool last)
 {
 	Grantd__V1__PeerMsg m;
-	peer_msg_init(g->self, &m);
+	peer_msg_init(ps->io->self, &m);
 	Grantd__V1__PackChunk c = GRANTD__V1__PACK_CHUNK__INIT;
 	c.has_id = c.has_seq = c.has_data = c.has_last = true;
 	c.id = s->id;
@@ -133,14 +183,15 @@ static void send_chunk(struct gitrepl *g, struct stream *s, const void *p,
 	c.last = last;
 	m.body_case = GRANTD__V1__PEER_MSG__BODY_PACK_CHUNK;
 	m.pack_chunk = &c;
-	gitrepl_send(g, g->pair, &s->rid, &m);
+	gitio_send_router(ps->io, &s->rid, &m);
 	s->sent_ms = clock_mono_ms();
 	s->bytes += len;
 }
 
 /* pack-objects has output and the asker has credit: one chunk. */
-void packsrv_read(struct gitrepl *g, struct stream *s, uint8_t *chunk)
+static void stream_read(struct packsrv *ps, struct stream *s)
 {
+	uint8_t *chunk = ps->chunk;
 	size_t got = 0;
 	bool eof = false;
 
@@ -159,7 +210,7 @@ void packsrv_read(struct gitrepl *g, struct stream *s, uint8_t *chunk)
 	}
 	s->last_ms = clock_mono_ms();
 	if (got) {
-		send_chunk(g, s, chunk, got, false);
+		send_chunk(ps, s, chunk, got, false);
 		s->credit--;
 	}
 	if (!eof)
@@ -167,24 +218,25 @@ void packsrv_read(struct gitrepl *g, struct stream *s, uint8_t *chunk)
 	int rc = gitproc_wait(s->pid);
 	s->pid = -1;
 	if (rc == 0) {
-		send_chunk(g, s, "", 0, true);
-		g->st.served++;
-		g->st.bytes_out += s->bytes;
+		send_chunk(ps, s, "", 0, true);
+		ps->io->st->served++;
+		ps->io->st->bytes_out += s->bytes;
 		log_info("pack served peer=%s bytes=%llu", s->site,
 			 (unsigned long long)s->bytes);
 	} else {
 		log_warn("git pack-objects failed peer=%s status=%d", s->site,
 			 rc);
-		gitrepl_pack_err(g, g->pair, &s->rid, s->id,
-				 "pack-objects failed");
+		gitio_pack_err(ps->io, NULL, &s->rid, s->id,
+		               "pack-objects failed");
 	}
-	stream_close(g, s);
+	stream_close(ps, s);
 }
 
-void packsrv_credit(struct gitrepl *g, const char *site,
-		    const Grantd__V1__PackCredit *c)
+void packsrv_credit(struct packsrv *ps,
+                    const char *site,
+                    const Grantd__V1__PackCredit *c)
 {
-	struct stream *s = stream_find(g, site, c->id);
+	struct stream *s = stream_find(ps, site, c->id);
 
 	if (s) {
 		uint64_t n = (uint64_t)s->credit + c->n;
@@ -193,35 +245,64 @@ void packsrv_credit(struct gitrepl *g, const char *site,
 	}
 }
 
-void packsrv_cancel(struct gitrepl *g, const char *site, uint64_t id)
+void packsrv_cancel(struct packsrv *ps, const char *site, uint64_t id)
 {
-	struct stream *s = stream_find(g, site, id);
+	struct stream *s = stream_find(ps, site, id);
 
 	if (s) {
 		log_info("pack stream cancelled by peer=%s", site);
-		stream_close(g, s);
+		stream_close(ps, s);
 	}
 }
 
-void packsrv_tick(struct gitrepl *g, uint64_t t)
+void packsrv_tick(struct packsrv *ps, uint64_t t)
 {
-	for (int i = 0; i < g->nstreams; i++) {
-		struct stream *st = &g->streams[i];
+	for (int i = 0; i < ps->nstreams; i++) {
+		struct stream *st = &ps->streams[i];
 		if (st->credit && t - st->sent_ms > KEEPALIVE_MS)
-			send_chunk(g, st, "", 0, false);
+			send_chunk(ps, st, "", 0, false);
 	}
-	for (int i = g->nstreams; i-- > 0;)
-		if (!g->streams[i].credit &&
-		    t - g->streams[i].last_ms > SERVE_IDLE_MS) {
+	for (int i = ps->nstreams; i-- > 0;)
+		if (!ps->streams[i].credit &&
+		    t - ps->streams[i].last_ms > SERVE_IDLE_MS) {
 			log_warn("pack stream dropped peer=%s: no "
-				 "credit for %d s", g->streams[i].site,
-				 SERVE_IDLE_MS / 1000);
-			stream_close(g, &g->streams[i]);
+			         "credit for %d s",
+			         ps->streams[i].site, SERVE_IDLE_MS / 1000);
+			stream_close(ps, &ps->streams[i]);
 		}
 }
 
-void packsrv_close_all(struct gitrepl *g)
+int packsrv_poll(struct packsrv *ps, zmq_pollitem_t *items)
 {
-	while (g->nstreams)
-		stream_close(g, &g->streams[0]);
+	ps->npolled = 0;
+	for (int i = 0; i < ps->nstreams; i++)
+		if (ps->streams[i].credit > 0) {
+			items[ps->npolled] = (zmq_pollitem_t){
+			        NULL, ps->streams[i].fd, ZMQ_POLLIN, 0};
+			ps->polled[ps->npolled++] = &ps->streams[i];
+		}
+	return ps->npolled;
+}
+
+void packsrv_ready(struct packsrv *ps, const zmq_pollitem_t *items)
+{
+	/* closing a stream moves the last one into its place: go from the
+	 * end, so that polled[] still points at the streams polled */
+	for (int i = ps->npolled; i-- > 0;)
+		if (items[i].revents)
+			stream_read(ps, ps->polled[i]);
+	ps->npolled = 0;
+}
+
+void packsrv_destroy(struct packsrv **psp)
+{
+	struct packsrv *ps = *psp;
+
+	if (!ps)
+		return;
+	while (ps->nstreams)
+		stream_close(ps, &ps->streams[0]);
+	free(ps->chunk);
+	free(ps);
+	*psp = NULL;
 }

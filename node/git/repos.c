@@ -15,7 +15,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
-#include <spawn.h>
 #include <git2.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,29 +24,28 @@
 
 #include "crashpoint.h"
 #include "err.h"
+#include "gitproc.h"
 #include "grantd.pb-c.h"
 #include "log.h"
 #include "repos.h"
 #include "banned.h"
 
-extern char **environ;
-
 pid_t repos_run_hook(const char *hook_path, const char *conf,
 		     const char *path)
 {
-	posix_spawn_file_actions_t fa;
-	char *argv[] = { (char *)hook_path, "--config", (char *)conf, NULL };
-	pid_t pid;
+	const char *argv[] = {hook_path, "--config", conf, NULL};
+	struct gitproc_cmd c = GITPROC_CMD_INIT;
 
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addchdir_np(&fa, path);
-	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	if (posix_spawn(&pid, hook_path, &fa, NULL, argv, environ) != 0) {
+	/* our environment and stdout, stderr; no stdin: the spool */
+	c.prog = hook_path;
+	c.argv = argv;
+	c.dir = path;
+	c.no_stdin = true;
+	if (gitproc_start(&c) < 0) {
 		log_warn("cannot run grant-hook in dir=%s", path);
-		pid = -1;
+		return -1;
 	}
-	posix_spawn_file_actions_destroy(&fa);
-	return pid;
+	return c.pid;
 }
 
 void repos_path(struct buf *out, const char *repo_dir, const char *name)

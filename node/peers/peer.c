@@ -15,6 +15,7 @@
 #include "log.h"
 #include "peer.h"
 #include "planes.h"
+#include "xalloc.h"
 #include "banned.h"
 
 #define ZAP_ENDPOINT "inproc://zeromq.zap.01"
@@ -66,11 +67,9 @@ int peer_send(void *sock, const Grantd__V1__PeerMsg *m, const void *id,
 	      size_t idlen)
 {
 	size_t len = grantd__v1__peer_msg__get_packed_size(m);
-	uint8_t *p = malloc(len ? len : 1);
+	uint8_t *p = xmalloc(len ? len : 1);
 	int rc = 0;
 
-	if (!p)
-		abort();
 	grantd__v1__peer_msg__pack(m, p);
 	if (id && zmq_send(sock, id, idlen, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0)
 		rc = GD_EIO;
@@ -316,11 +315,9 @@ void peer_zap_handle(struct peer_link *l)
 
 int peer_open(struct peer_link **out, const struct peer_link_opts *o)
 {
-	struct peer_link *l = calloc(1, sizeof(*l));
+	struct peer_link *l = xcalloc(1, sizeof(*l));
 	int rc = GD_EIO;
 
-	if (!l)
-		abort();
 	*out = NULL;
 	l->self = o->self;
 	l->peers = o->peers;

@@ -8,6 +8,7 @@
 #include "names.h"
 #include "ops.h"
 #include "plheads.h"
+#include "xalloc.h"
 #include "banned.h"
 
 /* "plpeer" \0 peer \0 origin, in CF_META */
@@ -29,18 +30,12 @@ int plheads_build(struct store *s, Grantd__V1__PushLogHeads *out)
 	grantd__v1__push_log_heads__init(out);
 	if (n < 0)
 		return n;
-	out->heads = calloc(n ? (size_t)n : 1, sizeof(*out->heads));
-	if (!out->heads)
-		abort();
+	out->heads = xcalloc(n ? (size_t)n : 1, sizeof(*out->heads));
 	for (int i = 0; i < n && i < PLHEADS_MAX; i++) {
 		Grantd__V1__PushLogHead *e =
-		        malloc(sizeof(*e) + OPS_PUSHLOG_HASH);
-		if (!e)
-			abort();
+		        xmalloc(sizeof(*e) + OPS_PUSHLOG_HASH);
 		grantd__v1__push_log_head__init(e);
-		e->origin = strdup(h[i].origin);
-		if (!e->origin)
-			abort();
+		e->origin = xstrdup(h[i].origin);
 		e->n = h[i].n, e->has_n = 1;
 		e->hash.data = (uint8_t *)(e + 1);
 		memcpy(e->hash.data, h[i].hash, OPS_PUSHLOG_HASH);
@@ -126,12 +121,7 @@ int plheads_list(struct store *s, struct plheads_peer **out)
 		origin = nul + 1;
 		if ((size_t)(key + klen - origin) >= 65 || origin == key + klen)
 			continue;
-		if (n == cap) {
-			cap = cap ? 2 * cap : 8;
-			h = realloc(h, cap * sizeof(*h));
-			if (!h)
-				abort();
-		}
+		GD_GROW(h, cap, n + 1);
 		memcpy(h[n].peer, peer, (size_t)(nul - peer));
 		h[n].peer[nul - peer] = '\0';
 		memcpy(h[n].origin, origin, (size_t)(key + klen - origin));

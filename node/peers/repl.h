@@ -41,6 +41,17 @@
  * The link itself (framing, CURVE sockets, ZAP, the sync ROUTER) is
  * peer.c's: repl registers its ROUTER requests there (ranges, snapshots,
  * vectors) and reads the link in repl_handle.
+ *
+ * The rooms behind this header, one per sub-protocol (repl_int.h is what
+ * they share; only they and their unit tests include it):
+ *   repl.c         lifecycle, peers and their sockets, repl_handle, live
+ *                  operations, repl_publish, the syncing gate, repl_tick
+ *   repl_hb.c      heartbeats, who is ahead, epoch retirement, push log
+ *                  heads
+ *   repl_range.c   range repair (tests/unit/test_repl_range.c)
+ *   repl_xfer.c    state transfer (tests/unit/test_repl_xfer.c)
+ *   repl_mirror.c  the read-only mirrors' feed, leases and lag
+ *   repl_stat.c    drops by reason, latency, repl_status, repl_metrics
  */
 #ifndef GD_REPL_H
 #define GD_REPL_H

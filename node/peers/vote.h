@@ -47,6 +47,13 @@
  *    it drops the file and qualifies again.  A voter votes only once a
  *    peer has answered its check-in since this start.
  *
+ * Rooms: vote.c (the rule, the voter answering vote_req, the promise
+ * counter, vote_open/vote_status), vote_round.c (the origin's parallel
+ * round on the DEALERs: vote_propose, vote_start, vote_handle, vote_tick),
+ * vote_usesync.c (the use sync and the qualified file); what they share is
+ * vote_int.h, private to them and their unit tests (test_vote.c,
+ * test_vote_usesync.c).
+ *
  * Threads: everything here runs on the node's main loop (the writer
  * thread), but vote_promise and vote_held, which only need a store.
  */

@@ -15,6 +15,7 @@
 #include "log.h"
 #include "names.h"
 #include "wire.h"
+#include "xalloc.h"
 #include "banned.h"
 
 /* ---- the table ---------------------------------------------------------- */
@@ -56,7 +57,7 @@ static bool row_ok(const struct cmd *c, const char **why)
 
 int cmd_table_new(struct cmd_table **out)
 {
-	struct cmd_table *t = calloc(1, sizeof(*t));
+	struct cmd_table *t = xcalloc(1, sizeof(*t));
 	bool seen[GD_2FA__COUNT] = { false };
 	size_t total = 0;
 	int rc = 0;
@@ -64,8 +65,7 @@ int cmd_table_new(struct cmd_table **out)
 	*out = NULL;
 	for (size_t s = 0; s < GD_ARRAY_SIZE(slices); s++)
 		total += *slices[s].n;
-	if (!t || !(t->rows = calloc(total, sizeof(*t->rows))))
-		abort();
+	t->rows = xcalloc(total, sizeof(*t->rows));
 	for (size_t s = 0; s < GD_ARRAY_SIZE(slices); s++) {
 		for (size_t i = 0; i < *slices[s].n; i++) {
 			struct cmd c = slices[s].rows[i];

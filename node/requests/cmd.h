@@ -138,7 +138,7 @@ struct req {
 	enum policy_key key;    /* key_kind (cmd_admit); UNKNOWN without */
 	int64_t now;            /* unix seconds */
 	uint64_t now_ms;
-	/* control.c's: where the answer goes and how far it got */
+	/* request.h and control.c: where the answer goes, how far it got */
 	struct buf ident;       /* ROUTER routing id */
 	void *sock;
 	bool reads_only;        /* dispatch only READS commands (1st pass) */
@@ -280,7 +280,7 @@ int cmd_emit_body(struct cmd_ctx *x, Grantd__V1__Op__BodyCase which,
 int cmd_load_caller(struct cmd_ctx *x, struct req *r, struct policy_user *u);
 
 /*
- * Check token for the enrolled (or enrolling) user u (cmd_grant.c).  On
+ * Check token for the enrolled (or enrolling) user u (cmd_val.c).  On
  * success the mark (and, for a pending enrollment, its activation) are
  * emitted and *how says which kind of token it was; on failure a failure
  * is emitted and the request refused.  Returns 0 with *ok set, or a

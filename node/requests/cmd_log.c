@@ -30,6 +30,7 @@
 #include "pushlog.h"
 #include "records.h"
 #include "store.h"
+#include "xalloc.h"
 #include "banned.h"
 
 #define LOG_PAGE_DEFAULT 100
@@ -303,12 +304,7 @@ static int page_one(void *arg, const char *origin, uint64_t num,
 	}
 	if (pg->f->before && !after_cursor(&h, &pg->f->cursor))
 		return 0;
-	if (pg->n == pg->cap) {
-		pg->cap = pg->cap ? 2 * pg->cap : 256;
-		pg->hits = realloc(pg->hits, pg->cap * sizeof(*pg->hits));
-		if (!pg->hits)
-			abort();
-	}
+	GD_GROW(pg->hits, pg->cap, pg->n + 1);
 	pg->hits[pg->n++] = h;
 	return 0;
 }
@@ -389,12 +385,7 @@ static int check_one(void *arg, const char *origin, uint64_t num,
 	}
 	pushlog_verify_add(&c->pv, origin, num, e);
 	if (!c->n || strcmp(c->v[c->n - 1].origin, origin)) {
-		if (c->n == c->cap) {
-			c->cap = c->cap ? 2 * c->cap : 8;
-			c->v = realloc(c->v, c->cap * sizeof(*c->v));
-			if (!c->v)
-				abort();
-		}
+		GD_GROW(c->v, c->cap, c->n + 1);
 		snprintf(c->v[c->n].origin, sizeof(c->v[c->n].origin), "%s",
 			 origin);
 		c->n++;

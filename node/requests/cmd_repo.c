@@ -22,6 +22,7 @@
 #include "pushlog.h"
 #include "records.h"
 #include "repos.h"
+#include "xalloc.h"
 #include "banned.h"
 
 /* ---- fetch -------------------------------------------------------------- */
@@ -128,10 +129,10 @@ static int log_push(struct cmd_ctx *x, struct req *r, const char *repo,
 	uint64_t head;
 	int rc;
 
-	if ((rc = ops_pushlog_head(x->ops, x->p.batch, x->ops->site, &head,
+	if ((rc = ops_pushlog_head(x->ops, x->p.batch, ops_site(x->ops), &head,
 				   prev)) < 0)
 		return rc;
-	e.origin = x->ops->site;
+	e.origin = (char *)ops_site(x->ops);
 	SET(e, n, head + 1);
 	e.prev.data = prev, e.prev.len = sizeof(prev), e.has_prev = 1;
 	if (rq->user && name_user_ok(rq->user))
@@ -180,17 +181,15 @@ static int cmd_hook_refs(struct cmd_ctx *x, struct req *r)
 {
 	Grantd__V1__RefUpdate u = GRANTD__V1__REF_UPDATE__INIT;
 	size_t n = r->rq->n_args - 1, k = 0;
-	Grantd__V1__RefChange *ch = calloc(n, sizeof(*ch));
-	Grantd__V1__RefChange **chp = calloc(n, sizeof(*chp));
-	struct hookline *words = calloc(n, sizeof(*words));
+	Grantd__V1__RefChange *ch = xcalloc(n, sizeof(*ch));
+	Grantd__V1__RefChange **chp = xcalloc(n, sizeof(*chp));
+	struct hookline *words = xcalloc(n, sizeof(*words));
 	const char *id = r->rq->push_id;
 	char repo[NAME_REPO_MAX + 1];
 	Grantd__V1__Repo *rp = NULL;
 	bool seen = false, unknown = false;
 	int rc = 0;
 
-	if (!ch || !chp || !words)
-		abort();
 	if (cmd_repo_arg(r, r->rq->args[0], repo, sizeof(repo)) < 0)
 		goto done;
 	if (id && !hookline_req_id_ok(id)) {

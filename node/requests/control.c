@@ -21,17 +21,18 @@
 #include <grp.h>
 #include <zmq.h>
 
-#include "addr.h"
 #include "clock.h"
 #include "cmd.h"
 #include "control.h"
 #include "err.h"
 #include "log.h"
-#include "names.h"
 #include "node.h"
+#include "pipe.h"
 #include "repl.h"
+#include "request.h"
 #include "wire.h"
 #include "writer.h"
+#include "xalloc.h"
 #include "banned.h"
 
 struct control {
@@ -51,72 +52,6 @@ struct parked {
 	struct parked *next;
 };
 
-/* ---- replies ------------------------------------------------------------ */
-
-/* Where a request failed: the command and who asked, never its
- * arguments (they may hold a secret). */
-static void log_failed(const struct req *r, int err)
-{
-	log_error("request failed cmd=%s socket=%s%s%s: %s", r->rq->cmd,
-		  r->admin ? "admin" : "user", r->rq->user ? " user=" : "",
-		  r->rq->user ? r->rq->user : "", gd_strerror(err));
-}
-
-/* ---- decoding ----------------------------------------------------------- */
-
-static bool printable(const char *s, size_t max)
-{
-	size_t n = strnlen(s, max + 1);
-	if (n > max)
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
-			return false;
-	return true;
-}
-
-int control_decode(Grantd__V1__Request **out, const uint8_t *data,
-		   size_t len, struct buf *err)
-{
-	Grantd__V1__Request *rq;
-	const char *why = NULL;
-
-	*out = NULL;
-	if (len > GD_CTL_MAX_REQUEST) {
-		buf_puts(err, "request too large");
-		return GD_ETOOBIG;
-	}
-	rq = grantd__v1__request__unpack(NULL, len, data);
-	if (!rq) {
-		buf_puts(err, "request does not decode");
-		return GD_EPROTO;
-	}
-	if (!rq->has_version || rq->version != GD_WIRE_VERSION)
-		why = "unsupported protocol version (client and node differ?)";
-	else if (!rq->cmd || !*rq->cmd || !printable(rq->cmd, 32))
-		why = "missing or bad command name";
-	else if (rq->n_args > GD_CTL_MAX_ARGS)
-		why = "too many arguments";
-	else if (rq->user && !name_user_ok(rq->user))
-		why = "bad user name";
-	else if (rq->client_ip && !printable(rq->client_ip, ADDR_STRLEN))
-		why = "bad client address";
-	else if (rq->session && !printable(rq->session, 128))
-		why = "bad session id";
-	else if (rq->key_kind && !printable(rq->key_kind, 16))
-		why = "bad key kind";
-	for (size_t i = 0; !why && i < rq->n_args; i++)
-		if (!rq->args[i] || !printable(rq->args[i], 16384))
-			why = "bad argument (too long or control characters)";
-	if (why) {
-		buf_puts(err, why);
-		grantd__v1__request__free_unpacked(rq, NULL);
-		return GD_EPROTO;
-	}
-	*out = rq;
-	return 0;
-}
-
 /* ---- dispatch ------------------------------------------------------------ */
 
 /* The context row cmd runs in: a read sees committed state only, and no
@@ -132,13 +67,13 @@ static void ctx_make(struct control *c, const struct cmd *cmd,
 	x->p.store = n->store;
 	x->p.batch = reads ? NULL : c->batch;
 	x->p.host = n->host;
-	x->ops = reads ? NULL : &n->ops;
+	x->ops = reads ? NULL : n->ops;
 	x->syncing = n->syncing;
 	x->counts = &n->counts;
 	x->vote = reads ? NULL : n->vote;
 	x->peer_policy = reads || !n->repl ? NULL : repl_peerpolicy(n->repl);
 	if (cmd->flags & CMD_NODE) {
-		nd->ops = &n->ops;
+		nd->ops = n->ops;
 		nd->repl = n->repl;
 		nd->gitrepl = n->gitrepl;
 		nd->curve_pub = n->curve_pub;
@@ -167,10 +102,8 @@ static int dispatch(struct control *c, struct req *r)
 
 int control_open(struct control **out, struct node *node, void *pipe)
 {
-	struct control *c = calloc(1, sizeof(*c));
+	struct control *c = xcalloc(1, sizeof(*c));
 
-	if (!c)
-		abort();
 	c->n = node;
 	c->pipe = pipe;
 	if (cmd_table_new(&c->cmds) < 0) {
@@ -192,7 +125,7 @@ void control_destroy(struct control **cp)
 	while (c->resumed) { /* never answered: the node goes away */
 		struct parked *p = c->resumed;
 		c->resumed = p->next;
-		control_req_free(&p->r);
+		request_free(&p->r);
 		free(p);
 	}
 	free(c);
@@ -202,115 +135,6 @@ void control_destroy(struct control **cp)
 void *control_socket(struct control *c)
 {
 	return c->pipe;
-}
-
-void control_log_failed(const struct req *r, int err)
-{
-	log_failed(r, err);
-}
-
-int control_recv(void *sock, struct buf *ident, struct buf *payload)
-{
-	int frame = 0, more = 1, rc = 1;
-
-	buf_reset(ident);
-	/* only what the last request wrote: the rest is still zero (the
-	 * whole capacity each time cost a 64 KiB memset a request) */
-	if (payload->p)
-		sodium_memzero(payload->p, payload->len);
-	buf_reset(payload);
-	if (payload->cap < GD_CTL_MAX_REQUEST + 1) {
-		buf_extend(payload, GD_CTL_MAX_REQUEST);
-		buf_reset(payload);
-	}
-	while (more) {
-		zmq_msg_t m;
-		zmq_msg_init(&m);
-		if (zmq_msg_recv(&m, sock, frame ? 0 : ZMQ_DONTWAIT) < 0) {
-			zmq_msg_close(&m);
-			return frame ? GD_EIO : 0;
-		}
-		size_t len = zmq_msg_size(&m);
-		if (frame == 1 && len != 0)
-			rc = GD_EPROTO;
-		else if (frame >= CTL_MAX_FRAMES ||
-			 (frame >= 2 && len > GD_CTL_MAX_REQUEST - payload->len))
-			rc = rc == 1 ? GD_ETOOBIG : rc;
-		if (frame == 0 && len <= 256)
-			buf_add(ident, zmq_msg_data(&m), len);
-		else if (frame >= 2 && rc == 1)
-			buf_add(payload, zmq_msg_data(&m), len);
-		more = zmq_msg_more(&m);
-		if (frame >= 2)
-			sodium_memzero(zmq_msg_data(&m), len);
-		zmq_msg_close(&m);
-		frame++;
-	}
-	if (rc == 1 && frame < 3)
-		rc = GD_EPROTO;
-	if (rc < 0)
-		sodium_memzero(payload->p, payload->len);
-	return rc;
-}
-
-void control_send_reply(struct req *r)
-{
-	Grantd__V1__Reply rep = GRANTD__V1__REPLY__INIT;
-	uint8_t *frame;
-	size_t len;
-
-	SET(rep, status, r->status);
-	rep.out = r->out.len ? r->out.p : NULL;
-	rep.err = r->err.len ? r->err.p : NULL;
-	rep.otpauth_uri = r->uri.len ? r->uri.p : NULL;
-	rep.path = r->path.len ? r->path.p : NULL;
-	rep.factor = (char *)r->factor;
-	rep.next = r->next[0] ? r->next : NULL;
-	len = grantd__v1__reply__get_packed_size(&rep);
-	frame = malloc(len ? len : 1);
-	if (!frame)
-		abort();
-	grantd__v1__reply__pack(&rep, frame);
-	/* never block the node on a client that does not read its answers */
-	if (zmq_send(r->sock, r->ident.p, r->ident.len,
-		     ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0 ||
-	    zmq_send(r->sock, "", 0, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0 ||
-	    zmq_send(r->sock, frame, len, ZMQ_DONTWAIT) < 0)
-		log_warn("reply not delivered: %s", zmq_strerror(errno));
-	/* the reply may hold a fresh secret (enroll) */
-	sodium_memzero(frame, len);
-	free(frame);
-}
-
-void control_req_free(struct req *r)
-{
-	/* arguments may carry a secret (grantctl enroll --secret) */
-	for (size_t i = 0; r->rq && i < r->rq->n_args; i++)
-		sodium_memzero(r->rq->args[i], strlen(r->rq->args[i]));
-	if (r->rq)
-		grantd__v1__request__free_unpacked(r->rq, NULL);
-	if (r->out.p)
-		sodium_memzero(r->out.p, r->out.len);
-	if (r->uri.p)
-		sodium_memzero(r->uri.p, r->uri.len);
-	buf_free(&r->out);
-	buf_free(&r->err);
-	buf_free(&r->uri);
-	buf_free(&r->path);
-	buf_free(&r->ident);
-}
-
-void control_refuse_oversized(struct req *r, void *sock, bool admin)
-{
-	log_warn("bad request dropped socket=%s: more than %d frames or %d "
-		 "bytes", admin ? "admin" : "user", CTL_MAX_FRAMES,
-		 GD_CTL_MAX_REQUEST);
-	r->sock = sock;
-	cmd_bad(r, "bad request: request too large (at most %d bytes in %d "
-	    "frames)", GD_CTL_MAX_REQUEST, CTL_MAX_FRAMES - 2);
-	control_send_reply(r);
-	control_req_free(r);
-	memset(r, 0, sizeof(*r));
 }
 
 /* Replies held until their batch is durable (writer_hold). */
@@ -328,8 +152,8 @@ static void held_done(void *item, bool durable)
 
 	for (int i = 0; i < h->n; i++) {
 		if (durable)
-			control_send_reply(&h->reqs[i]);
-		control_req_free(&h->reqs[i]);
+			request_send_reply(&h->reqs[i]);
+		request_free(&h->reqs[i]);
 	}
 	free(h->reqs);
 	free(h);
@@ -346,16 +170,16 @@ static int handle_writes(struct control *c, struct req *reqs, int n,
 		struct req *r = &reqs[i];
 		if (!r->rq || r->failed)
 			continue;
-		uint64_t seq = c->n->ops.seq;
+		uint64_t seq = ops_seq(c->n->ops);
 		int rc = dispatch(c, r);
 		if (rc < 0) {
-			log_failed(r, rc);
+			request_log_failed(r, rc);
 			*err = rc;
 			return i + 1;
 		}
 		/* a handler may hold its answer without writing (a push
 		 * recorded in this very batch) */
-		r->wrote = r->wrote || c->n->ops.seq != seq;
+		r->wrote = r->wrote || ops_seq(c->n->ops) != seq;
 		*held += r->wrote;
 	}
 	return 0;
@@ -389,7 +213,7 @@ static void parked_done(void *item, enum vote_end end, const char *why)
 	struct control *c = p->c;
 
 	if (end == VOTE_END_GONE) {
-		control_req_free(&p->r);
+		request_free(&p->r);
 		free(p);
 		return;
 	}
@@ -411,9 +235,7 @@ static void park(struct control *c, struct req *reqs, int n, uint64_t ticket)
 	for (int i = 0; i < n; i++) {
 		if (!reqs[i].rq || reqs[i].vote.state != CMD_VOTE_PARK)
 			continue;
-		struct parked *p = calloc(1, sizeof(*p));
-		if (!p)
-			abort();
+		struct parked *p = xcalloc(1, sizeof(*p));
 		p->c = c;
 		p->r = reqs[i];
 		memset(&reqs[i], 0, sizeof(reqs[i]));
@@ -431,81 +253,128 @@ static void batch_discard(struct control *c, struct req *reqs, int n)
 	answers_reset(reqs, n);
 }
 
-int control_serve_batch(struct control *c, int max)
+/* Answer r now (a read, or a request that cannot be handled) and free
+ * it: an empty slot is a parked request to the rest of the batch. */
+static void answer_now(struct req *r)
 {
-	struct req *reqs = calloc((size_t)max, sizeof(*reqs));
-	struct buf payload = BUF_INIT;
-	int n = 0, failed = 0, held = 0;
-	uint64_t now_ms = clock_wall_ms();
+	request_send_reply(r);
+	request_free(r);
+	memset(r, 0, sizeof(*r));
+}
 
-	if (!reqs)
-		abort();
-	/* Requests whose votes are in go first, as they were read. */
+/* One request the reader forwarded (request.h's envelope, its first byte
+ * the socket: pipe.h), into r.  Returns 1 when r is a write to handle in
+ * the batch, 0 when it was answered or dropped, -1 when none waits.
+ * Reads are answered now, writes after the commit. */
+static int read_forwarded(struct control *c, struct req *r,
+			  struct buf *payload, uint64_t now_ms)
+{
+	struct buf why = BUF_INIT;
+	int got = request_recv(c->pipe, &r->ident, payload), rc;
+	enum pipe_msg type;
+
+	if (got == 0)
+		return -1;
+	type = got < 0 ? PIPE_NONE : pipe_type(r->ident.p, r->ident.len);
+	if (type != PIPE_REQ_USER && type != PIPE_REQ_ADMIN) {
+		buf_free(&r->ident);
+		return 0;
+	}
+	r->sock = c->pipe;
+	r->admin = type == PIPE_REQ_ADMIN;
+	r->now_ms = now_ms;
+	r->now = (int64_t)(now_ms / 1000);
+	if (request_decode(&r->rq, (const uint8_t *)payload->p, payload->len,
+			   &why) < 0) {
+		log_warn("bad request dropped socket=%s: %s",
+			 r->admin ? "admin" : "user", why.p);
+		cmd_bad(r, "bad request: %s", why.p);
+		buf_free(&why);
+		answer_now(r);
+		return 0;
+	}
+	buf_free(&why);
+	r->reads_only = true;
+	rc = dispatch(c, r);
+	r->reads_only = false;
+	if (rc == GD_EAGAIN)
+		return 1;
+	if (rc < 0) {
+		request_log_failed(r, rc);
+		cmd_undecided(r, rc);
+	}
+	answer_now(r);
+	return 0;
+}
+
+/* Fill reqs (room for max): the requests whose votes are in first, as
+ * they were read, then whatever the reader forwarded.  Returns how many. */
+static int gather(struct control *c, struct req *reqs, int max)
+{
+	struct buf payload = BUF_INIT;
+	uint64_t now_ms = clock_wall_ms();
+	int n = 0, got;
+
 	while (n < max && c->resumed) {
 		struct parked *p = c->resumed;
 		c->resumed = p->next;
 		reqs[n++] = p->r;
 		free(p);
 	}
-	/* Read whatever the reader forwarded: [socket, routing id][""]
-	 * [request], answered the same way (readers.h). */
-	while (n < max) {
-		struct req *r = &reqs[n];
-		int got = control_recv(c->pipe, &r->ident, &payload);
-		if (got == 0)
-			break;
-		if (got < 0 || r->ident.len < 1 ||
-		    (uint8_t)r->ident.p[0] > 1) {
-			buf_free(&r->ident);
-			continue;
-		}
-		r->sock = c->pipe;
-		r->admin = r->ident.p[0] == 1;
-		r->now_ms = now_ms;
-		r->now = (int64_t)(now_ms / 1000);
-		struct buf why = BUF_INIT;
-		if (control_decode(&r->rq, (const uint8_t *)payload.p,
-				   payload.len, &why) < 0) {
-			log_warn("bad request dropped socket=%s: %s",
-				 r->admin ? "admin" : "user", why.p);
-			cmd_bad(r, "bad request: %s", why.p);
-			/* answered now: a request without rq is a parked
-			 * one to the rest of the batch */
-			control_send_reply(r);
-			control_req_free(r);
-			memset(r, 0, sizeof(*r));
-			buf_free(&why);
-			continue;
-		} else {
-			/* reads are answered now, writes after the
-			 * commit */
-			r->reads_only = true;
-			int drc = dispatch(c, r);
-			r->reads_only = false;
-			if (drc != GD_EAGAIN) {
-				if (drc < 0) {
-					log_failed(r, drc);
-					cmd_undecided(r, drc);
-				}
-				control_send_reply(r);
-				control_req_free(r);
-				memset(r, 0, sizeof(*r));
-				buf_free(&why);
-				continue;
-			}
-		}
-		buf_free(&why);
-		n++;
-	}
+	while (n < max && (got = read_forwarded(c, &reqs[n], &payload,
+						now_ms)) >= 0)
+		n += got;
 	if (payload.p)
 		sodium_memzero(payload.p, payload.cap); /* may hold a secret */
 	buf_free(&payload);
+	return n;
+}
+
+/* Answer the requests of a batch whose commit gave ticket (failed: the
+ * commit's error): the writes once durable (writer_hold), the others
+ * now; park those that wait for votes. */
+static void answer_batch(struct control *c, struct req *reqs, int n,
+			 int held, int failed, uint64_t ticket)
+{
+	struct held *h = NULL;
+
+	for (int i = 0; i < n; i++)
+		if (reqs[i].rq && reqs[i].failed)
+			cmd_undecided(&reqs[i], reqs[i].failed);
+	if (!failed)
+		park(c, reqs, n, ticket);
+	if (held) {
+		h = xcalloc(1, sizeof(*h));
+		h->reqs = xcalloc((size_t)held, sizeof(*h->reqs));
+	}
+	for (int i = 0; i < n; i++) {
+		if (!reqs[i].rq)
+			continue; /* parked */
+		if (h && reqs[i].wrote) {
+			GD_ASSERT(h->n < held);
+			h->reqs[h->n++] = reqs[i];
+			continue;
+		}
+		request_send_reply(&reqs[i]);
+		request_free(&reqs[i]);
+	}
+	/* the batch's operations went to the writer with its ticket: they
+	 * are published, then these replies sent, once it is durable */
+	if (h)
+		writer_hold(c->n->writer, ticket, held_done, h);
+}
+
+int control_serve_batch(struct control *c, int max)
+{
+	struct req *reqs = xcalloc((size_t)max, sizeof(*reqs));
+	int n = gather(c, reqs, max), failed, held = 0, which, err = 0;
+	uint64_t ticket;
+
 	/* A handler that fails may leave part of its changes in the batch,
 	 * which cannot be taken out alone: the batch is dropped and the
 	 * others are handled again in a fresh one, without it, so that no
 	 * request fails because another of its batch did.  Each round
 	 * leaves one more out. */
-	int which, err = 0;
 	while ((which = handle_writes(c, reqs, n, &held, &err)) > 0) {
 		reqs[which - 1].failed = err;
 		batch_discard(c, reqs, n);
@@ -514,7 +383,6 @@ int control_serve_batch(struct control *c, int max)
 	}
 	/* Written now (visible to the next batch), durable when the syncer
 	 * says so: only then are the writers answered. */
-	uint64_t ticket;
 	failed = writer_commit(c->n->writer, &ticket);
 	if (failed) {
 		/* Nothing of this batch is written (the writer dropped it):
@@ -525,31 +393,7 @@ int control_serve_batch(struct control *c, int max)
 			if (reqs[i].rq)
 				reqs[i].failed = failed;
 	}
-	for (int i = 0; i < n; i++)
-		if (reqs[i].rq && reqs[i].failed)
-			cmd_undecided(&reqs[i], reqs[i].failed);
-	if (!failed)
-		park(c, reqs, n, ticket);
-	struct held *h = NULL;
-	if (held) {
-		h = calloc(1, sizeof(*h));
-		if (!h || !(h->reqs = calloc((size_t)held, sizeof(*h->reqs))))
-			abort();
-	}
-	for (int i = 0; i < n; i++) {
-		if (!reqs[i].rq)
-			continue; /* parked */
-		if (h && reqs[i].wrote) {
-			h->reqs[h->n++] = reqs[i];
-			continue;
-		}
-		control_send_reply(&reqs[i]);
-		control_req_free(&reqs[i]);
-	}
-	/* the batch's operations went to the writer with its ticket: they
-	 * are published, then these replies sent, once it is durable */
-	if (h)
-		writer_hold(c->n->writer, ticket, held_done, h);
+	answer_batch(c, reqs, n, held, failed, ticket);
 	free(reqs);
 	return failed ? failed : n;
 }

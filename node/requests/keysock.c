@@ -21,6 +21,7 @@
 #include "err.h"
 #include "keysock.h"
 #include "log.h"
+#include "xalloc.h"
 #include "banned.h"
 
 struct conn {
@@ -67,17 +68,14 @@ int keysock_open(struct keysock **out, const struct keysock_opts *o)
 		return GD_EIO;
 	}
 	memcpy(sa.sun_path, o->path, strlen(o->path) + 1);
-	ks = calloc(1, sizeof(*ks));
-	if (!ks || !(ks->path = strdup(o->path)))
-		abort();
+	ks = xcalloc(1, sizeof(*ks));
+	ks->path = xstrdup(o->path);
 	ks->answer = o->answer;
 	ks->arg = o->arg;
 	ks->max_conns = o->max_conns > 0 ? o->max_conns : KEYSOCK_MAX_CONNS;
 	ks->deadline_ms = o->deadline_ms > 0 ? o->deadline_ms :
 					       KEYSOCK_DEADLINE_MS;
-	ks->conns = calloc((size_t)ks->max_conns, sizeof(*ks->conns));
-	if (!ks->conns)
-		abort();
+	ks->conns = xcalloc((size_t)ks->max_conns, sizeof(*ks->conns));
 	for (int i = 0; i < ks->max_conns; i++)
 		ks->conns[i].fd = -1;
 	ks->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,

@@ -11,6 +11,7 @@
 #include "ops.h"
 #include "policy.h"
 #include "records.h"
+#include "xalloc.h"
 #include "banned.h"
 
 int policy_key_parse(enum policy_key *out, const char *s)
@@ -166,12 +167,7 @@ int policy_lock_state(const struct policy_ctx *pc, const char *user,
 			if (un && !ops_stamp_after(f->hlc[i], f->site, un->hlc,
 						   un->origin))
 				continue;
-			if (nat == cap) {
-				cap = cap ? 2 * cap : 16;
-				at = realloc(at, cap * sizeof(*at));
-				if (!at)
-					abort();
-			}
+			GD_GROW(at, cap, nat + 1);
 			at[nat++] = hlc_ms(f->hlc[i]);
 		}
 		if (f)
@@ -255,12 +251,7 @@ int policy_revokes_load(struct policy_revokes *out,
 			grantd__v1__addr_revocation__free_unpacked(ar, NULL);
 			continue;
 		}
-		if (out->n_addr == cap) {
-			cap = cap ? 2 * cap : 8;
-			out->addr = realloc(out->addr, cap * sizeof(*out->addr));
-			if (!out->addr)
-				abort();
-		}
+		GD_GROW(out->addr, cap, out->n_addr + 1);
 		out->addr[out->n_addr++] = ar;
 	}
 	store_iter_free(&it);

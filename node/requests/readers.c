@@ -21,14 +21,16 @@
 
 #include "clock.h"
 #include "cmd.h"
-#include "control.h"
+#include "pipe.h"
 #include "err.h"
 #include "hlc.h"
 #include "keysock.h"
 #include "log.h"
 #include "readers.h"
+#include "request.h"
 #include "wire.h"
 #include "thread.h"
+#include "xalloc.h"
 #include "banned.h"
 
 struct readers {
@@ -44,7 +46,7 @@ struct readers {
 	bool started;
 	char endpoint[64];
 	/* the hand-over: the writer leaves the newest view and the flag
-	 * here and rings ("V" on the pipe); the reader takes them.  A mutex,
+	 * here and rings (PIPE_VIEW, pipe.h); the reader takes them.  A mutex,
 	 * not the pointer in the message, so that ThreadSanitizer sees the
 	 * view change hands (libzmq's own ordering is invisible to it). */
 	pthread_mutex_t lock;
@@ -57,7 +59,7 @@ struct readers {
 	cJSON *status[2];           /* the newest parts taken */
 	uint64_t bad_requests;      /* refused or undecodable frames */
 	struct metrics_counts *counts; /* atomic (metrics.h); NULL: none */
-	struct buf ident, payload, fwd;
+	struct buf ident, payload;
 };
 
 /* ---- sockets -------------------------------------------------------------- */
@@ -67,7 +69,7 @@ static void *bind_socket(void *zctx, const char *path, mode_t mode,
 {
 	void *s = zmq_socket(zctx, ZMQ_ROUTER);
 	/* frames up to 16 times the request limit get an error answer from
-	 * control_decode; only larger ones are dropped by ZeroMQ unanswered */
+	 * request_decode; only larger ones are dropped by ZeroMQ unanswered */
 	int64_t max = 16 * GD_CTL_MAX_REQUEST;
 	int zero = 0, one = 1;
 	char ep[4200];
@@ -125,15 +127,17 @@ static int send_frames(void *sock, const void *const *p, const size_t *len,
 	return 0;
 }
 
+/* The pipe message of a request from socket idx (0 user, 1 admin). */
+static enum pipe_msg req_type(int idx)
+{
+	return idx ? PIPE_REQ_ADMIN : PIPE_REQ_USER;
+}
+
 /* The request in rd->payload, from socket idx, to the writer. */
 static void forward(struct readers *rd, int idx)
 {
-	buf_reset(&rd->fwd);
-	buf_add(&rd->fwd, &(uint8_t){ (uint8_t)idx }, 1);
-	buf_add(&rd->fwd, rd->ident.p, rd->ident.len);
-	const void *p[3] = { rd->fwd.p, "", rd->payload.p };
-	size_t len[3] = { rd->fwd.len, 0, rd->payload.len };
-	if (send_frames(rd->rpipe, p, len, 3, 0) < 0)
+	if (pipe_send(rd->rpipe, req_type(idx), rd->ident.p, rd->ident.len,
+		      rd->payload.p, rd->payload.len, 0) < 0)
 		log_error("request not handed to the writer: %s",
 			  zmq_strerror(errno));
 }
@@ -163,7 +167,7 @@ static void answer(struct readers *rd, const struct cmd *cmd, struct req *r)
 	x.syncing = rd->syncing;
 	x.counts = rd->counts;
 	if ((rc = cmd->fn(&x, r)) < 0) {
-		control_log_failed(r, rc);
+		request_log_failed(r, rc);
 		cmd_undecided(r, rc);
 	}
 }
@@ -175,7 +179,7 @@ static int serve_one(struct readers *rd, int idx)
 	struct req r;
 	struct buf why = BUF_INIT;
 	const struct cmd *cmd = NULL;
-	int got = control_recv(rd->socks[idx], &rd->ident, &rd->payload);
+	int got = request_recv(rd->socks[idx], &rd->ident, &rd->payload);
 
 	if (got == 0)
 		return 0;
@@ -184,13 +188,13 @@ static int serve_one(struct readers *rd, int idx)
 		rd->bad_requests++;
 		memset(&r, 0, sizeof(r));
 		buf_add(&r.ident, rd->ident.p, rd->ident.len);
-		control_refuse_oversized(&r, rd->socks[idx], idx == 1);
+		request_refuse_oversized(&r, rd->socks[idx], idx == 1);
 		return 1;
 	}
 	if (got < 0)
 		return 1;
 	memset(&r, 0, sizeof(r));
-	if (control_decode(&r.rq, (const uint8_t *)rd->payload.p,
+	if (request_decode(&r.rq, (const uint8_t *)rd->payload.p,
 			   rd->payload.len, &why) == 0)
 		cmd = cmd_table_find(rd->cmds, r.rq->cmd);
 	else
@@ -209,12 +213,51 @@ static int serve_one(struct readers *rd, int idx)
 		r.now_ms = now_ms;
 		r.now = (int64_t)(now_ms / 1000);
 		answer(rd, cmd, &r);
-		control_send_reply(&r);
-		control_req_free(&r);
+		request_send_reply(&r);
+		request_free(&r);
 	}
 	/* may hold a secret; beyond len it is zero already */
 	sodium_memzero(rd->payload.p, rd->payload.len);
 	return 1;
+}
+
+/* PIPE_VIEW: take what waits in the hand-over slots. */
+static void take_view(struct readers *rd)
+{
+	struct store_batch *v;
+	cJSON *st[2];
+
+	pthread_mutex_lock(&rd->lock);
+	v = rd->next_view;
+	rd->next_view = NULL;
+	rd->syncing = rd->next_syncing;
+	for (int i = 0; i < 2; i++) {
+		st[i] = rd->next_status[i];
+		rd->next_status[i] = NULL;
+	}
+	pthread_mutex_unlock(&rd->lock);
+	for (int i = 0; i < 2; i++)
+		if (st[i]) {
+			cJSON_Delete(rd->status[i]);
+			rd->status[i] = st[i];
+		}
+	if (v) {
+		store_batch_free(&rd->view);
+		rd->view = v;
+	}
+}
+
+/* An answer from the writer: on to the client at id on sock. */
+static void send_answer(void *sock, const uint8_t *id, size_t idlen,
+			zmq_msg_t *reply)
+{
+	/* never block on a client that does not read its answers */
+	const void *p[3] = { id, "", zmq_msg_data(reply) };
+	size_t len[3] = { idlen, 0, zmq_msg_size(reply) };
+	if (send_frames(sock, p, len, 3, ZMQ_DONTWAIT) < 0)
+		log_warn("reply not delivered: %s", zmq_strerror(errno));
+	/* the reply may hold a fresh secret (enroll) */
+	sodium_memzero(zmq_msg_data(reply), zmq_msg_size(reply));
 }
 
 /* One message from the writer: an answer to send on, or a view.  Returns
@@ -243,41 +286,19 @@ static int from_writer(struct readers *rd)
 	if (rc == 1 && n == 3) {
 		const uint8_t *id = zmq_msg_data(&m[0]);
 		size_t idlen = zmq_msg_size(&m[0]);
-		if (idlen == 1 && id[0] == 'V') {
-			struct store_batch *v;
-			cJSON *st[2];
-			pthread_mutex_lock(&rd->lock);
-			v = rd->next_view;
-			rd->next_view = NULL;
-			rd->syncing = rd->next_syncing;
-			for (int i = 0; i < 2; i++) {
-				st[i] = rd->next_status[i];
-				rd->next_status[i] = NULL;
-			}
-			pthread_mutex_unlock(&rd->lock);
-			for (int i = 0; i < 2; i++)
-				if (st[i]) {
-					cJSON_Delete(rd->status[i]);
-					rd->status[i] = st[i];
-				}
-			if (v) {
-				store_batch_free(&rd->view);
-				rd->view = v;
-			}
-		} else if (idlen >= 1 && id[0] <= 1) {
-			void *sock = rd->socks[id[0]];
-			/* never block on a client that does not read its
-			 * answers */
-			const void *p[3] = { id + 1, "", zmq_msg_data(&m[2]) };
-			size_t len[3] = { idlen - 1, 0, zmq_msg_size(&m[2]) };
-			if (send_frames(sock, p, len, 3, ZMQ_DONTWAIT) < 0)
-				log_warn("reply not delivered: %s",
-					 zmq_strerror(errno));
-			/* the reply may hold a fresh secret (enroll) */
-			sodium_memzero(zmq_msg_data(&m[2]),
-				       zmq_msg_size(&m[2]));
-		} else if (idlen == 1 && id[0] == 'Q') {
+		switch (pipe_type(id, idlen)) {
+		case PIPE_VIEW:
+			take_view(rd);
+			break;
+		case PIPE_REQ_USER:
+		case PIPE_REQ_ADMIN:
+			send_answer(rd->socks[id[0]], id + 1, idlen - 1, &m[2]);
+			break;
+		case PIPE_QUIT:
 			rc = -1;
+			break;
+		default:
+			break; /* not ours: dropped */
 		}
 	}
 	for (int i = 0; i < n; i++)
@@ -327,10 +348,8 @@ static void *readers_main(void *arg)
 {
 	struct readers *rd = arg;
 	int nitems = 3 + keysock_nitems(rd->keys);
-	zmq_pollitem_t *items = calloc((size_t)nitems, sizeof(*items));
+	zmq_pollitem_t *items = xcalloc((size_t)nitems, sizeof(*items));
 
-	if (!items)
-		abort();
 	items[0] = (zmq_pollitem_t){ rd->rpipe, 0, ZMQ_POLLIN, 0 };
 	items[1] = (zmq_pollitem_t){ rd->socks[0], 0, ZMQ_POLLIN, 0 };
 	items[2] = (zmq_pollitem_t){ rd->socks[1], 0, ZMQ_POLLIN, 0 };
@@ -375,18 +394,16 @@ out:
 
 int readers_start(struct readers **out, const struct readers_opts *o)
 {
-	struct readers *rd = calloc(1, sizeof(*rd));
+	struct readers *rd = xcalloc(1, sizeof(*rd));
 	struct store_batch *view = o->view;
 
-	if (!rd)
-		abort();
 	*out = NULL;
 	rd->cfg = o->cfg;
 	rd->counts = o->counts;
 	rd->store = o->store;
 	snprintf(rd->host, sizeof(rd->host), "%s", o->host ? o->host : "");
 	rd->view = view;
-	/* a "V" for status alone hands over next_syncing too: it starts as
+	/* a PIPE_VIEW for status alone hands over next_syncing too: it starts as
 	 * the flag the node started with, never as false */
 	rd->syncing = rd->next_syncing = o->syncing;
 	rd->status[0] = o->status_store;
@@ -430,9 +447,7 @@ void readers_stop(struct readers **rp)
 	if (!rd)
 		return;
 	if (rd->started) {
-		const void *p[3] = { "Q", "", "" };
-		size_t len[3] = { 1, 0, 0 };
-		send_frames(rd->pipe, p, len, 3, 0);
+		pipe_send(rd->pipe, PIPE_QUIT, NULL, 0, NULL, 0, 0);
 		pthread_join(rd->thread, NULL);
 		/* the thread is gone: views still in the pipe are freed here
 		 * (a snapshot must be released before the store closes) */
@@ -461,7 +476,6 @@ void readers_stop(struct readers **rp)
 		sodium_memzero(rd->payload.p, rd->payload.cap);
 	buf_free(&rd->payload);
 	buf_free(&rd->ident);
-	buf_free(&rd->fwd);
 	free(rd);
 	*rp = NULL;
 }
@@ -474,9 +488,6 @@ void *readers_pipe(struct readers *rd)
 void readers_publish(struct readers *rd, struct store_batch *view,
 		     bool syncing)
 {
-	const void *p[3] = { "V", "", "" };
-	size_t len[3] = { 1, 0, 0 };
-
 	pthread_mutex_lock(&rd->lock);
 	if (view) {
 		/* one the reader has not taken yet is already older */
@@ -485,15 +496,13 @@ void readers_publish(struct readers *rd, struct store_batch *view,
 	}
 	rd->next_syncing = syncing;
 	pthread_mutex_unlock(&rd->lock);
-	if (send_frames(rd->pipe, p, len, 3, 0) < 0)
+	if (pipe_send(rd->pipe, PIPE_VIEW, NULL, 0, NULL, 0, 0) < 0)
 		log_error("read view not announced to the reader: %s",
 			  zmq_strerror(errno));
 }
 
 void readers_publish_status(struct readers *rd, cJSON *store, cJSON *repl)
 {
-	const void *p[3] = { "V", "", "" };
-	size_t len[3] = { 1, 0, 0 };
 	cJSON *part[2] = { store, repl };
 
 	pthread_mutex_lock(&rd->lock);
@@ -504,7 +513,7 @@ void readers_publish_status(struct readers *rd, cJSON *store, cJSON *repl)
 			rd->next_status[i] = part[i];
 		}
 	pthread_mutex_unlock(&rd->lock);
-	if (send_frames(rd->pipe, p, len, 3, 0) < 0)
+	if (pipe_send(rd->pipe, PIPE_VIEW, NULL, 0, NULL, 0, 0) < 0)
 		log_error("status not announced to the reader: %s",
 			  zmq_strerror(errno));
 }

@@ -24,16 +24,11 @@
  * the view it published before them, so a caller answered "granted" sees
  * its grant in the very next read.
  *
- * The pipe (a ZeroMQ PAIR), reader to writer:
- *   [0|1 routing-id]["" ][request...]   a request from the user (0) or
- *                                        admin (1) socket
- * writer to reader:
- *   [0|1 routing-id]["" ][reply]         an answer to send on
- *   ["V"]["" ]["" ]                      a new read view and syncing
- *                                        flag, or status parts, wait in
- *                                        the hand-over slots
- *                                        (readers_publish,
- *                                        readers_publish_status)
+ * The pipe (a ZeroMQ PAIR) carries the messages pipe.h names:
+ * PIPE_REQ_USER / PIPE_REQ_ADMIN (a request, reader to writer, and its
+ * answer, writer to reader), PIPE_VIEW (a new read view and syncing flag,
+ * or status parts, wait in the hand-over slots: readers_publish,
+ * readers_publish_status) and PIPE_QUIT.
  *
  * `status` is a read answered here too: the writer publishes what it
  * alone knows (its counters, the peers, git replication) as rendered

@@ -8,6 +8,7 @@
  * it is one row, and the unit test checks the rows.
  */
 #include <sodium.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -214,6 +215,57 @@ void records_key_oplog(struct buf *k, const char *origin, uint64_t epoch,
 {
 	records_key_vv(k, origin, epoch);
 	put_be64(k, seq);
+}
+
+static uint64_t get_be64(const char *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 0; i < 8; i++)
+		v = v << 8 | (uint8_t)p[i];
+	return v;
+}
+
+/* origin \0 then exactly n 8-byte numbers: the origin's length, or -1 */
+static ptrdiff_t origin_then(const char *p, size_t klen, size_t n)
+{
+	const char *z = klen > 8 * n ? memchr(p, '\0', klen) : NULL;
+
+	if (!z || z == p || (size_t)(z - p) + 1 + 8 * n != klen)
+		return -1;
+	return z - p;
+}
+
+int records_vv_parse(const void *key,
+                     size_t klen,
+                     struct records_span *origin,
+                     uint64_t *epoch)
+{
+	ptrdiff_t ol = origin_then(key, klen, 1);
+
+	if (ol < 0)
+		return GD_EPROTO;
+	origin->p = key;
+	origin->len = (size_t)ol;
+	*epoch = get_be64((const char *)key + ol + 1);
+	return 0;
+}
+
+int records_oplog_parse(const void *key,
+                        size_t klen,
+                        struct records_span *origin,
+                        uint64_t *epoch,
+                        uint64_t *seq)
+{
+	ptrdiff_t ol = origin_then(key, klen, 2);
+
+	if (ol < 0)
+		return GD_EPROTO;
+	origin->p = key;
+	origin->len = (size_t)ol;
+	*epoch = get_be64((const char *)key + ol + 1);
+	*seq = get_be64((const char *)key + ol + 9);
+	return 0;
 }
 
 void records_key_lww(struct buf *k, const Grantd__V1__Op *op)

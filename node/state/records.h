@@ -210,6 +210,18 @@ void records_key_loser(struct buf *k, const char *repo, const char *ref,
 void records_key_vv(struct buf *k, const char *origin, uint64_t epoch);
 void records_key_oplog(struct buf *k, const char *origin, uint64_t epoch,
 		       uint64_t seq);
+/* A version vector's key (origin \0 epoch) into its origin (non-empty,
+ * borrowed) and epoch; 0 or GD_EPROTO. */
+int records_vv_parse(const void *key,
+                     size_t klen,
+                     struct records_span *origin,
+                     uint64_t *epoch);
+/* An oplog key (origin \0 epoch seq) into its parts; 0 or GD_EPROTO. */
+int records_oplog_parse(const void *key,
+                        size_t klen,
+                        struct records_span *origin,
+                        uint64_t *epoch,
+                        uint64_t *seq);
 /* The key of the record an LWW operation writes: its field 1 (name or
  * user), for a grant user \0 net \0 session, for an address revocation
  * user \0 net. */

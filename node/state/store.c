@@ -21,6 +21,7 @@
 #include "grantd.pb-c.h"
 #include "log.h"
 #include "store.h"
+#include "xalloc.h"
 #include "banned.h"
 
 static const char *const cf_names[CF__COUNT] = {
@@ -142,12 +143,10 @@ static void budget(struct store *s)
 int store_open(struct store **out, bool *created, const char *path,
 	       const uint8_t seal_key[STORE_SEAL_KEY_LEN])
 {
-	struct store *s = calloc(1, sizeof(*s));
+	struct store *s = xcalloc(1, sizeof(*s));
 	char *err = NULL;
 	struct stat st;
 
-	if (!s)
-		abort();
 	*out = NULL;
 	memcpy(s->key, seal_key, STORE_SEAL_KEY_LEN);
 	randombytes_buf(s->nonce_prefix, sizeof(s->nonce_prefix));
@@ -327,9 +326,7 @@ int store_get(struct store *s, struct store_batch *b, enum store_cf cf,
 
 int store_batch_new(struct store_batch **out, struct store *s)
 {
-	struct store_batch *b = calloc(1, sizeof(*b));
-	if (!b)
-		abort();
+	struct store_batch *b = xcalloc(1, sizeof(*b));
 	b->s = s;
 	b->wb = rocksdb_writebatch_wi_create(0, 1);
 	*out = b;
@@ -383,10 +380,8 @@ void store_batch_clear(struct store_batch *b)
 
 int store_view_new(struct store_batch **out, struct store *s)
 {
-	struct store_batch *b = calloc(1, sizeof(*b));
+	struct store_batch *b = xcalloc(1, sizeof(*b));
 
-	if (!b)
-		abort();
 	b->s = s;
 	b->snap = rocksdb_create_snapshot(s->db);
 	b->ropts = rocksdb_readoptions_create();
@@ -406,10 +401,9 @@ bool store_batch_is_view(const struct store_batch *b)
 /* A view is never written: a caller that tries has a bug. */
 static void refuse_view(const struct store_batch *b, const char *what)
 {
-	if (b->snap) {
+	if (b->snap)
 		log_error("store %s on a read view (a bug)", what);
-		abort();
-	}
+	GD_ASSERT(!b->snap);
 }
 
 void store_put(struct store_batch *b, enum store_cf cf, const void *key,
@@ -442,12 +436,7 @@ int store_batch_count(struct store_batch *b)
 void store_batch_savepoint(struct store_batch *b)
 {
 	refuse_view(b, "save point");
-	if (b->nsaves == b->capsaves) {
-		b->capsaves = b->capsaves ? 2 * b->capsaves : 16;
-		b->saves = realloc(b->saves, b->capsaves);
-		if (!b->saves)
-			abort();
-	}
+	GD_GROW(b->saves, b->capsaves, b->nsaves + 1);
 	rocksdb_writebatch_wi_set_save_point(b->wb);
 	b->saves[b->nsaves++] = 1;
 }
@@ -566,12 +555,7 @@ static int read_sealed(struct store *s, struct store_batch *b,
 			continue;
 		store_iter_new(&it, s, b, (enum store_cf)cf, "", 0);
 		for (;;) {
-			if (n == cap) {
-				cap = cap ? 2 * cap : 64;
-				v = realloc(v, cap * sizeof(*v));
-				if (!v)
-					abort();
-			}
+			GD_GROW(v, cap, n + 1);
 			memset(&v[n], 0, sizeof(v[n]));
 			rc = store_iter_next(it, &key, &klen, &v[n].val);
 			if (rc <= 0) {
@@ -621,9 +605,7 @@ int store_iter_new(struct store_iter **out, struct store *s,
 		   struct store_batch *b, enum store_cf cf, const void *prefix,
 		   size_t plen)
 {
-	struct store_iter *it = calloc(1, sizeof(*it));
-	if (!it)
-		abort();
+	struct store_iter *it = xcalloc(1, sizeof(*it));
 	it->s = s;
 	it->cf = cf;
 	it->view = b && b->snap ? b : NULL;
@@ -632,9 +614,7 @@ int store_iter_new(struct store_iter **out, struct store *s,
 	if (b && !b->snap)
 		it->it = rocksdb_writebatch_wi_create_iterator_with_base_cf(
 			b->wb, it->it, s->cf[cf]);
-	it->prefix = malloc(plen ? plen : 1);
-	if (!it->prefix)
-		abort();
+	it->prefix = xmalloc(plen ? plen : 1);
 	if (plen) /* prefix may be NULL for the whole family */
 		memcpy(it->prefix, prefix, plen);
 	it->plen = plen;
@@ -650,9 +630,7 @@ int store_iter_new_at(struct store_iter **out, struct store *s,
 	int rc = store_iter_new(out, s, b, cf, prefix, plen);
 	if (rc < 0)
 		return rc;
-	(*out)->start = malloc(slen ? slen : 1);
-	if (!(*out)->start)
-		abort();
+	(*out)->start = xmalloc(slen ? slen : 1);
 	memcpy((*out)->start, start, slen);
 	(*out)->slen = slen;
 	return 0;
@@ -696,9 +674,7 @@ int store_iter_next(struct store_iter *it, const char **key, size_t *klen,
 void store_iter_seek(struct store_iter *it, const void *key, size_t klen)
 {
 	free(it->start);
-	it->start = malloc(klen ? klen : 1);
-	if (!it->start)
-		abort();
+	it->start = xmalloc(klen ? klen : 1);
 	memcpy(it->start, key, klen);
 	it->slen = klen;
 	it->started = false;

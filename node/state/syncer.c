@@ -11,8 +11,10 @@
 #include "err.h"
 #include "log.h"
 #include "metrics.h"
+#include "pipe.h"
 #include "syncer.h"
 #include "thread.h"
+#include "xalloc.h"
 #include "banned.h"
 
 struct syncer {
@@ -35,23 +37,21 @@ static void *syncer_main(void *arg)
 	}
 	for (;;) {
 		uint64_t t, max = 0, commits = 1, t0;
-		int n = zmq_recv(pipe, &t, sizeof(t), 0);
-		if (n < 0 && zmq_errno() == EINTR)
+		int got = pipe_recv_ticket(pipe, &t, 0);
+		if (got == GD_EIO && zmq_errno() == EINTR)
 			continue; /* thread_start blocks signals; still */
-		if (n < 0)
-			break;
-		if (n != sizeof(t) || t == UINT64_MAX)
-			break; /* stop */
+		if (got != PIPE_SYNC)
+			break; /* stop, or the pipe is gone */
 		max = t;
 		/* every ticket already waiting rides on the same fsync */
-		while (zmq_recv(pipe, &t, sizeof(t), ZMQ_DONTWAIT) ==
-		       sizeof(t)) {
-			if (t == UINT64_MAX)
-				goto stop;
+		while ((got = pipe_recv_ticket(pipe, &t, ZMQ_DONTWAIT)) ==
+		       PIPE_SYNC) {
 			if (t > max)
 				max = t;
 			commits++;
 		}
+		if (got == PIPE_SYNC_STOP)
+			goto stop;
 		t0 = clock_mono_us();
 		if (store_sync(sy->store) < 0) {
 			log_error("fsync of the write-ahead log failed: "
@@ -64,7 +64,7 @@ static void *syncer_main(void *arg)
 					clock_mono_us() - t0);
 			metrics_observe(&sy->counts->commit_batches, commits);
 		}
-		zmq_send(pipe, &max, sizeof(max), 0);
+		pipe_send_ticket(pipe, PIPE_SYNC, max);
 	}
 stop:
 	zmq_close(pipe);
@@ -74,11 +74,9 @@ stop:
 int syncer_start(struct syncer **out, struct store *s, void *zctx,
 		 struct metrics_counts *counts)
 {
-	struct syncer *sy = calloc(1, sizeof(*sy));
+	struct syncer *sy = xcalloc(1, sizeof(*sy));
 	int zero = 0;
 
-	if (!sy)
-		abort();
 	sy->store = s;
 	sy->zctx = zctx;
 	sy->counts = counts;
@@ -102,11 +100,9 @@ int syncer_start(struct syncer **out, struct store *s, void *zctx,
 void syncer_destroy(struct syncer **sp)
 {
 	struct syncer *sy = *sp;
-	uint64_t stop = UINT64_MAX;
-
 	if (!sy)
 		return;
-	zmq_send(sy->pipe, &stop, sizeof(stop), 0);
+	pipe_send_ticket(sy->pipe, PIPE_SYNC_STOP, 0);
 	pthread_join(sy->thread, NULL);
 	zmq_close(sy->pipe);
 	free(sy);
@@ -115,7 +111,7 @@ void syncer_destroy(struct syncer **sp)
 
 void syncer_request(struct syncer *sy, uint64_t ticket)
 {
-	zmq_send(sy->pipe, &ticket, sizeof(ticket), 0);
+	pipe_send_ticket(sy->pipe, PIPE_SYNC, ticket);
 }
 
 void *syncer_socket(struct syncer *sy)
@@ -126,7 +122,8 @@ void *syncer_socket(struct syncer *sy)
 uint64_t syncer_done(struct syncer *sy)
 {
 	uint64_t t;
-	if (zmq_recv(sy->pipe, &t, sizeof(t), ZMQ_DONTWAIT) != sizeof(t))
+
+	if (pipe_recv_ticket(sy->pipe, &t, ZMQ_DONTWAIT) != PIPE_SYNC)
 		return 0;
 	return t;
 }

@@ -23,11 +23,10 @@
 #include "repos.h"
 #include "syncer.h"
 #include "writer.h"
+#include "xalloc.h"
 #include "banned.h"
 
-#define SWEEP_INTERVAL_MS (6ULL * 3600 * 1000)
 #define SWEEP_MAX 100000
-#define REPOS_RETRY_MS 5000
 
 /* A committed batch not yet durable. */
 struct ticket {
@@ -54,6 +53,9 @@ struct writer {
 	bool gitolite;
 	writer_view_fn view_fn;
 	void *view_payload;
+	writer_publish_fn publish_fn;
+	writer_durable_fn durable_fn;
+	void *publish_payload;
 	struct store_batch *batch;
 	uint64_t ticket;            /* last taken */
 	uint64_t durable;           /* last the syncer covered */
@@ -61,16 +63,12 @@ struct writer {
 	struct hold *hhead, *htail;
 	struct store_batch *view;   /* newest durable state */
 	struct buf repos_retry;     /* repositories to make again */
-	uint64_t repos_retry_at;
-	uint64_t last_sweep;        /* 0: sweep at the first tick */
 };
 
 int writer_open(struct writer **out, const struct writer_opts *o)
 {
-	struct writer *w = calloc(1, sizeof(*w));
+	struct writer *w = xcalloc(1, sizeof(*w));
 
-	if (!w)
-		abort();
 	w->store = o->store;
 	w->ops = o->ops;
 	w->syncer = o->syncer;
@@ -79,6 +77,9 @@ int writer_open(struct writer **out, const struct writer_opts *o)
 	w->gitolite = o->gitolite;
 	w->view_fn = o->view_fn;
 	w->view_payload = o->view_payload;
+	w->publish_fn = o->publish_fn;
+	w->durable_fn = o->durable_fn;
+	w->publish_payload = o->publish_payload;
 	store_batch_new(&w->batch, o->store);
 	if (!w->view_fn)
 		store_view_new(&w->view, o->store);
@@ -138,15 +139,19 @@ void writer_discard(struct writer *w)
 
 /* Repositories whose records the batch made live get their directories
  * now that it is committed; one that cannot be made (a full disk, a bad
- * permission) is tried again every REPOS_RETRY_MS, and at the next start
- * (main.c's startup pass).  Beside gitolite one not there yet is left to
+ * permission) is tried again by writer_retry_repos (a row of main.c's
+ * cron), and at the next start (main.c's startup pass).  Beside gitolite one not there yet is left to
  * gitolite, which makes it when it compiles its admin repository; gitrepl
  * waits for the directory, so no retry here. */
 static void follow_repos(struct writer *w)
 {
-	if (w->ops->repos_touched.len)
+	struct buf names = BUF_INIT;
+
+	ops_take_repos(w->ops, &names);
+	if (names.len)
 		repos_follow(w->store, w->repo_dir, w->hook, !w->gitolite,
-			     &w->ops->repos_touched, &w->repos_retry);
+			     &names, &w->repos_retry);
+	buf_free(&names);
 }
 
 int writer_commit(struct writer *w, uint64_t *ticket)
@@ -169,16 +174,16 @@ int writer_commit(struct writer *w, uint64_t *ticket)
 		return rc;
 	}
 	follow_repos(w);
-	if (!wrote && !w->ops->outbox.len) {
+	struct buf out = BUF_INIT;
+	ops_take_outbox(w->ops, &out);
+	if (!wrote && !out.len) {
+		buf_free(&out);
 		*ticket = w->ticket;
 		return 0;
 	}
-	t = calloc(1, sizeof(*t));
-	if (!t)
-		abort();
+	t = xcalloc(1, sizeof(*t));
 	t->ticket = ++w->ticket;
-	t->ops = w->ops->outbox; /* published with its durability */
-	memset(&w->ops->outbox, 0, sizeof(w->ops->outbox));
+	t->ops = out; /* published with its durability */
 	store_view_new(&t->view, w->store);
 	if (w->tail)
 		w->tail->next = t;
@@ -199,9 +204,7 @@ void writer_hold(struct writer *w, uint64_t ticket, writer_done_fn done,
 		done(item, true);
 		return;
 	}
-	h = calloc(1, sizeof(*h));
-	if (!h)
-		abort();
+	h = xcalloc(1, sizeof(*h));
 	h->ticket = ticket;
 	h->done = done;
 	h->item = item;
@@ -218,9 +221,9 @@ void *writer_socket(struct writer *w)
 }
 
 /* Everything up to ticket is on disk: its operations go to peers, the
- * newest view to the readers, and only then are the callers answered. */
-static void finish(struct writer *w, uint64_t ticket,
-		   writer_publish_fn publish, void *payload)
+ * newest view to the readers, and only then are the callers answered;
+ * last the publisher hears how far durability got. */
+static void finish(struct writer *w, uint64_t ticket)
 {
 	struct store_batch *view = NULL;
 
@@ -234,8 +237,8 @@ static void finish(struct writer *w, uint64_t ticket,
 		store_batch_free(&view); /* the newest is enough */
 		view = t->view;
 		t->view = NULL;
-		if (publish && t->ops.len)
-			publish(&t->ops, payload);
+		if (w->publish_fn && t->ops.len)
+			w->publish_fn(&t->ops, w->publish_payload);
 		ticket_free(t);
 	}
 	if (view && w->view_fn) {
@@ -252,27 +255,27 @@ static void finish(struct writer *w, uint64_t ticket,
 		h->done(h->item, true);
 		free(h);
 	}
+	if (w->durable_fn)
+		w->durable_fn(w->durable, w->publish_payload);
 }
 
-uint64_t writer_synced(struct writer *w, writer_publish_fn publish,
-		       void *payload)
+uint64_t writer_synced(struct writer *w)
 {
 	uint64_t t = syncer_done(w->syncer);
 
 	if (t)
-		finish(w, t, publish, payload);
+		finish(w, t);
 	return t;
 }
 
-void writer_drain(struct writer *w, writer_publish_fn publish,
-		  void *payload)
+void writer_drain(struct writer *w)
 {
 	while (w->head || w->hhead) {
 		zmq_pollitem_t it = { syncer_socket(w->syncer), 0, ZMQ_POLLIN,
 				      0 };
 		if (zmq_poll(&it, 1, 10000) <= 0)
 			break;
-		writer_synced(w, publish, payload);
+		writer_synced(w);
 	}
 }
 
@@ -293,7 +296,7 @@ struct store_batch *writer_view(struct writer *w)
 
 /* Forget grants long expired, through the batch so the digest follows.
  * A sweep that fails took its deletions back (ops_sweep_grants). */
-static void sweep_grants(struct writer *w)
+void writer_sweep(struct writer *w)
 {
 	uint64_t t;
 	/* expiry is a time of day: the wall clock */
@@ -306,18 +309,15 @@ static void sweep_grants(struct writer *w)
 		log_error("expired grants not swept: %s", gd_strerror(k));
 }
 
-void writer_tick(struct writer *w, uint64_t now_ms)
+void writer_retry_repos(struct writer *w)
 {
-	if (w->repos_retry.len && now_ms >= w->repos_retry_at) {
-		struct buf again = w->repos_retry;
-		w->repos_retry = (struct buf)BUF_INIT;
-		repos_follow(w->store, w->repo_dir, w->hook, !w->gitolite,
-			     &again, &w->repos_retry);
-		buf_free(&again);
-		w->repos_retry_at = now_ms + REPOS_RETRY_MS;
-	}
-	if (!w->last_sweep || now_ms - w->last_sweep > SWEEP_INTERVAL_MS) {
-		sweep_grants(w);
-		w->last_sweep = now_ms;
-	}
+	struct buf again = w->repos_retry;
+
+	if (!again.len)
+		return;
+	w->repos_retry = (struct buf)BUF_INIT;
+	repos_follow(w->store, w->repo_dir, w->hook, !w->gitolite, &again,
+		     &w->repos_retry);
+	buf_free(&again);
 }
+

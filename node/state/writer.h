@@ -17,8 +17,10 @@
  *   writer_hold()    keeps a caller's item (control's held replies) until
  *                    its ticket is durable.
  *   writer_synced()  the syncer's answer: for every ticket now durable,
- *                    publishes the operations to peers and the newest read
- *                    view to readers, then hands back the held items.
+ *                    publishes the operations to peers (o->publish_fn)
+ *                    and the newest read view to readers (o->view_fn),
+ *                    then hands back the held items, and last tells the
+ *                    publisher how far durability got (o->durable_fn).
  *                    So a reader, a peer and a caller all see a batch only
  *                    once it is on disk.
  *
@@ -43,6 +45,14 @@ struct writer;
  * the callee (readers_publish). */
 typedef void (*writer_view_fn)(struct store_batch *view, void *payload);
 
+/* Packed operations of a durable batch, as ops.outbox holds them
+ * (repl_publish); ops stays the writer's. */
+typedef void (*writer_publish_fn)(struct buf *ops, void *payload);
+
+/* Every ticket up to ticket is durable now, its operations published and
+ * its held items ended (repl_synced: the latency samples close). */
+typedef void (*writer_durable_fn)(uint64_t ticket, void *payload);
+
 struct writer_opts {
 	struct store *store;
 	struct ops *ops;          /* the node's, borrowed */
@@ -56,11 +66,12 @@ struct writer_opts {
 	/* where durable views go (NULL: kept, for writer_view()) */
 	writer_view_fn view_fn;
 	void *view_payload;
+	/* the publisher: where durable operations go, and who hears how
+	 * far durability got (NULL: nobody; both get publish_payload) */
+	writer_publish_fn publish_fn;
+	writer_durable_fn durable_fn;
+	void *publish_payload;
 };
-
-/* Packed operations of a durable batch, as ops.outbox holds them
- * (repl_publish). */
-typedef void (*writer_publish_fn)(struct buf *ops, void *payload);
 
 /* A held item's end: durable is true once its ticket is on disk, false
  * when the writer goes away first (then only free it: the caller sees the
@@ -104,15 +115,14 @@ void writer_hold(struct writer *w, uint64_t ticket, writer_done_fn done,
 void *writer_socket(struct writer *w);
 
 /* Read the syncer's answer and finish every ticket it covers: publish
- * the operations (publish may be NULL), hand over the newest read view,
- * end the held items.  Returns the ticket now durable (0: no answer). */
-uint64_t writer_synced(struct writer *w, writer_publish_fn publish,
-		       void *payload);
+ * the operations (o->publish_fn), hand over the newest read view, end the
+ * held items, then o->durable_fn.  Returns the ticket now durable (0: no
+ * answer). */
+uint64_t writer_synced(struct writer *w);
 
 /* At shutdown: wait (10 s at most) for every ticket taken, finishing
  * them as writer_synced() does. */
-void writer_drain(struct writer *w, writer_publish_fn publish,
-		  void *payload);
+void writer_drain(struct writer *w);
 
 /* The last ticket taken, and the last one durable. */
 uint64_t writer_ticket(const struct writer *w);
@@ -123,11 +133,12 @@ uint64_t writer_durable(const struct writer *w);
  * next writer_synced().  NULL when the views go to o->view_fn. */
 struct store_batch *writer_view(struct writer *w);
 
-/* Periodic work, from the loop: repositories whose directory could not be
- * made are tried again, and every SWEEP interval the expired grants are
- * forgotten (ops_sweep_grants, in the batch, committed here).  now_ms is
- * the monotonic clock (clock_mono_ms); the sweep reads the wall clock for
- * expiries itself. */
-void writer_tick(struct writer *w, uint64_t now_ms);
+/* Periodic work, rows of main.c's cron (their periods are there):
+ * repositories whose directory could not be made are tried again
+ * (writer_retry_repos; nothing when none waits), and the expired grants
+ * are forgotten (writer_sweep: ops_sweep_grants in the batch, committed
+ * here; it reads the wall clock for expiries itself). */
+void writer_retry_repos(struct writer *w);
+void writer_sweep(struct writer *w);
 
 #endif

@@ -1,10 +1,10 @@
 /*
  * fuzz_control_request.c: the control-socket request decoder.
  *
- * control_decode() is the first code every byte from the user and admin
+ * request_decode() is the first code every byte from the user and admin
  * sockets meets; it must be safe on any input (SPEC 2.5).  Besides not
  * crashing, a request it accepts must be one the rest of the node can rely
- * on, so the checks below hold control.h's promises: a message is handed
+ * on, so the checks below hold request.h's promises: a message is handed
  * out on success and only then, and a refusal comes with a reason.
  */
 #include <stdint.h>
@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "buf.h"
-#include "control.h"
+#include "request.h"
 #include "err.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -22,7 +22,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	Grantd__V1__Request *req = NULL;
 	struct buf err = BUF_INIT;
 
-	int rc = control_decode(&req, data, size, &err);
+	int rc = request_decode(&req, data, size, &err);
 	if (rc == 0) {
 		if (!req || !req->cmd)
 			abort();

@@ -81,6 +81,19 @@ t_expect 2 "a data_dir $T_USER may not write: exit 2" "$GD_BIN/grantd" -t --conf
 t_has "names it with the chown" "$ERR" "data_dir $T_SITE/data: $T_USER may not write it"
 chown "$T_USER:" "$T_SITE/data"
 
+# a socket directory root owns the parent of (/run/grantd before systemd's
+# RuntimeDirectory= made it): root's check warns, the account's refuses
+mkdir -m 0755 "$T_DIR/rootrun"
+f=$(variant rootrun -e "s|^user_socket = .*|user_socket = $T_DIR/rootrun/grantd/user.sock|")
+chmod 644 "$f"
+t_expect 0 "root's -t: a socket directory $T_USER cannot make is a warning" "$GD_BIN/grantd" -t --config "$f"
+t_has "naming systemd's RuntimeDirectory=" "$ERR" "warning: the directory of user_socket $T_DIR/rootrun/grantd does not exist"
+t_has "and the fix" "$ERR" "RuntimeDirectory="
+if command -v setpriv >/dev/null; then
+	t_expect 2 "the same -t as $T_USER (ExecStartPre): exit 2" \
+		setpriv --reuid="$T_USER" --regid="$T_USER" --clear-groups "$GD_BIN/grantd" -t --config "$f"
+fi
+
 t_section "a start as root over $T_USER's files"
 t_expect 2 "grantd as root refuses to start" timeout 20 "$GD_BIN/grantd" --config "$CONF"
 t_has "and says what to run" "$ERR" "runuser -u $T_USER -- grantd --config $CONF"

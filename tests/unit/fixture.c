@@ -39,7 +39,7 @@ int fx_mkdtemp(char *dir, size_t size, const char *name, bool tmpfs)
 	if (tmpfs && stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode))
 		tmp = "/dev/shm";
 	n = snprintf(dir, size, "%s/%s.XXXXXX",
-		     tmp && *tmp && strlen(tmp) < 32 ? tmp : "/tmp", name);
+	             tmp && *tmp && strlen(tmp) < 32 ? tmp : "/tmp", name);
 	if (n < 0 || (size_t)n >= size || !mkdtemp(dir))
 		return -1;
 	return 0;
@@ -55,8 +55,11 @@ int fx_rmtree(const char *dir)
 	return 0;
 }
 
-int fx_store_open(struct store **s, struct ops *o, const char *dir,
-		  const struct config *cfg, const uint8_t *seal_key)
+int fx_store_open(struct store **s,
+                  struct ops **o,
+                  const char *dir,
+                  const struct config *cfg,
+                  const uint8_t *seal_key)
 {
 	char path[256];
 	bool created = false;
@@ -70,9 +73,181 @@ int fx_store_open(struct store **s, struct ops *o, const char *dir,
 	return 0;
 }
 
-void fx_store_close(struct store **s, struct ops *o)
+void fx_store_close(struct store **s, struct ops **o)
 {
 	if (o)
-		ops_close(o);
+		ops_destroy(o);
 	store_destroy(s);
+}
+
+/* ---- a replicating node ------------------------------------------------- */
+
+#include <zmq.h>
+
+#include "clock.h"
+#include "repl.h"
+#include "syncer.h"
+#include "writer.h"
+
+static void fx_node_publish(struct buf *ops, void *payload);
+
+int fx_node_open(struct fx_node *n,
+                 const char *parent,
+                 const char *site,
+                 const uint8_t *seal_key)
+{
+	memset(n, 0, sizeof(*n));
+	snprintf(n->site, sizeof(n->site), "%s", site);
+	if (snprintf(n->dir, sizeof(n->dir), "%s/%s", parent, site) >=
+	            (int)sizeof(n->dir) ||
+	    mkdir(n->dir, 0700) < 0)
+		return -1;
+	snprintf(n->pub_ep, sizeof(n->pub_ep), "ipc://%s/pub", n->dir);
+	snprintf(n->sync_ep, sizeof(n->sync_ep), "ipc://%s/sync", n->dir);
+	snprintf(n->repo_dir, sizeof(n->repo_dir), "%s/repos", n->dir);
+	if (zmq_curve_keypair(n->curve_pub, n->curve_sec) < 0)
+		return -1;
+	n->cfg.site = n->site;
+	n->cfg.repo_dir = n->repo_dir;
+	n->cfg.data_dir = n->dir;
+	n->cfg.publish = n->pub_ep;
+	n->cfg.sync = n->sync_ep;
+	n->cfg.oplog_retention = 7 * 24 * 3600;
+	if (fx_store_open(&n->s, &n->o, n->dir, &n->cfg, seal_key) < 0)
+		return -1;
+	if (!(n->zctx = zmq_ctx_new()) ||
+	    syncer_start(&n->sy, n->s, n->zctx, NULL) < 0)
+		return -1;
+	n->self = (struct peer_self){n->zctx, n->site, n->curve_pub,
+	                             n->curve_sec};
+	return writer_open(&n->w,
+	                   &(struct writer_opts){.store = n->s,
+	                                         .ops = n->o,
+	                                         .syncer = n->sy,
+	                                         .repo_dir = n->repo_dir,
+	                                         .publish_fn = fx_node_publish,
+	                                         .publish_payload = n}) < 0
+	               ? -1
+	               : 0;
+}
+
+void fx_node_peer(struct fx_node *n,
+                  const struct fx_node *other,
+                  enum config_role role)
+{
+	struct config_peer *p = &n->cfg.peers[n->cfg.npeers++];
+
+	p->site = (char *)other->site;
+	p->role = role;
+	p->publish = (char *)other->pub_ep;
+	p->sync = (char *)other->sync_ep;
+	memcpy(p->public_key, other->curve_pub, sizeof(p->public_key));
+}
+
+int fx_node_link(struct fx_node *n)
+{
+	if (peer_open(&n->link,
+	              &(struct peer_link_opts){.self = &n->self,
+	                                       .peers = n->cfg.peers,
+	                                       .npeers = n->cfg.npeers,
+	                                       .sync = n->cfg.sync,
+	                                       .maxmsg = 64 * 1024,
+	                                       .dropped = ops_dropped_counter(n->o)}) < 0)
+		return -1;
+	return repl_open(&n->repl, &(struct repl_opts){.ops = n->o,
+	                                               .store = n->s,
+	                                               .cfg = &n->cfg,
+	                                               .self = &n->self,
+	                                               .link = n->link,
+	                                               .writer = n->w}) < 0
+	               ? -1
+	               : 0;
+}
+
+void fx_node_close(struct fx_node *n)
+{
+	repl_destroy(&n->repl);
+	peer_close(&n->link);
+	writer_destroy(&n->w);
+	syncer_destroy(&n->sy);
+	if (n->zctx)
+		zmq_ctx_term(n->zctx);
+	n->zctx = NULL;
+	if (n->o && n->s)
+		fx_store_close(&n->s, &n->o);
+	buf_free(&n->published);
+}
+
+/* writer_synced's publish: keep a copy, then repl_publish. */
+static void fx_node_publish(struct buf *ops, void *payload)
+{
+	struct fx_node *n = payload;
+	size_t off = 0;
+
+	buf_add(&n->published, ops->p, ops->len);
+	while (off + 4 <= ops->len) {
+		const uint8_t *p = (const uint8_t *)ops->p + off;
+		off += 4 + ((size_t)p[0] << 24 | (size_t)p[1] << 16 |
+		            (size_t)p[2] << 8 | p[3]);
+		n->npublished++;
+	}
+	if (n->repl)
+		repl_publish(ops, n->repl);
+	else
+		buf_reset(ops);
+}
+
+void fx_nodes_round(struct fx_node *const *nodes, int n, int ms)
+{
+	zmq_pollitem_t items[64];
+	int k = 0;
+
+	for (int i = 0; i < n; i++) {
+		if (nodes[i]->repl)
+			k += repl_pollitems(nodes[i]->repl, items + k, 60 - k);
+		if (k < 64)
+			items[k++] = (zmq_pollitem_t){
+			        writer_socket(nodes[i]->w), 0, ZMQ_POLLIN, 0};
+	}
+	zmq_poll(items, k, ms);
+	for (int i = 0; i < n; i++) {
+		struct fx_node *x = nodes[i];
+		zmq_pollitem_t it = {writer_socket(x->w), 0, ZMQ_POLLIN, 0};
+		if (x->repl)
+			repl_handle(x->repl);
+		while (zmq_poll(&it, 1, 0) == 1)
+			writer_synced(x->w);
+		if (x->repl)
+			repl_tick(x->repl, clock_mono_ms());
+	}
+}
+
+int fx_node_grants(struct fx_node *n, int k, int wait_ms)
+{
+	struct fx_node *one[] = {n};
+	int before = n->npublished;
+	uint64_t t;
+
+	for (int i = 0; i < k; i++) {
+		Grantd__V1__Op op = GRANTD__V1__OP__INIT;
+		Grantd__V1__Grant g = GRANTD__V1__GRANT__INIT;
+		char user[32];
+		snprintf(user, sizeof(user), "user%d", before + i);
+		g.user = user;
+		g.net = "192.0.2.7/32";
+		g.session = "";
+		g.added = 1700000000, g.has_added = 1;
+		g.expires = 4102444800, g.has_expires = 1; /* 2100 */
+		g.site = n->site;
+		op.body_case = GRANTD__V1__OP__BODY_GRANT;
+		op.grant = &g;
+		if (ops_local(n->o, writer_batch(n->w), &op) < 0)
+			return -1;
+	}
+	if (writer_commit(n->w, &t) < 0)
+		return -1;
+	for (uint64_t end = clock_mono_ms() + (uint64_t)wait_ms;
+	     n->npublished < before + k && clock_mono_ms() < end;)
+		fx_nodes_round(one, 1, 10);
+	return n->npublished == before + k ? 0 : -1;
 }

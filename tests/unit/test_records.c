@@ -462,6 +462,46 @@ static void test_promise_key(void **state)
 	buf_free(&b);
 }
 
+/* The version vector's and the oplog's keys parse back into their parts
+ * (repl and ops read them); anything else is GD_EPROTO. */
+static void test_vv_and_oplog_keys(void **state)
+{
+	struct buf k = BUF_INIT;
+	struct records_span origin;
+	uint64_t epoch, seq;
+
+	(void)state;
+	/* an epoch and a seq with NULs in them: the first NUL ends origin */
+	records_key_vv(&k, "site-a", 0x0100000000000200ULL);
+	assert_int_equal(records_vv_parse(k.p, k.len, &origin, &epoch), 0);
+	assert_int_equal(origin.len, 6);
+	assert_memory_equal(origin.p, "site-a", 6);
+	assert_true(epoch == 0x0100000000000200ULL);
+	assert_int_equal(records_oplog_parse(k.p, k.len, &origin, &epoch, &seq),
+	                 GD_EPROTO);
+	assert_int_equal(records_vv_parse(k.p, k.len - 1, &origin, &epoch),
+	                 GD_EPROTO);
+	records_key_oplog(&k, "b", 7, 0xff00000000000001ULL);
+	assert_int_equal(records_oplog_parse(k.p, k.len, &origin, &epoch, &seq),
+	                 0);
+	assert_true(origin.len == 1 && origin.p[0] == 'b');
+	assert_true(epoch == 7 && seq == 0xff00000000000001ULL);
+	assert_int_equal(records_vv_parse(k.p, k.len, &origin, &epoch),
+	                 GD_EPROTO);
+	buf_add(&k, "x", 1);
+	assert_int_equal(records_oplog_parse(k.p, k.len, &origin, &epoch, &seq),
+	                 GD_EPROTO);
+	/* no origin, no NUL, nothing */
+	static const char no_origin[] = { 0, 1, 2, 3, 4, 5, 6, 7, 8 };
+	assert_int_equal(records_vv_parse(no_origin, 9, &origin, &epoch),
+	                 GD_EPROTO);
+	assert_int_equal(records_vv_parse("abcdefghij", 10, &origin, &epoch),
+	                 GD_EPROTO);
+	assert_int_equal(records_oplog_parse("", 0, &origin, &epoch, &seq),
+	                 GD_EPROTO);
+	buf_free(&k);
+}
+
 /* SPEC 9: a mirror holds repositories, their settings and users' public
  * keys, and nothing that could validate or replay a token, nothing that
  * grants a push, and no local bookkeeping. */
@@ -488,18 +528,19 @@ static void test_mirror_rows(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_mirror_rows),
-		cmocka_unit_test(test_promise_key),
-		cmocka_unit_test(test_every_family_has_one_row),
-		cmocka_unit_test(test_enum_values_stay),
-		cmocka_unit_test(test_snapshot_is_every_replicated_family),
-		cmocka_unit_test(test_sealed),
-		cmocka_unit_test(test_every_op_body_has_a_family),
-		cmocka_unit_test(test_ops_check_knows_every_body),
-		cmocka_unit_test(test_lww_records_keep_key_and_stamp),
-		cmocka_unit_test(test_live),
-		cmocka_unit_test(test_keys_and_parsers),
-		cmocka_unit_test(test_fingerprint_is_sshs),
+	        cmocka_unit_test(test_mirror_rows),
+	        cmocka_unit_test(test_promise_key),
+	        cmocka_unit_test(test_vv_and_oplog_keys),
+	        cmocka_unit_test(test_every_family_has_one_row),
+	        cmocka_unit_test(test_enum_values_stay),
+	        cmocka_unit_test(test_snapshot_is_every_replicated_family),
+	        cmocka_unit_test(test_sealed),
+	        cmocka_unit_test(test_every_op_body_has_a_family),
+	        cmocka_unit_test(test_ops_check_knows_every_body),
+	        cmocka_unit_test(test_lww_records_keep_key_and_stamp),
+	        cmocka_unit_test(test_live),
+	        cmocka_unit_test(test_keys_and_parsers),
+	        cmocka_unit_test(test_fingerprint_is_sshs),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,322 @@
+/*
+ * repl_xfer.c: state transfer.  When a peer's log no longer reaches what
+ * we lack, the replicated families (records.h, in table order) are copied
+ * from it in bounded batches, each record merged with the checks a live
+ * operation gets (ops_merge_record); the sender's vector comes with the
+ * first reply and is raised into ours only when every family is merged
+ * and no record was refused, and then no further than the sender can
+ * prove (snap_vv_cap).  A transfer cut in the middle (no reply within
+ * RANGE_TIMEOUT_MS) is dropped and starts over from the first family: the
+ * records merged so far are harmless (a merge never goes backwards), and
+ * the vector, never raised, still asks for what is missing.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <sodium.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "err.h"
+#include "log.h"
+#include "repl_int.h"
+#include "xalloc.h"
+#include "banned.h"
+
+/* the replicated families, in table order (records.h) */
+static const enum store_cf repl_xfer_cfs[] = {GD_RECORD_KINDS(RECORDS_SNAP_CF)};
+
+void repl_xfer_free(struct repl_xfer *sn)
+{
+	for (size_t i = 0; i < sn->nvv; i++) {
+		free(sn->vv[i]->origin);
+		free(sn->vv[i]);
+	}
+	free(sn->vv);
+	buf_free(&sn->after);
+	memset(sn, 0, sizeof(*sn));
+}
+
+static void snap_request(struct repl *r, uint64_t now_ms)
+{
+	struct repl_xfer *sn = &r->xfer;
+	Grantd__V1__PeerMsg m;
+	Grantd__V1__SnapReq rq = GRANTD__V1__SNAP_REQ__INIT;
+
+	GD_ASSERT(sn->p && sn->cf < (int)GD_ARRAY_SIZE(repl_xfer_cfs));
+	peer_msg_init(r->self, &m);
+	rq.cf = (uint32_t)repl_xfer_cfs[sn->cf], rq.has_cf = 1;
+	if (sn->after.len) {
+		rq.after.data = (uint8_t *)sn->after.p;
+		rq.after.len = sn->after.len;
+		rq.has_after = 1;
+	}
+	rq.max = SNAP_MAX_RECORDS, rq.has_max = 1;
+	m.body_case = GRANTD__V1__PEER_MSG__BODY_SNAP_REQ;
+	m.snap_req = &rq;
+	peer_send(sn->p->dealer, &m, NULL, 0);
+	sn->sent_ms = now_ms;
+}
+
+void repl_xfer_start(struct repl *r, struct repl_peer *p, uint64_t now_ms)
+{
+	if (r->xfer.p)
+		return;
+	r->xfer.p = p;
+	log_info("state transfer started peer=%s (behind its operation log)",
+	         p->cfg->site);
+	snap_request(r, now_ms);
+}
+
+static void serve_snap(struct repl *r,
+                       const struct peer_req *req,
+                       const Grantd__V1__SnapReq *rq)
+{
+	Grantd__V1__PeerMsg m;
+	Grantd__V1__SnapRep rep = GRANTD__V1__SNAP_REP__INIT;
+	Grantd__V1__Heartbeat hb = GRANTD__V1__HEARTBEAT__INIT;
+	struct store_iter *it;
+	struct buf v = BUF_INIT;
+	ProtobufCBinaryData *keys, *vals;
+	const char *key;
+	size_t klen, bytes = 0;
+	uint32_t max = rq->max && rq->max < SNAP_MAX_RECORDS ? rq->max
+	                                                     : SNAP_MAX_RECORDS;
+	bool known = false;
+	int rc = 0;
+
+	for (size_t i = 0; i < GD_ARRAY_SIZE(repl_xfer_cfs); i++)
+		known |= rq->cf == (uint32_t)repl_xfer_cfs[i];
+	if (!known || rq->after.len > 4096) {
+		repl_dropped(r, 1);
+		return;
+	}
+	/* to a mirror, a family it may not hold is sent empty */
+	bool hide = repl_mirror_to(r, req->site) &&
+	            !records_mirror_visible((enum store_cf)rq->cf);
+	if (rq->cf == (uint32_t)repl_xfer_cfs[0] && !rq->has_after) {
+		/* the vector first, then the records: every record read later
+		 * is at least as new as the vector says */
+		repl_hb_fill(r, &hb);
+		rep.vv = hb.vv;
+		rep.n_vv = hb.n_vv;
+	}
+	keys = xcalloc(max, sizeof(*keys));
+	vals = xcalloc(max, sizeof(*vals));
+	if (rq->has_after)
+		store_iter_new_at(&it, r->store, NULL, rq->cf, "", 0,
+		                  rq->after.data, rq->after.len);
+	else
+		store_iter_new(&it, r->store, NULL, rq->cf, "", 0);
+	while (!hide && (rc = store_iter_next(it, &key, &klen, &v)) > 0) {
+		if (rq->has_after && klen == rq->after.len &&
+		    !memcmp(key, rq->after.data, klen))
+			continue;
+		if (rep.n_keys == max || bytes > RANGE_MAX_BYTES)
+			break;
+		keys[rep.n_keys].data = xmemdup(key, klen);
+		keys[rep.n_keys].len = klen;
+		vals[rep.n_keys].data = xmemdup(v.p, v.len);
+		vals[rep.n_keys].len = v.len;
+		bytes += klen + v.len;
+		rep.n_keys++;
+	}
+	rep.cf_done = rep.has_cf_done = hide || rc <= 0;
+	store_iter_free(&it);
+	rep.cf = rq->cf, rep.has_cf = 1;
+	rep.keys = keys;
+	rep.values = vals;
+	rep.n_values = rep.n_keys;
+	peer_msg_init(r->self, &m);
+	m.body_case = GRANTD__V1__PEER_MSG__BODY_SNAP_REP;
+	m.snap_rep = &rep;
+	peer_reply(req, &m);
+	for (size_t i = 0; i < rep.n_keys; i++) {
+		free(keys[i].data);
+		sodium_memzero(vals[i].data, vals[i].len);
+		free(vals[i].data);
+	}
+	free(keys);
+	free(vals);
+	repl_hb_free(&hb);
+	sodium_memzero(v.p, v.len);
+	buf_free(&v);
+}
+
+void repl_xfer_on_req(const struct peer_req *rq, void *payload)
+{
+	serve_snap(payload, rq, rq->m->snap_req);
+}
+
+static void snap_take_vv(struct repl_xfer *sn, Grantd__V1__SnapRep *rep)
+{
+	sn->vv = xcalloc(rep->n_vv ? rep->n_vv : 1, sizeof(*sn->vv));
+	for (size_t i = 0; i < rep->n_vv && sn->nvv < MAX_VV; i++) {
+		if (!rep->vv[i]->origin || !name_site_ok(rep->vv[i]->origin))
+			continue;
+		Grantd__V1__VvEntry *e = xmalloc(sizeof(*e));
+		*e = *rep->vv[i];
+		e->origin = xstrdup(rep->vv[i]->origin);
+		sn->vv[sn->nvv++] = e;
+	}
+}
+
+static bool known_cb(const char *origin, void *payload)
+{
+	return repl_origin_known(payload, origin);
+}
+
+/* How far a state transfer from p may raise our entry for (origin, epoch)
+ * (e->seq claimed): p speaks for its own streams, and a finished epoch of
+ * ours can never grow; another site's stream is raised no further than
+ * that site's own last heartbeat shows it (a claim beyond it would make us
+ * drop that site's later operations as duplicates). */
+static uint64_t
+snap_vv_cap(struct repl *r, struct repl_peer *p, const Grantd__V1__VvEntry *e)
+{
+	const struct repl_peer *q = repl_peer_by_site(r, e->origin);
+	uint64_t said = 0;
+
+	if (!strcmp(e->origin, p->cfg->site))
+		return e->seq;
+	if (!strcmp(e->origin, ops_site(r->ops)))
+		return e->epoch == ops_epoch(r->ops) ? 0 : e->seq;
+	for (size_t i = 0; q && q->hb && i < q->hb->n_vv; i++)
+		if (q->hb->vv[i]->epoch == e->epoch &&
+		    !strcmp(q->hb->vv[i]->origin, e->origin))
+			said = q->hb->vv[i]->seq;
+	return said < e->seq ? said : e->seq;
+}
+
+/* Every family merged: raise the vector to what the sender's vector says,
+ * as far as snap_vv_cap allows; not at all when a record was refused (we
+ * may then lack effects the vector would claim). */
+static void snap_raise(struct repl *r, struct repl_peer *p)
+{
+	struct repl_xfer *sn = &r->xfer;
+	struct ops *o = r->ops;
+	uint64_t capped = 0;
+
+	for (size_t i = 0; !sn->refused && i < sn->nvv; i++) {
+		Grantd__V1__VvEntry *e = sn->vv[i];
+		uint64_t cap = snap_vv_cap(r, p, e);
+		if (cap < e->seq &&
+		    cap < ops_vv_get(o, NULL, e->origin, e->epoch))
+			cap = ops_vv_get(o, NULL, e->origin, e->epoch);
+		if (cap < e->seq && !capped++)
+			repl_stat_refuse(r, DROP_SNAP_VECTOR, 0,
+			                 "state transfer vector "
+			                 "claim not proved peer=%s origin=%s "
+			                 "epoch=%016llx "
+			                 "seq=%llu raised_to=%llu",
+			                 p->cfg->site, e->origin,
+			                 (unsigned long long)e->epoch,
+			                 (unsigned long long)e->seq,
+			                 (unsigned long long)cap);
+		if (e->epoch != OPS_VV_RETIRED) {
+			ops_vv_raise(o, r->batch, e->origin, e->epoch, cap);
+			continue;
+		}
+		/* the origin's own vector: the sender's when it is the
+		 * origin, else the origin's last heartbeat */
+		const struct repl_peer *q = repl_peer_by_site(r, e->origin);
+		Grantd__V1__VvEntry *const *ov = NULL;
+		size_t on = 0;
+		if (!strcmp(e->origin, p->cfg->site))
+			ov = sn->vv, on = sn->nvv;
+		else if (q && q->hb)
+			ov = q->hb->vv, on = q->hb->n_vv;
+		ops_vv_raise_retired(o, r->batch, e->origin, cap, ov, on,
+		                     sn->vv, sn->nvv);
+	}
+	r->drops[DROP_SNAP_VECTOR] += capped;
+	repl_dropped(r, capped);
+	if (sn->refused)
+		log_error(
+		        "state transfer done peer=%s records=%llu refused=%llu:"
+		        " vector not raised",
+		        p->cfg->site, (unsigned long long)sn->records,
+		        (unsigned long long)sn->refused);
+	else
+		log_info("state transfer done peer=%s records=%llu "
+		         "claims_capped=%llu",
+		         p->cfg->site, (unsigned long long)sn->records,
+		         (unsigned long long)capped);
+}
+
+void repl_xfer_apply(struct repl *r,
+                     struct repl_peer *p,
+                     Grantd__V1__SnapRep *rep,
+                     uint64_t now_ms)
+{
+	struct repl_xfer *sn = &r->xfer;
+	struct ops *o = r->ops;
+	struct buf why = BUF_INIT;
+	/* the checks a live operation gets (repl_apply_op) */
+	struct ops_trust t = {((clock_wall_ms() + MAX_SKEW_MS) << 16) | 0xffff,
+	                      known_cb, r};
+
+	if (sn->p != p || rep->cf != (uint32_t)repl_xfer_cfs[sn->cf] ||
+	    rep->n_keys != rep->n_values) {
+		repl_dropped(r, 1);
+		return;
+	}
+	if (rep->n_vv && !sn->vv)
+		snap_take_vv(sn, rep);
+	if (r->cfg->role == CONFIG_ROLE_MIRROR && rep->n_values &&
+	    !records_mirror_visible((enum store_cf)rep->cf))
+		repl_stat_refuse(
+		        r, DROP_MIRROR_HIDDEN, rep->n_values,
+		        "hidden family "
+		        "sent to a mirror peer=%s cf=%s records=%zu: dropped",
+		        p->cfg->site, store_cf_name((enum store_cf)rep->cf),
+		        rep->n_values);
+	/* a mirror holds no secret family, whatever a peer sends */
+	for (size_t i = 0; (r->cfg->role != CONFIG_ROLE_MIRROR ||
+	                    records_mirror_visible((enum store_cf)rep->cf)) &&
+	                   i < rep->n_values;
+	     i++) {
+		buf_reset(&why);
+		if (ops_merge_record(o, r->batch, (enum store_cf)rep->cf,
+		                     rep->values[i].data, rep->values[i].len,
+		                     &t, &why) < 0) {
+			sn->refused++;
+			repl_stat_refuse(r, DROP_SNAP_RECORD, 1,
+			                 "state transfer record "
+			                 "dropped peer=%s cf=%u: %s",
+			                 p->cfg->site, (unsigned)rep->cf,
+			                 why.len ? why.p : "?");
+		} else {
+			sn->records++;
+		}
+	}
+	buf_free(&why);
+	r->dirty = true;
+	if (rep->n_keys) {
+		buf_reset(&sn->after);
+		buf_add(&sn->after, rep->keys[rep->n_keys - 1].data,
+		        rep->keys[rep->n_keys - 1].len);
+	}
+	if (rep->cf_done) {
+		buf_reset(&sn->after);
+		sn->cf++;
+	}
+	if (sn->cf < (int)GD_ARRAY_SIZE(repl_xfer_cfs)) {
+		snap_request(r, now_ms);
+		return;
+	}
+	snap_raise(r, p);
+	if (sn->refused)
+		repl_back_off(p, now_ms); /* not a state transfer a second */
+	repl_xfer_free(sn);
+}
+
+void repl_xfer_tick(struct repl *r, uint64_t now_ms)
+{
+	if (r->xfer.p && now_ms - r->xfer.sent_ms > RANGE_TIMEOUT_MS) {
+		log_warn("state transfer timed out peer=%s; starting over",
+		         r->xfer.p->cfg->site);
+		repl_xfer_free(&r->xfer);
+	}
+}
