@@ -3,7 +3,6 @@
  * number in Debian's build, so we feed it through our own line reader and
  * count lines there.
  */
-#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <ini.h>
@@ -14,6 +13,7 @@
 #include "config.h"
 #include "dur.h"
 #include "err.h"
+#include "confval.h"
 #include "names.h"
 #include "suggest.h"
 #include "banned.h"
@@ -211,44 +211,6 @@ static int unknown_key(struct parse_state *ps,
 	            section, list);
 }
 
-static bool endpoint_ok(const char *v)
-{
-	return !strncmp(v, "tcp://", 6) || !strncmp(v, "ipc://", 6);
-}
-
-/* A DNS name as users type it after ssh: labels of letters, digits and
- * '-', joined by '.'. */
-static bool host_ok(const char *v)
-{
-	size_t n = strlen(v);
-
-	if (n == 0 || n > 253 || v[0] == '.' || v[0] == '-' || v[n - 1] == '.')
-		return false;
-	for (const char *p = v; *p; p++)
-		if (!isalnum((unsigned char)*p) && *p != '-' &&
-		    !(*p == '.' && p[1] != '.'))
-			return false;
-	return true;
-}
-
-/* ADDRESS:PORT, the address an IPv4 dotted quad, a name, or [IPv6]. */
-static bool listen_ok(const char *v)
-{
-	const char *colon = strrchr(v, ':');
-	char *end;
-	long port;
-
-	if (!colon || colon == v)
-		return false;
-	if (v[0] == '[' && colon[-1] != ']')
-		return false;
-	if (v[0] != '[' && memchr(v, ':', (size_t)(colon - v)))
-		return false;
-	errno = 0;
-	port = strtol(colon + 1, &end, 10);
-	return !errno && end != colon + 1 && !*end && port > 0 && port < 65536;
-}
-
 static int
 set_role(struct parse_state *ps, enum config_role *dst, const char *value)
 {
@@ -298,7 +260,7 @@ static int node_key(struct parse_state *ps, const char *name, const char *value)
 			return fail(ps, "bad site name '%s'%s (use [a-z0-9-])",
 			            value, "");
 		if ((!strcmp(name, "publish") || !strcmp(name, "sync")) &&
-		    !endpoint_ok(value))
+		    !confval_endpoint(value))
 			return fail(ps,
 			            "bad endpoint '%s'%s (use "
 			            "tcp://ADDRESS:PORT)",
@@ -310,12 +272,12 @@ static int node_key(struct parse_state *ps, const char *name, const char *value)
 			            "bad log_level '%s'%s (use error, "
 			            "warn, info or debug)",
 			            value, "");
-		if (!strcmp(name, "host") && !host_ok(value))
+		if (!strcmp(name, "host") && !confval_host(value))
 			return fail(ps,
 			            "bad host '%s'%s (a DNS name: letters, "
 			            "digits, '-' and '.')",
 			            value, "");
-		if (!strcmp(name, "metrics") && !listen_ok(value))
+		if (!strcmp(name, "metrics") && !confval_listen(value))
 			return fail(ps,
 			            "bad metrics address '%s'%s (use "
 			            "ADDRESS:PORT, e.g. 127.0.0.1:9402 or "
@@ -404,7 +366,7 @@ static int peer_key(struct parse_state *ps, const char *name, const char *value)
 		char **dst = name[0] == 'p' ? &p->publish : &p->sync;
 		if (!set_str(ps, dst, name, value))
 			return 0;
-		if (!endpoint_ok(value))
+		if (!confval_endpoint(value))
 			return fail(ps,
 			            "bad endpoint '%s'%s (use "
 			            "tcp://ADDRESS:PORT)",
