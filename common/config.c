@@ -3,19 +3,19 @@
  * number in Debian's build, so we feed it through our own line reader and
  * count lines there.
  */
-#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <ini.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "config.h"
 #include "dur.h"
 #include "err.h"
+#include "confval.h"
 #include "names.h"
+#include "suggest.h"
 #include "banned.h"
 
 struct parse_state {
@@ -24,11 +24,11 @@ struct parse_state {
 	FILE *fp;
 	int line;
 	int failed;
-	struct config_peer *peer;  /* current [peer NAME] section */
+	struct config_peer *peer; /* current [peer NAME] section */
 	char *linebuf;
 	size_t linecap;
-	unsigned policy_seen;      /* bit per [policy] key already set */
-	int gitolite_line;         /* where [gitolite] began, 0 = absent */
+	unsigned policy_seen; /* bit per [policy] key already set */
+	int gitolite_line; /* where [gitolite] began, 0 = absent */
 };
 
 static int section_start(struct parse_state *ps, const char *section);
@@ -48,8 +48,10 @@ static char *reader(char *str, int num, void *stream)
 		return NULL;
 	ps->line++;
 	if (n >= num - 1) {
-		buf_printf(ps->err, "%s:%d: line too long (at most %d "
-			   "characters)", ps->cfg->path, ps->line, num - 2);
+		buf_printf(ps->err,
+		           "%s:%d: line too long (at most %d "
+		           "characters)",
+		           ps->cfg->path, ps->line, num - 2);
 		ps->failed = 1;
 		return NULL;
 	}
@@ -61,8 +63,10 @@ static char *reader(char *str, int num, void *stream)
 		char sec[256];
 		const char *end = strchr(p, ']');
 		if (!end || (size_t)(end - p - 1) >= sizeof(sec)) {
-			buf_printf(ps->err, "%s:%d: syntax error: a section "
-				   "header is [NAME]", ps->cfg->path, ps->line);
+			buf_printf(ps->err,
+			           "%s:%d: syntax error: a section "
+			           "header is [NAME]",
+			           ps->cfg->path, ps->line);
 			ps->failed = 1;
 			return NULL;
 		}
@@ -74,7 +78,7 @@ static char *reader(char *str, int num, void *stream)
 }
 
 static int fail(struct parse_state *ps, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+        __attribute__((format(printf, 2, 3)));
 
 static int fail(struct parse_state *ps, const char *fmt, ...)
 {
@@ -91,8 +95,8 @@ static int fail(struct parse_state *ps, const char *fmt, ...)
 	return 0;
 }
 
-static int set_str(struct parse_state *ps, char **dst, const char *name,
-		   const char *value)
+static int
+set_str(struct parse_state *ps, char **dst, const char *name, const char *value)
 {
 	if (*dst)
 		return fail(ps, "duplicate key '%s'%s", name, "");
@@ -104,68 +108,111 @@ static int set_str(struct parse_state *ps, char **dst, const char *name,
 	return 1;
 }
 
-static int set_int(struct parse_state *ps, int *dst, const char *name,
-		   const char *value, long lo, long hi)
+static int set_int(struct parse_state *ps,
+                   int *dst,
+                   const char *name,
+                   const char *value,
+                   long lo,
+                   long hi)
 {
 	char *end;
 	errno = 0;
 	long v = strtol(value, &end, 10);
 	if (errno || end == value || *end || v < lo || v > hi)
-		return fail(ps, "bad value for '%s': '%s' is not an integer "
-				"in range", name, value);
+		return fail(ps,
+		            "bad value for '%s': '%s' is not an integer "
+		            "in range",
+		            name, value);
 	*dst = (int)v;
 	return 1;
 }
 
-static int set_dur(struct parse_state *ps, int64_t *dst, const char *name,
-		   const char *value)
+static int set_dur(struct parse_state *ps,
+                   int64_t *dst,
+                   const char *name,
+                   const char *value)
 {
-	if (dur_parse(dst, value) < 0)
-		return fail(ps, "bad duration for '%s': '%s' (use e.g. 90s, "
-				"15m, 24h, 30d)", name, value);
-	return 1;
+	if (dur_parse(dst, value) == 0)
+		return 1;
+	if (*value && strspn(value, "0123456789") == strlen(value))
+		return fail(ps,
+		            "bad duration for '%s': '%s' has no unit "
+		            "(write e.g. %sh or %sd; units: " DUR_UNITS ")",
+		            name, value, value, value);
+	return fail(ps,
+	            "bad duration for '%s': '%s' (a number and a unit, "
+	            "" DUR_UNITS ", e.g. 90s, 15m, 24h, 30d)",
+	            name, value);
 }
 
-static bool endpoint_ok(const char *v)
+/* ---- unknown keys: "did you mean" -------------------------------------- */
+
+/* The keys of each section, for hints (and policy_key()'s duplicates;
+ * tests/man/check.py reads this table). */
+static const char *const policy_keys[] = {"grant_default",
+                                          "grant_max",
+                                          "grant_subnet",
+                                          "lockout_window",
+                                          "totp_window",
+                                          "hotp_lookahead",
+                                          "lockout_failures",
+                                          "security_keys",
+                                          "token_quorum",
+                                          "token_quorum_timeout",
+                                          NULL};
+static const char *const node_keys[] = {"site",
+                                        "data_dir",
+                                        "repo_dir",
+                                        "user_socket",
+                                        "admin_socket",
+                                        "keys_socket",
+                                        "publish",
+                                        "sync",
+                                        "secret_key",
+                                        "log_level",
+                                        "host",
+                                        "metrics",
+                                        "oplog_retention",
+                                        "role",
+                                        NULL};
+static const char *const peer_keys[] = {"publish", "sync", "public_key", "role",
+                                        NULL};
+static const char *const gitolite_keys[] = {"home", "program", NULL};
+
+/* "unknown key 'pubilsh' in [node] (did you mean publish?)"; a key of
+ * another section says which; otherwise the section's keys are listed. */
+static int unknown_key(struct parse_state *ps,
+                       const char *name,
+                       const char *section,
+                       const char *const *keys)
 {
-	return !strncmp(v, "tcp://", 6) || !strncmp(v, "ipc://", 6);
+	const char *near = suggest_nearest(name, keys);
+	char list[256];
+
+	if (near)
+		return fail(ps, "unknown key '%s' in [%s] (did you mean %s?%s)",
+		            name, section, near,
+		            !strcmp(name, "public-key")
+		                    ? " the key file spells it public-key, the "
+		                      "config public_key"
+		                    : "");
+	if (keys != policy_keys && suggest_in(name, policy_keys))
+		return fail(ps,
+		            "unknown key '%s' in [%s] (it belongs in "
+		            "[policy])",
+		            name, section);
+	if (keys != node_keys && suggest_in(name, node_keys))
+		return fail(ps,
+		            "unknown key '%s' in [%s] (it belongs in "
+		            "[node])",
+		            name, section);
+	suggest_join(list, sizeof(list), keys);
+	return fail(ps, "unknown key '%s' in [%s] (the keys there: %s)", name,
+	            section, list);
 }
 
-/* A DNS name as users type it after ssh: labels of letters, digits and
- * '-', joined by '.'. */
-static bool host_ok(const char *v)
-{
-	size_t n = strlen(v);
-
-	if (n == 0 || n > 253 || v[0] == '.' || v[0] == '-' || v[n - 1] == '.')
-		return false;
-	for (const char *p = v; *p; p++)
-		if (!isalnum((unsigned char)*p) && *p != '-' &&
-		    !(*p == '.' && p[1] != '.'))
-			return false;
-	return true;
-}
-
-/* ADDRESS:PORT, the address an IPv4 dotted quad, a name, or [IPv6]. */
-static bool listen_ok(const char *v)
-{
-	const char *colon = strrchr(v, ':');
-	char *end;
-	long port;
-
-	if (!colon || colon == v)
-		return false;
-	if (v[0] == '[' && colon[-1] != ']')
-		return false;
-	if (v[0] != '[' && memchr(v, ':', (size_t)(colon - v)))
-		return false;
-	errno = 0;
-	port = strtol(colon + 1, &end, 10);
-	return !errno && end != colon + 1 && !*end && port > 0 && port < 65536;
-}
-
-static int set_role(struct parse_state *ps, enum config_role *dst,
-		    const char *value)
+static int
+set_role(struct parse_state *ps, enum config_role *dst, const char *value)
 {
 	if (!strcmp(value, "frontend"))
 		*dst = CONFIG_ROLE_FRONTEND;
@@ -173,14 +220,15 @@ static int set_role(struct parse_state *ps, enum config_role *dst,
 		*dst = CONFIG_ROLE_MIRROR;
 	else
 		return fail(ps, "bad role '%s'%s (use frontend or mirror)",
-			    value, "");
+		            value, "");
 	return 1;
 }
 
-static int node_key(struct parse_state *ps, const char *name,
-		    const char *value)
+static int node_key(struct parse_state *ps, const char *name, const char *value)
 {
 	struct config *c = ps->cfg;
+	/* tests/man/check.py reads this table as it is */
+	/* clang-format off */
 	static const struct { const char *key; size_t off; } strs[] = {
 		{ "site", offsetof(struct config, site) },
 		{ "data_dir", offsetof(struct config, data_dir) },
@@ -195,6 +243,7 @@ static int node_key(struct parse_state *ps, const char *name,
 		{ "host", offsetof(struct config, host) },
 		{ "metrics", offsetof(struct config, metrics) },
 	};
+	/* clang-format on */
 	if (!strcmp(name, "oplog_retention"))
 		return set_dur(ps, &c->oplog_retention, name, value);
 	if (!strcmp(name, "role"))
@@ -209,42 +258,48 @@ static int node_key(struct parse_state *ps, const char *name,
 			c->secret_key_line = ps->line;
 		if (!strcmp(name, "site") && !name_site_ok(value))
 			return fail(ps, "bad site name '%s'%s (use [a-z0-9-])",
-				    value, "");
+			            value, "");
 		if ((!strcmp(name, "publish") || !strcmp(name, "sync")) &&
-		    !endpoint_ok(value))
-			return fail(ps, "bad endpoint '%s'%s (use "
-					"tcp://ADDRESS:PORT)", value, "");
+		    !confval_endpoint(value))
+			return fail(ps,
+			            "bad endpoint '%s'%s (use "
+			            "tcp://ADDRESS:PORT)",
+			            value, "");
 		if (!strcmp(name, "log_level") && strcmp(value, "error") &&
 		    strcmp(value, "warn") && strcmp(value, "info") &&
 		    strcmp(value, "debug"))
-			return fail(ps, "bad log_level '%s'%s (use error, "
-					"warn, info or debug)", value, "");
-		if (!strcmp(name, "host") && !host_ok(value))
-			return fail(ps, "bad host '%s'%s (a DNS name: letters, "
-					"digits, '-' and '.')", value, "");
-		if (!strcmp(name, "metrics") && !listen_ok(value))
-			return fail(ps, "bad metrics address '%s'%s (use "
-					"ADDRESS:PORT, e.g. 127.0.0.1:9402 or "
-					"[::1]:9402)", value, "");
+			return fail(ps,
+			            "bad log_level '%s'%s (use error, "
+			            "warn, info or debug)",
+			            value, "");
+		if (!strcmp(name, "host") && !confval_host(value))
+			return fail(ps,
+			            "bad host '%s'%s (a DNS name: letters, "
+			            "digits, '-' and '.')",
+			            value, "");
+		if (!strcmp(name, "metrics") && !confval_listen(value))
+			return fail(ps,
+			            "bad metrics address '%s'%s (use "
+			            "ADDRESS:PORT, e.g. 127.0.0.1:9402 or "
+			            "[::1]:9402)",
+			            value, "");
 		if (strstr(name, "socket") && value[0] != '/')
-			return fail(ps, "'%s' must be an absolute path, not "
-					"'%s'", name, value);
+			return fail(ps,
+			            "'%s' must be an absolute path, not "
+			            "'%s'",
+			            name, value);
 		return 1;
 	}
-	return fail(ps, "unknown key '%s' in [node]%s", name, "");
+	return unknown_key(ps, name, "node", node_keys);
 }
 
-static int policy_key(struct parse_state *ps, const char *name,
-		      const char *value)
+static int
+policy_key(struct parse_state *ps, const char *name, const char *value)
 {
 	struct config_policy *p = &ps->cfg->policy;
-	static const char *const keys[] = { "grant_default", "grant_max",
-		"grant_subnet", "lockout_window", "totp_window",
-		"hotp_lookahead", "lockout_failures", "security_keys",
-		"token_quorum", "token_quorum_timeout" };
 
-	for (size_t i = 0; i < GD_ARRAY_SIZE(keys); i++) {
-		if (strcmp(name, keys[i]))
+	for (size_t i = 0; policy_keys[i]; i++) {
+		if (strcmp(name, policy_keys[i]))
 			continue;
 		if (ps->policy_seen & (1u << i))
 			return fail(ps, "duplicate key '%s'", name);
@@ -264,14 +319,16 @@ static int policy_key(struct parse_state *ps, const char *name,
 	if (!strcmp(name, "hotp_lookahead"))
 		return set_int(ps, &p->hotp_lookahead, name, value, 0, 1000);
 	if (!strcmp(name, "security_keys")) {
-		static const char *const sk[] = { "off", "touch", "pin" };
+		static const char *const sk[] = {"off", "touch", "pin"};
 		for (size_t i = 0; i < GD_ARRAY_SIZE(sk); i++)
 			if (!strcmp(value, sk[i])) {
 				p->security_keys = (enum config_sk)i;
 				return 1;
 			}
-		return fail(ps, "bad security_keys '%s'%s (use off, touch or "
-				"pin)", value, "");
+		return fail(ps,
+		            "bad security_keys '%s'%s (use off, touch or "
+		            "pin)",
+		            value, "");
 	}
 	if (!strcmp(name, "token_quorum")) {
 		if (!strcmp(value, "local"))
@@ -279,27 +336,29 @@ static int policy_key(struct parse_state *ps, const char *name,
 		else if (!strcmp(value, "majority"))
 			p->token_quorum = CONFIG_QUORUM_MAJORITY;
 		else
-			return fail(ps, "bad token_quorum '%s'%s (use local "
-					"or majority)", value, "");
+			return fail(ps,
+			            "bad token_quorum '%s'%s (use local "
+			            "or majority)",
+			            value, "");
 		return 1;
 	}
 	if (!strcmp(name, "token_quorum_timeout")) {
 		int64_t ms;
 		if (dur_parse_ms(&ms, value) < 0 || ms < 100 || ms > 10000)
-			return fail(ps, "bad token_quorum_timeout '%s'%s (use "
-					"100ms to 10s, e.g. 500ms or 2s)",
-				    value, "");
+			return fail(ps,
+			            "bad token_quorum_timeout '%s'%s (use "
+			            "100ms to 10s, e.g. 500ms or 2s)",
+			            value, "");
 		p->token_quorum_timeout_ms = ms;
 		return 1;
 	}
 	if (!strcmp(name, "lockout_failures"))
 		/* at most 64 failures per (user, site) are kept */
 		return set_int(ps, &p->lockout_failures, name, value, 1, 64);
-	return fail(ps, "unknown key '%s' in [policy]%s", name, "");
+	return unknown_key(ps, name, "policy", policy_keys);
 }
 
-static int peer_key(struct parse_state *ps, const char *name,
-		    const char *value)
+static int peer_key(struct parse_state *ps, const char *name, const char *value)
 {
 	struct config_peer *p = ps->peer;
 
@@ -307,9 +366,11 @@ static int peer_key(struct parse_state *ps, const char *name,
 		char **dst = name[0] == 'p' ? &p->publish : &p->sync;
 		if (!set_str(ps, dst, name, value))
 			return 0;
-		if (!endpoint_ok(value))
-			return fail(ps, "bad endpoint '%s'%s (use "
-					"tcp://ADDRESS:PORT)", value, "");
+		if (!confval_endpoint(value))
+			return fail(ps,
+			            "bad endpoint '%s'%s (use "
+			            "tcp://ADDRESS:PORT)",
+			            value, "");
 		return 1;
 	}
 	if (!strcmp(name, "role"))
@@ -318,53 +379,67 @@ static int peer_key(struct parse_state *ps, const char *name,
 		if (p->public_key[0])
 			return fail(ps, "duplicate key '%s'%s", name, "");
 		if (strlen(value) != Z85_KEY_LEN)
-			return fail(ps, "bad public_key '%s'%s (want the 40 "
-					"characters grantctl keygen prints)",
-				    value, "");
+			return fail(ps,
+			            "bad public_key '%s'%s (want the 40 "
+			            "characters grantctl keygen prints)",
+			            value, "");
 		/* one key, one machine: two peers with one key would be one
 		 * machine counted twice toward a majority */
 		for (struct config_peer *q = ps->cfg->peers; q < p; q++)
 			if (!strcmp(q->public_key, value))
-				return fail(ps, "[peer %s] has the public_key "
-					    "of [peer %s] (line %d): each site "
-					    "has its own key pair (grantctl "
-					    "keygen)", p->site, q->site,
-					    q->key_line);
+				return fail(ps,
+				            "[peer %s] has the public_key "
+				            "of [peer %s] (line %d): each site "
+				            "has its own key pair (grantctl "
+				            "keygen)",
+				            p->site, q->site, q->key_line);
 		memcpy(p->public_key, value, Z85_KEY_LEN + 1);
 		p->key_line = ps->line;
 		return 1;
 	}
-	return fail(ps, "unknown key '%s' in [peer %s]", name, p->site);
+	char sec[sizeof("peer ") + 64];
+	snprintf(sec, sizeof(sec), "peer %s", p->site);
+	return unknown_key(ps, name, sec, peer_keys);
 }
 
-static int gitolite_key(struct parse_state *ps, const char *name,
-			const char *value)
+static int
+gitolite_key(struct parse_state *ps, const char *name, const char *value)
 {
 	struct config *c = ps->cfg;
 
 	if (!strcmp(name, "home") || !strcmp(name, "program")) {
-		char **dst = name[0] == 'h' ? &c->gitolite_home :
-					      &c->gitolite_program;
+		char **dst = name[0] == 'h' ? &c->gitolite_home
+		                            : &c->gitolite_program;
 		if (!set_str(ps, dst, name, value))
 			return 0;
 		if (value[0] != '/')
-			return fail(ps, "'%s' must be an absolute path, not "
-					"'%s'", name, value);
+			return fail(ps,
+			            "'%s' must be an absolute path, not "
+			            "'%s'",
+			            name, value);
 		return 1;
 	}
-	return fail(ps, "unknown key '%s' in [gitolite]%s (use home or "
-			"program)", name, "");
+	return unknown_key(ps, name, "gitolite", gitolite_keys);
 }
 
-static int handler(void *user, const char *section, const char *name,
-		   const char *value)
+static int
+handler(void *user, const char *section, const char *name, const char *value)
 {
 	struct parse_state *ps = user;
 
 	if (ps->failed)
 		return 0;
-	if (!name) /* a section header on its own (INI_CALL_HANDLER_ON_NEW_SECTION) */
+	if (!name) /* a section header on its own
+	              (INI_CALL_HANDLER_ON_NEW_SECTION) */
 		return 1;
+	/* inih ends a value at " ;" only; a Z85 key may hold '#' (never
+	 * after a blank) */
+	if (strstr(value, " #") || strstr(value, "\t#"))
+		return fail(ps,
+		            "'%s = %s': '#' after a value is not a comment "
+		            "(start the comment with ';', or put it on a line "
+		            "of its own)",
+		            name, value);
 	if (!strcmp(section, "node"))
 		return node_key(ps, name, value);
 	if (!strcmp(section, "policy"))
@@ -373,8 +448,10 @@ static int handler(void *user, const char *section, const char *name,
 		return gitolite_key(ps, name, value);
 	if (!strncmp(section, "peer ", 5) && ps->peer)
 		return peer_key(ps, name, value);
-	return fail(ps, "unknown section [%s]%s (use [node], [policy], "
-			"[gitolite] or [peer NAME])", section, "");
+	return fail(ps,
+	            "unknown section [%s]%s (use [node], [policy], "
+	            "[gitolite] or [peer NAME])",
+	            section, "");
 }
 
 /* Called by the reader at every [section] line, keys or not. */
@@ -390,8 +467,10 @@ static int section_start(struct parse_state *ps, const char *section)
 		return 1;
 	}
 	if (strncmp(section, "peer ", 5))
-		return fail(ps, "unknown section [%s] (use [node], [policy], "
-			    "[gitolite] or [peer NAME])", section);
+		return fail(ps,
+		            "unknown section [%s] (use [node], [policy], "
+		            "[gitolite] or [peer NAME])",
+		            section);
 	const char *site = section + 5;
 	for (int i = 0; i < c->npeers; i++)
 		if (!strcmp(c->peers[i].site, site))
@@ -400,7 +479,7 @@ static int section_start(struct parse_state *ps, const char *section)
 		return fail(ps, "bad site name '%s' (use [a-z0-9-])", site);
 	if (c->npeers == CONFIG_MAX_PEERS)
 		return fail(ps, "too many peers (at most %d)",
-			    CONFIG_MAX_PEERS);
+		            CONFIG_MAX_PEERS);
 	ps->peer = &c->peers[c->npeers++];
 	ps->peer->site = strdup(site);
 	if (!ps->peer->site)
@@ -438,7 +517,7 @@ const char *config_default_path(void)
 static void default_keys_socket(struct config *c)
 {
 	const char *slash = strrchr(c->user_socket, '/');
-	size_t dir = (size_t)(slash - c->user_socket);   /* absolute: found */
+	size_t dir = (size_t)(slash - c->user_socket); /* absolute: found */
 	size_t len = dir + sizeof("/keys.sock");
 	char *p = malloc(len);
 
@@ -451,36 +530,39 @@ static void default_keys_socket(struct config *c)
 static int check_complete(struct parse_state *ps)
 {
 	struct config *c = ps->cfg;
-	static const char *need[] = { "site", "data_dir", "repo_dir",
-				      "user_socket", "admin_socket" };
-	char *have[] = { c->site, c->data_dir, c->repo_dir, c->user_socket,
-			 c->admin_socket };
+	static const char *need[] = {"site", "data_dir", "repo_dir",
+	                             "user_socket", "admin_socket"};
+	char *have[] = {c->site, c->data_dir, c->repo_dir, c->user_socket,
+	                c->admin_socket};
 
 	for (size_t i = 0; i < GD_ARRAY_SIZE(need); i++)
 		if (!have[i]) {
 			buf_printf(ps->err, "%s: missing '%s' in [node]",
-				   c->path, need[i]);
+			           c->path, need[i]);
 			return GD_EINVAL;
 		}
 	for (int i = 0; i < c->npeers; i++) {
 		struct config_peer *p = &c->peers[i];
 		if (!strcmp(p->site, c->site)) {
-			buf_printf(ps->err, "%s:%d: duplicate site name '%s' "
-				   "(a peer may not share this node's site)",
-				   c->path, p->line, p->site);
+			buf_printf(ps->err,
+			           "%s:%d: duplicate site name '%s' "
+			           "(a peer may not share this node's site)",
+			           c->path, p->line, p->site);
 			return GD_EINVAL;
 		}
 		if (!p->publish || !p->sync || !p->public_key[0]) {
-			buf_printf(ps->err, "%s:%d: [peer %s] needs publish, "
-				   "sync and public_key", c->path, p->line,
-				   p->site);
+			buf_printf(ps->err,
+			           "%s:%d: [peer %s] needs publish, "
+			           "sync and public_key",
+			           c->path, p->line, p->site);
 			return GD_EINVAL;
 		}
 	}
 	if (ps->gitolite_line && !c->gitolite_home) {
-		buf_printf(ps->err, "%s:%d: [gitolite] needs home (the "
-			   "gitolite account's home directory)", c->path,
-			   ps->gitolite_line);
+		buf_printf(ps->err,
+		           "%s:%d: [gitolite] needs home (the "
+		           "gitolite account's home directory)",
+		           c->path, ps->gitolite_line);
 		return GD_EINVAL;
 	}
 	if (c->gitolite_home && !c->gitolite_program) {
@@ -492,29 +574,36 @@ static int check_complete(struct parse_state *ps)
 		default_keys_socket(c);
 	if (!strcmp(c->keys_socket, c->user_socket) ||
 	    !strcmp(c->keys_socket, c->admin_socket)) {
-		buf_printf(ps->err, "%s: keys_socket %s is another socket's "
-			   "path", c->path, c->keys_socket);
+		buf_printf(ps->err,
+		           "%s: keys_socket %s is another socket's "
+		           "path",
+		           c->path, c->keys_socket);
 		return GD_EINVAL;
 	}
 	if (c->policy.token_quorum == CONFIG_QUORUM_MAJORITY &&
 	    c->role == CONFIG_ROLE_MIRROR) {
-		buf_printf(ps->err, "%s: token_quorum = majority on a mirror "
-			   "(a mirror takes no tokens and never votes: leave "
-			   "token_quorum out of its [policy])", c->path);
+		buf_printf(ps->err,
+		           "%s: token_quorum = majority on a mirror "
+		           "(a mirror takes no tokens and never votes: leave "
+		           "token_quorum out of its [policy])",
+		           c->path);
 		return GD_EINVAL;
 	}
 	if (c->policy.token_quorum == CONFIG_QUORUM_MAJORITY &&
 	    config_frontends(c) < 3) {
-		buf_printf(ps->err, "%s: token_quorum = majority with %d "
-			   "frontend%s (use 3 or more frontends: with fewer, "
-			   "one lost site stops every token)", c->path,
-			   config_frontends(c),
-			   config_frontends(c) == 1 ? "" : "s");
+		buf_printf(ps->err,
+		           "%s: token_quorum = majority with %d "
+		           "frontend%s (use 3 or more frontends: with fewer, "
+		           "one lost site stops every token)",
+		           c->path, config_frontends(c),
+		           config_frontends(c) == 1 ? "" : "s");
 		return GD_EINVAL;
 	}
 	if (c->policy.grant_default > c->policy.grant_max) {
-		buf_printf(ps->err, "%s: grant_default is longer than "
-			   "grant_max", c->path);
+		buf_printf(ps->err,
+		           "%s: grant_default is longer than "
+		           "grant_max",
+		           c->path);
 		return GD_EINVAL;
 	}
 	return 0;
@@ -523,7 +612,7 @@ static int check_complete(struct parse_state *ps)
 int config_load(struct config **out, const char *path, struct buf *err)
 {
 	struct config *c = calloc(1, sizeof(*c));
-	struct parse_state ps = { .cfg = c, .err = err };
+	struct parse_state ps = {.cfg = c, .err = err};
 	int rc = 0;
 
 	if (!c)
@@ -531,22 +620,23 @@ int config_load(struct config **out, const char *path, struct buf *err)
 	c->path = strdup(path);
 	c->oplog_retention = 30 * 86400;
 	c->policy = (struct config_policy){
-		.grant_default = 24 * 3600,
-		.grant_max = 30 * 86400,
-		.grant_subnet = 8 * 3600,
-		.totp_window = 1,
-		.hotp_lookahead = 20,
-		.lockout_failures = 5,
-		.lockout_window = 15 * 60,
-		.security_keys = CONFIG_SK_TOUCH,
-		.token_quorum = CONFIG_QUORUM_LOCAL,
-		.token_quorum_timeout_ms = 2000,
+	        .grant_default = 24 * 3600,
+	        .grant_max = 30 * 86400,
+	        .grant_subnet = 8 * 3600,
+	        .totp_window = 1,
+	        .hotp_lookahead = 20,
+	        .lockout_failures = 5,
+	        .lockout_window = 15 * 60,
+	        .security_keys = CONFIG_SK_TOUCH,
+	        .token_quorum = CONFIG_QUORUM_LOCAL,
+	        .token_quorum_timeout_ms = 2000,
 	};
 	ps.fp = fopen(path, "r");
 	if (!ps.fp) {
-		buf_printf(err, "%s: cannot read config: %s (give one with "
-			   "--config FILE or GRANTD_CONFIG)", path,
-			   strerror(errno));
+		buf_printf(err,
+		           "%s: cannot read config: %s (give one with "
+		           "--config FILE or GRANTD_CONFIG)",
+		           path, strerror(errno));
 		rc = GD_EIO;
 		goto done;
 	}
@@ -558,8 +648,10 @@ int config_load(struct config **out, const char *path, struct buf *err)
 		goto done;
 	}
 	if (r != 0) {
-		buf_printf(err, "%s:%d: syntax error (want [section] or "
-			   "key = value)", path, r > 0 ? r : ps.line);
+		buf_printf(err,
+		           "%s:%d: syntax error (want [section] or "
+		           "key = value)",
+		           path, r > 0 ? r : ps.line);
 		rc = GD_EINVAL;
 		goto done;
 	}
@@ -598,90 +690,4 @@ void config_free(struct config **cp)
 	}
 	free(c);
 	*cp = NULL;
-}
-
-int config_check_own_key(const struct config *c,
-			 const char own_pub[Z85_KEY_LEN + 1], struct buf *err)
-{
-	for (int i = 0; i < c->npeers; i++) {
-		const struct config_peer *p = &c->peers[i];
-		if (strcmp(p->public_key, own_pub))
-			continue;
-		buf_printf(err, "%s:%d: [peer %s] has this node's own "
-			   "public_key (the public half of secret_key %s): "
-			   "give the key that site's grantctl keygen printed",
-			   c->path, p->key_line, p->site,
-			   c->secret_key ? c->secret_key : "");
-		return GD_EINVAL;
-	}
-	return 0;
-}
-
-struct key_state {
-	char *pub;
-	char *sec;
-	int bad;
-};
-
-static int key_handler(void *user, const char *section, const char *name,
-		       const char *value)
-{
-	struct key_state *ks = user;
-	char *dst = NULL;
-
-	if (!name)
-		return 1;
-	if (strcmp(section, "curve")) {
-		ks->bad = 1;
-		return 0;
-	}
-	if (!strcmp(name, "public-key"))
-		dst = ks->pub;
-	else if (!strcmp(name, "secret-key"))
-		dst = ks->sec;
-	else {
-		ks->bad = 1;
-		return 0;
-	}
-	if (!dst) /* secret not wanted */
-		return 1;
-	if (strlen(value) != Z85_KEY_LEN) {
-		ks->bad = 1;
-		return 0;
-	}
-	memcpy(dst, value, Z85_KEY_LEN + 1);
-	return 1;
-}
-
-int config_read_keyfile(const char *path, char pub[Z85_KEY_LEN + 1],
-			char sec[Z85_KEY_LEN + 1], struct buf *err)
-{
-	struct key_state ks = { .pub = pub, .sec = sec };
-	pub[0] = '\0';
-	if (sec)
-		sec[0] = '\0';
-	FILE *fp = fopen(path, "r");
-	if (!fp) {
-		buf_printf(err, "%s: cannot read key file: %s", path,
-			   strerror(errno));
-		return GD_EIO;
-	}
-	struct stat st;
-	/* as sshd does for its host keys: a secret others can read is no
-	 * secret */
-	if (sec && (fstat(fileno(fp), &st) < 0 || (st.st_mode & 077))) {
-		buf_printf(err, "%s: the key file is readable by group or "
-			   "others (mode %04o); run: chmod 600 %s", path,
-			   (unsigned)(st.st_mode & 07777), path);
-		fclose(fp);
-		return GD_EINVAL;
-	}
-	int r = ini_parse_file(fp, key_handler, &ks);
-	fclose(fp);
-	if (r != 0 || ks.bad || !pub[0] || (sec && !sec[0])) {
-		buf_printf(err, "%s: not a key file from 'grantctl keygen'",
-			   path);
-		return GD_EINVAL;
-	}
-	return 0;
 }

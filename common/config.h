@@ -1,11 +1,12 @@
 /*
- * config.h: the INI configuration (SPEC 4), shared by the node and the
- * clients so both read the same file the same way.
+ * config.h: the INI configuration (docs/operations.md, grantd.conf(5)),
+ * shared by the node and the clients so both read the same file the same
+ * way.
  *
  * Every error names the file and line: "grantd.conf:12: unknown key 'foo'
- * in [node]".  Unknown sections and keys, bad values and duplicate site
- * names are errors.  The clients need only the socket and repository
- * paths; the node also reads its key file (config_read_keyfile).
+ * in [node] (did you mean ...?)".  Unknown sections and keys, bad values and
+ * duplicate site names are errors.  The clients need only the socket and
+ * repository paths; the node also reads its key file (config_read_keyfile).
  */
 #ifndef GD_CONFIG_H
 #define GD_CONFIG_H
@@ -16,28 +17,29 @@
 #include "buf.h"
 
 #define CONFIG_DEFAULT_PATH "/etc/grantd/grantd.conf"
-#define CONFIG_MAX_PEERS 16
-#define Z85_KEY_LEN 40
+#define CONFIG_MAX_PEERS    16
+#define Z85_KEY_LEN         40
 
-/* [node] role and [peer NAME] role (SPEC 9).  A frontend takes pushes
- * and 2fa and votes on token uses; a mirror is read-only: it receives
+/* [node] role and [peer NAME] role (docs/mirrors.md).  A frontend takes
+ * pushes and 2fa and votes on token uses; a mirror is read-only: it receives
  * repositories and their settings, never secrets, marks or grants, and
  * never votes. */
 enum config_role { CONFIG_ROLE_FRONTEND, CONFIG_ROLE_MIRROR };
 
-/* [policy] token_quorum (SPEC 9): local, a site decides a token's use by
- * itself (peers learn it within the replication lag); majority, a use is
- * accepted only once a majority of the frontends has recorded it. */
+/* [policy] token_quorum (docs/replication.md section 8): local, a site
+ * decides a token's use by itself (peers learn it within the replication
+ * lag); majority, a use is accepted only once a majority of the
+ * frontends has recorded it. */
 enum config_quorum { CONFIG_QUORUM_LOCAL, CONFIG_QUORUM_MAJORITY };
 
 struct config_peer {
 	char *site;
-	enum config_role role;    /* default frontend */
+	enum config_role role; /* default frontend */
 	char *publish;
 	char *sync;
 	char public_key[Z85_KEY_LEN + 1];
-	int line;                 /* where its section starts, for errors */
-	int key_line;             /* where its public_key is, for errors */
+	int line; /* where its section starts, for errors */
+	int key_line; /* where its public_key is, for errors */
 };
 
 /* [policy] security_keys: what a push over an SSH security key (FIDO2:
@@ -51,14 +53,14 @@ struct config_policy {
 	enum config_sk security_keys;
 	enum config_quorum token_quorum;
 	int64_t token_quorum_timeout_ms; /* how long an origin waits for
-					  * votes (100 ms to 10 s) */
-	int64_t grant_default;    /* seconds */
+	                                  * votes (100 ms to 10 s) */
+	int64_t grant_default; /* seconds */
 	int64_t grant_max;
-	int64_t grant_subnet;     /* val-subnet and val-session: 8h */
-	int totp_window;          /* steps either side of now */
+	int64_t grant_subnet; /* val-subnet and val-session: 8h */
+	int totp_window; /* steps either side of now */
 	int hotp_lookahead;
 	int lockout_failures;
-	int64_t lockout_window;   /* seconds */
+	int64_t lockout_window; /* seconds */
 };
 
 struct config {
@@ -68,27 +70,27 @@ struct config {
 	char *repo_dir;
 	char *user_socket;
 	char *admin_socket;
-	char *keys_socket;        /* grant-keys' plain socket (default:
-				   * keys.sock beside user_socket) */
+	char *keys_socket; /* grant-keys' plain socket (default:
+	                    * keys.sock beside user_socket) */
 	char *publish;
 	char *sync;
 	char *secret_key;
-	int secret_key_line;      /* for errors about the key file */
-	enum config_role role;    /* default frontend */
-	char *log_level;          /* error, warn, info (default), debug */
-	char *host;               /* the name users ssh to, for hints and the
-				   * otpauth issuer (NULL: the machine's) */
-	char *metrics;            /* HOST:PORT of the HTTP endpoint
-				   * (/metrics, /health, /ready); NULL: off */
-	int64_t oplog_retention;  /* seconds operations stay in the log */
+	int secret_key_line; /* for errors about the key file */
+	enum config_role role; /* default frontend */
+	char *log_level; /* error, warn, info (default), debug */
+	char *host; /* the name users ssh to, for hints and the
+	             * otpauth issuer (NULL: the machine's) */
+	char *metrics; /* HOST:PORT of the HTTP endpoint
+	                * (/metrics, /health, /ready); NULL: off */
+	int64_t oplog_retention; /* seconds operations stay in the log */
 	struct config_peer peers[CONFIG_MAX_PEERS];
 	int npeers;
 	struct config_policy policy;
 	/* [gitolite]: the node works beside gitolite (docs/gitolite.md).
 	 * gitolite_home NULL = not (the section absent). */
-	char *gitolite_home;      /* the hosting account's HOME */
-	char *gitolite_program;   /* the gitolite command (default
-				   * "gitolite", found in PATH) */
+	char *gitolite_home; /* the hosting account's HOME */
+	char *gitolite_program; /* the gitolite command (default
+	                         * "gitolite", found in PATH) */
 };
 
 /* The frontends of the cluster: this site if it is one, and every
@@ -118,8 +120,10 @@ void config_free(struct config **cp);
  * refuses such host keys.  Returns 0, or GD_EIO/GD_EINVAL with a message
  * in err.  The caller wipes sec when done.
  */
-int config_read_keyfile(const char *path, char pub[Z85_KEY_LEN + 1],
-			char sec[Z85_KEY_LEN + 1], struct buf *err);
+int config_read_keyfile(const char *path,
+                        char pub[Z85_KEY_LEN + 1],
+                        char sec[Z85_KEY_LEN + 1],
+                        struct buf *err);
 
 /*
  * Refuse a [peer] whose public_key is this node's own (own_pub, the
@@ -129,6 +133,7 @@ int config_read_keyfile(const char *path, char pub[Z85_KEY_LEN + 1],
  * in err.
  */
 int config_check_own_key(const struct config *c,
-			 const char own_pub[Z85_KEY_LEN + 1], struct buf *err);
+                         const char own_pub[Z85_KEY_LEN + 1],
+                         struct buf *err);
 
 #endif

@@ -13,7 +13,7 @@
 int dur_parse(int64_t *out, const char *s)
 {
 	char *end;
-	int64_t mult = 1;
+	int64_t mult;
 
 	if (!s || *s < '0' || *s > '9' || strlen(s) > 20)
 		return GD_EINVAL;
@@ -21,17 +21,26 @@ int dur_parse(int64_t *out, const char *s)
 	long long v = strtoll(s, &end, 10);
 	if (errno || v <= 0)
 		return GD_EINVAL;
-	if (*end) {
-		if (end[1])
-			return GD_EINVAL;
-		switch (*end) {
-		case 's': mult = 1; break;
-		case 'm': mult = 60; break;
-		case 'h': mult = 3600; break;
-		case 'd': mult = 86400; break;
-		case 'w': mult = 7 * 86400; break;
-		default: return GD_EINVAL;
-		}
+	if (!*end || end[1])
+		return GD_EINVAL; /* no unit, or more than one character */
+	switch (*end) {
+	case 's':
+		mult = 1;
+		break;
+	case 'm':
+		mult = 60;
+		break;
+	case 'h':
+		mult = 3600;
+		break;
+	case 'd':
+		mult = 86400;
+		break;
+	case 'w':
+		mult = 7 * 86400;
+		break;
+	default:
+		return GD_EINVAL;
 	}
 	if (v > DUR_MAX / mult)
 		return GD_EINVAL;
@@ -63,8 +72,10 @@ int dur_parse_ms(int64_t *out, const char *s)
 
 void dur_format(char *out, size_t outlen, int64_t s)
 {
-	static const struct { int64_t n; char u; } units[] = {
-		{ 86400, 'd' }, { 3600, 'h' }, { 60, 'm' }, { 1, 's' } };
+	static const struct {
+		int64_t n;
+		char u;
+	} units[] = {{86400, 'd'}, {3600, 'h'}, {60, 'm'}, {1, 's'}};
 	size_t off = 0;
 	int shown = 0;
 
@@ -80,7 +91,7 @@ void dur_format(char *out, size_t outlen, int64_t s)
 			continue;
 		s -= q * units[i].n;
 		int n = snprintf(out + off, outlen - off, "%s%lld%c",
-				 shown ? " " : "", (long long)q, units[i].u);
+		                 shown ? " " : "", (long long)q, units[i].u);
 		if (n < 0 || (size_t)n >= outlen - off)
 			return;
 		off += (size_t)n;

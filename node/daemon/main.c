@@ -42,6 +42,7 @@
 #include "readers.h"
 #include "repl.h"
 #include "repos.h"
+#include "selfcheck.h"
 #include "spool.h"
 #include "syncer.h"
 #include "vote.h"
@@ -347,9 +348,10 @@ static int load_config(struct node *n, const struct args *a,
 				"not a loopback address: the endpoint has no "
 				"authentication (bind it to 127.0.0.1, or "
 				"filter the port)\n", a->path, n->cfg->metrics);
-		printf("configuration ok: %s\n", a->path);
-		status = 0;
-	} else {
+		status = selfcheck_run(n->cfg, stderr) < 0 ? 2 : 0;
+		if (!status)
+			printf("configuration ok: %s\n", a->path);
+	} else if (selfcheck_root(n->cfg, stderr) == 0) {
 		status = -1;
 	}
 	buf_free(&err);

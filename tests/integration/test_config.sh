@@ -93,6 +93,27 @@ printf '\n[peer portland]\npublish = tcp://127.0.0.2:7401\nsync = tcp://127.0.0.
 bad_config "a peer with this node's own public_key" "$f" "$(grep -n -F "public_key = $OWNKEY" "$f" | cut -d: -f1)"
 t_has "a peer with this node's own public_key: says so" "$ERR" "this node's own public_key"
 
+t_section "the shipped examples parse (deploy/examples)"
+EX=$(cd "$(dirname "$0")/../../deploy/examples" && pwd)
+for ex in "$EX"/*.conf; do
+	n=0
+	f=$T_DIR/example-$(basename "$ex")
+	while IFS= read -r line; do
+		case $line in
+		"public_key = REPLACE"*)
+			n=$((n + 1))
+			line="public_key = $(gd_site_keygen "$T_DIR/exkey$n")" ;;
+		"secret_key = "*) line="secret_key = $T_SITE/node.key" ;;
+		"data_dir = "*) line="data_dir = $T_DIR/exdata" ;;
+		"repo_dir = "*) line="repo_dir = $T_DIR/exrepos" ;;
+		*_socket\ =\ *) line="${line%% =*} = $T_DIR/exrun/${line##*/}" ;;
+		esac
+		printf '%s\n' "$line"
+	done <"$ex" >"$f"
+	t_expect 0 "$(basename "$ex") (peer keys and paths filled in): grantd -t exits 0" \
+		"$GD_BIN/grantd" -t --config "$f"
+done
+
 t_section "no config"
 t_expect 2 "grantd -t --config /nonexistent exits 2" "$GD_BIN/grantd" -t --config /nonexistent/grantd.conf
 t_has "the error names the file" "$ERR" /nonexistent/grantd.conf
@@ -116,6 +137,25 @@ t_expect 3 "grant-keys fails (exit 3) when the node is down (sshd then lets no o
 t_eq "and prints no key line" "$OUT" ""
 t_has "and says it is a server problem" "$ERR" "server problem"
 t_expect 3 "GRANTD_CONFIG is used without --config" env GRANTD_CONFIG="$CONF" "$GD_BIN/grantctl" status
+
+# grant-keys says why (operator trial, 11): sshd shows the user only
+# "Permission denied (publickey)", so the path and errno's text must be in
+# grant-keys' own message (stderr and syslog).
+FP=SHA256:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA
+t_expect 3 "grant-keys FP, node down: exit 3" "$GD_BIN/grant-keys" --config "$CONF" git "$FP"
+t_has "names the keys socket" "$ERR" "$T_SITE/run/keys.sock"
+t_has "with errno's text" "$ERR" "No such file or directory"
+t_expect 2 "grant-keys with a config path that does not exist: exit 2" \
+	"$GD_BIN/grant-keys" --config "$T_DIR/grantd.cnf" git "$FP"
+t_has "names the path and why" "$ERR" "$T_DIR/grantd.cnf: No such file or directory"
+if [[ $(id -u) == 0 ]] && command -v setpriv >/dev/null; then
+	mkdir -m 0700 "$T_DIR/private"
+	cp "$CONF" "$T_DIR/private/grantd.conf"
+	t_expect 2 "grant-keys as nobody, config it may not read: exit 2" \
+		setpriv --reuid=65534 --regid=65534 --clear-groups \
+		"$GD_BIN/grant-keys" --config "$T_DIR/private/grantd.conf" git "$FP"
+	t_has "says Permission denied" "$ERR" "Permission denied"
+fi
 
 t_section "the node with the good config"
 gd_grantd_start "$T_SITE" || t_fatal "grantd starts with the good config"

@@ -367,6 +367,30 @@ static void test_unknown_key(void **state)
 	load_fails(f, "[node]\nfoo = 1\nbar = 2\n", 2, "'foo'", NULL);
 }
 
+/* A typo gets the key it is near (operator trial, 10); the key file's
+ * public-key spelling gets public_key; a key of another section says
+ * where it belongs; anything else lists the section's keys. */
+static void test_unknown_key_hint(void **state)
+{
+	struct fixture *f = *state;
+
+	load_fails(f, NODE "pubilsh = tcp://127.0.0.1:7401\n", 7,
+		   "unknown key 'pubilsh' in [node]", "did you mean publish?",
+		   NULL);
+	load_fails(f, NODE "[policy]\ngrant_defualt = 24h\n", 8,
+		   "did you mean grant_default?", NULL);
+	load_fails(f, NODE "[peer portland]\npublic-key = " KEY_A "\n", 8,
+		   "in [peer portland]", "did you mean public_key?",
+		   "key file spells it public-key", NULL);
+	load_fails(f, NODE "[gitolite]\nhme = /srv/git\n", 8,
+		   "did you mean home?", NULL);
+	load_fails(f, NODE "grant_default = 24h\n", 7,
+		   "'grant_default' in [node]", "belongs in [policy]", NULL);
+	load_fails(f, NODE "[policy]\ncolour = blue\n", 8,
+		   "the keys there: grant_default, ", "token_quorum_timeout",
+		   NULL);
+}
+
 static void test_bad_duration(void **state)
 {
 	struct fixture *f = *state;
@@ -379,6 +403,24 @@ static void test_bad_duration(void **state)
 		   "lockout_window", NULL);
 	load_fails(f, "[policy]\n\n\ngrant_subnet = 8 h\n" NODE, 4,
 		   "grant_subnet", NULL);
+	/* a number without a unit was seconds (operator trial, 7) */
+	load_fails(f, NODE "[policy]\ngrant_default = 24\n", 8,
+		   "'grant_default': '24' has no unit", "24h",
+		   "s, m, h, d or w", NULL);
+	load_fails(f, NODE "oplog_retention = 30\n", 7, "oplog_retention",
+		   "no unit", NULL);
+}
+
+/* "# note" after a value is part of it for inih; say so (operator trial,
+ * 16), while " ; note" is a comment and a '#' inside a key is kept. */
+static void test_inline_comment(void **state)
+{
+	struct fixture *f = *state;
+
+	load_fails(f, NODE "[policy]\ntotp_window = 1  # steps\n", 8,
+		   "'#' after a value is not a comment", "';'", NULL);
+	load_ok(f, NODE "[policy]\ntotp_window = 2 ; steps\n");
+	assert_int_equal(f->cfg->policy.totp_window, 2);
 }
 
 static void test_bad_values(void **state)
@@ -739,6 +781,8 @@ int main(void)
 		T(test_gitolite),
 		T(test_unknown_key),
 		T(test_bad_duration),
+		T(test_unknown_key_hint),
+		T(test_inline_comment),
 		T(test_bad_values),
 		T(test_syntax_error),
 		T(test_duplicate_peer),

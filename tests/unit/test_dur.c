@@ -62,12 +62,21 @@ static void test_units(void **state)
 	parse_is("8h", 8 * 3600);
 }
 
-static void test_bare_seconds(void **state)
+/* A number without a unit is refused: "grant_default = 24" was taken
+ * as 24 seconds by an operator who meant hours (operator trial, 7). */
+static void test_bare_number_refused(void **state)
 {
-	parse_is("1", 1);
-	parse_is("90", 90);
-	parse_is("3600", 3600);
-	parse_is("86400", 86400);
+	int64_t ms;
+
+	parse_bad("1");
+	parse_bad("24");
+	parse_bad("90");
+	parse_bad("3600");
+	parse_bad("86400");
+	if (dur_parse_ms(&ms, "500") != GD_EINVAL)
+		fail_msg("dur_parse_ms('500') accepted a number without a unit");
+	if (dur_parse_ms(&ms, "500ms") != 0 || ms != 500)
+		fail_msg("dur_parse_ms('500ms') refused");
 }
 
 static void test_ten_years(void **state)
@@ -77,7 +86,7 @@ static void test_ten_years(void **state)
 	parse_is("520w", 520LL * 7 * 86400);
 	parse_is("87600h", 87600LL * 3600);
 	parse_is("5256000m", 5256000LL * 60);
-	parse_is("315360000", 315360000LL);
+	parse_is("315360000s", 315360000LL);
 	/* and well beyond it is not */
 	parse_bad("3700d");
 	parse_bad("530w");
@@ -161,10 +170,10 @@ static void test_ms(void **state)
 {
 	/* token_quorum_timeout: milliseconds, or any duration */
 	static const struct { const char *s; int64_t ms; } good[] = {
-		{ "500ms", 500 }, { "1ms", 1 }, { "2s", 2000 }, { "2", 2000 },
+		{ "500ms", 500 }, { "1ms", 1 }, { "2s", 2000 },
 		{ "1m", 60000 } };
 	static const char *const bad[] = { "", "ms", "0ms", "-5ms", "5 ms",
-		"5mss", "5.5ms", "ms5", "0", "99999999999999999999ms" };
+		"5mss", "5.5ms", "ms5", "0", "2", "99999999999999999999ms" };
 	int64_t got;
 
 	for (size_t i = 0; i < GD_ARRAY_SIZE(good); i++) {
@@ -184,7 +193,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_units),
-		cmocka_unit_test(test_bare_seconds),
+		cmocka_unit_test(test_bare_number_refused),
 		cmocka_unit_test(test_ten_years),
 		cmocka_unit_test(test_overflow),
 		cmocka_unit_test(test_bad_input),
