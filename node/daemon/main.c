@@ -226,40 +226,27 @@ static int make_dirs(const struct config *cfg)
 
 /* ---- set-up --------------------------------------------------------------- */
 
-/* A durable view goes to the reader thread, with the syncing flag of the
- * moment and the counters status shows, before the replies it covers
- * (writer_opts.view_fn). */
-static void give_view(struct store_batch *view, void *payload)
+/* Batches now durable (writer_opts.durable_fn; repl and the reader open
+ * after the writer, so through the node), before the replies they cover:
+ * their operations go to the peers, the newest view to the reader thread
+ * with the syncing flag of the moment and the counters status shows, and
+ * the latency samples of peers' operations in them close. */
+static void give_durable(const struct writer_durable *d, void *payload)
 {
 	struct node *n = payload;
+	struct store_batch *view = d->view;
 
-	if (n->readers) {
+	if (n->repl && d->ops->len)
+		repl_publish(d->ops, n->repl);
+	if (view && n->readers) {
 		readers_publish_status(n->readers, cmd_status_store(
 			n->ops, (int64_t)(clock_wall_ms() / 1000)), NULL);
 		readers_publish(n->readers, view, n->syncing);
 	} else {
 		store_batch_free(&view);
 	}
-}
-
-/* A durable batch's operations go to the peers (writer_opts.publish_fn;
- * repl opens after the writer, so through the node). */
-static void give_ops(struct buf *ops, void *payload)
-{
-	struct node *n = payload;
-
 	if (n->repl)
-		repl_publish(ops, n->repl);
-}
-
-/* Durable up to ticket: the latency samples of peers' operations in
- * those batches close (writer_opts.durable_fn). */
-static void give_durable(uint64_t ticket, void *payload)
-{
-	struct node *n = payload;
-
-	if (n->repl)
-		repl_synced(n->repl, ticket);
+		repl_synced(n->repl, d->ticket);
 }
 
 /* The reader thread, with a first view of the committed state. */
@@ -420,14 +407,17 @@ static int open_state(struct node *n, const char *cfg_path,
 	metrics_counts_init(&n->counts);
 	if ((rc = syncer_start(&n->syncer, n->store, n->zctx, &n->counts)) < 0)
 		return rc;
-	return writer_open(&n->writer, &(struct writer_opts){
-		.store = n->store, .ops = n->ops, .syncer = n->syncer,
-		.repo_dir = n->cfg->repo_dir,
-		.hook = n->cfg->gitolite_home ? NULL : n->hook,
-		.gitolite = n->cfg->gitolite_home != NULL,
-		.view_fn = give_view, .view_payload = n,
-		.publish_fn = give_ops, .durable_fn = give_durable,
-		.publish_payload = n });
+	return writer_open(
+	        &n->writer,
+	        &(struct writer_opts){.store = n->store,
+	                              .ops = n->ops,
+	                              .syncer = n->syncer,
+	                              .repo_dir = n->cfg->repo_dir,
+	                              .hook = n->cfg->gitolite_home ? NULL
+	                                                            : n->hook,
+	                              .gitolite = n->cfg->gitolite_home != NULL,
+	                              .durable_fn = give_durable,
+	                              .durable_payload = n});
 }
 
 /* The link to peers, replication, the token quorum, and the gitrepl actor

@@ -51,11 +51,8 @@ struct writer {
 	const char *repo_dir;
 	const char *hook;
 	bool gitolite;
-	writer_view_fn view_fn;
-	void *view_payload;
-	writer_publish_fn publish_fn;
 	writer_durable_fn durable_fn;
-	void *publish_payload;
+	void *durable_payload;
 	struct store_batch *batch;
 	uint64_t ticket;            /* last taken */
 	uint64_t durable;           /* last the syncer covered */
@@ -75,13 +72,10 @@ int writer_open(struct writer **out, const struct writer_opts *o)
 	w->repo_dir = o->repo_dir;
 	w->hook = o->hook;
 	w->gitolite = o->gitolite;
-	w->view_fn = o->view_fn;
-	w->view_payload = o->view_payload;
-	w->publish_fn = o->publish_fn;
 	w->durable_fn = o->durable_fn;
-	w->publish_payload = o->publish_payload;
+	w->durable_payload = o->durable_payload;
 	store_batch_new(&w->batch, o->store);
-	if (!w->view_fn)
+	if (!w->durable_fn)
 		store_view_new(&w->view, o->store);
 	*out = w;
 	return 0;
@@ -220,33 +214,57 @@ void *writer_socket(struct writer *w)
 	return syncer_socket(w->syncer);
 }
 
-/* Everything up to ticket is on disk: its operations go to peers, the
- * newest view to the readers, and only then are the callers answered;
- * last the publisher hears how far durability got. */
-static void finish(struct writer *w, uint64_t ticket)
+/* Take every ticket up to w->durable off the list: their operations
+ * into ops, one after the other (sized once, so no copy of a secret is
+ * left behind by a realloc); returns the newest view (NULL: none ended). */
+static struct store_batch *take_durable(struct writer *w, struct buf *ops)
 {
 	struct store_batch *view = NULL;
+	size_t n = 0;
+	char *at;
 
-	if (ticket > w->durable)
-		w->durable = ticket;
+	for (struct ticket *t = w->head; t && t->ticket <= w->durable;
+	     t = t->next)
+		n += t->ops.len;
+	at = n ? buf_extend(ops, n) : NULL;
 	while (w->head && w->head->ticket <= w->durable) {
 		struct ticket *t = w->head;
 		w->head = t->next;
 		if (!w->head)
 			w->tail = NULL;
+		if (t->ops.len) {
+			memcpy(at, t->ops.p, t->ops.len);
+			at += t->ops.len;
+		}
 		store_batch_free(&view); /* the newest is enough */
 		view = t->view;
 		t->view = NULL;
-		if (w->publish_fn && t->ops.len)
-			w->publish_fn(&t->ops, w->publish_payload);
 		ticket_free(t);
 	}
-	if (view && w->view_fn) {
-		w->view_fn(view, w->view_payload);
+	return view;
+}
+
+/* Everything up to ticket is on disk: its operations, the newest view and
+ * the ticket go to the node in one call, and only then are the callers
+ * answered. */
+static void finish(struct writer *w, uint64_t ticket)
+{
+	struct buf ops = BUF_INIT;
+	struct store_batch *view;
+
+	if (ticket > w->durable)
+		w->durable = ticket;
+	view = take_durable(w, &ops);
+	if (w->durable_fn) {
+		const struct writer_durable d = {&ops, view, w->durable};
+		w->durable_fn(&d, w->durable_payload);
 	} else if (view) {
 		store_batch_free(&w->view);
 		w->view = view;
 	}
+	if (ops.p)
+		sodium_memzero(ops.p, ops.cap); /* may hold a secret */
+	buf_free(&ops);
 	while (w->hhead && w->hhead->ticket <= w->durable) {
 		struct hold *h = w->hhead;
 		w->hhead = h->next;
@@ -255,8 +273,6 @@ static void finish(struct writer *w, uint64_t ticket)
 		h->done(h->item, true);
 		free(h);
 	}
-	if (w->durable_fn)
-		w->durable_fn(w->durable, w->publish_payload);
 }
 
 uint64_t writer_synced(struct writer *w)

@@ -17,12 +17,14 @@
  *   writer_hold()    keeps a caller's item (control's held replies) until
  *                    its ticket is durable.
  *   writer_synced()  the syncer's answer: for every ticket now durable,
- *                    publishes the operations to peers (o->publish_fn)
- *                    and the newest read view to readers (o->view_fn),
- *                    then hands back the held items, and last tells the
- *                    publisher how far durability got (o->durable_fn).
- *                    So a reader, a peer and a caller all see a batch only
- *                    once it is on disk.
+ *                    one call to the node (o->durable_fn) hands over the
+ *                    tickets' operations for peers, the newest read view
+ *                    for readers and how far durability got; only then
+ *                    are the held items handed back.  So a reader, a peer
+ *                    and a caller all see a batch only once it is on
+ *                    disk, and a caller's reply never goes out before the
+ *                    operations it covers are published and the view
+ *                    that shows them is handed over.
  *
  * Tickets grow by one per commit that wrote something; ticket T durable
  * means every batch up to T is.  One thread (the writer, main.c's loop)
@@ -41,17 +43,28 @@
 struct syncer;
 struct writer;
 
-/* A read view of durable state for the readers; its ownership moves to
- * the callee (readers_publish). */
-typedef void (*writer_view_fn)(struct store_batch *view, void *payload);
+/* What finish() hands the node once the syncer covered some tickets. */
+struct writer_durable {
+	/* the packed operations of every ticket now durable, one after the
+	 * other in ticket order, each behind a 4-byte length (ops.outbox's
+	 * format, as repl_publish takes it); len 0 when they wrote none.
+	 * The writer's: the callee may empty it (repl_publish does), the
+	 * writer wipes and frees it after the call */
+	struct buf *ops;
+	/* the newest read view, of the state right after ticket; its
+	 * ownership moves to the callee (readers_publish); NULL when no
+	 * ticket ended here */
+	struct store_batch *view;
+	/* every ticket up to this one is durable (repl_synced: the latency
+	 * samples close) */
+	uint64_t ticket;
+};
 
-/* Packed operations of a durable batch, as ops.outbox holds them
- * (repl_publish); ops stays the writer's. */
-typedef void (*writer_publish_fn)(struct buf *ops, void *payload);
-
-/* Every ticket up to ticket is durable now, its operations published and
- * its held items ended (repl_synced: the latency samples close). */
-typedef void (*writer_durable_fn)(uint64_t ticket, void *payload);
+/* The node's one callback: called once per answer of the syncer, BEFORE
+ * the held items of those tickets end (writer_hold), so replies go out
+ * only after the operations are published and the view is handed over. */
+typedef void (*writer_durable_fn)(const struct writer_durable *d,
+                                  void *payload);
 
 struct writer_opts {
 	struct store *store;
@@ -63,14 +76,11 @@ struct writer_opts {
 	/* gitolite mode: the repositories are gitolite's, adopted when
 	 * there (repos_adopt), never made here */
 	bool gitolite;
-	/* where durable views go (NULL: kept, for writer_view()) */
-	writer_view_fn view_fn;
-	void *view_payload;
-	/* the publisher: where durable operations go, and who hears how
-	 * far durability got (NULL: nobody; both get publish_payload) */
-	writer_publish_fn publish_fn;
+	/* where durable operations, views and tickets go (NULL: nobody;
+	 * the operations are dropped and the newest view is kept, for
+	 * writer_view()) */
 	writer_durable_fn durable_fn;
-	void *publish_payload;
+	void *durable_payload;
 };
 
 /* A held item's end: durable is true once its ticket is on disk, false
@@ -114,9 +124,9 @@ void writer_hold(struct writer *w, uint64_t ticket, writer_done_fn done,
 /* The syncer's pipe, for the node's poll loop. */
 void *writer_socket(struct writer *w);
 
-/* Read the syncer's answer and finish every ticket it covers: publish
- * the operations (o->publish_fn), hand over the newest read view, end the
- * held items, then o->durable_fn.  Returns the ticket now durable (0: no
+/* Read the syncer's answer and finish every ticket it covers: one call
+ * of o->durable_fn with their operations, the newest read view and the
+ * ticket, then the held items end.  Returns the ticket now durable (0: no
  * answer). */
 uint64_t writer_synced(struct writer *w);
 
@@ -130,7 +140,7 @@ uint64_t writer_durable(const struct writer *w);
 
 /* Committed state for reads: a read-only view (store_view_new) of the
  * state right after the newest durable batch.  Borrowed; valid until the
- * next writer_synced().  NULL when the views go to o->view_fn. */
+ * next writer_synced().  NULL when the views go to o->durable_fn. */
 struct store_batch *writer_view(struct writer *w);
 
 /* Periodic work, rows of main.c's cron (their periods are there):

@@ -89,7 +89,7 @@ void fx_store_close(struct store **s, struct ops **o)
 #include "syncer.h"
 #include "writer.h"
 
-static void fx_node_publish(struct buf *ops, void *payload);
+static void fx_node_durable(const struct writer_durable *d, void *payload);
 
 int fx_node_open(struct fx_node *n,
                  const char *parent,
@@ -125,8 +125,8 @@ int fx_node_open(struct fx_node *n,
 	                                         .ops = n->o,
 	                                         .syncer = n->sy,
 	                                         .repo_dir = n->repo_dir,
-	                                         .publish_fn = fx_node_publish,
-	                                         .publish_payload = n}) < 0
+	                                         .durable_fn = fx_node_durable,
+	                                         .durable_payload = n}) < 0
 	               ? -1
 	               : 0;
 }
@@ -177,12 +177,18 @@ void fx_node_close(struct fx_node *n)
 	buf_free(&n->published);
 }
 
-/* writer_synced's publish: keep a copy, then repl_publish. */
-static void fx_node_publish(struct buf *ops, void *payload)
+/* writer_synced's durable batches: keep a copy of their operations, then
+ * repl_publish; the view is not read here. */
+static void fx_node_durable(const struct writer_durable *d, void *payload)
 {
 	struct fx_node *n = payload;
+	struct buf *ops = d->ops;
+	struct store_batch *view = d->view;
 	size_t off = 0;
 
+	store_batch_free(&view);
+	if (!ops->len)
+		return;
 	buf_add(&n->published, ops->p, ops->len);
 	while (off + 4 <= ops->len) {
 		const uint8_t *p = (const uint8_t *)ops->p + off;

@@ -94,15 +94,20 @@ struct fixture {
 	void *zctx;
 	struct syncer *sy;
 	struct writer *w;
-	/* what the writer handed out */
+	/* what the writer handed out through writer_opts.durable_fn */
 	struct buf published;   /* every packed op, in order */
 	int npublished;
 	int done_durable, done_dropped;
-	/* writer_opts.durable_fn: the last ticket told, and how many items
-	 * had ended when it was told (it comes after them) */
+	bool with_fn; /* durable_fn set (setup), or not */
+	int ncalls; /* calls of durable_fn */
+	/* the last call: its ticket, how many operations and whether a view
+	 * came with it, and how many held items had ended when it came (it
+	 * comes before those of its tickets) */
 	uint64_t told;
+	int told_ops;
+	bool told_view;
 	int told_after_done;
-	/* views given to writer_opts.view_fn (setup_view_fn): the last */
+	/* the views given: the last */
 	struct store_batch *given;
 	int ngiven;
 };
@@ -113,29 +118,40 @@ static int setup_group(void **state)
 	return fx_group_setup("test_writer", LOG_LVL_ERROR);
 }
 
-/* writer_opts.view_fn, as main.c's give_view takes them: the view is
- * ours (the last kept, for the test to read). */
-static void on_view(struct store_batch *view, void *payload)
+/* writer_opts.durable_fn, as main.c's give_durable takes it: the
+ * operations are kept (and counted), the view is ours (the last kept, for
+ * the test to read), the ticket is noted. */
+static void on_durable(const struct writer_durable *d, void *payload)
 {
 	struct fixture *f = payload;
+	struct buf *ops = d->ops;
+	size_t off = 0;
 
-	store_batch_free(&f->given);
-	f->given = view;
-	f->ngiven++;
-}
-
-static void on_publish(struct buf *ops, void *payload);
-
-static void on_durable(uint64_t ticket, void *payload)
-{
-	struct fixture *f = payload;
-
-	assert_true(ticket >= f->told);
-	f->told = ticket;
+	assert_true(d->ticket >= f->told);
+	assert_int_equal(d->ticket, writer_durable(f->w));
+	f->ncalls++;
+	f->told = d->ticket;
+	f->told_ops = 0;
+	f->told_view = d->view != NULL;
 	f->told_after_done = f->done_durable;
+	buf_add(&f->published, ops->p, ops->len);
+	while (off + 4 <= ops->len) {
+		const uint8_t *p = (const uint8_t *)ops->p + off;
+		off += 4 + ((size_t)p[0] << 24 | (size_t)p[1] << 16 |
+		            (size_t)p[2] << 8 | p[3]);
+		f->npublished++;
+		f->told_ops++;
+	}
+	assert_int_equal(off, ops->len);
+	buf_reset(ops); /* as repl_publish empties it */
+	if (d->view) {
+		store_batch_free(&f->given);
+		f->given = d->view;
+		f->ngiven++;
+	}
 }
 
-static int setup_with(void **state, bool view_fn)
+static int setup_with(void **state, bool durable_fn)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
 
@@ -151,15 +167,15 @@ static int setup_with(void **state, bool view_fn)
 	f->zctx = zmq_ctx_new();
 	if (syncer_start(&f->sy, f->s, f->zctx, NULL) < 0)
 		return -1;
-	struct writer_opts wo = { .store = f->s, .ops = f->o,
-				  .syncer = f->sy, .repo_dir = f->repo_dir,
-				  .hook = NULL,
-				  .publish_fn = on_publish,
-				  .durable_fn = on_durable,
-				  .publish_payload = f };
-	if (view_fn) {
-		wo.view_fn = on_view;
-		wo.view_payload = f;
+	struct writer_opts wo = {.store = f->s,
+	                         .ops = f->o,
+	                         .syncer = f->sy,
+	                         .repo_dir = f->repo_dir,
+	                         .hook = NULL};
+	f->with_fn = durable_fn;
+	if (durable_fn) {
+		wo.durable_fn = on_durable;
+		wo.durable_payload = f;
 	}
 	if (writer_open(&f->w, &wo) < 0)
 		return -1;
@@ -167,15 +183,16 @@ static int setup_with(void **state, bool view_fn)
 	return 0;
 }
 
+/* The writer as main.c opens it: what is durable goes to durable_fn. */
 static int setup(void **state)
 {
-	return setup_with(state, false);
+	return setup_with(state, true);
 }
 
-/* The writer as main.c opens it: durable views go to view_fn. */
-static int setup_view_fn(void **state)
+/* No callback: the newest view is kept, for writer_view(). */
+static int setup_kept(void **state)
 {
-	return setup_with(state, true);
+	return setup_with(state, false);
 }
 
 static int teardown(void **state)
@@ -195,20 +212,6 @@ static int teardown(void **state)
 	return 0;
 }
 
-static void on_publish(struct buf *ops, void *payload)
-{
-	struct fixture *f = payload;
-	size_t off = 0;
-
-	buf_add(&f->published, ops->p, ops->len);
-	while (off + 4 <= ops->len) {
-		const uint8_t *p = (const uint8_t *)ops->p + off;
-		off += 4 + ((size_t)p[0] << 24 | (size_t)p[1] << 16 |
-			    (size_t)p[2] << 8 | p[3]);
-		f->npublished++;
-	}
-}
-
 /* A caller's held item: counts how it ended. */
 struct item {
 	struct fixture *f;
@@ -219,6 +222,9 @@ static void on_done(void *payload, bool durable)
 {
 	struct item *it = payload;
 
+	/* never before durable_fn heard of a ticket covering it */
+	if (durable && it->f->with_fn)
+		assert_true(it->ticket <= it->f->told);
 	if (durable)
 		it->f->done_durable++;
 	else
@@ -316,8 +322,9 @@ static void assert_consistent(struct fixture *f)
 
 /* ---- tests ---------------------------------------------------------------- */
 
-/* The ordinary way: commit, ticket, durable, then published and the held
- * caller answered. */
+/* The ordinary way: commit, ticket, durable, then the operations, the
+ * view and the ticket in one call, and only then the held caller
+ * answered. */
 static void test_commit_then_durable(void **state)
 {
 	struct fixture *f = *state;
@@ -331,12 +338,18 @@ static void test_commit_then_durable(void **state)
 	assert_int_equal(f->npublished, 0);
 	assert_true(has_grant(f, NULL, "alice", "192.0.2.7/32"));
 	assert_int_equal(f->told, 0);
+	assert_int_equal(f->ncalls, 0);
 	wait_durable(f, t);
 	assert_int_equal(f->npublished, 1);
 	assert_int_equal(f->done_durable, 1);
-	/* the publisher hears of the ticket after the held items ended */
+	/* one call brought the operation, the view showing it and the
+	 * ticket, before the held item ended */
+	assert_int_equal(f->ncalls, 1);
 	assert_int_equal(f->told, t);
-	assert_int_equal(f->told_after_done, 1);
+	assert_int_equal(f->told_ops, 1);
+	assert_true(f->told_view);
+	assert_true(has_grant(f, f->given, "alice", "192.0.2.7/32"));
+	assert_int_equal(f->told_after_done, 0);
 	assert_consistent(f);
 
 	/* a batch that wrote nothing takes no ticket: held on the last
@@ -345,6 +358,38 @@ static void test_commit_then_durable(void **state)
 	assert_int_equal(t, 1);
 	hold(f, t);
 	assert_int_equal(f->done_durable, 2);
+}
+
+/* Batches committed back to back, however the syncer's answers cover
+ * them: each call brings the operations of the tickets it ends, in ticket
+ * order, with a view and the ticket, and every held item ends after the
+ * call that covered it (on_done checks). */
+static void test_durable_in_order(void **state)
+{
+	struct fixture *f = *state;
+	static const char *const users[] = {"kim", "lee", "max"};
+	const char *at[3];
+	uint64_t t = 0;
+
+	for (int i = 0; i < 3; i++) {
+		emit_grant(f, users[i], "192.0.2.20/32");
+		assert_int_equal(writer_commit(f->w, &t), 0);
+		assert_int_equal(t, (uint64_t)i + 1);
+		hold(f, t);
+	}
+	wait_durable(f, t);
+	assert_int_equal(f->done_durable, 3);
+	assert_int_equal(f->npublished, 3);
+	assert_true(f->ncalls >= 1 && f->ncalls <= 3);
+	assert_int_equal(f->ngiven, f->ncalls);
+	assert_int_equal(f->told, t);
+	for (int i = 0; i < 3; i++) {
+		at[i] = memmem(f->published.p, f->published.len, users[i], 3);
+		assert_non_null(at[i]);
+	}
+	assert_true(at[0] < at[1] && at[1] < at[2]);
+	assert_true(has_grant(f, f->given, "max", "192.0.2.20/32"));
+	assert_consistent(f);
 }
 
 /* One write fails (a transient RocksDB error): the batch is dropped
@@ -459,8 +504,8 @@ static void test_view_waits_for_sync(void **state)
 	assert_true(has_grant(f, writer_view(f->w), "gina", "192.0.2.12/32"));
 }
 
-/* The same on the path the node uses (main.c gives writer_opts.view_fn,
- * give_view, which hands each view to the reader thread): no view that
+/* The same on the path the node uses (main.c gives writer_opts.durable_fn,
+ * give_durable, which hands each view to the reader thread): no view that
  * shows a batch is given before the syncer reports it durable (test audit
  * 8964f70, mutant 11b). */
 static void test_view_fn_waits_for_sync(void **state)
@@ -468,7 +513,7 @@ static void test_view_fn_waits_for_sync(void **state)
 	struct fixture *f = *state;
 	uint64_t t;
 
-	assert_null(writer_view(f->w)); /* the views go to view_fn */
+	assert_null(writer_view(f->w)); /* the views go to durable_fn */
 	emit_grant(f, "hana", "192.0.2.13/32");
 	assert_int_equal(writer_commit(f->w, &t), 0);
 	assert_true(has_grant(f, writer_batch(f->w), "hana", "192.0.2.13/32"));
@@ -548,22 +593,24 @@ static void test_view_is_a_snapshot(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_commit_then_durable, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_vector_only_batch, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_commit_transient_failure,
-						setup, teardown),
-		cmocka_unit_test_setup_teardown(test_commit_persistent_failure,
-						setup, teardown),
-		cmocka_unit_test_setup_teardown(test_destroy_drops_held, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_view_waits_for_sync, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_view_is_a_snapshot, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_view_fn_waits_for_sync,
-						setup_view_fn, teardown),
+	        cmocka_unit_test_setup_teardown(test_commit_then_durable, setup,
+	                                        teardown),
+	        cmocka_unit_test_setup_teardown(test_durable_in_order, setup,
+	                                        teardown),
+	        cmocka_unit_test_setup_teardown(test_vector_only_batch,
+	                                        setup_kept, teardown),
+	        cmocka_unit_test_setup_teardown(test_commit_transient_failure,
+	                                        setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_commit_persistent_failure,
+	                                        setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_destroy_drops_held, setup,
+	                                        teardown),
+	        cmocka_unit_test_setup_teardown(test_view_waits_for_sync,
+	                                        setup_kept, teardown),
+	        cmocka_unit_test_setup_teardown(test_view_is_a_snapshot, setup,
+	                                        teardown),
+	        cmocka_unit_test_setup_teardown(test_view_fn_waits_for_sync,
+	                                        setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, setup_group, fx_group_teardown);
 }
