@@ -19,6 +19,7 @@
 . "$(dirname "$0")/lib.sh"
 
 NEW_BIN=$GD_BIN
+NEW_RELEASE=$("$NEW_BIN/grantd" --version | awk '{print $2}')
 
 # The last release: "TAG COMMIT" of deploy/releases' last line, the
 # commit taken from the tag when there is one.
@@ -65,10 +66,11 @@ t_check "the old grantd is not this build ($("$NEW_BIN/grantd" --version 2>&1))"
 # Each site runs the programs of $T_DIR/bin.SITE, a link to the old or
 # the new bin directory: the upgrade of a site moves the link (what a
 # package upgrade does to /usr/bin), then restarts the node.
-declare -A REL=()
+declare -A REL=() NAME=()
 use_release() { # SITE old|new
 	ln -sfn "$([[ $2 == old ]] && echo "$OLD_BIN" || echo "$NEW_BIN")" "$T_DIR/bin.$1"
 	REL[$1]=$2
+	NAME[$1]=$([[ $2 == old ]] && echo "$REL_TAG" || echo "$NEW_RELEASE")
 }
 start_site() { GD_BIN=$T_DIR/bin.$1 t_start "$1"; }
 # sh SITE SRCIP USER CMD...: grant-shell of SITE's release
@@ -80,7 +82,6 @@ peer_release_is() { [[ $(peer_release "$1" "$2" 2>/dev/null) == "$3" ]]; }
 everywhere_is() {
 	[[ $(t_sj "$1" "[f['everywhere'] for f in j.get('features', []) if f['name'] == 'release-in-heartbeat'][0]" 2>/dev/null) == "$2" ]]
 }
-NEW_RELEASE=$("$NEW_BIN/grantd" --version | awk '{print $2}')
 
 t_section "three sites on $REL_TAG"
 t_cluster_config
@@ -153,16 +154,28 @@ upgrade() {
 		[[ $s == "$up" ]] && continue
 		[[ -z $o1 ]] && o1=$s || o2=$s
 	done
-	t_expect 0 "$o1 (${REL[$o1]}): ann validates" sh_at "$o1" "${SRC[ann]}" ann 2fa val "$(tok ann)"
+	t_expect 0 "$o1 (${NAME[$o1]}): ann validates" sh_at "$o1" "${SRC[ann]}" ann 2fa val "$(tok ann)"
 	NEXT[ann]=$((NEXT[ann] + 1))
-	t_expect 0 "$o2 (${REL[$o2]}): cat validates" sh_at "$o2" "${SRC[cat]}" cat 2fa val "$(tok cat)"
+	t_expect 0 "$o2 (${NAME[$o2]}): cat validates" sh_at "$o2" "${SRC[cat]}" cat 2fa val "$(tok cat)"
 	NEXT[cat]=$((NEXT[cat] + 1))
 	commit "$T_DIR/w"
-	t_expect 0 "push main at $o2 (${REL[$o2]})" push "$T_DIR/w" "$o2" main
+	t_expect 0 "push main at $o2 (${NAME[$o2]})" push "$T_DIR/w" "$o2" main
+	cat_used=$(t_hotp "${SEC[cat]}" $((NEXT[cat] - 1)))
 	if ((STEP == 1)); then
 		t_expect 0 "$o1: grant revoke bob all" t_c "$o1" grant revoke bob all
 	fi
+	# and while it starts (and catches up): a push and a val elsewhere
+	commit "$T_DIR/w"
+	push "$T_DIR/w" "$o1" main >"$T_DIR/push.out" 2>&1 &
+	pp=$!
+	sh_at "$o2" "${SRC[ann]}" ann 2fa val "$(tok ann)" >"$T_DIR/val.out" 2>&1 &
+	vp=$!
+	NEXT[ann]=$((NEXT[ann] + 1))
 	start_site "$up"
+	wait "$pp"
+	t_eq "push main at $o1 during $up's start" "$?" 0
+	wait "$vp"
+	t_eq "$o2: ann validates during $up's start" "$?" 0
 	t_expect_converged "after step $STEP: the three sites agree" 30
 	branch_everywhere main "$(t_head "$T_DIR/w")" "main is the last push"
 	for s in "${T_SITES[@]}"; do
@@ -170,19 +183,21 @@ upgrade() {
 	done
 
 	# a token used at a site of one release is refused at the other's
+	t_expect 1 "$up ($NEW_RELEASE): cat's token used at $o2 (${NAME[$o2]}) while $up was down is refused" \
+		sh_at "$up" 127.0.20.9 cat 2fa val "$cat_used"
 	t_expect 0 "$up ($NEW_RELEASE): dan validates" sh_at "$up" "${SRC[dan]}" dan 2fa val "$(tok dan)"
 	used=$(tok dan)
 	NEXT[dan]=$((NEXT[dan] + 1))
 	t_expect_converged "dan's token use everywhere" 20
 	for s in "$o1" "$o2"; do
-		t_expect 1 "$s (${REL[$s]}): dan's token used at $up is refused" \
+		t_expect 1 "$s (${NAME[$s]}): dan's token used at $up is refused" \
 			sh_at "$s" 127.0.20.9 dan 2fa val "$used"
 	done
-	t_expect 0 "$o1 (${REL[$o1]}): ann validates" sh_at "$o1" "${SRC[ann]}" ann 2fa val "$(tok ann)"
+	t_expect 0 "$o1 (${NAME[$o1]}): ann validates" sh_at "$o1" "${SRC[ann]}" ann 2fa val "$(tok ann)"
 	used=$(tok ann)
 	NEXT[ann]=$((NEXT[ann] + 1))
 	t_expect_converged "ann's token use everywhere" 20
-	t_expect 1 "$up ($NEW_RELEASE): ann's token used at $o1 (${REL[$o1]}) is refused" \
+	t_expect 1 "$up ($NEW_RELEASE): ann's token used at $o1 (${NAME[$o1]}) is refused" \
 		sh_at "$up" 127.0.20.9 ann 2fa val "$used"
 
 	# what the upgraded sites say of their peers
