@@ -25,15 +25,15 @@
 #include <stdbool.h>
 
 /* X(ID, "name", "what it means"): every feature of this release. */
-#define GD_FEATURES(X)                                                        \
-	X(RELEASE_IN_HEARTBEAT, "release-in-heartbeat",                       \
+#define GD_FEATURES(X)                                  \
+	X(RELEASE_IN_HEARTBEAT, "release-in-heartbeat", \
 	  "heartbeats carry the release and the feature list (0.2.0)")
 
 enum feature {
 #define GD_FEATURE_ENUM(id, name, desc) FEATURE_##id,
 	GD_FEATURES(GD_FEATURE_ENUM)
 #undef GD_FEATURE_ENUM
-	FEATURE__COUNT
+	        FEATURE__COUNT
 };
 
 /* f's name ("release-in-heartbeat"); "?" out of range. */
@@ -41,7 +41,7 @@ static inline const char *peerfeatures_name(enum feature f)
 {
 	static const char *const names[FEATURE__COUNT] = {
 #define GD_FEATURE_NAME(id, name, desc) [FEATURE_##id] = name,
-		GD_FEATURES(GD_FEATURE_NAME)
+	        GD_FEATURES(GD_FEATURE_NAME)
 #undef GD_FEATURE_NAME
 	};
 	return (unsigned)f < FEATURE__COUNT ? names[f] : "?";

@@ -22,7 +22,7 @@
 #include "fixture.h"
 #include "store.h"
 
-static const uint8_t seal_key[STORE_SEAL_KEY_LEN] = { 7 };
+static const uint8_t seal_key[STORE_SEAL_KEY_LEN] = {7};
 
 struct fx {
 	char dir[128];
@@ -56,8 +56,7 @@ static int reopen(struct fx *f, struct store **s, bool *created)
 }
 
 /* Write meta key k = v (vlen bytes; NULL: delete it), committed. */
-static void meta_set(struct store *s, const char *k, const void *v,
-		     size_t vlen)
+static void meta_set(struct store *s, const char *k, const void *v, size_t vlen)
 {
 	struct store_batch *b;
 
@@ -150,14 +149,14 @@ static void test_bad_stamp_refused(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_new_store_stamped, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_unstamped_store_migrated,
-						setup, teardown),
-		cmocka_unit_test_setup_teardown(test_newer_store_refused, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_bad_stamp_refused, setup,
-						teardown),
+	        cmocka_unit_test_setup_teardown(test_new_store_stamped, setup,
+	                                        teardown),
+	        cmocka_unit_test_setup_teardown(test_unstamped_store_migrated,
+	                                        setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_newer_store_refused, setup,
+	                                        teardown),
+	        cmocka_unit_test_setup_teardown(test_bad_stamp_refused, setup,
+	                                        teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
