@@ -76,11 +76,42 @@ static void arm(char point[32], const char *var, const char *what)
 		 "production)", what, point, var);
 }
 
+static uint64_t sync_grace_ms; /* 0: the hook is off */
+
+/* GRANTD_TEST_SYNC_GRACE_MS: how long a starting node waits for silent
+ * peers before it serves alone (repl.c's SYNC_GRACE_MS, 5 s) */
+static void arm_sync_grace(void)
+{
+	const char *e = getenv("GRANTD_TEST_SYNC_GRACE_MS");
+	char *end;
+	long long v;
+
+	if (!e || !*e)
+		return;
+	errno = 0;
+	v = strtoll(e, &end, 10);
+	if (errno || *end || v <= 0 || v > 3600 * 1000) {
+		log_warn("test hook ignored: GRANTD_TEST_SYNC_GRACE_MS=%s is "
+			 "not a time in ms", e);
+		return;
+	}
+	sync_grace_ms = (uint64_t)v;
+	log_warn("test hook armed: a starting node waits for silent peers "
+		 "grace_ms=%lld (GRANTD_TEST_SYNC_GRACE_MS; never set it in "
+		 "production)", v);
+}
+
+uint64_t crashpoint_sync_grace_ms(uint64_t dflt)
+{
+	return sync_grace_ms ? sync_grace_ms : dflt;
+}
+
 void crashpoint_init(void)
 {
 	arm(crash_at, "GRANTD_TEST_CRASH_AT", "the node kills itself");
 	arm(fault_at, "GRANTD_TEST_FAULT_AT", "an operation fails");
 	arm_clock();
+	arm_sync_grace();
 }
 
 void crashpoint_clock(void)

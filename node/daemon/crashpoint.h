@@ -39,6 +39,11 @@
  * takes the step at its next turn and logs "test hook: wall clock
  * stepped" (test_clock_step.sh).
  *
+ * GRANTD_TEST_SYNC_GRACE_MS=N makes a starting node wait N ms, not 5 s,
+ * for peers it cannot hear before it validates tokens alone (repl.c's
+ * syncing gate), so a test can look at a node that is still syncing
+ * without racing the 5 s on a loaded machine (test_metrics.sh).
+ *
  * The variables are read once, by main() before any thread starts; without
  * them a point costs one comparison.  It is compiled in always, so the tests
  * run the binary that ships (docs/architecture.md says why that is safe).
@@ -47,6 +52,7 @@
 #define GD_CRASHPOINT_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 /* Read GRANTD_TEST_CRASH_AT, _FAULT_AT and _CLOCK_STEP_MS (logged when
  * set).  Call once, before any thread: SIGUSR2 stays blocked in every
@@ -56,6 +62,10 @@ void crashpoint_init(void);
 /* The main loop, each turn: take the wall clock steps SIGUSR2 asked for
  * since the last call (GRANTD_TEST_CLOCK_STEP_MS). */
 void crashpoint_clock(void);
+
+/* The syncing gate's grace for silent peers: GRANTD_TEST_SYNC_GRACE_MS,
+ * else dflt. */
+uint64_t crashpoint_sync_grace_ms(uint64_t dflt);
 
 /* SIGKILL this process if name is the configured crash point. */
 void crashpoint(const char *name);

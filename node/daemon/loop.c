@@ -72,7 +72,7 @@ static void pump_gitrepl(struct node *n)
 static int tick_status(struct node *n, cJSON *last[2], uint64_t now_ms)
 {
 	cJSON *part[2] = {
-		cmd_status_store(&n->ops, (int64_t)(clock_wall_ms() / 1000)),
+		cmd_status_store(n->ops, (int64_t)(clock_wall_ms() / 1000)),
 		cmd_status_repl(n->repl, n->gitrepl, now_ms),
 	};
 	cJSON *give[2] = { NULL, NULL };
@@ -171,7 +171,10 @@ static void job_syncing(void *payload, uint64_t now)
 	n->syncing = repl_syncing(n->repl);
 	/* refs whose records changed: the disk follows them (the writer
 	 * made the new repositories after each commit) */
-	gitrepl_changed(n->gitrepl, &n->ops.refs_touched);
+	struct buf refs = BUF_INIT;
+	ops_take_refs(n->ops, &refs);
+	gitrepl_changed(n->gitrepl, &refs);
+	buf_free(&refs);
 	if (l->was_syncing && !n->syncing)
 		gitrepl_all(n->gitrepl, NULL); /* caught up: look again */
 	if (l->was_syncing != n->syncing) /* the reader gates 2fa reads */

@@ -234,7 +234,7 @@ static void give_view(struct store_batch *view, void *payload)
 
 	if (n->readers) {
 		readers_publish_status(n->readers, cmd_status_store(
-			&n->ops, (int64_t)(clock_wall_ms() / 1000)), NULL);
+			n->ops, (int64_t)(clock_wall_ms() / 1000)), NULL);
 		readers_publish(n->readers, view, n->syncing);
 	} else {
 		store_batch_free(&view);
@@ -272,7 +272,7 @@ static int start_readers(struct node *n)
 
 	store_view_new(&view, n->store);
 	ro.view = view;
-	ro.status_store = cmd_status_store(&n->ops,
+	ro.status_store = cmd_status_store(n->ops,
 					   (int64_t)(clock_wall_ms() / 1000));
 	ro.status_repl = cmd_status_repl(n->repl, n->gitrepl, clock_mono_ms());
 	cJSON_AddItemToObject(ro.status_repl, "quorum", vote_status(n->vote));
@@ -419,7 +419,7 @@ static int open_state(struct node *n, const char *cfg_path,
 	if ((rc = syncer_start(&n->syncer, n->store, n->zctx, &n->counts)) < 0)
 		return rc;
 	return writer_open(&n->writer, &(struct writer_opts){
-		.store = n->store, .ops = &n->ops, .syncer = n->syncer,
+		.store = n->store, .ops = n->ops, .syncer = n->syncer,
 		.repo_dir = n->cfg->repo_dir,
 		.hook = n->cfg->gitolite_home ? NULL : n->hook,
 		.gitolite = n->cfg->gitolite_home != NULL,
@@ -440,9 +440,9 @@ static int open_peers(struct node *n, struct peer_self *self, bool created)
 	if ((rc = peer_open(&n->peer, &(struct peer_link_opts){
 			.self = self, .peers = n->cfg->peers,
 			.npeers = n->cfg->npeers, .sync = n->cfg->sync,
-			.maxmsg = 64 * 1024, .dropped = &n->ops.dropped })) < 0 ||
+			.maxmsg = 64 * 1024, .dropped = ops_dropped_counter(n->ops) })) < 0 ||
 	    (rc = repl_open(&n->repl, &(struct repl_opts){
-			.ops = &n->ops, .store = n->store, .cfg = n->cfg,
+			.ops = n->ops, .store = n->store, .cfg = n->cfg,
 			.self = self, .link = n->peer, .writer = n->writer,
 			.latency_hist = &n->counts.repl_latency })) < 0)
 		return rc;
@@ -509,7 +509,7 @@ static void close_node(struct node *n, bool git_up)
 	if (git_up)
 		git_libgit2_shutdown();
 	sodium_memzero(n->curve_sec, sizeof(n->curve_sec));
-	ops_close(&n->ops);
+	ops_destroy(&n->ops);
 	free(n->hook_pids);
 	config_free(&n->cfg);
 }

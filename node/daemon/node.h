@@ -27,7 +27,7 @@ struct writer;
 struct node {
 	struct config *cfg;
 	struct store *store;
-	struct ops ops;
+	struct ops *ops;
 	struct control *control;
 	struct peer_link *peer; /* the link to peers: ZAP, sync ROUTER */
 	struct readers *readers; /* the sockets, and the reads off this thread */

@@ -45,7 +45,7 @@ struct repl_peer *repl_peer_by_site(struct repl *r, const char *site)
 
 bool repl_origin_known(struct repl *r, const char *origin)
 {
-	if (!strcmp(origin, r->ops->site))
+	if (!strcmp(origin, ops_site(r->ops)))
 		return true;
 	for (int i = 0; i < r->npeers; i++)
 		if (!strcmp(r->peers[i].cfg->site, origin))
@@ -90,7 +90,7 @@ void repl_apply_op(struct repl *r,
 			          "seq=%llu: %s dropped=%llu",
 			          p->cfg->site, op->origin ? op->origin : "-",
 			          (unsigned long long)op->seq, why.p,
-			          (unsigned long long)r->ops->dropped);
+			          (unsigned long long)ops_dropped(r->ops));
 		}
 		repl_back_off(p, now_ms);
 		buf_free(&why);
@@ -308,7 +308,7 @@ decode(struct repl *r, const char *site, zmq_msg_t *msg)
 		return m;
 	repl_dropped(r, 1);
 	log_warn("peer message dropped peer=%s: %s dropped=%llu", site, why,
-	         (unsigned long long)r->ops->dropped);
+	         (unsigned long long)ops_dropped(r->ops));
 	return NULL;
 }
 
@@ -461,9 +461,9 @@ void repl_publish(struct buf *ob, void *payload)
 		if (off + 4 + len > ob->len)
 			break;
 		Grantd__V1__Op *op = grantd__v1__op__unpack(NULL, len, p + 4);
-		if (op && op->epoch == r->ops->epoch &&
-		    op->seq > r->ops->published)
-			r->ops->published = op->seq;
+		if (op && op->epoch == ops_epoch(r->ops) &&
+		    op->seq > ops_published(r->ops))
+			ops_set_published(r->ops, op->seq);
 		if (op) {
 			Grantd__V1__PeerMsg m;
 			peer_msg_init(r->self, &m);
@@ -535,12 +535,13 @@ static void tick_peer(struct repl *r,
 static void sync_gate(struct repl *r, const struct level *lv, uint64_t now_ms)
 {
 	uint64_t up = now_ms - r->started_ms;
+	uint64_t grace = crashpoint_sync_grace_ms(SYNC_GRACE_MS);
 
 	if (!r->syncing)
 		return;
 	if ((lv->all_level && lv->all_heard) ||
-	    (lv->all_level && lv->any_heard && up > SYNC_GRACE_MS) ||
-	    (!lv->any_heard && up > SYNC_GRACE_MS) || up > SYNC_MAX_MS) {
+	    (lv->all_level && lv->any_heard && up > grace) ||
+	    (!lv->any_heard && up > grace) || up > SYNC_MAX_MS) {
 		r->syncing = false;
 		log_info("sync done: validating tokens peers_heard=%s "
 		         "after_ms=%llu",

@@ -48,9 +48,9 @@ void repl_hb_fill(struct repl *r, Grantd__V1__Heartbeat *hb)
 			continue;
 		/* never more than a peer takes (repl_hb_take); our own
 		 * stream always has its place */
-		bool ours = ol == strlen(o->site) &&
-		            !memcmp(key, o->site, ol) &&
-		            store_get_be64(key + ol + 1) == o->epoch;
+		bool ours = ol == strlen(ops_site(o)) &&
+		            !memcmp(key, ops_site(o), ol) &&
+		            store_get_be64(key + ol + 1) == ops_epoch(o);
 		if (hb->n_vv >= MAX_VV - 1 && !ours) {
 			over++;
 			continue;
@@ -62,9 +62,9 @@ void repl_hb_fill(struct repl *r, Grantd__V1__Heartbeat *hb)
 		e->epoch = store_get_be64(key + ol + 1), e->has_epoch = 1;
 		e->seq = store_get_be64(v.p), e->has_seq = 1;
 		/* our own stream: only what is durable and published */
-		if (!strcmp(e->origin, r->ops->site) &&
-		    e->epoch == r->ops->epoch && e->seq > r->ops->published)
-			e->seq = r->ops->published;
+		if (!strcmp(e->origin, ops_site(r->ops)) &&
+		    e->epoch == ops_epoch(r->ops) && e->seq > ops_published(r->ops))
+			e->seq = ops_published(r->ops);
 		hb->vv[hb->n_vv++] = e;
 	}
 	store_iter_free(&it);
@@ -76,8 +76,8 @@ void repl_hb_fill(struct repl *r, Grantd__V1__Heartbeat *hb)
 		         "epochs are retired only once every peer holds them",
 		         hb->n_vv + over, hb->n_vv);
 	}
-	hb->hlc = r->ops->hlc.last, hb->has_hlc = 1;
-	hb->digest.data = r->ops->digest;
+	hb->hlc = ops_hlc_last(r->ops), hb->has_hlc = 1;
+	hb->digest.data = (uint8_t *)ops_digest(r->ops);
 	hb->digest.len = DIGEST_LEN, hb->has_digest = 1;
 	hb->syncing = r->syncing, hb->has_syncing = 1;
 	hb->policy = &r->hb_policy;
@@ -140,16 +140,16 @@ unlisted(struct repl *r, const struct repl_peer *p, const char *origin)
 	const struct ops *o = r->ops;
 	uint64_t sum = 0;
 
-	for (size_t i = 0; i < o->nvv; i++) {
+	for (size_t i = 0; i < ops_vv_count(o); i++) {
 		bool listed = false;
-		if (o->vv[i].epoch == OPS_VV_RETIRED || o->vv[i].retired ||
-		    strcmp(o->vv[i].origin, origin))
+		if (ops_vv_at(o, i)->epoch == OPS_VV_RETIRED || ops_vv_at(o, i)->retired ||
+		    strcmp(ops_vv_at(o, i)->origin, origin))
 			continue;
 		for (size_t j = 0; !listed && j < p->hb->n_vv; j++)
-			listed = p->hb->vv[j]->epoch == o->vv[i].epoch &&
+			listed = p->hb->vv[j]->epoch == ops_vv_at(o, i)->epoch &&
 			         !strcmp(p->hb->vv[j]->origin, origin);
 		if (!listed)
-			sum += o->vv[i].seq;
+			sum += ops_vv_at(o, i)->seq;
 	}
 	return sum;
 }
@@ -376,7 +376,7 @@ static void retire_epochs(struct repl *r)
 	if (k > 0 || f > 0) {
 		r->dirty = true;
 		log_info("finished epochs retired n=%d forgotten=%d vector=%zu",
-		         k, f, o->nvv);
+		         k, f, ops_vv_count(o));
 	}
 }
 

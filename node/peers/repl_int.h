@@ -211,7 +211,7 @@ void repl_applied(struct repl *r, uint64_t sent_us);
  * (counts.dropped, ops.h) */
 static inline void repl_dropped(struct repl *r, uint64_t n)
 {
-	r->ops->dropped += n;
+	ops_note_dropped(r->ops, n);
 }
 
 /* ---- repl_hb.c: heartbeats, who is ahead, epoch retirement ------------ */

@@ -115,16 +115,16 @@ uint64_t repl_mirror_lag_ops(struct repl *r, const struct repl_peer *p)
 	if (!p->msub)
 		return 0;
 	const Grantd__V1__MirrorSub *ms = p->msub->mirror_sub;
-	for (size_t i = 0; i < o->nvv; i++) {
-		uint64_t ours = o->vv[i].seq, theirs = 0;
-		if (o->vv[i].epoch == OPS_VV_RETIRED || o->vv[i].retired)
+	for (size_t i = 0; i < ops_vv_count(o); i++) {
+		uint64_t ours = ops_vv_at(o, i)->seq, theirs = 0;
+		if (ops_vv_at(o, i)->epoch == OPS_VV_RETIRED || ops_vv_at(o, i)->retired)
 			continue;
-		if (!strcmp(o->vv[i].origin, o->site) &&
-		    o->vv[i].epoch == o->epoch && ours > o->published)
-			ours = o->published;
+		if (!strcmp(ops_vv_at(o, i)->origin, ops_site(o)) &&
+		    ops_vv_at(o, i)->epoch == ops_epoch(o) && ours > ops_published(o))
+			ours = ops_published(o);
 		for (size_t j = 0; j < ms->n_vv; j++)
-			if (ms->vv[j]->epoch == o->vv[i].epoch &&
-			    !strcmp(ms->vv[j]->origin, o->vv[i].origin))
+			if (ms->vv[j]->epoch == ops_vv_at(o, i)->epoch &&
+			    !strcmp(ms->vv[j]->origin, ops_vv_at(o, i)->origin))
 				theirs = ms->vv[j]->seq;
 		if (ours > theirs)
 			lag += ours - theirs;
@@ -211,7 +211,7 @@ static void mirror_skip(struct repl *r,
 			          "stamped in the future dropped=%llu",
 			          p->cfg->site, e->origin,
 			          (unsigned long long)e->seq,
-			          (unsigned long long)r->ops->dropped);
+			          (unsigned long long)ops_dropped(r->ops));
 		}
 		repl_back_off(p, now_ms);
 		return;

@@ -195,8 +195,8 @@ static void range_read(struct repl *r,
 	                  prefix.len - 8, prefix.p, prefix.len);
 	want = rq->from;
 	/* our own operations only once durable and published */
-	if (!strcmp(rq->origin, r->ops->site) && rq->epoch == r->ops->epoch) {
-		uint64_t pub = r->ops->published;
+	if (!strcmp(rq->origin, ops_site(r->ops)) && rq->epoch == ops_epoch(r->ops)) {
+		uint64_t pub = ops_published(r->ops);
 		if (pub < rq->from)
 			max = 0;
 		else if (pub - rq->from + 1 < max)

@@ -50,7 +50,7 @@ void repl_stat_refuse(
 	va_end(ap);
 	log_error("%s %s=%llu dropped=%llu", m, drop_names[why],
 	          (unsigned long long)r->drops[why],
-	          (unsigned long long)r->ops->dropped);
+	          (unsigned long long)ops_dropped(r->ops));
 }
 
 /* The worse of p's two sockets' states. */

@@ -180,8 +180,8 @@ snap_vv_cap(struct repl *r, struct repl_peer *p, const Grantd__V1__VvEntry *e)
 
 	if (!strcmp(e->origin, p->cfg->site))
 		return e->seq;
-	if (!strcmp(e->origin, r->ops->site))
-		return e->epoch == r->ops->epoch ? 0 : e->seq;
+	if (!strcmp(e->origin, ops_site(r->ops)))
+		return e->epoch == ops_epoch(r->ops) ? 0 : e->seq;
 	for (size_t i = 0; q && q->hb && i < q->hb->n_vv; i++)
 		if (q->hb->vv[i]->epoch == e->epoch &&
 		    !strcmp(q->hb->vv[i]->origin, e->origin))

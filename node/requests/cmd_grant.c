@@ -55,7 +55,7 @@ static int add_grant(struct cmd_ctx *x, struct req *r, const char *user,
 	g.session = (char *)(session ? session : "");
 	SET(g, added, r->now);
 	SET(g, expires, r->now + seconds);
-	g.site = x->ops->site;
+	g.site = (char *)ops_site(x->ops);
 	int rc = cmd_emit_body(x, GRANTD__V1__OP__BODY_GRANT, &g);
 	if (rc < 0)
 		return rc;

@@ -425,7 +425,7 @@ static int import_grant(struct cmd_ctx *x,
 	g.session = "";
 	SET(g, added, ig->added);
 	SET(g, expires, ig->expires);
-	g.site = x->ops->site;
+	g.site = (char *)ops_site(x->ops);
 	if ((rc = emit(x, m, GRANTD__V1__OP__BODY_GRANT, &g)) < 0)
 		return rc;
 	buf_printf(&r->out, "user %s: grant %s until %s: %s\n", m->name,

@@ -130,9 +130,10 @@ cJSON *cmd_status_store(struct ops *ops, int64_t now)
 
 	uint8_t pub[DIGEST_LEN];
 
-	digest_hex(digest, ops->digest);
-	cJSON_AddStringToObject(j, "site", ops->site);
-	cJSON_AddStringToObject(j, "role", config_role_name(ops->cfg->role));
+	digest_hex(digest, ops_digest(ops));
+	cJSON_AddStringToObject(j, "site", ops_site(ops));
+	cJSON_AddStringToObject(j, "role",
+				config_role_name(ops_config(ops)->role));
 	cJSON_AddStringToObject(j, "digest", digest);
 	/* what runs here (docs/upgrading.md): open stores are stamped */
 	cJSON_AddStringToObject(j, "release", GRANTD_VERSION);
@@ -143,20 +144,21 @@ cJSON *cmd_status_store(struct ops *ops, int64_t now)
 	digest_hex(digest, pub);
 	cJSON_AddStringToObject(j, "digest_public", digest);
 	/* beyond 2^53: a JSON integer written as text, not a double */
-	snprintf(h, sizeof(h), "%llu", (unsigned long long)ops->hlc.last);
+	snprintf(h, sizeof(h), "%llu", (unsigned long long)ops_hlc_last(ops));
 	cJSON_AddRawToObject(j, "hlc", h);
-	snprintf(ep, sizeof(ep), "%016llx", (unsigned long long)ops->epoch);
+	snprintf(ep, sizeof(ep), "%016llx", (unsigned long long)ops_epoch(ops));
 	cJSON_AddStringToObject(j, "epoch", ep);
 	vector = cJSON_AddArrayToObject(j, "vector");
-	for (size_t i = 0; i < ops->nvv; i++) {
+	for (size_t i = 0; i < ops_vv_count(ops); i++) {
 		cJSON *e = cJSON_CreateObject();
 		snprintf(ep, sizeof(ep), "%016llx",
-			 (unsigned long long)ops->vv[i].epoch);
-		cJSON_AddStringToObject(e, "origin", ops->vv[i].origin);
+			 (unsigned long long)ops_vv_at(ops, i)->epoch);
+		cJSON_AddStringToObject(e, "origin", ops_vv_at(ops, i)->origin);
 		cJSON_AddStringToObject(e, "epoch", ep);
-		cJSON_AddNumberToObject(e, "seq", (double)ops->vv[i].seq);
+		cJSON_AddNumberToObject(e, "seq",
+					(double)ops_vv_at(ops, i)->seq);
 		/* counted in its origin's retired total (ops.h) */
-		if (ops->vv[i].retired)
+		if (ops_vv_at(ops, i)->retired)
 			cJSON_AddBoolToObject(e, "retired", true);
 		cJSON_AddItemToArray(vector, e);
 	}
@@ -174,12 +176,12 @@ cJSON *cmd_status_store(struct ops *ops, int64_t now)
 		        counts, cf == CF_PUSHLOG ? "push_log" : k->name,
 		        (double)ops_count(ops, (enum store_cf)cf, now));
 	}
-	cJSON_AddNumberToObject(counts, "dropped", (double)ops->dropped);
+	cJSON_AddNumberToObject(counts, "dropped", (double)ops_dropped(ops));
 	/* the push log's forks held and entries refused (docs/push-log.md) */
 	if (ops_pushlog_forks(ops, NULL, &forks) == 0)
 		cJSON_AddNumberToObject(counts, "push_log_forks", (double)forks);
 	cJSON_AddNumberToObject(counts, "push_log_refused",
-				(double)ops->pushlog_refused);
+				(double)ops_pushlog_refused(ops));
 	return j;
 }
 
@@ -508,15 +510,17 @@ static int cmd_verify(struct cmd_ctx *x, struct req *r)
 	digest_hex(stored, v->stored);
 	digest_hex(disk, v->disk);
 	j = cJSON_CreateObject();
-	cJSON_AddStringToObject(j, "site", x->node->ops->site);
+	cJSON_AddStringToObject(j, "site", ops_site(x->node->ops));
 	cJSON_AddBoolToObject(j, "equal", v->equal);
 	cJSON_AddStringToObject(j, "live", live);
 	cJSON_AddStringToObject(j, "stored", stored);
 	cJSON_AddStringToObject(j, "recomputed", disk);
 	fams = cJSON_AddArrayToObject(j, "families");
 	cJSON *dj = cJSON_AddArrayToObject(j, "differs");
-	buf_printf(&r->out, "site:       %s\nlive:       %s\nstored:     %s\n"
-		   "recomputed: %s\n", x->node->ops->site, live, stored, disk);
+	buf_printf(&r->out,
+		   "site:       %s\nlive:       %s\nstored:     %s\n"
+		   "recomputed: %s\n",
+		   ops_site(x->node->ops), live, stored, disk);
 	for (int cf = 0; cf < CF__COUNT; cf++) {
 		if (!v->covered[cf])
 			continue;

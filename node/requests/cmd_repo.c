@@ -129,10 +129,10 @@ static int log_push(struct cmd_ctx *x, struct req *r, const char *repo,
 	uint64_t head;
 	int rc;
 
-	if ((rc = ops_pushlog_head(x->ops, x->p.batch, x->ops->site, &head,
+	if ((rc = ops_pushlog_head(x->ops, x->p.batch, ops_site(x->ops), &head,
 				   prev)) < 0)
 		return rc;
-	e.origin = x->ops->site;
+	e.origin = (char *)ops_site(x->ops);
 	SET(e, n, head + 1);
 	e.prev.data = prev, e.prev.len = sizeof(prev), e.has_prev = 1;
 	if (rq->user && name_user_ok(rq->user))

@@ -188,7 +188,7 @@ static int val_failed(struct cmd_ctx *x, struct req *r, int fails)
 	int rc;
 
 	f.user = (char *)cmd_user_of(r);
-	f.site = x->ops->site;
+	f.site = (char *)ops_site(x->ops);
 	f.hlc = &at;
 	f.n_hlc = 1;
 	op.body_case = GRANTD__V1__OP__BODY_FAILURE;

@@ -67,13 +67,13 @@ static void ctx_make(struct control *c, const struct cmd *cmd,
 	x->p.store = n->store;
 	x->p.batch = reads ? NULL : c->batch;
 	x->p.host = n->host;
-	x->ops = reads ? NULL : &n->ops;
+	x->ops = reads ? NULL : n->ops;
 	x->syncing = n->syncing;
 	x->counts = &n->counts;
 	x->vote = reads ? NULL : n->vote;
 	x->peer_policy = reads || !n->repl ? NULL : repl_peerpolicy(n->repl);
 	if (cmd->flags & CMD_NODE) {
-		nd->ops = &n->ops;
+		nd->ops = n->ops;
 		nd->repl = n->repl;
 		nd->gitrepl = n->gitrepl;
 		nd->curve_pub = n->curve_pub;
@@ -170,7 +170,7 @@ static int handle_writes(struct control *c, struct req *reqs, int n,
 		struct req *r = &reqs[i];
 		if (!r->rq || r->failed)
 			continue;
-		uint64_t seq = c->n->ops.seq;
+		uint64_t seq = ops_seq(c->n->ops);
 		int rc = dispatch(c, r);
 		if (rc < 0) {
 			request_log_failed(r, rc);
@@ -179,7 +179,7 @@ static int handle_writes(struct control *c, struct req *reqs, int n,
 		}
 		/* a handler may hold its answer without writing (a push
 		 * recorded in this very batch) */
-		r->wrote = r->wrote || c->n->ops.seq != seq;
+		r->wrote = r->wrote || ops_seq(c->n->ops) != seq;
 		*held += r->wrote;
 	}
 	return 0;

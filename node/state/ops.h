@@ -3,12 +3,24 @@
  *
  * Every change to replicated state is an operation stamped (origin, epoch,
  * seq, hlc).  ops_local() stamps a change made here; ops_apply() merges an
- * operation into the store batch: the effect (LWW by (hlc, origin) for
- * users, enrollments, grants, unlocks and repositories; max/union for
- * token-use marks and failures), the operation log, the version vector and
- * the state digest, all in the one batch.  Local changes and (with the
- * replication issue) peers' operations both go through ops_apply; there is
- * no second merge path.
+ * operation into the store batch: the effect, the operation log, the
+ * version vector and the state digest, all in the one batch.  The merge
+ * rules (ops_merge.c): last-writer-wins by (hlc, origin) for users,
+ * enrollments, grants, unlocks, address revocations, repositories and
+ * refs (a ref's losing tip noted in CF_LOSERS); max/union for token-use
+ * marks; union of attempt stamps for failures; a set for the push log
+ * (one entry per (origin, n), a second one kept as a fork).  Local
+ * changes and peers' operations both go through ops_apply, and records of
+ * a state transfer through ops_merge_record with the same rules; there is
+ * no second merge path.  Every replicated family (records.h) is in the
+ * digest, refs, address revocations and the push log included.
+ *
+ * The module is opaque (struct ops lives in ops_int.h, for ops*.c only):
+ * callers use the named calls below.  Rooms: ops.c (the operation, save
+ * points, accessors), ops_merge.c, ops_vv.c, ops_check.c, ops_count.c,
+ * ops_derived.c (keyfp, push ids, push-log heads), ops_digest.c,
+ * ops_sweep.c.  Callers: the writer (writer.c), the request handlers
+ * (node/requests), replication (repl.c, vote.c, plheads.c), main.c.
  *
  * One owner thread (the writer).  After a failed commit call ops_reload()
  * so the in-memory counters match the disk again.
@@ -17,8 +29,8 @@
  * batch and in memory alike, whatever an operation that fails half-way
  * wrote (ops_savepoint), so the digest always describes the batch's
  * records.  Nothing outside the store happens inside an apply: a new
- * repository's directory is made after the commit (repos_touched), a ref's
- * objects fetched after it (refs_touched).
+ * repository's directory is made after the commit (ops_take_repos), a
+ * ref's objects fetched after it (ops_take_refs).
  */
 #ifndef GD_OPS_H
 #define GD_OPS_H
@@ -43,95 +55,27 @@ struct config;
 #define OPS_MAX_KEYS 64
 #define OPS_MAX_REF_CHANGES 4096
 
-/* A min-heap of unix seconds. */
-struct ops_heap {
-	int64_t *v;
-	size_t n, cap;
+struct ops; /* private: ops_int.h */
+
+/* One entry of the version vector (ops_vv_count, ops_vv_at): read-only
+ * outside the module. */
+struct ops_vv {
+	char origin[65];
+	uint64_t epoch;
+	uint64_t seq;
+	bool retired;  /* kept only to know its operations (below) */
+	bool dirty;    /* changed since the last commit */
 };
 
-/* The live records of one family (records.h's live test), kept as
- * operations apply so that `status` needs no scan.  A record live until a
- * time (a grant, until it expires) counts until then: the limits of the
- * live ones wait in a heap, and those passed by the latest time asked for
- * (horizon) are counted as expired. */
-struct ops_count {
-	int64_t live;        /* live records, time aside */
-	int64_t expired;     /* of them, those whose limit <= horizon */
-	int64_t horizon;
-	struct ops_heap until; /* limits > horizon of live records */
-	struct ops_heap gone;  /* limits of those since replaced or deleted */
-};
-
-struct ops {
-	struct store *store;
-	const struct config *cfg;
-	char site[65];
-	uint64_t epoch;        /* random, made when the store was created */
-	uint64_t seq;          /* last sequence number given here */
-	struct hlc hlc;
-	uint8_t digest[DIGEST_LEN];
-	/* each replicated family's share of the digest (digest is their
-	 * XOR): recomputed from the records at open, so `grantctl verify`
-	 * can name the family whose records and digest parted; and the same
-	 * as of the last commit, for ops_reload */
-	uint8_t fam_digest[CF__COUNT][DIGEST_LEN];
-	uint8_t fam_committed[CF__COUNT][DIGEST_LEN];
-	uint64_t dropped;      /* peer messages refused (ops_check, decode) */
-	/* push log entries refused: stamped no later than their
-	 * predecessor (apply_pushlog) */
-	uint64_t pushlog_refused;
-	/* Operations made by ops_local() since the last ops_outbox_clear(),
-	 * packed, each behind a 4-byte big-endian length: published by repl
-	 * once their batch is committed, dropped if the commit failed. */
-	struct buf outbox;
-	/* Refs whose record an applied operation or snapshot record
-	 * touched, each "repo \0 ref \0": handed to gitrepl (main.c), which
-	 * makes the disk follow; an entry from a batch that then failed to
-	 * commit only costs gitrepl a look. */
-	struct buf refs_touched;
-	/* Repositories whose record an applied operation or snapshot record
-	 * made live, each "name \0": main.c makes their directories once the
-	 * batch is committed (repos_follow), never inside the apply. */
-	struct buf repos_touched;
-	/* The version vector, cached: every change to it goes through this
-	 * module, so the cache is the store's vector.  A changed entry is
-	 * written to the batch once, by ops_commit (not once per operation:
-	 * at catch-up that was a third of the batch's writes). */
-	struct ops_vv {
-		char origin[65];
-		uint64_t epoch;
-		uint64_t seq;
-		bool retired;  /* kept only to know its operations (ops.h) */
-		bool dirty;    /* changed since the last commit */
-	} *vv;
-	size_t nvv, capvv;
-	/* a copy of the vector at each open save point, innermost last, for
-	 * ops_rollback: each is a struct ops_vv_saved and its entries;
-	 * vv_top is the innermost's offset */
-	struct buf vv_saves;
-	size_t vv_top;
-	/* own operations up to here are durable and published (ranges and
-	 * heartbeats never announce more) */
-	uint64_t published;
-	/* live records per family (ops_count), loaded at open; and each
-	 * change to them since the last commit, undone by ops_rollback and
-	 * ops_reload */
-	struct ops_count counts[CF__COUNT];
-	struct ops_count_undo {
-		int cf;
-		int sign;
-		int64_t until;
-	} *undo;
-	size_t nundo, capundo;
-};
-
-/* Load (or, for a new store, create) epoch, seq, hlc and digest.  The
- * struct is the caller's; cfg must outlive it. */
-int ops_open(struct ops *o, struct store *s, const struct config *cfg,
+/* Load (or, for a new store, create) epoch, seq, hlc and digest into a
+ * new *out, the caller's (ops_destroy).  cfg and s must outlive it.
+ * Returns 0 or a negative gd_err (then *out is NULL). */
+int ops_open(struct ops **out, struct store *s, const struct config *cfg,
 	     bool created);
 
-/* Free what ops_open and ops_local allocated. */
-void ops_close(struct ops *o);
+/* Free *op and what ops_open and ops_local allocated; NULL-safe, sets
+ * *op = NULL. */
+void ops_destroy(struct ops **op);
 
 /* Re-read the counters from committed state after a failed commit. */
 int ops_reload(struct ops *o);
@@ -399,5 +343,48 @@ int ops_pushlog_forks(struct ops *o, struct store_batch *b, uint64_t *n);
  * cache, which includes batches not yet committed (b is unused). */
 uint64_t ops_vv_get(struct ops *o, struct store_batch *b, const char *origin,
 		    uint64_t epoch);
+
+/* ---- named calls instead of fields (writer thread, as the rest) ---- */
+
+/* This site's name (the config's), the epoch made at open, and the last
+ * sequence number given here. */
+const char *ops_site(const struct ops *o);
+uint64_t ops_epoch(const struct ops *o);
+uint64_t ops_seq(const struct ops *o);
+/* Own operations up to this seq are durable and published (ranges and
+ * heartbeats never announce more); repl moves it. */
+uint64_t ops_published(const struct ops *o);
+void ops_set_published(struct ops *o, uint64_t seq);
+/* The live state digest (DIGEST_LEN bytes, borrowed: it changes with
+ * every apply). */
+const uint8_t *ops_digest(const struct ops *o);
+/* The clock's last stamp given or observed. */
+uint64_t ops_hlc_last(const struct ops *o);
+/* The clock itself, borrowed (a fuzzer puts it back between inputs). */
+struct hlc *ops_hlc(struct ops *o);
+struct store *ops_store(const struct ops *o);
+const struct config *ops_config(const struct ops *o);
+/* The version vector's entries, retired ones included (check ->retired):
+ * ops_vv_at(o, i) for i < ops_vv_count(o), borrowed until the next
+ * change to the vector. */
+size_t ops_vv_count(const struct ops *o);
+const struct ops_vv *ops_vv_at(const struct ops *o, size_t i);
+/* Move what the applies since the last take gathered into *out (the
+ * caller's: buf_free it), leaving ops an empty buffer; out's old bytes are
+ * dropped (wiped, for the outbox) and its memory reused.  The outbox:
+ * ops_local's operations, each behind a 4-byte big-endian length, to
+ * publish once their batch is durable.  The refs whose record changed
+ * ("repo \0 ref \0" each), for gitrepl.  The repositories made live
+ * ("name \0" each), for repos_follow after the commit. */
+void ops_take_outbox(struct ops *o, struct buf *out);
+void ops_take_refs(struct ops *o, struct buf *out);
+void ops_take_repos(struct ops *o, struct buf *out);
+/* Peer messages refused (checks, decode): kept here until replication
+ * counts its own.  ops_dropped_counter lends the counter to peer.c. */
+uint64_t ops_dropped(const struct ops *o);
+void ops_note_dropped(struct ops *o, uint64_t n);
+uint64_t *ops_dropped_counter(struct ops *o);
+/* Push log entries refused (stamped no later than their predecessor). */
+uint64_t ops_pushlog_refused(const struct ops *o);
 
 #endif

@@ -145,9 +145,13 @@ void writer_discard(struct writer *w)
  * waits for the directory, so no retry here. */
 static void follow_repos(struct writer *w)
 {
-	if (w->ops->repos_touched.len)
+	struct buf names = BUF_INIT;
+
+	ops_take_repos(w->ops, &names);
+	if (names.len)
 		repos_follow(w->store, w->repo_dir, w->hook, !w->gitolite,
-			     &w->ops->repos_touched, &w->repos_retry);
+			     &names, &w->repos_retry);
+	buf_free(&names);
 }
 
 int writer_commit(struct writer *w, uint64_t *ticket)
@@ -170,14 +174,16 @@ int writer_commit(struct writer *w, uint64_t *ticket)
 		return rc;
 	}
 	follow_repos(w);
-	if (!wrote && !w->ops->outbox.len) {
+	struct buf out = BUF_INIT;
+	ops_take_outbox(w->ops, &out);
+	if (!wrote && !out.len) {
+		buf_free(&out);
 		*ticket = w->ticket;
 		return 0;
 	}
 	t = xcalloc(1, sizeof(*t));
 	t->ticket = ++w->ticket;
-	t->ops = w->ops->outbox; /* published with its durability */
-	memset(&w->ops->outbox, 0, sizeof(w->ops->outbox));
+	t->ops = out; /* published with its durability */
 	store_view_new(&t->view, w->store);
 	if (w->tail)
 		w->tail->next = t;

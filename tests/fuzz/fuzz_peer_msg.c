@@ -50,7 +50,7 @@ static struct {
 	char repo_dir[96];
 	struct config cfg;
 	struct store *store;
-	struct ops ops;
+	struct ops *ops;
 	struct hlc hlc0;
 	bool open;
 } fz;
@@ -65,7 +65,7 @@ static void fz_cleanup(void)
 {
 	if (!fz.open)
 		return;
-	ops_close(&fz.ops);
+	ops_destroy(&fz.ops);
 	store_destroy(&fz.store);
 	nftw(fz.dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
@@ -92,7 +92,7 @@ static void fz_open(void)
 	if (store_open(&fz.store, &created, fz.store_dir, seal_key) < 0 ||
 	    ops_open(&fz.ops, fz.store, &fz.cfg, created) < 0)
 		abort();
-	fz.hlc0 = fz.ops.hlc;
+	fz.hlc0 = *ops_hlc(fz.ops);
 	fz.open = true;
 	atexit(fz_cleanup);
 }
@@ -117,7 +117,7 @@ static void take_op(struct store_batch *b, const Grantd__V1__Op *op)
 	bool applied;
 
 	if (check_op(op) == 0)
-		(void)ops_apply(&fz.ops, b, op, &applied);
+		(void)ops_apply(fz.ops, b, op, &applied);
 }
 
 static void take_range(struct store_batch *b, const Grantd__V1__RangeRep *rr)
@@ -150,7 +150,7 @@ static void take_snap(struct store_batch *b, const Grantd__V1__SnapRep *rep)
 	struct ops_trust t = { ((clock_wall_ms() + 120000) << 16) | 0xffff,
 			       any_origin, NULL };
 	for (size_t i = 0; i < rep->n_values; i++)
-		(void)ops_merge_record(&fz.ops, b, (enum store_cf)rep->cf,
+		(void)ops_merge_record(fz.ops, b, (enum store_cf)rep->cf,
 				       rep->values[i].data,
 				       rep->values[i].len, &t, NULL);
 }
@@ -197,7 +197,7 @@ static void take_mirror_ops(struct store_batch *b,
 		} else if (op && ops_mirror_visible(op)) {
 			take_op(b, op);
 		} else {
-			(void)ops_skip(&fz.ops, b, e->origin, e->epoch, e->seq,
+			(void)ops_skip(fz.ops, b, e->origin, e->epoch, e->seq,
 				       e->hlc, &applied);
 		}
 		if (op) {
@@ -256,8 +256,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	/* forget the input: nothing committed, counters as on disk */
 	store_batch_free(&b);
-	fz.ops.hlc = fz.hlc0;
-	if (ops_reload(&fz.ops) < 0)
+	*ops_hlc(fz.ops) = fz.hlc0;
+	if (ops_reload(fz.ops) < 0)
 		abort();
 done:
 	if (m)

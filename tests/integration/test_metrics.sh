@@ -173,10 +173,15 @@ t_section "/ready while catching up with peers that have more"
 t_stop paloalto
 t_suser portland lee
 t_c portland repo add more >/dev/null || t_fatal "repo add more at portland"
-# both peers frozen: paloalto hears nobody and waits for them (syncing)
+# both peers frozen: paloalto hears nobody and waits for them (syncing).
+# Alone it would serve after 5 s; the checks below took longer than that
+# under ASan on a loaded machine (CI: "FAIL grantd_syncing is 1"), so it
+# waits up to a minute here (GRANTD_TEST_SYNC_GRACE_MS, crashpoint.h).
 t_pause portland || t_fatal "SIGSTOP portland"
 t_pause montreal || t_fatal "SIGSTOP montreal"
-t_start paloalto
+GRANTD_TEST_SYNC_GRACE_MS=60000 t_start paloalto
+t_check "paloalto waits for its peers up to 60 s" \
+	t_grep_log paloalto "test hook armed: a starting node waits for silent peers grace_ms=60000"
 t_expect_soon 0 5 "paloalto, behind: /ready is 503" \
 	eval '[[ $(code paloalto /ready) == 503 ]]'
 t_has "/ready says why" "$(scrape paloalto /ready)" "syncing"

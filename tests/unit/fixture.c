@@ -39,7 +39,7 @@ int fx_mkdtemp(char *dir, size_t size, const char *name, bool tmpfs)
 	if (tmpfs && stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode))
 		tmp = "/dev/shm";
 	n = snprintf(dir, size, "%s/%s.XXXXXX",
-		     tmp && *tmp && strlen(tmp) < 32 ? tmp : "/tmp", name);
+	             tmp && *tmp && strlen(tmp) < 32 ? tmp : "/tmp", name);
 	if (n < 0 || (size_t)n >= size || !mkdtemp(dir))
 		return -1;
 	return 0;
@@ -55,8 +55,11 @@ int fx_rmtree(const char *dir)
 	return 0;
 }
 
-int fx_store_open(struct store **s, struct ops *o, const char *dir,
-		  const struct config *cfg, const uint8_t *seal_key)
+int fx_store_open(struct store **s,
+                  struct ops **o,
+                  const char *dir,
+                  const struct config *cfg,
+                  const uint8_t *seal_key)
 {
 	char path[256];
 	bool created = false;
@@ -70,10 +73,10 @@ int fx_store_open(struct store **s, struct ops *o, const char *dir,
 	return 0;
 }
 
-void fx_store_close(struct store **s, struct ops *o)
+void fx_store_close(struct store **s, struct ops **o)
 {
 	if (o)
-		ops_close(o);
+		ops_destroy(o);
 	store_destroy(s);
 }
 
@@ -110,9 +113,7 @@ int fx_node_open(struct fx_node *n,
 	n->cfg.publish = n->pub_ep;
 	n->cfg.sync = n->sync_ep;
 	n->cfg.oplog_retention = 7 * 24 * 3600;
-	if (!(n->o = calloc(1, sizeof(*n->o))))
-		return -1;
-	if (fx_store_open(&n->s, n->o, n->dir, &n->cfg, seal_key) < 0)
+	if (fx_store_open(&n->s, &n->o, n->dir, &n->cfg, seal_key) < 0)
 		return -1;
 	if (!(n->zctx = zmq_ctx_new()) ||
 	    syncer_start(&n->sy, n->s, n->zctx, NULL) < 0)
@@ -151,7 +152,7 @@ int fx_node_link(struct fx_node *n)
 	                                       .npeers = n->cfg.npeers,
 	                                       .sync = n->cfg.sync,
 	                                       .maxmsg = 64 * 1024,
-	                                       .dropped = &n->o->dropped}) < 0)
+	                                       .dropped = ops_dropped_counter(n->o)}) < 0)
 		return -1;
 	return repl_open(&n->repl, &(struct repl_opts){.ops = n->o,
 	                                               .store = n->s,
@@ -173,9 +174,7 @@ void fx_node_close(struct fx_node *n)
 		zmq_ctx_term(n->zctx);
 	n->zctx = NULL;
 	if (n->o && n->s)
-		fx_store_close(&n->s, n->o);
-	free(n->o);
-	n->o = NULL;
+		fx_store_close(&n->s, &n->o);
 	buf_free(&n->published);
 }
 

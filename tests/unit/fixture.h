@@ -37,11 +37,14 @@ int fx_mkdtemp(char *dir, size_t size, const char *name, bool tmpfs);
 int fx_rmtree(const char *dir);
 
 /* Open the store dir/store, sealed with seal_key (STORE_SEAL_KEY_LEN
- * bytes), into *s and, when o is not NULL, the operations module o on it
- * for cfg (which must outlive o).  fx_store_close(s, o) closes both. */
-int fx_store_open(struct store **s, struct ops *o, const char *dir,
-		  const struct config *cfg, const uint8_t *seal_key);
-void fx_store_close(struct store **s, struct ops *o);
+ * bytes), into *s and, when o is not NULL, the operations module *o on
+ * it for cfg (which must outlive *o).  fx_store_close(s, o) closes both. */
+int fx_store_open(struct store **s,
+                  struct ops **o,
+                  const char *dir,
+                  const struct config *cfg,
+                  const uint8_t *seal_key);
+void fx_store_close(struct store **s, struct ops **o);
 
 /* ---- a replicating node (tests/unit/test_repl_*.c) -------------------- */
 

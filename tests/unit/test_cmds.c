@@ -185,7 +185,7 @@ struct fixture {
 	char dir[64];
 	struct config cfg;
 	struct store *store;
-	struct ops ops;         /* setup_ops only */
+	struct ops *ops;         /* setup_ops only */
 	bool with_ops;
 	struct cmd_table *t;
 	Grantd__V1__Request rq;
@@ -429,12 +429,12 @@ static void run(struct fixture *f, struct req *r)
 	if (c->flags & CMD_BATCH) {
 		assert_int_equal(store_batch_new(&b, f->store), 0);
 		x.p.batch = b;
-		x.ops = &f->ops;
+		x.ops = f->ops;
 	}
 	assert_int_equal(c->fn(&x, r), 0);
 	if (b) {
-		assert_int_equal(ops_commit(&f->ops, b, false), 0);
-		ops_outbox_clear(&f->ops);
+		assert_int_equal(ops_commit(f->ops, b, false), 0);
+		ops_outbox_clear(f->ops);
 		store_batch_free(&b);
 	}
 }
@@ -461,7 +461,7 @@ static void validated(struct fixture *f, const char *user, const char *net)
 	nu.name = (char *)user;
 	op.body_case = GRANTD__V1__OP__BODY_USER;
 	op.user = &nu;
-	assert_int_equal(ops_local(&f->ops, b, &op), 0);
+	assert_int_equal(ops_local(f->ops, b, &op), 0);
 	op = (Grantd__V1__Op)GRANTD__V1__OP__INIT;
 	e.user = (char *)user;
 	SET(e, kind, GRANTD__V1__OTP_KIND__OTP_TOTP);
@@ -469,10 +469,10 @@ static void validated(struct fixture *f, const char *user, const char *net)
 	SET(e, digits, 6);
 	SET(e, period, 30);
 	SET(e, active, 1);
-	SET(e, id, ops_stamp(&f->ops));
+	SET(e, id, ops_stamp(f->ops));
 	op.body_case = GRANTD__V1__OP__BODY_ENROLL;
 	op.enroll = &e;
-	assert_int_equal(ops_local(&f->ops, b, &op), 0);
+	assert_int_equal(ops_local(f->ops, b, &op), 0);
 	g.user = (char *)user;
 	g.net = (char *)net;
 	g.session = "";
@@ -482,9 +482,9 @@ static void validated(struct fixture *f, const char *user, const char *net)
 	op = (Grantd__V1__Op)GRANTD__V1__OP__INIT;
 	op.body_case = GRANTD__V1__OP__BODY_GRANT;
 	op.grant = &g;
-	assert_int_equal(ops_local(&f->ops, b, &op), 0);
-	assert_int_equal(ops_commit(&f->ops, b, false), 0);
-	ops_outbox_clear(&f->ops);
+	assert_int_equal(ops_local(f->ops, b, &op), 0);
+	assert_int_equal(ops_commit(f->ops, b, false), 0);
+	ops_outbox_clear(f->ops);
 	store_batch_free(&b);
 }
 

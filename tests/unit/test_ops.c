@@ -4,8 +4,9 @@
  * Every site applies every operation through ops_apply(), in whatever
  * order the network delivers them (only each origin's own sequence is
  * kept), so the rules must not care about that order: LWW by (hlc,
- * origin) for users, enrollments, grants, unlocks and repositories, max
- * and OR for token-use marks, union for failures.  The tests open real
+ * origin) for users, enrollments, grants, unlocks, address revocations,
+ * repositories and refs, max and OR for token-use marks, union for
+ * failures, a set for the push log (ops_merge.c).  The tests open real
  * stores (RocksDB in a fresh directory each), build operations by hand as
  * a peer would send them, apply them in different orders on different
  * stores and compare what is left: the records themselves and the state
@@ -52,7 +53,7 @@ struct node {
 	char site[16];
 	struct config cfg;
 	struct store *s;
-	struct ops o;
+	struct ops *o;
 	bool open;
 };
 
@@ -111,7 +112,7 @@ static void node_close(struct node *n)
 {
 	if (!n->open)
 		return;
-	ops_close(&n->o);
+	ops_destroy(&n->o);
 	store_destroy(&n->s);
 	n->open = false;
 }
@@ -314,13 +315,13 @@ static void apply_all(struct node *n, Grantd__V1__Op *const *ops, size_t nops)
 
 	store_batch_new(&b, n->s);
 	for (size_t i = 0; i < nops; i++) {
-		int rc = ops_apply(&n->o, b, ops[i], &applied);
+		int rc = ops_apply(n->o, b, ops[i], &applied);
 		if (rc != 0 || !applied)
 			fail_msg("%s: %s op origin=%s seq=%llu: rc %d applied %d",
 				 n->site, body_name(ops[i]), ops[i]->origin,
 				 (unsigned long long)ops[i]->seq, rc, applied);
 	}
-	assert_int_equal(ops_commit(&n->o, b, false), 0);
+	assert_int_equal(ops_commit(n->o, b, false), 0);
 	store_batch_free(&b);
 }
 
@@ -418,6 +419,28 @@ static void dump_state(struct node *n, struct buf *out,
 	buf_free(&v);
 }
 
+/* The share of family cf in o's live digest (ops_verify's live_fam). */
+static const uint8_t *fam_digest(struct ops *o, enum store_cf cf)
+{
+	static struct ops_verify v[4];
+	static int next;
+	struct ops_verify *w = &v[next++ % 4];
+
+	assert_int_equal(ops_verify(o, w), 0);
+	return w->live_fam[cf];
+}
+
+/* How many bytes of repository names the applies in b noted so far (a
+ * save point records it), without taking them. */
+static size_t repos_noted(struct ops *o, struct store_batch *b)
+{
+	struct ops_save probe;
+
+	ops_savepoint(o, b, &probe);
+	ops_release(o, b);
+	return probe.repos_len;
+}
+
 /* The in-memory digest, the committed one and the one recomputed from the
  * records must all agree. */
 static void check_digest(struct node *n)
@@ -426,12 +449,12 @@ static void check_digest(struct node *n)
 	uint8_t d[DIGEST_LEN];
 
 	dump_state(n, &st, d);
-	assert_memory_equal(d, n->o.digest, DIGEST_LEN);
+	assert_memory_equal(d, ops_digest(n->o), DIGEST_LEN);
 	if (st.len) {
 		assert_int_equal(store_get(n->s, NULL, CF_META, "digest", 6,
 					   &v), 0);
 		assert_int_equal(v.len, DIGEST_LEN);
-		assert_memory_equal(v.p, n->o.digest, DIGEST_LEN);
+		assert_memory_equal(v.p, ops_digest(n->o), DIGEST_LEN);
 	}
 	buf_free(&st);
 	buf_free(&v);
@@ -450,10 +473,10 @@ static void assert_same_state(struct node *a, struct node *b)
 	if (sa.len != sb.len || memcmp(sa.p, sb.p, sa.len))
 		fail_msg("%s and %s hold different records", a->site,
 			 b->site);
-	if (memcmp(a->o.digest, b->o.digest, DIGEST_LEN)) {
+	if (memcmp(ops_digest(a->o), ops_digest(b->o), DIGEST_LEN)) {
 		char ha[2 * DIGEST_LEN + 1], hb[2 * DIGEST_LEN + 1];
-		digest_hex(ha, a->o.digest);
-		digest_hex(hb, b->o.digest);
+		digest_hex(ha, ops_digest(a->o));
+		digest_hex(hb, ops_digest(b->o));
 		fail_msg("digest %s=%s %s=%s", a->site, ha, b->site, hb);
 	}
 	buf_free(&sa);
@@ -474,23 +497,23 @@ static void test_open(void **state)
 	struct node *n = node_open(f, 0);
 	struct top t;
 
-	assert_string_equal(n->o.site, "node0");
-	assert_int_not_equal(n->o.epoch, 0);
-	assert_int_equal(n->o.seq, 0);
-	assert_true(digest_zero(n->o.digest));
+	assert_string_equal(ops_site(n->o), "node0");
+	assert_int_not_equal(ops_epoch(n->o), 0);
+	assert_int_equal(ops_seq(n->o), 0);
+	assert_true(digest_zero(ops_digest(n->o)));
 
 	apply1(n, op_user(&t, "portland", 1, HLC(1000, 0), "alice", "k1"));
-	assert_false(digest_zero(n->o.digest));
+	assert_false(digest_zero(ops_digest(n->o)));
 	uint8_t d[DIGEST_LEN];
-	memcpy(d, n->o.digest, DIGEST_LEN);
-	uint64_t epoch = n->o.epoch;
+	memcpy(d, ops_digest(n->o), DIGEST_LEN);
+	uint64_t epoch = ops_epoch(n->o);
 
 	/* reopened: the digest and the vector are kept, the epoch is new */
 	node_close(n);
 	n = node_open(f, 0);
-	assert_memory_equal(n->o.digest, d, DIGEST_LEN);
-	assert_int_not_equal(n->o.epoch, epoch);
-	assert_int_equal(ops_vv_get(&n->o, NULL, "portland", EPOCH), 1);
+	assert_memory_equal(ops_digest(n->o), d, DIGEST_LEN);
+	assert_int_not_equal(ops_epoch(n->o), epoch);
+	assert_int_equal(ops_vv_get(n->o, NULL, "portland", EPOCH), 1);
 	check_digest(n);
 }
 
@@ -668,13 +691,13 @@ static void test_lww_repo(void **state)
 		free_rec(r);
 		/* the winner's repository is made after the commit, from
 		 * what the applies noted */
-		struct buf failed = BUF_INIT;
-		assert_true(f->n[i].o.repos_touched.len > 0);
+		struct buf failed = BUF_INIT, names = BUF_INIT;
+		ops_take_repos(f->n[i].o, &names);
+		assert_true(names.len > 0);
 		assert_int_equal(repos_follow(f->n[i].s, f->n[i].repo_dir,
-					      NULL, true,
-					      &f->n[i].o.repos_touched,
-					      &failed), 0);
-		assert_int_equal(f->n[i].o.repos_touched.len, 0);
+					      NULL, true, &names, &failed), 0);
+		assert_int_equal(names.len, 0);
+		buf_free(&names);
 		assert_int_equal(failed.len, 0);
 		snprintf(path, sizeof(path), "%s/pub/linux.git/HEAD",
 			 f->n[i].repo_dir);
@@ -707,12 +730,12 @@ static void test_apply_failure_keeps_digest(void **state)
 	/* the peer batch, as repl_handle builds it: committed when an
 	 * operation was applied */
 	store_batch_new(&peer, n->s);
-	int rc = ops_apply(&n->o, peer,
+	int rc = ops_apply(n->o, peer,
 			   op_repo(&t[0], "sitea", 1, HLC(100, 0), "pub/a",
 				   GRANTD__V1__REPO_MODE__MODE_REQUIRED, false),
 			   &applied);
 	if (applied)
-		assert_int_equal(ops_commit(&n->o, peer, false), 0);
+		assert_int_equal(ops_commit(n->o, peer, false), 0);
 	/* a control batch commits the digest... */
 	apply1(n, op_user(&t[1], "siteb", 1, HLC(101, 0), "kim", "k"));
 	/* ...and the node dies before anything else */
@@ -727,10 +750,13 @@ static void test_apply_failure_keeps_digest(void **state)
 				      &grantd__v1__repo__descriptor);
 	assert_non_null(r);
 	free_rec(r);
+	struct buf names = BUF_INIT;
+	ops_take_repos(n->o, &names);
 	assert_int_equal(repos_follow(n->s, n->repo_dir, "exec true", true,
-				      &n->o.repos_touched, &failed),
+				      &names, &failed),
 			 GD_EIO);
-	assert_int_equal(n->o.repos_touched.len, 0);
+	assert_int_equal(names.len, 0);
+	buf_free(&names);
 	assert_string_equal(failed.p, "pub/a");
 	assert_int_equal(unlink(n->repo_dir), 0);
 	struct buf again = failed;
@@ -759,28 +785,28 @@ static void test_savepoint(void **state)
 	bool applied;
 
 	apply1(n, op_user(&t[0], "sitea", 1, HLC(100, 0), "lee", "k"));
-	memcpy(d0, n->o.digest, DIGEST_LEN);
+	memcpy(d0, ops_digest(n->o), DIGEST_LEN);
 
 	store_batch_new(&b, n->s);
-	ops_savepoint(&n->o, b, &outer);
-	assert_int_equal(ops_apply(&n->o, b,
+	ops_savepoint(n->o, b, &outer);
+	assert_int_equal(ops_apply(n->o, b,
 				   op_grant(&t[1], "sitea", 2, HLC(101, 0),
 					    "lee", "192.0.2.9", 1800000000,
 					    false), &applied), 0);
 	assert_true(applied);
-	ops_savepoint(&n->o, b, &inner);
-	assert_int_equal(ops_apply(&n->o, b,
+	ops_savepoint(n->o, b, &inner);
+	assert_int_equal(ops_apply(n->o, b,
 				   op_repo(&t[2], "sitea", 3, HLC(102, 0),
 					   "lee-repo",
 					   GRANTD__V1__REPO_MODE__MODE_OFF,
 					   false), &applied), 0);
-	assert_int_equal(ops_vv_get(&n->o, b, "sitea", EPOCH), 3);
-	assert_true(n->o.repos_touched.len > 0);
+	assert_int_equal(ops_vv_get(n->o, b, "sitea", EPOCH), 3);
+	assert_true(repos_noted(n->o, b) > 0);
 
 	/* the inner point: the repository goes, the grant stays */
-	assert_int_equal(ops_rollback(&n->o, b, &inner), 0);
-	assert_int_equal(ops_vv_get(&n->o, b, "sitea", EPOCH), 2);
-	assert_int_equal(n->o.repos_touched.len, 0);
+	assert_int_equal(ops_rollback(n->o, b, &inner), 0);
+	assert_int_equal(ops_vv_get(n->o, b, "sitea", EPOCH), 2);
+	assert_int_equal(repos_noted(n->o, b), 0);
 	struct buf v = BUF_INIT;
 	assert_int_equal(store_get(n->s, b, CF_REPOS, "lee-repo", 8, &v),
 			 GD_ENOTFOUND);
@@ -789,21 +815,21 @@ static void test_savepoint(void **state)
 	assert_int_equal(store_get(n->s, b, CF_GRANTS, k.p, k.len, &v), 0);
 
 	/* the outer one: the grant goes too, the digest is as before */
-	assert_int_equal(ops_rollback(&n->o, b, &outer), 0);
+	assert_int_equal(ops_rollback(n->o, b, &outer), 0);
 	assert_int_equal(store_get(n->s, b, CF_GRANTS, k.p, k.len, &v),
 			 GD_ENOTFOUND);
-	assert_int_equal(ops_vv_get(&n->o, b, "sitea", EPOCH), 1);
-	assert_memory_equal(n->o.digest, d0, DIGEST_LEN);
+	assert_int_equal(ops_vv_get(n->o, b, "sitea", EPOCH), 1);
+	assert_memory_equal(ops_digest(n->o), d0, DIGEST_LEN);
 	assert_int_equal(store_batch_rollback(b), GD_EINVAL); /* none left */
 
 	/* released points keep their writes: all three in, one commit */
-	ops_savepoint(&n->o, b, &outer);
+	ops_savepoint(n->o, b, &outer);
 	for (int i = 1; i <= 2; i++) {
-		assert_int_equal(ops_apply(&n->o, b, &t[i].op, &applied), 0);
+		assert_int_equal(ops_apply(n->o, b, &t[i].op, &applied), 0);
 		assert_true(applied);
 	}
-	ops_release(&n->o, b);
-	assert_int_equal(ops_commit(&n->o, b, false), 0);
+	ops_release(n->o, b);
+	assert_int_equal(ops_commit(n->o, b, false), 0);
 	store_batch_free(&b);
 	apply_all(m, (Grantd__V1__Op *[]){ &t[0].op, &t[1].op, &t[2].op }, 3);
 	assert_same_state(n, m);
@@ -825,22 +851,22 @@ static void test_vv_deferred(void **state)
 	bool applied;
 
 	store_batch_new(&b, n->s);
-	assert_int_equal(ops_apply(&n->o, b,
+	assert_int_equal(ops_apply(n->o, b,
 				   op_user(&t[0], "sitea", 1, HLC(100, 0),
 					   "lee", "k"), &applied), 0);
 	assert_true(applied);
-	ops_savepoint(&n->o, b, &sp);
-	assert_int_equal(ops_apply(&n->o, b,
+	ops_savepoint(n->o, b, &sp);
+	assert_int_equal(ops_apply(n->o, b,
 				   op_user(&t[1], "sitea", 2, HLC(101, 0),
 					   "max", "k"), &applied), 0);
-	assert_int_equal(ops_apply(&n->o, b,
+	assert_int_equal(ops_apply(n->o, b,
 				   op_user(&t[2], "siteb", 1, HLC(102, 0),
 					   "ned", "k"), &applied), 0);
-	assert_int_equal(ops_vv_get(&n->o, b, "sitea", EPOCH), 2);
-	assert_int_equal(ops_rollback(&n->o, b, &sp), 0);
-	assert_int_equal(ops_vv_get(&n->o, b, "sitea", EPOCH), 1);
-	assert_int_equal(ops_vv_get(&n->o, b, "siteb", EPOCH), 0);
-	assert_int_equal(ops_commit(&n->o, b, false), 0);
+	assert_int_equal(ops_vv_get(n->o, b, "sitea", EPOCH), 2);
+	assert_int_equal(ops_rollback(n->o, b, &sp), 0);
+	assert_int_equal(ops_vv_get(n->o, b, "sitea", EPOCH), 1);
+	assert_int_equal(ops_vv_get(n->o, b, "siteb", EPOCH), 0);
+	assert_int_equal(ops_commit(n->o, b, false), 0);
 	store_batch_free(&b);
 
 	records_key_vv(&k, "sitea", EPOCH);
@@ -850,11 +876,11 @@ static void test_vv_deferred(void **state)
 	records_key_vv(&k, "siteb", EPOCH);
 	assert_int_equal(store_get(n->s, NULL, CF_VV, k.p, k.len, &v),
 			 GD_ENOTFOUND);
-	assert_int_equal(ops_reload(&n->o), 0);
-	assert_int_equal(ops_vv_get(&n->o, NULL, "sitea", EPOCH), 1);
+	assert_int_equal(ops_reload(n->o), 0);
+	assert_int_equal(ops_vv_get(n->o, NULL, "sitea", EPOCH), 1);
 	/* the operation rolled back comes again and goes in */
 	apply1(n, &t[1].op);
-	assert_int_equal(ops_vv_get(&n->o, NULL, "sitea", EPOCH), 2);
+	assert_int_equal(ops_vv_get(n->o, NULL, "sitea", EPOCH), 2);
 	buf_free(&k);
 	buf_free(&v);
 }
@@ -873,7 +899,7 @@ static void test_verify(void **state)
 	apply1(n, op_user(&t[0], "sitea", 1, HLC(100, 0), "mia", "k"));
 	apply1(n, op_grant(&t[1], "sitea", 2, HLC(101, 0), "mia",
 			   "192.0.2.7", 1800000000, false));
-	assert_int_equal(ops_verify(&n->o, &v), 0);
+	assert_int_equal(ops_verify(n->o, &v), 0);
 	assert_true(v.equal);
 	assert_memory_equal(v.live, v.disk, DIGEST_LEN);
 	assert_memory_equal(v.stored, v.disk, DIGEST_LEN);
@@ -887,7 +913,7 @@ static void test_verify(void **state)
 	store_put(b, CF_GRANTS, "mia\0192.0.2.8\0", 14, "x", 1);
 	assert_int_equal(store_commit(b, true), 0);
 	store_batch_free(&b);
-	assert_int_equal(ops_verify(&n->o, &v), 0);
+	assert_int_equal(ops_verify(n->o, &v), 0);
 	assert_false(v.equal);
 	assert_int_equal(v.records[CF_GRANTS], 2);
 	for (int cf = 0; cf < CF__COUNT; cf++)
@@ -900,7 +926,7 @@ static void test_verify(void **state)
 	/* reopened: the records win */
 	node_close(n);
 	n = node_open(f, 0);
-	assert_int_equal(ops_verify(&n->o, &v), 0);
+	assert_int_equal(ops_verify(n->o, &v), 0);
 	assert_true(v.equal);
 	check_digest(n);
 }
@@ -940,10 +966,10 @@ static void test_mark_merge(void **state)
 	/* a mark that is behind in both changes nothing, not even the digest */
 	struct node *n = &f->n[0];
 	uint8_t d[DIGEST_LEN];
-	memcpy(d, n->o.digest, DIGEST_LEN);
+	memcpy(d, ops_digest(n->o), DIGEST_LEN);
 	apply1(n, op_mark(&t[3], "sitea", 2, HLC(5000, 0), "alice", 7, 11,
 			  0x1));
-	assert_memory_equal(n->o.digest, d, DIGEST_LEN);
+	assert_memory_equal(ops_digest(n->o), d, DIGEST_LEN);
 	Grantd__V1__Mark *r = get_mark(n, "alice", 7);
 	assert_int_equal(r->next, 12);
 	assert_int_equal(r->scratch_used, 0x5);
@@ -1088,25 +1114,25 @@ static void test_idempotent(void **state)
 
 	apply_all(n, ops, nops);
 	apply_all(m, ops, nops);
-	assert_int_equal(ops_vv_get(&n->o, NULL, "sitea", EPOCH), nops);
+	assert_int_equal(ops_vv_get(n->o, NULL, "sitea", EPOCH), nops);
 	dump_state(n, &before, d);
-	memcpy(dd, n->o.digest, DIGEST_LEN);
+	memcpy(dd, ops_digest(n->o), DIGEST_LEN);
 
 	/* each one again, in its own batch: skipped, nothing written */
 	for (size_t i = 0; i < nops; i++) {
 		store_batch_new(&b, n->s);
-		assert_int_equal(ops_apply(&n->o, b, ops[i], &applied), 0);
+		assert_int_equal(ops_apply(n->o, b, ops[i], &applied), 0);
 		if (applied)
 			fail_msg("%s op seq %zu applied twice",
 				 body_name(ops[i]), i + 1);
 		assert_int_equal(store_batch_count(b), 0);
-		assert_int_equal(ops_commit(&n->o, b, false), 0);
+		assert_int_equal(ops_commit(n->o, b, false), 0);
 		store_batch_free(&b);
 	}
 	/* and all of them again in one batch */
 	store_batch_new(&b, n->s);
 	for (size_t i = 0; i < nops; i++) {
-		assert_int_equal(ops_apply(&n->o, b, ops[nops - 1 - i],
+		assert_int_equal(ops_apply(n->o, b, ops[nops - 1 - i],
 					   &applied), 0);
 		assert_false(applied);
 	}
@@ -1116,21 +1142,21 @@ static void test_idempotent(void **state)
 	dump_state(n, &after, d);
 	assert_int_equal(before.len, after.len);
 	assert_memory_equal(before.p, after.p, before.len);
-	assert_memory_equal(n->o.digest, dd, DIGEST_LEN);
-	assert_int_equal(ops_vv_get(&n->o, NULL, "sitea", EPOCH), nops);
+	assert_memory_equal(ops_digest(n->o), dd, DIGEST_LEN);
+	assert_int_equal(ops_vv_get(n->o, NULL, "sitea", EPOCH), nops);
 	assert_same_state(n, m);
 
 	/* twice within one batch: the second sees the first's vector */
 	struct node *p = node_open(f, 2);
 	store_batch_new(&b, p->s);
 	for (size_t i = 0; i < nops; i++) {
-		assert_int_equal(ops_apply(&p->o, b, ops[i], &applied), 0);
+		assert_int_equal(ops_apply(p->o, b, ops[i], &applied), 0);
 		assert_true(applied);
-		assert_int_equal(ops_apply(&p->o, b, ops[i], &applied), 0);
+		assert_int_equal(ops_apply(p->o, b, ops[i], &applied), 0);
 		assert_false(applied);
 	}
-	assert_int_equal(ops_vv_get(&p->o, b, "sitea", EPOCH), nops);
-	assert_int_equal(ops_commit(&p->o, b, true), 0);
+	assert_int_equal(ops_vv_get(p->o, b, "sitea", EPOCH), nops);
+	assert_int_equal(ops_commit(p->o, b, true), 0);
 	store_batch_free(&b);
 	assert_same_state(n, p);
 
@@ -1150,7 +1176,7 @@ static void test_oplog(void **state)
 	/* an operation that loses its LWW merge is still applied and
 	 * logged: the vector moves on, the record does not */
 	apply1(n, op_user(&t[1], "siteb", 1, HLC(100, 0), "frank", "k1"));
-	assert_int_equal(ops_vv_get(&n->o, NULL, "siteb", EPOCH), 1);
+	assert_int_equal(ops_vv_get(n->o, NULL, "siteb", EPOCH), 1);
 	Grantd__V1__User *u = get_rec(n, CF_USERS, "frank", 5,
 				      &grantd__v1__user__descriptor);
 	assert_string_equal(u->keys[0], key_of("k2"));
@@ -1200,13 +1226,13 @@ static void test_truncate_log(void **state)
 				 HLC(100 + i, 0), strdup(name), "k1");
 	}
 	apply_all(n, ops, TRUNC_N);
-	assert_int_equal(ops_truncate_log(&n->o, 10000, 100000), TRUNC_N);
+	assert_int_equal(ops_truncate_log(n->o, 10000, 100000), TRUNC_N);
 	apply1(n, op_user(&t[TRUNC_N], "sitea", TRUNC_N + 1, HLC(20000, 0),
 			  "late", "k1"));
 	rocksdb_set_perf_level(rocksdb_enable_count);
 	pc = rocksdb_perfcontext_create();
 	rocksdb_perfcontext_reset(pc);
-	assert_int_equal(ops_truncate_log(&n->o, 10000, 100000), 0);
+	assert_int_equal(ops_truncate_log(n->o, 10000, 100000), 0);
 	uint64_t skipped =
 		rocksdb_perfcontext_metric(pc, rocksdb_internal_delete_skipped_count) +
 		rocksdb_perfcontext_metric(pc, rocksdb_internal_key_skipped_count);
@@ -1253,47 +1279,47 @@ static void test_gap(void **state)
 				     "k3");
 
 	/* seq 2 before seq 1: a gap, nothing written */
-	memcpy(d, n->o.digest, DIGEST_LEN);
+	memcpy(d, ops_digest(n->o), DIGEST_LEN);
 	store_batch_new(&b, n->s);
-	assert_int_equal(ops_apply(&n->o, b, o2, &applied), GD_EINVAL);
+	assert_int_equal(ops_apply(n->o, b, o2, &applied), GD_EINVAL);
 	assert_false(applied);
 	assert_int_equal(store_batch_count(b), 0);
-	assert_memory_equal(n->o.digest, d, DIGEST_LEN);
-	assert_int_equal(ops_vv_get(&n->o, b, "sitea", EPOCH), 0);
+	assert_memory_equal(ops_digest(n->o), d, DIGEST_LEN);
+	assert_int_equal(ops_vv_get(n->o, b, "sitea", EPOCH), 0);
 
 	/* in the same batch after a good one: still only the good one */
 	applied = false;
-	assert_int_equal(ops_apply(&n->o, b, o1, &applied), 0);
+	assert_int_equal(ops_apply(n->o, b, o1, &applied), 0);
 	assert_true(applied);
 	int count = store_batch_count(b);
-	memcpy(d, n->o.digest, DIGEST_LEN);
+	memcpy(d, ops_digest(n->o), DIGEST_LEN);
 	applied = true;
-	assert_int_equal(ops_apply(&n->o, b, o3, &applied), GD_EINVAL);
+	assert_int_equal(ops_apply(n->o, b, o3, &applied), GD_EINVAL);
 	assert_false(applied);
 	assert_int_equal(store_batch_count(b), count);
-	assert_memory_equal(n->o.digest, d, DIGEST_LEN);
-	assert_int_equal(ops_commit(&n->o, b, true), 0);
+	assert_memory_equal(ops_digest(n->o), d, DIGEST_LEN);
+	assert_int_equal(ops_commit(n->o, b, true), 0);
 	store_batch_free(&b);
 	assert_null(get_grant(n, "gina", "192.0.2.9"));
 	Grantd__V1__User *u = get_rec(n, CF_USERS, "gina", 4,
 				      &grantd__v1__user__descriptor);
 	assert_string_equal(u->keys[0], key_of("k1"));
 	free_rec(u);
-	assert_int_equal(ops_vv_get(&n->o, NULL, "sitea", EPOCH), 1);
+	assert_int_equal(ops_vv_get(n->o, NULL, "sitea", EPOCH), 1);
 
 	/* another epoch of the same origin is another stream */
 	struct top e;
 	Grantd__V1__Op *oe = op_user(&e, "sitea", 2, HLC(20, 0), "gina", "ke");
 	oe->epoch = EPOCH + 1;
 	store_batch_new(&b, n->s);
-	assert_int_equal(ops_apply(&n->o, b, oe, &applied), GD_EINVAL);
+	assert_int_equal(ops_apply(n->o, b, oe, &applied), GD_EINVAL);
 	assert_int_equal(store_batch_count(b), 0);
 	store_batch_free(&b);
 
 	/* once the gap is filled both go in */
 	apply1(n, o2);
 	apply1(n, o3);
-	assert_int_equal(ops_vv_get(&n->o, NULL, "sitea", EPOCH), 3);
+	assert_int_equal(ops_vv_get(n->o, NULL, "sitea", EPOCH), 3);
 	Grantd__V1__Grant *g = get_grant(n, "gina", "192.0.2.9");
 	assert_non_null(g);
 	free_rec(g);
@@ -1302,22 +1328,22 @@ static void test_gap(void **state)
 	/* ops_vv_raise (after a snapshot) moves the vector up, never down */
 	struct top r5, r6;
 	store_batch_new(&b, n->s);
-	ops_vv_raise(&n->o, b, "siteq", EPOCH, 5);
-	ops_vv_raise(&n->o, b, "siteq", EPOCH, 2);
-	ops_vv_raise(&n->o, b, "sitea", EPOCH, 1);
-	assert_int_equal(ops_vv_get(&n->o, b, "siteq", EPOCH), 5);
-	assert_int_equal(ops_vv_get(&n->o, b, "sitea", EPOCH), 3);
-	assert_int_equal(ops_apply(&n->o, b, op_user(&r5, "siteq", 5,
+	ops_vv_raise(n->o, b, "siteq", EPOCH, 5);
+	ops_vv_raise(n->o, b, "siteq", EPOCH, 2);
+	ops_vv_raise(n->o, b, "sitea", EPOCH, 1);
+	assert_int_equal(ops_vv_get(n->o, b, "siteq", EPOCH), 5);
+	assert_int_equal(ops_vv_get(n->o, b, "sitea", EPOCH), 3);
+	assert_int_equal(ops_apply(n->o, b, op_user(&r5, "siteq", 5,
 						     HLC(30, 0), "gina", "kq"),
 				   &applied), 0);
 	assert_false(applied);
-	assert_int_equal(ops_apply(&n->o, b, op_user(&r6, "siteq", 6,
+	assert_int_equal(ops_apply(n->o, b, op_user(&r6, "siteq", 6,
 						     HLC(31, 0), "gina", "kq"),
 				   &applied), 0);
 	assert_true(applied);
-	assert_int_equal(ops_commit(&n->o, b, true), 0);
+	assert_int_equal(ops_commit(n->o, b, true), 0);
 	store_batch_free(&b);
-	assert_int_equal(ops_vv_get(&n->o, NULL, "siteq", EPOCH), 6);
+	assert_int_equal(ops_vv_get(n->o, NULL, "siteq", EPOCH), 6);
 }
 
 /* ---- convergence ------------------------------------------------------------- */
@@ -1414,11 +1440,11 @@ static void test_convergence(void **state)
 	store_batch_new(&b, n1->s);
 	for (int o = NORIGIN - 1; o >= 0; o--)
 		for (int s = 0; s < PER_ORIGIN; s++) {
-			assert_int_equal(ops_apply(&n1->o, b, ops[o][s],
+			assert_int_equal(ops_apply(n1->o, b, ops[o][s],
 						   &applied), 0);
 			assert_true(applied);
 		}
-	assert_int_equal(ops_commit(&n1->o, b, true), 0);
+	assert_int_equal(ops_commit(n1->o, b, true), 0);
 	store_batch_free(&b);
 	assert_same_state(n0, n1);
 
@@ -1434,29 +1460,29 @@ static void test_convergence(void **state)
 			int o = (int)(xorshift(&x) % NORIGIN);
 			if (next[o] == PER_ORIGIN)
 				continue;
-			int rc = ops_apply(&n->o, b, ops[o][next[o]], &applied);
+			int rc = ops_apply(n->o, b, ops[o][next[o]], &applied);
 			assert_int_equal(rc, 0);
 			assert_true(applied);
 			next[o]++, left--;
 			uint32_t r = xorshift(&x) % 8;
 			if (r == 0 && next[o] > 1) {
 				/* a duplicate of something already applied */
-				rc = ops_apply(&n->o, b,
+				rc = ops_apply(n->o, b,
 					       ops[o][xorshift(&x) % next[o]],
 					       &applied);
 				assert_int_equal(rc, 0);
 				assert_false(applied);
 			} else if (r == 1 && next[o] + 1 < PER_ORIGIN) {
 				/* one from the future: a gap, refused */
-				rc = ops_apply(&n->o, b, ops[o][next[o] + 1],
+				rc = ops_apply(n->o, b, ops[o][next[o] + 1],
 					       &applied);
 				assert_int_equal(rc, GD_EINVAL);
 			}
 			if (xorshift(&x) % 4 == 0)
-				assert_int_equal(ops_commit(&n->o, b, false),
+				assert_int_equal(ops_commit(n->o, b, false),
 						 0);
 		}
-		assert_int_equal(ops_commit(&n->o, b, false), 0);
+		assert_int_equal(ops_commit(n->o, b, false), 0);
 		store_batch_free(&b);
 		assert_same_state(n0, n);
 	}
@@ -1474,7 +1500,7 @@ static void test_convergence(void **state)
 	assert_string_equal(r->origin, "paloalto"); /* hlc 2000 - 0 */
 	free_rec(r);
 	for (int o = 0; o < NORIGIN; o++)
-		assert_int_equal(ops_vv_get(&n0->o, NULL, origins[o], EPOCH),
+		assert_int_equal(ops_vv_get(n0->o, NULL, origins[o], EPOCH),
 				 PER_ORIGIN);
 }
 
@@ -1629,8 +1655,15 @@ static void test_check(void **state)
 	/* no body at all */
 	stamp(&t, "paloalto", 1, 1);
 	check_refused(&t.op, "no body");
+}
 
-	/* other bounds */
+/* Bounds of failures, grants, repositories, keys and secrets. */
+static void test_check_bounds(void **state)
+{
+	struct top t;
+	static const uint64_t at[] = { 1 };
+
+	(void)state;
 	check_refused(op_fail(&t, "paloalto", 1, 1, "alice", "Bad Site", at,
 			      1), "bad failure record");
 	check_refused(op_fail(&t, "paloalto", 1, 1, "alice", NULL, at, 1),
@@ -1692,24 +1725,24 @@ static void test_merge_record(void **state)
 
 		store_iter_new(&it, src->s, NULL, state_cfs[c], "", 0);
 		while ((rc = store_iter_next(it, &key, &klen, &v)) > 0)
-			assert_int_equal(ops_merge_record(&dst->o, b,
+			assert_int_equal(ops_merge_record(dst->o, b,
 							  state_cfs[c], v.p,
 							  v.len, NULL, NULL), 0);
 		assert_int_equal(rc, 0);
 		store_iter_free(&it);
 	}
-	assert_int_equal(ops_commit(&dst->o, b, true), 0);
+	assert_int_equal(ops_commit(dst->o, b, true), 0);
 	store_batch_free(&b);
 	assert_same_state(src, dst);
 	for (int o = 0; o < NORIGIN; o++)
-		assert_int_equal(ops_vv_get(&dst->o, NULL, origins[o], EPOCH),
+		assert_int_equal(ops_vv_get(dst->o, NULL, origins[o], EPOCH),
 				 0);
 
 	/* merged again into either: nothing changes */
 	for (int i = 0; i < 2; i++) {
 		struct node *n = &f->n[i];
 		uint8_t d[DIGEST_LEN];
-		memcpy(d, n->o.digest, DIGEST_LEN);
+		memcpy(d, ops_digest(n->o), DIGEST_LEN);
 		store_batch_new(&b, n->s);
 		for (size_t c = 0; c < GD_ARRAY_SIZE(state_cfs); c++) {
 			struct store_iter *it;
@@ -1717,13 +1750,16 @@ static void test_merge_record(void **state)
 			size_t klen;
 			store_iter_new(&it, src->s, NULL, state_cfs[c], "", 0);
 			while (store_iter_next(it, &key, &klen, &v) > 0)
-				assert_int_equal(ops_merge_record(
-					&n->o, b, state_cfs[c], v.p, v.len, NULL, NULL), 0);
+				assert_int_equal(ops_merge_record(n->o, b,
+								  state_cfs[c],
+								  v.p, v.len,
+								  NULL, NULL),
+						 0);
 			store_iter_free(&it);
 		}
 		assert_int_equal(store_batch_count(b), 0);
 		store_batch_free(&b);
-		assert_memory_equal(n->o.digest, d, DIGEST_LEN);
+		assert_memory_equal(ops_digest(n->o), d, DIGEST_LEN);
 	}
 	sodium_memzero(v.p, v.len);
 	buf_free(&v);
@@ -1808,20 +1844,21 @@ static void test_merge_record_one(void **state)
 						   k.len, &v), 0);
 			struct store_batch *b;
 			store_batch_new(&b, m->s);
-			int rc = ops_merge_record(&m->o, b, where[i].cf, v.p,
+			int rc = ops_merge_record(m->o, b, where[i].cf, v.p,
 						  v.len, NULL, NULL);
 			if (rc != 0)
 				fail_msg("%s record: ops_merge_record = %d",
 					 body_name(ops[i]), rc);
-			assert_int_equal(ops_commit(&m->o, b, true), 0);
+			assert_int_equal(ops_commit(m->o, b, true), 0);
 			store_batch_free(&b);
-			if (memcmp(a->o.digest, m->o.digest, DIGEST_LEN))
+			if (memcmp(ops_digest(a->o), ops_digest(m->o),
+				   DIGEST_LEN))
 				fail_msg("%s record%s: merged digest differs "
 					 "from applied", body_name(ops[i]),
 					 over ? " over older state" : "");
 			assert_same_state(a, m);
 			/* the vector is untouched by a merge */
-			assert_int_equal(ops_vv_get(&m->o, NULL, "sitea", EPOCH),
+			assert_int_equal(ops_vv_get(m->o, NULL, "sitea", EPOCH),
 					 0);
 			for (int j = 0; j < 3; j++) {
 				node_close(&f->n[j]);
@@ -1848,39 +1885,43 @@ static void test_merge_record_bad(void **state)
 
 	store_batch_new(&b, n->s);
 	/* does not decode */
-	assert_int_equal(ops_merge_record(&n->o, b, CF_USERS, junk,
+	assert_int_equal(ops_merge_record(n->o, b, CF_USERS, junk,
 					  sizeof(junk), NULL, NULL), GD_EPROTO);
 	/* not a state family */
-	assert_int_equal(ops_merge_record(&n->o, b, CF_OPLOG, "", 0, NULL, NULL),
+	assert_int_equal(ops_merge_record(n->o, b, CF_OPLOG, "", 0, NULL, NULL),
 			 GD_EPROTO);
-	assert_int_equal(ops_merge_record(&n->o, b, CF_META, "", 0, NULL, NULL),
+	assert_int_equal(ops_merge_record(n->o, b, CF_META, "", 0, NULL, NULL),
 			 GD_EPROTO);
-	assert_int_equal(ops_merge_record(&n->o, b, CF_VV, "", 0, NULL, NULL), GD_EPROTO);
+	assert_int_equal(ops_merge_record(n->o, b, CF_VV, "", 0, NULL, NULL),
+			 GD_EPROTO);
 	/* an LWW record without its stamp */
 	u.name = "ivan";
 	size_t len = grantd__v1__user__get_packed_size(&u);
 	grantd__v1__user__pack(&u, buf_extend(&v, len));
-	assert_int_equal(ops_merge_record(&n->o, b, CF_USERS, v.p, v.len, NULL, NULL),
-			 GD_EPROTO);
+	assert_int_equal(
+		ops_merge_record(n->o, b, CF_USERS, v.p, v.len, NULL, NULL),
+		GD_EPROTO);
 	/* with a stamp but a bad name */
 	u.hlc = 5, u.has_hlc = 1, u.origin = "sitea", u.name = "Ivan";
 	buf_reset(&v);
 	len = grantd__v1__user__get_packed_size(&u);
 	grantd__v1__user__pack(&u, buf_extend(&v, len));
-	assert_int_equal(ops_merge_record(&n->o, b, CF_USERS, v.p, v.len, NULL, NULL),
-			 GD_EPROTO);
+	assert_int_equal(
+		ops_merge_record(n->o, b, CF_USERS, v.p, v.len, NULL, NULL),
+		GD_EPROTO);
 	assert_int_equal(store_batch_count(b), 0);
-	assert_true(digest_zero(n->o.digest));
+	assert_true(digest_zero(ops_digest(n->o)));
 	/* and good */
 	u.name = "ivan";
 	buf_reset(&v);
 	len = grantd__v1__user__get_packed_size(&u);
 	grantd__v1__user__pack(&u, buf_extend(&v, len));
-	assert_int_equal(ops_merge_record(&n->o, b, CF_USERS, v.p, v.len, NULL, NULL), 0);
-	assert_int_equal(ops_commit(&n->o, b, true), 0);
+	assert_int_equal(
+		ops_merge_record(n->o, b, CF_USERS, v.p, v.len, NULL, NULL), 0);
+	assert_int_equal(ops_commit(n->o, b, true), 0);
 	store_batch_free(&b);
 	check_digest(n);
-	assert_false(digest_zero(n->o.digest));
+	assert_false(digest_zero(ops_digest(n->o)));
 	buf_free(&v);
 }
 
@@ -1910,32 +1951,32 @@ static void test_merge_record_trust(void **state)
 	/* stamped near 2^64: would beat every later revocation */
 	g.hlc = UINT64_MAX - 0xffff, g.has_hlc = 1;
 	grantd__v1__grant__pack(&g, buf_extend(&v, grantd__v1__grant__get_packed_size(&g)));
-	assert_int_equal(ops_merge_record(&n->o, b, CF_GRANTS, v.p, v.len, &t,
+	assert_int_equal(ops_merge_record(n->o, b, CF_GRANTS, v.p, v.len, &t,
 					  &why), GD_EPROTO);
 	assert_non_null(strstr(why.p, "ahead of the allowed skew"));
 	/* just past the bound */
 	g.hlc = HLC(1001, 0);
 	buf_reset(&v), buf_reset(&why);
 	grantd__v1__grant__pack(&g, buf_extend(&v, grantd__v1__grant__get_packed_size(&g)));
-	assert_int_equal(ops_merge_record(&n->o, b, CF_GRANTS, v.p, v.len, &t,
+	assert_int_equal(ops_merge_record(n->o, b, CF_GRANTS, v.p, v.len, &t,
 					  &why), GD_EPROTO);
 	/* from a site that is not configured */
 	g.hlc = HLC(900, 0), g.origin = "nosuchsite";
 	buf_reset(&v), buf_reset(&why);
 	grantd__v1__grant__pack(&g, buf_extend(&v, grantd__v1__grant__get_packed_size(&g)));
-	assert_int_equal(ops_merge_record(&n->o, b, CF_GRANTS, v.p, v.len, &t,
+	assert_int_equal(ops_merge_record(n->o, b, CF_GRANTS, v.p, v.len, &t,
 					  &why), GD_EPROTO);
 	assert_non_null(strstr(why.p, "unknown origin site nosuchsite"));
 	assert_int_equal(store_batch_count(b), 0);
-	assert_true(digest_zero(n->o.digest));
+	assert_true(digest_zero(ops_digest(n->o)));
 	/* a good one is merged, and the clock observes it */
 	g.hlc = HLC(1000, 7), g.origin = "siteb";
 	buf_reset(&v), buf_reset(&why);
 	grantd__v1__grant__pack(&g, buf_extend(&v, grantd__v1__grant__get_packed_size(&g)));
-	n->o.hlc.last = HLC(10, 0);
-	assert_int_equal(ops_merge_record(&n->o, b, CF_GRANTS, v.p, v.len, &t,
+	ops_hlc(n->o)->last = HLC(10, 0);
+	assert_int_equal(ops_merge_record(n->o, b, CF_GRANTS, v.p, v.len, &t,
 					  &why), 0);
-	assert_true(n->o.hlc.last >= HLC(1000, 7));
+	assert_true(ops_hlc_last(n->o) >= HLC(1000, 7));
 	/* failed attempts carry their own stamps: a far-future one would
 	 * keep kim locked for good, one of an unknown site is refused too */
 	Grantd__V1__Failures fl = GRANTD__V1__FAILURES__INIT;
@@ -1943,21 +1984,21 @@ static void test_merge_record_trust(void **state)
 	fl.user = "kim", fl.site = "sitea", fl.hlc = at, fl.n_hlc = 2;
 	buf_reset(&v), buf_reset(&why);
 	grantd__v1__failures__pack(&fl, buf_extend(&v, grantd__v1__failures__get_packed_size(&fl)));
-	assert_int_equal(ops_merge_record(&n->o, b, CF_FAILS, v.p, v.len, &t,
+	assert_int_equal(ops_merge_record(n->o, b, CF_FAILS, v.p, v.len, &t,
 					  &why), GD_EPROTO);
 	assert_non_null(strstr(why.p, "ahead of the allowed skew"));
 	fl.n_hlc = 1, fl.site = "nosuchsite";
 	buf_reset(&v), buf_reset(&why);
 	grantd__v1__failures__pack(&fl, buf_extend(&v, grantd__v1__failures__get_packed_size(&fl)));
-	assert_int_equal(ops_merge_record(&n->o, b, CF_FAILS, v.p, v.len, &t,
+	assert_int_equal(ops_merge_record(n->o, b, CF_FAILS, v.p, v.len, &t,
 					  &why), GD_EPROTO);
 	assert_non_null(strstr(why.p, "unknown origin site nosuchsite"));
 	fl.site = "sitea"; /* the positive control */
 	buf_reset(&v), buf_reset(&why);
 	grantd__v1__failures__pack(&fl, buf_extend(&v, grantd__v1__failures__get_packed_size(&fl)));
-	assert_int_equal(ops_merge_record(&n->o, b, CF_FAILS, v.p, v.len, &t,
+	assert_int_equal(ops_merge_record(n->o, b, CF_FAILS, v.p, v.len, &t,
 					  &why), 0);
-	assert_int_equal(ops_commit(&n->o, b, true), 0);
+	assert_int_equal(ops_commit(n->o, b, true), 0);
 	store_batch_free(&b);
 	check_digest(n);
 	buf_free(&v);
@@ -1987,8 +2028,8 @@ static void test_sweep_keeps_digest(void **state)
 
 	apply_all(a, ops, 3);
 	store_batch_new(&b, a->s);
-	assert_int_equal(ops_sweep_grants(&a->o, b, 2000000000, 1000), 1);
-	assert_int_equal(ops_commit(&a->o, b, true), 0);
+	assert_int_equal(ops_sweep_grants(a->o, b, 2000000000, 1000), 1);
+	assert_int_equal(ops_commit(a->o, b, true), 0);
 	store_batch_free(&b);
 	records_key_grant(&k, "kim", "192.0.2.50", "");
 	assert_int_equal(store_get(a->s, NULL, CF_GRANTS, k.p, k.len, &v),
@@ -2002,12 +2043,12 @@ static void test_sweep_keeps_digest(void **state)
 		size_t klen;
 		store_iter_new(&it, a->s, NULL, state_cfs[i], "", 0);
 		while (store_iter_next(it, &key, &klen, &v) > 0)
-			assert_int_equal(ops_merge_record(&c->o, b,
+			assert_int_equal(ops_merge_record(c->o, b,
 							  state_cfs[i], v.p,
 							  v.len, NULL, NULL), 0);
 		store_iter_free(&it);
 	}
-	assert_int_equal(ops_commit(&c->o, b, true), 0);
+	assert_int_equal(ops_commit(c->o, b, true), 0);
 	store_batch_free(&b);
 
 	dump_state(a, &sa, da);
@@ -2015,8 +2056,8 @@ static void test_sweep_keeps_digest(void **state)
 	bool same_records = sa.len == sc.len && !memcmp(sa.p, sc.p, sa.len);
 	char ha[2 * DIGEST_LEN + 1], hc[2 * DIGEST_LEN + 1];
 	char hr[2 * DIGEST_LEN + 1];
-	digest_hex(ha, a->o.digest);
-	digest_hex(hc, c->o.digest);
+	digest_hex(ha, ops_digest(a->o));
+	digest_hex(hc, ops_digest(c->o));
 	digest_hex(hr, da);
 	buf_free(&k);
 	buf_free(&v);
@@ -2042,34 +2083,36 @@ static void test_local(void **state)
 
 	store_batch_new(&b, n->s);
 	op_user(&t[0], "ignored", 99, 0, "judy", "k");
-	assert_int_equal(ops_local(&n->o, b, &t[0].op), 0);
+	assert_int_equal(ops_local(n->o, b, &t[0].op), 0);
 	op_grant(&t[1], "ignored", 99, 0, "judy", "192.0.2.44", 1800000000,
 		 false);
-	assert_int_equal(ops_local(&n->o, b, &t[1].op), 0);
-	assert_int_equal(ops_commit(&n->o, b, true), 0);
+	assert_int_equal(ops_local(n->o, b, &t[1].op), 0);
+	assert_int_equal(ops_commit(n->o, b, true), 0);
 	store_batch_free(&b);
 
 	/* stamped as this site's: origin, epoch, consecutive seq, hlc */
 	for (int i = 0; i < 2; i++) {
 		assert_string_equal(t[i].op.origin, "node0");
-		assert_int_equal(t[i].op.epoch, n->o.epoch);
+		assert_int_equal(t[i].op.epoch, ops_epoch(n->o));
 		assert_int_equal(t[i].op.seq, (uint64_t)i + 1);
 		assert_int_not_equal(t[i].op.hlc, 0);
 	}
 	assert_true(t[1].op.hlc > t[0].op.hlc);
-	assert_int_equal(n->o.seq, 2);
-	assert_int_equal(ops_vv_get(&n->o, NULL, "node0", n->o.epoch), 2);
-	assert_true(n->o.outbox.len > 8);
+	assert_int_equal(ops_seq(n->o), 2);
+	assert_int_equal(ops_vv_get(n->o, NULL, "node0", ops_epoch(n->o)), 2);
+	struct buf box = BUF_INIT;
+	ops_take_outbox(n->o, &box);
+	assert_true(box.len > 8);
 
 	/* the outbox holds them as a peer receives them: applied there, the
 	 * same state */
 	size_t off = 0;
 	int count = 0;
-	while (off + 4 <= n->o.outbox.len) {
-		const uint8_t *p = (const uint8_t *)n->o.outbox.p + off;
+	while (off + 4 <= box.len) {
+		const uint8_t *p = (const uint8_t *)box.p + off;
 		size_t len = (size_t)p[0] << 24 | (size_t)p[1] << 16 |
 			     (size_t)p[2] << 8 | p[3];
-		assert_true(off + 4 + len <= n->o.outbox.len);
+		assert_true(off + 4 + len <= box.len);
 		Grantd__V1__Op *op = grantd__v1__op__unpack(NULL, len, p + 4);
 		assert_non_null(op);
 		struct buf err = BUF_INIT;
@@ -2081,10 +2124,12 @@ static void test_local(void **state)
 		count++;
 	}
 	assert_int_equal(count, 2);
-	assert_int_equal(off, n->o.outbox.len);
+	assert_int_equal(off, box.len);
 	assert_same_state(n, peer);
-	ops_outbox_clear(&n->o);
-	assert_int_equal(n->o.outbox.len, 0);
+	buf_free(&box);
+	ops_take_outbox(n->o, &box);
+	assert_int_equal(box.len, 0);
+	buf_free(&box);
 
 	/* a peer's stamp from the future: the next local stamp is after it,
 	 * so a revoke made here after seeing a grant wins over it */
@@ -2095,22 +2140,22 @@ static void test_local(void **state)
 	store_batch_new(&b, n->s);
 	op_grant(&loc, "ignored", 1, 0, "judy", "192.0.2.44", 1800000000,
 		 true);
-	assert_int_equal(ops_local(&n->o, b, &loc.op), 0);
-	assert_int_equal(ops_commit(&n->o, b, true), 0);
+	assert_int_equal(ops_local(n->o, b, &loc.op), 0);
+	assert_int_equal(ops_commit(n->o, b, true), 0);
 	store_batch_free(&b);
 	assert_true(loc.op.hlc > ahead);
 	Grantd__V1__Grant *g = get_grant(n, "judy", "192.0.2.44");
 	assert_true(g->revoked);
 	assert_string_equal(g->origin, "node0");
 	free_rec(g);
-	ops_outbox_clear(&n->o);
+	ops_outbox_clear(n->o);
 
 	/* a reopened store starts a new epoch at seq 1 */
-	uint64_t epoch = n->o.epoch;
+	uint64_t epoch = ops_epoch(n->o);
 	node_close(n);
 	n = node_open(f, 0);
-	assert_int_not_equal(n->o.epoch, epoch);
-	assert_int_equal(n->o.seq, 0);
+	assert_int_not_equal(ops_epoch(n->o), epoch);
+	assert_int_equal(ops_seq(n->o), 0);
 }
 
 /* ---- live counts (status) and the keys index ------------------------------ */
@@ -2136,7 +2181,7 @@ static int64_t recount(struct node *n, struct store_batch *b, enum store_cf cf,
 static void check_counts(struct node *n, struct store_batch *b, int64_t now)
 {
 	for (int cf = 0; cf < CF__COUNT; cf++) {
-		int64_t kept = ops_count(&n->o, cf, now), disk =
+		int64_t kept = ops_count(n->o, cf, now), disk =
 			recount(n, b, cf, now);
 		if (kept != disk)
 			fail_msg("%s family=%s now=%lld: kept %lld, records "
@@ -2170,14 +2215,14 @@ static void test_counts(void **state)
 			GRANTD__V1__REPO_MODE__MODE_OFF, false),
 	}, 6);
 	/* (verify counts at the wall clock's time, before T moves them) */
-	assert_int_equal(ops_verify(&n->o, &v), 0);
+	assert_int_equal(ops_verify(n->o, &v), 0);
 	assert_true(v.equal);
 	assert_int_equal(v.count_kept[CF_GRANTS], 3);
 	assert_int_equal(v.count_disk[CF_GRANTS], 3);
-	assert_int_equal(ops_count(&n->o, CF_USERS, T), 2);
-	assert_int_equal(ops_count(&n->o, CF_GRANTS, T), 2);
-	assert_int_equal(ops_count(&n->o, CF_REPOS, T), 1);
-	assert_int_equal(ops_count(&n->o, CF_MARKS, T), 0); /* not counted */
+	assert_int_equal(ops_count(n->o, CF_USERS, T), 2);
+	assert_int_equal(ops_count(n->o, CF_GRANTS, T), 2);
+	assert_int_equal(ops_count(n->o, CF_REPOS, T), 1);
+	assert_int_equal(ops_count(n->o, CF_MARKS, T), 0); /* not counted */
 	check_counts(n, NULL, T);
 	/* the first grant extended past the second's end, then the second
 	 * revoked; ben deleted, the repository deleted */
@@ -2191,22 +2236,22 @@ static void test_counts(void **state)
 			GRANTD__V1__REPO_MODE__MODE_OFF, true),
 	}, 4);
 	check_counts(n, NULL, T);
-	assert_int_equal(ops_count(&n->o, CF_USERS, T), 2);
-	assert_int_equal(ops_count(&n->o, CF_REPOS, T), 0);
+	assert_int_equal(ops_count(n->o, CF_USERS, T), 2);
+	assert_int_equal(ops_count(n->o, CF_REPOS, T), 0);
 	op_user(&t[10], "sitea", 11, HLC(110, 0), "ben", NULL);
 	t[10].user.deleted = 1, t[10].user.has_deleted = 1;
 	apply1(n, &t[10].op);
-	assert_int_equal(ops_count(&n->o, CF_USERS, T + 1), 1);
+	assert_int_equal(ops_count(n->o, CF_USERS, T + 1), 1);
 	check_counts(n, NULL, T + 1);
 	check_counts(n, NULL, T + 10);
-	assert_int_equal(ops_count(&n->o, CF_GRANTS, T + 10), 1);
+	assert_int_equal(ops_count(n->o, CF_GRANTS, T + 10), 1);
 	check_counts(n, NULL, T + 29);
 	check_counts(n, NULL, T + 30);
-	assert_int_equal(ops_count(&n->o, CF_GRANTS, T + 30), 0);
+	assert_int_equal(ops_count(n->o, CF_GRANTS, T + 30), 0);
 	/* an expired grant revoked: no count below zero */
 	apply1(n, op_grant(&t[11], "sitea", 12, HLC(111, 0), "ann",
 			   "192.0.2.1", T + 30, true));
-	assert_int_equal(ops_count(&n->o, CF_GRANTS, T + 31), 0);
+	assert_int_equal(ops_count(n->o, CF_GRANTS, T + 31), 0);
 	check_counts(n, NULL, T + 31);
 	/* loaded again at open */
 	node_close(n);
@@ -2232,27 +2277,27 @@ static void test_counts_rollback(void **state)
 	apply1(n, op_grant(&t[0], "sitea", 1, HLC(100, 0), "ann",
 			   "192.0.2.1", T + 10, false));
 	store_batch_new(&b, n->s);
-	ops_savepoint(&n->o, b, &sp);
-	assert_int_equal(ops_apply(&n->o, b,
+	ops_savepoint(n->o, b, &sp);
+	assert_int_equal(ops_apply(n->o, b,
 				   op_grant(&t[1], "sitea", 2, HLC(101, 0),
 					    "ann", "192.0.2.1", T + 10, true),
 				   &applied), 0);
-	assert_int_equal(ops_apply(&n->o, b,
+	assert_int_equal(ops_apply(n->o, b,
 				   op_user(&t[2], "sitea", 3, HLC(102, 0),
 					   "ann", "k"), &applied), 0);
-	assert_int_equal(ops_count(&n->o, CF_GRANTS, T), 0);
-	assert_int_equal(ops_count(&n->o, CF_USERS, T), 1);
+	assert_int_equal(ops_count(n->o, CF_GRANTS, T), 0);
+	assert_int_equal(ops_count(n->o, CF_USERS, T), 1);
 	check_counts(n, b, T);
-	assert_int_equal(ops_rollback(&n->o, b, &sp), 0);
-	assert_int_equal(ops_count(&n->o, CF_GRANTS, T), 1);
-	assert_int_equal(ops_count(&n->o, CF_USERS, T), 0);
+	assert_int_equal(ops_rollback(n->o, b, &sp), 0);
+	assert_int_equal(ops_count(n->o, CF_GRANTS, T), 1);
+	assert_int_equal(ops_count(n->o, CF_USERS, T), 0);
 	check_counts(n, b, T);
 	/* applied, then the batch dropped as after a failed commit */
-	assert_int_equal(ops_apply(&n->o, b, &t[1].op, &applied), 0);
-	assert_int_equal(ops_count(&n->o, CF_GRANTS, T + 1), 0);
+	assert_int_equal(ops_apply(n->o, b, &t[1].op, &applied), 0);
+	assert_int_equal(ops_count(n->o, CF_GRANTS, T + 1), 0);
 	store_batch_free(&b);
-	assert_int_equal(ops_reload(&n->o), 0);
-	assert_int_equal(ops_count(&n->o, CF_GRANTS, T + 1), 1);
+	assert_int_equal(ops_reload(n->o), 0);
+	assert_int_equal(ops_count(n->o, CF_GRANTS, T + 1), 1);
 	check_counts(n, NULL, T + 1);
 	/* a live grant written behind ops' back: verify names the count */
 	{
@@ -2266,7 +2311,7 @@ static void test_counts_rollback(void **state)
 		assert_int_equal(store_commit(b, true), 0);
 		store_batch_free(&b);
 	}
-	assert_int_equal(ops_verify(&n->o, &v), 0);
+	assert_int_equal(ops_verify(n->o, &v), 0);
 	assert_false(v.equal);
 	assert_int_equal(v.count_disk[CF_GRANTS], v.count_kept[CF_GRANTS] + 1);
 }
@@ -2470,15 +2515,15 @@ static void test_pushlog_merge(void **state)
 	grantd__v1__push_log_entry__free_unpacked(e, NULL);
 	for (int i = 0; i < 2; i++) {
 		struct node *m = i ? y : x;
-		assert_int_equal(ops_pushlog_head(&m->o, NULL, "sitea", &n,
+		assert_int_equal(ops_pushlog_head(m->o, NULL, "sitea", &n,
 						  head), 0);
 		assert_int_equal(n, 2);
 		assert_memory_equal(head, a2.hash, PUSHLOG_HASH_LEN);
-		assert_int_equal(ops_pushlog_head(&m->o, NULL, "siteb", &n,
+		assert_int_equal(ops_pushlog_head(m->o, NULL, "siteb", &n,
 						  head), 0);
 		assert_int_equal(n, 1);
 	}
-	assert_int_equal(ops_pushlog_head(&x->o, NULL, "sitec", &n, head), 0);
+	assert_int_equal(ops_pushlog_head(x->o, NULL, "sitec", &n, head), 0);
 	assert_int_equal(n, 0);
 
 	/* a snapshot: x's entries merged into z make the same records and
@@ -2490,16 +2535,16 @@ static void test_pushlog_merge(void **state)
 		store_batch_new(&b, z->s);
 		store_iter_new(&it, x->s, NULL, CF_PUSHLOG, "", 0);
 		while (store_iter_next(it, &key, &klen, &v) > 0)
-			assert_int_equal(ops_merge_record(&z->o, b, CF_PUSHLOG,
+			assert_int_equal(ops_merge_record(z->o, b, CF_PUSHLOG,
 							  v.p, v.len, NULL,
 							  &why), 0);
 		store_iter_free(&it);
 		if (round)
 			assert_int_equal(store_batch_count(b), 0);
-		assert_int_equal(ops_commit(&z->o, b, false), 0);
+		assert_int_equal(ops_commit(z->o, b, false), 0);
 		store_batch_free(&b);
 	}
-	assert_int_equal(ops_pushlog_head(&z->o, NULL, "sitea", &n, head), 0);
+	assert_int_equal(ops_pushlog_head(z->o, NULL, "sitea", &n, head), 0);
 	assert_int_equal(n, 2);
 	assert_memory_equal(head, a2.hash, PUSHLOG_HASH_LEN);
 	e = get_entry(z, "siteb", 1);
@@ -2563,8 +2608,8 @@ static void test_pushlog_fork(void **state)
 	apply1(x, &a2.op);
 	apply1(x, &a2b.op);
 	apply1(x, &a3.op);
-	assert_int_equal(ops_vv_get(&x->o, NULL, "sitea", EPOCH), 4);
-	assert_int_equal(x->o.pushlog_refused, 1);
+	assert_int_equal(ops_vv_get(x->o, NULL, "sitea", EPOCH), 4);
+	assert_int_equal(ops_pushlog_refused(x->o), 1);
 	assert_null(get_entry(x, "sitea", 3));
 	/* the other order: the fork first */
 	apply1(y, &a1.op);
@@ -2573,11 +2618,11 @@ static void test_pushlog_fork(void **state)
 	a2.op.seq = 3;
 	apply1(y, &a2.op);
 	apply1(y, &a3.op);
-	assert_int_equal(y->o.pushlog_refused, 1);
+	assert_int_equal(ops_pushlog_refused(y->o), 1);
 	a2.op.seq = 2, a2b.op.seq = 3;
 	/* the records alike (the vectors' order aside) */
-	assert_memory_equal(x->o.fam_digest[CF_PUSHLOG],
-			    y->o.fam_digest[CF_PUSHLOG], DIGEST_LEN);
+	assert_memory_equal(fam_digest(x->o, CF_PUSHLOG),
+			    fam_digest(y->o, CF_PUSHLOG), DIGEST_LEN);
 	for (int i = 0; i < 2; i++) {
 		struct node *m = i ? y : x;
 		e = get_entry(m, "sitea", 2);
@@ -2590,9 +2635,9 @@ static void test_pushlog_fork(void **state)
 		assert_non_null(e);
 		assert_string_equal(e->user, "bob"); /* kept too */
 		grantd__v1__push_log_entry__free_unpacked(e, NULL);
-		assert_int_equal(ops_pushlog_forks(&m->o, NULL, &n), 0);
+		assert_int_equal(ops_pushlog_forks(m->o, NULL, &n), 0);
 		assert_int_equal(n, 1);
-		assert_int_equal(ops_pushlog_head(&m->o, NULL, "sitea", &n,
+		assert_int_equal(ops_pushlog_head(m->o, NULL, "sitea", &n,
 						  head), 0);
 		assert_int_equal(n, 2);
 		assert_memory_equal(head, a2b.hash, PUSHLOG_HASH_LEN);
@@ -2600,7 +2645,7 @@ static void test_pushlog_fork(void **state)
 	/* the same fork again changes nothing */
 	a2.op.seq = 5;
 	apply1(x, &a2.op);
-	assert_int_equal(ops_pushlog_forks(&x->o, NULL, &n), 0);
+	assert_int_equal(ops_pushlog_forks(x->o, NULL, &n), 0);
 	assert_int_equal(n, 1);
 	a2.op.seq = 2;
 
@@ -2609,28 +2654,28 @@ static void test_pushlog_fork(void **state)
 	store_batch_new(&b, z->s);
 	store_iter_new(&it, x->s, NULL, CF_PUSHLOG, "", 0);
 	while (store_iter_next(it, &key, &klen, &v) > 0)
-		assert_int_equal(ops_merge_record(&z->o, b, CF_PUSHLOG, v.p,
+		assert_int_equal(ops_merge_record(z->o, b, CF_PUSHLOG, v.p,
 						  v.len, NULL, &why), 0);
 	store_iter_free(&it);
 	buf_reset(&v);
 	buf_extend(&v, grantd__v1__push_log_entry__get_packed_size(&a3.e));
 	grantd__v1__push_log_entry__pack(&a3.e, (uint8_t *)v.p);
-	assert_int_equal(ops_merge_record(&z->o, b, CF_PUSHLOG, v.p, v.len,
+	assert_int_equal(ops_merge_record(z->o, b, CF_PUSHLOG, v.p, v.len,
 					  NULL, &why), 0);
-	assert_int_equal(ops_commit(&z->o, b, false), 0);
+	assert_int_equal(ops_commit(z->o, b, false), 0);
 	store_batch_free(&b);
-	assert_int_equal(z->o.pushlog_refused, 1);
+	assert_int_equal(ops_pushlog_refused(z->o), 1);
 	assert_null(get_entry(z, "sitea", 3));
-	assert_memory_equal(x->o.fam_digest[CF_PUSHLOG],
-			    z->o.fam_digest[CF_PUSHLOG], DIGEST_LEN);
-	assert_int_equal(ops_pushlog_forks(&z->o, NULL, &n), 0);
+	assert_memory_equal(fam_digest(x->o, CF_PUSHLOG),
+			    fam_digest(z->o, CF_PUSHLOG), DIGEST_LEN);
+	assert_int_equal(ops_pushlog_forks(z->o, NULL, &n), 0);
 	assert_int_equal(n, 1);
 	/* an entry 3 stamped after both entries 2 is taken */
 	apply1(z, &a3late.op);
 	e = get_entry(z, "sitea", 3);
 	assert_non_null(e);
 	grantd__v1__push_log_entry__free_unpacked(e, NULL);
-	assert_int_equal(z->o.pushlog_refused, 1);
+	assert_int_equal(ops_pushlog_refused(z->o), 1);
 	buf_free(&k);
 	buf_free(&v);
 	buf_free(&why);
@@ -2743,37 +2788,38 @@ static void test_mirror_filter(void **state)
 	/* a hidden op out of order is a gap, nothing written */
 	store_batch_new(&b, mi->s);
 	applied = true;
-	assert_int_equal(ops_skip(&mi->o, b, "sitea", EPOCH, 2, HLC(11, 0),
+	assert_int_equal(ops_skip(mi->o, b, "sitea", EPOCH, 2, HLC(11, 0),
 				  &applied), GD_EINVAL);
 	assert_false(applied);
-	assert_false(ops_pending(&mi->o, b));
+	assert_false(ops_pending(mi->o, b));
 	for (int i = 0; i < 7; i++) {
 		applied = false;
 		if (visible[i])
-			assert_int_equal(ops_apply(&mi->o, b, ops[i], &applied),
+			assert_int_equal(ops_apply(mi->o, b, ops[i], &applied),
 					 0);
 		else
-			assert_int_equal(ops_skip(&mi->o, b, "sitea", EPOCH,
+			assert_int_equal(ops_skip(mi->o, b, "sitea", EPOCH,
 						  ops[i]->seq, ops[i]->hlc,
 						  &applied), 0);
 		assert_true(applied);
 	}
 	/* again: duplicates, taken as nothing */
-	assert_int_equal(ops_skip(&mi->o, b, "sitea", EPOCH, 2, HLC(11, 0),
+	assert_int_equal(ops_skip(mi->o, b, "sitea", EPOCH, 2, HLC(11, 0),
 				  &applied), 0);
 	assert_false(applied);
-	assert_int_equal(ops_commit(&mi->o, b, false), 0);
+	assert_int_equal(ops_commit(mi->o, b, false), 0);
 	store_batch_free(&b);
 
 	/* level with the frontend, and the clock saw the hidden stamps */
-	assert_int_equal(ops_vv_get(&mi->o, NULL, "sitea", EPOCH), 7);
-	assert_true(mi->o.hlc.last >= HLC(16, 0));
+	assert_int_equal(ops_vv_get(mi->o, NULL, "sitea", EPOCH), 7);
+	assert_true(ops_hlc_last(mi->o) >= HLC(16, 0));
 	/* the public records and digest are the frontend's, the full digest
 	 * is not (the secret families are missing) */
-	ops_digest_public(&fe->o, pf);
-	ops_digest_public(&mi->o, pm);
+	ops_digest_public(fe->o, pf);
+	ops_digest_public(mi->o, pm);
 	assert_memory_equal(pf, pm, DIGEST_LEN);
-	assert_memory_not_equal(fe->o.digest, mi->o.digest, DIGEST_LEN);
+	assert_memory_not_equal(ops_digest(fe->o), ops_digest(mi->o),
+				DIGEST_LEN);
 	check_digest(mi);
 	Grantd__V1__User *u = get_rec(mi, CF_USERS, "mia", 3,
 				      &grantd__v1__user__descriptor);
@@ -2846,6 +2892,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_convergence, setup,
 						teardown),
 		cmocka_unit_test(test_check),
+		cmocka_unit_test(test_check_bounds),
 		cmocka_unit_test(test_check_addr_revoke),
 		cmocka_unit_test_setup_teardown(test_merge_record, setup,
 						teardown),

@@ -57,7 +57,7 @@ struct fixture {
 	char repo_dir[96];
 	struct config cfg;
 	struct store *store;
-	struct ops ops;
+	struct ops *ops;
 	struct store_batch *b;  /* the open batch, as control's c->batch */
 	uint64_t peer_seq;      /* last seq of the peer "siteb" */
 };
@@ -100,10 +100,10 @@ static int teardown(void **state)
 /* Commit the open batch and open the next, as control does per batch. */
 static void commit(struct fixture *f)
 {
-	assert_int_equal(ops_commit(&f->ops, f->b, false), 0);
+	assert_int_equal(ops_commit(f->ops, f->b, false), 0);
 	store_batch_free(&f->b);
 	assert_int_equal(store_batch_new(&f->b, f->store), 0);
-	ops_outbox_clear(&f->ops);
+	ops_outbox_clear(f->ops);
 }
 
 /* A failed attempt of user here, made as cmd_validate_token makes it. */
@@ -111,16 +111,16 @@ static void fail_here(struct fixture *f, const char *user)
 {
 	Grantd__V1__Op op = GRANTD__V1__OP__INIT;
 	Grantd__V1__Failures fl = GRANTD__V1__FAILURES__INIT;
-	uint64_t at = ops_stamp(&f->ops);
+	uint64_t at = ops_stamp(f->ops);
 
 	fl.user = (char *)user;
-	fl.site = f->ops.site;
+	fl.site = (char *)ops_site(f->ops);
 	fl.hlc = &at;
 	fl.n_hlc = 1;
 	op.body_case = GRANTD__V1__OP__BODY_FAILURE;
 	op.failure = &fl;
 	op.hlc = at, op.has_hlc = 1;
-	assert_int_equal(ops_local(&f->ops, f->b, &op), 0);
+	assert_int_equal(ops_local(f->ops, f->b, &op), 0);
 }
 
 /* grantctl unlock here. */
@@ -132,7 +132,7 @@ static void unlock_here(struct fixture *f, const char *user)
 	u.user = (char *)user;
 	op.body_case = GRANTD__V1__OP__BODY_UNLOCK;
 	op.unlock = &u;
-	assert_int_equal(ops_local(&f->ops, f->b, &op), 0);
+	assert_int_equal(ops_local(f->ops, f->b, &op), 0);
 }
 
 /* The peer siteb's next operation, body already set in op. */
@@ -144,7 +144,7 @@ static void from_peer(struct fixture *f, Grantd__V1__Op *op, uint64_t hlc)
 	op->epoch = EPOCH, op->has_epoch = 1;
 	op->seq = ++f->peer_seq, op->has_seq = 1;
 	op->hlc = hlc, op->has_hlc = 1;
-	assert_int_equal(ops_apply(&f->ops, f->b, op, &applied), 0);
+	assert_int_equal(ops_apply(f->ops, f->b, op, &applied), 0);
 	assert_true(applied);
 }
 
@@ -328,7 +328,7 @@ static void user_here(struct fixture *f, const char *name, bool deleted)
 		u.deleted = 1, u.has_deleted = 1;
 	op.body_case = GRANTD__V1__OP__BODY_USER;
 	op.user = &u;
-	assert_int_equal(ops_local(&f->ops, f->b, &op), 0);
+	assert_int_equal(ops_local(f->ops, f->b, &op), 0);
 }
 
 /* Repository name in mode, whose one writer is writer. */
@@ -345,7 +345,7 @@ static void repo_here(struct fixture *f, const char *name,
 	r.n_writers = 1;
 	op.body_case = GRANTD__V1__OP__BODY_REPO;
 	op.repo = &r;
-	assert_int_equal(ops_local(&f->ops, f->b, &op), 0);
+	assert_int_equal(ops_local(f->ops, f->b, &op), 0);
 }
 
 /* A TOTP enrollment of user, active (after the first val) or pending. */
@@ -362,10 +362,10 @@ static void enroll_here(struct fixture *f, const char *user, bool active)
 	e.digits = 6, e.has_digits = 1;
 	e.period = 30, e.has_period = 1;
 	e.active = active, e.has_active = 1;
-	e.id = ops_stamp(&f->ops), e.has_id = 1;
+	e.id = ops_stamp(f->ops), e.has_id = 1;
 	op.body_case = GRANTD__V1__OP__BODY_ENROLL;
 	op.enroll = &e;
-	assert_int_equal(ops_local(&f->ops, f->b, &op), 0);
+	assert_int_equal(ops_local(f->ops, f->b, &op), 0);
 }
 
 static void grant_here(struct fixture *f, const char *user, const char *net,
@@ -382,7 +382,7 @@ static void grant_here(struct fixture *f, const char *user, const char *net,
 	g.site = "sitea";
 	op.body_case = GRANTD__V1__OP__BODY_GRANT;
 	op.grant = &g;
-	assert_int_equal(ops_local(&f->ops, f->b, &op), 0);
+	assert_int_equal(ops_local(f->ops, f->b, &op), 0);
 }
 
 /* policy_2fa for user from ip at now, committed state (as the reader

@@ -63,7 +63,7 @@ struct fixture {
 	char user_sock[96], admin_sock[96], keys_sock[96], repo_dir[96];
 	struct config cfg;
 	struct store *s;
-	struct ops o;
+	struct ops *o;
 	void *zctx;
 	struct readers *rd;
 	void *user, *admin;   /* clients */
@@ -89,9 +89,9 @@ static void add_user(struct fixture *f, const char *name, const char *key)
 	op.body_case = GRANTD__V1__OP__BODY_USER;
 	op.user = &u;
 	store_batch_new(&b, f->s);
-	assert_int_equal(ops_local(&f->o, b, &op), 0);
-	assert_int_equal(ops_commit(&f->o, b, false), 0);
-	ops_outbox_clear(&f->o);
+	assert_int_equal(ops_local(f->o, b, &op), 0);
+	assert_int_equal(ops_commit(f->o, b, false), 0);
+	ops_outbox_clear(f->o);
 	store_batch_free(&b);
 }
 
@@ -416,7 +416,7 @@ static void test_status(void **state)
 	/* nothing published yet: refused, not guessed */
 	send_req(f->admin, "status", NULL, NULL, NULL);
 	assert_int_equal(recv_reply(f->admin, &out, &err), GD_EXIT_REFUSED);
-	readers_publish_status(f->rd, cmd_status_store(&f->o, now),
+	readers_publish_status(f->rd, cmd_status_store(f->o, now),
 			       repl_part(0));
 	reader_barrier(f);
 	send_req(f->admin, "status", NULL, NULL, NULL);
@@ -431,8 +431,8 @@ static void test_status(void **state)
 	assert_int_equal(recv_reply(f->admin, &out, &err), 0);
 	assert_non_null(strstr(out.p, "users:    1\n"));
 	/* two publishes before the reader looks: the first is freed unseen */
-	readers_publish_status(f->rd, cmd_status_store(&f->o, now), NULL);
-	readers_publish_status(f->rd, cmd_status_store(&f->o, now),
+	readers_publish_status(f->rd, cmd_status_store(f->o, now), NULL);
+	readers_publish_status(f->rd, cmd_status_store(f->o, now),
 			       repl_part(7));
 	reader_barrier(f);
 	send_req(f->admin, "status", NULL, NULL, NULL);
@@ -452,7 +452,7 @@ static void test_syncing_from_start(void **state)
 	struct fixture *f = *state;
 	struct buf out = BUF_INIT, err = BUF_INIT;
 
-	readers_publish_status(f->rd, cmd_status_store(&f->o, time(NULL)),
+	readers_publish_status(f->rd, cmd_status_store(f->o, time(NULL)),
 			       repl_part(0));
 	reader_barrier(f);
 	send_req(f->admin, "status", NULL, NULL, NULL);

@@ -109,10 +109,10 @@ static void test_own_stream_as_published(void **state)
 		                 0);
 	}
 	assert_int_equal(writer_commit(f->a.w, &t), 0);
-	assert_int_equal(ops_vv_get(f->a.o, NULL, "paloalto", f->a.o->epoch),
+	assert_int_equal(ops_vv_get(f->a.o, NULL, "paloalto", ops_epoch(f->a.o)),
 	                 5);
 	repl_hb_fill(f->a.repl, &hb);
-	assert_int_equal(listed(&hb, "paloalto", f->a.o->epoch), 3);
+	assert_int_equal(listed(&hb, "paloalto", ops_epoch(f->a.o)), 3);
 	assert_true(hb.has_digest);
 	assert_true(hb.syncing);
 	repl_hb_free(&hb);
@@ -234,11 +234,11 @@ static void test_heard_live(void **state)
 		fx_nodes_round(both, 2, 5);
 	assert_true(heard(f));
 	assert_true(f->b.repl->peers[0].hb->has_digest);
-	while (listed(f->b.repl->peers[0].hb, "paloalto", f->a.o->epoch) < 2 &&
+	while (listed(f->b.repl->peers[0].hb, "paloalto", ops_epoch(f->a.o)) < 2 &&
 	       clock_mono_ms() < end)
 		fx_nodes_round(both, 2, 5);
 	assert_int_equal(
-	        listed(f->b.repl->peers[0].hb, "paloalto", f->a.o->epoch), 2);
+	        listed(f->b.repl->peers[0].hb, "paloalto", ops_epoch(f->a.o)), 2);
 }
 
 int main(void)

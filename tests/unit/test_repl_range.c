@@ -83,7 +83,7 @@ static int teardown(void **state)
 
 static uint64_t epoch_of(struct fx_node *n)
 {
-	return n->o->epoch;
+	return ops_epoch(n->o);
 }
 
 /* How much of paloalto's stream node n holds. */
@@ -322,7 +322,7 @@ static void test_truncated_log(void **state)
 	run_until(f, b_level, "portland level with paloalto");
 	assert_null(f->b.repl->xfer.p);
 	assert_int_equal(held(&f->b, f), 4);
-	assert_memory_equal(f->b.o->digest, f->a.o->digest, DIGEST_LEN);
+	assert_memory_equal(ops_digest(f->b.o), ops_digest(f->a.o), DIGEST_LEN);
 	assert_int_equal(f->b.repl->drops[DROP_SNAP_RECORD], 0);
 }
 

@@ -95,7 +95,7 @@ static int teardown(void **state)
 /* How much of paloalto's stream node n holds. */
 static uint64_t held(struct fx_node *n, struct fx *f)
 {
-	return ops_vv_get(n->o, NULL, "paloalto", f->a.o->epoch);
+	return ops_vv_get(n->o, NULL, "paloalto", ops_epoch(f->a.o));
 }
 
 static int64_t grants(struct fx_node *n)
@@ -144,7 +144,7 @@ static void test_transfer(void **state)
 	run_until(f, both, 2, b_transferring, "a state transfer starts");
 	run_until(f, both, 2, b_level, "portland level with paloalto");
 	assert_int_equal(grants(&f->b), NGRANTS);
-	assert_memory_equal(f->b.o->digest, f->a.o->digest, DIGEST_LEN);
+	assert_memory_equal(ops_digest(f->b.o), ops_digest(f->a.o), DIGEST_LEN);
 	assert_int_equal(f->b.repl->drops[DROP_SNAP_RECORD], 0);
 	assert_int_equal(f->b.repl->drops[DROP_SNAP_VECTOR], 0);
 }
@@ -183,7 +183,7 @@ static void test_cut_in_the_middle(void **state)
 	run_until(f, both, 2, b_transferring, "the transfer starts over");
 	run_until(f, both, 2, b_level, "portland level with paloalto");
 	assert_int_equal(grants(&f->b), NGRANTS);
-	assert_memory_equal(f->b.o->digest, f->a.o->digest, DIGEST_LEN);
+	assert_memory_equal(ops_digest(f->b.o), ops_digest(f->a.o), DIGEST_LEN);
 }
 
 static void test_reply_not_asked(void **state)
@@ -197,20 +197,20 @@ static void test_reply_not_asked(void **state)
 	assert_int_equal(fx_node_link(&f->b), 0);
 	r = f->b.repl;
 	/* no transfer running: a reply is dropped */
-	dropped = f->b.o->dropped;
+	dropped = ops_dropped(f->b.o);
 	rep.cf = CF_GRANTS, rep.has_cf = 1;
 	rep.cf_done = rep.has_cf_done = 1;
 	repl_xfer_apply(r, &r->peers[0], &rep, clock_mono_ms());
-	assert_int_equal(f->b.o->dropped, dropped + 1);
+	assert_int_equal(ops_dropped(f->b.o), dropped + 1);
 	assert_null(r->xfer.p);
 	/* one running, a reply of another family than asked: dropped, the
 	 * transfer stays where it is */
 	run_until(f, both, 2, b_transferring, "a state transfer starts");
 	int cf = r->xfer.cf;
 	rep.cf = (uint32_t)cfs[(r->xfer.cf + 1) % NCFS];
-	dropped = f->b.o->dropped;
+	dropped = ops_dropped(f->b.o);
 	repl_xfer_apply(r, &r->peers[0], &rep, clock_mono_ms());
-	assert_int_equal(f->b.o->dropped, dropped + 1);
+	assert_int_equal(ops_dropped(f->b.o), dropped + 1);
 	assert_int_equal(r->xfer.cf, cf);
 	run_until(f, both, 2, b_level, "portland level with paloalto");
 	assert_int_equal(grants(&f->b), NGRANTS);

@@ -1,6 +1,6 @@
 /*
- * test_vv.c: the version vector over many starts (node/state/ops.h, retiring
- * finished epochs; issue 8, item 7).
+ * test_ops_vv.c: the version vector over many starts (node/state/ops.h,
+ * retiring finished epochs; issue 8, item 7).
  *
  * Every start of a node makes a new epoch, so the vector (and every
  * heartbeat, which carries it whole) grew by one entry per start, for
@@ -39,7 +39,7 @@ struct node {
 	char site[16];
 	struct config cfg;
 	struct store *s;
-	struct ops o;
+	struct ops *o;
 	bool open;
 };
 
@@ -130,9 +130,9 @@ static void apply1(struct node *n, const Grantd__V1__Op *op)
 	bool applied;
 
 	store_batch_new(&b, n->s);
-	assert_int_equal(ops_apply(&n->o, b, op, &applied), 0);
+	assert_int_equal(ops_apply(n->o, b, op, &applied), 0);
 	assert_true(applied);
-	assert_int_equal(ops_commit(&n->o, b, false), 0);
+	assert_int_equal(ops_commit(n->o, b, false), 0);
 	store_batch_free(&b);
 }
 
@@ -141,9 +141,10 @@ static void apply1(struct node *n, const Grantd__V1__Op *op)
 static uint64_t vv_sum(const struct node *n, const char *origin)
 {
 	uint64_t sum = 0;
-	for (size_t i = 0; i < n->o.nvv; i++)
-		if (!strcmp(n->o.vv[i].origin, origin) && !n->o.vv[i].retired)
-			sum += n->o.vv[i].seq;
+	for (size_t i = 0; i < ops_vv_count(n->o); i++)
+		if (!strcmp(ops_vv_at(n->o, i)->origin, origin) &&
+		    !ops_vv_at(n->o, i)->retired)
+			sum += ops_vv_at(n->o, i)->seq;
 	return sum;
 }
 
@@ -151,7 +152,7 @@ static uint64_t vv_sum(const struct node *n, const char *origin)
 static bool peer_holds(const char *origin, uint64_t epoch, uint64_t seq,
 		       void *payload)
 {
-	return ops_vv_get(&((struct node *)payload)->o, NULL, origin, epoch) >=
+	return ops_vv_get(((struct node *)payload)->o, NULL, origin, epoch) >=
 	       seq;
 }
 
@@ -160,11 +161,12 @@ static bool peer_retired(const char *origin, uint64_t epoch, uint64_t total,
 			 void *payload)
 {
 	const struct node *n = payload;
-	for (size_t i = 0; i < n->o.nvv; i++)
-		if (n->o.vv[i].epoch == epoch && !n->o.vv[i].retired &&
-		    !strcmp(n->o.vv[i].origin, origin))
+	for (size_t i = 0; i < ops_vv_count(n->o); i++)
+		if (ops_vv_at(n->o, i)->epoch == epoch &&
+		    !ops_vv_at(n->o, i)->retired &&
+		    !strcmp(ops_vv_at(n->o, i)->origin, origin))
 			return false;
-	return ops_vv_get(&((struct node *)payload)->o, NULL, origin,
+	return ops_vv_get(((struct node *)payload)->o, NULL, origin,
 			  OPS_VV_RETIRED) >= total;
 }
 
@@ -173,15 +175,15 @@ static size_t vv_entries(const struct node *n, Grantd__V1__VvEntry *e,
 			 Grantd__V1__VvEntry **pe, size_t max)
 {
 	size_t k = 0;
-	for (size_t i = 0; i < n->o.nvv && k < max; i++, k++) {
-		if (n->o.vv[i].retired) {
+	for (size_t i = 0; i < ops_vv_count(n->o) && k < max; i++, k++) {
+		if (ops_vv_at(n->o, i)->retired) {
 			k--;
 			continue;
 		}
 		grantd__v1__vv_entry__init(&e[k]);
-		e[k].origin = (char *)n->o.vv[i].origin;
-		e[k].epoch = n->o.vv[i].epoch, e[k].has_epoch = 1;
-		e[k].seq = n->o.vv[i].seq, e[k].has_seq = 1;
+		e[k].origin = (char *)ops_vv_at(n->o, i)->origin;
+		e[k].epoch = ops_vv_at(n->o, i)->epoch, e[k].has_epoch = 1;
+		e[k].seq = ops_vv_at(n->o, i)->seq, e[k].has_seq = 1;
 		pe[k] = &e[k];
 	}
 	return k;
@@ -206,7 +208,7 @@ static void test_vv_bounded_over_restarts(void **state)
 		char name[32];
 		/* a restart: ops closed and opened again on the same store,
 		 * and every 500th the store too */
-		ops_close(&a->o);
+		ops_destroy(&a->o);
 		if (i % 500 == 0) {
 			store_destroy(&a->s);
 			assert_int_equal(store_open(&a->s, &(bool){ false },
@@ -217,41 +219,44 @@ static void test_vv_bounded_over_restarts(void **state)
 		snprintf(name, sizeof(name), "u%d", i);
 		store_batch_new(&b, a->s);
 		op_user(&t, NULL, 0, 0, name);
-		assert_int_equal(ops_local(&a->o, b, &t.op), 0);
-		assert_int_equal(ops_commit(&a->o, b, false), 0);
+		assert_int_equal(ops_local(a->o, b, &t.op), 0);
+		assert_int_equal(ops_commit(a->o, b, false), 0);
 		store_batch_free(&b);
-		ops_outbox_clear(&a->o);
+		ops_outbox_clear(a->o);
 		apply1(p, &t.op);
 		/* a retires what p holds; p follows a's heartbeat */
 		store_batch_new(&b, a->s);
-		ops_vv_retire_own(&a->o, b, peer_holds, p);
-		assert_int_equal(ops_commit(&a->o, b, false), 0);
+		ops_vv_retire_own(a->o, b, peer_holds, p);
+		assert_int_equal(ops_commit(a->o, b, false), 0);
 		store_batch_free(&b);
-		if (a->o.nvv > 3)
+		if (ops_vv_count(a->o) > 3)
 			fail_msg("after %d starts %s's vector has %zu entries",
-				 i, a->site, a->o.nvv);
+				 i, a->site, ops_vv_count(a->o));
 		size_t n = vv_entries(a, e, pe, GD_ARRAY_SIZE(e));
 		store_batch_new(&b, p->s);
-		ops_vv_follow(&p->o, b, a->site, pe, n);
+		ops_vv_follow(p->o, b, a->site, pe, n);
 		/* what a peer still relays of a retired epoch is known */
-		for (size_t j = 0; j < p->o.nvv; j++)
-			if (p->o.vv[j].retired)
-				assert_int_equal(ops_vv_get(&p->o, NULL,
-							    p->o.vv[j].origin,
-							    p->o.vv[j].epoch),
-						 p->o.vv[j].seq);
-		ops_vv_forget(&p->o, b, peer_retired, a);
-		assert_int_equal(ops_commit(&p->o, b, false), 0);
+		for (size_t j = 0; j < ops_vv_count(p->o); j++)
+			if (ops_vv_at(p->o, j)->retired)
+				assert_int_equal(
+					ops_vv_get(p->o, NULL,
+						   ops_vv_at(p->o, j)->origin,
+						   ops_vv_at(p->o, j)->epoch),
+					ops_vv_at(p->o, j)->seq);
+		ops_vv_forget(p->o, b, peer_retired, a);
+		assert_int_equal(ops_commit(p->o, b, false), 0);
 		store_batch_free(&b);
 		store_batch_new(&b, a->s);
-		ops_vv_forget(&a->o, b, peer_retired, p);
-		assert_int_equal(ops_commit(&a->o, b, false), 0);
+		ops_vv_forget(a->o, b, peer_retired, p);
+		assert_int_equal(ops_commit(a->o, b, false), 0);
 		store_batch_free(&b);
-		if (p->o.nvv > 3)
+		if (ops_vv_count(p->o) > 3)
 			fail_msg("after %d starts the peer's vector has %zu "
-				 "entries", i, p->o.nvv);
-		most_a = a->o.nvv > most_a ? a->o.nvv : most_a;
-		most_p = p->o.nvv > most_p ? p->o.nvv : most_p;
+				 "entries", i, ops_vv_count(p->o));
+		most_a = ops_vv_count(a->o) > most_a ? ops_vv_count(a->o)
+						     : most_a;
+		most_p = ops_vv_count(p->o) > most_p ? ops_vv_count(p->o)
+						     : most_p;
 		assert_int_equal(vv_sum(a, a->site), i);
 		assert_int_equal(vv_sum(p, a->site), i);
 	}
@@ -260,14 +265,14 @@ static void test_vv_bounded_over_restarts(void **state)
 	assert_in_range(most_a, 1, 3);
 	assert_in_range(most_p, 1, 3);
 	/* and the same after a reload from the store */
-	assert_int_equal(ops_reload(&a->o), 0);
-	assert_int_equal(ops_reload(&p->o), 0);
-	assert_in_range(a->o.nvv, 1, 3);
-	assert_in_range(p->o.nvv, 1, 3);
+	assert_int_equal(ops_reload(a->o), 0);
+	assert_int_equal(ops_reload(p->o), 0);
+	assert_in_range(ops_vv_count(a->o), 1, 3);
+	assert_in_range(ops_vv_count(p->o), 1, 3);
 	assert_int_equal(vv_sum(a, a->site), RESTARTS);
 	assert_int_equal(vv_sum(p, a->site), RESTARTS);
 	/* the current epoch is never retired */
-	assert_int_equal(ops_vv_get(&p->o, NULL, a->site, a->o.epoch), 1);
+	assert_int_equal(ops_vv_get(p->o, NULL, a->site, ops_epoch(a->o)), 1);
 }
 
 /* Following is exact: a peer whose retired total does not match ours plus
@@ -292,23 +297,23 @@ static void test_vv_follow_exact(void **state)
 	struct store_batch *b;
 	store_batch_new(&b, p->s);
 	/* sitea says it retired 1, but p's unlisted epoch holds 2 */
-	assert_int_equal(ops_vv_follow(&p->o, b, "sitea", pe, 2), 0);
-	assert_int_equal(ops_vv_get(&p->o, NULL, "sitea", EPOCH), 2);
+	assert_int_equal(ops_vv_follow(p->o, b, "sitea", pe, 2), 0);
+	assert_int_equal(ops_vv_get(p->o, NULL, "sitea", EPOCH), 2);
 	/* retired 2: EPOCH goes */
 	e[0].seq = 2;
-	assert_int_equal(ops_vv_follow(&p->o, b, "sitea", pe, 2), 1);
+	assert_int_equal(ops_vv_follow(p->o, b, "sitea", pe, 2), 1);
 	/* out of the vector, but its operations are still known */
 	assert_int_equal(vv_sum(p, "sitea"), 3);
-	assert_int_equal(ops_vv_get(&p->o, NULL, "sitea", EPOCH), 2);
-	assert_int_equal(ops_vv_get(&p->o, NULL, "sitea", OPS_VV_RETIRED), 2);
-	assert_int_equal(ops_vv_get(&p->o, NULL, "sitea", EPOCH + 1), 1);
+	assert_int_equal(ops_vv_get(p->o, NULL, "sitea", EPOCH), 2);
+	assert_int_equal(ops_vv_get(p->o, NULL, "sitea", OPS_VV_RETIRED), 2);
+	assert_int_equal(ops_vv_get(p->o, NULL, "sitea", EPOCH + 1), 1);
 	/* again: nothing more */
-	assert_int_equal(ops_vv_follow(&p->o, b, "sitea", pe, 2), 0);
+	assert_int_equal(ops_vv_follow(p->o, b, "sitea", pe, 2), 0);
 	/* a site never retires this node's own epochs for it */
-	assert_int_equal(ops_vv_follow(&p->o, b, p->site, pe, 2), 0);
-	assert_int_equal(ops_commit(&p->o, b, true), 0);
+	assert_int_equal(ops_vv_follow(p->o, b, p->site, pe, 2), 0);
+	assert_int_equal(ops_commit(p->o, b, true), 0);
 	store_batch_free(&b);
-	assert_int_equal(ops_reload(&p->o), 0);
+	assert_int_equal(ops_reload(p->o), 0);
 	assert_int_equal(vv_sum(p, "sitea"), 3);
 }
 
@@ -374,16 +379,16 @@ static void test_vv_wiped_range_then_transfer(void **state)
 	apply_range(w, E2, 1, 1);
 	store_batch_new(&b, w->s);
 	/* the transfer from montreal: its vector is its own */
-	int k = ops_vv_raise_retired(&w->o, b, "montreal", 4, v.pm, 2, v.pm, 2);
-	assert_int_equal(ops_vv_follow(&w->o, b, "montreal", v.pm, 2), 0);
-	assert_int_equal(ops_commit(&w->o, b, true), 0);
+	int k = ops_vv_raise_retired(w->o, b, "montreal", 4, v.pm, 2, v.pm, 2);
+	assert_int_equal(ops_vv_follow(w->o, b, "montreal", v.pm, 2), 0);
+	assert_int_equal(ops_commit(w->o, b, true), 0);
 	store_batch_free(&b);
 	/* applied: 4 retired + 1, as at montreal */
 	assert_int_equal(vv_sum(w, "montreal"), 5);
 	assert_int_equal(k, 1);
 	/* E1's operations are still known (a relay is not applied twice) */
-	assert_int_equal(ops_vv_get(&w->o, NULL, "montreal", E1), 4);
-	assert_int_equal(ops_reload(&w->o), 0);
+	assert_int_equal(ops_vv_get(w->o, NULL, "montreal", E1), 4);
+	assert_int_equal(ops_reload(w->o), 0);
 	assert_int_equal(vv_sum(w, "montreal"), 5);
 }
 
@@ -400,25 +405,25 @@ static void test_vv_wiped_transfer_then_range(void **state)
 	wipe_vvs(&v);
 	store_batch_new(&b, w->s);
 	assert_int_equal(
-	        ops_vv_raise_retired(&w->o, b, "montreal", 4, v.pm, 2, v.pm, 2),
+	        ops_vv_raise_retired(w->o, b, "montreal", 4, v.pm, 2, v.pm, 2),
 	        0);
-	assert_int_equal(ops_commit(&w->o, b, true), 0);
+	assert_int_equal(ops_commit(w->o, b, true), 0);
 	store_batch_free(&b);
 	apply_range(w, E2, 1, 1);
 	/* what repl's peer_ahead does with paloalto's vector */
 	for (size_t i = 0; i < 2; i++) {
 		uint64_t have =
-		        ops_vv_get(&w->o, NULL, "montreal", v.l[i].epoch);
+		        ops_vv_get(w->o, NULL, "montreal", v.l[i].epoch);
 		if (v.l[i].seq > have &&
-		    !ops_vv_covered(&w->o, "montreal", v.l[i].epoch, v.pm, 2))
+		    !ops_vv_covered(w->o, "montreal", v.l[i].epoch, v.pm, 2))
 			apply_range(w, v.l[i].epoch, have + 1, v.l[i].seq);
 	}
 	assert_int_equal(vv_sum(w, "montreal"), 5);
 	/* never for our own epochs, nor one the origin lists */
-	assert_false(ops_vv_covered(&w->o, w->site, E1, v.pm, 2));
-	assert_false(ops_vv_covered(&w->o, "montreal", E1, v.pl, 2));
+	assert_false(ops_vv_covered(w->o, w->site, E1, v.pm, 2));
+	assert_false(ops_vv_covered(w->o, "montreal", E1, v.pl, 2));
 	/* nor before any total: nothing is inside it */
-	assert_false(ops_vv_covered(&w->o, "sitea", E1, v.pm, 2));
+	assert_false(ops_vv_covered(w->o, "sitea", E1, v.pm, 2));
 }
 
 int main(void)
