@@ -21,6 +21,7 @@
 #include "grantd.pb-c.h"
 #include "log.h"
 #include "store.h"
+#include "store_int.h"
 #include "xalloc.h"
 #include "banned.h"
 

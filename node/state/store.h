@@ -42,7 +42,7 @@ struct store_iter;
  * Open (creating if missing) the store at path.  seal_key is copied.
  * *created is set when the store was new.  *out is the caller's
  * (store_destroy).  The store's format is checked and raised in place
- * (store_fmt_open).  Returns 0, GD_EIO (logged with RocksDB's reason) or
+ * (store_fmt.c).  Returns 0, GD_EIO (logged with RocksDB's reason) or
  * GD_EPROTO (the store's format is newer than this build's: logged, with
  * both formats and what to do).
  */
@@ -164,11 +164,6 @@ int store_checkpoint(struct store *s, const char *dir);
 /* The format stamped in s (STORE_FORMAT_UNSTAMPED: none).  Returns 0 or
  * GD_EIO. */
 int store_fmt_read(struct store *s, uint64_t *format);
-/* Check s's format at open (path for the log): stamp a new store (created)
- * or one of 0.1.0, run the steps from its format up to STORE_FORMAT (each
- * committed, synced, with its stamp), refuse a newer one.  Writer thread,
- * before any batch.  Returns 0, GD_EIO or GD_EPROTO (newer: logged). */
-int store_fmt_open(struct store *s, const char *path, bool created);
 
 /* Big-endian helpers for keys. */
 void store_be64(uint8_t out[8], uint64_t v);

@@ -17,6 +17,7 @@
 #include "err.h"
 #include "log.h"
 #include "store.h"
+#include "store_int.h"
 #include "version.h"
 #include "xalloc.h"
 #include "banned.h"
