@@ -523,14 +523,17 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if ((status = load_config(&n, &a, key)) < 0) {
+		int rc = 0;
 		status = 1;
 		if (set_up_process(&n, &a, &git_up) == 0 &&
-		    open_state(&n, a.path, key, &created) == 0 &&
+		    (rc = open_state(&n, a.path, key, &created)) == 0 &&
 		    open_peers(&n, &self, created) == 0 &&
 		    open_front(&n) == 0) {
 			startup_repos(&n);
 			status = loop_run(&n, &stopping) < 0 ? 1 : 0;
 		}
+		if (rc == GD_EPROTO) /* a store of a newer release */
+			status = 2;
 	}
 	close_node(&n, git_up);
 	sodium_memzero(key, sizeof(key));

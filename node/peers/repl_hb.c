@@ -5,7 +5,8 @@
  * (repl_hb_ahead, which repl_range.c fetches from), and what every peer
  * holds decides which finished epochs are retired (ops.h), so the vector
  * stays bounded.  A peer that asks (vv_req, repl_rebuild) gets the same
- * vector on the sync ROUTER.
+ * vector on the sync ROUTER.  The heartbeat also says this node's release
+ * and features (peerfeatures.h); a peer's are kept with its heartbeat.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -16,11 +17,20 @@
 
 #include "clock.h"
 #include "err.h"
+#include "peerfeatures.h"
 #include "log.h"
 #include "repl_int.h"
 #include "xalloc.h"
 #include "plheads.h"
+#include "version.h"
 #include "banned.h"
+
+/* Every feature of this build, as Heartbeat.features (read only). */
+static char *const hb_features[] = {
+#define HB_FEATURE(id, name, desc) name,
+	GD_FEATURES(HB_FEATURE)
+#undef HB_FEATURE
+};
 
 /* Our whole vector as heartbeat entries; free with repl_hb_free. */
 void repl_hb_fill(struct repl *r, Grantd__V1__Heartbeat *hb)
@@ -71,6 +81,9 @@ void repl_hb_fill(struct repl *r, Grantd__V1__Heartbeat *hb)
 	hb->digest.len = DIGEST_LEN, hb->has_digest = 1;
 	hb->syncing = r->syncing, hb->has_syncing = 1;
 	hb->policy = &r->hb_policy;
+	hb->release = (char *)GRANTD_VERSION; /* not freed: repl_hb_free */
+	hb->features = (char **)hb_features;
+	hb->n_features = GD_ARRAY_SIZE(hb_features);
 }
 
 void repl_hb_free(Grantd__V1__Heartbeat *hb)
@@ -172,6 +185,43 @@ repl_hb_ahead(struct repl *r, struct repl_peer *p, uint64_t *lag)
 	return first;
 }
 
+/* A release or feature name a peer may show: printable, no space, at
+ * most FEATURES_NAME_MAX. */
+static bool name_shown_ok(const char *s)
+{
+	size_t n = strnlen(s, FEATURES_NAME_MAX + 1);
+
+	if (n == 0 || n > FEATURES_NAME_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (s[i] <= ' ' || s[i] > '~')
+			return false;
+	return true;
+}
+
+/* Cut hb's release and features to what name_shown_ok takes and
+ * FEATURES_MAX names; how many were cut. */
+static size_t take_features(Grantd__V1__Heartbeat *hb)
+{
+	size_t kept = 0, cut = 0;
+
+	if (hb->release && !name_shown_ok(hb->release)) {
+		free(hb->release);
+		hb->release = NULL;
+		cut++;
+	}
+	for (size_t i = 0; i < hb->n_features; i++) {
+		if (kept < FEATURES_MAX && name_shown_ok(hb->features[i])) {
+			hb->features[kept++] = hb->features[i];
+			continue;
+		}
+		free(hb->features[i]);
+		cut++;
+	}
+	hb->n_features = kept;
+	return cut;
+}
+
 /* Keep p's heartbeat, with what fits of its vector: entries past MAX_VV
  * and entries with a bad origin are cut (logged and counted), never the
  * whole heartbeat. */
@@ -207,6 +257,36 @@ void repl_hb_take(struct repl *r, struct repl_peer *p, Grantd__V1__PeerMsg *m)
 		                 p->cfg->site, hb->n_vv, kept, bad, over,
 		                 MAX_VV);
 	hb->n_vv = kept;
+	if ((bad = take_features(hb)) > 0)
+		repl_stat_refuse(r, DROP_HB_VECTOR, 1,
+		                 "heartbeat release or features cut peer=%s "
+		                 "cut=%zu (at most %d names of %d characters)",
+		                 p->cfg->site, bad, FEATURES_MAX,
+		                 FEATURES_NAME_MAX);
+}
+
+const char *repl_peer_release(const struct repl_peer *p)
+{
+	if (!p->hb)
+		return NULL;
+	return p->hb->release ? p->hb->release : REPL_RELEASE_OLD;
+}
+
+bool repl_peer_has(const struct repl_peer *p, enum feature f)
+{
+	for (size_t i = 0; p->hb && i < p->hb->n_features; i++)
+		if (!strcmp(p->hb->features[i], peerfeatures_name(f)))
+			return true;
+	return false;
+}
+
+bool repl_feature_everywhere(struct repl *r, enum feature f)
+{
+	for (int i = 0; i < r->npeers; i++)
+		if (r->peers[i].cfg->role == CONFIG_ROLE_FRONTEND &&
+		    !repl_peer_has(&r->peers[i], f))
+			return false;
+	return true;
 }
 
 /* The vector peer p last showed us (*vv NULL: none yet), or false when

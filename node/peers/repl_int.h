@@ -9,7 +9,8 @@
  *                  (repl_handle, handle_peer), live operations
  *                  (repl_apply_op), repl_publish, the syncing gate and the
  *                  tick that calls the others' ticks
- *   repl_hb.c      heartbeats, who is ahead of us, epoch retirement
+ *   repl_hb.c      heartbeats, who is ahead of us, epoch retirement, the
+ *                  peers' releases and features (peerfeatures.h)
  *   repl_range.c   range repair: ask, serve, take a reply
  *   repl_xfer.c    state transfer, when a peer's log no longer reaches
  *   repl_mirror.c  the read-only mirrors' feed, leases and lag
@@ -26,6 +27,7 @@
 #include <stdint.h>
 
 #include "buf.h"
+#include "peerfeatures.h"
 #include "names.h"
 #include "linkmon.h"
 #include "ops.h"
@@ -240,6 +242,14 @@ void repl_hb_take_plheads(struct repl *r,
  * RETIRE_MS while no state transfer runs; send our push log heads every
  * PLHEADS_MS. */
 void repl_hb_tick(struct repl *r, uint64_t now_ms);
+
+/* What status shows of a peer that sent heartbeats without a release. */
+#define REPL_RELEASE_OLD "0.1.0 or older"
+/* The release p announced: its string, REPL_RELEASE_OLD when its last
+ * heartbeat had none, NULL when none was heard yet (borrowed). */
+const char *repl_peer_release(const struct repl_peer *p);
+/* Did p's last heartbeat name feature f (peerfeatures.h)? */
+bool repl_peer_has(const struct repl_peer *p, enum feature f);
 
 /* ---- repl_range.c: range repair --------------------------------------- */
 

@@ -3,7 +3,8 @@
  * of its own, counted by reason (and in counts.dropped); the latency of
  * live operations (publish at the origin to durable here) in a ring,
  * struct repl_latency, with percentiles sorted lazily; the last catch-up
- * episode; and the per-peer status.
+ * episode; and the per-peer status (with each peer's release and
+ * features).
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -130,6 +131,16 @@ void repl_status(struct repl *r, cJSON *arr, uint64_t now_ms)
 			                              DIGEST_LEN));
 		}
 		peerpolicy_json(&r->policy, p->cfg->site, o);
+		/* what it runs: docs/upgrading.md (none heard yet: null) */
+		const char *rel = repl_peer_release(p);
+		if (rel)
+			cJSON_AddStringToObject(o, "release", rel);
+		else
+			cJSON_AddNullToObject(o, "release");
+		cJSON *fa = cJSON_AddArrayToObject(o, "features");
+		for (size_t k = 0; p->hb && k < p->hb->n_features; k++)
+			cJSON_AddItemToArray(
+			        fa, cJSON_CreateString(p->hb->features[k]));
 		cJSON_AddItemToArray(arr, o);
 	}
 }

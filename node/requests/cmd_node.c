@@ -19,12 +19,14 @@
 #include "cmd.h"
 #include "digest.h"
 #include "err.h"
+#include "peerfeatures.h"
 #include "gitrepl.h"
 #include "log.h"
 #include "names.h"
 #include "records.h"
 #include "repl.h"
 #include "store.h"
+#include "version.h"
 #include "xalloc.h"
 #include "banned.h"
 
@@ -133,6 +135,9 @@ cJSON *cmd_status_store(struct ops *ops, int64_t now)
 	cJSON_AddStringToObject(j, "role",
 				config_role_name(ops_config(ops)->role));
 	cJSON_AddStringToObject(j, "digest", digest);
+	/* what runs here (docs/upgrading.md): open stores are stamped */
+	cJSON_AddStringToObject(j, "release", GRANTD_VERSION);
+	cJSON_AddNumberToObject(j, "store_format", STORE_FORMAT);
 	/* the families a mirror holds: equal at a mirror and its frontends
 	 * once it has caught up (docs/mirrors.md) */
 	ops_digest_public(ops, pub);
@@ -184,7 +189,19 @@ cJSON *cmd_status_repl(struct repl *repl, struct gitrepl *g,
 {
 	cJSON *j = cJSON_CreateObject();
 
+	cJSON *f = cJSON_AddArrayToObject(j, "features");
+
 	repl_status(repl, cJSON_AddArrayToObject(j, "peers"), now_ms);
+	/* each feature of this build, and whether every frontend has it */
+	for (int i = 0; i < FEATURE__COUNT; i++) {
+		cJSON *e = cJSON_CreateObject();
+		cJSON_AddStringToObject(e, "name",
+					peerfeatures_name((enum feature)i));
+		cJSON_AddBoolToObject(e, "everywhere",
+				      repl_feature_everywhere(
+					      repl, (enum feature)i));
+		cJSON_AddItemToArray(f, e);
+	}
 	repl_metrics(repl, cJSON_AddObjectToObject(j, "replication"));
 	repl_mirror_lag(repl, j, now_ms);
 	if (g)
@@ -251,6 +268,22 @@ static const char *str(const cJSON *o, const char *key)
 	return cJSON_GetObjectItemCaseSensitive(o, key)->valuestring;
 }
 
+/* "release:  peer SITE RELEASE features=A,B" for peer o of status. */
+static void peer_release_text(struct req *r, const cJSON *o)
+{
+	const cJSON *rel = cJSON_GetObjectItem(o, "release"), *f;
+	const char *sep = " features=";
+
+	buf_printf(&r->out, "release:  peer %s %s", str(o, "site"),
+		   cJSON_IsString(rel) ? rel->valuestring : "unknown (not "
+							    "heard yet)");
+	cJSON_ArrayForEach(f, cJSON_GetObjectItem(o, "features")) {
+		buf_printf(&r->out, "%s%s", sep, f->valuestring);
+		sep = ",";
+	}
+	buf_puts(&r->out, "\n");
+}
+
 /* status as text, from its JSON j (every member present). */
 static int status_text(struct cmd_ctx *x, struct req *r, const cJSON *j)
 {
@@ -270,6 +303,12 @@ static int status_text(struct cmd_ctx *x, struct req *r, const cJSON *j)
 	cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(j, "applied"))
 		buf_printf(&r->out, "applied:  %s %.0f\n", o->string,
 			   o->valuedouble);
+	buf_printf(&r->out, "release:  %s store_format=%.0f\n",
+		   str(j, "release"), num(j, "store_format"));
+	cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(j, "features"))
+		buf_printf(&r->out, "feature:  %s %s\n", str(o, "name"),
+			   cJSON_IsTrue(cJSON_GetObjectItem(o, "everywhere")) ?
+				   "everywhere" : "NOT everywhere");
 	cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(j, "peers")) {
 		cJSON *con = cJSON_GetObjectItem(o, "connected");
 		const cJSON *role = cJSON_GetObjectItem(o, "role");
@@ -292,6 +331,7 @@ static int status_text(struct cmd_ctx *x, struct req *r, const cJSON *j)
 				   "%s here=%s peer=%s\n", str(o, "site"),
 				   str(d, "key"), str(d, "here"),
 				   str(d, "peer"));
+		peer_release_text(r, o);
 	}
 	cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(j, "mirror_lag"))
 		buf_printf(&r->out, "mirror:   of %s %s lag_ops=%.0f lag_ms=%.0f\n",
@@ -347,6 +387,9 @@ static int cmd_status(struct cmd_ctx *x, struct req *r)
 	take(j, s, "role");
 	take(j, s, "digest");
 	take(j, s, "digest_public");
+	take(j, s, "release");
+	take(j, s, "store_format");
+	take(j, rp, "features");
 	take(j, s, "hlc");
 	take(j, s, "epoch");
 	applied = cJSON_AddObjectToObject(j, "applied");

@@ -21,6 +21,7 @@
 #include "grantd.pb-c.h"
 #include "log.h"
 #include "store.h"
+#include "store_int.h"
 #include "xalloc.h"
 #include "banned.h"
 
@@ -189,6 +190,11 @@ int store_open(struct store **out, bool *created, const char *path,
 	s->wsync = rocksdb_writeoptions_create();
 	rocksdb_writeoptions_set_sync(s->wsync, 1);
 	s->wnosync = rocksdb_writeoptions_create();
+	int rc = store_fmt_open(s, path, *created);
+	if (rc < 0) {
+		store_destroy(&s);
+		return rc;
+	}
 	*out = s;
 	return 0;
 }

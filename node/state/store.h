@@ -41,7 +41,10 @@ struct store_iter;
 /*
  * Open (creating if missing) the store at path.  seal_key is copied.
  * *created is set when the store was new.  *out is the caller's
- * (store_destroy).  Returns 0 or GD_EIO (logged with RocksDB's reason).
+ * (store_destroy).  The store's format is checked and raised in place
+ * (store_fmt.c).  Returns 0, GD_EIO (logged with RocksDB's reason) or
+ * GD_EPROTO (the store's format is newer than this build's: logged, with
+ * both formats and what to do).
  */
 int store_open(struct store **out, bool *created, const char *path,
 	       const uint8_t seal_key[STORE_SEAL_KEY_LEN]);
@@ -147,6 +150,20 @@ int store_rekey(struct store *s, struct store_batch *b,
 /* A consistent on-disk copy (RocksDB checkpoint) into dir, which must not
  * exist. */
 int store_checkpoint(struct store *s, const char *dir);
+
+/*
+ * The store's format (store_fmt.c, docs/upgrading.md): CF_META
+ * STORE_META_FORMAT holds it (8, BE).  A store without it was made by
+ * 0.1.0 and is format 1; STORE_FORMAT is this build's.  Raise it (and add
+ * a step to store_fmt.c) when the layout on disk changes.
+ */
+#define STORE_FORMAT            1
+#define STORE_FORMAT_UNSTAMPED  0
+#define STORE_META_FORMAT       "store_format"
+
+/* The format stamped in s (STORE_FORMAT_UNSTAMPED: none).  Returns 0 or
+ * GD_EIO. */
+int store_fmt_read(struct store *s, uint64_t *format);
 
 /* Big-endian helpers for keys. */
 void store_be64(uint8_t out[8], uint64_t v);
