@@ -1,9 +1,9 @@
 /*
- * control.c: requests on the writer thread, and the socket helpers the
- * reader thread shares (readers.h owns the sockets and answers the plain
- * reads; the rest arrive here through its pipe).
+ * control.c: requests on the writer thread (readers.h owns the sockets
+ * and answers the plain reads; the rest arrive here through its pipe;
+ * request.h has the socket helpers both threads use).
  *
- * A request is decoded and checked (control_decode), looked up in the
+ * A request is decoded and checked (request_decode), looked up in the
  * command table (cmd.h: the rows of cmd_grant.c, cmd_user.c, cmd_repo.c
  * and cmd_node.c, each saying where it is allowed and what it needs),
  * admitted by its row's rules and handled in a context made for it:

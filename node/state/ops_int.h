@@ -1,7 +1,7 @@
 /*
  * ops_int.h: struct ops and what the rooms of the operations module share.
  *
- * Private to node/state/ops*.c (as gitrepl_int.h is to the git group):
+ * Private to node/state/ops*.c (as repl_int.h is to the repl rooms):
  * every other file reaches the module through ops.h and its named calls.
  * The rooms:
  *   ops.c         open / reload / close, stamp, local, apply, skip, commit,

@@ -28,8 +28,10 @@
  *           promises, grants, failures or the push log (client IPs)
  *
  * The table is expanded by store.h (the enum) and store.c (the names,
- * sealing), ops.c (apply, merge, digest, counts, ops_check's lookup),
- * repl.c (the families sent in state transfer) and control.c (status).
+ * sealing), the ops rooms (ops_merge.c: the merge rule of each family;
+ * ops_digest.c: the digest; ops_count.c: the live counts; ops_check.c),
+ * repl_xfer.c (the families sent in state transfer) and cmd_node.c
+ * (status: the live column).
  * tests/unit/test_records.c checks the rows against each other and
  * against the protobuf descriptors.
  *

@@ -61,6 +61,7 @@ struct fx {
 	char hook_path[256], conf_path[256];
 	git_repository *repo;
 	git_oid a, b, c;        /* a <- b, a <- c: b and c diverge */
+	char curve_pub[Z85_KEY_LEN + 1], curve_sec[Z85_KEY_LEN + 1];
 };
 
 static void commit(git_repository *repo, git_oid *out, const char *text,
@@ -116,6 +117,14 @@ static void write_program(struct fx *f)
 	assert_int_equal(chmod(f->prog, 0755), 0);
 }
 
+/* A peer that takes a fetch's request and never answers (a CURVE ROUTER
+ * of the test's: the handshake succeeds): the fetch runs until
+ * FETCH_IDLE_MS. */
+static struct config_peer silent_peer = {.site = "portland"};
+static char silent_sync[64];
+static void *silent_ctx, *silent_router;
+static int npeers;
+
 /* gitolite mode: NULL: no; "" the stand-in program; else that program. */
 static int setup_mode(void **state, const char *gitolite)
 {
@@ -153,6 +162,12 @@ static int setup_mode(void **state, const char *gitolite)
 	commit(f->repo, &f->b, "b", &f->a);
 	commit(f->repo, &f->c, "c", &f->a);
 	f->self = (struct peer_self){ f->zctx, "paloalto", NULL, NULL };
+	if (npeers) { /* CURVE client sockets need this site's key pair */
+		assert_int_equal(zmq_curve_keypair(f->curve_pub, f->curve_sec),
+		                 0);
+		f->self.curve_pub = f->curve_pub;
+		f->self.curve_sec = f->curve_sec;
+	}
 	if (gitolite) {
 		/* gitolite's admin repository, HEAD at master as 3.6 makes
 		 * it; the same commits as r (same contents and dates) */
@@ -180,23 +195,48 @@ static int setup_mode(void **state, const char *gitolite)
 		if (*gitolite)
 			snprintf(f->prog, sizeof(f->prog), "%s", gitolite);
 	}
-	assert_int_equal(gitrepl_start(&f->g, &(struct gitrepl_opts){
-					       .self = &f->self,
-					       .repo_dir = f->repo_dir,
-					       .store = f->store,
-					       .hook_path = f->hook_path,
-					       .conf_path = f->conf_path,
-					       .gitolite_home = gitolite ?
-						       f->home : NULL,
-					       .gitolite_program = gitolite ?
-						       f->prog : NULL }),
-			 0);
+	assert_int_equal(
+	        gitrepl_start(
+	                &f->g,
+	                &(struct gitrepl_opts){
+	                        .self = &f->self,
+	                        .repo_dir = f->repo_dir,
+	                        .peers = &silent_peer,
+	                        .npeers = npeers,
+	                        .store = f->store,
+	                        .hook_path = f->hook_path,
+	                        .conf_path = f->conf_path,
+	                        .gitolite_home = gitolite ? f->home : NULL,
+	                        .gitolite_program = gitolite ? f->prog : NULL}),
+	        0);
 	*state = f;
 	return 0;
 }
 
 static int setup(void **state)
 {
+	npeers = 0;
+	return setup_mode(state, NULL);
+}
+
+static int setup_silent_peer(void **state)
+{
+	char secret[Z85_KEY_LEN + 1];
+	int one = 1, zero = 0;
+	size_t len = sizeof(silent_sync);
+
+	assert_int_equal(zmq_curve_keypair(silent_peer.public_key, secret), 0);
+	assert_non_null(silent_ctx = zmq_ctx_new());
+	assert_non_null(silent_router = zmq_socket(silent_ctx, ZMQ_ROUTER));
+	zmq_setsockopt(silent_router, ZMQ_LINGER, &zero, sizeof(zero));
+	zmq_setsockopt(silent_router, ZMQ_CURVE_SERVER, &one, sizeof(one));
+	zmq_setsockopt(silent_router, ZMQ_CURVE_SECRETKEY, secret, Z85_KEY_LEN);
+	assert_int_equal(zmq_bind(silent_router, "tcp://127.0.0.1:*"), 0);
+	assert_int_equal(zmq_getsockopt(silent_router, ZMQ_LAST_ENDPOINT,
+	                                silent_sync, &len),
+	                 0);
+	silent_peer.sync = silent_sync;
+	npeers = 1;
 	return setup_mode(state, NULL);
 }
 
@@ -215,6 +255,12 @@ static int teardown(void **state)
 	struct fx *f = *state;
 	char cmd[128];
 
+	npeers = 0;
+	if (silent_router) {
+		zmq_close(silent_router);
+		zmq_ctx_term(silent_ctx);
+		silent_router = silent_ctx = NULL;
+	}
 	gitrepl_stop(&f->g);
 	git_repository_free(f->repo);
 	store_destroy(&f->store);
@@ -517,6 +563,57 @@ static void test_missing_objects_wait(void **state)
 	assert_true(wait_ref(f, REF, &f->c));
 }
 
+static bool wait_ref_of(struct fx *f,
+                        const char *name,
+                        const char *ref,
+                        const git_oid *want);
+
+/* A look at every record (gitrepl_all: a sync's end, a rebuild) while a
+ * ref waits for a fetch adds no second copy of it: the pending count
+ * stays the number of refs (it was one more for ever, for a ref whose
+ * objects never come). */
+static void test_all_while_fetching(void **state)
+{
+	struct fx *f = *state;
+	git_oid absent;
+
+	assert_int_equal(
+	        git_oid_fromstr(&absent,
+	                        "0123456789abcdef0123456789abcdef01234567"),
+	        0);
+	put_record(f, &absent, 200, "portland"); /* asked of the silent peer */
+	/* the fetch's request reaches the silent peer: the ref waits */
+	zmq_pollitem_t in = {silent_router, 0, ZMQ_POLLIN, 0};
+	assert_int_equal(zmq_poll(&in, 1, WAIT_MS), 1);
+	for (uint64_t end = ms_now() + WAIT_MS; ms_now() < end; usleep(2000))
+		if (status_num(f, "pending_refs") == 1)
+			break;
+	assert_int_equal(status_num(f, "pending_refs"), 1);
+	gitrepl_all(f->g, NULL);
+	gitrepl_all(f->g, NULL);
+	/* a ref that can move, of another repository (r is being fetched
+	 * into), after them on the pair: once it moved, the actor has taken
+	 * both looks and worked the list since */
+	git_repository *r2;
+	git_repository_init_options io;
+	struct buf p = BUF_INIT;
+	git_oid tip;
+	git_repository_init_options_init(&io,
+	                                 GIT_REPOSITORY_INIT_OPTIONS_VERSION);
+	io.flags = GIT_REPOSITORY_INIT_BARE | GIT_REPOSITORY_INIT_MKPATH;
+	repos_path(&p, f->repo_dir, "r2");
+	assert_int_equal(git_repository_init_ext(&r2, p.p, &io), 0);
+	commit(r2, &tip, "r2", NULL);
+	git_repository_free(r2);
+	buf_free(&p);
+	put_repo_record(f, "r2", REF, &tip, 300, "paloalto");
+	assert_true(wait_ref_of(f, "r2", REF, &tip));
+	for (uint64_t end = ms_now() + WAIT_MS; ms_now() < end; usleep(2000))
+		if (status_num(f, "pending_refs") == 1)
+			break;
+	assert_int_equal(status_num(f, "pending_refs"), 1);
+}
+
 /* ref of the repository at repo_dir/name.git now (zero when absent or no
  * repository). */
 static git_oid disk_of(struct fx *f, const char *name, const char *ref)
@@ -790,30 +887,32 @@ static void test_no_gitolite_no_sync(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_record_moves_ref, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_own_record_behind_disk,
-						setup, teardown),
-		cmocka_unit_test_setup_teardown(test_spool_left_alone, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_losers, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_marks_written_by_writer,
-						setup, teardown),
-		cmocka_unit_test_setup_teardown(test_missing_objects_wait,
-						setup, teardown),
-		cmocka_unit_test_setup_teardown(test_repo_appears, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_no_gitolite_no_sync,
-						setup, teardown),
-		cmocka_unit_test_setup_teardown(test_admin_sync,
-						setup_gitolite, teardown),
-		cmocka_unit_test_setup_teardown(test_admin_sync_coalesced,
-						setup_gitolite, teardown),
-		cmocka_unit_test_setup_teardown(test_admin_sync_fails,
-						setup_gitolite, teardown),
-		cmocka_unit_test_setup_teardown(test_admin_sync_no_program,
-						setup_gitolite_missing,
-						teardown),
+	        cmocka_unit_test_setup_teardown(test_all_while_fetching,
+	                                        setup_silent_peer, teardown),
+	        cmocka_unit_test_setup_teardown(test_record_moves_ref, setup,
+	                                        teardown),
+	        cmocka_unit_test_setup_teardown(test_own_record_behind_disk,
+	                                        setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_spool_left_alone, setup,
+	                                        teardown),
+	        cmocka_unit_test_setup_teardown(test_losers, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_marks_written_by_writer,
+	                                        setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_missing_objects_wait,
+	                                        setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_repo_appears, setup,
+	                                        teardown),
+	        cmocka_unit_test_setup_teardown(test_no_gitolite_no_sync, setup,
+	                                        teardown),
+	        cmocka_unit_test_setup_teardown(test_admin_sync, setup_gitolite,
+	                                        teardown),
+	        cmocka_unit_test_setup_teardown(test_admin_sync_coalesced,
+	                                        setup_gitolite, teardown),
+	        cmocka_unit_test_setup_teardown(test_admin_sync_fails,
+	                                        setup_gitolite, teardown),
+	        cmocka_unit_test_setup_teardown(test_admin_sync_no_program,
+	                                        setup_gitolite_missing,
+	                                        teardown),
 	};
 	if (sodium_init() < 0)
 		return 1;
