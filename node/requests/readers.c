@@ -71,12 +71,20 @@ static void *bind_socket(void *zctx, const char *path, mode_t mode,
 	/* frames up to 16 times the request limit get an error answer from
 	 * request_decode; only larger ones are dropped by ZeroMQ unanswered */
 	int64_t max = 16 * GD_CTL_MAX_REQUEST;
+	/* answers queued for one client before the next is dropped ("reply
+	 * not delivered"): ZeroMQ's default, 1000, dropped the last answer
+	 * of a client that pipelined 1001 requests when its I/O thread fell
+	 * behind on a loaded machine (lockout_burst: "1000 of 1001 answers
+	 * came"); this bound still caps what a client that never reads can
+	 * make the node hold (a few MB) */
+	int hwm = 65536;
 	int zero = 0, one = 1;
 	char ep[4200];
 
 	if (!s)
 		return NULL;
 	zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &max, sizeof(max));
+	zmq_setsockopt(s, ZMQ_SNDHWM, &hwm, sizeof(hwm));
 	zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof(zero));
 	zmq_setsockopt(s, ZMQ_ROUTER_MANDATORY, &one, sizeof(one));
 	unlink(path);

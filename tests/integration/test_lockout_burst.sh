@@ -29,6 +29,8 @@ t_expect 0 "burst of $N + 1 answered" \
 	"$GD_BIN/burst" --config "$T_SITE/grantd.conf" dave 127.0.7.7 "$N" "$DBAD" "$(t_hotp "$DS" 0)"
 t_eq "exactly 5 guesses judged, the rest and the valid token refused as locked" \
 	"$OUT" "sent=$((N + 1)) ok=0 failed=5 locked=$((N + 1 - 5)) other=0"
+t_check "every answer delivered (the node logged no 'reply not delivered')" \
+	eval '! grep -F "reply not delivered" "$T_SITE/grantd.log"'
 t_expect 0 "user list --json" t_ctl user list --json
 t_eq "dave is locked" "$(t_json '[u["locked"] for u in j if u["name"] == "dave"]' <<<"$OUT")" "[true]"
 t_expect 1 "dave: the next valid token through sshd is refused" \
