@@ -24,6 +24,7 @@
 #include "node.h"
 #include "peer.h"
 #include "readers.h"
+#include "reload.h"
 #include "repl.h"
 #include "sdnotify.h"
 #include "vote.h"
@@ -254,10 +255,12 @@ static void on_events(struct loop *l)
 		pump_gitrepl(n);
 }
 
-int loop_run(struct node *n, const volatile sig_atomic_t *stop)
+int loop_run(struct node *n, const volatile sig_atomic_t *stop,
+	     const volatile sig_atomic_t *reloads)
 {
 	struct loop l = { .n = n, .was_syncing = n->syncing };
 	struct cron_job jobs[GD_ARRAY_SIZE(node_cron)];
+	sig_atomic_t reloaded = *reloads;
 	int rc = 0;
 
 	memcpy(jobs, node_cron, sizeof(jobs));
@@ -280,6 +283,12 @@ int loop_run(struct node *n, const volatile sig_atomic_t *stop)
 			break;
 		}
 		on_events(&l);
+		/* SIGHUP: before the cron, whose relink row and peers' ticks
+		 * make the sockets of a peer with a new key again at once */
+		if (*reloads != reloaded) {
+			reloaded = *reloads;
+			reload_run(n);
+		}
 		/* intervals, never stamps: the monotonic clock */
 		cron_run(jobs, GD_ARRAY_SIZE(jobs), clock_mono_ms(), &l);
 		/* requests whose votes came in: handled again now */

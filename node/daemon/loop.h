@@ -15,8 +15,10 @@
 struct node;
 
 /* Run until *stop is set (a signal handler sets it), then finish the
- * writes in flight (writer_drain).  Returns 0, GD_ENOMEM or GD_EIO (the
- * poll failed; logged). */
-int loop_run(struct node *n, const volatile sig_atomic_t *stop);
+ * writes in flight (writer_drain).  Each time *reloads changes (SIGHUP's
+ * handler counts them) the configuration is read again between two turns
+ * (reload.h).  Returns 0, GD_ENOMEM or GD_EIO (the poll failed; logged). */
+int loop_run(struct node *n, const volatile sig_atomic_t *stop,
+	     const volatile sig_atomic_t *reloads);
 
 #endif

@@ -1,6 +1,7 @@
 /*
  * main.c: grantd, the node.  Wiring only: read the config, open the store,
- * start the threads, run the loop (loop.h), stop cleanly on SIGTERM/SIGINT.
+ * start the threads, run the loop (loop.h), stop cleanly on SIGTERM/SIGINT,
+ * read the config again on SIGHUP (the loop does: reload.h).
  *
  * The loop is the node's one writer thread: it waits on the requests the
  * reader thread forwards (readers.h: the reader owns the sockets and
@@ -18,6 +19,7 @@
 #include <git2.h>
 #include <signal.h>
 #include <sodium.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,11 +56,18 @@
 
 
 static volatile sig_atomic_t stopping;
+static volatile sig_atomic_t reloads; /* SIGHUPs so far (loop.h) */
 
 static void on_signal(int sig)
 {
 	(void)sig;
 	stopping = 1;
+}
+
+static void on_hup(int sig)
+{
+	(void)sig;
+	reloads = reloads == SIG_ATOMIC_MAX ? 0 : reloads + 1;
 }
 
 static void usage(FILE *fp)
@@ -79,9 +88,13 @@ static void usage(FILE *fp)
 "  -h, --help     this text\n"
 "  --version      print the version and exit\n"
 "\n"
-"Stops cleanly on SIGTERM or SIGINT; safe to kill -9 at any moment.  Under\n"
-"systemd (Type=notify) it sends READY=1 once it serves (the start-up sync\n"
-"with its peers over), STATUS= lines and, with WatchdogSec=, WATCHDOG=1.\n"
+"Stops cleanly on SIGTERM or SIGINT; safe to kill -9 at any moment.  On\n"
+"SIGHUP (systemctl reload grantd) it reads the config again and takes the\n"
+"peers' new public_key values at once, without a restart (a peer's key\n"
+"rotation); any other change is logged and waits for the next restart.\n"
+"Under systemd (Type=notify) it sends READY=1 once it serves (the start-up\n"
+"sync with its peers over), STATUS= lines and, with WatchdogSec=,\n"
+"WATCHDOG=1.\n"
 "Exit status: 0 stopped cleanly, 1 failed at run time, 2 bad config.\n",
 		CONFIG_DEFAULT_PATH);
 }
@@ -374,6 +387,7 @@ static int set_up_process(struct node *n, const struct args *a,
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGTERM, on_signal);
 	signal(SIGINT, on_signal);
+	signal(SIGHUP, on_hup);
 	/* the name users ssh to, in every hint and otpauth URI */
 	if (n->cfg->host)
 		snprintf(n->host, sizeof(n->host), "%s", n->cfg->host);
@@ -530,7 +544,7 @@ int main(int argc, char **argv)
 		    open_peers(&n, &self, created) == 0 &&
 		    open_front(&n) == 0) {
 			startup_repos(&n);
-			status = loop_run(&n, &stopping) < 0 ? 1 : 0;
+			status = loop_run(&n, &stopping, &reloads) < 0 ? 1 : 0;
 		}
 		if (rc == GD_EPROTO) /* a store of a newer release */
 			status = 2;

@@ -43,7 +43,7 @@
 struct gitrepl {
 	/* what it was opened with (copied, or borrowed for its life) */
 	const struct peer_self *self;
-	const struct config_peer *peers;
+	const struct config_peer *peers; /* their sites and endpoints */
 	int npeers;
 	char *repo_dir;
 	bool gitolite; /* gitolite mode: status says more */
@@ -56,8 +56,12 @@ struct gitrepl {
 	/* actor */
 	void *pair;
 	void *dealer[CONFIG_MAX_PEERS];
-	/* their handshakes: made again after one failed (linkmon.h) */
+	/* their handshakes: made again after one failed, or for a new key
+	 * (linkmon.h) */
 	struct linkmon mon[CONFIG_MAX_PEERS];
+	/* the peers' public keys: the actor's own copy, changed only by
+	 * GITREPL_MSG_KEY (the writer's config is not shared) */
+	char keys[CONFIG_MAX_PEERS][Z85_KEY_LEN + 1];
 	struct gitio io; /* handed to each stage */
 	struct reconcile *rc;
 	struct packfetch *pf;
@@ -141,6 +145,20 @@ static void pair_serve(struct gitrepl *g, zmq_msg_t *parts)
 	buf_free(&rid);
 }
 
+/* A peer's new public key (K site \0 key): its DEALER is made again with
+ * it at the next relink. */
+static void pair_key(struct gitrepl *g, const char *p, size_t len)
+{
+	const char *nul = memchr(p, '\0', len);
+	int i;
+
+	if (!nul || len - (size_t)(nul + 1 - p) != Z85_KEY_LEN ||
+	    (i = gitio_peer_index(&g->io, p)) < 0)
+		return;
+	memcpy(g->keys[i], nul + 1, Z85_KEY_LEN);
+	g->keys[i][Z85_KEY_LEN] = '\0';
+}
+
 /* One message from the writer. */
 static void pair_msg(struct gitrepl *g)
 {
@@ -175,6 +193,9 @@ static void pair_msg(struct gitrepl *g)
 		if (n == 4)
 			pair_serve(g, parts);
 		break;
+	case GITREPL_MSG_KEY:
+		pair_key(g, tag + 1, tlen - 1);
+		break;
 	case GITREPL_MSG_QUIT:
 		g->quit = true;
 		break;
@@ -185,8 +206,9 @@ out:
 }
 
 /* libzmq never retries a DEALER whose handshake failed (linkmon.h): make
- * it again when its monitor says so.  A fetch asked on the old one times
- * out (packfetch_tick) and is asked again. */
+ * it again when its monitor says so, or at once for a new key of the peer
+ * (GITREPL_MSG_KEY).  A fetch asked on the old one times out
+ * (packfetch_tick) and is asked again. */
 static void relink(struct gitrepl *g, uint64_t now_ms)
 {
 	char what[NAME_SITE_MAX + Z85_KEY_LEN + 48];
@@ -194,19 +216,21 @@ static void relink(struct gitrepl *g, uint64_t now_ms)
 	for (int i = 0; i < g->npeers; i++) {
 		snprintf(what, sizeof(what), "peer=%s socket=git key=%s",
 			 g->peers[i].site, g->self->curve_pub);
-		if (!linkmon_poll(&g->mon[i], now_ms, what))
+		if (!linkmon_stale(&g->mon[i], g->keys[i]) &&
+		    !linkmon_poll(&g->mon[i], now_ms, what))
 			continue;
 		void *s = NULL;
 		linkmon_detach(&g->mon[i], g->dealer[i]);
 		g->mon[i].retry_at_ms = 0;
 		s = peer_curve_client_watched(g->self, ZMQ_DEALER,
-					      g->peers[i].sync,
-					      g->peers[i].public_key,
+					      g->peers[i].sync, g->keys[i],
 					      DEALER_MSG_MAX, &g->mon[i]);
 		if (!s) /* logged; the old one stays, tried again later */
 			continue;
 		zmq_close(g->dealer[i]);
 		g->dealer[i] = s;
+		log_debug("peer socket made again peer=%s socket=git",
+			  g->peers[i].site);
 	}
 }
 
@@ -364,8 +388,9 @@ int gitrepl_start(struct gitrepl **out, const struct gitrepl_opts *o)
 		goto fail;
 	for (int i = 0; i < o->npeers && i < CONFIG_MAX_PEERS; i++) {
 		const struct config_peer *p = &o->peers[i];
+		memcpy(g->keys[i], p->public_key, sizeof(g->keys[i]));
 		g->dealer[i] = peer_curve_client_watched(o->self, ZMQ_DEALER,
-							 p->sync, p->public_key,
+							 p->sync, g->keys[i],
 							 DEALER_MSG_MAX,
 							 &g->mon[i]);
 		if (!g->dealer[i])
@@ -417,6 +442,27 @@ void gitrepl_stop(struct gitrepl **gp)
 }
 
 void *gitrepl_socket(struct gitrepl *g) { return g->main_pair; }
+
+int gitrepl_set_key(struct gitrepl *g, const char *site, const char *key)
+{
+	struct buf m = BUF_INIT;
+	uint8_t tag = GITREPL_MSG_KEY;
+	int i = 0, rc = 0;
+
+	while (i < g->npeers && strcmp(g->peers[i].site, site))
+		i++;
+	if (i == g->npeers)
+		return GD_ENOTFOUND;
+	if (strlen(key) != Z85_KEY_LEN)
+		return GD_EINVAL;
+	buf_add(&m, &tag, 1);
+	buf_add(&m, site, strlen(site) + 1);
+	buf_add(&m, key, Z85_KEY_LEN);
+	if (zmq_send(g->main_pair, m.p, m.len, 0) < 0)
+		rc = GD_EIO;
+	buf_free(&m);
+	return rc;
+}
 
 /* One message from the actor (n parts in f) for the writer. */
 static int take(struct gitrepl *g, zmq_msg_t *f, int n, void *router,

@@ -75,6 +75,8 @@ struct gitrepl;
  *                     in the same frame after the byte)
  *   ALL [site]        look at every ref record (site: fetch there first)
  *   SERVE rid site body  a peer's PackReq, PackCredit or PackErr
+ *   KEY site \0 key  a peer's new public key (a reload): the actor's
+ *                     DEALER to it is made again with it
  *   QUIT
  * Actor to writer:
  *   PEER rid body     a frame for a peer, to send on the sync ROUTER
@@ -85,6 +87,7 @@ enum gitrepl_msg {
 	GITREPL_MSG_CHANGED = 'C',
 	GITREPL_MSG_ALL = 'A',
 	GITREPL_MSG_SERVE = 'S',
+	GITREPL_MSG_KEY = 'K',
 	GITREPL_MSG_QUIT = 'Q',
 	GITREPL_MSG_PEER = 'P',
 	GITREPL_MSG_STATS = 'T',
@@ -93,8 +96,10 @@ enum gitrepl_msg {
 };
 
 /* What the actor is started with.  self, peers and store are borrowed and
- * must outlive it (the actor reads them: self and peers never change, and
- * RocksDB reads are thread-safe); the strings are copied. */
+ * must outlive it (the actor reads them: self and the peers' sites and
+ * endpoints never change, and RocksDB reads are thread-safe); the strings
+ * and the peers' public keys are copied (a new key comes through
+ * gitrepl_set_key). */
 struct gitrepl_opts {
 	const struct peer_self *self;    /* zmq context, site, key pair */
 	const struct config_peer *peers; /* whom to fetch from */
@@ -129,6 +134,13 @@ void *gitrepl_socket(struct gitrepl *g);
  * gitrepl_status; conflict marks are put in marks (CF_LOSERS), the
  * caller's batch to commit.  Returns how many marks were put. */
 int gitrepl_pump(struct gitrepl *g, void *router, struct store_batch *marks);
+
+/* Peer site's public key (Z85) is now key: the actor makes its DEALER to
+ * site again with it (a reload, reload.h; the actor keeps its own copy of
+ * the keys, never the writer's config).  Writer thread.  Returns 0,
+ * GD_ENOTFOUND (no such peer), GD_EINVAL (not a key) or GD_EIO (not
+ * sent). */
+int gitrepl_set_key(struct gitrepl *g, const char *site, const char *key);
 
 /* Refs whose record changed, as ops.refs_touched holds them ("repo \0 ref
  * \0" ...); refs is emptied. */

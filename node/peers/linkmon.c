@@ -58,6 +58,22 @@ void linkmon_detach(struct linkmon *m, void *sock)
 	m->pair = NULL;
 }
 
+void linkmon_keyed(struct linkmon *m, const char *server_key)
+{
+	if (m->key[0] && strcmp(m->key, server_key)) {
+		m->state = LINKMON_CONNECTING;
+		m->retry_at_ms = 0;
+		m->backoff_ms = 0;
+		m->code = 0;
+	}
+	snprintf(m->key, sizeof(m->key), "%s", server_key);
+}
+
+bool linkmon_stale(const struct linkmon *m, const char *server_key)
+{
+	return m->key[0] && strcmp(m->key, server_key) != 0;
+}
+
 const char *linkmon_state_name(enum linkmon_state s)
 {
 	switch (s) {
@@ -131,8 +147,9 @@ bool linkmon_poll(struct linkmon *m, uint64_t now_ms, const char *what)
 		if (m->state == LINKMON_KEY_REFUSED && was != m->state)
 			log_error("peer refused this node's key %s status=%u: "
 			          "the peer must have this key as public_key "
-			          "of this site's [peer] section (then restart "
-			          "it); retrying every %d s meanwhile",
+			          "of this site's [peer] section (then reload "
+			          "it: systemctl reload grantd, or kill -HUP); "
+			          "retrying every %d s meanwhile",
 			          what, value, LINKMON_RETRY_MAX_MS / 1000);
 		else if (was != m->state)
 			log_warn("peer handshake failed %s error=0x%x: check "

@@ -162,6 +162,10 @@ void *peer_curve_client_watched(const struct peer_self *self, int type,
 			linkmon_detach(mon, s);
 		return socket_failed(s, "connect", endpoint);
 	}
+	/* only now: a socket not made keeps the old one stale (made again
+	 * at the next try) */
+	if (mon)
+		linkmon_keyed(mon, server_key);
 	return s;
 }
 
@@ -300,7 +304,8 @@ void peer_zap_handle(struct peer_link *l)
 					 "refused=%llu: if it is a peer's new "
 					 "key, set it as public_key of that "
 					 "peer's [peer NAME] section here and "
-					 "restart this node",
+					 "reload this node (systemctl reload "
+					 "grantd, or kill -HUP)",
 					 addr, reason, key,
 					 (unsigned long long)l->refused);
 			}
@@ -361,6 +366,21 @@ void peer_close(struct peer_link **lp)
 		zmq_close(l->zap);
 	free(l);
 	*lp = NULL;
+}
+
+int peer_set_key(struct peer_link *l, const char *site, const char *key)
+{
+	uint8_t raw[32];
+
+	if (strlen(key) != Z85_KEY_LEN || !zmq_z85_decode(raw, key))
+		return GD_EINVAL;
+	for (int i = 0; i < l->npeers; i++) {
+		if (strcmp(l->peers[i].site, site))
+			continue;
+		memcpy(l->keys[i], raw, sizeof(raw));
+		return 0;
+	}
+	return GD_ENOTFOUND;
 }
 
 int peer_on(struct peer_link *l, int kind, peer_fn fn, void *payload)

@@ -117,6 +117,12 @@ struct peer_link_opts {
 int peer_open(struct peer_link **out, const struct peer_link_opts *o);
 void peer_close(struct peer_link **lp);
 
+/* Admit key (Z85) for peer site from now on, and no longer the key it had
+ * (a reload: reload.h).  Connections the old key made stay until they
+ * drop.  Returns 0, GD_EINVAL (not a Z85 key) or GD_ENOTFOUND (no such
+ * peer: a reload never adds one). */
+int peer_set_key(struct peer_link *l, const char *site, const char *key);
+
 /* A CURVE server of the given type bound to endpoint, admitting only the
  * link's peers; NULL on failure (logged).  The caller closes it. */
 void *peer_server(struct peer_link *l, int type, const char *endpoint,

@@ -152,15 +152,18 @@ static void *link_dealer(struct repl *r, struct repl_peer *p)
 }
 
 /* libzmq never retries a connection whose handshake failed (linkmon.h):
- * make p's sockets again when their monitors say so.  The sockets change,
- * so the loop polls the new ones (repl_relinked). */
+ * make p's sockets again when their monitors say so, and at once when
+ * p's public_key is no longer the one they were made for (a reload set a
+ * new one: reload.h).  The sockets change, so the loop polls the new ones
+ * (repl_relinked). */
 static void relink(struct repl *r, struct repl_peer *p, uint64_t now_ms)
 {
 	char what[NAME_SITE_MAX + Z85_KEY_LEN + 48];
 
 	snprintf(what, sizeof(what), "peer=%s socket=sub key=%s", p->cfg->site,
 	         r->self->curve_pub);
-	if (p->sub && linkmon_poll(&p->sub_mon, now_ms, what)) {
+	if (p->sub && (linkmon_stale(&p->sub_mon, p->cfg->public_key) ||
+	               linkmon_poll(&p->sub_mon, now_ms, what))) {
 		linkmon_detach(&p->sub_mon, p->sub);
 		zmq_close(p->sub);
 		p->sub = NULL;
@@ -174,7 +177,8 @@ static void relink(struct repl *r, struct repl_peer *p, uint64_t now_ms)
 	}
 	snprintf(what, sizeof(what), "peer=%s socket=sync key=%s", p->cfg->site,
 	         r->self->curve_pub);
-	if (p->dealer && linkmon_poll(&p->dealer_mon, now_ms, what)) {
+	if (p->dealer && (linkmon_stale(&p->dealer_mon, p->cfg->public_key) ||
+	                  linkmon_poll(&p->dealer_mon, now_ms, what))) {
 		linkmon_detach(&p->dealer_mon, p->dealer);
 		zmq_close(p->dealer);
 		p->dealer = NULL;

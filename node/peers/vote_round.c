@@ -301,7 +301,9 @@ void vote_handle(struct vote *v)
  * never be asked again, and a majority could not be reached with it once
  * it takes the key.  Make the DEALER again when its monitor says so; a
  * vote asked on the old one ends at its deadline on what answered, and the
- * check-in and use sync pages are asked again at once. */
+ * check-in and use sync pages are asked again at once.  A DEALER made for
+ * a key the peer no longer has in the configuration (a reload: reload.h)
+ * is made again at once with the new one. */
 static void relink(struct vote *v, uint64_t now_ms)
 {
 	char what[NAME_SITE_MAX + Z85_KEY_LEN + 48];
@@ -310,7 +312,8 @@ static void relink(struct vote *v, uint64_t now_ms)
 		struct vpeer *vp = &v->peers[i];
 		snprintf(what, sizeof(what), "peer=%s socket=vote key=%s",
 		         vp->cfg->site, v->self->curve_pub);
-		if (!linkmon_poll(&vp->mon, now_ms, what))
+		if (!linkmon_stale(&vp->mon, vp->cfg->public_key) &&
+		    !linkmon_poll(&vp->mon, now_ms, what))
 			continue;
 		linkmon_detach(&vp->mon, vp->dealer);
 		vp->mon.retry_at_ms = 0;

@@ -3,7 +3,8 @@
 # rotated exactly as docs/operations.md ("Rotating a node's key") says:
 # keygen, rekey, secret_key pointed at the new file, paloalto restarted;
 # then the new public key set at portland, then at montreal, each restarted
-# in turn.  Until a peer has the new key it refuses paloalto's connections,
+# in turn (a restart still works; the docs now say to reload them instead,
+# which test_key_reload.sh does).  Until a peer has the new key it refuses paloalto's connections,
 # and libzmq never retries a connection whose handshake was refused
 # (libzmq PR #1043): replication ran one way, the digests differed and a
 # TOTP token was accepted at two sites.  Here paloalto's status and
@@ -85,7 +86,7 @@ t_expect_soon 0 10 "portland logs the refused key and what to fix" \
 	t_grep_log portland "reason=unknown key key=$NEW"
 t_check "portland: status --json shows the refused key" \
 	t_sj portland "1/0 if j['replication']['last_refused']['key'] != '$NEW' else 1"
-t_check "... naming the section to set it in" t_grep_log portland "set it as public_key of that peer's [peer NAME] section here and restart this node"
+t_check "... naming the section to set it in" t_grep_log portland "set it as public_key of that peer's [peer NAME] section here and reload this node"
 t_check "paloalto logs which peer refused its key, and the fix" \
 	t_grep_log paloalto "peer refused this node's key peer=portland"
 

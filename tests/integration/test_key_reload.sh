@@ -1,0 +1,204 @@
+#!/bin/bash
+# A peer's key rotation without a restart of the other sites (issue 22,
+# point 4): paloalto's key is rotated as docs/operations.md ("Rotating a
+# node's key") says, and portland and montreal take paloalto's new public
+# key with SIGHUP (what `systemctl reload grantd` sends) instead of a
+# restart.  Before, SIGHUP killed the node (no handler) and the key was
+# read at start only.  Here:
+#  - a reload of a file that does not parse logs FILE:LINE and the node
+#    keeps serving on the keys it has (replication and token votes go on);
+#  - after portland's reload its ZAP handler admits paloalto's new key and
+#    no longer the old one (a client with the old key pair gets nothing),
+#    and every socket of portland to paloalto is made again with the new
+#    server key: replication's SUB and DEALER (the sites converge), the
+#    vote DEALER (with montreal frozen, a token used at portland needs
+#    paloalto's promise) and the repository DEALER (with montreal frozen,
+#    a push at paloalto reaches portland from paloalto alone);
+#  - montreal's reload also changes a setting that needs a restart and
+#    adds a peer: both are logged by name and not applied;
+#  - nobody but paloalto restarts (same pids), both directions heal, the
+#    digests converge, and one TOTP token is accepted at one site only.
+. "$(dirname "$0")/lib.sh"
+
+PY=$(t_py) || PY=
+t_cluster_up token_quorum=majority
+PA=$(t_dir paloalto)
+OLD=$(<"$PA/node.pub")
+PID_PL=$(t_pid portland)
+PID_MT=$(t_pid montreal)
+
+t_suser paloalto tina
+TS=$(gd_base32_secret)
+t_expect 0 "paloalto: enroll tina --totp" t_c paloalto enroll tina --totp --secret "$TS"
+t_suser paloalto hugo
+HS=$(gd_base32_secret)
+t_expect 0 "paloalto: enroll hugo --hotp" t_c paloalto enroll hugo --hotp --secret "$HS"
+t_expect 0 "paloalto: repo add r" t_c paloalto repo add r --mode off
+t_expect_converged "the three sites agree" 10
+
+# ref_is SITE TIP: r's master at SITE is TIP
+ref_is() {
+	[[ $(git --git-dir="$(t_dir "$1")/repos/r.git" rev-parse -q --verify refs/heads/master 2>/dev/null) == "$2" ]]
+}
+# peer_link SITE PEER WHAT: SITE's status says its link to PEER is WHAT
+peer_link() {
+	t_sj "$1" "1/0 if [p for p in j['peers'] if p['site'] == '$2'][0]['link'] != '$3' else 1" >/dev/null 2>&1
+}
+# hears SITE PEER: SITE heard PEER within the last 1.5 s
+hears() {
+	t_sj "$1" "1/0 if not [p for p in j['peers'] if p['site'] == '$2'][0]['connected'] else 1" >/dev/null 2>&1
+}
+# votes SITE: SITE votes on tokens (majority mode, and a voter)
+votes() {
+	t_sj "$1" "1/0 if not (j['quorum']['mode'] == 'majority' and j['quorum']['voter']) else 1" >/dev/null 2>&1
+}
+# set_key SITE FROM TO: SITE's [peer paloalto] public_key FROM becomes TO
+# (a Z85 key has characters sed would take as its own)
+set_key() {
+	python3 - "$(t_dir "$1")/grantd.conf" "$2" "$3" <<'PY'
+import sys
+path, old, new = sys.argv[1:]
+text = open(path).read()
+assert text.count("public_key = %s\n" % old) == 1
+open(path, "w").write(text.replace("public_key = %s\n" % old,
+                                   "public_key = %s\n" % new))
+PY
+}
+# hup SITE: SIGHUP to SITE's node (what systemctl reload sends)
+hup() { kill -HUP "$(t_pid "$1")"; }
+# logged SITE N TEXT: SITE's log has TEXT at least N times
+logged() { (($(grep -cF -- "$3" "$(t_dir "$1")/grantd.log") >= $2)); }
+# same_pids: portland and montreal run the processes they started with
+same_pids() {
+	[[ $(t_pid portland) == "$PID_PL" && $(t_pid montreal) == "$PID_MT" ]] &&
+		gd_alive "$PID_PL" && gd_alive "$PID_MT"
+}
+# old_key SITE WANT: a client with paloalto's old key pair, 3 s on SITE's
+# publish endpoint, receives something (WANT "got": SITE's ZAP handler
+# admits the key) or nothing (WANT "nothing")
+old_key() {
+	local out
+	out=$("$PY" "$T_HERE/repl_rogue.py" peer "tcp://${T_SADDR[$1]}:$T_PUB_PORT" \
+		"tcp://${T_SADDR[$1]}:$T_SYNC_PORT" "$(<"$(t_dir "$1")/node.pub")" \
+		"$PA/node.key" 3)
+	echo "$out"
+	case $2 in
+	got) [[ $out =~ \"sub_received\":\ [1-9] ]] ;;
+	nothing) [[ $out == *'"sub_received": 0,'* ]] ;;
+	esac
+}
+
+t_expect_soon 0 20 "paloalto votes by majority" votes paloalto
+t_expect_soon 0 20 "portland votes by majority" votes portland
+
+t_section "a reload of a file that does not parse: FILE:LINE logged, the node keeps serving"
+PL_CONF=$(t_dir portland)/grantd.conf
+cp "$PL_CONF" "$T_DIR/portland.conf.good"
+t_expect 0 "portland: [peer paloalto] public_key pasted wrong" set_key portland "$OLD" "${OLD:0:20}"
+LINE=$(grep -nxF "public_key = ${OLD:0:20}" "$PL_CONF" | cut -d: -f1)
+t_expect 0 "portland: kill -HUP" hup portland
+t_expect_soon 0 10 "portland logs the file and line it refused" \
+	t_grep_log portland "reload failed: $PL_CONF:$LINE: bad public_key '${OLD:0:20}'"
+t_check "... and that it keeps its configuration" \
+	t_grep_log portland "the node keeps running on the configuration it has"
+t_check "portland still runs, the same process" same_pids
+t_check "portland still hears paloalto (the old key)" hears portland paloalto
+t_expect 0 "portland: hugo's val accepted (votes of the others on the old keys)" \
+	t_sh portland 127.0.7.5 hugo 2fa val "$(t_hotp "$HS" 0)"
+t_expect 0 "paloalto: user add ida" t_c paloalto user add ida
+t_expect_converged "the three sites agree" 20
+cp "$T_DIR/portland.conf.good" "$PL_CONF"
+t_expect 0 "portland: kill -HUP with the file as it was" hup portland
+t_expect_soon 0 10 "portland: reload done, nothing to change" \
+	t_grep_log portland "reload done keys_changed=0 not_applied=0"
+if [[ -n $PY ]]; then
+	t_expect 0 "portland admits paloalto's key (a client with its key pair is published to)" \
+		old_key portland got
+fi
+
+t_section "paloalto's key rotated as docs/operations.md says"
+out=$(t_c paloalto keygen "$PA/node-2.key") || t_fatal "grantctl keygen $PA/node-2.key"
+NEW=$(awk 'NF { w = $NF } END { print w }' <<<"$out")
+t_eq "keygen printed a new public key" "${#NEW}" 40
+t_expect 0 "paloalto: grantctl rekey node-2.key" t_c paloalto rekey "$PA/node-2.key"
+sed -i "s|^secret_key = .*|secret_key = $PA/node-2.key|" "$PA/grantd.conf"
+t_expect 0 "grantd -t accepts the configuration" "$GD_BIN/grantd" -t --config "$PA/grantd.conf"
+t_stop paloalto
+t_start paloalto
+t_expect_soon 0 20 "paloalto: portland refuses its key" peer_link paloalto portland key_refused
+t_expect_soon 0 20 "paloalto: montreal refuses its key" peer_link paloalto montreal key_refused
+t_expect_soon 0 10 "portland logs the refused key, and to reload" \
+	t_grep_log portland "reason=unknown key key=$NEW refused="
+t_check "... naming the section to set it in" t_grep_log portland \
+	"set it as public_key of that peer's [peer NAME] section here and reload this node (systemctl reload grantd, or kill -HUP)"
+
+t_section "portland takes paloalto's new key on SIGHUP"
+t_expect 0 "portland: [peer paloalto] public_key set to the new key" set_key portland "$OLD" "$NEW"
+t_expect 0 "portland: kill -HUP" hup portland
+t_expect_soon 0 10 "portland: reload: peer paloalto public key changed: relinked" \
+	t_grep_log portland "reload: peer paloalto public key changed: relinked key=$NEW"
+t_expect_soon 0 10 "portland: reload done" logged portland 1 "reload done keys_changed=1 not_applied=0"
+t_expect_soon 0 20 "portland hears paloalto" hears portland paloalto
+t_expect_soon 0 20 "paloalto hears portland again, without a restart" hears paloalto portland
+t_expect_soon 0 10 "paloalto: its link to portland is up" peer_link paloalto portland up
+t_expect_converged "paloalto and portland agree" 20 paloalto portland
+t_check "paloalto: montreal still refuses its key" peer_link paloalto montreal key_refused
+if [[ -n $PY ]]; then
+	t_expect 0 "portland no longer admits paloalto's old key (its client gets nothing in 3 s)" \
+		old_key portland nothing
+	t_expect_soon 0 10 "portland logs the old key refused" \
+		t_grep_log portland "reason=unknown key key=$OLD refused="
+fi
+t_expect_soon 0 20 "paloalto votes again" votes paloalto
+
+t_section "portland's vote and repository DEALERs to paloalto have the new key (montreal frozen)"
+t_pause montreal
+W=$T_DIR/w
+gd_git 127.0.0.1 /dev/null init -q "$W"
+echo "$RANDOM" >"$W/f"
+gd_git 127.0.0.1 /dev/null -C "$W" add -A
+gd_git 127.0.0.1 /dev/null -C "$W" commit -q -m c
+TIP=$(t_head "$W")
+t_expect 0 "a push to r at paloalto" \
+	gd_git 127.0.0.1 /dev/null -C "$W" push -q "$PA/repos/r.git" HEAD:refs/heads/master
+t_expect_soon 0 20 "portland: r's master and its objects came from paloalto" ref_is portland "$TIP"
+t_expect 0 "portland: hugo's val accepted by the majority of portland and paloalto" \
+	t_sh portland 127.0.7.6 hugo 2fa val "$(t_hotp "$HS" 1)"
+t_resume montreal
+
+t_section "montreal takes the new key on SIGHUP; what needs a restart is logged"
+MT_CONF=$(t_dir montreal)/grantd.conf
+t_expect 0 "montreal: [peer paloalto] public_key set to the new key" set_key montreal "$OLD" "$NEW"
+sed -i 's/^log_level = info$/log_level = debug/' "$MT_CONF"
+out=$(t_c montreal keygen "$T_DIR/seattle.key") || t_fatal "grantctl keygen seattle.key"
+gd_site_add_peer "$(t_dir montreal)" seattle "tcp://$T_NET.9:$T_PUB_PORT" \
+	"tcp://$T_NET.9:$T_SYNC_PORT" "$(awk 'NF { w = $NF } END { print w }' <<<"$out")"
+t_expect 0 "montreal: kill -HUP" hup montreal
+t_expect_soon 0 10 "montreal: reload: peer paloalto public key changed: relinked" \
+	t_grep_log montreal "reload: peer paloalto public key changed: relinked key=$NEW"
+t_expect_soon 0 10 "montreal: reload done, two changes not applied" \
+	t_grep_log montreal "reload done keys_changed=1 not_applied=2"
+t_check "montreal: log_level named, for the next restart" \
+	t_grep_log montreal "reload: [node] log_level changed: takes effect at the next restart"
+t_check "montreal: the new peer named, not added" \
+	t_grep_log montreal "reload: [peer seattle] added: a reload never adds or removes a peer"
+t_expect_soon 0 20 "paloalto hears montreal again, without a restart" hears paloalto montreal
+t_expect_soon 0 20 "montreal hears paloalto" hears montreal paloalto
+t_expect_soon 0 10 "paloalto: its link to montreal is up" peer_link paloalto montreal up
+t_expect_converged "the three sites agree" 20
+t_check "montreal: r's master arrived" ref_is montreal "$TIP"
+
+t_section "one TOTP token, offered at every site"
+t_totp_settle
+TOK=$(t_totp "$TS")
+t_expect 0 "montreal: tina's token accepted" t_sh montreal 127.0.7.7 tina 2fa val "$TOK"
+t_expect 1 "paloalto: the same token refused" t_sh paloalto 127.0.7.8 tina 2fa val "$TOK"
+t_expect 1 "portland: the same token refused" t_sh portland 127.0.7.9 tina 2fa val "$TOK"
+t_expect_converged "the three sites agree" 10
+
+t_section "nobody but paloalto restarted"
+t_check "portland and montreal run the processes they started with" same_pids
+t_check "portland started once" test "$(grep -c 'node running site=portland' "$(t_dir portland)/grantd.log")" = 1
+t_check "montreal started once" test "$(grep -c 'node running site=montreal' "$(t_dir montreal)/grantd.log")" = 1
+
+t_done
