@@ -260,7 +260,8 @@ int loop_run(struct node *n, const volatile sig_atomic_t *stop,
 {
 	struct loop l = { .n = n, .was_syncing = n->syncing };
 	struct cron_job jobs[GD_ARRAY_SIZE(node_cron)];
-	sig_atomic_t reloaded = *reloads;
+	/* a SIGHUP since the start (the config read before it) counts */
+	sig_atomic_t reloaded = 0;
 	int rc = 0;
 
 	memcpy(jobs, node_cron, sizeof(jobs));
