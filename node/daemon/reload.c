@@ -30,49 +30,54 @@ struct setting {
 	size_t off, size;
 };
 
-#define STR(type, sec, key, field) { sec, key, offsetof(type, field), 0 }
+#define STR(type, sec, key, field)                 \
+	{                                          \
+		sec, key, offsetof(type, field), 0 \
+	}
 #define VAL(type, sec, key, field)                                             \
-	{ sec, key, offsetof(type, field), sizeof(((type *)NULL)->field) }
+	{                                                                      \
+		sec, key, offsetof(type, field), sizeof(((type *)NULL)->field) \
+	}
 #define NODE_STR(key, field) STR(struct config, "node", key, field)
 #define NODE_VAL(key, field) VAL(struct config, "node", key, field)
-#define POLICY(key, field) VAL(struct config, "policy", key, policy.field)
+#define POLICY(key, field)   VAL(struct config, "policy", key, policy.field)
 
 /* Every setting of [node], [policy] and [gitolite] (config.h), as the file
  * names it. */
 static const struct setting node_settings[] = {
-	NODE_STR("site", site),
-	NODE_STR("data_dir", data_dir),
-	NODE_STR("repo_dir", repo_dir),
-	NODE_STR("user_socket", user_socket),
-	NODE_STR("admin_socket", admin_socket),
-	NODE_STR("keys_socket", keys_socket),
-	NODE_STR("publish", publish),
-	NODE_STR("sync", sync),
-	NODE_STR("secret_key", secret_key),
-	NODE_VAL("role", role),
-	NODE_STR("log_level", log_level),
-	NODE_STR("host", host),
-	NODE_STR("metrics", metrics),
-	NODE_VAL("oplog_retention", oplog_retention),
-	POLICY("security_keys", security_keys),
-	POLICY("token_quorum", token_quorum),
-	POLICY("token_quorum_timeout", token_quorum_timeout_ms),
-	POLICY("grant_default", grant_default),
-	POLICY("grant_max", grant_max),
-	POLICY("grant_subnet", grant_subnet),
-	POLICY("totp_window", totp_window),
-	POLICY("hotp_lookahead", hotp_lookahead),
-	POLICY("lockout_failures", lockout_failures),
-	POLICY("lockout_window", lockout_window),
-	STR(struct config, "gitolite", "home", gitolite_home),
-	STR(struct config, "gitolite", "program", gitolite_program),
+        NODE_STR("site", site),
+        NODE_STR("data_dir", data_dir),
+        NODE_STR("repo_dir", repo_dir),
+        NODE_STR("user_socket", user_socket),
+        NODE_STR("admin_socket", admin_socket),
+        NODE_STR("keys_socket", keys_socket),
+        NODE_STR("publish", publish),
+        NODE_STR("sync", sync),
+        NODE_STR("secret_key", secret_key),
+        NODE_VAL("role", role),
+        NODE_STR("log_level", log_level),
+        NODE_STR("host", host),
+        NODE_STR("metrics", metrics),
+        NODE_VAL("oplog_retention", oplog_retention),
+        POLICY("security_keys", security_keys),
+        POLICY("token_quorum", token_quorum),
+        POLICY("token_quorum_timeout", token_quorum_timeout_ms),
+        POLICY("grant_default", grant_default),
+        POLICY("grant_max", grant_max),
+        POLICY("grant_subnet", grant_subnet),
+        POLICY("totp_window", totp_window),
+        POLICY("hotp_lookahead", hotp_lookahead),
+        POLICY("lockout_failures", lockout_failures),
+        POLICY("lockout_window", lockout_window),
+        STR(struct config, "gitolite", "home", gitolite_home),
+        STR(struct config, "gitolite", "program", gitolite_program),
 };
 
 /* A [peer NAME]'s settings but its public_key (compared apart). */
 static const struct setting peer_settings[] = {
-	VAL(struct config_peer, NULL, "role", role),
-	STR(struct config_peer, NULL, "publish", publish),
-	STR(struct config_peer, NULL, "sync", sync),
+        VAL(struct config_peer, NULL, "role", role),
+        STR(struct config_peer, NULL, "publish", publish),
+        STR(struct config_peer, NULL, "sync", sync),
 };
 
 static bool differs(const struct setting *s, const void *a, const void *b)
@@ -88,7 +93,7 @@ static bool differs(const struct setting *s, const void *a, const void *b)
 
 /* The peer of c named site; NULL when c has none. */
 static const struct config_peer *peer_named(const struct config *c,
-					    const char *site)
+                                            const char *site)
 {
 	for (int i = 0; i < c->npeers; i++)
 		if (!strcmp(c->peers[i].site, site))
@@ -97,8 +102,11 @@ static const struct config_peer *peer_named(const struct config *c,
 }
 
 /* What differs of peer i of old (named the same in cur, or gone). */
-static int diff_peer(const struct config *old, const struct config *cur,
-		     int i, reload_fn fn, void *payload)
+static int diff_peer(const struct config *old,
+                     const struct config *cur,
+                     int i,
+                     reload_fn fn,
+                     void *payload)
 {
 	const struct config_peer *p = &old->peers[i];
 	const struct config_peer *q = peer_named(cur, p->site);
@@ -123,8 +131,10 @@ static int diff_peer(const struct config *old, const struct config *cur,
 	return k;
 }
 
-int reload_diff(const struct config *old, const struct config *cur,
-		reload_fn fn, void *payload)
+int reload_diff(const struct config *old,
+                const struct config *cur,
+                reload_fn fn,
+                void *payload)
 {
 	char sec[sizeof("peer ") + NAME_SITE_MAX];
 	int k = 0;
@@ -161,8 +171,11 @@ struct run {
 
 /* reload_diff's callback: a new key is kept for later, any other change is
  * logged (applied at the next restart). */
-static void note(enum reload_change what, const char *section,
-		 const char *key, int peer, void *payload)
+static void note(enum reload_change what,
+                 const char *section,
+                 const char *key,
+                 int peer,
+                 void *payload)
 {
 	struct run *r = payload;
 
@@ -173,17 +186,18 @@ static void note(enum reload_change what, const char *section,
 		return;
 	case RELOAD_CHANGED:
 		log_warn("reload: [%s] %s changed: takes effect at the next "
-			 "restart", section, key);
+		         "restart",
+		         section, key);
 		break;
 	case RELOAD_PEER_ADDED:
 		log_warn("reload: [%s] added: a reload never adds or removes "
-			 "a peer (it takes effect at the next restart)",
-			 section);
+		         "a peer (it takes effect at the next restart)",
+		         section);
 		break;
 	case RELOAD_PEER_REMOVED:
 		log_warn("reload: [%s] removed: a reload never adds or "
-			 "removes a peer (it stays until the next restart)",
-			 section);
+		         "removes a peer (it stays until the next restart)",
+		         section);
 		break;
 	}
 	r->ignored++;
@@ -211,16 +225,18 @@ static int keys_check(const struct run *r, struct buf *err)
 	for (int i = 0; i < c->npeers; i++) {
 		const char *k = new_key(r, i);
 		if (!zmq_z85_decode(raw, k)) {
-			buf_printf(err, "[peer %s] public_key is not a key "
-				   "(grantctl keygen prints one)",
-				   c->peers[i].site);
+			buf_printf(err,
+			           "[peer %s] public_key is not a key "
+			           "(grantctl keygen prints one)",
+			           c->peers[i].site);
 			return GD_EINVAL;
 		}
 		for (int j = 0; j < i; j++)
 			if (!strcmp(k, new_key(r, j))) {
-				buf_printf(err, "[peer %s] would have the key "
-					   "of [peer %s]", c->peers[i].site,
-					   c->peers[j].site);
+				buf_printf(err,
+				           "[peer %s] would have the key "
+				           "of [peer %s]",
+				           c->peers[i].site, c->peers[j].site);
 				return GD_EINVAL;
 			}
 	}
@@ -243,16 +259,18 @@ static void apply_key(struct run *r, int i)
 	p->key_line = q->key_line;
 	if ((rc = gitrepl_set_key(r->n->gitrepl, p->site, p->public_key)) < 0)
 		log_error("reload: peer %s: repository replication did not "
-			  "get the new key: %s (restart this node)", p->site,
-			  gd_strerror(rc));
-	log_info("reload: peer %s public key changed: relinked key=%s",
-		 p->site, p->public_key);
+		          "get the new key: %s (restart this node)",
+		          p->site, gd_strerror(rc));
+	log_info("reload: peer %s public key changed: relinked key=%s", p->site,
+	         p->public_key);
 }
 
 /* Read path as at start.  Returns 0 with *out the caller's, or an error
  * with err set ("FILE:LINE: ..."). */
-static int reload_load(struct config **out, const char *path,
-		       const char *own_pub, struct buf *err)
+static int reload_load(struct config **out,
+                       const char *path,
+                       const char *own_pub,
+                       struct buf *err)
 {
 	int rc = config_load(out, path, err);
 
@@ -273,27 +291,28 @@ int reload_run(struct node *n)
 {
 	struct config *cur = NULL;
 	struct buf err = BUF_INIT;
-	struct run r = { .n = n };
+	struct run r = {.n = n};
 	int rc;
 
 	log_info("reload: reading %s", n->cfg->path);
 	if ((rc = reload_load(&cur, n->cfg->path, n->curve_pub, &err)) < 0) {
 		log_error("reload failed: %s: the node keeps running on the "
-			  "configuration it has", buf_str(&err));
+		          "configuration it has",
+		          buf_str(&err));
 		goto out;
 	}
 	r.cur = cur;
 	reload_diff(n->cfg, cur, note, &r);
 	if ((rc = keys_check(&r, &err)) < 0) {
 		log_error("reload failed: %s: %s: no key changed, the node "
-			  "keeps running on the configuration it has",
-			  cur->path, buf_str(&err));
+		          "keeps running on the configuration it has",
+		          cur->path, buf_str(&err));
 		goto out;
 	}
 	for (int j = 0; j < r.nkeys; j++)
 		apply_key(&r, r.keys[j]);
 	log_info("reload done keys_changed=%d not_applied=%d", r.nkeys,
-		 r.ignored);
+	         r.ignored);
 out:
 	config_free(&cur);
 	buf_free(&err);

@@ -26,9 +26,9 @@ struct node;
 
 /* What reload_diff found of one setting. */
 enum reload_change {
-	RELOAD_CHANGED,      /* a setting other than a peer's key */
-	RELOAD_PEER_KEY,     /* [peer NAME] public_key: applied */
-	RELOAD_PEER_ADDED,   /* a [peer NAME] not configured at start */
+	RELOAD_CHANGED, /* a setting other than a peer's key */
+	RELOAD_PEER_KEY, /* [peer NAME] public_key: applied */
+	RELOAD_PEER_ADDED, /* a [peer NAME] not configured at start */
 	RELOAD_PEER_REMOVED, /* a [peer NAME] the file no longer has */
 };
 
@@ -36,15 +36,20 @@ enum reload_change {
  * (NULL for a peer added or removed); peer: the index in the old config
  * of the peer (RELOAD_PEER_KEY, and a peer's other settings), else -1.
  * Everything is borrowed for the call. */
-typedef void (*reload_fn)(enum reload_change what, const char *section,
-			  const char *key, int peer, void *payload);
+typedef void (*reload_fn)(enum reload_change what,
+                          const char *section,
+                          const char *key,
+                          int peer,
+                          void *payload);
 
 /* Call fn for every setting that differs between old (the running
  * configuration) and cur (the file now), in the order of the file's
  * sections: [node], [policy], [gitolite], then the peers by name.  Returns
  * how many calls were made. */
-int reload_diff(const struct config *old, const struct config *cur,
-		reload_fn fn, void *payload);
+int reload_diff(const struct config *old,
+                const struct config *cur,
+                reload_fn fn,
+                void *payload);
 
 /* Read n's configuration file again and apply the peers' new keys (above).
  * Writer thread (the loop).  Returns 0 (read; done or nothing to do) or

@@ -30,7 +30,8 @@
 #define KEY_B "Yne@$w-vo<fVvi]a<NY6T1ed:M$fCG*[IaLV{hID"
 #define KEY_C "JTKVSB%)wK0E.X)V>+}o?pNmC{O&4W4b!Ni{Lh6x"
 
-/* ---- reload_diff ---------------------------------------------------------- */
+/* ---- reload_diff ----------------------------------------------------------
+ */
 
 /* What reload_diff reported: one line per call, "WHAT [SECTION] KEY PEER". */
 struct seen {
@@ -38,23 +39,29 @@ struct seen {
 	int n;
 };
 
-static void note(enum reload_change what, const char *section,
-		 const char *key, int peer, void *payload)
+static void note(enum reload_change what,
+                 const char *section,
+                 const char *key,
+                 int peer,
+                 void *payload)
 {
-	static const char *const names[] = { "changed", "key", "added",
-					     "removed" };
+	static const char *const names[] = {"changed", "key", "added",
+	                                    "removed"};
 	struct seen *s = payload;
 
 	assert_true(s->n < 32);
 	snprintf(s->lines[s->n++], sizeof(s->lines[0]), "%s [%s] %s %d",
-		 names[what], section, key ? key : "-", peer);
+	         names[what], section, key ? key : "-", peer);
 }
 
-static void peer(struct config_peer *p, char *site, char *publish, char *sync,
-		 const char *key)
+static void peer(struct config_peer *p,
+                 char *site,
+                 char *publish,
+                 char *sync,
+                 const char *key)
 {
-	*p = (struct config_peer){ .site = site, .publish = publish,
-				   .sync = sync };
+	*p = (struct config_peer){
+	        .site = site, .publish = publish, .sync = sync};
 	memcpy(p->public_key, key, Z85_KEY_LEN + 1);
 }
 
@@ -62,13 +69,18 @@ static void peer(struct config_peer *p, char *site, char *publish, char *sync,
 static void two(struct config *a, struct config *b)
 {
 	static char site[] = "paloalto", data[] = "/var/lib/grantd",
-		    pub[] = "tcp://127.0.0.1:7401", sync[] = "tcp://127.0.0.1:7402",
-		    portland[] = "portland", montreal[] = "montreal",
-		    ppub[] = "tcp://127.0.0.2:7401", psync[] = "tcp://127.0.0.2:7402",
-		    mpub[] = "tcp://127.0.0.3:7401", msync[] = "tcp://127.0.0.3:7402";
+	            pub[] = "tcp://127.0.0.1:7401",
+	            sync[] = "tcp://127.0.0.1:7402", portland[] = "portland",
+	            montreal[] = "montreal", ppub[] = "tcp://127.0.0.2:7401",
+	            psync[] = "tcp://127.0.0.2:7402",
+	            mpub[] = "tcp://127.0.0.3:7401",
+	            msync[] = "tcp://127.0.0.3:7402";
 
-	*a = (struct config){ .site = site, .data_dir = data, .publish = pub,
-			      .sync = sync, .oplog_retention = 86400 };
+	*a = (struct config){.site = site,
+	                     .data_dir = data,
+	                     .publish = pub,
+	                     .sync = sync,
+	                     .oplog_retention = 86400};
 	a->policy.totp_window = 1;
 	peer(&a->peers[0], portland, ppub, psync, KEY_A);
 	peer(&a->peers[1], montreal, mpub, msync, KEY_B);
@@ -79,7 +91,7 @@ static void two(struct config *a, struct config *b)
 static void test_diff_same(void **state)
 {
 	struct config a, b;
-	struct seen s = { .n = 0 };
+	struct seen s = {.n = 0};
 	char other[] = "/var/lib/grantd"; /* equal, not the same pointer */
 
 	(void)state;
@@ -92,18 +104,18 @@ static void test_diff_same(void **state)
 static void test_diff_names_each_change(void **state)
 {
 	struct config a, b;
-	struct seen s = { .n = 0 };
+	struct seen s = {.n = 0};
 	char pub[] = "tcp://127.0.0.1:7411", sync[] = "tcp://127.0.0.3:7412",
 	     home[] = "/home/git", seattle[] = "seattle";
 
 	(void)state;
 	two(&a, &b);
-	b.publish = pub;             /* [node] publish */
-	b.gitolite_home = home;      /* [gitolite] home, set from unset */
-	b.policy.totp_window = 2;    /* [policy] totp_window */
-	b.oplog_retention = 3600;    /* [node] oplog_retention */
+	b.publish = pub; /* [node] publish */
+	b.gitolite_home = home; /* [gitolite] home, set from unset */
+	b.policy.totp_window = 2; /* [policy] totp_window */
+	b.oplog_retention = 3600; /* [node] oplog_retention */
 	memcpy(b.peers[0].public_key, KEY_C, Z85_KEY_LEN + 1);
-	b.peers[1].sync = sync;      /* [peer montreal] sync */
+	b.peers[1].sync = sync; /* [peer montreal] sync */
 	b.peers[1].role = CONFIG_ROLE_MIRROR;
 	assert_int_equal(reload_diff(&a, &b, note, &s), 7);
 	assert_string_equal(s.lines[0], "changed [node] publish -1");
@@ -123,11 +135,12 @@ static void test_diff_names_each_change(void **state)
 	assert_string_equal(s.lines[1], "added [peer seattle] - -1");
 }
 
-/* ---- linkmon: a socket made for another key ------------------------------- */
+/* ---- linkmon: a socket made for another key -------------------------------
+ */
 
 static void test_linkmon_stale(void **state)
 {
-	struct linkmon m = { 0 };
+	struct linkmon m = {0};
 
 	(void)state;
 	/* nothing made yet: never stale */
@@ -153,7 +166,8 @@ static void test_linkmon_stale(void **state)
 	assert_int_equal(m.failures, 3);
 }
 
-/* ---- the ZAP handler takes the new key ------------------------------------ */
+/* ---- the ZAP handler takes the new key ------------------------------------
+ */
 
 struct zfx {
 	void *ctx;
@@ -173,11 +187,12 @@ static int zsetup(void **state)
 	if (!f || !(f->ctx = zmq_ctx_new()) ||
 	    zmq_curve_keypair(f->pub, f->sec) != 0)
 		return -1;
-	f->self = (struct peer_self){ f->ctx, "paloalto", f->pub, f->sec };
+	f->self = (struct peer_self){f->ctx, "paloalto", f->pub, f->sec};
 	peer(&f->peers[0], portland, ep, ep, KEY_A);
-	if (peer_open(&f->link, &(struct peer_link_opts){
-			.self = &f->self, .peers = f->peers, .npeers = 1,
-			.maxmsg = 1024 }) < 0)
+	if (peer_open(&f->link, &(struct peer_link_opts){.self = &f->self,
+	                                                 .peers = f->peers,
+	                                                 .npeers = 1,
+	                                                 .maxmsg = 1024}) < 0)
 		return -1;
 	f->req = zmq_socket(f->ctx, ZMQ_REQ);
 	zmq_setsockopt(f->req, ZMQ_LINGER, &zero, sizeof(zero));
@@ -203,8 +218,7 @@ static int zteardown(void **state)
  * user. */
 static void zap(struct zfx *f, const char *key, char code[4], char user[32])
 {
-	const char *frames[] = { "1.0", "7", "grantd", "127.0.0.2", "",
-				 "CURVE" };
+	const char *frames[] = {"1.0", "7", "grantd", "127.0.0.2", "", "CURVE"};
 	uint8_t raw[32];
 	char part[64];
 	int n;
@@ -212,11 +226,11 @@ static void zap(struct zfx *f, const char *key, char code[4], char user[32])
 	assert_non_null(zmq_z85_decode(raw, key));
 	for (size_t i = 0; i < 6; i++)
 		assert_true(zmq_send(f->req, frames[i], strlen(frames[i]),
-				     ZMQ_SNDMORE) >= 0);
+		                     ZMQ_SNDMORE) >= 0);
 	assert_int_equal(zmq_send(f->req, raw, 32, 0), 32);
 	for (int tries = 0; tries < 1000; tries++) {
 		peer_zap_handle(f->link);
-		zmq_pollitem_t it = { f->req, 0, ZMQ_POLLIN, 0 };
+		zmq_pollitem_t it = {f->req, 0, ZMQ_POLLIN, 0};
 		if (zmq_poll(&it, 1, 1) > 0)
 			break;
 	}
@@ -253,8 +267,7 @@ static void test_zap_takes_new_key(void **state)
 	assert_int_equal(peer_refused(f->link), 2);
 
 	/* a reload never adds a peer, nor takes a key that is not one */
-	assert_int_equal(peer_set_key(f->link, "seattle", KEY_C),
-			 GD_ENOTFOUND);
+	assert_int_equal(peer_set_key(f->link, "seattle", KEY_C), GD_ENOTFOUND);
 	assert_int_equal(peer_set_key(f->link, "portland", "short"), GD_EINVAL);
 	zap(f, KEY_B, code, user);
 	assert_string_equal(code, "200");
@@ -263,11 +276,11 @@ static void test_zap_takes_new_key(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_diff_same),
-		cmocka_unit_test(test_diff_names_each_change),
-		cmocka_unit_test(test_linkmon_stale),
-		cmocka_unit_test_setup_teardown(test_zap_takes_new_key, zsetup,
-						zteardown),
+	        cmocka_unit_test(test_diff_same),
+	        cmocka_unit_test(test_diff_names_each_change),
+	        cmocka_unit_test(test_linkmon_stale),
+	        cmocka_unit_test_setup_teardown(test_zap_takes_new_key, zsetup,
+	                                        zteardown),
 	};
 
 	if (fx_group_setup("test_reload", LOG_LVL_ERROR) < 0)
