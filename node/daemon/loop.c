@@ -36,10 +36,10 @@
  * due sooner); the jobs of period 0 run at least this often */
 #define LOOP_WAIT_MS 50
 /* periods of the cron's rows (cron.h) */
-#define STATUS_MS 100
-#define REAP_MS 100
+#define STATUS_MS      100
+#define REAP_MS        100
 #define REPOS_RETRY_MS 5000
-#define SWEEP_MS (6ULL * 3600 * 1000)
+#define SWEEP_MS       (6ULL * 3600 * 1000)
 
 /* Reap the grant-hook runs this thread started (and only those: the
  * gitrepl actor waits for its own git children). */
@@ -60,10 +60,10 @@ static void pump_gitrepl(struct node *n)
 	uint64_t t;
 
 	if (gitrepl_pump(n->gitrepl, peer_router(n->peer),
-			 writer_batch(n->writer)) > 0 &&
+	                 writer_batch(n->writer)) > 0 &&
 	    writer_commit(n->writer, &t) < 0)
 		log_error("conflict marks not written: the refs are looked at "
-			  "again at the next start");
+		          "again at the next start");
 }
 
 /* The parts of status that changed go to the reader
@@ -73,16 +73,16 @@ static void pump_gitrepl(struct node *n)
 static int tick_status(struct node *n, cJSON *last[2], uint64_t now_ms)
 {
 	cJSON *part[2] = {
-		cmd_status_store(n->ops, (int64_t)(clock_wall_ms() / 1000)),
-		cmd_status_repl(n->repl, n->gitrepl, now_ms),
+	        cmd_status_store(n->ops, (int64_t)(clock_wall_ms() / 1000)),
+	        cmd_status_repl(n->repl, n->gitrepl, now_ms),
 	};
-	cJSON *give[2] = { NULL, NULL };
+	cJSON *give[2] = {NULL, NULL};
 	const cJSON *p;
 	int up = 0;
 
 	cJSON_AddItemToObject(part[1], "quorum", vote_status(n->vote));
-	cJSON_ArrayForEach(p, cJSON_GetObjectItem(part[1], "peers"))
-		up += cJSON_IsTrue(cJSON_GetObjectItem(p, "connected"));
+	cJSON_ArrayForEach(p, cJSON_GetObjectItem(part[1], "peers")) up +=
+	        cJSON_IsTrue(cJSON_GetObjectItem(p, "connected"));
 	for (int i = 0; i < 2; i++) {
 		if (last[i] && cJSON_Compare(last[i], part[i], true)) {
 			cJSON_Delete(part[i]);
@@ -94,9 +94,9 @@ static int tick_status(struct node *n, cJSON *last[2], uint64_t now_ms)
 	}
 	if (n->metrics) /* its own copies: the reader's move there */
 		metrics_publish(n->metrics,
-				give[0] ? cJSON_Duplicate(give[0], true) : NULL,
-				give[1] ? cJSON_Duplicate(give[1], true) : NULL,
-				n->syncing);
+		                give[0] ? cJSON_Duplicate(give[0], true) : NULL,
+		                give[1] ? cJSON_Duplicate(give[1], true) : NULL,
+		                n->syncing);
 	if (give[0] || give[1])
 		readers_publish_status(n->readers, give[0], give[1]);
 	return up;
@@ -119,15 +119,15 @@ static void loop_items(struct loop *l)
 	struct node *n = l->n;
 	int max = (int)GD_ARRAY_SIZE(l->items);
 
-	l->items[0] = (zmq_pollitem_t){ control_socket(n->control), 0,
-					ZMQ_POLLIN, 0 };
-	l->items[1] = (zmq_pollitem_t){ writer_socket(n->writer), 0,
-					ZMQ_POLLIN, 0 };
-	l->items[2] = (zmq_pollitem_t){ gitrepl_socket(n->gitrepl), 0,
-					ZMQ_POLLIN, 0 };
+	l->items[0] =
+	        (zmq_pollitem_t){control_socket(n->control), 0, ZMQ_POLLIN, 0};
+	l->items[1] =
+	        (zmq_pollitem_t){writer_socket(n->writer), 0, ZMQ_POLLIN, 0};
+	l->items[2] =
+	        (zmq_pollitem_t){gitrepl_socket(n->gitrepl), 0, ZMQ_POLLIN, 0};
 	l->nitems = 3 + repl_pollitems(n->repl, l->items + 3, max - 3);
-	l->nitems += vote_pollitems(n->vote, l->items + l->nitems,
-				    max - l->nitems);
+	l->nitems +=
+	        vote_pollitems(n->vote, l->items + l->nitems, max - l->nitems);
 }
 
 static void job_vote(void *payload, uint64_t now)
@@ -211,9 +211,10 @@ static void job_status(void *payload, uint64_t now)
 	struct loop *l = payload;
 	struct node *n = l->n;
 
-	sdnotify_update(l->sd, &(struct sdnotify_state){
-		n->syncing, tick_status(n, l->status_last, now),
-		n->cfg->npeers });
+	sdnotify_update(l->sd,
+	                &(struct sdnotify_state){
+	                        n->syncing, tick_status(n, l->status_last, now),
+	                        n->cfg->npeers});
 }
 
 static void job_watchdog(void *payload, uint64_t now)
@@ -226,16 +227,16 @@ static void job_watchdog(void *payload, uint64_t now)
 /* Every periodic job of the node, in the order they run (cron.h).  The
  * rows of period 0 keep their own timers (repl.h, vote.h, sdnotify.h). */
 static const struct cron_job node_cron[] = {
-	{ "vote", 0, job_vote, 0 },
-	{ "clock-step", 0, job_clock_step, 0 }, /* crashpoint.h */
-	{ "repl", 0, job_repl, 0 },
-	{ "relink", 0, job_relink, 0 },
-	{ "syncing", 0, job_syncing, 0 },
-	{ "reap-hooks", REAP_MS, job_reap, 0 },
-	{ "repos-retry", REPOS_RETRY_MS, job_repos_retry, 0 },
-	{ "grant-sweep", SWEEP_MS, job_sweep, 0 },
-	{ "status", STATUS_MS, job_status, 0 },
-	{ "watchdog", 0, job_watchdog, 0 },
+        {"vote", 0, job_vote, 0},
+        {"clock-step", 0, job_clock_step, 0}, /* crashpoint.h */
+        {"repl", 0, job_repl, 0},
+        {"relink", 0, job_relink, 0},
+        {"syncing", 0, job_syncing, 0},
+        {"reap-hooks", REAP_MS, job_reap, 0},
+        {"repos-retry", REPOS_RETRY_MS, job_repos_retry, 0},
+        {"grant-sweep", SWEEP_MS, job_sweep, 0},
+        {"status", STATUS_MS, job_status, 0},
+        {"watchdog", 0, job_watchdog, 0},
 };
 
 /* What the sockets say: durable tickets first (peers, readers, then
@@ -255,10 +256,11 @@ static void on_events(struct loop *l)
 		pump_gitrepl(n);
 }
 
-int loop_run(struct node *n, const volatile sig_atomic_t *stop,
-	     const volatile sig_atomic_t *reloads)
+int loop_run(struct node *n,
+             const volatile sig_atomic_t *stop,
+             const volatile sig_atomic_t *reloads)
 {
-	struct loop l = { .n = n, .was_syncing = n->syncing };
+	struct loop l = {.n = n, .was_syncing = n->syncing};
 	struct cron_job jobs[GD_ARRAY_SIZE(node_cron)];
 	/* a SIGHUP since the start (the config read before it) counts */
 	sig_atomic_t reloaded = 0;
@@ -271,11 +273,12 @@ int loop_run(struct node *n, const volatile sig_atomic_t *stop,
 	/* every repository checked against its records once at start */
 	gitrepl_all(n->gitrepl, NULL);
 	log_info("node running site=%s user_socket=%s admin_socket=%s "
-		 "peers=%d", n->cfg->site, n->cfg->user_socket,
-		 n->cfg->admin_socket, n->cfg->npeers);
+	         "peers=%d",
+	         n->cfg->site, n->cfg->user_socket, n->cfg->admin_socket,
+	         n->cfg->npeers);
 	while (!*stop) {
 		long wait = cron_wait_ms(jobs, GD_ARRAY_SIZE(jobs),
-					 clock_mono_ms(), LOOP_WAIT_MS);
+		                         clock_mono_ms(), LOOP_WAIT_MS);
 		if (zmq_poll(l.items, l.nitems, wait) < 0) {
 			if (errno == EINTR)
 				continue;

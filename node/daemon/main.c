@@ -54,7 +54,6 @@
 #include "xalloc.h"
 #include "banned.h"
 
-
 static volatile sig_atomic_t stopping;
 static volatile sig_atomic_t reloads; /* SIGHUPs so far (loop.h) */
 
@@ -73,37 +72,50 @@ static void on_hup(int sig)
 static void usage(FILE *fp)
 {
 	fprintf(fp,
-"usage: grantd [--config FILE] [-t] [--syslog] [-v]\n"
-"\n"
-"Run a grantd node in the foreground: validate 2FA tokens for the git\n"
-"frontends of this site, keep users, enrollments, grants and token-use\n"
-"marks in RocksDB, replicate them to the [peer] sites over CurveZMQ, and\n"
-"answer grant-shell, grant-keys and grantctl on the user and admin sockets\n"
-"named in the config.\n"
-"\n"
-"  --config FILE  configuration (default $GRANTD_CONFIG, then %s)\n"
-"  -t, --test     check the configuration and key file, then exit\n"
-"  --syslog       log to syslog instead of stderr\n"
-"  -v, --verbose  log debug lines too\n"
-"  -h, --help     this text\n"
-"  --version      print the version and exit\n"
-"\n"
-"Stops cleanly on SIGTERM or SIGINT; safe to kill -9 at any moment.  On\n"
-"SIGHUP (systemctl reload grantd) it reads the config again and takes the\n"
-"peers' new public_key values at once, without a restart (a peer's key\n"
-"rotation); any other change is logged and waits for the next restart.\n"
-"Under systemd (Type=notify) it sends READY=1 once it serves (the start-up\n"
-"sync with its peers over), STATUS= lines and, with WatchdogSec=,\n"
-"WATCHDOG=1.\n"
-"Exit status: 0 stopped cleanly, 1 failed at run time, 2 bad config.\n",
-		CONFIG_DEFAULT_PATH);
+	        "usage: grantd [--config FILE] [-t] [--syslog] [-v]\n"
+	        "\n"
+	        "Run a grantd node in the foreground: validate 2FA tokens for "
+	        "the git\n"
+	        "frontends of this site, keep users, enrollments, grants and "
+	        "token-use\n"
+	        "marks in RocksDB, replicate them to the [peer] sites over "
+	        "CurveZMQ, and\n"
+	        "answer grant-shell, grant-keys and grantctl on the user and "
+	        "admin sockets\n"
+	        "named in the config.\n"
+	        "\n"
+	        "  --config FILE  configuration (default $GRANTD_CONFIG, then "
+	        "%s)\n"
+	        "  -t, --test     check the configuration and key file, then "
+	        "exit\n"
+	        "  --syslog       log to syslog instead of stderr\n"
+	        "  -v, --verbose  log debug lines too\n"
+	        "  -h, --help     this text\n"
+	        "  --version      print the version and exit\n"
+	        "\n"
+	        "Stops cleanly on SIGTERM or SIGINT; safe to kill -9 at any "
+	        "moment.  On\n"
+	        "SIGHUP (systemctl reload grantd) it reads the config again "
+	        "and takes the\n"
+	        "peers' new public_key values at once, without a restart (a "
+	        "peer's key\n"
+	        "rotation); any other change is logged and waits for the next "
+	        "restart.\n"
+	        "Under systemd (Type=notify) it sends READY=1 once it serves "
+	        "(the start-up\n"
+	        "sync with its peers over), STATUS= lines and, with "
+	        "WatchdogSec=,\n"
+	        "WATCHDOG=1.\n"
+	        "Exit status: 0 stopped cleanly, 1 failed at run time, 2 bad "
+	        "config.\n",
+	        CONFIG_DEFAULT_PATH);
 }
 
 /* The node holds its key and opened secrets in memory: no core dump of
  * it, no ptrace or /proc/PID/mem by other processes of its user. */
 static int no_core_dumps(void)
 {
-	struct rlimit zero = { 0, 0 };
+	struct rlimit zero = {0, 0};
 
 	if (setrlimit(RLIMIT_CORE, &zero) < 0 ||
 	    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
@@ -114,8 +126,8 @@ static int no_core_dumps(void)
 /* Read the node's CURVE key pair, and derive from its secret the sealing
  * key for secrets at rest (so the key file is the one secret an operator
  * keeps off the data disk). */
-static int load_keys(struct node *n, uint8_t seal[STORE_SEAL_KEY_LEN],
-		     struct buf *err)
+static int
+load_keys(struct node *n, uint8_t seal[STORE_SEAL_KEY_LEN], struct buf *err)
 {
 	const char *keyfile = n->cfg->secret_key;
 	char derived[Z85_KEY_LEN + 1];
@@ -127,9 +139,10 @@ static int load_keys(struct node *n, uint8_t seal[STORE_SEAL_KEY_LEN],
 	if (!zmq_z85_decode(raw, n->curve_sec) ||
 	    zmq_curve_public(derived, n->curve_sec) != 0 ||
 	    strcmp(derived, n->curve_pub)) {
-		buf_printf(err, "%s: the public and secret keys do not belong "
-			   "together (make a new pair with grantctl keygen)",
-			   keyfile);
+		buf_printf(err,
+		           "%s: the public and secret keys do not belong "
+		           "together (make a new pair with grantctl keygen)",
+		           keyfile);
 		rc = GD_EINVAL;
 	} else {
 		store_seal_key(seal, raw);
@@ -154,14 +167,13 @@ static int hook_command(struct node *n, const char *cfg_path)
 	if (!(slash = strrchr(self, '/')))
 		return GD_EIO;
 	*slash = '\0';
-	k = snprintf(n->hook_path, sizeof(n->hook_path), "%s/grant-hook",
-		     self);
+	k = snprintf(n->hook_path, sizeof(n->hook_path), "%s/grant-hook", self);
 	if (k < 0 || (size_t)k >= sizeof(n->hook_path))
 		return GD_EIO;
 	if (strchr(n->hook_path, '\'') || strchr(conf, '\''))
 		return GD_EINVAL;
 	snprintf(n->hook, sizeof(n->hook), "exec '%s' --config '%s'",
-		 n->hook_path, conf);
+	         n->hook_path, conf);
 	return 0;
 }
 
@@ -172,7 +184,7 @@ static void flush_spool(struct node *n, const char *dir)
 	pid_t pid = repos_run_hook(n->hook_path, n->conf_path, dir);
 	if (pid > 0) {
 		n->hook_pids = xreallocarray(n->hook_pids, n->nhook_pids + 1,
-					     sizeof(*n->hook_pids));
+		                             sizeof(*n->hook_pids));
 		n->hook_pids[n->nhook_pids++] = pid;
 	}
 }
@@ -191,15 +203,15 @@ static void startup_repos(struct node *n)
 	store_iter_new(&it, n->store, NULL, CF_REPOS, "", 0);
 	while (store_iter_next(it, &key, &klen, &v) > 0) {
 		Grantd__V1__Repo *r = grantd__v1__repo__unpack(
-			NULL, v.len, (const uint8_t *)v.p);
+		        NULL, v.len, (const uint8_t *)v.p);
 		if (r && !r->deleted) {
 			/* made if an earlier attempt failed, hook refreshed */
 			if (n->cfg->gitolite_home)
 				repos_adopt(n->cfg->repo_dir, r->name,
-					    r->fork_of, NULL);
+				            r->fork_of, NULL);
 			else
 				repos_create(n->cfg->repo_dir, r->name,
-					     r->fork_of, n->hook);
+				             r->fork_of, n->hook);
 			repos_path(&path, n->cfg->repo_dir, r->name);
 			if (spool_exists(path.p))
 				flush_spool(n, path.p);
@@ -214,11 +226,11 @@ static void startup_repos(struct node *n)
 
 static int make_dirs(const struct config *cfg)
 {
-	const char *paths[] = { cfg->user_socket, cfg->admin_socket,
-				cfg->keys_socket };
+	const char *paths[] = {cfg->user_socket, cfg->admin_socket,
+	                       cfg->keys_socket};
 	if (mkdir(cfg->repo_dir, 0755) < 0 && errno != EEXIST) {
 		log_error("cannot create repo_dir=%s: %s", cfg->repo_dir,
-			  strerror(errno));
+		          strerror(errno));
 		return GD_EIO;
 	}
 	for (size_t i = 0; i < GD_ARRAY_SIZE(paths); i++) {
@@ -229,7 +241,7 @@ static int make_dirs(const struct config *cfg)
 			*slash = '\0';
 			if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
 				log_error("cannot create socket dir=%s: %s",
-					  dir, strerror(errno));
+				          dir, strerror(errno));
 				return GD_EIO;
 			}
 		}
@@ -237,7 +249,8 @@ static int make_dirs(const struct config *cfg)
 	return 0;
 }
 
-/* ---- set-up --------------------------------------------------------------- */
+/* ---- set-up ---------------------------------------------------------------
+ */
 
 /* Batches now durable (writer_opts.durable_fn; repl and the reader open
  * after the writer, so through the node), before the replies they cover:
@@ -252,8 +265,11 @@ static void give_durable(const struct writer_durable *d, void *payload)
 	if (n->repl && d->ops->len)
 		repl_publish(d->ops, n->repl);
 	if (view && n->readers) {
-		readers_publish_status(n->readers, cmd_status_store(
-			n->ops, (int64_t)(clock_wall_ms() / 1000)), NULL);
+		readers_publish_status(
+		        n->readers,
+		        cmd_status_store(n->ops,
+		                         (int64_t)(clock_wall_ms() / 1000)),
+		        NULL);
 		readers_publish(n->readers, view, n->syncing);
 	} else {
 		store_batch_free(&view);
@@ -267,14 +283,18 @@ static int start_readers(struct node *n)
 {
 	struct store_batch *view;
 	struct readers_opts ro = {
-		.cfg = n->cfg, .store = n->store, .host = n->host,
-		.zctx = n->zctx, .syncing = n->syncing, .counts = &n->counts,
+	        .cfg = n->cfg,
+	        .store = n->store,
+	        .host = n->host,
+	        .zctx = n->zctx,
+	        .syncing = n->syncing,
+	        .counts = &n->counts,
 	};
 
 	store_view_new(&view, n->store);
 	ro.view = view;
-	ro.status_store = cmd_status_store(n->ops,
-					   (int64_t)(clock_wall_ms() / 1000));
+	ro.status_store =
+	        cmd_status_store(n->ops, (int64_t)(clock_wall_ms() / 1000));
 	ro.status_repl = cmd_status_repl(n->repl, n->gitrepl, clock_mono_ms());
 	cJSON_AddItemToObject(ro.status_repl, "quorum", vote_status(n->vote));
 	return readers_start(&n->readers, &ro);
@@ -291,30 +311,44 @@ struct args {
 static int parse_args(struct args *a, int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{ "config", required_argument, NULL, 'c' },
-		{ "test", no_argument, NULL, 't' },
-		{ "syslog", no_argument, NULL, 's' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 },
+	        {"config", required_argument, NULL, 'c'},
+	        {"test", no_argument, NULL, 't'},
+	        {"syslog", no_argument, NULL, 's'},
+	        {"verbose", no_argument, NULL, 'v'},
+	        {"help", no_argument, NULL, 'h'},
+	        {"version", no_argument, NULL, 'V'},
+	        {NULL, 0, NULL, 0},
 	};
 	int opt;
 
 	while ((opt = getopt_long(argc, argv, "c:tvh", longopts, NULL)) != -1) {
 		switch (opt) {
-		case 'c': a->path = optarg; break;
-		case 't': a->test = true; break;
-		case 's': a->use_syslog = true; break;
-		case 'v': a->verbose = true; break;
-		case 'h': usage(stdout); return 0;
-		case 'V': printf("grantd %s\n", GRANTD_VERSION); return 0;
-		default: usage(stderr); return 2;
+		case 'c':
+			a->path = optarg;
+			break;
+		case 't':
+			a->test = true;
+			break;
+		case 's':
+			a->use_syslog = true;
+			break;
+		case 'v':
+			a->verbose = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		case 'V':
+			printf("grantd %s\n", GRANTD_VERSION);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
 		}
 	}
 	if (optind != argc) {
 		fprintf(stderr, "grantd: unexpected argument '%s'\n",
-			argv[optind]);
+		        argv[optind]);
 		usage(stderr);
 		return 2;
 	}
@@ -325,8 +359,9 @@ static int parse_args(struct args *a, int argc, char **argv)
 
 /* Load and check the config and the key pair (the sealing key into key).
  * Returns -1 to go on, else the exit status: 0 after -t, 1 or 2. */
-static int load_config(struct node *n, const struct args *a,
-		       uint8_t key[STORE_SEAL_KEY_LEN])
+static int load_config(struct node *n,
+                       const struct args *a,
+                       uint8_t key[STORE_SEAL_KEY_LEN])
 {
 	struct buf err = BUF_INIT;
 	int status = 2;
@@ -334,20 +369,24 @@ static int load_config(struct node *n, const struct args *a,
 	if (config_load(&n->cfg, a->path, &err) < 0) {
 		fprintf(stderr, "grantd: %s\n", err.p);
 	} else if (!n->cfg->secret_key) {
-		fprintf(stderr, "grantd: %s: missing 'secret_key' in [node] "
-			"(make one with: grantctl keygen FILE)\n", a->path);
+		fprintf(stderr,
+		        "grantd: %s: missing 'secret_key' in [node] "
+		        "(make one with: grantctl keygen FILE)\n",
+		        a->path);
 		status = 1;
 	} else if (load_keys(n, key, &err) < 0) {
 		fprintf(stderr, "grantd: %s:%d: secret_key: %s\n", a->path,
-			n->cfg->secret_key_line, err.p);
+		        n->cfg->secret_key_line, err.p);
 	} else if (config_check_own_key(n->cfg, n->curve_pub, &err) < 0) {
 		fprintf(stderr, "grantd: %s\n", err.p);
 	} else if (a->test) {
 		if (n->cfg->metrics && metrics_listen_public(n->cfg->metrics))
-			fprintf(stderr, "grantd: %s: warning: metrics = %s is "
-				"not a loopback address: the endpoint has no "
-				"authentication (bind it to 127.0.0.1, or "
-				"filter the port)\n", a->path, n->cfg->metrics);
+			fprintf(stderr,
+			        "grantd: %s: warning: metrics = %s is "
+			        "not a loopback address: the endpoint has no "
+			        "authentication (bind it to 127.0.0.1, or "
+			        "filter the port)\n",
+			        a->path, n->cfg->metrics);
 		status = selfcheck_run(n->cfg, stderr) < 0 ? 2 : 0;
 		if (!status)
 			printf("configuration ok: %s\n", a->path);
@@ -360,17 +399,16 @@ static int load_config(struct node *n, const struct args *a,
 
 /* Logging, the libraries, signals, the host name.  *git_up once libgit2
  * is initialised (to shut it down).  Returns 0 or GD_EINVAL (logged). */
-static int set_up_process(struct node *n, const struct args *a,
-			  bool *git_up)
+static int set_up_process(struct node *n, const struct args *a, bool *git_up)
 {
 	enum log_level lvl = a->verbose ? LOG_LVL_DEBUG : LOG_LVL_INFO;
 	const char *l = n->cfg->log_level;
 
 	if (l && !a->verbose)
-		lvl = !strcmp(l, "error") ? LOG_LVL_ERROR :
-		      !strcmp(l, "warn")  ? LOG_LVL_WARN :
-		      !strcmp(l, "debug") ? LOG_LVL_DEBUG :
-					    LOG_LVL_INFO;
+		lvl = !strcmp(l, "error")   ? LOG_LVL_ERROR
+		      : !strcmp(l, "warn")  ? LOG_LVL_WARN
+		      : !strcmp(l, "debug") ? LOG_LVL_DEBUG
+		                            : LOG_LVL_INFO;
 	log_init("grantd", a->use_syslog, lvl);
 	if (sodium_init() < 0 || otp_init() < 0) {
 		log_error("crypto libraries failed to initialise");
@@ -380,7 +418,7 @@ static int set_up_process(struct node *n, const struct args *a,
 	*git_up = true;
 	if (repos_git_isolate() < 0) {
 		log_error("cannot keep git from reading the service account's "
-			  "configuration");
+		          "configuration");
 		return GD_EINVAL;
 	}
 	crashpoint_init();
@@ -399,8 +437,10 @@ static int set_up_process(struct node *n, const struct args *a,
 
 /* The store, the node's state and the commit pipeline (syncer, writer).
  * key is wiped once the store has it. */
-static int open_state(struct node *n, const char *cfg_path,
-		      uint8_t key[STORE_SEAL_KEY_LEN], bool *created)
+static int open_state(struct node *n,
+                      const char *cfg_path,
+                      uint8_t key[STORE_SEAL_KEY_LEN],
+                      bool *created)
 {
 	int rc;
 
@@ -414,7 +454,7 @@ static int open_state(struct node *n, const char *cfg_path,
 	}
 	if ((rc = hook_command(n, cfg_path)) < 0) {
 		log_error("cannot name the post-receive hook (paths with a "
-			  "quote?)");
+		          "quote?)");
 		return rc;
 	}
 	n->zctx = zmq_ctx_new();
@@ -441,37 +481,55 @@ static int open_peers(struct node *n, struct peer_self *self, bool created)
 {
 	int rc;
 
-	*self = (struct peer_self){ n->zctx, n->cfg->site, n->curve_pub,
-				    n->curve_sec };
-	if ((rc = peer_open(&n->peer, &(struct peer_link_opts){
-			.self = self, .peers = n->cfg->peers,
-			.npeers = n->cfg->npeers, .sync = n->cfg->sync,
-			.maxmsg = 64 * 1024 })) < 0 ||
-	    (rc = repl_open(&n->repl, &(struct repl_opts){
-			.ops = n->ops, .store = n->store, .cfg = n->cfg,
-			.self = self, .link = n->peer, .writer = n->writer,
-			.latency_hist = &n->counts.repl_latency })) < 0)
+	*self = (struct peer_self){n->zctx, n->cfg->site, n->curve_pub,
+	                           n->curve_sec};
+	if ((rc = peer_open(&n->peer,
+	                    &(struct peer_link_opts){.self = self,
+	                                             .peers = n->cfg->peers,
+	                                             .npeers = n->cfg->npeers,
+	                                             .sync = n->cfg->sync,
+	                                             .maxmsg = 64 * 1024})) <
+	            0 ||
+	    (rc = repl_open(&n->repl,
+	                    &(struct repl_opts){
+	                            .ops = n->ops,
+	                            .store = n->store,
+	                            .cfg = n->cfg,
+	                            .self = self,
+	                            .link = n->peer,
+	                            .writer = n->writer,
+	                            .latency_hist = &n->counts.repl_latency})) <
+	            0)
 		return rc;
 	n->syncing = repl_syncing(n->repl);
-	if ((rc = vote_open(&n->vote, &(struct vote_opts){
-			.cfg = n->cfg, .store = n->store, .writer = n->writer,
-			.self = self, .link = n->peer,
-			.data_dir = n->cfg->data_dir, .created = created })) < 0 ||
-	    (rc = gitrepl_start(&n->gitrepl, &(struct gitrepl_opts){
-			.self = self, .peers = n->cfg->peers,
-			.npeers = n->cfg->npeers, .repo_dir = n->cfg->repo_dir,
-			.store = n->store, .hook_path = n->hook_path,
-			.conf_path = n->conf_path,
-			.gitolite_home = n->cfg->gitolite_home,
-			.gitolite_program = n->cfg->gitolite_program,
-			.fetch_hist = &n->counts.fetch })) < 0)
+	if ((rc = vote_open(&n->vote,
+	                    &(struct vote_opts){.cfg = n->cfg,
+	                                        .store = n->store,
+	                                        .writer = n->writer,
+	                                        .self = self,
+	                                        .link = n->peer,
+	                                        .data_dir = n->cfg->data_dir,
+	                                        .created = created})) < 0 ||
+	    (rc = gitrepl_start(
+	             &n->gitrepl,
+	             &(struct gitrepl_opts){
+	                     .self = self,
+	                     .peers = n->cfg->peers,
+	                     .npeers = n->cfg->npeers,
+	                     .repo_dir = n->cfg->repo_dir,
+	                     .store = n->store,
+	                     .hook_path = n->hook_path,
+	                     .conf_path = n->conf_path,
+	                     .gitolite_home = n->cfg->gitolite_home,
+	                     .gitolite_program = n->cfg->gitolite_program,
+	                     .fetch_hist = &n->counts.fetch})) < 0)
 		return rc;
 	if ((rc = peer_on(n->peer, GRANTD__V1__PEER_MSG__BODY_PACK_REQ,
-			  gitrepl_serve, n->gitrepl)) < 0 ||
+	                  gitrepl_serve, n->gitrepl)) < 0 ||
 	    (rc = peer_on(n->peer, GRANTD__V1__PEER_MSG__BODY_PACK_CREDIT,
-			  gitrepl_serve, n->gitrepl)) < 0 ||
+	                  gitrepl_serve, n->gitrepl)) < 0 ||
 	    (rc = peer_on(n->peer, GRANTD__V1__PEER_MSG__BODY_PACK_ERR,
-			  gitrepl_serve, n->gitrepl)) < 0)
+	                  gitrepl_serve, n->gitrepl)) < 0)
 		return rc;
 	return 0;
 }
@@ -486,9 +544,12 @@ static int open_front(struct node *n)
 	    (rc = control_open(&n->control, n, readers_pipe(n->readers))) < 0)
 		return rc;
 	if (n->cfg->metrics &&
-	    (rc = metrics_start(&n->metrics, &(struct metrics_opts){
-			.listen = n->cfg->metrics, .data_dir = n->cfg->data_dir,
-			.counts = &n->counts, .syncing = n->syncing })) < 0)
+	    (rc = metrics_start(
+	             &n->metrics,
+	             &(struct metrics_opts){.listen = n->cfg->metrics,
+	                                    .data_dir = n->cfg->data_dir,
+	                                    .counts = &n->counts,
+	                                    .syncing = n->syncing})) < 0)
 		return rc;
 	return 0;
 }
@@ -522,8 +583,8 @@ static void close_node(struct node *n, bool git_up)
 
 int main(int argc, char **argv)
 {
-	struct args a = { 0 };
-	struct node n = { 0 };
+	struct args a = {0};
+	struct node n = {0};
 	struct peer_self self;
 	uint8_t key[STORE_SEAL_KEY_LEN];
 	bool created = false, git_up = false;
@@ -533,7 +594,7 @@ int main(int argc, char **argv)
 		return status;
 	if (no_core_dumps() < 0) {
 		fprintf(stderr, "grantd: cannot disable core dumps: %s\n",
-			strerror(errno));
+		        strerror(errno));
 		return 1;
 	}
 	if ((status = load_config(&n, &a, key)) < 0) {

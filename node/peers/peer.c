@@ -19,13 +19,13 @@
 #include "banned.h"
 
 #define ZAP_ENDPOINT "inproc://zeromq.zap.01"
-#define ZAP_DOMAIN "grantd"
+#define ZAP_DOMAIN   "grantd"
 /* PUB's own domain: a mirror's key is admitted on the sync ROUTER (its
  * feed, catch-up and packs) but never on PUB, which carries every
  * operation whole, secrets included (docs/mirrors.md) */
-#define ZAP_DOMAIN_PUB "grantd.pub"
+#define ZAP_DOMAIN_PUB             "grantd.pub"
 #define ZMQ_ZAP_ENFORCE_DOMAIN_OPT 93 /* draft macro; honoured by 4.3.4 */
-#define KINDS_MAX 32                  /* PeerMsg body cases are below */
+#define KINDS_MAX                  32 /* PeerMsg body cases are below */
 
 struct handler {
 	peer_fn fn;
@@ -64,8 +64,10 @@ void peer_msg_init(const struct peer_self *self, Grantd__V1__PeerMsg *m)
 	m->has_sent_us = 1;
 }
 
-int peer_send(void *sock, const Grantd__V1__PeerMsg *m, const void *id,
-	      size_t idlen)
+int peer_send(void *sock,
+              const Grantd__V1__PeerMsg *m,
+              const void *id,
+              size_t idlen)
 {
 	size_t len = grantd__v1__peer_msg__get_packed_size(m);
 	uint8_t *p = xmalloc(len ? len : 1);
@@ -92,8 +94,8 @@ const char *peer_msg_problem(const Grantd__V1__PeerMsg *m, const char *site)
 	return NULL;
 }
 
-Grantd__V1__PeerMsg *peer_msg_decode(const void *p, size_t len,
-				     const char *site, const char **why)
+Grantd__V1__PeerMsg *
+peer_msg_decode(const void *p, size_t len, const char *site, const char **why)
 {
 	Grantd__V1__PeerMsg *m = grantd__v1__peer_msg__unpack(NULL, len, p);
 
@@ -120,22 +122,27 @@ static void set_common(void *s, int64_t maxmsg)
 static void *socket_failed(void *s, const char *what, const char *endpoint)
 {
 	log_error("cannot %s endpoint=%s: %s", what, endpoint,
-		  zmq_strerror(errno));
+	          zmq_strerror(errno));
 	zmq_close(s);
 	return NULL;
 }
 
-void *peer_curve_client(const struct peer_self *self, int type,
-			const char *endpoint, const char *server_key,
-			int64_t maxmsg)
+void *peer_curve_client(const struct peer_self *self,
+                        int type,
+                        const char *endpoint,
+                        const char *server_key,
+                        int64_t maxmsg)
 {
 	return peer_curve_client_watched(self, type, endpoint, server_key,
-					 maxmsg, NULL);
+	                                 maxmsg, NULL);
 }
 
-void *peer_curve_client_watched(const struct peer_self *self, int type,
-				const char *endpoint, const char *server_key,
-				int64_t maxmsg, struct linkmon *mon)
+void *peer_curve_client_watched(const struct peer_self *self,
+                                int type,
+                                const char *endpoint,
+                                const char *server_key,
+                                int64_t maxmsg,
+                                struct linkmon *mon)
 {
 	void *s = zmq_socket(self->zctx, type);
 	int one = 1;
@@ -143,12 +150,12 @@ void *peer_curve_client_watched(const struct peer_self *self, int type,
 	if (!s)
 		return NULL;
 	set_common(s, maxmsg);
-	if (zmq_setsockopt(s, ZMQ_CURVE_SERVERKEY, server_key,
-			   Z85_KEY_LEN) < 0 ||
+	if (zmq_setsockopt(s, ZMQ_CURVE_SERVERKEY, server_key, Z85_KEY_LEN) <
+	            0 ||
 	    zmq_setsockopt(s, ZMQ_CURVE_PUBLICKEY, self->curve_pub,
-			   Z85_KEY_LEN) < 0 ||
+	                   Z85_KEY_LEN) < 0 ||
 	    zmq_setsockopt(s, ZMQ_CURVE_SECRETKEY, self->curve_sec,
-			   Z85_KEY_LEN) < 0)
+	                   Z85_KEY_LEN) < 0)
 		return socket_failed(s, "secure", endpoint);
 	if (type == ZMQ_DEALER)
 		zmq_setsockopt(s, ZMQ_IMMEDIATE, &one, sizeof(one));
@@ -169,8 +176,8 @@ void *peer_curve_client_watched(const struct peer_self *self, int type,
 	return s;
 }
 
-void *peer_server(struct peer_link *l, int type, const char *endpoint,
-		  int64_t maxmsg)
+void *
+peer_server(struct peer_link *l, int type, const char *endpoint, int64_t maxmsg)
 {
 	void *s = zmq_socket(l->self->zctx, type);
 	const char *domain = type == ZMQ_PUB ? ZAP_DOMAIN_PUB : ZAP_DOMAIN;
@@ -182,10 +189,10 @@ void *peer_server(struct peer_link *l, int type, const char *endpoint,
 	/* fail closed: a socket without all of these must not exist */
 	if (zmq_setsockopt(s, ZMQ_CURVE_SERVER, &one, sizeof(one)) < 0 ||
 	    zmq_setsockopt(s, ZMQ_CURVE_SECRETKEY, l->self->curve_sec,
-			   Z85_KEY_LEN) < 0 ||
+	                   Z85_KEY_LEN) < 0 ||
 	    zmq_setsockopt(s, ZMQ_ZAP_DOMAIN, domain, strlen(domain)) < 0 ||
-	    zmq_setsockopt(s, ZMQ_ZAP_ENFORCE_DOMAIN_OPT, &one,
-			   sizeof(one)) < 0 ||
+	    zmq_setsockopt(s, ZMQ_ZAP_ENFORCE_DOMAIN_OPT, &one, sizeof(one)) <
+	            0 ||
 	    (type == ZMQ_ROUTER &&
 	     zmq_setsockopt(s, ZMQ_ROUTER_MANDATORY, &one, sizeof(one)) < 0))
 		return socket_failed(s, "secure", endpoint);
@@ -216,8 +223,12 @@ void peer_drain(void *sock, zmq_msg_t *last)
 
 /* ---- ZAP ---------------------------------------------------------------- */
 
-static void zap_reply(void *sock, const char *reqid, size_t idlen,
-		      const char *code, const char *text, const char *user)
+static void zap_reply(void *sock,
+                      const char *reqid,
+                      size_t idlen,
+                      const char *code,
+                      const char *text,
+                      const char *user)
 {
 	zmq_send(sock, "1.0", 3, ZMQ_SNDMORE);
 	zmq_send(sock, reqid, idlen, ZMQ_SNDMORE);
@@ -258,15 +269,15 @@ void peer_zap_handle(struct peer_link *l)
 	    !memcmp(zmq_msg_data(&f[5]), "CURVE", 5) &&
 	    zmq_msg_size(&f[6]) == 32) {
 		bool pub = zmq_msg_size(&f[2]) == strlen(ZAP_DOMAIN_PUB) &&
-			   !memcmp(zmq_msg_data(&f[2]), ZAP_DOMAIN_PUB,
-				   strlen(ZAP_DOMAIN_PUB));
+		           !memcmp(zmq_msg_data(&f[2]), ZAP_DOMAIN_PUB,
+		                   strlen(ZAP_DOMAIN_PUB));
 		reason = "unknown key";
 		for (int i = 0; i < l->npeers; i++) {
 			if (sodium_memcmp(zmq_msg_data(&f[6]), l->keys[i], 32))
 				continue;
 			if (pub && l->peers[i].role == CONFIG_ROLE_MIRROR)
 				reason = "a mirror on publish (mirrors are "
-					 "fed on sync)";
+				         "fed on sync)";
 			else
 				site = l->peers[i].site;
 		}
@@ -284,7 +295,7 @@ void peer_zap_handle(struct peer_link *l)
 	if (nf >= 2) {
 		if (site) {
 			zap_reply(l->zap, zmq_msg_data(&f[1]),
-				  zmq_msg_size(&f[1]), "200", "OK", site);
+			          zmq_msg_size(&f[1]), "200", "OK", site);
 		} else {
 			char key[Z85_KEY_LEN + 1] = "-";
 			uint64_t now = clock_mono_ms();
@@ -292,25 +303,26 @@ void peer_zap_handle(struct peer_link *l)
 			if (nf >= 7 && zmq_msg_size(&f[6]) == 32)
 				zmq_z85_encode(key, zmq_msg_data(&f[6]), 32);
 			bool again = !strcmp(key, l->refused_key) &&
-				     now - l->refused_log_ms < 60000;
+			             now - l->refused_log_ms < 60000;
 			snprintf(l->refused_key, sizeof(l->refused_key), "%s",
-				 key);
-			snprintf(l->refused_addr, sizeof(l->refused_addr),
-				 "%s", addr);
+			         key);
+			snprintf(l->refused_addr, sizeof(l->refused_addr), "%s",
+			         addr);
 			/* a refused peer retries (linkmon.h): once a minute */
 			if (!again) {
 				l->refused_log_ms = now;
-				log_warn("peer refused addr=%s reason=%s key=%s "
-					 "refused=%llu: if it is a peer's new "
-					 "key, set it as public_key of that "
-					 "peer's [peer NAME] section here and "
-					 "reload this node (systemctl reload "
-					 "grantd, or kill -HUP)",
-					 addr, reason, key,
-					 (unsigned long long)l->refused);
+				log_warn(
+				        "peer refused addr=%s reason=%s key=%s "
+				        "refused=%llu: if it is a peer's new "
+				        "key, set it as public_key of that "
+				        "peer's [peer NAME] section here and "
+				        "reload this node (systemctl reload "
+				        "grantd, or kill -HUP)",
+				        addr, reason, key,
+				        (unsigned long long)l->refused);
 			}
 			zap_reply(l->zap, zmq_msg_data(&f[1]),
-				  zmq_msg_size(&f[1]), "400", "not a peer", "");
+			          zmq_msg_size(&f[1]), "400", "not a peer", "");
 		}
 	}
 	for (int i = 0; i < nf; i++)
@@ -331,7 +343,7 @@ int peer_open(struct peer_link **out, const struct peer_link_opts *o)
 	for (int i = 0; i < o->npeers && i < CONFIG_MAX_PEERS; i++) {
 		if (!zmq_z85_decode(l->keys[i], o->peers[i].public_key)) {
 			log_error("bad public_key for peer=%s",
-				  o->peers[i].site);
+			          o->peers[i].site);
 			rc = GD_EINVAL;
 			goto fail;
 		}
@@ -341,11 +353,11 @@ int peer_open(struct peer_link **out, const struct peer_link_opts *o)
 	l->zap = zmq_socket(o->self->zctx, ZMQ_REP);
 	if (!l->zap || zmq_bind(l->zap, ZAP_ENDPOINT) < 0) {
 		log_error("cannot start the ZAP handler: %s",
-			  zmq_strerror(errno));
+		          zmq_strerror(errno));
 		goto fail;
 	}
-	if (o->sync && !(l->router = peer_server(l, ZMQ_ROUTER, o->sync,
-						 o->maxmsg)))
+	if (o->sync &&
+	    !(l->router = peer_server(l, ZMQ_ROUTER, o->sync, o->maxmsg)))
 		goto fail;
 	*out = l;
 	return 0;
@@ -387,7 +399,7 @@ int peer_on(struct peer_link *l, int kind, peer_fn fn, void *payload)
 {
 	if (kind <= 0 || kind >= KINDS_MAX || !fn || l->on[kind].fn)
 		return GD_EINVAL;
-	l->on[kind] = (struct handler){ fn, payload };
+	l->on[kind] = (struct handler){fn, payload};
 	return 0;
 }
 
@@ -401,9 +413,9 @@ int peer_pollitems(struct peer_link *l, zmq_pollitem_t *items, int max)
 	int k = 0;
 
 	if (k < max)
-		items[k++] = (zmq_pollitem_t){ l->zap, 0, ZMQ_POLLIN, 0 };
+		items[k++] = (zmq_pollitem_t){l->zap, 0, ZMQ_POLLIN, 0};
 	if (l->router && k < max)
-		items[k++] = (zmq_pollitem_t){ l->router, 0, ZMQ_POLLIN, 0 };
+		items[k++] = (zmq_pollitem_t){l->router, 0, ZMQ_POLLIN, 0};
 	return k;
 }
 
@@ -455,18 +467,17 @@ static void plane_refuse(struct peer_link *l,
 }
 
 /* One decoded request to whoever registered its kind. */
-static void dispatch(struct peer_link *l, zmq_msg_t *id, zmq_msg_t *body,
-		     const char *site)
+static void
+dispatch(struct peer_link *l, zmq_msg_t *id, zmq_msg_t *body, const char *site)
 {
 	const char *why;
 	Grantd__V1__PeerMsg *m = peer_msg_decode(
-		zmq_msg_data(body), zmq_msg_size(body), site, &why);
+	        zmq_msg_data(body), zmq_msg_size(body), site, &why);
 
 	if (!m) {
 		drop(l);
 		log_warn("peer message dropped peer=%s: %s dropped=%llu", site,
-			 why,
-			 (unsigned long long)*l->dropped);
+		         why, (unsigned long long)*l->dropped);
 		return;
 	}
 	int kind = (int)m->body_case;
@@ -476,9 +487,13 @@ static void dispatch(struct peer_link *l, zmq_msg_t *id, zmq_msg_t *body,
 		plane_refuse(l, id, m, site, role, a);
 	} else if (kind > 0 && kind < KINDS_MAX && l->on[kind].fn) {
 		struct peer_req rq = {
-			.link = l, .rid = zmq_msg_data(id),
-			.ridlen = zmq_msg_size(id), .site = site, .m = m,
-			.frame = zmq_msg_data(body), .len = zmq_msg_size(body),
+		        .link = l,
+		        .rid = zmq_msg_data(id),
+		        .ridlen = zmq_msg_size(id),
+		        .site = site,
+		        .m = m,
+		        .frame = zmq_msg_data(body),
+		        .len = zmq_msg_size(body),
 		};
 		l->on[kind].fn(&rq, l->on[kind].payload);
 	} else {

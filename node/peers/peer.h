@@ -45,7 +45,7 @@
 struct peer_self {
 	void *zctx;
 	const char *site;
-	const char *curve_pub;  /* Z85_KEY_LEN characters */
+	const char *curve_pub; /* Z85_KEY_LEN characters */
 	const char *curve_sec;
 };
 
@@ -58,8 +58,10 @@ void peer_msg_init(const struct peer_self *self, Grantd__V1__PeerMsg *m);
 /* Pack m and send it on sock without waiting, behind routing id when id
  * is not NULL.  Returns 0 or GD_EIO (not sent: no peer, or its queue is
  * full; errno says which). */
-int peer_send(void *sock, const Grantd__V1__PeerMsg *m, const void *id,
-	      size_t idlen);
+int peer_send(void *sock,
+              const Grantd__V1__PeerMsg *m,
+              const void *id,
+              size_t idlen);
 
 /* Why m (NULL: it did not decode) cannot be taken on site's link, or NULL
  * when it can. */
@@ -68,8 +70,8 @@ const char *peer_msg_problem(const Grantd__V1__PeerMsg *m, const char *site);
 /* Unpack a frame that came on site's link.  Returns the message (the
  * caller's: grantd__v1__peer_msg__free_unpacked) or NULL with *why set
  * (static text) when it does not decode or peer_msg_problem refuses it. */
-Grantd__V1__PeerMsg *peer_msg_decode(const void *p, size_t len,
-				     const char *site, const char **why);
+Grantd__V1__PeerMsg *
+peer_msg_decode(const void *p, size_t len, const char *site, const char **why);
 
 /* ---- sockets ------------------------------------------------------------ */
 
@@ -77,17 +79,22 @@ Grantd__V1__PeerMsg *peer_msg_decode(const void *p, size_t len,
  * everything, ZMQ_DEALER queues only for a connected peer) connected to
  * endpoint as self, for a server with server_key; frames over maxmsg are
  * refused.  NULL on failure (logged).  The caller closes it. */
-void *peer_curve_client(const struct peer_self *self, int type,
-			const char *endpoint, const char *server_key,
-			int64_t maxmsg);
+void *peer_curve_client(const struct peer_self *self,
+                        int type,
+                        const char *endpoint,
+                        const char *server_key,
+                        int64_t maxmsg);
 
 struct linkmon;
 
 /* peer_curve_client, with mon (linkmon.h; NULL: none) watching the socket's
  * handshakes from before it connects. */
-void *peer_curve_client_watched(const struct peer_self *self, int type,
-				const char *endpoint, const char *server_key,
-				int64_t maxmsg, struct linkmon *mon);
+void *peer_curve_client_watched(const struct peer_self *self,
+                                int type,
+                                const char *endpoint,
+                                const char *server_key,
+                                int64_t maxmsg,
+                                struct linkmon *mon);
 
 /* Receive one frame without waiting: 1 with *msg filled (the caller
  * closes it), 0 when nothing is waiting (*msg closed). */
@@ -104,10 +111,10 @@ struct peer_link_opts {
 	const struct peer_self *self;
 	const struct config_peer *peers; /* admitted by key, named by site */
 	int npeers;
-	const char *sync;       /* the ROUTER's endpoint; NULL: no ROUTER */
-	int64_t maxmsg;         /* larger ROUTER frames are refused */
-	uint64_t *dropped;      /* bumped for every frame refused (NULL:
-				 * the link's own, peer_dropped()) */
+	const char *sync; /* the ROUTER's endpoint; NULL: no ROUTER */
+	int64_t maxmsg; /* larger ROUTER frames are refused */
+	uint64_t *dropped; /* bumped for every frame refused (NULL:
+	                    * the link's own, peer_dropped()) */
 };
 
 /* Bind the ZAP handler (one per zmq context), then the sync ROUTER when
@@ -125,18 +132,20 @@ int peer_set_key(struct peer_link *l, const char *site, const char *key);
 
 /* A CURVE server of the given type bound to endpoint, admitting only the
  * link's peers; NULL on failure (logged).  The caller closes it. */
-void *peer_server(struct peer_link *l, int type, const char *endpoint,
-		  int64_t maxmsg);
+void *peer_server(struct peer_link *l,
+                  int type,
+                  const char *endpoint,
+                  int64_t maxmsg);
 
 /* A request that came on the sync ROUTER, decoded and checked.  All of it
  * is borrowed for the handler's call only. */
 struct peer_req {
 	struct peer_link *link;
-	const void *rid;        /* the asker's routing id */
+	const void *rid; /* the asker's routing id */
 	size_t ridlen;
-	const char *site;       /* the asker, from its CURVE key */
+	const char *site; /* the asker, from its CURVE key */
 	const Grantd__V1__PeerMsg *m;
-	const void *frame;      /* m as received */
+	const void *frame; /* m as received */
 	size_t len;
 };
 
