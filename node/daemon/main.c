@@ -69,47 +69,36 @@ static void on_hup(int sig)
 	reloads = reloads == SIG_ATOMIC_MAX ? 0 : reloads + 1;
 }
 
+/* clang-format off */
 static void usage(FILE *fp)
 {
 	fprintf(fp,
-	        "usage: grantd [--config FILE] [-t] [--syslog] [-v]\n"
-	        "\n"
-	        "Run a grantd node in the foreground: validate 2FA tokens for "
-	        "the git\n"
-	        "frontends of this site, keep users, enrollments, grants and "
-	        "token-use\n"
-	        "marks in RocksDB, replicate them to the [peer] sites over "
-	        "CurveZMQ, and\n"
-	        "answer grant-shell, grant-keys and grantctl on the user and "
-	        "admin sockets\n"
-	        "named in the config.\n"
-	        "\n"
-	        "  --config FILE  configuration (default $GRANTD_CONFIG, then "
-	        "%s)\n"
-	        "  -t, --test     check the configuration and key file, then "
-	        "exit\n"
-	        "  --syslog       log to syslog instead of stderr\n"
-	        "  -v, --verbose  log debug lines too\n"
-	        "  -h, --help     this text\n"
-	        "  --version      print the version and exit\n"
-	        "\n"
-	        "Stops cleanly on SIGTERM or SIGINT; safe to kill -9 at any "
-	        "moment.  On\n"
-	        "SIGHUP (systemctl reload grantd) it reads the config again "
-	        "and takes the\n"
-	        "peers' new public_key values at once, without a restart (a "
-	        "peer's key\n"
-	        "rotation); any other change is logged and waits for the next "
-	        "restart.\n"
-	        "Under systemd (Type=notify) it sends READY=1 once it serves "
-	        "(the start-up\n"
-	        "sync with its peers over), STATUS= lines and, with "
-	        "WatchdogSec=,\n"
-	        "WATCHDOG=1.\n"
-	        "Exit status: 0 stopped cleanly, 1 failed at run time, 2 bad "
-	        "config.\n",
-	        CONFIG_DEFAULT_PATH);
+"usage: grantd [--config FILE] [-t] [--syslog] [-v]\n"
+"\n"
+"Run a grantd node in the foreground: validate 2FA tokens for the git\n"
+"frontends of this site, keep users, enrollments, grants and token-use\n"
+"marks in RocksDB, replicate them to the [peer] sites over CurveZMQ, and\n"
+"answer grant-shell, grant-keys and grantctl on the user and admin sockets\n"
+"named in the config.\n"
+"\n"
+"  --config FILE  configuration (default $GRANTD_CONFIG, then %s)\n"
+"  -t, --test     check the configuration and key file, then exit\n"
+"  --syslog       log to syslog instead of stderr\n"
+"  -v, --verbose  log debug lines too\n"
+"  -h, --help     this text\n"
+"  --version      print the version and exit\n"
+"\n"
+"Stops cleanly on SIGTERM or SIGINT; safe to kill -9 at any moment.  On\n"
+"SIGHUP (systemctl reload grantd) it reads the config again and takes the\n"
+"peers' new public_key values at once, without a restart (a peer's key\n"
+"rotation); any other change is logged and waits for the next restart.\n"
+"Under systemd (Type=notify) it sends READY=1 once it serves (the start-up\n"
+"sync with its peers over), STATUS= lines and, with WatchdogSec=,\n"
+"WATCHDOG=1.\n"
+"Exit status: 0 stopped cleanly, 1 failed at run time, 2 bad config.\n",
+		CONFIG_DEFAULT_PATH);
 }
+/* clang-format on */
 
 /* The node holds its key and opened secrets in memory: no core dump of
  * it, no ptrace or /proc/PID/mem by other processes of its user. */
@@ -249,8 +238,7 @@ static int make_dirs(const struct config *cfg)
 	return 0;
 }
 
-/* ---- set-up ---------------------------------------------------------------
- */
+/* ---- set-up ------------------------------------------------------------ */
 
 /* Batches now durable (writer_opts.durable_fn; repl and the reader open
  * after the writer, so through the node), before the replies they cover:
