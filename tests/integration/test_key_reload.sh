@@ -15,7 +15,8 @@
 #    paloalto's promise) and the repository DEALER (with montreal frozen,
 #    a push at paloalto reaches portland from paloalto alone);
 #  - montreal's reload also changes a setting that needs a restart and
-#    adds a peer: both are logged by name and not applied;
+#    adds a peer: both are logged by name and not applied; its DEALERs
+#    are checked the same way, portland frozen;
 #  - nobody but paloalto restarts (same pids), both directions heal, the
 #    digests converge, and one TOTP token is accepted at one site only.
 . "$(dirname "$0")/lib.sh"
@@ -187,6 +188,19 @@ t_expect_soon 0 20 "montreal hears paloalto" hears montreal paloalto
 t_expect_soon 0 10 "paloalto: its link to montreal is up" peer_link paloalto montreal up
 t_expect_converged "the three sites agree" 20
 t_check "montreal: r's master arrived" ref_is montreal "$TIP"
+
+t_section "montreal's vote and repository DEALERs to paloalto have the new key (portland frozen)"
+t_pause portland
+echo "$RANDOM" >>"$W/f"
+gd_git 127.0.0.1 /dev/null -C "$W" commit -q -a -m c2
+TIP2=$(t_head "$W")
+t_expect 0 "a second push to r at paloalto" \
+	gd_git 127.0.0.1 /dev/null -C "$W" push -q "$PA/repos/r.git" HEAD:refs/heads/master
+t_expect_soon 0 20 "montreal: r's master and its objects came from paloalto" ref_is montreal "$TIP2"
+t_expect 0 "montreal: hugo's val accepted by the majority of montreal and paloalto" \
+	t_sh montreal 127.0.7.6 hugo 2fa val "$(t_hotp "$HS" 2)"
+t_resume portland
+t_expect_converged "the three sites agree" 20
 
 t_section "one TOTP token, offered at every site"
 t_totp_settle
