@@ -240,9 +240,9 @@ static void zap(struct zfx *f, const char *key, char code[4], char user[32])
 		assert_true(n >= 0);
 		part[n] = '\0';
 		if (i == 2)
-			snprintf(code, 4, "%s", part);
+			snprintf(code, 4, "%.3s", part);
 		if (i == 4)
-			snprintf(user, 32, "%s", part);
+			snprintf(user, 32, "%.31s", part);
 	}
 }
 
