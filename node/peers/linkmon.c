@@ -154,7 +154,9 @@ bool linkmon_poll(struct linkmon *m, uint64_t now_ms, const char *what)
 		else if (was != m->state)
 			log_warn("peer handshake failed %s error=0x%x: check "
 			         "the peer's public_key in this node's "
-			         "configuration; retrying",
+			         "configuration (then reload this node: "
+			         "systemctl reload grantd, or kill -HUP); "
+			         "retrying",
 			         what, value);
 	}
 	return m->retry_at_ms && now_ms >= m->retry_at_ms;

@@ -103,12 +103,17 @@ t_expect_soon 0 10 "portland logs the file and line it refused" \
 t_check "... and that it keeps its configuration" \
 	t_grep_log portland "the node keeps running on the configuration it has"
 t_check "portland still runs, the same process" same_pids
-t_check "portland still hears paloalto (the old key)" hears portland paloalto
-t_expect 0 "portland: hugo's val accepted (votes of the others on the old keys)" \
-	t_sh portland 127.0.7.5 hugo 2fa val "$(t_hotp "$HS" 0)"
+# the clients read the file too (grantctl, grant-shell): ask the others
+t_expect_soon 0 5 "paloalto still hears portland (its ZAP admits paloalto's key)" hears paloalto portland
+t_expect_soon 0 5 "montreal still hears portland" hears montreal portland
 t_expect 0 "paloalto: user add ida" t_c paloalto user add ida
-t_expect_converged "the three sites agree" 20
+t_expect_converged "paloalto and montreal agree" 20 paloalto montreal
+# the file put back, not read: what portland serves is what it kept
 cp "$T_DIR/portland.conf.good" "$PL_CONF"
+t_check "portland hears paloalto" hears portland paloalto
+t_expect 0 "portland: hugo's val accepted (the others' votes, on the old keys)" \
+	t_sh portland 127.0.7.5 hugo 2fa val "$(t_hotp "$HS" 0)"
+t_expect_converged "the three sites agree" 20
 t_expect 0 "portland: kill -HUP with the file as it was" hup portland
 t_expect_soon 0 10 "portland: reload done, nothing to change" \
 	t_grep_log portland "reload done keys_changed=0 not_applied=0"
