@@ -291,7 +291,8 @@ int loop_run(struct node *n,
 		 * make the sockets of a peer with a new key again at once */
 		if (*reloads != reloaded) {
 			reloaded = *reloads;
-			reload_run(n);
+			/* (logged; the node runs on either way) */
+			reload_run(n->cfg, n->peer, n->gitrepl, n->curve_pub);
 		}
 		/* intervals, never stamps: the monotonic clock */
 		cron_run(jobs, GD_ARRAY_SIZE(jobs), clock_mono_ms(), &l);

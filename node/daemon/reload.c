@@ -1,10 +1,10 @@
 /*
  * reload.c: the configuration read again on SIGHUP (reload.h).
  *
- * The running configuration (n->cfg) stays the one read at start, but for
- * the peers' public keys: reload_run() copies a new key into it, where
- * repl and vote, on this thread, find it at their next tick.  The gitrepl
- * actor never reads n->cfg's keys; it is sent the new one.
+ * The running configuration (main.c's, the node's) stays the one read at
+ * start, but for the peers' public keys: reload_run() copies a new key
+ * into it, where repl and vote, on this thread, find it at their next
+ * tick.  The gitrepl actor never reads its keys; it is sent the new one.
  */
 #include <stdbool.h>
 #include <stddef.h>
@@ -17,7 +17,6 @@
 #include "gitrepl.h"
 #include "log.h"
 #include "names.h"
-#include "node.h"
 #include "peer.h"
 #include "reload.h"
 #include "xalloc.h"
@@ -159,10 +158,12 @@ int reload_diff(const struct config *old,
 
 /* ---- the reload --------------------------------------------------------- */
 
-/* One reload: the node, the file read now, the peers (indexes in n->cfg)
- * whose key changed, and how many changes wait for a restart. */
+/* One reload: what it changes, the file read now, the peers (indexes in
+ * cfg) whose key changed, and how many changes wait for a restart. */
 struct run {
-	struct node *n;
+	struct config *cfg;
+	struct peer_link *link;
+	struct gitrepl *gitrepl;
 	const struct config *cur;
 	int keys[CONFIG_MAX_PEERS];
 	int nkeys;
@@ -203,10 +204,10 @@ static void note(enum reload_change what,
 	r->ignored++;
 }
 
-/* The key peer i of n->cfg has after the reload. */
+/* The key peer i of cfg has after the reload. */
 static const char *new_key(const struct run *r, int i)
 {
-	const struct config_peer *p = &r->n->cfg->peers[i];
+	const struct config_peer *p = &r->cfg->peers[i];
 
 	for (int j = 0; j < r->nkeys; j++)
 		if (r->keys[j] == i)
@@ -219,7 +220,7 @@ static const char *new_key(const struct run *r, int i)
  * peer could be given).  Returns 0 or GD_EINVAL with err set. */
 static int keys_check(const struct run *r, struct buf *err)
 {
-	const struct config *c = r->n->cfg;
+	const struct config *c = r->cfg;
 	uint8_t raw[32];
 
 	for (int i = 0; i < c->npeers; i++) {
@@ -243,21 +244,21 @@ static int keys_check(const struct run *r, struct buf *err)
 	return 0;
 }
 
-/* Peer i of n->cfg takes its new key: admitted instead of the old one,
+/* Peer i of cfg takes its new key: admitted instead of the old one,
  * and every socket to it made again with it. */
 static void apply_key(struct run *r, int i)
 {
-	struct config_peer *p = &r->n->cfg->peers[i];
+	struct config_peer *p = &r->cfg->peers[i];
 	const struct config_peer *q = peer_named(r->cur, p->site);
 	int rc;
 
 	/* keys_check passed: the site is the link's and the key decodes */
-	rc = peer_set_key(r->n->peer, p->site, q->public_key);
+	rc = peer_set_key(r->link, p->site, q->public_key);
 	GD_ASSERT(rc == 0);
 	/* repl's and vote's sockets see it at their next tick */
 	memcpy(p->public_key, q->public_key, sizeof(p->public_key));
 	p->key_line = q->key_line;
-	if ((rc = gitrepl_set_key(r->n->gitrepl, p->site, p->public_key)) < 0)
+	if ((rc = gitrepl_set_key(r->gitrepl, p->site, p->public_key)) < 0)
 		log_error("reload: peer %s: repository replication did not "
 		          "get the new key: %s (restart this node)",
 		          p->site, gd_strerror(rc));
@@ -287,22 +288,25 @@ static int reload_load(struct config **out,
 	return rc;
 }
 
-int reload_run(struct node *n)
+int reload_run(struct config *cfg,
+               struct peer_link *link,
+               struct gitrepl *gitrepl,
+               const char *own_pub)
 {
 	struct config *cur = NULL;
 	struct buf err = BUF_INIT;
-	struct run r = {.n = n};
+	struct run r = {.cfg = cfg, .link = link, .gitrepl = gitrepl};
 	int rc;
 
-	log_info("reload: reading %s", n->cfg->path);
-	if ((rc = reload_load(&cur, n->cfg->path, n->curve_pub, &err)) < 0) {
+	log_info("reload: reading %s", cfg->path);
+	if ((rc = reload_load(&cur, cfg->path, own_pub, &err)) < 0) {
 		log_error("reload failed: %s: the node keeps running on the "
 		          "configuration it has",
 		          buf_str(&err));
 		goto out;
 	}
 	r.cur = cur;
-	reload_diff(n->cfg, cur, note, &r);
+	reload_diff(cfg, cur, note, &r);
 	if ((rc = keys_check(&r, &err)) < 0) {
 		log_error("reload failed: %s: %s: no key changed, the node "
 		          "keeps running on the configuration it has",

@@ -22,7 +22,8 @@
 
 #include "config.h"
 
-struct node;
+struct gitrepl;
+struct peer_link;
 
 /* What reload_diff found of one setting. */
 enum reload_change {
@@ -33,8 +34,9 @@ enum reload_change {
 };
 
 /* section: "node", "policy", "gitolite" or "peer NAME"; key: the setting
- * (NULL for a peer added or removed); peer: the index in the old config
- * of the peer (RELOAD_PEER_KEY, and a peer's other settings), else -1.
+ * (NULL for a peer added or removed); peer: the peer's index in the old
+ * config (a peer's settings, RELOAD_PEER_KEY, RELOAD_PEER_REMOVED), else
+ * -1.
  * Everything is borrowed for the call. */
 typedef void (*reload_fn)(enum reload_change what,
                           const char *section,
@@ -43,18 +45,23 @@ typedef void (*reload_fn)(enum reload_change what,
                           void *payload);
 
 /* Call fn for every setting that differs between old (the running
- * configuration) and cur (the file now), in the order of the file's
- * sections: [node], [policy], [gitolite], then the peers by name.  Returns
- * how many calls were made. */
+ * configuration) and cur (the file now): [node], [policy] and [gitolite]
+ * first, then old's peers in their order, then the peers only cur has.
+ * Returns how many calls were made. */
 int reload_diff(const struct config *old,
                 const struct config *cur,
                 reload_fn fn,
                 void *payload);
 
-/* Read n's configuration file again and apply the peers' new keys (above).
- * Writer thread (the loop).  Returns 0 (read; done or nothing to do) or
- * GD_EINVAL / GD_EIO (the file refused, or a key a peer cannot take;
- * logged, nothing applied). */
-int reload_run(struct node *n);
+/* Read cfg's file (cfg->path) again and apply the peers' new keys (above)
+ * to cfg, link and gitrepl; own_pub is this node's public key (no peer may
+ * have it).  cfg, link and gitrepl are the node's (main.c's); writer
+ * thread (the loop).  Returns 0 (read; done or nothing to do) or GD_EINVAL
+ * / GD_EIO (the file refused, or a key a peer cannot take; logged, nothing
+ * applied). */
+int reload_run(struct config *cfg,
+               struct peer_link *link,
+               struct gitrepl *gitrepl,
+               const char *own_pub);
 
 #endif
