@@ -5,9 +5,9 @@
  * Pure: no store.  For each body kind, a good operation passes; each
  * bound, one row of a table, is tried at its limit (passes) and one past
  * it (refused with the row's reason); and each row's other checks are
- * tried one by one.  The stamp is checked before any body, and a kind with no
- * row is refused as having no body.  test_ops.c keeps the older, broader
- * tables of names (sites, users, addresses).
+ * tried one by one.  The stamp is checked before any body, and a kind
+ * with no row is refused as having no body.  test_ops.c keeps the older,
+ * broader tables of names (sites, users, addresses).
  */
 #include <setjmp.h>
 #include <stdarg.h>
