@@ -191,7 +191,8 @@ static int runs(struct fx *f, int *done, char *master, size_t mlen)
 		n += !strncmp(line, "run ", 4);
 		d += !strcmp(line, "done");
 		if (master && !strncmp(line, "master ", 7))
-			snprintf(master, mlen, "%s", line + 7);
+			snprintf(master, mlen, "%.*s", (int)(mlen - 1),
+			         line + 7);
 	}
 	fclose(fp);
 	if (done)

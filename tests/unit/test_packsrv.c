@@ -345,9 +345,9 @@ static void expect_err(struct fx *f, int k, uint64_t id, const char *why)
 }
 
 /* The whole stream id for asker k into pack: chunks in order, each at
- * most GITIO_CHUNK_MAX; with per_chunk (the request gave one credit),
- * a credit of one after each, the server having none left meanwhile.
- * Returns the number of chunks with data. */
+ * most GITIO_CHUNK_MAX, a credit of one after each (as packfetch gives);
+ * with per_chunk (the request gave one credit) the server has none left
+ * before it.  Returns the number of chunks with data. */
 static int
 collect(struct fx *f, int k, uint64_t id, struct buf *pack, bool per_chunk)
 {
@@ -375,9 +375,9 @@ collect(struct fx *f, int k, uint64_t id, struct buf *pack, bool per_chunk)
 			/* no credit left: its pipe is not even polled */
 			assert_int_equal(serve(f, 0), 0);
 			assert_true(data <= given);
-			credit(f, k, id, 1);
-			given++;
 		}
+		credit(f, k, id, 1); /* as packfetch does */
+		given++;
 	}
 	return data;
 }
