@@ -60,7 +60,8 @@ static void commit(git_repository *repo, git_oid *out, const char *text)
 
 /* The stand-in gitolite: notes each run, its arguments, directory,
  * environment and the admin master in the marker; its behaviour is
- * chosen by files in its home (its working directory). */
+ * chosen by files in its home (its working directory): a run goes on
+ * while "hold" is there, or with its output closed while "close" is. */
 static void write_program(struct fx *f)
 {
 	FILE *fp;
@@ -74,7 +75,9 @@ static void write_program(struct fx *f)
 	        "echo 'Initialized empty Git repository in /x/demo.git/'\n"
 	        "echo 'WARNING: something said on stderr' >&2\n"
 	        "[ -e slow ] && sleep 1\n"
-	        "[ -e close ] && { exec >&- 2>&-; sleep 1; }\n"
+	        "while [ -e hold ]; do sleep 0.02; done\n"
+	        "[ -e close ] && { exec >&- 2>&-; "
+	        "while [ -e close ]; do sleep 0.02; done; }\n"
 	        "[ -e kill ] && kill -9 $$\n"
 	        "[ -e ctl ] && { printf 'error:\\tbad\\n'; exit 5; }\n"
 	        "[ -e quiet ] && { echo 'just this'; exit 4; }\n"
@@ -335,20 +338,20 @@ static void test_coalesced(void **state)
 	int done = 0;
 
 	assert_true(wait_syncs(f, 1));
-	home_file(f, "slow", true);
+	home_file(f, "hold", true); /* the next run waits while it is */
 	glsync_moved(f->gs, f->admin, ADMIN, MASTER);
 	glsync_tick(f->gs, clock_mono_ms());
 	for (uint64_t end = clock_mono_ms() + WAIT_MS;
 	     runs(f, NULL, NULL, 0) < 2 && clock_mono_ms() < end;)
 		turn(f);
 	assert_int_equal(runs(f, &done, NULL, 0), 2);
-	assert_int_equal(done, 1); /* the second is sleeping */
+	assert_int_equal(done, 1); /* the second is held */
 	commit(f->admin, &c2, "conf 2");
 	glsync_moved(f->gs, f->admin, ADMIN, MASTER);
 	glsync_moved(f->gs, f->admin, ADMIN, MASTER);
-	home_file(f, "slow", false);
 	idle(f, 200);
 	assert_int_equal(runs(f, NULL, NULL, 0), 2); /* one at a time */
+	home_file(f, "hold", false);
 	assert_true(wait_syncs(f, 3));
 	idle(f, 300);
 	assert_int_equal(runs(f, &done, master, sizeof(master)), 3);
@@ -447,7 +450,10 @@ static void test_ending(void **state)
 		turn(f);
 	assert_int_equal(glsync_fd(f->gs), -1);
 	assert_true(glsync_ending(f->gs));
+	idle(f, 100);
+	assert_true(glsync_ending(f->gs)); /* while it runs */
 	assert_int_equal(f->st.gitolite_syncs, 0);
+	home_file(f, "close", false); /* now it ends */
 	assert_true(wait_syncs(f, 1));
 	assert_false(glsync_ending(f->gs));
 	assert_int_equal(f->st.gitolite_failures, 0);
