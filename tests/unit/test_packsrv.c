@@ -184,6 +184,18 @@ static int pack_objects(struct fx *f, const struct buf *pack, struct buf *out)
 	return object_set(cmd, out, 1);
 }
 
+/* How many objects the pack says it holds (its header: "PACK", version,
+ * count, big-endian), before any base is added to complete it. */
+static uint32_t pack_count(const struct buf *pack)
+{
+	const uint8_t *p = (const uint8_t *)pack->p;
+
+	assert_true(pack->len >= 12);
+	assert_memory_equal(p, "PACK", 4);
+	return (uint32_t)p[8] << 24 | (uint32_t)p[9] << 16 |
+	       (uint32_t)p[10] << 8 | p[11];
+}
+
 /* ---- the sockets -------------------------------------------------------- */
 
 static int
@@ -478,6 +490,8 @@ static void test_exact_objects(void **state)
 		p[40] = '\n';
 	}
 	assert_true(ng >= nw);
+	/* as sent: exactly those, none of a's (the bases stay out) */
+	assert_int_equal(pack_count(&pack), nw);
 	assert_int_equal(f->st.served, 1);
 	assert_int_equal(f->st.bytes_out, pack.len);
 	assert_int_equal(serve(f, 0), 0); /* the stream is gone */
@@ -502,6 +516,7 @@ static void test_whole_history(void **state)
 	collect(f, 1, 7, &pack, false);
 	assert_int_equal(expected(f, f->hc, &want), 9);
 	assert_int_equal(pack_objects(f, &pack, &got), 9);
+	assert_int_equal(pack_count(&pack), 9);
 	for (char *p = want.p + 1; *p; p += 41) {
 		p[40] = '\0';
 		assert_true(set_has(&got, p));
