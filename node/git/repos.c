@@ -10,6 +10,10 @@
  * half-made (a kill -9 inside git_repository_init_ext) is completed.
  * Beside gitolite (repos_adopt) the node makes no repository and writes no
  * hook: gitolite creates both, and links its LOCAL_CODE post-receive.
+ *
+ * A deleted repository is never destroyed: its directory is moved aside
+ * (NAME.git.grantd-deleted-STAMP) after the deletion's commit, or renamed
+ * to the repository a `repo rename` made of it, objects and all.
  */
 #define _GNU_SOURCE /* posix_spawn_file_actions_addchdir_np */
 #include <errno.h>
@@ -20,13 +24,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "crashpoint.h"
 #include "err.h"
 #include "gitproc.h"
 #include "grantd.pb-c.h"
+#include "hlc.h"
 #include "log.h"
+#include "names.h"
 #include "repos.h"
 #include "banned.h"
 
@@ -335,44 +342,310 @@ static bool seen(const char *list, size_t end, const char *name)
 	return false;
 }
 
+bool repos_present(const char *repo_dir, const char *name)
+{
+	struct buf path = BUF_INIT;
+	struct stat st;
+	bool yes;
+
+	repos_path(&path, repo_dir, name);
+	yes = lstat(path.p, &st) == 0;
+	buf_free(&path);
+	return yes;
+}
+
+void repos_aside_path(struct buf *out, const char *repo_dir, const char *name,
+		      uint64_t hlc)
+{
+	time_t t = (time_t)(hlc_ms(hlc) / 1000);
+	char stamp[32] = "0";
+	struct tm tm;
+
+	if (gmtime_r(&t, &tm))
+		strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
+	buf_reset(out);
+	buf_printf(out, "%s/%s.git.grantd-deleted-%s", repo_dir, name, stamp);
+}
+
+/* The committed record of name into *out (the caller's): 0, GD_ENOTFOUND,
+ * GD_EPROTO (does not decode) or a store error. */
+static int load_repo(struct store *s, const char *name, Grantd__V1__Repo **out)
+{
+	struct buf v = BUF_INIT;
+	int rc = store_get(s, NULL, CF_REPOS, name, strlen(name), &v);
+
+	*out = NULL;
+	if (rc == 0 && !(*out = grantd__v1__repo__unpack(NULL, v.len,
+							  (const uint8_t *)v.p)))
+		rc = GD_EPROTO;
+	buf_free(&v);
+	return rc;
+}
+
+/* The directories above path (a/b.git lives in repo_dir/a), made. */
+static int make_parents(const char *repo_dir, const char *path)
+{
+	struct buf d = BUF_INIT;
+	int rc = 0;
+
+	buf_puts(&d, path);
+	for (char *p = d.p + strlen(repo_dir) + 1; rc == 0 && (p = strchr(p, '/'));
+	     *p++ = '/') {
+		*p = '\0';
+		if (mkdir(d.p, 0755) < 0 && errno != EEXIST)
+			rc = -1;
+	}
+	buf_free(&d);
+	return rc;
+}
+
+/* OLD.git becomes NEW.git: a rename keeps every object, so nothing is
+ * fetched again. */
+static int rename_dir(const char *repo_dir, const char *from, const char *to)
+{
+	struct buf a = BUF_INIT, b = BUF_INIT;
+	int rc = 0;
+
+	repos_path(&a, repo_dir, from);
+	repos_path(&b, repo_dir, to);
+	if (make_parents(repo_dir, b.p) < 0 || rename(a.p, b.p) < 0) {
+		log_error("cannot rename repository repo=%s to=%s: %s", from, to,
+			  strerror(errno));
+		rc = GD_EIO;
+	} else {
+		log_info("repository renamed repo=%s to=%s: its directory "
+			 "moved, objects kept", from, to);
+	}
+	buf_free(&a);
+	buf_free(&b);
+	return rc;
+}
+
+/* A deleted repository's directory, moved aside (never destroyed). */
+static int move_aside(const char *repo_dir, const Grantd__V1__Repo *r)
+{
+	struct buf path = BUF_INIT, aside = BUF_INIT, base = BUF_INIT;
+	struct stat st;
+	int rc = 0;
+
+	repos_path(&path, repo_dir, r->name);
+	repos_aside_path(&base, repo_dir, r->name, r->hlc);
+	buf_puts(&aside, base.p);
+	for (int i = 2; lstat(aside.p, &st) == 0 && i < 1000; i++) {
+		buf_reset(&aside);
+		buf_printf(&aside, "%s-%d", base.p, i);
+	}
+	if (rename(path.p, aside.p) < 0) {
+		log_error("cannot move deleted repository aside repo=%s "
+			  "dir=%s: %s", r->name, aside.p, strerror(errno));
+		rc = GD_EIO;
+	} else {
+		log_info("repository deleted repo=%s: its directory moved "
+			 "aside to dir=%s (remove it when no longer needed)",
+			 r->name, aside.p);
+	}
+	buf_free(&path);
+	buf_free(&aside);
+	buf_free(&base);
+	return rc;
+}
+
+/* The live repository renamed from old that has no directory yet, into
+ * *out (the caller's; NULL: none). */
+static int rename_target(struct store *s, const char *repo_dir,
+			 const char *old, Grantd__V1__Repo **out)
+{
+	struct store_iter *it;
+	struct buf v = BUF_INIT;
+	const char *key;
+	size_t klen;
+	int rc;
+
+	*out = NULL;
+	store_iter_new(&it, s, NULL, CF_REPOS, "", 0);
+	while (!*out && (rc = store_iter_next(it, &key, &klen, &v)) > 0) {
+		Grantd__V1__Repo *r = grantd__v1__repo__unpack(
+			NULL, v.len, (const uint8_t *)v.p);
+		if (r && !r->deleted && r->renamed_from &&
+		    !strcmp(r->renamed_from, old) &&
+		    !repos_present(repo_dir, r->name))
+			*out = r;
+		else if (r)
+			grantd__v1__repo__free_unpacked(r, NULL);
+	}
+	store_iter_free(&it);
+	buf_free(&v);
+	return rc < 0 ? rc : 0;
+}
+
+/* A deleted repository still here: renamed to the repository a rename
+ * made of it (then settled as that one), or moved aside. */
+static int follow_deleted(struct store *s, const char *repo_dir,
+			  const char *hook, const Grantd__V1__Repo *r)
+{
+	Grantd__V1__Repo *to = NULL;
+	int rc;
+
+	if (!repos_present(repo_dir, r->name))
+		return 0;
+	if ((rc = rename_target(s, repo_dir, r->name, &to)) < 0)
+		return GD_EIO;
+	if (!to)
+		return move_aside(repo_dir, r);
+	rc = rename_dir(repo_dir, r->name, to->name);
+	if (rc == 0)
+		rc = repos_create(repo_dir, to->name, to->fork_of, hook);
+	grantd__v1__repo__free_unpacked(to, NULL);
+	return rc;
+}
+
+/* A live repository: made, or settled when there; one renamed from a
+ * repository whose record is deleted takes its directory.  *later when
+ * the rename's deletion of the old one has not come yet (its record is
+ * live and older than this one). */
+static int follow_live(struct store *s, const char *repo_dir,
+		       const char *hook, const Grantd__V1__Repo *r,
+		       bool *later)
+{
+	const char *from = r->renamed_from;
+	char norm[NAME_REPO_MAX + 1];
+
+	if (from && *from && name_repo_norm(norm, sizeof(norm), from) == 0 &&
+	    !strcmp(norm, from) && !repos_present(repo_dir, r->name) &&
+	    repos_present(repo_dir, from)) {
+		Grantd__V1__Repo *o = NULL;
+		int rc = load_repo(s, from, &o);
+		bool gone = rc == 0 && o->deleted;
+		*later = rc == 0 && !o->deleted && o->hlc < r->hlc;
+		if (o)
+			grantd__v1__repo__free_unpacked(o, NULL);
+		if (*later)
+			return 0;
+		if (gone && rename_dir(repo_dir, from, r->name) < 0)
+			return GD_EIO;
+	}
+	return repos_create(repo_dir, r->name, r->fork_of, hook);
+}
+
 int repos_follow(struct store *s, const char *repo_dir, const char *hook,
 		 bool make, struct buf *names, struct buf *failed)
 {
-	struct buf v = BUF_INIT;
 	int rc = 0;
 
 	for (size_t off = 0; off < names->len;
 	     off += strlen(names->p + off) + 1) {
 		const char *name = names->p + off;
 		Grantd__V1__Repo *r = NULL;
+		bool later = false;
 		if (seen(names->p, off, name))
 			continue;
-		int grc = store_get(s, NULL, CF_REPOS, name, strlen(name), &v);
-		if (grc == GD_ENOTFOUND)
+		int grc = load_repo(s, name, &r);
+		if (grc == GD_ENOTFOUND || grc == GD_EPROTO)
 			continue; /* its batch was not committed */
-		if (grc == 0)
-			r = grantd__v1__repo__unpack(NULL, v.len,
-						     (const uint8_t *)v.p);
-		if (grc == 0 && (!r || r->deleted)) {
-			if (r)
-				grantd__v1__repo__free_unpacked(r, NULL);
-			continue;
-		}
-		if (grc == 0)
-			grc = make ? repos_create(repo_dir, name, r->fork_of,
-						  hook) :
-				     repos_adopt(repo_dir, name, r->fork_of,
-						 hook);
-		if (grc < 0 && grc != GD_ENOTFOUND) {
+		if (grc == 0 && !make)
+			grc = r->deleted ? 0 :
+					   repos_adopt(repo_dir, name,
+						       r->fork_of, hook);
+		else if (grc == 0 && r->deleted)
+			grc = follow_deleted(s, repo_dir, hook, r);
+		else if (grc == 0)
+			grc = follow_live(s, repo_dir, hook, r, &later);
+		if ((grc < 0 && grc != GD_ENOTFOUND) || later) {
 			if (!seen(failed->p, failed->len, name))
 				buf_add(failed, name, strlen(name) + 1);
-			rc = GD_EIO;
+			if (!later)
+				rc = GD_EIO;
 		}
 		if (r)
 			grantd__v1__repo__free_unpacked(r, NULL);
 	}
 	buf_reset(names);
+	return rc;
+}
+
+int repos_follow_deleted(struct store *s, const char *repo_dir,
+			 const char *hook)
+{
+	struct buf names = BUF_INIT, failed = BUF_INIT, v = BUF_INIT;
+	struct store_iter *it;
+	const char *key;
+	size_t klen;
+	int rc;
+
+	store_iter_new(&it, s, NULL, CF_REPOS, "", 0);
+	while (store_iter_next(it, &key, &klen, &v) > 0) {
+		Grantd__V1__Repo *r = grantd__v1__repo__unpack(
+			NULL, v.len, (const uint8_t *)v.p);
+		if (r && r->deleted && repos_present(repo_dir, r->name))
+			buf_add(&names, r->name, strlen(r->name) + 1);
+		if (r)
+			grantd__v1__repo__free_unpacked(r, NULL);
+	}
+	store_iter_free(&it);
+	rc = repos_follow(s, repo_dir, hook, true, &names, &failed);
+	buf_free(&names);
+	buf_free(&failed);
 	buf_free(&v);
+	return rc;
+}
+
+int repos_refs(const char *repo_dir, const char *name, struct buf *refs,
+	       struct buf *head, struct buf *why)
+{
+	struct buf path = BUF_INIT;
+	git_repository *repo = NULL;
+	git_reference_iterator *it = NULL;
+	git_reference *ref = NULL;
+	char hex[GIT_OID_HEXSZ + 1];
+	struct stat st;
+	int rc = 0, e;
+
+	buf_reset(refs);
+	buf_reset(head);
+	repos_path(&path, repo_dir, name);
+	if (lstat(path.p, &st) < 0) {
+		rc = errno == ENOENT ? GD_ENOTFOUND : GD_EIO;
+		if (rc == GD_EIO)
+			buf_printf(why, "%s", strerror(errno));
+		goto done;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		buf_puts(why, "not a directory");
+		rc = GD_EINVAL;
+		goto done;
+	}
+	if (git_repository_open_bare(&repo, path.p) < 0) {
+		buf_printf(why, "%s", gitproc_why());
+		rc = GD_EINVAL;
+		goto done;
+	}
+	if (git_reference_lookup(&ref, repo, "HEAD") == 0 &&
+	    git_reference_type(ref) == GIT_REFERENCE_SYMBOLIC)
+		buf_puts(head, git_reference_symbolic_target(ref));
+	git_reference_free(ref);
+	if (git_reference_iterator_new(&it, repo) < 0) {
+		buf_printf(why, "%s", gitproc_why());
+		rc = GD_EIO;
+		goto done;
+	}
+	while ((e = git_reference_next(&ref, it)) == 0) {
+		if (git_reference_type(ref) == GIT_REFERENCE_DIRECT) {
+			git_oid_tostr(hex, sizeof(hex),
+				      git_reference_target(ref));
+			buf_add(refs, git_reference_name(ref),
+				strlen(git_reference_name(ref)) + 1);
+			buf_add(refs, hex, strlen(hex) + 1);
+		}
+		git_reference_free(ref);
+	}
+	if (e != GIT_ITEROVER) {
+		buf_printf(why, "%s", gitproc_why());
+		rc = GD_EIO;
+	}
+done:
+	git_reference_iterator_free(it);
+	git_repository_free(repo);
+	buf_free(&path);
 	return rc;
 }
 

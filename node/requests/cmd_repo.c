@@ -1,7 +1,9 @@
 /*
  * cmd_repo.c: repositories.  Where grant-shell finds a repository to
  * fetch from (repo.read), the pushes grant-hook hands over to replicate
- * (hook.refs), and the administrator's repo add, mode, writers and list.
+ * (hook.refs), and the administrator's repo add, mode, writers and list;
+ * the rows of repo del and rename too, whose handlers (and the adoption
+ * of a repository repo add finds there) are in cmd_repo_admin.c.
  */
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -13,6 +15,7 @@
 #include "addr.h"
 #include "authkeys.h"
 #include "cmd.h"
+#include "cmd_repo_int.h"
 #include "crashpoint.h"
 #include "err.h"
 #include "hookline.h"
@@ -284,42 +287,82 @@ static const char *mode_name(Grantd__V1__RepoMode m)
 							 "required";
 }
 
-static int cmd_repo_add(struct cmd_ctx *x, struct req *r)
+/* The answer and log line of a repo add that found a bare repository
+ * there: how many refs replicate, and a note when its HEAD is not what
+ * the other sites make (HEAD does not replicate: docs/operations.md 4a). */
+static void adopted(struct req *r, const char *name, size_t n,
+		    const struct buf *head)
 {
-	Grantd__V1__Repo rp = GRANTD__V1__REPO__INIT;
-	Grantd__V1__RepoMode mode = GRANTD__V1__REPO_MODE__MODE_REQUIRED;
-	char name[NAME_REPO_MAX + 1], parent[NAME_REPO_MAX + 1];
-	char *writers[GD_CTL_MAX_ARGS];
-	size_t nw = 0;
-	Grantd__V1__Repo *old = NULL;
-	bool fork = false;
-	int rc;
+	const char *h = head->len ? head->p : "-";
 
-	if (cmd_repo_arg(r, r->rq->args[0], name, sizeof(name)) < 0)
-		return 0;
+	buf_printf(&r->out, "adopted repository %s (%zu ref%s replicate%s)\n",
+		   name, n, n == 1 ? "" : "s", n == 1 ? "s" : "");
+	if (strcmp(h, "refs/heads/main"))
+		buf_printf(&r->out, "note: its HEAD is %s here; the other "
+			   "sites make HEAD refs/heads/main (HEAD does not "
+			   "replicate: set it there with git symbolic-ref, "
+			   "see docs/operations.md 4a)\n", h);
+	log_info("repository adopted repo=%s refs=%zu head=%s", name, n, h);
+}
+
+/* args: NAME [--mode M] [--writer U]... [--fork-of P] into rp (name,
+ * parent: the caller's buffers).  0, or 1 when r was answered (bad). */
+static int add_args(struct req *r, Grantd__V1__Repo *rp, char *name,
+		    char *parent, char **writers)
+{
+	Grantd__V1__RepoMode mode = GRANTD__V1__REPO_MODE__MODE_REQUIRED;
+	size_t nw = 0;
+
+	if (cmd_repo_arg(r, r->rq->args[0], name, NAME_REPO_MAX + 1) < 0)
+		return 1;
 	for (size_t i = 1; i < r->rq->n_args; i++) {
 		const char *a = r->rq->args[i];
-		if (i + 1 == r->rq->n_args)
-			return cmd_bad(r, "usage: grantctl repo add NAME "
-				       "[--mode off|opt-in|required] [--writer "
-				       "USER]... [--fork-of PARENT]");
+		if (i + 1 == r->rq->n_args) {
+			cmd_bad(r, "usage: grantctl repo add NAME [--mode "
+				"off|opt-in|required] [--writer USER]... "
+				"[--fork-of PARENT]");
+			return 1;
+		}
 		const char *v = r->rq->args[++i];
 		if (!strcmp(a, "--mode")) {
 			if (mode_arg(r, v, &mode) < 0)
-				return 0;
+				return 1;
 		} else if (!strcmp(a, "--writer")) {
 			if (!cmd_name_arg(r, v))
-				return 0;
+				return 1;
 			writers[nw++] = (char *)v;
 		} else if (!strcmp(a, "--fork-of")) {
-			if (cmd_repo_arg(r, v, parent, sizeof(parent)) < 0)
-				return 0;
-			fork = true;
+			if (cmd_repo_arg(r, v, parent, NAME_REPO_MAX + 1) < 0)
+				return 1;
+			rp->fork_of = parent;
 		} else {
-			return cmd_bad(r, "unknown option '%s' (use --mode, "
-				       "--writer or --fork-of)", a);
+			cmd_bad(r, "unknown option '%s' (use --mode, --writer "
+				"or --fork-of)", a);
+			return 1;
 		}
 	}
+	rp->name = name;
+	SET(*rp, mode, mode);
+	rp->writers = writers;
+	rp->n_writers = nw;
+	return 0;
+}
+
+/* A new repository, or (repo_dir/NAME.git a bare repository already) one
+ * adopted: its refs recorded in the same batch, after its record, so
+ * every site fetches them. */
+static int cmd_repo_add(struct cmd_ctx *x, struct req *r)
+{
+	Grantd__V1__Repo rp = GRANTD__V1__REPO__INIT;
+	char name[NAME_REPO_MAX + 1], parent[NAME_REPO_MAX + 1];
+	char *writers[GD_CTL_MAX_ARGS];
+	struct buf refs = BUF_INIT, head = BUF_INIT;
+	Grantd__V1__Repo *old = NULL;
+	size_t nrefs = 0;
+	int rc, found;
+
+	if (add_args(r, &rp, name, parent, writers))
+		return 0;
 	rc = policy_repo_load(&old, &x->p, name);
 	if (rc == 0) {
 		grantd__v1__repo__free_unpacked(old, NULL);
@@ -327,7 +370,7 @@ static int cmd_repo_add(struct cmd_ctx *x, struct req *r)
 	}
 	if (rc != GD_ENOTFOUND)
 		return rc;
-	if (fork) {
+	if (rp.fork_of) {
 		rc = policy_repo_load(&old, &x->p, parent);
 		if (rc == GD_ENOTFOUND)
 			return cmd_refuse(r, "cannot fork '%s': no such "
@@ -338,16 +381,23 @@ static int cmd_repo_add(struct cmd_ctx *x, struct req *r)
 		if (!strcmp(parent, name))
 			return cmd_bad(r, "a repository cannot fork itself");
 	}
-	rp.name = name;
-	SET(rp, mode, mode);
-	rp.writers = writers;
-	rp.n_writers = nw;
-	rp.fork_of = fork ? parent : NULL;
-	if ((rc = cmd_emit_body(x, GRANTD__V1__OP__BODY_REPO, &rp)) < 0)
-		return rc;
-	buf_printf(&r->out, "added repository %s (mode %s)\n", name,
-		   mode_name(mode));
-	return 0;
+	found = cmd_repo_found(x, r, name, &refs, &nrefs, &head);
+	if (found < 0) {
+		rc = found == GD_EDENIED ? 0 : found;
+		goto done;
+	}
+	if ((rc = cmd_emit_body(x, GRANTD__V1__OP__BODY_REPO, &rp)) < 0 ||
+	    (found && (rc = cmd_repo_refs_emit(x, name, &refs, false)) < 0))
+		goto done;
+	if (found)
+		adopted(r, name, nrefs, &head);
+	else
+		buf_printf(&r->out, "added repository %s (mode %s)\n", name,
+			   mode_name(rp.mode));
+done:
+	buf_free(&refs);
+	buf_free(&head);
+	return rc;
 }
 
 /* Change an existing repository: mode (args: NAME MODE) or writers
@@ -374,6 +424,7 @@ static int repo_change(struct cmd_ctx *x, struct req *r, bool writers)
 	Grantd__V1__Repo rp = *old;
 	rp.has_hlc = 0;
 	rp.origin = NULL;
+	rp.renamed_from = NULL; /* done with once the directory moved */
 	if (writers) {
 		rp.writers = r->rq->args + 1;
 		rp.n_writers = r->rq->n_args - 1;
@@ -464,6 +515,10 @@ const struct cmd cmd_repo_rows[] = {
 		cmd_repo_mode),
 	CMD_ROW("repo.writers", CMD_ON_ADMIN | CMD_BATCH | CMD_FRONTEND, 1, GD_CTL_MAX_ARGS,
 		cmd_repo_writers),
+	CMD_ROW("repo.del", CMD_ON_ADMIN | CMD_BATCH | CMD_FRONTEND, 1, 1,
+		cmd_repo_del),
+	CMD_ROW("repo.rename", CMD_ON_ADMIN | CMD_BATCH | CMD_FRONTEND, 2, 2,
+		cmd_repo_rename),
 	CMD_ROW("repo.list", CMD_ON_ADMIN | CMD_READS, 0, 0, cmd_repo_list),
 };
 const size_t cmd_repo_nrows = GD_ARRAY_SIZE(cmd_repo_rows);
