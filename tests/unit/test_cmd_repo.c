@@ -12,6 +12,13 @@
  *  - Beside gitolite, a repository with neither record nor directory is
  *    still not hosted here; a name grantd refuses is refused as bad input.
  *  - Without gitolite nothing changed: a directory is not a record.
+ *  - repo add of a bare repository already in repo_dir adopts it: its refs
+ *    are recorded (a RefUpdate after the Repo, same batch); anything else
+ *    there is refused with what to do.
+ *  - repo del and repo rename: refused for a repository with forks,
+ *    beside gitolite, and (rename) onto a name that exists; otherwise the
+ *    records they make, and the directories repos_follow then moves
+ *    (aside, or renamed).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -20,6 +27,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <glob.h>
+#include <sys/stat.h>
 
 #include <cmocka.h>
 
@@ -33,6 +42,7 @@
 #include "policy.h"
 #include "pushlog.h"
 #include "records.h"
+#include "repos.h"
 #include "store.h"
 
 #define OLD "0000000000000000000000000000000000000000"
@@ -51,7 +61,7 @@ struct fixture {
 	struct store_batch *b;
 	struct cmd_table *t;
 	Grantd__V1__Request rq;
-	char *args[4];
+	char *args[8];
 	struct req r;
 };
 
@@ -466,6 +476,382 @@ static void test_not_gitolite(void **state)
 	assert_false(ref_recorded(f, "demo", "refs/heads/master"));
 }
 
+/* ---- repo add of an existing repository, repo del, repo rename ---------- */
+
+/* An admin command with args (NULL-terminated), in the batch. */
+static struct req *admin_cmd(struct fixture *f, const char *name, ...)
+{
+	struct req *r;
+	va_list ap;
+	size_t n = 0;
+	char *a;
+
+	va_start(ap, name);
+	while ((a = va_arg(ap, char *)) && n < GD_ARRAY_SIZE(f->args))
+		f->args[n++] = a;
+	va_end(ap);
+	r = request(f, name, f->args, n);
+	r->admin = true;
+	return run(f, r, true);
+}
+
+/* A shell command (git), which must succeed. */
+static void sh(const char *fmt, ...)
+{
+	char cmd[2048];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	if (system(cmd) != 0)
+		fail_msg("failed: %s", cmd);
+}
+
+/* repo_dir/NAME.git: a bare repository with one commit on head's branch,
+ * and (more) a branch dev and a tag v1 at it; HEAD names head. */
+static void bare_repo(struct fixture *f, const char *name, const char *head,
+		      bool more)
+{
+	sh("set -e; w='%s/w'; rm -rf \"$w\"; git init -q \"$w\"; "
+	   "git -C \"$w\" -c user.name=t -c user.email=t@example.org commit "
+	   "-q --allow-empty -m one; git -C \"$w\" branch -M %s; %s"
+	   "git init -q --bare '%s/%s.git'; "
+	   "git -C \"$w\" push -q '%s/%s.git' --all 2>/dev/null; "
+	   "git -C \"$w\" push -q '%s/%s.git' --tags 2>/dev/null; "
+	   "git --git-dir='%s/%s.git' symbolic-ref HEAD refs/heads/%s",
+	   f->dir, head,
+	   more ? "git -C \"$w\" branch dev; git -C \"$w\" tag v1; " : "",
+	   f->repo_dir, name, f->repo_dir, name, f->repo_dir, name,
+	   f->repo_dir, name, head);
+}
+
+/* ref's target in repo_dir/REPO.git, by git */
+static void git_tip(struct fixture *f, const char *repo, const char *ref,
+		    char *out)
+{
+	char cmd[512];
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "git --git-dir='%s/%s.git' rev-parse %s",
+		 f->repo_dir, repo, ref);
+	p = popen(cmd, "r");
+	assert_non_null(p);
+	assert_non_null(fgets(out, 41, p));
+	pclose(p);
+}
+
+/* The Ref record's target ("" deleted; NULL: no record). */
+static char *ref_target(struct fixture *f, const char *repo, const char *ref)
+{
+	struct buf k = BUF_INIT, v = BUF_INIT;
+	char *t = NULL;
+
+	records_key_ref(&k, repo, ref);
+	if (store_get(f->store, f->b, CF_REFS, k.p, k.len, &v) == 0) {
+		Grantd__V1__Ref *rec = grantd__v1__ref__unpack(
+			NULL, v.len, (const uint8_t *)v.p);
+		assert_non_null(rec);
+		t = strdup(rec->target ? rec->target : "");
+		grantd__v1__ref__free_unpacked(rec, NULL);
+	}
+	buf_free(&k);
+	buf_free(&v);
+	return t;
+}
+
+static void assert_target(struct fixture *f, const char *repo,
+			  const char *ref, const char *want)
+{
+	char *t = ref_target(f, repo, ref);
+
+	if (!t || strcmp(t, want))
+		fail_msg("%s %s: target '%s', want '%s'", repo, ref,
+			 t ? t : "(no record)", want);
+	free(t);
+}
+
+/* Commit the batch, then make the disk follow, as the writer does. */
+static void commit_follow(struct fixture *f)
+{
+	struct buf names = BUF_INIT, failed = BUF_INIT, box = BUF_INIT;
+
+	ops_take_outbox(f->o, &box);
+	buf_free(&box);
+	assert_int_equal(ops_commit(f->o, f->b, false), 0);
+	ops_take_repos(f->o, &names);
+	assert_int_equal(repos_follow(f->store, f->repo_dir, "exec true", true,
+				      &names, &failed),
+			 0);
+	assert_int_equal(failed.len, 0);
+	buf_free(&names);
+	buf_free(&failed);
+}
+
+static bool dir_there(struct fixture *f, const char *repo)
+{
+	char path[256];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/%s.git", f->repo_dir, repo);
+	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* How many repo_dir/REPO.git.grantd-deleted-* there are. */
+static size_t set_aside(struct fixture *f, const char *repo)
+{
+	char pat[256];
+	glob_t g;
+	size_t n;
+
+	snprintf(pat, sizeof(pat), "%s/%s.git.grantd-deleted-*", f->repo_dir,
+		 repo);
+	if (glob(pat, 0, NULL, &g) != 0)
+		return 0;
+	n = g.gl_pathc;
+	globfree(&g);
+	return n;
+}
+
+/* A bare repository there is adopted: its refs recorded after its record,
+ * in one batch; a HEAD other than main is noted; an empty one has no
+ * refs to record. */
+static void test_add_adopts(void **state)
+{
+	struct fixture *f = *state;
+	Grantd__V1__Op__BodyCase k[4];
+	char tip[41];
+	struct req *r;
+
+	f->cfg.gitolite_home = NULL;
+	bare_repo(f, "old", "master", true);
+	r = admin_cmd(f, "repo.add", "old", "--mode", "off", NULL);
+	assert_int_equal(r->status, GD_EXIT_OK);
+	assert_non_null(strstr(buf_str(&r->out), "adopted repository old (3 "
+				"refs replicate)\n"));
+	assert_non_null(strstr(buf_str(&r->out), "note: its HEAD is "
+				"refs/heads/master here"));
+	assert_int_equal(outbox(f, k, 4), 2);
+	assert_int_equal(k[0], GRANTD__V1__OP__BODY_REPO);
+	assert_int_equal(k[1], GRANTD__V1__OP__BODY_REFS);
+	git_tip(f, "old", "refs/heads/master", tip);
+	assert_target(f, "old", "refs/heads/master", tip);
+	assert_target(f, "old", "refs/heads/dev", tip);
+	git_tip(f, "old", "refs/tags/v1", tip);
+	assert_target(f, "old", "refs/tags/v1", tip);
+	Grantd__V1__Repo *rp = record(f, "old");
+	assert_non_null(rp);
+	assert_int_equal(rp->mode, GRANTD__V1__REPO_MODE__MODE_OFF);
+	grantd__v1__repo__free_unpacked(rp, NULL);
+	/* a second add is refused as before */
+	r = admin_cmd(f, "repo.add", "old", NULL);
+	assert_int_equal(r->status, GD_EXIT_REFUSED);
+	assert_non_null(strstr(buf_str(&r->err), "already exists"));
+
+	bare_repo(f, "plain", "main", false);
+	r = admin_cmd(f, "repo.add", "plain.git", NULL);
+	assert_string_equal(buf_str(&r->out), "adopted repository plain (1 ref "
+			    "replicates)\n");
+	assert_int_equal(outbox(f, k, 4), 2);
+
+	sh("git init -q --bare '%s/empty.git'", f->repo_dir);
+	r = admin_cmd(f, "repo.add", "empty", NULL);
+	assert_non_null(strstr(buf_str(&r->out), "adopted repository empty (0 "
+				"refs replicate)\n"));
+	assert_int_equal(outbox(f, k, 4), 1);
+	assert_int_equal(k[0], GRANTD__V1__OP__BODY_REPO);
+
+	/* made whole for grantd after the commit: the hook, nothing lost */
+	commit_follow(f);
+	char hook[256];
+	struct stat st;
+	snprintf(hook, sizeof(hook), "%s/old.git/hooks/post-receive",
+		 f->repo_dir);
+	assert_int_equal(stat(hook, &st), 0);
+	git_tip(f, "old", "refs/heads/dev", tip);
+	assert_target(f, "old", "refs/heads/dev", tip);
+}
+
+/* Something there that is not a bare repository: refused, nothing made;
+ * nothing there: a new repository, as before. */
+static void test_add_refuses(void **state)
+{
+	struct fixture *f = *state;
+	Grantd__V1__Op__BodyCase k[4];
+	struct req *r;
+
+	f->cfg.gitolite_home = NULL;
+	sh("mkdir -p '%s/junk.git' && echo x >'%s/file.git'", f->repo_dir,
+	   f->repo_dir);
+	r = admin_cmd(f, "repo.add", "junk", NULL);
+	assert_int_equal(r->status, GD_EXIT_REFUSED);
+	assert_non_null(strstr(buf_str(&r->err), "/junk.git exists and is not "
+				"a bare git repository"));
+	assert_non_null(strstr(buf_str(&r->err), "move it away or choose "
+				"another name"));
+	assert_null(strchr(buf_str(&r->err), '\n'));
+	assert_null(record(f, "junk"));
+	r = admin_cmd(f, "repo.add", "file", NULL);
+	assert_int_equal(r->status, GD_EXIT_REFUSED);
+	assert_non_null(strstr(buf_str(&r->err), "not a directory"));
+	assert_int_equal(outbox(f, k, 4), 0);
+
+	r = admin_cmd(f, "repo.add", "fresh", NULL);
+	assert_string_equal(buf_str(&r->out), "added repository fresh (mode "
+			    "required)\n");
+	assert_int_equal(outbox(f, k, 4), 1);
+}
+
+/* repo del: refused for a parent with forks (named), beside gitolite, and
+ * for what does not exist; otherwise the record and every ref deleted in
+ * one batch, the directory moved aside after the commit, and a new add of
+ * the name starting empty. */
+static void test_del(void **state)
+{
+	struct fixture *f = *state;
+	Grantd__V1__Op__BodyCase k[4];
+	struct req *r;
+
+	f->cfg.gitolite_home = NULL;
+	admin_cmd(f, "repo.add", "p", "--mode", "off", NULL);
+	admin_cmd(f, "repo.add", "f1", "--fork-of", "p", NULL);
+	admin_cmd(f, "repo.add", "f2", "--fork-of", "p", NULL);
+	hook_refs(f, "p", OLD " " NEW1 " refs/heads/master");
+	commit_follow(f);
+	assert_true(dir_there(f, "p"));
+
+	r = admin_cmd(f, "repo.del", "p", NULL);
+	assert_int_equal(r->status, GD_EXIT_REFUSED);
+	assert_non_null(strstr(buf_str(&r->err), "cannot delete 'p': it has "
+				"forks, whose objects live in it through "
+				"alternates: f1, f2"));
+	r = admin_cmd(f, "repo.del", "f1", NULL);
+	assert_int_equal(r->status, GD_EXIT_OK);
+	r = admin_cmd(f, "repo.del", "f2", NULL);
+	assert_int_equal(r->status, GD_EXIT_OK);
+	outbox(f, k, 4);
+
+	r = admin_cmd(f, "repo.del", "p.git", NULL);
+	assert_int_equal(r->status, GD_EXIT_OK);
+	assert_non_null(strstr(buf_str(&r->out), "deleted repository p (1 ref "
+				"dropped); at every site its directory is "
+				"moved aside to p.git.grantd-deleted-"));
+	assert_int_equal(outbox(f, k, 4), 2);
+	assert_int_equal(k[0], GRANTD__V1__OP__BODY_REPO);
+	assert_int_equal(k[1], GRANTD__V1__OP__BODY_REFS);
+	assert_null(record(f, "p"));
+	assert_target(f, "p", "refs/heads/master", "");
+	commit_follow(f);
+	assert_false(dir_there(f, "p"));
+	assert_int_equal(set_aside(f, "p"), 1);
+	assert_int_equal(set_aside(f, "f1"), 1);
+
+	r = admin_cmd(f, "repo.del", "p", NULL);
+	assert_int_equal(r->status, GD_EXIT_REFUSED);
+	assert_non_null(strstr(buf_str(&r->err), "no such repository 'p'"));
+	/* added again: a new, empty repository, not the one set aside */
+	r = admin_cmd(f, "repo.add", "p", NULL);
+	assert_string_equal(buf_str(&r->out), "added repository p (mode "
+			    "required)\n");
+	commit_follow(f);
+	assert_true(dir_there(f, "p"));
+	assert_target(f, "p", "refs/heads/master", "");
+	/* deleted a second time within the same second: a second place */
+	admin_cmd(f, "repo.del", "p", NULL);
+	commit_follow(f);
+	assert_int_equal(set_aside(f, "p"), 2);
+
+	f->cfg.gitolite_home = f->dir;
+	r = admin_cmd(f, "repo.del", "demo", NULL);
+	assert_int_equal(r->status, GD_EXIT_REFUSED);
+	assert_non_null(strstr(buf_str(&r->err), "beside gitolite: "
+				"gitolite.conf owns the list of "
+				"repositories"));
+	assert_int_equal(outbox(f, k, 4), 0);
+}
+
+/* repo rename: refused onto a repository or a directory that exists, for
+ * a parent with forks, beside gitolite; otherwise NEW with OLD's settings
+ * and refs and OLD deleted, in one batch, and the directory renamed after
+ * the commit (nothing set aside, the objects kept). */
+static void test_rename(void **state)
+{
+	struct fixture *f = *state;
+	Grantd__V1__Op__BodyCase k[8];
+	struct req *r;
+
+	f->cfg.gitolite_home = NULL;
+	admin_cmd(f, "repo.add", "a", "--mode", "opt-in", "--writer", "alice",
+		  NULL);
+	admin_cmd(f, "repo.add", "b", NULL);
+	hook_refs(f, "a", OLD " " NEW1 " refs/heads/master");
+	hook_refs(f, "a", OLD " " NEW2 " refs/heads/dev");
+	commit_follow(f);
+	sh("echo hello | git --git-dir='%s/a.git' hash-object -w --stdin "
+	   ">/dev/null", f->repo_dir); /* an object to keep */
+
+	r = admin_cmd(f, "repo.rename", "a", "b", NULL);
+	assert_int_equal(r->status, GD_EXIT_REFUSED);
+	assert_non_null(strstr(buf_str(&r->err), "repository 'b' already "
+				"exists"));
+	sh("mkdir -p '%s/c.git'", f->repo_dir);
+	r = admin_cmd(f, "repo.rename", "a", "c", NULL);
+	assert_int_equal(r->status, GD_EXIT_REFUSED);
+	assert_non_null(strstr(buf_str(&r->err), "/c.git exists (not a "
+				"repository of grantd's): move it away"));
+	r = admin_cmd(f, "repo.rename", "a", "a.git", NULL);
+	assert_int_equal(r->status, GD_EXIT_USAGE);
+	admin_cmd(f, "repo.add", "af", "--fork-of", "a", NULL);
+	r = admin_cmd(f, "repo.rename", "a", "z", NULL);
+	assert_int_equal(r->status, GD_EXIT_REFUSED);
+	assert_non_null(strstr(buf_str(&r->err), "cannot rename 'a': it has "
+				"forks, whose objects live in it through "
+				"alternates: af"));
+	admin_cmd(f, "repo.del", "af", NULL);
+	outbox(f, k, 8);
+
+	r = admin_cmd(f, "repo.rename", "a", "z/y", NULL);
+	assert_int_equal(r->status, GD_EXIT_OK);
+	assert_string_equal(buf_str(&r->out), "renamed repository a to z/y (2 "
+			    "refs)\n");
+	assert_int_equal(outbox(f, k, 8), 4);
+	assert_int_equal(k[0], GRANTD__V1__OP__BODY_REPO);
+	assert_int_equal(k[1], GRANTD__V1__OP__BODY_REFS);
+	assert_int_equal(k[2], GRANTD__V1__OP__BODY_REPO);
+	assert_int_equal(k[3], GRANTD__V1__OP__BODY_REFS);
+	Grantd__V1__Repo *rp = record(f, "z/y");
+	assert_non_null(rp);
+	assert_int_equal(rp->mode, GRANTD__V1__REPO_MODE__MODE_OPT_IN);
+	assert_int_equal(rp->n_writers, 1);
+	assert_string_equal(rp->writers[0], "alice");
+	assert_string_equal(rp->renamed_from, "a");
+	grantd__v1__repo__free_unpacked(rp, NULL);
+	assert_null(record(f, "a"));
+	assert_target(f, "z/y", "refs/heads/master", NEW1);
+	assert_target(f, "z/y", "refs/heads/dev", NEW2);
+	assert_target(f, "a", "refs/heads/master", "");
+	assert_target(f, "a", "refs/heads/dev", "");
+	commit_follow(f);
+	assert_false(dir_there(f, "a"));
+	assert_true(dir_there(f, "z/y"));
+	assert_int_equal(set_aside(f, "a"), 0);
+	sh("git --git-dir='%s/z/y.git' cat-file -e "
+	   "ce013625030ba8dba906f756967f9e9ca394464a", f->repo_dir);
+
+	/* a change of the renamed repository drops the rename's mark */
+	r = admin_cmd(f, "repo.mode", "z/y", "off", NULL);
+	assert_int_equal(r->status, GD_EXIT_OK);
+	rp = record(f, "z/y");
+	assert_true(!rp->renamed_from || !*rp->renamed_from);
+	grantd__v1__repo__free_unpacked(rp, NULL);
+
+	f->cfg.gitolite_home = f->dir;
+	r = admin_cmd(f, "repo.rename", "z/y", "w", NULL);
+	assert_int_equal(r->status, GD_EXIT_REFUSED);
+	assert_non_null(strstr(buf_str(&r->err), "cannot rename a repository "
+				"beside gitolite"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -478,6 +864,12 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_not_gitolite, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_add_adopts, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_add_refuses, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_del, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rename, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, setup_group, fx_group_teardown);
 }
