@@ -37,8 +37,7 @@
 #include "repos.h"
 #include "banned.h"
 
-pid_t repos_run_hook(const char *hook_path, const char *conf,
-		     const char *path)
+pid_t repos_run_hook(const char *hook_path, const char *conf, const char *path)
 {
 	const char *argv[] = {hook_path, "--config", conf, NULL};
 	struct gitproc_cmd c = GITPROC_CMD_INIT;
@@ -80,7 +79,7 @@ static int write_file(const char *file, const struct buf *want, mode_t mode)
 	buf_printf(&tmp, "%s.grantd-tmp", file);
 	if ((fp = fopen(tmp.p, "w"))) {
 		bool ok = fwrite(want->p, 1, want->len, fp) == want->len &&
-			  fchmod(fileno(fp), mode) == 0;
+		          fchmod(fileno(fp), mode) == 0;
 		if (fclose(fp) == 0 && ok && rename(tmp.p, file) == 0) {
 			rc = 0;
 		} else {
@@ -104,7 +103,7 @@ static int write_alternates(const char *path, const char *parent)
 	if ((mkdir(f.p, 0755) < 0 && errno != EEXIST) ||
 	    (buf_puts(&f, "/alternates"), write_file(f.p, &want, 0644) < 0)) {
 		log_error("cannot write alternates path=%s: %s", f.p,
-			  strerror(errno));
+		          strerror(errno));
 		rc = GD_EIO;
 	}
 	buf_free(&f);
@@ -117,8 +116,8 @@ static int write_alternates(const char *path, const char *parent)
  * objects live in the parent). */
 static void drop_samples(const char *path)
 {
-	static const char *const files[] = { "description", "info/exclude",
-					     "hooks/README.sample" };
+	static const char *const files[] = {"description", "info/exclude",
+	                                    "hooks/README.sample"};
 	struct buf f = BUF_INIT;
 
 	for (size_t i = 0; i < GD_ARRAY_SIZE(files); i++) {
@@ -142,13 +141,15 @@ static int install_hook(const char *path, const char *name, const char *hook)
 	int rc = 0;
 
 	buf_printf(&file, "%s/hooks", path);
-	buf_printf(&want, "#!/bin/sh\n# installed by grantd: hand this push to "
-		   "the node, which replicates it to every site\n%s\n", hook);
+	buf_printf(&want,
+	           "#!/bin/sh\n# installed by grantd: hand this push to "
+	           "the node, which replicates it to every site\n%s\n",
+	           hook);
 	if ((mkdir(file.p, 0755) < 0 && errno != EEXIST) ||
 	    (buf_puts(&file, "/post-receive"),
 	     write_file(file.p, &want, 0755) < 0)) {
 		log_error("cannot install post-receive hook repo=%s: %s", name,
-			  strerror(errno));
+		          strerror(errno));
 		rc = GD_EIO;
 	}
 	buf_free(&file);
@@ -173,7 +174,7 @@ static int set_fsck(git_repository *repo, const char *name)
 	     git_config_set_bool(local, "receive.fsckObjects", 1) < 0)) {
 		const git_error *e = git_error_last();
 		log_error("cannot set receive.fsckObjects repo=%s: %s", name,
-			  e ? e->message : "unknown error");
+		          e ? e->message : "unknown error");
 		rc = GD_EIO;
 	}
 	git_config_free(local);
@@ -184,8 +185,8 @@ static int set_fsck(git_repository *repo, const char *name)
 /* What a kill -9 inside git_repository_init_ext can leave out. */
 static bool complete(const char *path)
 {
-	static const char *const parts[] = { "HEAD", "config", "objects",
-					     "refs", "hooks" };
+	static const char *const parts[] = {"HEAD", "config", "objects", "refs",
+	                                    "hooks"};
 	struct buf f = BUF_INIT;
 	struct stat st;
 	bool ok = true;
@@ -206,13 +207,14 @@ static int init_repo(const char *path, const char *name)
 	git_repository *repo = NULL;
 	git_repository_init_options io;
 
-	git_repository_init_options_init(&io, GIT_REPOSITORY_INIT_OPTIONS_VERSION);
+	git_repository_init_options_init(&io,
+	                                 GIT_REPOSITORY_INIT_OPTIONS_VERSION);
 	io.flags = GIT_REPOSITORY_INIT_BARE | GIT_REPOSITORY_INIT_MKPATH;
 	io.initial_head = "main"; /* what clones check out */
 	if (git_repository_init_ext(&repo, path, &io) < 0) {
 		const git_error *e = git_error_last();
 		log_error("cannot create repository repo=%s: %s", name,
-			  e ? e->message : "unknown error");
+		          e ? e->message : "unknown error");
 		return GD_EIO;
 	}
 	git_repository_free(repo);
@@ -223,8 +225,11 @@ static int init_repo(const char *path, const char *name)
 
 /* Our part of a hosted repository: fsck on receive, the parent's objects
  * for a fork, the hook. */
-static int settle(const char *repo_dir, const char *path, const char *name,
-		  const char *fork_of, const char *hook)
+static int settle(const char *repo_dir,
+                  const char *path,
+                  const char *name,
+                  const char *fork_of,
+                  const char *hook)
 {
 	git_repository *repo = NULL;
 	struct buf parent = BUF_INIT;
@@ -233,7 +238,7 @@ static int settle(const char *repo_dir, const char *path, const char *name,
 	if (git_repository_open_bare(&repo, path) < 0) {
 		const git_error *e = git_error_last();
 		log_error("cannot open repository repo=%s: %s", name,
-			  e ? e->message : "unknown error");
+		          e ? e->message : "unknown error");
 		return GD_EIO;
 	}
 	rc = set_fsck(repo, name);
@@ -248,8 +253,8 @@ static int settle(const char *repo_dir, const char *path, const char *name,
 	return rc;
 }
 
-static int rm_entry(const char *p, const struct stat *st, int flag,
-		    struct FTW *ftw)
+static int
+rm_entry(const char *p, const struct stat *st, int flag, struct FTW *ftw)
 {
 	(void)st;
 	(void)ftw;
@@ -260,8 +265,11 @@ static int rm_entry(const char *p, const struct stat *st, int flag,
  * complete, so the path holds a whole repository, hook included, or
  * nothing; a crash leaves only NAME.git.grantd-new, which the next attempt
  * removes. */
-static int create_new(const char *repo_dir, const char *path,
-		      const char *name, const char *fork_of, const char *hook)
+static int create_new(const char *repo_dir,
+                      const char *path,
+                      const char *name,
+                      const char *fork_of,
+                      const char *hook)
 {
 	struct buf tmp = BUF_INIT;
 	int rc = GD_EIO;
@@ -277,20 +285,22 @@ static int create_new(const char *repo_dir, const char *path,
 		goto done;
 	if (rename(tmp.p, path) < 0) {
 		log_error("cannot create repository repo=%s: rename: %s", name,
-			  strerror(errno));
+		          strerror(errno));
 		rc = GD_EIO;
 		goto done;
 	}
 	log_info("created repository repo=%s%s%s", name,
-		 fork_of && *fork_of ? " fork_of=" : "",
-		 fork_of && *fork_of ? fork_of : "");
+	         fork_of && *fork_of ? " fork_of=" : "",
+	         fork_of && *fork_of ? fork_of : "");
 done:
 	buf_free(&tmp);
 	return rc;
 }
 
-int repos_create(const char *repo_dir, const char *name, const char *fork_of,
-		 const char *hook)
+int repos_create(const char *repo_dir,
+                 const char *name,
+                 const char *fork_of,
+                 const char *hook)
 {
 	struct buf path = BUF_INIT;
 	struct stat st;
@@ -314,8 +324,10 @@ done:
 	return rc;
 }
 
-int repos_adopt(const char *repo_dir, const char *name, const char *fork_of,
-		const char *hook)
+int repos_adopt(const char *repo_dir,
+                const char *name,
+                const char *fork_of,
+                const char *hook)
 {
 	struct buf path = BUF_INIT;
 	struct stat st;
@@ -324,7 +336,8 @@ int repos_adopt(const char *repo_dir, const char *name, const char *fork_of,
 	repos_path(&path, repo_dir, name);
 	if (stat(path.p, &st) < 0 && errno == ENOENT) {
 		log_debug("repository not made here yet repo=%s: gitolite "
-			  "makes it", name);
+		          "makes it",
+		          name);
 		rc = GD_ENOTFOUND;
 	} else {
 		rc = settle(repo_dir, path.p, name, fork_of, hook);
@@ -354,8 +367,10 @@ bool repos_present(const char *repo_dir, const char *name)
 	return yes;
 }
 
-void repos_aside_path(struct buf *out, const char *repo_dir, const char *name,
-		      uint64_t hlc)
+void repos_aside_path(struct buf *out,
+                      const char *repo_dir,
+                      const char *name,
+                      uint64_t hlc)
 {
 	time_t t = (time_t)(hlc_ms(hlc) / 1000);
 	char stamp[32] = "0";
@@ -376,7 +391,7 @@ static int load_repo(struct store *s, const char *name, Grantd__V1__Repo **out)
 
 	*out = NULL;
 	if (rc == 0 && !(*out = grantd__v1__repo__unpack(NULL, v.len,
-							  (const uint8_t *)v.p)))
+	                                                 (const uint8_t *)v.p)))
 		rc = GD_EPROTO;
 	buf_free(&v);
 	return rc;
@@ -389,8 +404,8 @@ static int make_parents(const char *repo_dir, const char *path)
 	int rc = 0;
 
 	buf_puts(&d, path);
-	for (char *p = d.p + strlen(repo_dir) + 1; rc == 0 && (p = strchr(p, '/'));
-	     *p++ = '/') {
+	for (char *p = d.p + strlen(repo_dir) + 1;
+	     rc == 0 && (p = strchr(p, '/')); *p++ = '/') {
 		*p = '\0';
 		if (mkdir(d.p, 0755) < 0 && errno != EEXIST)
 			rc = -1;
@@ -409,12 +424,13 @@ static int rename_dir(const char *repo_dir, const char *from, const char *to)
 	repos_path(&a, repo_dir, from);
 	repos_path(&b, repo_dir, to);
 	if (make_parents(repo_dir, b.p) < 0 || rename(a.p, b.p) < 0) {
-		log_error("cannot rename repository repo=%s to=%s: %s", from, to,
-			  strerror(errno));
+		log_error("cannot rename repository repo=%s to=%s: %s", from,
+		          to, strerror(errno));
 		rc = GD_EIO;
 	} else {
 		log_info("repository renamed repo=%s to=%s: its directory "
-			 "moved, objects kept", from, to);
+		         "moved, objects kept",
+		         from, to);
 	}
 	buf_free(&a);
 	buf_free(&b);
@@ -437,12 +453,13 @@ static int move_aside(const char *repo_dir, const Grantd__V1__Repo *r)
 	}
 	if (rename(path.p, aside.p) < 0) {
 		log_error("cannot move deleted repository aside repo=%s "
-			  "dir=%s: %s", r->name, aside.p, strerror(errno));
+		          "dir=%s: %s",
+		          r->name, aside.p, strerror(errno));
 		rc = GD_EIO;
 	} else {
 		log_info("repository deleted repo=%s: its directory moved "
-			 "aside to dir=%s (remove it when no longer needed)",
-			 r->name, aside.p);
+		         "aside to dir=%s (remove it when no longer needed)",
+		         r->name, aside.p);
 	}
 	buf_free(&path);
 	buf_free(&aside);
@@ -452,8 +469,10 @@ static int move_aside(const char *repo_dir, const Grantd__V1__Repo *r)
 
 /* The live repository renamed from old that has no directory yet, into
  * *out (the caller's; NULL: none). */
-static int rename_target(struct store *s, const char *repo_dir,
-			 const char *old, Grantd__V1__Repo **out)
+static int rename_target(struct store *s,
+                         const char *repo_dir,
+                         const char *old,
+                         Grantd__V1__Repo **out)
 {
 	struct store_iter *it;
 	struct buf v = BUF_INIT;
@@ -465,7 +484,7 @@ static int rename_target(struct store *s, const char *repo_dir,
 	store_iter_new(&it, s, NULL, CF_REPOS, "", 0);
 	while (!*out && (rc = store_iter_next(it, &key, &klen, &v)) > 0) {
 		Grantd__V1__Repo *r = grantd__v1__repo__unpack(
-			NULL, v.len, (const uint8_t *)v.p);
+		        NULL, v.len, (const uint8_t *)v.p);
 		if (r && !r->deleted && r->renamed_from &&
 		    !strcmp(r->renamed_from, old) &&
 		    !repos_present(repo_dir, r->name))
@@ -480,8 +499,10 @@ static int rename_target(struct store *s, const char *repo_dir,
 
 /* A deleted repository still here: renamed to the repository a rename
  * made of it (then settled as that one), or moved aside. */
-static int follow_deleted(struct store *s, const char *repo_dir,
-			  const char *hook, const Grantd__V1__Repo *r)
+static int follow_deleted(struct store *s,
+                          const char *repo_dir,
+                          const char *hook,
+                          const Grantd__V1__Repo *r)
 {
 	Grantd__V1__Repo *to = NULL;
 	int rc;
@@ -503,9 +524,11 @@ static int follow_deleted(struct store *s, const char *repo_dir,
  * repository whose record is deleted takes its directory.  *later when
  * the rename's deletion of the old one has not come yet (its record is
  * live and older than this one). */
-static int follow_live(struct store *s, const char *repo_dir,
-		       const char *hook, const Grantd__V1__Repo *r,
-		       bool *later)
+static int follow_live(struct store *s,
+                       const char *repo_dir,
+                       const char *hook,
+                       const Grantd__V1__Repo *r,
+                       bool *later)
 {
 	const char *from = r->renamed_from;
 	char norm[NAME_REPO_MAX + 1];
@@ -527,8 +550,12 @@ static int follow_live(struct store *s, const char *repo_dir,
 	return repos_create(repo_dir, r->name, r->fork_of, hook);
 }
 
-int repos_follow(struct store *s, const char *repo_dir, const char *hook,
-		 bool make, struct buf *names, struct buf *failed)
+int repos_follow(struct store *s,
+                 const char *repo_dir,
+                 const char *hook,
+                 bool make,
+                 struct buf *names,
+                 struct buf *failed)
 {
 	int rc = 0;
 
@@ -543,9 +570,9 @@ int repos_follow(struct store *s, const char *repo_dir, const char *hook,
 		if (grc == GD_ENOTFOUND || grc == GD_EPROTO)
 			continue; /* its batch was not committed */
 		if (grc == 0 && !make)
-			grc = r->deleted ? 0 :
-					   repos_adopt(repo_dir, name,
-						       r->fork_of, hook);
+			grc = r->deleted ? 0
+			                 : repos_adopt(repo_dir, name,
+			                               r->fork_of, hook);
 		else if (grc == 0 && r->deleted)
 			grc = follow_deleted(s, repo_dir, hook, r);
 		else if (grc == 0)
@@ -563,8 +590,9 @@ int repos_follow(struct store *s, const char *repo_dir, const char *hook,
 	return rc;
 }
 
-int repos_follow_deleted(struct store *s, const char *repo_dir,
-			 const char *hook)
+int repos_follow_deleted(struct store *s,
+                         const char *repo_dir,
+                         const char *hook)
 {
 	struct buf names = BUF_INIT, failed = BUF_INIT, v = BUF_INIT;
 	struct store_iter *it;
@@ -575,7 +603,7 @@ int repos_follow_deleted(struct store *s, const char *repo_dir,
 	store_iter_new(&it, s, NULL, CF_REPOS, "", 0);
 	while (store_iter_next(it, &key, &klen, &v) > 0) {
 		Grantd__V1__Repo *r = grantd__v1__repo__unpack(
-			NULL, v.len, (const uint8_t *)v.p);
+		        NULL, v.len, (const uint8_t *)v.p);
 		if (r && r->deleted && repos_present(repo_dir, r->name))
 			buf_add(&names, r->name, strlen(r->name) + 1);
 		if (r)
@@ -589,8 +617,11 @@ int repos_follow_deleted(struct store *s, const char *repo_dir,
 	return rc;
 }
 
-int repos_refs(const char *repo_dir, const char *name, struct buf *refs,
-	       struct buf *head, struct buf *why)
+int repos_refs(const char *repo_dir,
+               const char *name,
+               struct buf *refs,
+               struct buf *head,
+               struct buf *why)
 {
 	struct buf path = BUF_INIT;
 	git_repository *repo = NULL;
@@ -631,9 +662,9 @@ int repos_refs(const char *repo_dir, const char *name, struct buf *refs,
 	while ((e = git_reference_next(&ref, it)) == 0) {
 		if (git_reference_type(ref) == GIT_REFERENCE_DIRECT) {
 			git_oid_tostr(hex, sizeof(hex),
-				      git_reference_target(ref));
+			              git_reference_target(ref));
 			buf_add(refs, git_reference_name(ref),
-				strlen(git_reference_name(ref)) + 1);
+			        strlen(git_reference_name(ref)) + 1);
 			buf_add(refs, hex, strlen(hex) + 1);
 		}
 		git_reference_free(ref);
@@ -655,14 +686,13 @@ done:
  * "failed to stat '/root/.gitconfig'").  Before any thread. */
 int repos_git_isolate(void)
 {
-	static const int levels[] = { GIT_CONFIG_LEVEL_PROGRAMDATA,
-				      GIT_CONFIG_LEVEL_SYSTEM,
-				      GIT_CONFIG_LEVEL_XDG,
-				      GIT_CONFIG_LEVEL_GLOBAL };
+	static const int levels[] = {
+	        GIT_CONFIG_LEVEL_PROGRAMDATA, GIT_CONFIG_LEVEL_SYSTEM,
+	        GIT_CONFIG_LEVEL_XDG, GIT_CONFIG_LEVEL_GLOBAL};
 
 	for (size_t i = 0; i < GD_ARRAY_SIZE(levels); i++)
-		if (git_libgit2_opts(GIT_OPT_SET_SEARCH_PATH, levels[i],
-				     "") < 0)
+		if (git_libgit2_opts(GIT_OPT_SET_SEARCH_PATH, levels[i], "") <
+		    0)
 			return GD_EIO;
 	if (setenv("GIT_CONFIG_NOSYSTEM", "1", 1) < 0 ||
 	    setenv("GIT_CONFIG_GLOBAL", "/dev/null", 1) < 0 ||

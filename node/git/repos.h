@@ -30,8 +30,10 @@ void repos_path(struct buf *out, const char *repo_dir, const char *name);
  * post-receive hook's command line, installed in a new or an existing
  * repository alike (rewritten only when it differs); receive.fsckObjects
  * is set in both.  Returns 0 or GD_EIO (logged). */
-int repos_create(const char *repo_dir, const char *name, const char *fork_of,
-		 const char *hook);
+int repos_create(const char *repo_dir,
+                 const char *name,
+                 const char *fork_of,
+                 const char *hook);
 
 /* The same for a repository someone else makes (gitolite, which creates
  * its repositories when it compiles its admin repository): settle one that
@@ -39,8 +41,10 @@ int repos_create(const char *repo_dir, const char *name, const char *fork_of,
  * NULL), but never create or complete it.  Returns 0, GD_ENOTFOUND (no
  * directory yet: not a failure, nothing logged; gitrepl waits for it) or
  * GD_EIO (logged). */
-int repos_adopt(const char *repo_dir, const char *name, const char *fork_of,
-		const char *hook);
+int repos_adopt(const char *repo_dir,
+                const char *name,
+                const char *fork_of,
+                const char *hook);
 
 /* Make the disk follow the committed record of each repository named in
  * names ("name \0" each, as ops.repos_touched holds them); a name whose
@@ -58,16 +62,21 @@ int repos_adopt(const char *repo_dir, const char *name, const char *fork_of,
  * names is emptied; a name that failed is added to failed (once) to be
  * tried again later.  Writer thread.  Returns 0, or GD_EIO when one
  * failed. */
-int repos_follow(struct store *s, const char *repo_dir, const char *hook,
-		 bool make, struct buf *names, struct buf *failed);
+int repos_follow(struct store *s,
+                 const char *repo_dir,
+                 const char *hook,
+                 bool make,
+                 struct buf *names,
+                 struct buf *failed);
 
 /* At start, before the live repositories are made: each deleted
  * repository whose directory is still here (the node stopped between the
  * deletion's commit and repos_follow) follows its record, as
  * repos_follow does (moved aside, or renamed to the repository a rename
  * made of it).  Not beside gitolite.  Returns 0 or GD_EIO (logged). */
-int repos_follow_deleted(struct store *s, const char *repo_dir,
-			 const char *hook);
+int repos_follow_deleted(struct store *s,
+                         const char *repo_dir,
+                         const char *hook);
 
 /* Is there anything at repo_dir/NAME.git (a directory, a file, a link)? */
 bool repos_present(const char *repo_dir, const char *name);
@@ -76,8 +85,10 @@ bool repos_present(const char *repo_dir, const char *name);
  * repo_dir/NAME.git.grantd-deleted-YYYYMMDDTHHMMSSZ (the deletion's UTC
  * time, the same at every site), into out (replacing its contents).  When
  * that is taken, repos_follow adds -2, -3, ... */
-void repos_aside_path(struct buf *out, const char *repo_dir, const char *name,
-		      uint64_t hlc);
+void repos_aside_path(struct buf *out,
+                      const char *repo_dir,
+                      const char *name,
+                      uint64_t hlc);
 
 /* What an operator brought at repo_dir/NAME.git (grantctl repo add of an
  * existing repository): each ref naming an object directly (symbolic refs
@@ -87,13 +98,15 @@ void repos_aside_path(struct buf *out, const char *repo_dir, const char *name,
  * GD_ENOTFOUND (nothing there), GD_EINVAL with why set (something there
  * that is not a bare git repository libgit2 can open) or GD_EIO with why
  * set. */
-int repos_refs(const char *repo_dir, const char *name, struct buf *refs,
-	       struct buf *head, struct buf *why);
+int repos_refs(const char *repo_dir,
+               const char *name,
+               struct buf *refs,
+               struct buf *head,
+               struct buf *why);
 
 /* Start hook_path --config conf in the repository at path with stdin
  * empty: grant-hook then sends what earlier pushes' hooks spooled.
  * Returns its pid (the caller reaps it) or -1 (logged). */
-pid_t repos_run_hook(const char *hook_path, const char *conf,
-		     const char *path);
+pid_t repos_run_hook(const char *hook_path, const char *conf, const char *path);
 
 #endif

@@ -34,8 +34,12 @@ static const char zeros[] = "0000000000000000000000000000000000000000";
 
 /* ---- adopting a repository that is there ------------------------------- */
 
-int cmd_repo_found(struct cmd_ctx *x, struct req *r, const char *name,
-		   struct buf *refs, size_t *n, struct buf *head)
+int cmd_repo_found(struct cmd_ctx *x,
+                   struct req *r,
+                   const char *name,
+                   struct buf *refs,
+                   size_t *n,
+                   struct buf *head)
 {
 	struct buf all = BUF_INIT, why = BUF_INIT, path = BUF_INIT;
 	int rc;
@@ -49,9 +53,11 @@ int cmd_repo_found(struct cmd_ctx *x, struct req *r, const char *name,
 		goto done;
 	}
 	if (rc < 0) {
-		cmd_refuse(r, "%s exists and is not a bare git repository "
-			   "grantd can read (%s): move it away or choose "
-			   "another name", path.p, buf_str(&why));
+		cmd_refuse(r,
+		           "%s exists and is not a bare git repository "
+		           "grantd can read (%s): move it away or choose "
+		           "another name",
+		           path.p, buf_str(&why));
 		rc = GD_EDENIED;
 		goto done;
 	}
@@ -60,7 +66,8 @@ int cmd_repo_found(struct cmd_ctx *x, struct req *r, const char *name,
 		off = (size_t)(hex - all.p) + strlen(hex) + 1;
 		if (!ops_ref_name_ok(ref)) {
 			log_warn("ref not replicated repo=%s ref=%.300s: not "
-				 "a name grantd replicates", name, ref);
+			         "a name grantd replicates",
+			         name, ref);
 			continue;
 		}
 		buf_add(refs, ref, strlen(ref) + 1);
@@ -75,8 +82,10 @@ done:
 	return rc;
 }
 
-int cmd_repo_refs_emit(struct cmd_ctx *x, const char *repo,
-		       const struct buf *pairs, bool del)
+int cmd_repo_refs_emit(struct cmd_ctx *x,
+                       const char *repo,
+                       const struct buf *pairs,
+                       bool del)
 {
 	Grantd__V1__RefChange *ch = xcalloc(REFS_PER_OP, sizeof(*ch));
 	Grantd__V1__RefChange **chp = xcalloc(REFS_PER_OP, sizeof(*chp));
@@ -108,8 +117,8 @@ int cmd_repo_refs_emit(struct cmd_ctx *x, const char *repo,
 /* ---- what del and rename check ------------------------------------------ */
 
 /* The live refs recorded for repo, "ref \0 target \0" each, *n of them. */
-static int live_refs(struct cmd_ctx *x, const char *repo, struct buf *out,
-		     size_t *n)
+static int
+live_refs(struct cmd_ctx *x, const char *repo, struct buf *out, size_t *n)
 {
 	struct buf prefix = BUF_INIT, v = BUF_INIT;
 	struct store_iter *it;
@@ -120,10 +129,10 @@ static int live_refs(struct cmd_ctx *x, const char *repo, struct buf *out,
 	*n = 0;
 	buf_add(&prefix, repo, strlen(repo) + 1);
 	store_iter_new(&it, x->p.store, x->p.batch, CF_REFS, prefix.p,
-		       prefix.len);
+	               prefix.len);
 	while ((rc = store_iter_next(it, &key, &klen, &v)) > 0) {
 		Grantd__V1__Ref *f = grantd__v1__ref__unpack(
-			NULL, v.len, (const uint8_t *)v.p);
+		        NULL, v.len, (const uint8_t *)v.p);
 		if (f && f->repo && !strcmp(f->repo, repo) && f->ref &&
 		    ops_ref_name_ok(f->ref) && f->target &&
 		    ops_oid_ok(f->target) && strcmp(f->target, zeros)) {
@@ -152,7 +161,7 @@ static int forks_of(struct cmd_ctx *x, const char *name, struct buf *out)
 	store_iter_new(&it, x->p.store, x->p.batch, CF_REPOS, "", 0);
 	while ((rc = store_iter_next(it, &key, &klen, &v)) > 0) {
 		Grantd__V1__Repo *rp = grantd__v1__repo__unpack(
-			NULL, v.len, (const uint8_t *)v.p);
+		        NULL, v.len, (const uint8_t *)v.p);
 		if (rp && !rp->deleted && rp->fork_of &&
 		    !strcmp(rp->fork_of, name))
 			buf_printf(out, "%s%s", out->len ? ", " : "", rp->name);
@@ -169,15 +178,20 @@ static int gitolite_owns(struct cmd_ctx *x, struct req *r, const char *what)
 {
 	if (!x->p.cfg->gitolite_home)
 		return 0;
-	cmd_refuse(r, "cannot %s a repository beside gitolite: gitolite.conf "
-		   "owns the list of repositories (change it there)", what);
+	cmd_refuse(r,
+	           "cannot %s a repository beside gitolite: gitolite.conf "
+	           "owns the list of repositories (change it there)",
+	           what);
 	return 1;
 }
 
 /* The checks del and rename share: not beside gitolite, a live record
  * (into *out), no forks.  0 when they pass; 1 when r was refused. */
-static int movable(struct cmd_ctx *x, struct req *r, const char *name,
-		   const char *what, Grantd__V1__Repo **out)
+static int movable(struct cmd_ctx *x,
+                   struct req *r,
+                   const char *name,
+                   const char *what,
+                   Grantd__V1__Repo **out)
 {
 	struct buf forks = BUF_INIT;
 	int rc;
@@ -193,9 +207,11 @@ static int movable(struct cmd_ctx *x, struct req *r, const char *name,
 	if (rc < 0)
 		return rc;
 	if ((rc = forks_of(x, name, &forks)) == 0 && forks.len) {
-		cmd_refuse(r, "cannot %s '%s': it has forks, whose objects "
-			   "live in it through alternates: %s (delete them "
-			   "first)", what, name, forks.p);
+		cmd_refuse(r,
+		           "cannot %s '%s': it has forks, whose objects "
+		           "live in it through alternates: %s (delete them "
+		           "first)",
+		           what, name, forks.p);
 		rc = 1;
 	}
 	buf_free(&forks);
@@ -207,8 +223,8 @@ static int movable(struct cmd_ctx *x, struct req *r, const char *name,
 }
 
 /* The record of old, deleted; its stamp into *hlc. */
-static int emit_deleted(struct cmd_ctx *x, const Grantd__V1__Repo *old,
-			uint64_t *hlc)
+static int
+emit_deleted(struct cmd_ctx *x, const Grantd__V1__Repo *old, uint64_t *hlc)
 {
 	Grantd__V1__Op op = GRANTD__V1__OP__INIT;
 	Grantd__V1__Repo rp = *old;
@@ -246,9 +262,10 @@ int cmd_repo_del(struct cmd_ctx *x, struct req *r)
 	    (rc = cmd_repo_refs_emit(x, name, &refs, true)) < 0)
 		goto done;
 	repos_aside_path(&aside, "", name, hlc);
-	buf_printf(&r->out, "deleted repository %s (%zu ref%s dropped); at "
-		   "every site its directory is moved aside to %s\n", name, n,
-		   n == 1 ? "" : "s", aside.p + 1);
+	buf_printf(&r->out,
+	           "deleted repository %s (%zu ref%s dropped); at "
+	           "every site its directory is moved aside to %s\n",
+	           name, n, n == 1 ? "" : "s", aside.p + 1);
 	log_info("repository delete recorded repo=%s refs=%zu", name, n);
 done:
 	grantd__v1__repo__free_unpacked(old, NULL);
@@ -274,7 +291,7 @@ int cmd_repo_rename(struct cmd_ctx *x, struct req *r)
 		return 0;
 	if (!strcmp(from, to))
 		return cmd_bad(r, "'%s' is the repository's name already",
-			       from);
+		               from);
 	if ((rc = movable(x, r, from, "rename", &old)) != 0)
 		return rc < 0 ? rc : 0;
 	rc = policy_repo_load(&taken, &x->p, to);
@@ -286,9 +303,10 @@ int cmd_repo_rename(struct cmd_ctx *x, struct req *r)
 		goto done;
 	rc = 0;
 	if (repos_present(x->p.cfg->repo_dir, to)) {
-		cmd_refuse(r, "%s/%s.git exists (not a repository of "
-			   "grantd's): move it away or choose another name",
-			   x->p.cfg->repo_dir, to);
+		cmd_refuse(r,
+		           "%s/%s.git exists (not a repository of "
+		           "grantd's): move it away or choose another name",
+		           x->p.cfg->repo_dir, to);
 		goto done;
 	}
 	rp = *old;
@@ -304,9 +322,9 @@ int cmd_repo_rename(struct cmd_ctx *x, struct req *r)
 	    (rc = cmd_repo_refs_emit(x, from, &refs, true)) < 0)
 		goto done;
 	buf_printf(&r->out, "renamed repository %s to %s (%zu ref%s)\n", from,
-		   to, n, n == 1 ? "" : "s");
-	log_info("repository rename recorded repo=%s to=%s refs=%zu", from,
-		 to, n);
+	           to, n, n == 1 ? "" : "s");
+	log_info("repository rename recorded repo=%s to=%s refs=%zu", from, to,
+	         n);
 done:
 	if (taken)
 		grantd__v1__repo__free_unpacked(taken, NULL);

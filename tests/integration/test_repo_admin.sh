@@ -74,7 +74,8 @@ t_hasnt "junk is not listed" "$OUT" "junk"
 rmdir "$(dir portland junk)"
 
 t_section "a push to the adopted repository at montreal replicates"
-g clone -q "$(dir montreal old)" "$T_DIR/wm" || t_fatal "clone from montreal"
+# -b master: montreal made old.git with HEAD main (HEAD does not replicate)
+g clone -q -b master "$(dir montreal old)" "$T_DIR/wm" || t_fatal "clone from montreal"
 commit "$T_DIR/wm" 2
 t_expect 0 "push to montreal's old" g -C "$T_DIR/wm" push -q "$(dir montreal old)" HEAD:refs/heads/master
 M=$(git -C "$T_DIR/wm" rev-parse HEAD)
@@ -138,6 +139,7 @@ t_expect_converged "the three sites agree" 20
 t_section "a repository with a fork can be neither deleted nor renamed"
 t_expect 0 "repo add base" t_c paloalto repo add base --mode off
 t_expect 0 "repo add fk --fork-of base" t_c paloalto repo add fk --fork-of base --mode off
+t_expect_converged "the three sites agree" 20
 t_expect 1 "paloalto: repo del base is refused" t_c paloalto repo del base
 t_has "it names the fork" "$ERR" "alternates: fk"
 t_expect 1 "portland: repo rename base b2 is refused" t_c portland repo rename base b2

@@ -45,12 +45,12 @@
 #include "repos.h"
 #include "store.h"
 
-#define OLD "0000000000000000000000000000000000000000"
+#define OLD  "0000000000000000000000000000000000000000"
 #define NEW1 "1111111111111111111111111111111111111111"
 #define NEW2 "2222222222222222222222222222222222222222"
 
 static const uint8_t seal_key[STORE_SEAL_KEY_LEN] =
-	"test_cmd_repo seal key 012345678";
+        "test_cmd_repo seal key 012345678";
 
 struct fixture {
 	char dir[64];
@@ -76,14 +76,15 @@ static int setup(void **state)
 	struct fixture *f = calloc(1, sizeof(*f));
 	char cmd[512];
 
-	if (!f || fx_mkdtemp(f->dir, sizeof(f->dir), "test_cmd_repo",
-			     false) < 0)
+	if (!f ||
+	    fx_mkdtemp(f->dir, sizeof(f->dir), "test_cmd_repo", false) < 0)
 		return -1;
 	snprintf(f->repo_dir, sizeof(f->repo_dir), "%s/repositories", f->dir);
 	/* what gitolite made: two repositories, one of them its admin */
-	snprintf(cmd, sizeof(cmd), "git init -q --bare '%s/demo.git' && "
-		 "git init -q --bare '%s/gitolite-admin.git'", f->repo_dir,
-		 f->repo_dir);
+	snprintf(cmd, sizeof(cmd),
+	         "git init -q --bare '%s/demo.git' && "
+	         "git init -q --bare '%s/gitolite-admin.git'",
+	         f->repo_dir, f->repo_dir);
 	if (system(cmd) != 0)
 		return -1;
 	f->cfg.site = "sitea";
@@ -91,8 +92,7 @@ static int setup(void **state)
 	f->cfg.gitolite_home = f->dir;
 	f->cfg.gitolite_program = "gitolite";
 	if (fx_store_open(&f->store, &f->o, f->dir, &f->cfg, seal_key) < 0 ||
-	    store_batch_new(&f->b, f->store) < 0 ||
-	    cmd_table_new(&f->t) < 0)
+	    store_batch_new(&f->b, f->store) < 0 || cmd_table_new(&f->t) < 0)
 		return -1;
 	*state = f;
 	return 0;
@@ -116,8 +116,8 @@ static int teardown(void **state)
 }
 
 /* Request name with args, fresh in f (the previous answer freed). */
-static struct req *request(struct fixture *f, const char *name, char **args,
-			   size_t n)
+static struct req *
+request(struct fixture *f, const char *name, char **args, size_t n)
 {
 	struct req *r = &f->r;
 
@@ -139,7 +139,7 @@ static struct req *request(struct fixture *f, const char *name, char **args,
 static struct req *run(struct fixture *f, struct req *r, bool in_batch)
 {
 	const struct cmd *c = cmd_table_find(f->t, f->rq.cmd);
-	struct cmd_ctx x = { 0 };
+	struct cmd_ctx x = {0};
 
 	assert_non_null(c);
 	assert_int_equal(cmd_admit(c, r, &f->cfg, NULL, false), 0);
@@ -157,11 +157,15 @@ static struct req *run(struct fixture *f, struct req *r, bool in_batch)
 /* hook.refs REPO LINE as grant-hook sends it, with a request id and who
  * pushed (NULL: not sent), handled in the batch.  Returns the request,
  * answered. */
-static struct req *hook_refs_by(struct fixture *f, const char *repo,
-				const char *line, const char *id,
-				const char *user, const char *ip,
-				const char *fp, const char *kind,
-				const char *factor)
+static struct req *hook_refs_by(struct fixture *f,
+                                const char *repo,
+                                const char *line,
+                                const char *id,
+                                const char *user,
+                                const char *ip,
+                                const char *fp,
+                                const char *kind,
+                                const char *factor)
 {
 	struct req *r;
 
@@ -178,17 +182,16 @@ static struct req *hook_refs_by(struct fixture *f, const char *repo,
 }
 
 /* The same without an id or who pushed. */
-static struct req *hook_refs(struct fixture *f, const char *repo,
-			     const char *line)
+static struct req *
+hook_refs(struct fixture *f, const char *repo, const char *line)
 {
-	return hook_refs_by(f, repo, line, NULL, NULL, NULL, NULL, NULL,
-			    NULL);
+	return hook_refs_by(f, repo, line, NULL, NULL, NULL, NULL, NULL, NULL);
 }
 
 /* A reader command (log.page, log.verify) with args, from the admin
  * socket.  Returns the request, answered. */
-static struct req *reader(struct fixture *f, const char *name,
-			  const char **args, size_t n)
+static struct req *
+reader(struct fixture *f, const char *name, const char **args, size_t n)
 {
 	struct req *r = request(f, name, (char **)args, n);
 
@@ -198,8 +201,8 @@ static struct req *reader(struct fixture *f, const char *name,
 
 /* The operations made since the last call, their kinds in order into
  * kinds (at most max); returns how many.  The outbox is emptied. */
-static size_t outbox(struct fixture *f, Grantd__V1__Op__BodyCase *kinds,
-		     size_t max)
+static size_t
+outbox(struct fixture *f, Grantd__V1__Op__BodyCase *kinds, size_t max)
 {
 	struct buf box = BUF_INIT;
 	size_t off = 0, n = 0;
@@ -208,10 +211,10 @@ static size_t outbox(struct fixture *f, Grantd__V1__Op__BodyCase *kinds,
 	const uint8_t *p = (const uint8_t *)box.p;
 	while (off + 4 <= box.len) {
 		size_t len = (size_t)p[off] << 24 | (size_t)p[off + 1] << 16 |
-			     (size_t)p[off + 2] << 8 | p[off + 3];
+		             (size_t)p[off + 2] << 8 | p[off + 3];
 		assert_true(off + 4 + len <= box.len);
-		Grantd__V1__Op *op = grantd__v1__op__unpack(NULL, len,
-							     p + off + 4);
+		Grantd__V1__Op *op =
+		        grantd__v1__op__unpack(NULL, len, p + off + 4);
 		assert_non_null(op);
 		if (n < max)
 			kinds[n] = op->body_case;
@@ -227,7 +230,7 @@ static size_t outbox(struct fixture *f, Grantd__V1__Op__BodyCase *kinds,
 /* The record of repo through the batch (NULL: none). */
 static Grantd__V1__Repo *record(struct fixture *f, const char *repo)
 {
-	struct policy_ctx pc = { &f->cfg, f->store, f->b, "h" };
+	struct policy_ctx pc = {&f->cfg, f->store, f->b, "h"};
 	Grantd__V1__Repo *rp = NULL;
 	int rc = policy_repo_load(&rp, &pc, repo);
 
@@ -256,7 +259,7 @@ static void test_first_push_registers(void **state)
 	r = hook_refs(f, "demo", OLD " " NEW1 " refs/heads/master");
 	assert_int_equal(r->status, GD_EXIT_OK);
 	assert_non_null(strstr(buf_str(&r->out), "replicating 1 ref update "
-				"of demo"));
+	                                         "of demo"));
 	Grantd__V1__Repo *rp = record(f, "demo");
 	assert_non_null(rp);
 	assert_string_equal(rp->name, "demo");
@@ -299,7 +302,7 @@ static Grantd__V1__PushLogEntry *entry(struct fixture *f, uint64_t n)
 	records_key_pushlog(&k, "sitea", n);
 	if (store_get(f->store, f->b, CF_PUSHLOG, k.p, k.len, &v) == 0)
 		e = grantd__v1__push_log_entry__unpack(NULL, v.len,
-						       (const uint8_t *)v.p);
+		                                       (const uint8_t *)v.p);
 	buf_free(&k);
 	buf_free(&v);
 	return e;
@@ -315,14 +318,14 @@ static void test_push_logged(void **state)
 	static const char id[] = "0000018f2a3b4c5d9e8f7a6b5c4d3e2f-0";
 	Grantd__V1__Op__BodyCase k[4];
 	Grantd__V1__PushLogEntry *e1, *e2;
-	uint8_t zero[PUSHLOG_HASH_LEN] = { 0 }, head[PUSHLOG_HASH_LEN];
+	uint8_t zero[PUSHLOG_HASH_LEN] = {0}, head[PUSHLOG_HASH_LEN];
 	uint64_t n;
 	struct req *r;
 
 	f->rq.user = NULL;
 	r = hook_refs_by(f, "demo", OLD " " NEW1 " refs/heads/master", id,
-			 "alice", "192.0.2.7", "SHA256:ieGENRwGkZ2ZJH/wEtzcd6Ql",
-			 "plain", "grant");
+	                 "alice", "192.0.2.7",
+	                 "SHA256:ieGENRwGkZ2ZJH/wEtzcd6Ql", "plain", "grant");
 	assert_int_equal(r->status, GD_EXIT_OK);
 	assert_int_equal(outbox(f, k, 4), 3);
 	e1 = entry(f, 1);
@@ -350,7 +353,7 @@ static void test_push_logged(void **state)
 
 	/* the same request again (its answer timed out): no second entry */
 	r = hook_refs_by(f, "demo", OLD " " NEW1 " refs/heads/master", id,
-			 "alice", "192.0.2.7", NULL, "plain", "grant");
+	                 "alice", "192.0.2.7", NULL, "plain", "grant");
 	assert_int_equal(r->status, GD_EXIT_OK);
 	assert_int_equal(outbox(f, k, 4), 0);
 	assert_null(entry(f, 2));
@@ -358,7 +361,7 @@ static void test_push_logged(void **state)
 	/* then the next push: entry 2 after entry 1; bad words left out,
 	 * the push recorded all the same */
 	r = hook_refs_by(f, "demo", NEW1 " " NEW2 " refs/heads/master", NULL,
-			 "Bad User", "300.1.1.1", "MD5:00", NULL, "magic");
+	                 "Bad User", "300.1.1.1", "MD5:00", NULL, "magic");
 	assert_int_equal(r->status, GD_EXIT_OK);
 	assert_int_equal(outbox(f, k, 4), 2);
 	e2 = entry(f, 2);
@@ -384,24 +387,26 @@ static void test_push_logged(void **state)
 	/* committed, the reader commands see them: a page of one, newest
 	 * first, with the cursor of the next; the chain intact */
 	assert_int_equal(ops_commit(f->o, f->b, false), 0);
-	static const char *page[] = { "--max", "1" };
+	static const char *page[] = {"--max", "1"};
 	r = reader(f, "log.page", page, 2);
 	assert_int_equal(r->status, GD_EXIT_OK);
-	assert_non_null(strstr(buf_str(&r->out), "site=sitea n=2 repo=demo "
-				"user=- ip=- key=- kind=- factor=-\n"));
+	assert_non_null(strstr(buf_str(&r->out),
+	                       "site=sitea n=2 repo=demo "
+	                       "user=- ip=- key=- kind=- factor=-\n"));
 	assert_null(strstr(buf_str(&r->out), "n=1"));
 	assert_true(r->next[0]);
 	char cursor[sizeof(r->next)];
 	memcpy(cursor, r->next, sizeof(cursor));
-	const char *next[] = { "--max", "1", "--before", cursor };
+	const char *next[] = {"--max", "1", "--before", cursor};
 	r = reader(f, "log.page", next, 4);
-	assert_non_null(strstr(buf_str(&r->out), "site=sitea n=1 repo=demo "
-				"user=alice ip=192.0.2.7 key=SHA256:"));
+	assert_non_null(strstr(buf_str(&r->out),
+	                       "site=sitea n=1 repo=demo "
+	                       "user=alice ip=192.0.2.7 key=SHA256:"));
 	assert_string_equal(r->next, "");
 	r = reader(f, "log.verify", NULL, 0);
 	assert_int_equal(r->status, GD_EXIT_OK);
 	assert_string_equal(buf_str(&r->out), "push log: 2 entries from 1 "
-			    "site, all chains intact\n");
+	                                      "site, all chains intact\n");
 
 	/* the newest entry removed from the disk (no operation): no gap,
 	 * but the head this site recorded shows it */
@@ -415,9 +420,10 @@ static void test_push_logged(void **state)
 	buf_free(&key);
 	r = reader(f, "log.verify", NULL, 0);
 	assert_int_equal(r->status, GD_EXIT_REFUSED);
-	assert_non_null(strstr(buf_str(&r->err), "push log: chain of site "
-				"sitea broken at entry 2: it and the entries "
-				"after it are missing"));
+	assert_non_null(strstr(buf_str(&r->err),
+	                       "push log: chain of site "
+	                       "sitea broken at entry 2: it and the entries "
+	                       "after it are missing"));
 }
 
 /* Only a ref grantd does not replicate: nothing to record, and no record
@@ -444,7 +450,7 @@ static void test_refused(void **state)
 	r = hook_refs(f, "nosuch", OLD " " NEW1 " refs/heads/master");
 	assert_int_equal(r->status, GD_EXIT_REFUSED);
 	assert_non_null(strstr(buf_str(&r->err), "repository 'nosuch' is not "
-				"hosted here"));
+	                                         "hosted here"));
 	assert_null(record(f, "nosuch"));
 	/* a name gitolite allows and grantd does not: one clear line */
 	r = hook_refs(f, "a@b", OLD " " NEW1 " refs/heads/master");
@@ -470,7 +476,7 @@ static void test_not_gitolite(void **state)
 	r = hook_refs(f, "demo", OLD " " NEW1 " refs/heads/master");
 	assert_int_equal(r->status, GD_EXIT_REFUSED);
 	assert_non_null(strstr(buf_str(&r->err), "repository 'demo' is not "
-				"hosted here"));
+	                                         "hosted here"));
 	assert_int_equal(outbox(f, k, 4), 0);
 	assert_null(record(f, "demo"));
 	assert_false(ref_recorded(f, "demo", "refs/heads/master"));
@@ -510,8 +516,8 @@ static void sh(const char *fmt, ...)
 
 /* repo_dir/NAME.git: a bare repository with one commit on head's branch,
  * and (more) a branch dev and a tag v1 at it; HEAD names head. */
-static void bare_repo(struct fixture *f, const char *name, const char *head,
-		      bool more)
+static void
+bare_repo(struct fixture *f, const char *name, const char *head, bool more)
 {
 	sh("set -e; w='%s/w'; rm -rf \"$w\"; git init -q \"$w\"; "
 	   "git -C \"$w\" -c user.name=t -c user.email=t@example.org commit "
@@ -522,19 +528,19 @@ static void bare_repo(struct fixture *f, const char *name, const char *head,
 	   "git --git-dir='%s/%s.git' symbolic-ref HEAD refs/heads/%s",
 	   f->dir, head,
 	   more ? "git -C \"$w\" branch dev; git -C \"$w\" tag v1; " : "",
-	   f->repo_dir, name, f->repo_dir, name, f->repo_dir, name,
-	   f->repo_dir, name, head);
+	   f->repo_dir, name, f->repo_dir, name, f->repo_dir, name, f->repo_dir,
+	   name, head);
 }
 
 /* ref's target in repo_dir/REPO.git, by git */
-static void git_tip(struct fixture *f, const char *repo, const char *ref,
-		    char *out)
+static void
+git_tip(struct fixture *f, const char *repo, const char *ref, char *out)
 {
 	char cmd[512];
 	FILE *p;
 
 	snprintf(cmd, sizeof(cmd), "git --git-dir='%s/%s.git' rev-parse %s",
-		 f->repo_dir, repo, ref);
+	         f->repo_dir, repo, ref);
 	p = popen(cmd, "r");
 	assert_non_null(p);
 	assert_non_null(fgets(out, 41, p));
@@ -550,7 +556,7 @@ static char *ref_target(struct fixture *f, const char *repo, const char *ref)
 	records_key_ref(&k, repo, ref);
 	if (store_get(f->store, f->b, CF_REFS, k.p, k.len, &v) == 0) {
 		Grantd__V1__Ref *rec = grantd__v1__ref__unpack(
-			NULL, v.len, (const uint8_t *)v.p);
+		        NULL, v.len, (const uint8_t *)v.p);
 		assert_non_null(rec);
 		t = strdup(rec->target ? rec->target : "");
 		grantd__v1__ref__free_unpacked(rec, NULL);
@@ -560,14 +566,16 @@ static char *ref_target(struct fixture *f, const char *repo, const char *ref)
 	return t;
 }
 
-static void assert_target(struct fixture *f, const char *repo,
-			  const char *ref, const char *want)
+static void assert_target(struct fixture *f,
+                          const char *repo,
+                          const char *ref,
+                          const char *want)
 {
 	char *t = ref_target(f, repo, ref);
 
 	if (!t || strcmp(t, want))
 		fail_msg("%s %s: target '%s', want '%s'", repo, ref,
-			 t ? t : "(no record)", want);
+		         t ? t : "(no record)", want);
 	free(t);
 }
 
@@ -581,8 +589,8 @@ static void commit_follow(struct fixture *f)
 	assert_int_equal(ops_commit(f->o, f->b, false), 0);
 	ops_take_repos(f->o, &names);
 	assert_int_equal(repos_follow(f->store, f->repo_dir, "exec true", true,
-				      &names, &failed),
-			 0);
+	                              &names, &failed),
+	                 0);
 	assert_int_equal(failed.len, 0);
 	buf_free(&names);
 	buf_free(&failed);
@@ -605,7 +613,7 @@ static size_t set_aside(struct fixture *f, const char *repo)
 	size_t n;
 
 	snprintf(pat, sizeof(pat), "%s/%s.git.grantd-deleted-*", f->repo_dir,
-		 repo);
+	         repo);
 	if (glob(pat, 0, NULL, &g) != 0)
 		return 0;
 	n = g.gl_pathc;
@@ -628,9 +636,9 @@ static void test_add_adopts(void **state)
 	r = admin_cmd(f, "repo.add", "old", "--mode", "off", NULL);
 	assert_int_equal(r->status, GD_EXIT_OK);
 	assert_non_null(strstr(buf_str(&r->out), "adopted repository old (3 "
-				"refs replicate)\n"));
+	                                         "refs replicate)\n"));
 	assert_non_null(strstr(buf_str(&r->out), "note: its HEAD is "
-				"refs/heads/master here"));
+	                                         "refs/heads/master here"));
 	assert_int_equal(outbox(f, k, 4), 2);
 	assert_int_equal(k[0], GRANTD__V1__OP__BODY_REPO);
 	assert_int_equal(k[1], GRANTD__V1__OP__BODY_REFS);
@@ -651,13 +659,13 @@ static void test_add_adopts(void **state)
 	bare_repo(f, "plain", "main", false);
 	r = admin_cmd(f, "repo.add", "plain.git", NULL);
 	assert_string_equal(buf_str(&r->out), "adopted repository plain (1 ref "
-			    "replicates)\n");
+	                                      "replicates)\n");
 	assert_int_equal(outbox(f, k, 4), 2);
 
 	sh("git init -q --bare '%s/empty.git'", f->repo_dir);
 	r = admin_cmd(f, "repo.add", "empty", NULL);
 	assert_non_null(strstr(buf_str(&r->out), "adopted repository empty (0 "
-				"refs replicate)\n"));
+	                                         "refs replicate)\n"));
 	assert_int_equal(outbox(f, k, 4), 1);
 	assert_int_equal(k[0], GRANTD__V1__OP__BODY_REPO);
 
@@ -666,7 +674,7 @@ static void test_add_adopts(void **state)
 	char hook[256];
 	struct stat st;
 	snprintf(hook, sizeof(hook), "%s/old.git/hooks/post-receive",
-		 f->repo_dir);
+	         f->repo_dir);
 	assert_int_equal(stat(hook, &st), 0);
 	git_tip(f, "old", "refs/heads/dev", tip);
 	assert_target(f, "old", "refs/heads/dev", tip);
@@ -686,9 +694,9 @@ static void test_add_refuses(void **state)
 	r = admin_cmd(f, "repo.add", "junk", NULL);
 	assert_int_equal(r->status, GD_EXIT_REFUSED);
 	assert_non_null(strstr(buf_str(&r->err), "/junk.git exists and is not "
-				"a bare git repository"));
+	                                         "a bare git repository"));
 	assert_non_null(strstr(buf_str(&r->err), "move it away or choose "
-				"another name"));
+	                                         "another name"));
 	assert_null(strchr(buf_str(&r->err), '\n'));
 	assert_null(record(f, "junk"));
 	r = admin_cmd(f, "repo.add", "file", NULL);
@@ -698,7 +706,7 @@ static void test_add_refuses(void **state)
 
 	r = admin_cmd(f, "repo.add", "fresh", NULL);
 	assert_string_equal(buf_str(&r->out), "added repository fresh (mode "
-			    "required)\n");
+	                                      "required)\n");
 	assert_int_equal(outbox(f, k, 4), 1);
 }
 
@@ -722,9 +730,10 @@ static void test_del(void **state)
 
 	r = admin_cmd(f, "repo.del", "p", NULL);
 	assert_int_equal(r->status, GD_EXIT_REFUSED);
-	assert_non_null(strstr(buf_str(&r->err), "cannot delete 'p': it has "
-				"forks, whose objects live in it through "
-				"alternates: f1, f2"));
+	assert_non_null(strstr(buf_str(&r->err),
+	                       "cannot delete 'p': it has "
+	                       "forks, whose objects live in it through "
+	                       "alternates: f1, f2"));
 	r = admin_cmd(f, "repo.del", "f1", NULL);
 	assert_int_equal(r->status, GD_EXIT_OK);
 	r = admin_cmd(f, "repo.del", "f2", NULL);
@@ -733,9 +742,10 @@ static void test_del(void **state)
 
 	r = admin_cmd(f, "repo.del", "p.git", NULL);
 	assert_int_equal(r->status, GD_EXIT_OK);
-	assert_non_null(strstr(buf_str(&r->out), "deleted repository p (1 ref "
-				"dropped); at every site its directory is "
-				"moved aside to p.git.grantd-deleted-"));
+	assert_non_null(strstr(buf_str(&r->out),
+	                       "deleted repository p (1 ref "
+	                       "dropped); at every site its directory is "
+	                       "moved aside to p.git.grantd-deleted-"));
 	assert_int_equal(outbox(f, k, 4), 2);
 	assert_int_equal(k[0], GRANTD__V1__OP__BODY_REPO);
 	assert_int_equal(k[1], GRANTD__V1__OP__BODY_REFS);
@@ -752,7 +762,7 @@ static void test_del(void **state)
 	/* added again: a new, empty repository, not the one set aside */
 	r = admin_cmd(f, "repo.add", "p", NULL);
 	assert_string_equal(buf_str(&r->out), "added repository p (mode "
-			    "required)\n");
+	                                      "required)\n");
 	commit_follow(f);
 	assert_true(dir_there(f, "p"));
 	assert_target(f, "p", "refs/heads/master", "");
@@ -764,9 +774,10 @@ static void test_del(void **state)
 	f->cfg.gitolite_home = f->dir;
 	r = admin_cmd(f, "repo.del", "demo", NULL);
 	assert_int_equal(r->status, GD_EXIT_REFUSED);
-	assert_non_null(strstr(buf_str(&r->err), "beside gitolite: "
-				"gitolite.conf owns the list of "
-				"repositories"));
+	assert_non_null(strstr(buf_str(&r->err),
+	                       "beside gitolite: "
+	                       "gitolite.conf owns the list of "
+	                       "repositories"));
 	assert_int_equal(outbox(f, k, 4), 0);
 }
 
@@ -782,38 +793,41 @@ static void test_rename(void **state)
 
 	f->cfg.gitolite_home = NULL;
 	admin_cmd(f, "repo.add", "a", "--mode", "opt-in", "--writer", "alice",
-		  NULL);
+	          NULL);
 	admin_cmd(f, "repo.add", "b", NULL);
 	hook_refs(f, "a", OLD " " NEW1 " refs/heads/master");
 	hook_refs(f, "a", OLD " " NEW2 " refs/heads/dev");
 	commit_follow(f);
 	sh("echo hello | git --git-dir='%s/a.git' hash-object -w --stdin "
-	   ">/dev/null", f->repo_dir); /* an object to keep */
+	   ">/dev/null",
+	   f->repo_dir); /* an object to keep */
 
 	r = admin_cmd(f, "repo.rename", "a", "b", NULL);
 	assert_int_equal(r->status, GD_EXIT_REFUSED);
 	assert_non_null(strstr(buf_str(&r->err), "repository 'b' already "
-				"exists"));
+	                                         "exists"));
 	sh("mkdir -p '%s/c.git'", f->repo_dir);
 	r = admin_cmd(f, "repo.rename", "a", "c", NULL);
 	assert_int_equal(r->status, GD_EXIT_REFUSED);
-	assert_non_null(strstr(buf_str(&r->err), "/c.git exists (not a "
-				"repository of grantd's): move it away"));
+	assert_non_null(strstr(buf_str(&r->err),
+	                       "/c.git exists (not a "
+	                       "repository of grantd's): move it away"));
 	r = admin_cmd(f, "repo.rename", "a", "a.git", NULL);
 	assert_int_equal(r->status, GD_EXIT_USAGE);
 	admin_cmd(f, "repo.add", "af", "--fork-of", "a", NULL);
 	r = admin_cmd(f, "repo.rename", "a", "z", NULL);
 	assert_int_equal(r->status, GD_EXIT_REFUSED);
-	assert_non_null(strstr(buf_str(&r->err), "cannot rename 'a': it has "
-				"forks, whose objects live in it through "
-				"alternates: af"));
+	assert_non_null(strstr(buf_str(&r->err),
+	                       "cannot rename 'a': it has "
+	                       "forks, whose objects live in it through "
+	                       "alternates: af"));
 	admin_cmd(f, "repo.del", "af", NULL);
 	outbox(f, k, 8);
 
 	r = admin_cmd(f, "repo.rename", "a", "z/y", NULL);
 	assert_int_equal(r->status, GD_EXIT_OK);
 	assert_string_equal(buf_str(&r->out), "renamed repository a to z/y (2 "
-			    "refs)\n");
+	                                      "refs)\n");
 	assert_int_equal(outbox(f, k, 8), 4);
 	assert_int_equal(k[0], GRANTD__V1__OP__BODY_REPO);
 	assert_int_equal(k[1], GRANTD__V1__OP__BODY_REFS);
@@ -836,7 +850,8 @@ static void test_rename(void **state)
 	assert_true(dir_there(f, "z/y"));
 	assert_int_equal(set_aside(f, "a"), 0);
 	sh("git --git-dir='%s/z/y.git' cat-file -e "
-	   "ce013625030ba8dba906f756967f9e9ca394464a", f->repo_dir);
+	   "ce013625030ba8dba906f756967f9e9ca394464a",
+	   f->repo_dir);
 
 	/* a change of the renamed repository drops the rename's mark */
 	r = admin_cmd(f, "repo.mode", "z/y", "off", NULL);
@@ -849,27 +864,27 @@ static void test_rename(void **state)
 	r = admin_cmd(f, "repo.rename", "z/y", "w", NULL);
 	assert_int_equal(r->status, GD_EXIT_REFUSED);
 	assert_non_null(strstr(buf_str(&r->err), "cannot rename a repository "
-				"beside gitolite"));
+	                                         "beside gitolite"));
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_first_push_registers,
-						setup, teardown),
-		cmocka_unit_test_setup_teardown(test_push_logged, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_nothing_to_replicate,
-						setup, teardown),
-		cmocka_unit_test_setup_teardown(test_refused, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_not_gitolite, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_add_adopts, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_add_refuses, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_del, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_rename, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_first_push_registers,
+	                                        setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_push_logged, setup,
+	                                        teardown),
+	        cmocka_unit_test_setup_teardown(test_nothing_to_replicate,
+	                                        setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_refused, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_not_gitolite, setup,
+	                                        teardown),
+	        cmocka_unit_test_setup_teardown(test_add_adopts, setup,
+	                                        teardown),
+	        cmocka_unit_test_setup_teardown(test_add_refuses, setup,
+	                                        teardown),
+	        cmocka_unit_test_setup_teardown(test_del, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_rename, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, setup_group, fx_group_teardown);
 }
