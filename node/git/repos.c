@@ -478,7 +478,7 @@ static int rename_target(struct store *s,
 	struct buf v = BUF_INIT;
 	const char *key;
 	size_t klen;
-	int rc;
+	int rc = 0;
 
 	*out = NULL;
 	store_iter_new(&it, s, NULL, CF_REPOS, "", 0);

@@ -867,6 +867,90 @@ static void test_rename(void **state)
 	                                         "beside gitolite"));
 }
 
+/* Put a Repo record straight into the store (a peer's, applied in an
+ * earlier batch): name, stamp, deleted, renamed_from. */
+static void put_repo(struct fixture *f, const char *name, uint64_t hlc,
+                     bool deleted, const char *from)
+{
+	Grantd__V1__Repo rp = GRANTD__V1__REPO__INIT;
+	struct store_batch *b;
+	uint8_t buf[512];
+	size_t n;
+
+	rp.name = (char *)name;
+	SET(rp, mode, GRANTD__V1__REPO_MODE__MODE_OFF);
+	SET(rp, deleted, deleted);
+	rp.renamed_from = (char *)from;
+	SET(rp, hlc, hlc);
+	rp.origin = "siteb";
+	n = grantd__v1__repo__pack(&rp, buf);
+	assert_int_equal(store_batch_new(&b, f->store), 0);
+	store_put(b, CF_REPOS, name, strlen(name), buf, n);
+	assert_int_equal(store_commit(b, false), 0);
+	store_batch_free(&b);
+}
+
+/* repos_follow of names ("a\0b\0"); returns how many it left for later. */
+static size_t follow(struct fixture *f, const char *names, size_t len)
+{
+	struct buf nb = BUF_INIT, failed = BUF_INIT;
+	size_t n = 0;
+
+	buf_add(&nb, names, len);
+	assert_int_equal(repos_follow(f->store, f->repo_dir, "exec true", true,
+	                              &nb, &failed),
+	                 0);
+	for (size_t off = 0; off < failed.len; off += strlen(failed.p + off) + 1)
+		n++;
+	buf_free(&nb);
+	buf_free(&failed);
+	return n;
+}
+
+/* A site that applies a rename in two batches: NEW's record first (OLD
+ * still live and older): NEW waits, nothing made; then OLD's deletion:
+ * OLD.git becomes NEW.git.  When OLD's live record is newer than the
+ * rename (added again since), NEW is made empty instead. */
+static void test_follow_rename_split(void **state)
+{
+	struct fixture *f = *state;
+
+	put_repo(f, "old", 100, false, NULL);
+	assert_int_equal(follow(f, "old", 4), 0);
+	assert_true(dir_there(f, "old"));
+	sh("echo hello | git --git-dir='%s/old.git' hash-object -w --stdin "
+	   ">/dev/null",
+	   f->repo_dir);
+	put_repo(f, "new", 200, false, "old");
+	assert_int_equal(follow(f, "new", 4), 1); /* later */
+	assert_false(dir_there(f, "new"));
+	assert_true(dir_there(f, "old"));
+	put_repo(f, "old", 300, true, NULL);
+	assert_int_equal(follow(f, "old", 4), 0);
+	assert_false(dir_there(f, "old"));
+	assert_true(dir_there(f, "new"));
+	assert_int_equal(set_aside(f, "old"), 0);
+	sh("git --git-dir='%s/new.git' cat-file -e "
+	   "ce013625030ba8dba906f756967f9e9ca394464a",
+	   f->repo_dir);
+	/* the retry finds it there: settled, nothing left */
+	assert_int_equal(follow(f, "new", 4), 0);
+
+	/* x renamed to y, but x added again since (a newer live record) */
+	put_repo(f, "x", 100, false, NULL);
+	assert_int_equal(follow(f, "x", 2), 0);
+	put_repo(f, "x", 400, false, NULL);
+	put_repo(f, "y", 200, false, "x");
+	assert_int_equal(follow(f, "y", 2), 0);
+	assert_true(dir_there(f, "y"));
+	assert_true(dir_there(f, "x"));
+	/* a deleted record's directory left by a stop: moved aside at start */
+	put_repo(f, "x", 500, true, NULL);
+	assert_int_equal(repos_follow_deleted(f->store, f->repo_dir, NULL), 0);
+	assert_false(dir_there(f, "x"));
+	assert_int_equal(set_aside(f, "x"), 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -885,6 +969,8 @@ int main(void)
 	                                        teardown),
 	        cmocka_unit_test_setup_teardown(test_del, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_rename, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_follow_rename_split,
+	                                        setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, setup_group, fx_group_teardown);
 }
