@@ -3,7 +3,7 @@
  * fetch from (repo.read), the pushes grant-hook hands over to replicate
  * (hook.refs), and the administrator's repo add, mode, writers and list;
  * the rows of repo del and rename too, whose handlers (and the adoption
- * of a repository repo add finds there) are in cmd_repo_admin.c.
+ * of a repository repo add finds there) are in cmd_repoadmin.c.
  */
 #include <cjson/cJSON.h>
 #include <errno.h>

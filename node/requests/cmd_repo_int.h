@@ -3,7 +3,7 @@
  *
  * cmd_repo.c holds the rows of every repository command and the handlers
  * of fetches (repo.read), pushes (hook.refs), repo add, mode, writers and
- * list; cmd_repo_admin.c what moves a repository's directory at every
+ * list; cmd_repoadmin.c what moves a repository's directory at every
  * site: adopting one that exists (for repo add), repo del and repo
  * rename.  Only these two include this header.  Handlers of CMD_BATCH
  * rows: the control thread, in the batch.

@@ -869,8 +869,11 @@ static void test_rename(void **state)
 
 /* Put a Repo record straight into the store (a peer's, applied in an
  * earlier batch): name, stamp, deleted, renamed_from. */
-static void put_repo(struct fixture *f, const char *name, uint64_t hlc,
-                     bool deleted, const char *from)
+static void put_repo(struct fixture *f,
+                     const char *name,
+                     uint64_t hlc,
+                     bool deleted,
+                     const char *from)
 {
 	Grantd__V1__Repo rp = GRANTD__V1__REPO__INIT;
 	struct store_batch *b;
@@ -900,7 +903,8 @@ static size_t follow(struct fixture *f, const char *names, size_t len)
 	assert_int_equal(repos_follow(f->store, f->repo_dir, "exec true", true,
 	                              &nb, &failed),
 	                 0);
-	for (size_t off = 0; off < failed.len; off += strlen(failed.p + off) + 1)
+	for (size_t off = 0; off < failed.len;
+	     off += strlen(failed.p + off) + 1)
 		n++;
 	buf_free(&nb);
 	buf_free(&failed);
@@ -969,8 +973,8 @@ int main(void)
 	                                        teardown),
 	        cmocka_unit_test_setup_teardown(test_del, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_rename, setup, teardown),
-	        cmocka_unit_test_setup_teardown(test_follow_rename_split,
-	                                        setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_follow_rename_split, setup,
+	                                        teardown),
 	};
 	return cmocka_run_group_tests(tests, setup_group, fx_group_teardown);
 }

@@ -1,5 +1,5 @@
 /*
- * cmd_repo_admin.c: what moves a repository's directory at every site
+ * cmd_repoadmin.c: what moves a repository's directory at every site
  * (cmd_repo_int.h): `repo add` of a bare repository already in repo_dir
  * (adopted: its refs are recorded in the batch that makes its record, so
  * every site fetches them), `repo del` and `repo rename`.
