@@ -10,10 +10,8 @@
  * half-made (a kill -9 inside git_repository_init_ext) is completed.
  * Beside gitolite (repos_adopt) the node makes no repository and writes no
  * hook: gitolite creates both, and links its LOCAL_CODE post-receive.
- *
- * A deleted repository is never destroyed: its directory is moved aside
- * (NAME.git.grantd-deleted-STAMP) after the deletion's commit, or renamed
- * to the repository a `repo rename` made of it, objects and all.
+ * A deleted repository is never destroyed: moved aside after the commit,
+ * or renamed to the repository a `repo rename` made of it.
  */
 #define _GNU_SOURCE /* posix_spawn_file_actions_addchdir_np */
 #include <errno.h>
