@@ -7,7 +7,8 @@
 # deleted, it is gone everywhere, its directory moved aside, nothing
 # pending, and a new add of the name starts empty; a repository with a fork
 # can be neither deleted nor renamed, and what is not a bare repository is
-# not adopted.
+# not adopted; a site down during a rename and a delete catches up and
+# renames too.
 . "$(dirname "$0")/lib.sh"
 
 t_cluster_up
@@ -150,5 +151,26 @@ t_expect_converged "the three sites agree" 20
 for s in "${T_SITES[@]}"; do
 	t_check "$s: base.git is still there" test -d "$(dir "$s" base)"
 done
+
+t_section "portland is down during a rename and a delete, then catches up"
+t_expect 0 "push to paloalto's new" g -C "$T_DIR/wm" push -q "$(dir paloalto new)" HEAD:refs/heads/master
+for s in "${T_SITES[@]}"; do
+	t_expect_soon 0 20 "$s: new's master arrived" ref_is "$s" new refs/heads/master "$M"
+done
+t_stop portland
+t_expect 0 "paloalto: repo rename new newer" t_c paloalto repo rename new newer
+t_expect 0 "paloalto: repo del fk" t_c paloalto repo del fk
+t_start portland
+for s in "${T_SITES[@]}"; do
+	t_expect_soon 0 20 "$s: newer has master" ref_is "$s" newer refs/heads/master "$M"
+	t_expect_soon 0 20 "$s: new.git is gone" gone "$s" new
+	t_eq "$s: only the earlier new.git.grantd-deleted-* is left" "$(aside "$s" new)" 1
+	t_expect_soon 0 20 "$s: fk.git is gone" gone "$s" fk
+	t_eq "$s: one fk.git.grantd-deleted-* left" "$(aside "$s" fk)" 1
+done
+t_check "portland's log says it renamed new" t_grep_log portland "repository renamed repo=new to=newer"
+t_expect_converged "the three sites agree" 20
+t_expect 0 "portland: newer passes git fsck --strict" \
+	git --git-dir="$(dir portland newer)" fsck --strict --no-progress
 
 t_done
