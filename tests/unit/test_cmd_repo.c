@@ -955,6 +955,28 @@ static void test_follow_rename_split(void **state)
 	assert_int_equal(set_aside(f, "x"), 1);
 }
 
+/* A site of an older release keeps renamed_from as an unknown field, which
+ * protobuf-c packs after the fields it knows: the record's bytes (and so
+ * the digest) are the same only when renamed_from comes last here too. */
+static void test_renamed_from_last(void **state)
+{
+	Grantd__V1__Repo rp = GRANTD__V1__REPO__INIT;
+	uint8_t with[256], without[256];
+	size_t n1, n2;
+
+	(void)state;
+	rp.name = "new";
+	SET(rp, mode, GRANTD__V1__REPO_MODE__MODE_OPT_IN);
+	rp.fork_of = "p";
+	SET(rp, hlc, 12345);
+	rp.origin = "sitea";
+	n2 = grantd__v1__repo__pack(&rp, without);
+	rp.renamed_from = "old";
+	n1 = grantd__v1__repo__pack(&rp, with);
+	assert_true(n1 > n2);
+	assert_memory_equal(with, without, n2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -975,6 +997,7 @@ int main(void)
 	        cmocka_unit_test_setup_teardown(test_rename, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_follow_rename_split, setup,
 	                                        teardown),
+	        cmocka_unit_test(test_renamed_from_last),
 	};
 	return cmocka_run_group_tests(tests, setup_group, fx_group_teardown);
 }
