@@ -64,9 +64,15 @@ static void usage(FILE *fp)
 "Repositories\n"
 "  repo add NAME [--mode off|opt-in|required] [--writer USER]...\n"
 "           [--fork-of PARENT]     create a hosted repository (default mode\n"
-"                                   required)\n"
+"                                   required); a bare repository already at\n"
+"                                   repo_dir/NAME.git is adopted: its refs\n"
+"                                   replicate to every site\n"
 "  repo mode NAME MODE\n"
 "  repo writers NAME USER...        replace the list of writers\n"
+"  repo del NAME                    delete a repository (not one with forks):\n"
+"                                   every site moves its directory aside\n"
+"  repo rename OLD NEW              rename a repository (not one with forks)\n"
+"                                   at every site, keeping its objects\n"
 "  repo list [--json]\n"
 "Grants\n"
 "  grant list [--user NAME] [--json]\n"
@@ -259,6 +265,7 @@ static const struct sub subs[] = {
 	{ "enroll", NULL, "enroll" },      { "unenroll", NULL, "unenroll" },
 	{ "repo", "add", "repo.add" },     { "repo", "mode", "repo.mode" },
 	{ "repo", "writers", "repo.writers" },
+	{ "repo", "del", "repo.del" },     { "repo", "rename", "repo.rename" },
 	{ "repo", "list", "repo.list" },   { "grant", "list", "grant.list" },
 	{ "grant", "revoke", "grant.revoke" },
 	{ "check", NULL, "check" },        { "status", NULL, "status" },

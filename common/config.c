@@ -274,8 +274,9 @@ static int node_key(struct parse_state *ps, const char *name, const char *value)
 			            value, "");
 		if (!strcmp(name, "host") && !confval_host(value))
 			return fail(ps,
-			            "bad host '%s'%s (a DNS name: letters, "
-			            "digits, '-' and '.')",
+			            "bad host '%s'%s (a DNS name of letters, "
+			            "digits, '-' and '.', optionally after "
+			            "the account: git@git.example.org)",
 			            value, "");
 		if (!strcmp(name, "metrics") && !confval_listen(value))
 			return fail(ps,

@@ -12,12 +12,23 @@ bool confval_endpoint(const char *v)
 	return !strncmp(v, "tcp://", 6) || !strncmp(v, "ipc://", 6);
 }
 
-/* A DNS name as users type it after ssh: labels of letters, digits and
- * '-', joined by '.'. */
+/* What users type after ssh: a DNS name (labels of letters, digits and
+ * '-', joined by '.'), optionally after the account and '@'
+ * (git@git.example.org: users need not set User in their ssh_config). */
 bool confval_host(const char *v)
 {
-	size_t n = strlen(v);
+	const char *at = strchr(v, '@');
+	size_t n;
 
+	if (at) {
+		if (at == v || *v == '-' || at - v > 32)
+			return false;
+		for (const char *p = v; p < at; p++)
+			if (!isalnum((unsigned char)*p) && !strchr("._-", *p))
+				return false;
+		v = at + 1;
+	}
+	n = strlen(v);
 	if (n == 0 || n > 253 || v[0] == '.' || v[0] == '-' || v[n - 1] == '.')
 		return false;
 	for (const char *p = v; *p; p++)

@@ -189,6 +189,8 @@ static void startup_repos(struct node *n)
 	const char *key;
 	size_t klen;
 
+	if (!n->cfg->gitolite_home) /* deleted ones first: a rename's */
+		repos_follow_deleted(n->store, n->cfg->repo_dir, n->hook);
 	store_iter_new(&it, n->store, NULL, CF_REPOS, "", 0);
 	while (store_iter_next(it, &key, &klen, &v) > 0) {
 		Grantd__V1__Repo *r = grantd__v1__repo__unpack(

@@ -285,6 +285,26 @@ static enum verdict losers(struct reconcile *g,
 	return out;
 }
 
+/* Is the repository deleted (its record says so)?  Then none of its refs
+ * is waited for or fetched: its directory was moved aside, or renamed
+ * (repos_follow), and a cached handle on it is let go. */
+static bool repo_deleted(struct reconcile *g, const char *name)
+{
+	struct buf v = BUF_INIT;
+	Grantd__V1__Repo *r = NULL;
+	bool yes = false;
+
+	if (store_get(g->store, NULL, CF_REPOS, name, strlen(name), &v) == 0 &&
+	    (r = grantd__v1__repo__unpack(NULL, v.len, (const uint8_t *)v.p)))
+		yes = r->deleted;
+	if (r)
+		grantd__v1__repo__free_unpacked(r, NULL);
+	buf_free(&v);
+	if (yes && !strcmp(g->io->repo_name, name))
+		gitio_close(g->io);
+	return yes;
+}
+
 /* Bring one ref in line with its record. */
 static enum verdict reconcile_one(struct reconcile *g,
                                   const struct item *item,
@@ -302,6 +322,10 @@ static enum verdict reconcile_one(struct reconcile *g,
 	bool have;
 	int rc;
 
+	if (repo_deleted(g, name)) {
+		res = V_DONE;
+		goto out;
+	}
 	if (spooled(g, name))
 		goto out;
 	rc = store_get(g->store, NULL, CF_REFS, item->key, item->klen - 1, &v);

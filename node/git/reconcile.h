@@ -4,7 +4,9 @@
  * (read the record, compare with the disk, fetch the objects it lacks,
  * move the ref with a compare-and-swap), and the tips that lost an LWW
  * race kept as refs/grantd/conflicts/SITE/REF (gitrepl.h tells the
- * whole story; docs/git-replication.md the design).
+ * whole story; docs/git-replication.md the design).  The refs of a
+ * repository whose record is deleted are done at once: never waited for,
+ * never fetched (its directory was moved aside).
  *
  * The gitrepl actor owns it and feeds it what the writer says (changed
  * refs, "look at all") and the verdicts of the fetches it starts

@@ -10,6 +10,8 @@
  * half-made (a kill -9 inside git_repository_init_ext) is completed.
  * Beside gitolite (repos_adopt) the node makes no repository and writes no
  * hook: gitolite creates both, and links its LOCAL_CODE post-receive.
+ * A deleted repository is never destroyed: moved aside after the commit,
+ * or renamed to the repository a `repo rename` made of it.
  */
 #define _GNU_SOURCE /* posix_spawn_file_actions_addchdir_np */
 #include <errno.h>
@@ -20,18 +22,20 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "crashpoint.h"
 #include "err.h"
 #include "gitproc.h"
 #include "grantd.pb-c.h"
+#include "hlc.h"
 #include "log.h"
+#include "names.h"
 #include "repos.h"
 #include "banned.h"
 
-pid_t repos_run_hook(const char *hook_path, const char *conf,
-		     const char *path)
+pid_t repos_run_hook(const char *hook_path, const char *conf, const char *path)
 {
 	const char *argv[] = {hook_path, "--config", conf, NULL};
 	struct gitproc_cmd c = GITPROC_CMD_INIT;
@@ -73,7 +77,7 @@ static int write_file(const char *file, const struct buf *want, mode_t mode)
 	buf_printf(&tmp, "%s.grantd-tmp", file);
 	if ((fp = fopen(tmp.p, "w"))) {
 		bool ok = fwrite(want->p, 1, want->len, fp) == want->len &&
-			  fchmod(fileno(fp), mode) == 0;
+		          fchmod(fileno(fp), mode) == 0;
 		if (fclose(fp) == 0 && ok && rename(tmp.p, file) == 0) {
 			rc = 0;
 		} else {
@@ -97,7 +101,7 @@ static int write_alternates(const char *path, const char *parent)
 	if ((mkdir(f.p, 0755) < 0 && errno != EEXIST) ||
 	    (buf_puts(&f, "/alternates"), write_file(f.p, &want, 0644) < 0)) {
 		log_error("cannot write alternates path=%s: %s", f.p,
-			  strerror(errno));
+		          strerror(errno));
 		rc = GD_EIO;
 	}
 	buf_free(&f);
@@ -110,8 +114,8 @@ static int write_alternates(const char *path, const char *parent)
  * objects live in the parent). */
 static void drop_samples(const char *path)
 {
-	static const char *const files[] = { "description", "info/exclude",
-					     "hooks/README.sample" };
+	static const char *const files[] = {"description", "info/exclude",
+	                                    "hooks/README.sample"};
 	struct buf f = BUF_INIT;
 
 	for (size_t i = 0; i < GD_ARRAY_SIZE(files); i++) {
@@ -135,13 +139,15 @@ static int install_hook(const char *path, const char *name, const char *hook)
 	int rc = 0;
 
 	buf_printf(&file, "%s/hooks", path);
-	buf_printf(&want, "#!/bin/sh\n# installed by grantd: hand this push to "
-		   "the node, which replicates it to every site\n%s\n", hook);
+	buf_printf(&want,
+	           "#!/bin/sh\n# installed by grantd: hand this push to "
+	           "the node, which replicates it to every site\n%s\n",
+	           hook);
 	if ((mkdir(file.p, 0755) < 0 && errno != EEXIST) ||
 	    (buf_puts(&file, "/post-receive"),
 	     write_file(file.p, &want, 0755) < 0)) {
 		log_error("cannot install post-receive hook repo=%s: %s", name,
-			  strerror(errno));
+		          strerror(errno));
 		rc = GD_EIO;
 	}
 	buf_free(&file);
@@ -166,7 +172,7 @@ static int set_fsck(git_repository *repo, const char *name)
 	     git_config_set_bool(local, "receive.fsckObjects", 1) < 0)) {
 		const git_error *e = git_error_last();
 		log_error("cannot set receive.fsckObjects repo=%s: %s", name,
-			  e ? e->message : "unknown error");
+		          e ? e->message : "unknown error");
 		rc = GD_EIO;
 	}
 	git_config_free(local);
@@ -177,8 +183,8 @@ static int set_fsck(git_repository *repo, const char *name)
 /* What a kill -9 inside git_repository_init_ext can leave out. */
 static bool complete(const char *path)
 {
-	static const char *const parts[] = { "HEAD", "config", "objects",
-					     "refs", "hooks" };
+	static const char *const parts[] = {"HEAD", "config", "objects", "refs",
+	                                    "hooks"};
 	struct buf f = BUF_INIT;
 	struct stat st;
 	bool ok = true;
@@ -199,13 +205,14 @@ static int init_repo(const char *path, const char *name)
 	git_repository *repo = NULL;
 	git_repository_init_options io;
 
-	git_repository_init_options_init(&io, GIT_REPOSITORY_INIT_OPTIONS_VERSION);
+	git_repository_init_options_init(&io,
+	                                 GIT_REPOSITORY_INIT_OPTIONS_VERSION);
 	io.flags = GIT_REPOSITORY_INIT_BARE | GIT_REPOSITORY_INIT_MKPATH;
 	io.initial_head = "main"; /* what clones check out */
 	if (git_repository_init_ext(&repo, path, &io) < 0) {
 		const git_error *e = git_error_last();
 		log_error("cannot create repository repo=%s: %s", name,
-			  e ? e->message : "unknown error");
+		          e ? e->message : "unknown error");
 		return GD_EIO;
 	}
 	git_repository_free(repo);
@@ -216,8 +223,11 @@ static int init_repo(const char *path, const char *name)
 
 /* Our part of a hosted repository: fsck on receive, the parent's objects
  * for a fork, the hook. */
-static int settle(const char *repo_dir, const char *path, const char *name,
-		  const char *fork_of, const char *hook)
+static int settle(const char *repo_dir,
+                  const char *path,
+                  const char *name,
+                  const char *fork_of,
+                  const char *hook)
 {
 	git_repository *repo = NULL;
 	struct buf parent = BUF_INIT;
@@ -226,7 +236,7 @@ static int settle(const char *repo_dir, const char *path, const char *name,
 	if (git_repository_open_bare(&repo, path) < 0) {
 		const git_error *e = git_error_last();
 		log_error("cannot open repository repo=%s: %s", name,
-			  e ? e->message : "unknown error");
+		          e ? e->message : "unknown error");
 		return GD_EIO;
 	}
 	rc = set_fsck(repo, name);
@@ -241,8 +251,8 @@ static int settle(const char *repo_dir, const char *path, const char *name,
 	return rc;
 }
 
-static int rm_entry(const char *p, const struct stat *st, int flag,
-		    struct FTW *ftw)
+static int
+rm_entry(const char *p, const struct stat *st, int flag, struct FTW *ftw)
 {
 	(void)st;
 	(void)ftw;
@@ -253,8 +263,11 @@ static int rm_entry(const char *p, const struct stat *st, int flag,
  * complete, so the path holds a whole repository, hook included, or
  * nothing; a crash leaves only NAME.git.grantd-new, which the next attempt
  * removes. */
-static int create_new(const char *repo_dir, const char *path,
-		      const char *name, const char *fork_of, const char *hook)
+static int create_new(const char *repo_dir,
+                      const char *path,
+                      const char *name,
+                      const char *fork_of,
+                      const char *hook)
 {
 	struct buf tmp = BUF_INIT;
 	int rc = GD_EIO;
@@ -270,20 +283,22 @@ static int create_new(const char *repo_dir, const char *path,
 		goto done;
 	if (rename(tmp.p, path) < 0) {
 		log_error("cannot create repository repo=%s: rename: %s", name,
-			  strerror(errno));
+		          strerror(errno));
 		rc = GD_EIO;
 		goto done;
 	}
 	log_info("created repository repo=%s%s%s", name,
-		 fork_of && *fork_of ? " fork_of=" : "",
-		 fork_of && *fork_of ? fork_of : "");
+	         fork_of && *fork_of ? " fork_of=" : "",
+	         fork_of && *fork_of ? fork_of : "");
 done:
 	buf_free(&tmp);
 	return rc;
 }
 
-int repos_create(const char *repo_dir, const char *name, const char *fork_of,
-		 const char *hook)
+int repos_create(const char *repo_dir,
+                 const char *name,
+                 const char *fork_of,
+                 const char *hook)
 {
 	struct buf path = BUF_INIT;
 	struct stat st;
@@ -307,8 +322,10 @@ done:
 	return rc;
 }
 
-int repos_adopt(const char *repo_dir, const char *name, const char *fork_of,
-		const char *hook)
+int repos_adopt(const char *repo_dir,
+                const char *name,
+                const char *fork_of,
+                const char *hook)
 {
 	struct buf path = BUF_INIT;
 	struct stat st;
@@ -317,7 +334,8 @@ int repos_adopt(const char *repo_dir, const char *name, const char *fork_of,
 	repos_path(&path, repo_dir, name);
 	if (stat(path.p, &st) < 0 && errno == ENOENT) {
 		log_debug("repository not made here yet repo=%s: gitolite "
-			  "makes it", name);
+		          "makes it",
+		          name);
 		rc = GD_ENOTFOUND;
 	} else {
 		rc = settle(repo_dir, path.p, name, fork_of, hook);
@@ -335,44 +353,328 @@ static bool seen(const char *list, size_t end, const char *name)
 	return false;
 }
 
-int repos_follow(struct store *s, const char *repo_dir, const char *hook,
-		 bool make, struct buf *names, struct buf *failed)
+bool repos_present(const char *repo_dir, const char *name)
+{
+	struct buf path = BUF_INIT;
+	struct stat st;
+	bool yes;
+
+	repos_path(&path, repo_dir, name);
+	yes = lstat(path.p, &st) == 0;
+	buf_free(&path);
+	return yes;
+}
+
+void repos_aside_path(struct buf *out,
+                      const char *repo_dir,
+                      const char *name,
+                      uint64_t hlc)
+{
+	time_t t = (time_t)(hlc_ms(hlc) / 1000);
+	char stamp[32] = "0";
+	struct tm tm;
+
+	if (gmtime_r(&t, &tm))
+		strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
+	buf_reset(out);
+	buf_printf(out, "%s/%s.git.grantd-deleted-%s", repo_dir, name, stamp);
+}
+
+/* The committed record of name into *out (the caller's): 0, GD_ENOTFOUND,
+ * GD_EPROTO (does not decode) or a store error. */
+static int load_repo(struct store *s, const char *name, Grantd__V1__Repo **out)
 {
 	struct buf v = BUF_INIT;
+	int rc = store_get(s, NULL, CF_REPOS, name, strlen(name), &v);
+
+	*out = NULL;
+	if (rc == 0 && !(*out = grantd__v1__repo__unpack(NULL, v.len,
+	                                                 (const uint8_t *)v.p)))
+		rc = GD_EPROTO;
+	buf_free(&v);
+	return rc;
+}
+
+/* The directories above path (a/b.git lives in repo_dir/a), made. */
+static int make_parents(const char *repo_dir, const char *path)
+{
+	struct buf d = BUF_INIT;
+	int rc = 0;
+
+	buf_puts(&d, path);
+	for (char *p = d.p + strlen(repo_dir) + 1;
+	     rc == 0 && (p = strchr(p, '/')); *p++ = '/') {
+		*p = '\0';
+		if (mkdir(d.p, 0755) < 0 && errno != EEXIST)
+			rc = -1;
+	}
+	buf_free(&d);
+	return rc;
+}
+
+/* OLD.git becomes NEW.git: a rename keeps every object, so nothing is
+ * fetched again. */
+static int rename_dir(const char *repo_dir, const char *from, const char *to)
+{
+	struct buf a = BUF_INIT, b = BUF_INIT;
+	int rc = 0;
+
+	repos_path(&a, repo_dir, from);
+	repos_path(&b, repo_dir, to);
+	if (make_parents(repo_dir, b.p) < 0 || rename(a.p, b.p) < 0) {
+		log_error("cannot rename repository repo=%s to=%s: %s", from,
+		          to, strerror(errno));
+		rc = GD_EIO;
+	} else {
+		log_info("repository renamed repo=%s to=%s: its directory "
+		         "moved, objects kept",
+		         from, to);
+	}
+	buf_free(&a);
+	buf_free(&b);
+	return rc;
+}
+
+/* A deleted repository's directory, moved aside (never destroyed). */
+static int move_aside(const char *repo_dir, const Grantd__V1__Repo *r)
+{
+	struct buf path = BUF_INIT, aside = BUF_INIT, base = BUF_INIT;
+	struct stat st;
+	int rc = 0;
+
+	repos_path(&path, repo_dir, r->name);
+	repos_aside_path(&base, repo_dir, r->name, r->hlc);
+	buf_puts(&aside, base.p);
+	for (int i = 2; lstat(aside.p, &st) == 0 && i < 1000; i++) {
+		buf_reset(&aside);
+		buf_printf(&aside, "%s-%d", base.p, i);
+	}
+	if (rename(path.p, aside.p) < 0) {
+		log_error("cannot move deleted repository aside repo=%s "
+		          "dir=%s: %s",
+		          r->name, aside.p, strerror(errno));
+		rc = GD_EIO;
+	} else {
+		log_info("repository deleted repo=%s: its directory moved "
+		         "aside to dir=%s (remove it when no longer needed)",
+		         r->name, aside.p);
+	}
+	buf_free(&path);
+	buf_free(&aside);
+	buf_free(&base);
+	return rc;
+}
+
+/* The live repository renamed from old that has no directory yet, into
+ * *out (the caller's; NULL: none). */
+static int rename_target(struct store *s,
+                         const char *repo_dir,
+                         const char *old,
+                         Grantd__V1__Repo **out)
+{
+	struct store_iter *it;
+	struct buf v = BUF_INIT;
+	const char *key;
+	size_t klen;
+	int rc = 0;
+
+	*out = NULL;
+	store_iter_new(&it, s, NULL, CF_REPOS, "", 0);
+	while (!*out && (rc = store_iter_next(it, &key, &klen, &v)) > 0) {
+		Grantd__V1__Repo *r = grantd__v1__repo__unpack(
+		        NULL, v.len, (const uint8_t *)v.p);
+		if (r && !r->deleted && r->renamed_from &&
+		    !strcmp(r->renamed_from, old) &&
+		    !repos_present(repo_dir, r->name))
+			*out = r;
+		else if (r)
+			grantd__v1__repo__free_unpacked(r, NULL);
+	}
+	store_iter_free(&it);
+	buf_free(&v);
+	return rc < 0 ? rc : 0;
+}
+
+/* A deleted repository still here: renamed to the repository a rename
+ * made of it (then settled as that one), or moved aside. */
+static int follow_deleted(struct store *s,
+                          const char *repo_dir,
+                          const char *hook,
+                          const Grantd__V1__Repo *r)
+{
+	Grantd__V1__Repo *to = NULL;
+	int rc;
+
+	if (!repos_present(repo_dir, r->name))
+		return 0;
+	if ((rc = rename_target(s, repo_dir, r->name, &to)) < 0)
+		return GD_EIO;
+	if (!to)
+		return move_aside(repo_dir, r);
+	rc = rename_dir(repo_dir, r->name, to->name);
+	if (rc == 0)
+		rc = repos_create(repo_dir, to->name, to->fork_of, hook);
+	grantd__v1__repo__free_unpacked(to, NULL);
+	return rc;
+}
+
+/* A live repository: made, or settled when there; one renamed from a
+ * repository whose record is deleted takes its directory.  *later when
+ * the rename's deletion of the old one has not come yet (its record is
+ * live and older than this one). */
+static int follow_live(struct store *s,
+                       const char *repo_dir,
+                       const char *hook,
+                       const Grantd__V1__Repo *r,
+                       bool *later)
+{
+	const char *from = r->renamed_from;
+	char norm[NAME_REPO_MAX + 1];
+
+	if (from && *from && name_repo_norm(norm, sizeof(norm), from) == 0 &&
+	    !strcmp(norm, from) && !repos_present(repo_dir, r->name) &&
+	    repos_present(repo_dir, from)) {
+		Grantd__V1__Repo *o = NULL;
+		int rc = load_repo(s, from, &o);
+		bool gone = rc == 0 && o->deleted;
+		*later = rc == 0 && !o->deleted && o->hlc < r->hlc;
+		if (o)
+			grantd__v1__repo__free_unpacked(o, NULL);
+		if (*later)
+			return 0;
+		if (gone && rename_dir(repo_dir, from, r->name) < 0)
+			return GD_EIO;
+	}
+	return repos_create(repo_dir, r->name, r->fork_of, hook);
+}
+
+int repos_follow(struct store *s,
+                 const char *repo_dir,
+                 const char *hook,
+                 bool make,
+                 struct buf *names,
+                 struct buf *failed)
+{
 	int rc = 0;
 
 	for (size_t off = 0; off < names->len;
 	     off += strlen(names->p + off) + 1) {
 		const char *name = names->p + off;
 		Grantd__V1__Repo *r = NULL;
+		bool later = false;
 		if (seen(names->p, off, name))
 			continue;
-		int grc = store_get(s, NULL, CF_REPOS, name, strlen(name), &v);
-		if (grc == GD_ENOTFOUND)
+		int grc = load_repo(s, name, &r);
+		if (grc == GD_ENOTFOUND || grc == GD_EPROTO)
 			continue; /* its batch was not committed */
-		if (grc == 0)
-			r = grantd__v1__repo__unpack(NULL, v.len,
-						     (const uint8_t *)v.p);
-		if (grc == 0 && (!r || r->deleted)) {
-			if (r)
-				grantd__v1__repo__free_unpacked(r, NULL);
-			continue;
-		}
-		if (grc == 0)
-			grc = make ? repos_create(repo_dir, name, r->fork_of,
-						  hook) :
-				     repos_adopt(repo_dir, name, r->fork_of,
-						 hook);
-		if (grc < 0 && grc != GD_ENOTFOUND) {
+		if (grc == 0 && !make)
+			grc = r->deleted ? 0
+			                 : repos_adopt(repo_dir, name,
+			                               r->fork_of, hook);
+		else if (grc == 0 && r->deleted)
+			grc = follow_deleted(s, repo_dir, hook, r);
+		else if (grc == 0)
+			grc = follow_live(s, repo_dir, hook, r, &later);
+		if ((grc < 0 && grc != GD_ENOTFOUND) || later) {
 			if (!seen(failed->p, failed->len, name))
 				buf_add(failed, name, strlen(name) + 1);
-			rc = GD_EIO;
+			if (!later)
+				rc = GD_EIO;
 		}
 		if (r)
 			grantd__v1__repo__free_unpacked(r, NULL);
 	}
 	buf_reset(names);
+	return rc;
+}
+
+int repos_follow_deleted(struct store *s,
+                         const char *repo_dir,
+                         const char *hook)
+{
+	struct buf names = BUF_INIT, failed = BUF_INIT, v = BUF_INIT;
+	struct store_iter *it;
+	const char *key;
+	size_t klen;
+	int rc;
+
+	store_iter_new(&it, s, NULL, CF_REPOS, "", 0);
+	while (store_iter_next(it, &key, &klen, &v) > 0) {
+		Grantd__V1__Repo *r = grantd__v1__repo__unpack(
+		        NULL, v.len, (const uint8_t *)v.p);
+		if (r && r->deleted && repos_present(repo_dir, r->name))
+			buf_add(&names, r->name, strlen(r->name) + 1);
+		if (r)
+			grantd__v1__repo__free_unpacked(r, NULL);
+	}
+	store_iter_free(&it);
+	rc = repos_follow(s, repo_dir, hook, true, &names, &failed);
+	buf_free(&names);
+	buf_free(&failed);
 	buf_free(&v);
+	return rc;
+}
+
+int repos_refs(const char *repo_dir,
+               const char *name,
+               struct buf *refs,
+               struct buf *head,
+               struct buf *why)
+{
+	struct buf path = BUF_INIT;
+	git_repository *repo = NULL;
+	git_reference_iterator *it = NULL;
+	git_reference *ref = NULL;
+	char hex[GIT_OID_HEXSZ + 1];
+	struct stat st;
+	int rc = 0, e;
+
+	buf_reset(refs);
+	buf_reset(head);
+	repos_path(&path, repo_dir, name);
+	if (lstat(path.p, &st) < 0) {
+		rc = errno == ENOENT ? GD_ENOTFOUND : GD_EIO;
+		if (rc == GD_EIO)
+			buf_printf(why, "%s", strerror(errno));
+		goto done;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		buf_puts(why, "not a directory");
+		rc = GD_EINVAL;
+		goto done;
+	}
+	if (git_repository_open_bare(&repo, path.p) < 0) {
+		buf_printf(why, "%s", gitproc_why());
+		rc = GD_EINVAL;
+		goto done;
+	}
+	if (git_reference_lookup(&ref, repo, "HEAD") == 0 &&
+	    git_reference_type(ref) == GIT_REFERENCE_SYMBOLIC)
+		buf_puts(head, git_reference_symbolic_target(ref));
+	git_reference_free(ref);
+	if (git_reference_iterator_new(&it, repo) < 0) {
+		buf_printf(why, "%s", gitproc_why());
+		rc = GD_EIO;
+		goto done;
+	}
+	while ((e = git_reference_next(&ref, it)) == 0) {
+		if (git_reference_type(ref) == GIT_REFERENCE_DIRECT) {
+			git_oid_tostr(hex, sizeof(hex),
+			              git_reference_target(ref));
+			buf_add(refs, git_reference_name(ref),
+			        strlen(git_reference_name(ref)) + 1);
+			buf_add(refs, hex, strlen(hex) + 1);
+		}
+		git_reference_free(ref);
+	}
+	if (e != GIT_ITEROVER) {
+		buf_printf(why, "%s", gitproc_why());
+		rc = GD_EIO;
+	}
+done:
+	git_reference_iterator_free(it);
+	git_repository_free(repo);
+	buf_free(&path);
 	return rc;
 }
 
@@ -382,14 +684,13 @@ int repos_follow(struct store *s, const char *repo_dir, const char *hook,
  * "failed to stat '/root/.gitconfig'").  Before any thread. */
 int repos_git_isolate(void)
 {
-	static const int levels[] = { GIT_CONFIG_LEVEL_PROGRAMDATA,
-				      GIT_CONFIG_LEVEL_SYSTEM,
-				      GIT_CONFIG_LEVEL_XDG,
-				      GIT_CONFIG_LEVEL_GLOBAL };
+	static const int levels[] = {
+	        GIT_CONFIG_LEVEL_PROGRAMDATA, GIT_CONFIG_LEVEL_SYSTEM,
+	        GIT_CONFIG_LEVEL_XDG, GIT_CONFIG_LEVEL_GLOBAL};
 
 	for (size_t i = 0; i < GD_ARRAY_SIZE(levels); i++)
-		if (git_libgit2_opts(GIT_OPT_SET_SEARCH_PATH, levels[i],
-				     "") < 0)
+		if (git_libgit2_opts(GIT_OPT_SET_SEARCH_PATH, levels[i], "") <
+		    0)
 			return GD_EIO;
 	if (setenv("GIT_CONFIG_NOSYSTEM", "1", 1) < 0 ||
 	    setenv("GIT_CONFIG_GLOBAL", "/dev/null", 1) < 0 ||

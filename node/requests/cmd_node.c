@@ -21,6 +21,7 @@
 #include "err.h"
 #include "peerfeatures.h"
 #include "gitrepl.h"
+#include "hlc.h"
 #include "log.h"
 #include "names.h"
 #include "records.h"
@@ -284,6 +285,64 @@ static void peer_release_text(struct req *r, const cJSON *o)
 	buf_puts(&r->out, "\n");
 }
 
+/* "peer:" (with its policy differences) and "release:" lines of peer o. */
+static void peer_text(struct req *r, const cJSON *o)
+{
+	const cJSON *role = cJSON_GetObjectItem(o, "role");
+	const cJSON *link = cJSON_GetObjectItem(o, "link"), *d;
+	bool mirror =
+	        cJSON_IsString(role) && !strcmp(role->valuestring, "mirror");
+	bool bad = cJSON_IsString(link) && strcmp(link->valuestring, "up") &&
+	           strcmp(link->valuestring, "connecting");
+
+	buf_printf(&r->out,
+	           "peer:     %s %s last_heard_ms=%.0f "
+	           "lag_ops=%.0f lag_ms=%.0f%s%s%s\n",
+	           str(o, "site"),
+	           cJSON_IsTrue(cJSON_GetObjectItem(o, "connected"))
+	                   ? "connected"
+	                   : "NOT CONNECTED",
+	           num(o, "last_heard_ms"), num(o, "lag_ops"), num(o, "lag_ms"),
+	           mirror ? " role=mirror" : "", bad ? " link=" : "",
+	           bad ? link->valuestring : "");
+	cJSON_ArrayForEach(
+	        d, cJSON_GetObjectItemCaseSensitive(o, "policy_mismatch"))
+	        buf_printf(&r->out,
+	                   "policy:   DIFFERS from peer %s %s here=%s "
+	                   "peer=%s\n",
+	                   str(o, "site"), str(d, "key"), str(d, "here"),
+	                   str(d, "peer"));
+	peer_release_text(r, o);
+}
+
+/* "quorum:" line: the vote's figures only where there is a vote. */
+static void quorum_text(struct req *r, const cJSON *o)
+{
+	if (!strcmp(str(o, "mode"), "local")) {
+		buf_puts(&r->out, "quorum:   local (each site decides its "
+		                  "tokens alone; no votes)\n");
+		return;
+	}
+	buf_printf(&r->out,
+	           "quorum:   %s voter=%s frontends=%.0f "
+	           "majority=%.0f accepted=%.0f refused=%.0f\n",
+	           str(o, "mode"),
+	           cJSON_IsTrue(cJSON_GetObjectItem(o, "voter")) ? "yes" : "no",
+	           num(o, "frontends"), num(o, "majority"), num(o, "accepted"),
+	           num(o, "refused"));
+}
+
+/* "hlc:" line: the stamp, then its wall-clock part readable. */
+static void hlc_text(struct req *r, const char *hlc)
+{
+	char when[40];
+	uint64_t h = strtoull(hlc, NULL, 10);
+
+	cmd_fmt_time(when, sizeof(when), (int64_t)(hlc_ms(h) / 1000));
+	buf_printf(&r->out, "hlc:      %s (%s +%llu)\n", hlc, when,
+	           (unsigned long long)(h & ((1ULL << HLC_LOGICAL_BITS) - 1)));
+}
+
 /* status as text, from its JSON j (every member present). */
 static int status_text(struct cmd_ctx *x, struct req *r, const cJSON *j)
 {
@@ -291,80 +350,66 @@ static int status_text(struct cmd_ctx *x, struct req *r, const cJSON *j)
 	const cJSON *o, *git = cJSON_GetObjectItemCaseSensitive(j, "git");
 
 	buf_printf(&r->out, "site:     %s\nrole:     %s\n", str(j, "site"),
-		   str(j, "role"));
-	buf_printf(&r->out, "epoch:    %s\nhlc:      "
-		   "%s\ndigest:   %s\nusers:    %lld\ngrants:   %lld (live)\n"
-		   "repos:    %lld\ndropped:  %llu\n",
-		   str(j, "epoch"), str(j, "hlc"),
-		   str(j, "digest"), (long long)num(counts, "users"),
-		   (long long)num(counts, "grants"),
-		   (long long)num(counts, "repos"),
-		   (unsigned long long)num(counts, "dropped"));
+	           str(j, "role"));
+	buf_printf(
+	        &r->out, "syncing:  %s\n",
+	        x->syncing
+	                ? "yes (catching up with peers: token validation waits)"
+	                : "no");
+	buf_printf(&r->out, "epoch:    %s\n", str(j, "epoch"));
+	hlc_text(r, str(j, "hlc"));
+	buf_printf(&r->out,
+	           "digest:   %s\nusers:    %lld\ngrants:   %lld (live)\n"
+	           "repos:    %lld\ndropped:  %llu peer messages refused "
+	           "(metrics: grantd_peer_messages_dropped_total by reason)\n",
+	           str(j, "digest"), (long long)num(counts, "users"),
+	           (long long)num(counts, "grants"),
+	           (long long)num(counts, "repos"),
+	           (unsigned long long)num(counts, "dropped"));
 	cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(j, "applied"))
-		buf_printf(&r->out, "applied:  %s %.0f\n", o->string,
-			   o->valuedouble);
+	        buf_printf(&r->out, "applied:  %s %.0f\n", o->string,
+	                   o->valuedouble);
 	buf_printf(&r->out, "release:  %s store_format=%.0f\n",
-		   str(j, "release"), num(j, "store_format"));
+	           str(j, "release"), num(j, "store_format"));
 	cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(j, "features"))
-		buf_printf(&r->out, "feature:  %s %s\n", str(o, "name"),
-			   cJSON_IsTrue(cJSON_GetObjectItem(o, "everywhere")) ?
-				   "everywhere" : "NOT everywhere");
-	cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(j, "peers")) {
-		cJSON *con = cJSON_GetObjectItem(o, "connected");
-		const cJSON *role = cJSON_GetObjectItem(o, "role");
-		bool mirror = cJSON_IsString(role) &&
-			      !strcmp(role->valuestring, "mirror");
-		const cJSON *link = cJSON_GetObjectItem(o, "link");
-		bool bad = cJSON_IsString(link) &&
-			   strcmp(link->valuestring, "up") &&
-			   strcmp(link->valuestring, "connecting");
-		buf_printf(&r->out, "peer:     %s %s last_heard_ms=%.0f "
-			   "lag_ops=%.0f lag_ms=%.0f%s%s%s\n", str(o, "site"),
-			   cJSON_IsTrue(con) ? "connected" : "NOT CONNECTED",
-			   num(o, "last_heard_ms"), num(o, "lag_ops"),
-			   num(o, "lag_ms"), mirror ? " role=mirror" : "",
-			   bad ? " link=" : "", bad ? link->valuestring : "");
-		const cJSON *d;
-		cJSON_ArrayForEach(d, cJSON_GetObjectItemCaseSensitive(
-					      o, "policy_mismatch"))
-			buf_printf(&r->out, "policy:   DIFFERS from peer %s "
-				   "%s here=%s peer=%s\n", str(o, "site"),
-				   str(d, "key"), str(d, "here"),
-				   str(d, "peer"));
-		peer_release_text(r, o);
-	}
+	        buf_printf(&r->out, "feature:  %s %s\n", str(o, "name"),
+	                   cJSON_IsTrue(cJSON_GetObjectItem(o, "everywhere"))
+	                           ? "everywhere"
+	                           : "NOT everywhere");
+	cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(j, "peers"))
+	        peer_text(r, o);
 	cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(j, "mirror_lag"))
-		buf_printf(&r->out, "mirror:   of %s %s lag_ops=%.0f lag_ms=%.0f\n",
-			   str(o, "site"),
-			   cJSON_IsTrue(cJSON_GetObjectItem(o, "fed")) ?
-				   "fed" : "NOT FED",
-			   num(o, "ops"), num(o, "ms"));
+	        buf_printf(&r->out,
+	                   "mirror:   of %s %s lag_ops=%.0f lag_ms=%.0f\n",
+	                   str(o, "site"),
+	                   cJSON_IsTrue(cJSON_GetObjectItem(o, "fed"))
+	                           ? "fed"
+	                           : "NOT FED",
+	                   num(o, "ops"), num(o, "ms"));
 	if (git)
-		buf_printf(&r->out, "git:      pending_refs=%.0f packs_fetched=%.0f "
-			   "fetch_failures=%.0f packs_served=%.0f\n",
-			   num(git, "pending_refs"), num(git, "packs_fetched"),
-			   num(git, "fetch_failures"), num(git, "packs_served"));
+		buf_printf(&r->out,
+		           "git:      pending_refs=%.0f packs_fetched=%.0f "
+		           "fetch_failures=%.0f packs_served=%.0f\n",
+		           num(git, "pending_refs"), num(git, "packs_fetched"),
+		           num(git, "fetch_failures"),
+		           num(git, "packs_served"));
 	if (git && cJSON_GetObjectItemCaseSensitive(git, "gitolite_syncs"))
-		buf_printf(&r->out, "gitolite: admin_syncs=%.0f "
-			   "failures=%.0f%s%s\n", num(git, "gitolite_syncs"),
-			   num(git, "gitolite_sync_failures"),
-			   *str(git, "gitolite_last_error") ? " last_error=" :
-							      "",
-			   str(git, "gitolite_last_error"));
+		buf_printf(&r->out,
+		           "gitolite: admin_syncs=%.0f "
+		           "failures=%.0f%s%s\n",
+		           num(git, "gitolite_syncs"),
+		           num(git, "gitolite_sync_failures"),
+		           *str(git, "gitolite_last_error") ? " last_error="
+		                                            : "",
+		           str(git, "gitolite_last_error"));
 	cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(j, "conflicts"))
-		buf_printf(&r->out, "conflict: repo=%s ref=%s site=%s tip=%s "
-			   "kept_as=%s\n", str(o, "repo"), str(o, "ref"),
-			   str(o, "site"), str(o, "tip"), str(o, "kept_as"));
+	        buf_printf(&r->out,
+	                   "conflict: repo=%s ref=%s site=%s tip=%s "
+	                   "kept_as=%s\n",
+	                   str(o, "repo"), str(o, "ref"), str(o, "site"),
+	                   str(o, "tip"), str(o, "kept_as"));
 	if ((o = cJSON_GetObjectItemCaseSensitive(j, "quorum")))
-		buf_printf(&r->out, "quorum:   %s voter=%s frontends=%.0f "
-			   "majority=%.0f accepted=%.0f refused=%.0f\n",
-			   str(o, "mode"),
-			   cJSON_IsTrue(cJSON_GetObjectItem(o, "voter")) ? "yes" :
-									  "no",
-			   num(o, "frontends"), num(o, "majority"),
-			   num(o, "accepted"), num(o, "refused"));
-	if (x->syncing)
-		buf_puts(&r->out, "syncing:  yes (token validation waits)\n");
+		quorum_text(r, o);
 	return 0;
 }
 

@@ -1,7 +1,9 @@
 /*
  * cmd_repo.c: repositories.  Where grant-shell finds a repository to
  * fetch from (repo.read), the pushes grant-hook hands over to replicate
- * (hook.refs), and the administrator's repo add, mode, writers and list.
+ * (hook.refs), and the administrator's repo add, mode, writers and list;
+ * the rows of repo del and rename too, whose handlers (and the adoption
+ * of a repository repo add finds there) are in cmd_repoadmin.c.
  */
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -13,6 +15,7 @@
 #include "addr.h"
 #include "authkeys.h"
 #include "cmd.h"
+#include "cmd_repo_int.h"
 #include "crashpoint.h"
 #include "err.h"
 #include "hookline.h"
@@ -44,7 +47,6 @@ static int cmd_repo_read(struct cmd_ctx *x, struct req *r)
 	repos_path(&r->path, x->p.cfg->repo_dir, repo);
 	return 0;
 }
-
 
 /* ---- pushes to replicate (grant-hook) ----------------------------------- */
 
@@ -78,15 +80,16 @@ static int register_repo(struct cmd_ctx *x, const char *repo)
 	if ((rc = cmd_emit_body(x, GRANTD__V1__OP__BODY_REPO, &rp)) < 0)
 		return rc;
 	log_info("repository registered repo=%s mode=off: first push "
-		 "through gitolite", repo);
+	         "through gitolite",
+	         repo);
 	return 0;
 }
 
 /* The factors push.check names (policy_push), and gitolite's VREF. */
 static const char *factor_known(const char *f)
 {
-	static const char *known[] = { "grant", "security-key", "mode-off",
-				       "not-required", "vref" };
+	static const char *known[] = {"grant", "security-key", "mode-off",
+	                              "not-required", "vref"};
 
 	for (size_t i = 0; f && i < GD_ARRAY_SIZE(known); i++)
 		if (!strcmp(f, known[i]))
@@ -117,8 +120,12 @@ static int64_t pushed_ms(const struct req *r, const char *id)
  * made an operation in the same batch as the push's RefUpdate, so both
  * are written or neither.
  */
-static int log_push(struct cmd_ctx *x, struct req *r, const char *repo,
-		    Grantd__V1__RefChange **chp, size_t k, const char *id)
+static int log_push(struct cmd_ctx *x,
+                    struct req *r,
+                    const char *repo,
+                    Grantd__V1__RefChange **chp,
+                    size_t k,
+                    const char *id)
 {
 	Grantd__V1__PushLogEntry e = GRANTD__V1__PUSH_LOG_ENTRY__INIT;
 	Grantd__V1__Op op = GRANTD__V1__OP__INIT;
@@ -130,7 +137,7 @@ static int log_push(struct cmd_ctx *x, struct req *r, const char *repo,
 	int rc;
 
 	if ((rc = ops_pushlog_head(x->ops, x->p.batch, ops_site(x->ops), &head,
-				   prev)) < 0)
+	                           prev)) < 0)
 		return rc;
 	e.origin = (char *)ops_site(x->ops);
 	SET(e, n, head + 1);
@@ -163,9 +170,9 @@ static int log_push(struct cmd_ctx *x, struct req *r, const char *repo,
 	if ((rc = cmd_emit(x, &op)) < 0)
 		return rc;
 	log_info("push logged origin=%s n=%llu repo=%s user=%s ip=%s "
-		 "factor=%s refs=%zu", e.origin, (unsigned long long)e.n, repo,
-		 e.user ? e.user : "-", e.client_ip ? e.client_ip : "-",
-		 e.factor ? e.factor : "-", k);
+	         "factor=%s refs=%zu",
+	         e.origin, (unsigned long long)e.n, repo, e.user ? e.user : "-",
+	         e.client_ip ? e.client_ip : "-", e.factor ? e.factor : "-", k);
 	return 0;
 }
 
@@ -193,8 +200,10 @@ static int cmd_hook_refs(struct cmd_ctx *x, struct req *r)
 	if (cmd_repo_arg(r, r->rq->args[0], repo, sizeof(repo)) < 0)
 		goto done;
 	if (id && !hookline_req_id_ok(id)) {
-		rc = cmd_bad(r, "bad push id (want %d hex digits, '-', a "
-			     "number)", HOOKLINE_ID_LEN);
+		rc = cmd_bad(r,
+		             "bad push id (want %d hex digits, '-', a "
+		             "number)",
+		             HOOKLINE_ID_LEN);
 		goto done;
 	}
 	rc = policy_repo_load(&rp, &x->p, repo);
@@ -210,14 +219,16 @@ static int cmd_hook_refs(struct cmd_ctx *x, struct req *r)
 	for (size_t i = 0; i < n; i++) {
 		const char *line = r->rq->args[i + 1];
 		if (hookline_parse(&words[k], line) < 0) {
-			rc = cmd_bad(r, "bad ref update line '%.300s' (want "
-				     "'OLD NEW REF' as post-receive reads "
-				     "them)", line);
+			rc = cmd_bad(r,
+			             "bad ref update line '%.300s' (want "
+			             "'OLD NEW REF' as post-receive reads "
+			             "them)",
+			             line);
 			goto done;
 		}
 		if (!ops_ref_name_ok(words[k].ref)) {
 			log_warn("ref not replicated repo=%s ref=%.300s", repo,
-				 words[k].ref);
+			         words[k].ref);
 			continue;
 		}
 		grantd__v1__ref_change__init(&ch[k]);
@@ -234,7 +245,7 @@ static int cmd_hook_refs(struct cmd_ctx *x, struct req *r)
 		/* answered once what recorded it is durable, like the first */
 		r->wrote = true;
 		log_info("push already recorded repo=%s id=%s refs=%zu", repo,
-			 id, k);
+		         id, k);
 	} else if (k) {
 		if (unknown && (rc = register_repo(x, repo)) < 0)
 			goto done;
@@ -242,14 +253,15 @@ static int cmd_hook_refs(struct cmd_ctx *x, struct req *r)
 		u.changes = chp;
 		u.n_changes = k;
 		u.push_id = (char *)id;
-		if ((rc = cmd_emit_body(x, GRANTD__V1__OP__BODY_REFS, &u)) < 0 ||
+		if ((rc = cmd_emit_body(x, GRANTD__V1__OP__BODY_REFS, &u)) <
+		            0 ||
 		    (rc = log_push(x, r, repo, chp, k, id)) < 0)
 			goto done;
 		log_info("push recorded repo=%s refs=%zu id=%s", repo, k,
-			 id ? id : "-");
+		         id ? id : "-");
 	}
 	buf_printf(&r->out, "replicating %zu ref update%s of %s\n", k,
-		   k == 1 ? "" : "s", repo);
+	           k == 1 ? "" : "s", repo);
 done:
 	if (rp)
 		grantd__v1__repo__free_unpacked(rp, NULL);
@@ -258,7 +270,6 @@ done:
 	free(words);
 	return rc;
 }
-
 
 /* ---- admin: repositories ------------------------------------------------ */
 
@@ -279,47 +290,94 @@ static int mode_arg(struct req *r, const char *s, Grantd__V1__RepoMode *out)
 
 static const char *mode_name(Grantd__V1__RepoMode m)
 {
-	return m == GRANTD__V1__REPO_MODE__MODE_OFF    ? "off" :
-	       m == GRANTD__V1__REPO_MODE__MODE_OPT_IN ? "opt-in" :
-							 "required";
+	return m == GRANTD__V1__REPO_MODE__MODE_OFF      ? "off"
+	       : m == GRANTD__V1__REPO_MODE__MODE_OPT_IN ? "opt-in"
+	                                                 : "required";
 }
 
-static int cmd_repo_add(struct cmd_ctx *x, struct req *r)
+/* The answer and log line of a repo add that found a bare repository
+ * there: how many refs replicate, and a note when its HEAD is not what
+ * the other sites make (HEAD does not replicate: docs/operations.md 4a). */
+static void
+adopted(struct req *r, const char *name, size_t n, const struct buf *head)
 {
-	Grantd__V1__Repo rp = GRANTD__V1__REPO__INIT;
-	Grantd__V1__RepoMode mode = GRANTD__V1__REPO_MODE__MODE_REQUIRED;
-	char name[NAME_REPO_MAX + 1], parent[NAME_REPO_MAX + 1];
-	char *writers[GD_CTL_MAX_ARGS];
-	size_t nw = 0;
-	Grantd__V1__Repo *old = NULL;
-	bool fork = false;
-	int rc;
+	const char *h = head->len ? head->p : "-";
 
-	if (cmd_repo_arg(r, r->rq->args[0], name, sizeof(name)) < 0)
-		return 0;
+	buf_printf(&r->out, "adopted repository %s (%zu ref%s replicate%s)\n",
+	           name, n, n == 1 ? "" : "s", n == 1 ? "s" : "");
+	if (strcmp(h, "refs/heads/main"))
+		buf_printf(&r->out,
+		           "note: its HEAD is %s here; the other "
+		           "sites make HEAD refs/heads/main (HEAD does not "
+		           "replicate: set it there with git symbolic-ref, "
+		           "see docs/operations.md 4a)\n",
+		           h);
+	log_info("repository adopted repo=%s refs=%zu head=%s", name, n, h);
+}
+
+/* args: NAME [--mode M] [--writer U]... [--fork-of P] into rp (name,
+ * parent: the caller's buffers).  0, or 1 when r was answered (bad). */
+static int add_args(struct req *r,
+                    Grantd__V1__Repo *rp,
+                    char *name,
+                    char *parent,
+                    char **writers)
+{
+	Grantd__V1__RepoMode mode = GRANTD__V1__REPO_MODE__MODE_REQUIRED;
+	size_t nw = 0;
+
+	if (cmd_repo_arg(r, r->rq->args[0], name, NAME_REPO_MAX + 1) < 0)
+		return 1;
 	for (size_t i = 1; i < r->rq->n_args; i++) {
 		const char *a = r->rq->args[i];
-		if (i + 1 == r->rq->n_args)
-			return cmd_bad(r, "usage: grantctl repo add NAME "
-				       "[--mode off|opt-in|required] [--writer "
-				       "USER]... [--fork-of PARENT]");
+		if (i + 1 == r->rq->n_args) {
+			cmd_bad(r, "usage: grantctl repo add NAME [--mode "
+			           "off|opt-in|required] [--writer USER]... "
+			           "[--fork-of PARENT]");
+			return 1;
+		}
 		const char *v = r->rq->args[++i];
 		if (!strcmp(a, "--mode")) {
 			if (mode_arg(r, v, &mode) < 0)
-				return 0;
+				return 1;
 		} else if (!strcmp(a, "--writer")) {
 			if (!cmd_name_arg(r, v))
-				return 0;
+				return 1;
 			writers[nw++] = (char *)v;
 		} else if (!strcmp(a, "--fork-of")) {
-			if (cmd_repo_arg(r, v, parent, sizeof(parent)) < 0)
-				return 0;
-			fork = true;
+			if (cmd_repo_arg(r, v, parent, NAME_REPO_MAX + 1) < 0)
+				return 1;
+			rp->fork_of = parent;
 		} else {
-			return cmd_bad(r, "unknown option '%s' (use --mode, "
-				       "--writer or --fork-of)", a);
+			cmd_bad(r,
+			        "unknown option '%s' (use --mode, --writer "
+			        "or --fork-of)",
+			        a);
+			return 1;
 		}
 	}
+	rp->name = name;
+	SET(*rp, mode, mode);
+	rp->writers = writers;
+	rp->n_writers = nw;
+	return 0;
+}
+
+/* A new repository, or (repo_dir/NAME.git a bare repository already) one
+ * adopted: its refs recorded in the same batch, after its record, so
+ * every site fetches them. */
+static int cmd_repo_add(struct cmd_ctx *x, struct req *r)
+{
+	Grantd__V1__Repo rp = GRANTD__V1__REPO__INIT;
+	char name[NAME_REPO_MAX + 1], parent[NAME_REPO_MAX + 1];
+	char *writers[GD_CTL_MAX_ARGS];
+	struct buf refs = BUF_INIT, head = BUF_INIT;
+	Grantd__V1__Repo *old = NULL;
+	size_t nrefs = 0;
+	int rc, found;
+
+	if (add_args(r, &rp, name, parent, writers))
+		return 0;
 	rc = policy_repo_load(&old, &x->p, name);
 	if (rc == 0) {
 		grantd__v1__repo__free_unpacked(old, NULL);
@@ -327,27 +385,36 @@ static int cmd_repo_add(struct cmd_ctx *x, struct req *r)
 	}
 	if (rc != GD_ENOTFOUND)
 		return rc;
-	if (fork) {
+	if (rp.fork_of) {
 		rc = policy_repo_load(&old, &x->p, parent);
 		if (rc == GD_ENOTFOUND)
-			return cmd_refuse(r, "cannot fork '%s': no such "
-					  "repository", parent);
+			return cmd_refuse(r,
+			                  "cannot fork '%s': no such "
+			                  "repository",
+			                  parent);
 		if (rc < 0)
 			return rc;
 		grantd__v1__repo__free_unpacked(old, NULL);
 		if (!strcmp(parent, name))
 			return cmd_bad(r, "a repository cannot fork itself");
 	}
-	rp.name = name;
-	SET(rp, mode, mode);
-	rp.writers = writers;
-	rp.n_writers = nw;
-	rp.fork_of = fork ? parent : NULL;
-	if ((rc = cmd_emit_body(x, GRANTD__V1__OP__BODY_REPO, &rp)) < 0)
-		return rc;
-	buf_printf(&r->out, "added repository %s (mode %s)\n", name,
-		   mode_name(mode));
-	return 0;
+	found = cmd_repo_found(x, r, name, &refs, &nrefs, &head);
+	if (found < 0) {
+		rc = found == GD_EDENIED ? 0 : found;
+		goto done;
+	}
+	if ((rc = cmd_emit_body(x, GRANTD__V1__OP__BODY_REPO, &rp)) < 0 ||
+	    (found && (rc = cmd_repo_refs_emit(x, name, &refs, false)) < 0))
+		goto done;
+	if (found)
+		adopted(r, name, nrefs, &head);
+	else
+		buf_printf(&r->out, "added repository %s (mode %s)\n", name,
+		           mode_name(rp.mode));
+done:
+	buf_free(&refs);
+	buf_free(&head);
+	return rc;
 }
 
 /* Change an existing repository: mode (args: NAME MODE) or writers
@@ -374,6 +441,7 @@ static int repo_change(struct cmd_ctx *x, struct req *r, bool writers)
 	Grantd__V1__Repo rp = *old;
 	rp.has_hlc = 0;
 	rp.origin = NULL;
+	rp.renamed_from = NULL; /* done with once the directory moved */
 	if (writers) {
 		rp.writers = r->rq->args + 1;
 		rp.n_writers = r->rq->n_args - 1;
@@ -409,7 +477,7 @@ static int cmd_repo_list(struct cmd_ctx *x, struct req *r)
 	store_iter_new(&it, x->p.store, x->p.batch, CF_REPOS, "", 0);
 	while ((rc = store_iter_next(it, &key, &klen, &v)) > 0) {
 		Grantd__V1__Repo *rp = grantd__v1__repo__unpack(
-			NULL, v.len, (const uint8_t *)v.p);
+		        NULL, v.len, (const uint8_t *)v.p);
 		if (!rp || rp->deleted) {
 			if (rp)
 				grantd__v1__repo__free_unpacked(rp, NULL);
@@ -425,20 +493,20 @@ static int cmd_repo_list(struct cmd_ctx *x, struct req *r)
 			cJSON_AddStringToObject(o, "mode", mode_name(rp->mode));
 			for (size_t i = 0; i < rp->n_writers; i++)
 				cJSON_AddItemToArray(
-					wa, cJSON_CreateString(rp->writers[i]));
+				        wa, cJSON_CreateString(rp->writers[i]));
 			cJSON_AddStringToObject(o, "fork_of",
-						rp->fork_of ? rp->fork_of : "");
+			                        rp->fork_of ? rp->fork_of : "");
 			cJSON_AddItemToArray(arr, o);
 		} else {
 			if (!shown++)
 				buf_printf(&r->out, "%-30s %-9s %-20s %s\n",
-					   "NAME", "MODE", "FORK_OF",
-					   "WRITERS");
+				           "NAME", "MODE", "FORK_OF",
+				           "WRITERS");
 			buf_printf(&r->out, "%-30s %-9s %-20s %s\n", rp->name,
-				   mode_name(rp->mode),
-				   rp->fork_of && *rp->fork_of ? rp->fork_of :
-								 "-",
-				   buf_str(&w));
+			           mode_name(rp->mode),
+			           rp->fork_of && *rp->fork_of ? rp->fork_of
+			                                       : "-",
+			           buf_str(&w));
 		}
 		grantd__v1__repo__free_unpacked(rp, NULL);
 	}
@@ -453,17 +521,41 @@ static int cmd_repo_list(struct cmd_ctx *x, struct req *r)
 /* ---- the rows ----------------------------------------------------------- */
 
 const struct cmd cmd_repo_rows[] = {
-	CMD_ROW("repo.read", CMD_ON_USER | CMD_ON_ADMIN | CMD_READS, 1, 1,
-		cmd_repo_read),
-	CMD_ROW("hook.refs",
-		CMD_ON_USER | CMD_ON_ADMIN | CMD_BATCH | CMD_FRONTEND, 2,
-		GD_CTL_MAX_ARGS, cmd_hook_refs),
-	CMD_ROW("repo.add", CMD_ON_ADMIN | CMD_BATCH | CMD_FRONTEND, 1, GD_CTL_MAX_ARGS,
-		cmd_repo_add),
-	CMD_ROW("repo.mode", CMD_ON_ADMIN | CMD_BATCH | CMD_FRONTEND, 2, 2,
-		cmd_repo_mode),
-	CMD_ROW("repo.writers", CMD_ON_ADMIN | CMD_BATCH | CMD_FRONTEND, 1, GD_CTL_MAX_ARGS,
-		cmd_repo_writers),
-	CMD_ROW("repo.list", CMD_ON_ADMIN | CMD_READS, 0, 0, cmd_repo_list),
+        CMD_ROW("repo.read",
+                CMD_ON_USER | CMD_ON_ADMIN | CMD_READS,
+                1,
+                1,
+                cmd_repo_read),
+        CMD_ROW("hook.refs",
+                CMD_ON_USER | CMD_ON_ADMIN | CMD_BATCH | CMD_FRONTEND,
+                2,
+                GD_CTL_MAX_ARGS,
+                cmd_hook_refs),
+        CMD_ROW("repo.add",
+                CMD_ON_ADMIN | CMD_BATCH | CMD_FRONTEND,
+                1,
+                GD_CTL_MAX_ARGS,
+                cmd_repo_add),
+        CMD_ROW("repo.mode",
+                CMD_ON_ADMIN | CMD_BATCH | CMD_FRONTEND,
+                2,
+                2,
+                cmd_repo_mode),
+        CMD_ROW("repo.writers",
+                CMD_ON_ADMIN | CMD_BATCH | CMD_FRONTEND,
+                1,
+                GD_CTL_MAX_ARGS,
+                cmd_repo_writers),
+        CMD_ROW("repo.del",
+                CMD_ON_ADMIN | CMD_BATCH | CMD_FRONTEND,
+                1,
+                1,
+                cmd_repo_del),
+        CMD_ROW("repo.rename",
+                CMD_ON_ADMIN | CMD_BATCH | CMD_FRONTEND,
+                2,
+                2,
+                cmd_repo_rename),
+        CMD_ROW("repo.list", CMD_ON_ADMIN | CMD_READS, 0, 0, cmd_repo_list),
 };
 const size_t cmd_repo_nrows = GD_ARRAY_SIZE(cmd_repo_rows);

@@ -196,7 +196,10 @@ void otp_uri(struct buf *out, const Grantd__V1__Enrollment *e,
 {
 	struct buf b32 = BUF_INIT;
 	bool totp = e->kind == GRANTD__V1__OTP_KIND__OTP_TOTP;
+	const char *at = strchr(issuer, '@');
 
+	if (at) /* [node] host = git@NAME: the issuer is the machine */
+		issuer = at + 1;
 	otp_base32(&b32, e->secret.data, e->secret.len);
 	buf_reset(out);
 	/* the label is ISSUER:USER, each part escaped, the colon not (as

@@ -226,6 +226,9 @@ static const char *check_repo(const Grantd__V1__Op *op)
 		return "bad repository name";
 	if (rp->fork_of && *rp->fork_of && !repo_name_ok(rp->fork_of))
 		return "bad fork parent";
+	if (rp->renamed_from && *rp->renamed_from &&
+	    !repo_name_ok(rp->renamed_from))
+		return "bad rename source";
 	if (rp->mode != GRANTD__V1__REPO_MODE__MODE_OFF &&
 	    rp->mode != GRANTD__V1__REPO_MODE__MODE_OPT_IN &&
 	    rp->mode != GRANTD__V1__REPO_MODE__MODE_REQUIRED)

@@ -430,9 +430,9 @@ int ops_merge_op(struct ops *o, struct store_batch *b, const Grantd__V1__Op *op)
 	/* A repository's directory is made once the record is committed
 	 * (repos_follow): a disk that refuses it cannot leave a record and
 	 * its digest change half-applied, and a commit that fails leaves no
-	 * repository behind. */
-	if (rc == 0 && won && op->body_case == GRANTD__V1__OP__BODY_REPO &&
-	    !op->repo->deleted)
+	 * repository behind.  A deleted one is moved aside then, the same
+	 * way. */
+	if (rc == 0 && won && op->body_case == GRANTD__V1__OP__BODY_REPO)
 		buf_add(&o->repos_touched, op->repo->name,
 			strlen(op->repo->name) + 1);
 	sodium_memzero(val.p, val.len);

@@ -1,5 +1,6 @@
 /*
- * fixture.c: the unit tests' shared setup and teardown (fixture.h).
+ * fixture.c: the unit tests' shared setup and teardown, and the
+ * operations they make by hand (fixture.h).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,6 +81,140 @@ void fx_store_close(struct store **s, struct ops **o)
 	store_destroy(s);
 }
 
+/* ---- operations by hand ---------------------------------------------------
+ */
+
+static void
+fx_stamp(struct fx_op *t, const char *origin, uint64_t seq, uint64_t hlc)
+{
+	memset(t, 0, sizeof(*t));
+	grantd__v1__op__init(&t->op);
+	t->op.origin = (char *)origin;
+	t->op.epoch = FX_EPOCH, t->op.has_epoch = 1;
+	t->op.seq = seq, t->op.has_seq = 1;
+	t->op.hlc = hlc, t->op.has_hlc = 1;
+}
+
+Grantd__V1__Op *fx_op_user(struct fx_op *t,
+                           const char *origin,
+                           uint64_t seq,
+                           uint64_t hlc,
+                           const char *name,
+                           const char *key,
+                           bool del)
+{
+	fx_stamp(t, origin, seq, hlc);
+	grantd__v1__user__init(&t->user);
+	t->user.name = (char *)name;
+	t->keys[0] = (char *)key;
+	t->user.keys = t->keys;
+	t->user.n_keys = key ? 1 : 0;
+	t->user.deleted = del, t->user.has_deleted = del;
+	t->op.body_case = GRANTD__V1__OP__BODY_USER;
+	t->op.user = &t->user;
+	return &t->op;
+}
+
+Grantd__V1__Op *fx_op_grant(struct fx_op *t,
+                            const char *origin,
+                            uint64_t seq,
+                            uint64_t hlc,
+                            const char *user,
+                            const char *net,
+                            int64_t expires,
+                            bool revoked)
+{
+	fx_stamp(t, origin, seq, hlc);
+	grantd__v1__grant__init(&t->grant);
+	t->grant.user = (char *)user;
+	t->grant.net = (char *)net;
+	t->grant.session = "";
+	t->grant.added = 1700000000, t->grant.has_added = 1;
+	t->grant.expires = expires, t->grant.has_expires = 1;
+	t->grant.site = (char *)origin;
+	t->grant.revoked = revoked, t->grant.has_revoked = 1;
+	t->op.body_case = GRANTD__V1__OP__BODY_GRANT;
+	t->op.grant = &t->grant;
+	return &t->op;
+}
+
+int fx_apply(struct ops *o,
+             struct store *s,
+             Grantd__V1__Op *const *ops,
+             size_t n)
+{
+	struct store_batch *b;
+	bool applied;
+	int rc = 0;
+
+	if (store_batch_new(&b, s) < 0)
+		return -1;
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		if (ops_apply(o, b, ops[i], &applied) < 0 || !applied)
+			rc = -1;
+	if (rc == 0 && ops_commit(o, b, false) < 0)
+		rc = -1;
+	store_batch_free(&b);
+	return rc;
+}
+
+static const uint8_t fx_seal_key[STORE_SEAL_KEY_LEN] =
+        "fixture seal key 0123456789abcd";
+
+int fx_site_open(struct fx_site *n, const char *parent, const char *site)
+{
+	struct stat st;
+
+	fx_site_close(n);
+	snprintf(n->site, sizeof(n->site), "%s", site);
+	if (snprintf(n->dir, sizeof(n->dir), "%s/%s", parent, site) >=
+	            (int)sizeof(n->dir) ||
+	    (stat(n->dir, &st) < 0 && mkdir(n->dir, 0700) < 0))
+		return -1;
+	memset(&n->cfg, 0, sizeof(n->cfg));
+	n->cfg.site = n->site;
+	n->cfg.data_dir = n->dir;
+	n->cfg.repo_dir = n->dir;
+	n->cfg.oplog_retention = 7 * 24 * 3600;
+	return fx_store_open(&n->s, &n->o, n->dir, &n->cfg, fx_seal_key);
+}
+
+void fx_site_close(struct fx_site *n)
+{
+	if (n->o || n->s)
+		fx_store_close(&n->s, &n->o);
+}
+
+int fx_sites_open(struct fx_sites **out, const char *name)
+{
+	struct fx_sites *f = calloc(1, sizeof(*f));
+
+	*out = NULL;
+	if (!f)
+		return -1;
+	if (fx_mkdtemp(f->dir, sizeof(f->dir), name, false) < 0) {
+		free(f);
+		return -1;
+	}
+	*out = f;
+	return 0;
+}
+
+int fx_sites_teardown(void **state)
+{
+	struct fx_sites *f = *state;
+	int rc;
+
+	if (!f)
+		return 0;
+	for (int i = 0; i < FX_SITES; i++)
+		fx_site_close(&f->n[i]);
+	rc = fx_rmtree(f->dir);
+	free(f);
+	*state = NULL;
+	return rc;
+}
+
 /* ---- a replicating node ------------------------------------------------- */
 
 #include <zmq.h>
@@ -87,6 +222,7 @@ void fx_store_close(struct store **s, struct ops **o)
 #include "clock.h"
 #include "repl.h"
 #include "syncer.h"
+#include "vote.h"
 #include "writer.h"
 
 static void fx_node_durable(const struct writer_durable *d, void *payload);
@@ -163,8 +299,22 @@ int fx_node_link(struct fx_node *n)
 	               : 0;
 }
 
+int fx_node_vote(struct fx_node *n)
+{
+	return vote_open(&n->vote, &(struct vote_opts){.cfg = &n->cfg,
+	                                               .store = n->s,
+	                                               .writer = n->w,
+	                                               .self = &n->self,
+	                                               .link = n->link,
+	                                               .data_dir = n->dir,
+	                                               .created = true}) < 0
+	               ? -1
+	               : 0;
+}
+
 void fx_node_close(struct fx_node *n)
 {
+	vote_destroy(&n->vote);
 	repl_destroy(&n->repl);
 	peer_close(&n->link);
 	writer_destroy(&n->w);
@@ -209,7 +359,8 @@ void fx_nodes_round(struct fx_node *const *nodes, int n, int ms)
 
 	for (int i = 0; i < n; i++) {
 		if (nodes[i]->repl)
-			k += repl_pollitems(nodes[i]->repl, items + k, 60 - k);
+			k += repl_pollitems(nodes[i]->repl, items + k, 56 - k);
+		k += vote_pollitems(nodes[i]->vote, items + k, 60 - k);
 		if (k < 64)
 			items[k++] = (zmq_pollitem_t){
 			        writer_socket(nodes[i]->w), 0, ZMQ_POLLIN, 0};
@@ -220,10 +371,12 @@ void fx_nodes_round(struct fx_node *const *nodes, int n, int ms)
 		zmq_pollitem_t it = {writer_socket(x->w), 0, ZMQ_POLLIN, 0};
 		if (x->repl)
 			repl_handle(x->repl);
+		vote_handle(x->vote);
 		while (zmq_poll(&it, 1, 0) == 1)
 			writer_synced(x->w);
 		if (x->repl)
 			repl_tick(x->repl, clock_mono_ms());
+		vote_tick(x->vote, clock_mono_ms());
 	}
 }
 
@@ -255,4 +408,61 @@ int fx_node_grants(struct fx_node *n, int k, int wait_ms)
 	     n->npublished < before + k && clock_mono_ms() < end;)
 		fx_nodes_round(one, 1, 10);
 	return n->npublished == before + k ? 0 : -1;
+}
+
+/* ---- two nodes ------------------------------------------------------------
+ */
+
+int fx_pair_open(struct fx_pair **out,
+                 const char *name,
+                 enum config_role b_role,
+                 enum fx_pair_link how)
+{
+	struct fx_pair *f = calloc(1, sizeof(*f));
+
+	*out = NULL;
+	if (!f)
+		return -1;
+	if (fx_mkdtemp(f->dir, sizeof(f->dir), name, false) < 0) {
+		free(f);
+		return -1;
+	}
+	if (fx_node_open(&f->a, f->dir, "paloalto", fx_seal_key) < 0 ||
+	    fx_node_open(&f->b, f->dir, "portland", fx_seal_key) < 0)
+		goto fail;
+	f->b.cfg.role = b_role;
+	fx_node_peer(&f->a, &f->b, b_role);
+	fx_node_peer(&f->b, &f->a, CONFIG_ROLE_FRONTEND);
+	if (how != FX_PAIR_UNLINKED && fx_node_link(&f->a) < 0)
+		goto fail;
+	if (how == FX_PAIR_LINKED && fx_node_link(&f->b) < 0)
+		goto fail;
+	*out = f;
+	return 0;
+fail:
+	fx_pair_close(&f);
+	return -1;
+}
+
+int fx_pair_close(struct fx_pair **pp)
+{
+	struct fx_pair *f = *pp;
+	int rc;
+
+	if (!f)
+		return 0;
+	fx_node_close(&f->a);
+	fx_node_close(&f->b);
+	rc = fx_rmtree(f->dir);
+	free(f);
+	*pp = NULL;
+	return rc;
+}
+
+int fx_pair_teardown(void **state)
+{
+	struct fx_pair *f = *state;
+
+	*state = NULL;
+	return fx_pair_close(&f);
 }

@@ -255,6 +255,13 @@ static void test_host_metrics_sk(void **state)
 	load_fails(f, NODE "host = git..example.org\n", 7, "bad host", NULL);
 	load_fails(f, NODE "host = -git\n", 7, "bad host", NULL);
 	load_fails(f, NODE "host = git example\n", 7, "bad host", NULL);
+	/* the account before the name, for hints users can paste */
+	load_ok(f, NODE "host = git@git.example.org\n");
+	assert_string_equal(f->cfg->host, "git@git.example.org");
+	load_fails(f, NODE "host = @git.example.org\n", 7, "bad host", NULL);
+	load_fails(f, NODE "host = g it@git.example.org\n", 7, "bad host",
+		   NULL);
+	load_fails(f, NODE "host = git@\n", 7, "bad host", NULL);
 	load_fails(f, NODE "metrics = 9402\n", 7, "bad metrics", NULL);
 	load_fails(f, NODE "metrics = 127.0.0.1:0\n", 7, "bad metrics", NULL);
 	load_fails(f, NODE "metrics = 127.0.0.1:65536\n", 7, "bad metrics",

@@ -720,6 +720,11 @@ static void test_uri(void **state)
 	if (strncmp(u.p, "otpauth://totp/git.example.org:alice?", 37) ||
 	    !strstr(u.p, "&issuer=git.example.org&"))
 		fail_msg("uri with a host '%s'", u.p);
+	/* host = git@NAME: the account is for ssh, not the issuer */
+	otp_uri(&u, &e, "git@git.example.org");
+	if (strncmp(u.p, "otpauth://totp/git.example.org:alice?", 37) ||
+	    !strstr(u.p, "&issuer=git.example.org&"))
+		fail_msg("uri with an account '%s'", u.p);
 	otp_uri(&u, &e, "Git Host&Co:1");
 	if (strncmp(u.p, "otpauth://totp/Git%20Host%26Co%3A1:alice?", 41) ||
 	    !strstr(u.p, "&issuer=Git%20Host%26Co%3A1&"))

@@ -34,14 +34,6 @@
 
 #define WAIT_MS 20000
 
-static const uint8_t seal_key[STORE_SEAL_KEY_LEN] =
-        "test_peerfeatures seal key 01234";
-
-struct fx {
-	char dir[64];
-	struct fx_node a, b; /* paloalto, portland */
-};
-
 static int setup_group(void **state)
 {
 	(void)state;
@@ -50,37 +42,17 @@ static int setup_group(void **state)
 
 static int setup(void **state)
 {
-	struct fx *f = calloc(1, sizeof(*f));
+	struct fx_pair *f;
+	int rc = fx_pair_open(&f, "test_peerfeatures", CONFIG_ROLE_FRONTEND,
+	                      FX_PAIR_LINKED);
 
-	if (!f ||
-	    fx_mkdtemp(f->dir, sizeof(f->dir), "test_peerfeatures", false))
-		return -1;
-	if (fx_node_open(&f->a, f->dir, "paloalto", seal_key) < 0 ||
-	    fx_node_open(&f->b, f->dir, "portland", seal_key) < 0)
-		return -1;
-	fx_node_peer(&f->a, &f->b, CONFIG_ROLE_FRONTEND);
-	fx_node_peer(&f->b, &f->a, CONFIG_ROLE_FRONTEND);
-	if (fx_node_link(&f->a) < 0 || fx_node_link(&f->b) < 0)
-		return -1;
 	*state = f;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	struct fx *f = *state;
-
-	fx_node_close(&f->a);
-	fx_node_close(&f->b);
-	if (fx_rmtree(f->dir) < 0)
-		return -1;
-	free(f);
-	return 0;
+	return rc;
 }
 
 /* paloalto's heartbeat as portland would decode it: release (NULL: none)
  * and n feature names. */
-static void take(struct fx *f, const char *release, char **names, size_t n)
+static void take(struct fx_pair *f, const char *release, char **names, size_t n)
 {
 	Grantd__V1__PeerMsg m = GRANTD__V1__PEER_MSG__INIT, *got;
 	Grantd__V1__Heartbeat hb = GRANTD__V1__HEARTBEAT__INIT;
@@ -105,7 +77,7 @@ static void take(struct fx *f, const char *release, char **names, size_t n)
 
 static void test_ours_announced(void **state)
 {
-	struct fx *f = *state;
+	struct fx_pair *f = *state;
 	Grantd__V1__Heartbeat hb = GRANTD__V1__HEARTBEAT__INIT;
 
 	repl_hb_fill(f->a.repl, &hb);
@@ -122,7 +94,7 @@ static void test_ours_announced(void **state)
 
 static void test_everywhere(void **state)
 {
-	struct fx *f = *state;
+	struct fx_pair *f = *state;
 	struct repl_peer *p = &f->b.repl->peers[0];
 	char *ours[] = {"release-in-heartbeat"}, *other[] = {"signed-ops"};
 	enum feature rih = FEATURE_RELEASE_IN_HEARTBEAT;
@@ -153,7 +125,7 @@ static void test_everywhere(void **state)
 
 static void test_bad_names_cut(void **state)
 {
-	struct fx *f = *state;
+	struct fx_pair *f = *state;
 	struct repl_peer *p = &f->b.repl->peers[0];
 	char longname[FEATURES_NAME_MAX + 2];
 	char *names[FEATURES_MAX + 10];
@@ -184,14 +156,14 @@ static void test_bad_names_cut(void **state)
 	assert_int_equal(f->b.repl->drops[DROP_HB_VECTOR], 1);
 }
 
-static bool heard(struct fx *f)
+static bool heard(struct fx_pair *f)
 {
 	return f->b.repl->peers[0].hb && f->a.repl->peers[0].hb;
 }
 
 static void test_live(void **state)
 {
-	struct fx *f = *state;
+	struct fx_pair *f = *state;
 	struct fx_node *both[] = {&f->a, &f->b};
 	uint64_t end = clock_mono_ms() + WAIT_MS;
 
@@ -210,12 +182,13 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test_setup_teardown(test_ours_announced, setup,
-	                                        teardown),
+	                                        fx_pair_teardown),
 	        cmocka_unit_test_setup_teardown(test_everywhere, setup,
-	                                        teardown),
+	                                        fx_pair_teardown),
 	        cmocka_unit_test_setup_teardown(test_bad_names_cut, setup,
-	                                        teardown),
-	        cmocka_unit_test_setup_teardown(test_live, setup, teardown),
+	                                        fx_pair_teardown),
+	        cmocka_unit_test_setup_teardown(test_live, setup,
+	                                        fx_pair_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, setup_group, fx_group_teardown);

@@ -32,14 +32,6 @@
 
 #define WAIT_MS 20000
 
-static const uint8_t seal_key[STORE_SEAL_KEY_LEN] =
-        "test_repl_hb seal key 0123456789";
-
-struct fx {
-	char dir[64];
-	struct fx_node a, b; /* paloalto, portland */
-};
-
 static int setup_group(void **state)
 {
 	(void)state;
@@ -48,31 +40,12 @@ static int setup_group(void **state)
 
 static int setup(void **state)
 {
-	struct fx *f = calloc(1, sizeof(*f));
+	struct fx_pair *f;
+	int rc = fx_pair_open(&f, "test_repl_hb", CONFIG_ROLE_FRONTEND,
+	                      FX_PAIR_LINKED);
 
-	if (!f || fx_mkdtemp(f->dir, sizeof(f->dir), "test_repl_hb", false))
-		return -1;
-	if (fx_node_open(&f->a, f->dir, "paloalto", seal_key) < 0 ||
-	    fx_node_open(&f->b, f->dir, "portland", seal_key) < 0)
-		return -1;
-	fx_node_peer(&f->a, &f->b, CONFIG_ROLE_FRONTEND);
-	fx_node_peer(&f->b, &f->a, CONFIG_ROLE_FRONTEND);
-	if (fx_node_link(&f->a) < 0 || fx_node_link(&f->b) < 0)
-		return -1;
 	*state = f;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	struct fx *f = *state;
-
-	fx_node_close(&f->a);
-	fx_node_close(&f->b);
-	if (fx_rmtree(f->dir) < 0)
-		return -1;
-	free(f);
-	return 0;
+	return rc;
 }
 
 /* n's entry for (origin, epoch) in hb; 0 when it lists none. */
@@ -88,7 +61,7 @@ listed(const Grantd__V1__Heartbeat *hb, const char *origin, uint64_t epoch)
 
 static void test_own_stream_as_published(void **state)
 {
-	struct fx *f = *state;
+	struct fx_pair *f = *state;
 	Grantd__V1__Heartbeat hb = GRANTD__V1__HEARTBEAT__INIT;
 	uint64_t t;
 
@@ -159,7 +132,7 @@ static Grantd__V1__PeerMsg *heartbeat(const char *const *origins,
 	return got;
 }
 
-static void take(struct fx *f, Grantd__V1__PeerMsg *m)
+static void take(struct fx_pair *f, Grantd__V1__PeerMsg *m)
 {
 	repl_hb_take(f->b.repl, &f->b.repl->peers[0], m);
 	grantd__v1__peer_msg__free_unpacked(m, NULL);
@@ -167,7 +140,7 @@ static void take(struct fx *f, Grantd__V1__PeerMsg *m)
 
 static void test_ahead_and_level(void **state)
 {
-	struct fx *f = *state;
+	struct fx_pair *f = *state;
 	struct repl_peer *p = &f->b.repl->peers[0];
 	const char *pa[] = {"paloalto"};
 	const Grantd__V1__VvEntry *e;
@@ -195,7 +168,7 @@ static void test_ahead_and_level(void **state)
 
 static void test_oversized_cut(void **state)
 {
-	struct fx *f = *state;
+	struct fx_pair *f = *state;
 	struct repl_peer *p = &f->b.repl->peers[0];
 	const char *mixed[] = {"paloalto", "-bad name-"};
 
@@ -218,14 +191,14 @@ static void test_oversized_cut(void **state)
 	assert_int_equal(f->b.repl->drops[DROP_HB_VECTOR], 2);
 }
 
-static bool heard(struct fx *f)
+static bool heard(struct fx_pair *f)
 {
 	return f->b.repl->peers[0].hb && f->a.repl->peers[0].hb;
 }
 
 static void test_heard_live(void **state)
 {
-	struct fx *f = *state;
+	struct fx_pair *f = *state;
 	struct fx_node *both[] = {&f->a, &f->b};
 	uint64_t end = clock_mono_ms() + WAIT_MS;
 
@@ -245,13 +218,13 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test_setup_teardown(test_own_stream_as_published,
-	                                        setup, teardown),
+	                                        setup, fx_pair_teardown),
 	        cmocka_unit_test_setup_teardown(test_ahead_and_level, setup,
-	                                        teardown),
+	                                        fx_pair_teardown),
 	        cmocka_unit_test_setup_teardown(test_oversized_cut, setup,
-	                                        teardown),
+	                                        fx_pair_teardown),
 	        cmocka_unit_test_setup_teardown(test_heard_live, setup,
-	                                        teardown),
+	                                        fx_pair_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, setup_group, fx_group_teardown);

@@ -38,47 +38,22 @@
 
 #define WAIT_MS 20000
 
-static const uint8_t seal_key[STORE_SEAL_KEY_LEN] =
-        "test_repl_range seal key 012345";
-
-struct fx {
-	char dir[64];
-	struct fx_node a, b; /* paloalto, portland */
-};
-
 static int setup_group(void **state)
 {
 	(void)state;
 	return fx_group_setup("test_repl_range", LOG_LVL_ERROR);
 }
 
-/* Both stores and writers; the links later (fx_link), so that a test can
+/* Both stores and writers; the links later (fx_node_link), so that a test can
  * make operations before portland is there. */
 static int setup(void **state)
 {
-	struct fx *f = calloc(1, sizeof(*f));
+	struct fx_pair *f;
+	int rc = fx_pair_open(&f, "test_repl_range", CONFIG_ROLE_FRONTEND,
+	                      FX_PAIR_UNLINKED);
 
-	if (!f || fx_mkdtemp(f->dir, sizeof(f->dir), "test_repl_range", false))
-		return -1;
-	if (fx_node_open(&f->a, f->dir, "paloalto", seal_key) < 0 ||
-	    fx_node_open(&f->b, f->dir, "portland", seal_key) < 0)
-		return -1;
-	fx_node_peer(&f->a, &f->b, CONFIG_ROLE_FRONTEND);
-	fx_node_peer(&f->b, &f->a, CONFIG_ROLE_FRONTEND);
 	*state = f;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	struct fx *f = *state;
-
-	fx_node_close(&f->a);
-	fx_node_close(&f->b);
-	if (fx_rmtree(f->dir) < 0)
-		return -1;
-	free(f);
-	return 0;
+	return rc;
 }
 
 static uint64_t epoch_of(struct fx_node *n)
@@ -87,7 +62,7 @@ static uint64_t epoch_of(struct fx_node *n)
 }
 
 /* How much of paloalto's stream node n holds. */
-static uint64_t held(struct fx_node *n, struct fx *f)
+static uint64_t held(struct fx_node *n, struct fx_pair *f)
 {
 	return ops_vv_get(n->o, NULL, "paloalto", epoch_of(&f->a));
 }
@@ -123,10 +98,10 @@ static void commit(struct fx_node *n)
 	assert_int_equal(writer_commit(n->w, &t), 0);
 }
 
-typedef bool (*cond_fn)(struct fx *f);
+typedef bool (*cond_fn)(struct fx_pair *f);
 
 /* Run both nodes' loops until cond holds (or fail after WAIT_MS). */
-static void run_until(struct fx *f, cond_fn cond, const char *what)
+static void run_until(struct fx_pair *f, cond_fn cond, const char *what)
 {
 	struct fx_node *both[] = {&f->a, &f->b};
 
@@ -137,25 +112,25 @@ static void run_until(struct fx *f, cond_fn cond, const char *what)
 	fail_msg("never: %s", what);
 }
 
-static bool b_heard_a(struct fx *f)
+static bool b_heard_a(struct fx_pair *f)
 {
 	return f->b.repl->peers[0].hb && !repl_syncing(f->b.repl);
 }
 
-static bool b_level(struct fx *f)
+static bool b_level(struct fx_pair *f)
 {
 	return held(&f->b, f) == held(&f->a, f) && held(&f->a, f) > 0;
 }
 
 /* Link portland (paloalto is linked already) and wait until it hears
  * paloalto. */
-static void link_b(struct fx *f)
+static void link_b(struct fx_pair *f)
 {
 	assert_int_equal(fx_node_link(&f->b), 0);
 	run_until(f, b_heard_a, "portland hears paloalto");
 }
 
-static void link_both(struct fx *f)
+static void link_both(struct fx_pair *f)
 {
 	assert_int_equal(fx_node_link(&f->a), 0);
 	link_b(f);
@@ -165,7 +140,7 @@ static void link_both(struct fx *f)
  * repl_range_tick does, once the DEALER takes it.  Only paloalto's loop
  * runs meanwhile (its ZAP, its answers): portland takes nothing yet, its
  * SUB keeps the live operations. */
-static void ask(struct fx *f, uint64_t from)
+static void ask(struct fx_pair *f, uint64_t from)
 {
 	struct repl_peer *p = &f->b.repl->peers[0];
 	struct fx_node *one[] = {&f->a};
@@ -180,7 +155,7 @@ static void ask(struct fx *f, uint64_t from)
 }
 
 /* A range reply of paloalto's stream. */
-static Grantd__V1__RangeRep reply(struct fx *f,
+static Grantd__V1__RangeRep reply(struct fx_pair *f,
                                   const char *origin,
                                   uint64_t from,
                                   ProtobufCBinaryData *ops,
@@ -198,7 +173,7 @@ static Grantd__V1__RangeRep reply(struct fx *f,
 
 static void test_catch_up(void **state)
 {
-	struct fx *f = *state;
+	struct fx_pair *f = *state;
 
 	assert_int_equal(fx_node_link(&f->a), 0);
 	make_ops(&f->a, 5); /* before portland is there: ranges only */
@@ -210,7 +185,7 @@ static void test_catch_up(void **state)
 
 static void test_gap_in_reply(void **state)
 {
-	struct fx *f = *state;
+	struct fx_pair *f = *state;
 	struct repl_peer *p;
 	ProtobufCBinaryData ops[2];
 
@@ -236,7 +211,7 @@ static void test_gap_in_reply(void **state)
 
 static void test_reply_to_another_request(void **state)
 {
-	struct fx *f = *state;
+	struct fx_pair *f = *state;
 	struct repl_peer *p;
 	ProtobufCBinaryData ops[2], forged;
 	uint8_t buf[4096];
@@ -297,14 +272,14 @@ static void test_reply_to_another_request(void **state)
 	assert_int_equal(f->b.repl->drops[DROP_RANGE_UNASKED], 4);
 }
 
-static bool b_transferring(struct fx *f)
+static bool b_transferring(struct fx_pair *f)
 {
 	return f->b.repl->xfer.p != NULL;
 }
 
 static void test_truncated_log(void **state)
 {
-	struct fx *f = *state;
+	struct fx_pair *f = *state;
 	struct repl_peer *p;
 
 	assert_int_equal(fx_node_link(&f->a), 0);
@@ -329,13 +304,14 @@ static void test_truncated_log(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	        cmocka_unit_test_setup_teardown(test_catch_up, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_catch_up, setup,
+	                                        fx_pair_teardown),
 	        cmocka_unit_test_setup_teardown(test_gap_in_reply, setup,
-	                                        teardown),
+	                                        fx_pair_teardown),
 	        cmocka_unit_test_setup_teardown(test_reply_to_another_request,
-	                                        setup, teardown),
+	                                        setup, fx_pair_teardown),
 	        cmocka_unit_test_setup_teardown(test_truncated_log, setup,
-	                                        teardown),
+	                                        fx_pair_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, setup_group, fx_group_teardown);

@@ -44,14 +44,6 @@
 static const enum store_cf cfs[] = {GD_RECORD_KINDS(RECORDS_SNAP_CF)};
 #define NCFS ((int)GD_ARRAY_SIZE(cfs))
 
-static const uint8_t seal_key[STORE_SEAL_KEY_LEN] =
-        "test_repl_xfer seal key 0123456";
-
-struct fx {
-	char dir[64];
-	struct fx_node a, b; /* paloalto, portland */
-};
-
 static int setup_group(void **state)
 {
 	(void)state;
@@ -62,38 +54,23 @@ static int setup_group(void **state)
  * not linked. */
 static int setup(void **state)
 {
-	struct fx *f = calloc(1, sizeof(*f));
+	struct fx_pair *f;
 
-	if (!f || fx_mkdtemp(f->dir, sizeof(f->dir), "test_repl_xfer", false))
+	if (fx_pair_open(&f, "test_repl_xfer", CONFIG_ROLE_FRONTEND,
+	                 FX_PAIR_LINK_A) < 0)
 		return -1;
-	if (fx_node_open(&f->a, f->dir, "paloalto", seal_key) < 0 ||
-	    fx_node_open(&f->b, f->dir, "portland", seal_key) < 0)
-		return -1;
-	fx_node_peer(&f->a, &f->b, CONFIG_ROLE_FRONTEND);
-	fx_node_peer(&f->b, &f->a, CONFIG_ROLE_FRONTEND);
-	if (fx_node_link(&f->a) < 0 ||
-	    fx_node_grants(&f->a, NGRANTS, WAIT_MS) < 0 ||
+	if (fx_node_grants(&f->a, NGRANTS, WAIT_MS) < 0 ||
 	    ops_truncate_log(f->a.o, clock_wall_ms() + 60000, TRUNCATE_MAX) !=
-	            NGRANTS)
+	            NGRANTS) {
+		fx_pair_close(&f);
 		return -1;
+	}
 	*state = f;
 	return 0;
 }
 
-static int teardown(void **state)
-{
-	struct fx *f = *state;
-
-	fx_node_close(&f->a);
-	fx_node_close(&f->b);
-	if (fx_rmtree(f->dir) < 0)
-		return -1;
-	free(f);
-	return 0;
-}
-
 /* How much of paloalto's stream node n holds. */
-static uint64_t held(struct fx_node *n, struct fx *f)
+static uint64_t held(struct fx_node *n, struct fx_pair *f)
 {
 	return ops_vv_get(n->o, NULL, "paloalto", ops_epoch(f->a.o));
 }
@@ -103,10 +80,10 @@ static int64_t grants(struct fx_node *n)
 	return ops_count(n->o, CF_GRANTS, (int64_t)time(NULL));
 }
 
-typedef bool (*cond_fn)(struct fx *f);
+typedef bool (*cond_fn)(struct fx_pair *f);
 
 /* Run the loops of nodes[0..n) until cond holds (fail after WAIT_MS). */
-static void run_until(struct fx *f,
+static void run_until(struct fx_pair *f,
                       struct fx_node *const *nodes,
                       int n,
                       cond_fn cond,
@@ -119,25 +96,25 @@ static void run_until(struct fx *f,
 	fail_msg("never: %s", what);
 }
 
-static bool b_level(struct fx *f)
+static bool b_level(struct fx_pair *f)
 {
 	return held(&f->b, f) == NGRANTS && !f->b.repl->xfer.p;
 }
 
 /* The grants family merged, the transfer not done. */
-static bool b_grants_in(struct fx *f)
+static bool b_grants_in(struct fx_pair *f)
 {
 	return f->b.repl->xfer.p && f->b.repl->xfer.records >= NGRANTS;
 }
 
-static bool b_transferring(struct fx *f)
+static bool b_transferring(struct fx_pair *f)
 {
 	return f->b.repl->xfer.p != NULL;
 }
 
 static void test_transfer(void **state)
 {
-	struct fx *f = *state;
+	struct fx_pair *f = *state;
 	struct fx_node *both[] = {&f->a, &f->b};
 
 	assert_int_equal(fx_node_link(&f->b), 0);
@@ -151,7 +128,7 @@ static void test_transfer(void **state)
 
 static void test_cut_in_the_middle(void **state)
 {
-	struct fx *f = *state;
+	struct fx_pair *f = *state;
 	struct fx_node *both[] = {&f->a, &f->b};
 	struct repl *r;
 	uint64_t t;
@@ -188,7 +165,7 @@ static void test_cut_in_the_middle(void **state)
 
 static void test_reply_not_asked(void **state)
 {
-	struct fx *f = *state;
+	struct fx_pair *f = *state;
 	struct fx_node *both[] = {&f->a, &f->b};
 	Grantd__V1__SnapRep rep = GRANTD__V1__SNAP_REP__INIT;
 	struct repl *r;
@@ -218,7 +195,7 @@ static void test_reply_not_asked(void **state)
 
 static void test_record_refused(void **state)
 {
-	struct fx *f = *state;
+	struct fx_pair *f = *state;
 	struct fx_node *both[] = {&f->a, &f->b};
 	Grantd__V1__SnapRep rep = GRANTD__V1__SNAP_REP__INIT;
 	ProtobufCBinaryData key = {3, (uint8_t *)"bad"};
@@ -250,13 +227,14 @@ static void test_record_refused(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	        cmocka_unit_test_setup_teardown(test_transfer, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_transfer, setup,
+	                                        fx_pair_teardown),
 	        cmocka_unit_test_setup_teardown(test_cut_in_the_middle, setup,
-	                                        teardown),
+	                                        fx_pair_teardown),
 	        cmocka_unit_test_setup_teardown(test_reply_not_asked, setup,
-	                                        teardown),
+	                                        fx_pair_teardown),
 	        cmocka_unit_test_setup_teardown(test_record_refused, setup,
-	                                        teardown),
+	                                        fx_pair_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, setup_group, fx_group_teardown);
