@@ -113,3 +113,18 @@ void log_auth(const char *fmt, ...)
 	vsyslog(LOG_AUTH | LOG_INFO, fmt, ap);
 	va_end(ap);
 }
+
+bool log_limit_pass(struct log_limit *l, uint64_t now_ms, uint64_t period_ms,
+		    uint64_t *held)
+{
+	if (l->next_ms && now_ms < l->next_ms) {
+		l->held++;
+		return false;
+	}
+	*held = l->held;
+	l->held = 0;
+	l->next_ms = now_ms + period_ms;
+	if (!l->next_ms) /* 0 means "never passed" */
+		l->next_ms = 1;
+	return true;
+}

@@ -123,6 +123,8 @@ static void pair_serve(struct gitrepl *g, zmq_msg_t *parts)
 	struct buf rid = BUF_INIT;
 	char site[NAME_SITE_MAX + 1];
 	size_t sl = zmq_msg_size(&parts[2]);
+	static struct log_limit lim; /* dropped lines, at most one per 10 s */
+	uint64_t held;
 	const char *why;
 
 	if (sl > NAME_SITE_MAX)
@@ -132,9 +134,12 @@ static void pair_serve(struct gitrepl *g, zmq_msg_t *parts)
 	buf_add(&rid, zmq_msg_data(&parts[1]), zmq_msg_size(&parts[1]));
 	Grantd__V1__PeerMsg *m = peer_msg_decode(
 		zmq_msg_data(&parts[3]), zmq_msg_size(&parts[3]), site, &why);
-	if (!m)
-		log_warn("git peer message dropped peer=%s: %s", site, why);
-	else if (m->body_case == GRANTD__V1__PEER_MSG__BODY_PACK_REQ)
+	if (!m) {
+		if (log_limit_pass(&lim, clock_mono_ms(), LOG_LIMIT_MS, &held))
+			log_warn("git peer message dropped peer=%s: %s (%llu "
+				 "more such lines held back)",
+				 site, why, (unsigned long long)held);
+	} else if (m->body_case == GRANTD__V1__PEER_MSG__BODY_PACK_REQ)
 		packsrv_request(g->ps, &rid, site, m->pack_req);
 	else if (m->body_case == GRANTD__V1__PEER_MSG__BODY_PACK_CREDIT)
 		packsrv_credit(g->ps, site, m->pack_credit);

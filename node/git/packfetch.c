@@ -585,7 +585,12 @@ packfetch_dealer(struct packfetch *pf, int i, zmq_msg_t *msg)
 	uint64_t id = 0;
 
 	if (!m) {
-		log_warn("git peer message dropped peer=%s: %s", site, bad);
+		static struct log_limit lim;
+		uint64_t held;
+		if (log_limit_pass(&lim, clock_mono_ms(), LOG_LIMIT_MS, &held))
+			log_warn("git peer message dropped peer=%s: %s (%llu "
+				 "more such lines held back)",
+				 site, bad, (unsigned long long)held);
 		return PACKFETCH_GOING;
 	}
 	if (m->body_case == GRANTD__V1__PEER_MSG__BODY_PACK_CHUNK)

@@ -4,8 +4,10 @@
  * dispatch by message kind.  What the messages mean is repl's and
  * gitrepl's business.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <sodium.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,6 +15,7 @@
 #include "err.h"
 #include "linkmon.h"
 #include "log.h"
+#include "names.h"
 #include "peer.h"
 #include "planes.h"
 #include "xalloc.h"
@@ -99,9 +102,28 @@ peer_msg_decode(const void *p, size_t len, const char *site, const char **why)
 {
 	Grantd__V1__PeerMsg *m = grantd__v1__peer_msg__unpack(NULL, len, p);
 
+	static __thread char says[200];
+
 	*why = peer_msg_problem(m, site);
 	if (!*why)
 		return m;
+	if (m && m->from && strcmp(m->from, site)) {
+		/* a [peer] section named otherwise than the site calls itself
+		 * (its key is right: ZAP let it in): name both */
+		char from[NAME_SITE_MAX + 1];
+		size_t i;
+		for (i = 0; m->from[i] && i < sizeof(from) - 1; i++)
+			from[i] = isalnum((unsigned char)m->from[i]) ||
+						  strchr("._-", m->from[i]) ?
+					  m->from[i] :
+					  '?';
+		from[i] = '\0';
+		snprintf(says, sizeof(says),
+			 "sender does not match its link: it calls itself "
+			 "'%s' (is [peer %s] misnamed?)",
+			 from, site);
+		*why = says;
+	}
 	if (m)
 		grantd__v1__peer_msg__free_unpacked(m, NULL);
 	return NULL;
@@ -475,9 +497,14 @@ dispatch(struct peer_link *l, zmq_msg_t *id, zmq_msg_t *body, const char *site)
 	        zmq_msg_data(body), zmq_msg_size(body), site, &why);
 
 	if (!m) {
+		static struct log_limit lim;
+		uint64_t held;
 		drop(l);
-		log_warn("peer message dropped peer=%s: %s dropped=%llu", site,
-		         why, (unsigned long long)*l->dropped);
+		if (log_limit_pass(&lim, clock_mono_ms(), LOG_LIMIT_MS, &held))
+			log_warn("peer message dropped peer=%s: %s dropped=%llu "
+			         "(%llu more such lines held back)",
+			         site, why, (unsigned long long)*l->dropped,
+			         (unsigned long long)held);
 		return;
 	}
 	int kind = (int)m->body_case;

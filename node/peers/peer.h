@@ -69,7 +69,9 @@ const char *peer_msg_problem(const Grantd__V1__PeerMsg *m, const char *site);
 
 /* Unpack a frame that came on site's link.  Returns the message (the
  * caller's: grantd__v1__peer_msg__free_unpacked) or NULL with *why set
- * (static text) when it does not decode or peer_msg_problem refuses it. */
+ * when it does not decode or peer_msg_problem refuses it: static text, or
+ * for a sender that does not match, this thread's buffer naming the site
+ * the sender says it is (valid until the thread's next call). */
 Grantd__V1__PeerMsg *
 peer_msg_decode(const void *p, size_t len, const char *site, const char **why);
 

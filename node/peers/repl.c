@@ -310,9 +310,14 @@ decode(struct repl *r, const char *site, zmq_msg_t *msg)
 
 	if (m)
 		return m;
+	static struct log_limit lim; /* a misnamed peer sends 4 a second */
+	uint64_t held;
 	repl_dropped(r, 1);
-	log_warn("peer message dropped peer=%s: %s dropped=%llu", site, why,
-	         (unsigned long long)repl_dropped_total(r));
+	if (log_limit_pass(&lim, clock_mono_ms(), LOG_LIMIT_MS, &held))
+		log_warn("peer message dropped peer=%s: %s dropped=%llu "
+		         "(%llu more such lines held back)",
+		         site, why, (unsigned long long)repl_dropped_total(r),
+		         (unsigned long long)held);
 	return NULL;
 }
 

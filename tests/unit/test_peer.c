@@ -139,9 +139,13 @@ static void test_decode_refuses(void **state)
 	assert_null(peer_msg_decode(frame, len, "portland", &why));
 	assert_string_equal(why, "unsupported protocol version");
 
+	/* the operator's trial: [peer site-a] for a site called sitea
+	 * flooded the log without naming what the sender says it is */
 	len = pack(frame, "montreal", GD_PEER_VERSION, true);
 	assert_null(peer_msg_decode(frame, len, "portland", &why));
-	assert_string_equal(why, "sender does not match its link");
+	assert_string_equal(why, "sender does not match its link: it calls "
+				 "itself 'montreal' (is [peer portland] "
+				 "misnamed?)");
 
 	len = pack(frame, NULL, GD_PEER_VERSION, true);
 	assert_null(peer_msg_decode(frame, len, "portland", &why));
