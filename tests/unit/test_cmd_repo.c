@@ -502,6 +502,7 @@ static struct req *admin_cmd(struct fixture *f, const char *name, ...)
 }
 
 /* A shell command (git), which must succeed. */
+static void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void sh(const char *fmt, ...)
 {
 	char cmd[2048];
