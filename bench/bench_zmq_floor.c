@@ -9,10 +9,18 @@
  * percentiles.  Whatever the node's reader does per check comes on top of
  * this; a target below the floor cannot be met by any handler.
  *
+ * With --unix, the same echo over a plain unix socket instead
+ * (SOCK_SEQPACKET, one connection per client, one server thread polling
+ * them all, as the node's keys socket is served): what the node's user
+ * socket could cost without ZeroMQ (issue 23: measure both, keep the
+ * faster).
+ *
  *   bench_zmq_floor --dir DIR [--clients LIST] [--secs S] [--bytes N]
+ *                   [--unix]
  *
  * Prints one line per client count:
  *   zmq floor clients=N ops=... ops/s=... p50_us=... p99_us=... cpu%: ...
+ *   (unix floor clients=N ... with --unix)
  */
 #include <errno.h>
 #include <getopt.h>
@@ -22,7 +30,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 #include <zmq.h>
@@ -36,6 +47,7 @@ const char bench_prog[] = "bench_zmq_floor";
 
 struct client {
 	pthread_t thread;
+	bool unix_sock; /* endpoint is a unix socket's path */
 	void *ctx;
 	const char *endpoint;
 	size_t bytes;
@@ -94,15 +106,105 @@ static void *server_main(void *arg)
 	return NULL;
 }
 
+/* The unix echo: fds[0] listens, the rest are clients; each datagram
+ * goes straight back. */
+struct userver {
+	pthread_t thread;
+	int lfd;
+	volatile bool stop;
+};
+
+static void *userver_main(void *arg)
+{
+	struct userver *sv = arg;
+	struct pollfd fds[CLIENTS_MAX + 1];
+	char buf[4096];
+	nfds_t n = 1;
+
+	fds[0] = (struct pollfd){ sv->lfd, POLLIN, 0 };
+	while (!sv->stop) {
+		if (poll(fds, n, 50) <= 0)
+			continue;
+		for (nfds_t i = 1; i < n; i++) {
+			if (!fds[i].revents)
+				continue;
+			ssize_t got = recv(fds[i].fd, buf, sizeof(buf),
+					   MSG_DONTWAIT);
+			if (got > 0 && send(fds[i].fd, buf, (size_t)got,
+					    MSG_NOSIGNAL) == got)
+				continue;
+			if (got < 0 && errno == EAGAIN)
+				continue;
+			close(fds[i].fd); /* the client went */
+			fds[i--] = fds[--n];
+		}
+		if (fds[0].revents && n < CLIENTS_MAX + 1) {
+			int fd = accept(sv->lfd, NULL, NULL);
+			if (fd >= 0)
+				fds[n++] = (struct pollfd){ fd, POLLIN, 0 };
+		}
+	}
+	for (nfds_t i = 1; i < n; i++)
+		close(fds[i].fd);
+	return NULL;
+}
+
+static void unix_addr(struct sockaddr_un *a, const char *path)
+{
+	size_t n = strlen(path);
+
+	if (n >= sizeof(a->sun_path))
+		die("socket path too long for a unix socket: %s", path);
+	memset(a, 0, sizeof(*a));
+	a->sun_family = AF_UNIX;
+	memcpy(a->sun_path, path, n);
+}
+
 /* ---- the clients -------------------------------------------------------- */
+
+/* A client of the unix echo: one connection, closed loop. */
+static void unix_client(struct client *c, char *req, char *rep)
+{
+	struct sockaddr_un a;
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+
+	unix_addr(&a, c->endpoint);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0)
+		die("connect %s: %s", c->endpoint, strerror(errno));
+	for (int i = 0; i < 20; i++) /* warm up, as bench_control */
+		if (send(fd, req, c->bytes, 0) < 0 ||
+		    recv(fd, rep, c->bytes + 1, 0) < 0)
+			die("warm-up: %s", strerror(errno));
+	while (c->nlat < LAT_MAX) {
+		uint64_t t0 = now_ns();
+		if (t0 >= c->until_ns)
+			break;
+		if (send(fd, req, c->bytes, 0) != (ssize_t)c->bytes ||
+		    recv(fd, rep, c->bytes + 1, 0) != (ssize_t)c->bytes) {
+			c->fails++;
+			break;
+		}
+		c->lat[c->nlat++] = now_ns() - t0;
+	}
+	close(fd);
+}
 
 static void *client_main(void *arg)
 {
 	struct client *c = arg;
-	void *s = zmq_socket(c->ctx, ZMQ_REQ);
 	char *req = calloc(1, c->bytes), *rep = malloc(c->bytes + 1);
+	void *s;
 	int zero = 0;
 
+	if (c->unix_sock) {
+		if (!req || !rep)
+			die("client: out of memory");
+		unix_client(c, req, rep);
+		free(req);
+		free(rep);
+		return NULL;
+	}
+	s = zmq_socket(c->ctx, ZMQ_REQ);
 	if (!s || !req || !rep)
 		die("client: %s", zmq_strerror(errno));
 	zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof(zero));
@@ -130,7 +232,7 @@ static void *client_main(void *arg)
 }
 
 static int run(void *ctx, const char *endpoint, int nclients, double secs,
-	       size_t bytes)
+	       size_t bytes, bool unix_sock)
 {
 	struct client c[CLIENTS_MAX];
 	uint64_t t0, t1, cpu0, cpu1, *all;
@@ -142,6 +244,7 @@ static int run(void *ctx, const char *endpoint, int nclients, double secs,
 	cpu0 = cpu_ns(RUSAGE_SELF);
 	for (int i = 0; i < nclients; i++) {
 		c[i].ctx = ctx;
+		c[i].unix_sock = unix_sock;
 		c[i].endpoint = endpoint;
 		c[i].bytes = bytes;
 		c[i].until_ns = t0 + (uint64_t)(secs * 1e9);
@@ -167,10 +270,11 @@ static int run(void *ctx, const char *endpoint, int nclients, double secs,
 	}
 	qsort(all, total, sizeof(uint64_t), cmp_u64);
 	double el = (double)(t1 - t0) / 1e9;
-	printf("zmq floor clients=%d ops=%zu secs=%.2f ops/s=%.0f "
+	printf("%s floor clients=%d ops=%zu secs=%.2f ops/s=%.0f "
 	       "p50_us=%.0f p90_us=%.0f p99_us=%.0f max_us=%.0f failures=%ld "
 	       "(cpu%%: echo server and clients together=%.0f/200)\n",
-	       nclients, total, el, (double)total / el,
+	       unix_sock ? "unix" : "zmq", nclients, total, el,
+	       (double)total / el,
 	       (double)pct(all, total, 50) / 1e3,
 	       (double)pct(all, total, 90) / 1e3,
 	       (double)pct(all, total, 99) / 1e3,
@@ -184,11 +288,14 @@ static int run(void *ctx, const char *endpoint, int nclients, double secs,
 static void usage(FILE *f)
 {
 	fputs("usage: bench_zmq_floor --dir DIR [--clients LIST] [--secs S] "
-	      "[--bytes N]\n\n"
+	      "[--bytes N] [--unix]\n\n"
 	      "Time a ZeroMQ echo over ipc:// (a ROUTER thread that only "
 	      "echoes, REQ\nclients in a closed loop): the floor under the "
 	      "node's push-check figures.\nLIST defaults to 1,8,32; S to 5; "
-	      "N (request size) to 96.  The socket is\nDIR/floor.sock.\n",
+	      "N (request size) to 96.  The socket is\nDIR/floor.sock.  "
+	      "--unix: the same echo over a plain unix socket\n(SOCK_SEQPACKET, "
+	      "a connection per client, one polling server thread),\n"
+	      "DIR/floor-unix.sock.\n",
 	      f);
 }
 
@@ -199,6 +306,7 @@ int main(int argc, char **argv)
 		{ "clients", required_argument, NULL, 'c' },
 		{ "secs", required_argument, NULL, 's' },
 		{ "bytes", required_argument, NULL, 'b' },
+		{ "unix", no_argument, NULL, 'u' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -207,6 +315,8 @@ int main(int argc, char **argv)
 	size_t bytes = 96;
 	char endpoint[300], *copy, *tok, *save;
 	struct server sv = { 0 };
+	struct userver usv = { 0 };
+	bool unix_sock = false;
 	void *ctx, *cctx; /* the server's and the clients', as two processes */
 	int opt, rc = 0;
 
@@ -216,6 +326,7 @@ int main(int argc, char **argv)
 		case 'c': list = optarg; break;
 		case 's': secs = atof(optarg); break;
 		case 'b': bytes = (size_t)strtoul(optarg, NULL, 10); break;
+		case 'u': unix_sock = true; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -225,14 +336,30 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	snprintf(endpoint, sizeof(endpoint), "ipc://%s/floor.sock", dir);
-	if (!(ctx = zmq_ctx_new()) || !(cctx = zmq_ctx_new()))
-		die("zmq_ctx_new: %s", zmq_strerror(errno));
-	if (!(sv.sock = zmq_socket(ctx, ZMQ_ROUTER)) ||
-	    zmq_bind(sv.sock, endpoint) < 0)
-		die("bind: %s", zmq_strerror(errno));
-	if (pthread_create(&sv.thread, NULL, server_main, &sv))
-		die("pthread_create: %s", zmq_strerror(errno));
+	if (unix_sock) {
+		struct sockaddr_un a;
+		snprintf(endpoint, sizeof(endpoint), "%s/floor-unix.sock", dir);
+		unix_addr(&a, endpoint);
+		unlink(endpoint);
+		usv.lfd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+		if (usv.lfd < 0 ||
+		    bind(usv.lfd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+		    listen(usv.lfd, CLIENTS_MAX) < 0)
+			die("bind %s: %s", endpoint, strerror(errno));
+		if (pthread_create(&usv.thread, NULL, userver_main, &usv))
+			die("pthread_create: %s", strerror(errno));
+		ctx = cctx = NULL;
+	} else {
+		snprintf(endpoint, sizeof(endpoint), "ipc://%s/floor.sock",
+			 dir);
+		if (!(ctx = zmq_ctx_new()) || !(cctx = zmq_ctx_new()))
+			die("zmq_ctx_new: %s", zmq_strerror(errno));
+		if (!(sv.sock = zmq_socket(ctx, ZMQ_ROUTER)) ||
+		    zmq_bind(sv.sock, endpoint) < 0)
+			die("bind: %s", zmq_strerror(errno));
+		if (pthread_create(&sv.thread, NULL, server_main, &sv))
+			die("pthread_create: %s", zmq_strerror(errno));
+	}
 	if (!(copy = strdup(list)))
 		die("strdup: %s", zmq_strerror(errno));
 	for (tok = strtok_r(copy, ",", &save); tok;
@@ -244,9 +371,16 @@ int main(int argc, char **argv)
 			rc = 2;
 			break;
 		}
-		rc |= run(cctx, endpoint, n, secs, bytes);
+		rc |= run(cctx, endpoint, n, secs, bytes, unix_sock);
 	}
 	free(copy);
+	if (unix_sock) {
+		usv.stop = true;
+		pthread_join(usv.thread, NULL);
+		close(usv.lfd);
+		unlink(endpoint);
+		return rc;
+	}
 	sv.stop = true;
 	pthread_join(sv.thread, NULL);
 	zmq_close(sv.sock);
