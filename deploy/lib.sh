@@ -432,6 +432,7 @@ gd_grantd_resume() {
 # live), so a wrapper that execs grant-keys goes into a fresh root-owned
 # 0755 directory under /run, removed by gd_sshd_stop.  (A wrapper, not a
 # copy, so grant-keys still finds grant-shell beside itself.)
+# $GD_SSHD_EXTRA, when set, is appended to its sshd_config (bench/run-e2e).
 gd_sshd_start() {
 	local dir=$1 addr=$2 port=$3 gl_user=${4-} sd=$1/ssh keysdir pid deadline
 	local auth
@@ -481,6 +482,7 @@ PermitTTY no
 MaxStartups 100:30:200
 MaxSessions 20
 LogLevel VERBOSE
+${GD_SSHD_EXTRA:-}
 EOF
 	if ! /usr/sbin/sshd -t -f "$sd/sshd_config" 2>"$sd/sshd-t.err"; then
 		gd_err "sshd -t -f $sd/sshd_config: $(cat "$sd/sshd-t.err")"
