@@ -5,7 +5,9 @@
  * peer's copy and ours hold the same history), packs made by the real
  * `git pack-objects`, and a peer that is a CURVE ROUTER of the test's on
  * 127.0.0.1 (no ZAP handler: it takes any client key), stamping its
- * frames with its own site.
+ * frames with its own site; and the fetching side the tests of packfetch
+ * and reconcile share (struct gitfx_node: a store, two such peers, the
+ * actor's DEALERs to them, a gitio and a packfetch).
  *
  * Static inline functions, a copy in each test that includes it: a
  * header, not a test (tests/CMakeLists.txt builds test_*.c only), and not
@@ -26,7 +28,10 @@
 
 #include "buf.h"
 #include "config.h"
+#include "gitio.h"
+#include "packfetch.h"
 #include "peer.h"
+#include "store.h"
 
 #define GITFX_WAIT_MS 10000
 
@@ -304,6 +309,108 @@ gitfx_peer_err(struct gitfx_peer *p, uint64_t id, const char *why)
 	m.body_case = GRANTD__V1__PEER_MSG__BODY_PACK_ERR;
 	m.pack_err = &e;
 	assert_int_equal(peer_send(p->router, &m, p->rid.p, p->rid.len), 0);
+}
+
+/* ---- the fetching node (test_packfetch.c, test_reconcile.c) -------------- */
+
+#define GITFX_MSG_MAX (GITIO_CHUNK_MAX + 4096) /* the actor's DEALERs' */
+
+/* What the gitrepl actor holds for a fetch, as paloalto, with peers
+ * portland and montreal (gitfx_peer). */
+struct gitfx_node {
+	struct store *store;
+	void *zctx;
+	char pub[Z85_KEY_LEN + 1], sec[Z85_KEY_LEN + 1];
+	struct peer_self self;
+	struct config_peer peers[2];
+	struct gitfx_peer tp[2];
+	void *dealer[CONFIG_MAX_PEERS];
+	struct gitio_stats st;
+	struct gitio io;
+	struct packfetch *pf;
+};
+
+/* Open n: its store at data (sealed with seal_key), the two peers, a
+ * DEALER to each (handshake done), the gitio over repo_dir with the
+ * given callbacks and their arg, and the packfetch. */
+static inline void gitfx_node_open(
+        struct gitfx_node *n,
+        const char *data,
+        const char *repo_dir,
+        const uint8_t *seal_key,
+        int (*to_router)(void *,
+                         const struct buf *,
+                         const Grantd__V1__PeerMsg *),
+        void (*mark)(void *, const char *, size_t, const char *, size_t),
+        void *arg)
+{
+	bool created;
+
+	assert_int_equal(store_open(&n->store, &created, data, seal_key), 0);
+	assert_non_null(n->zctx = zmq_ctx_new());
+	assert_int_equal(zmq_curve_keypair(n->pub, n->sec), 0);
+	n->self = (struct peer_self){n->zctx, "paloalto", n->pub, n->sec};
+	gitfx_peer_open(&n->tp[0], n->zctx, "portland");
+	gitfx_peer_open(&n->tp[1], n->zctx, "montreal");
+	for (int i = 0; i < 2; i++) {
+		gitfx_peer_config(&n->tp[i], &n->peers[i]);
+		assert_non_null(n->dealer[i] = peer_curve_client(
+		                        &n->self, ZMQ_DEALER, n->tp[i].ep,
+		                        n->tp[i].pub, GITFX_MSG_MAX));
+		gitfx_peer_wait(&n->tp[i], n->dealer[i]);
+	}
+	n->io = (struct gitio){.self = &n->self,
+	                       .peers = n->peers,
+	                       .npeers = 2,
+	                       .repo_dir = repo_dir,
+	                       .st = &n->st,
+	                       .to_router = to_router,
+	                       .mark = mark,
+	                       .arg = arg};
+	packfetch_open(&n->pf, &(struct packfetch_opts){.io = &n->io,
+	                                                .store = n->store,
+	                                                .dealer = n->dealer});
+}
+
+static inline void gitfx_node_close(struct gitfx_node *n)
+{
+	packfetch_destroy(&n->pf);
+	gitio_close(&n->io);
+	for (int i = 0; i < 2; i++) {
+		zmq_close(n->dealer[i]);
+		gitfx_peer_close(&n->tp[i]);
+	}
+	zmq_ctx_term(n->zctx);
+	store_destroy(&n->store);
+}
+
+/* The actor's part: hand each frame on the DEALERs to the fetch until it
+ * returns a verdict, or until nothing came for ms (PACKFETCH_GOING). */
+static inline enum packfetch_verdict gitfx_node_drive(struct gitfx_node *n,
+                                                      int ms)
+{
+	for (;;) {
+		zmq_pollitem_t items[2];
+		int k = n->io.npeers;
+
+		for (int i = 0; i < k; i++)
+			items[i] = (zmq_pollitem_t){n->dealer[i], 0, ZMQ_POLLIN,
+			                            0};
+		if (zmq_poll(items, k, ms) <= 0)
+			return PACKFETCH_GOING;
+		for (int i = 0; i < k; i++) {
+			zmq_msg_t msg;
+			enum packfetch_verdict v;
+			if (!items[i].revents)
+				continue;
+			zmq_msg_init(&msg);
+			assert_true(zmq_msg_recv(&msg, n->dealer[i], 0) >= 0);
+			v = packfetch_dealer(n->pf, i, &msg);
+			zmq_msg_close(&msg);
+			if (v != PACKFETCH_GOING)
+				return v;
+		}
+	}
 }
 
 #endif

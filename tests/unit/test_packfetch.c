@@ -45,7 +45,6 @@
 
 #define REF       "refs/heads/master"
 #define WAIT_MS   GITFX_WAIT_MS
-#define MSG_MAX   (GITIO_CHUNK_MAX + 4096) /* the actor's DEALERs' */
 #define BIG_BYTES (96 * 1024) /* a blob past what is held in memory */
 
 static const uint8_t seal_key[STORE_SEAL_KEY_LEN] =
@@ -53,16 +52,7 @@ static const uint8_t seal_key[STORE_SEAL_KEY_LEN] =
 
 struct fx {
 	char dir[64], repo_dir[128], src[160], path[160];
-	struct store *store;
-	void *zctx;
-	char pub[Z85_KEY_LEN + 1], sec[Z85_KEY_LEN + 1];
-	struct peer_self self;
-	struct config_peer peers[2];
-	struct gitfx_peer tp[2];
-	void *dealer[CONFIG_MAX_PEERS];
-	struct gitio_stats st;
-	struct gitio io;
-	struct packfetch *pf;
+	struct gitfx_node n; /* store, peers, DEALERs, gitio, packfetch */
 	/* the history, the same at the peers (src) and here as far as a:
 	 * a <- b <- c <- d, d with a large random blob */
 	git_oid a, b, c, d;
@@ -149,9 +139,9 @@ static int packs(struct fx *f)
 /* The PackReq the node sent peer i: its id (the message freed). */
 static uint64_t take_req(struct fx *f, int i, const char *want)
 {
-	Grantd__V1__PeerMsg *m =
-	        gitfx_peer_next(&f->tp[i], GRANTD__V1__PEER_MSG__BODY_PACK_REQ,
-	                        "paloalto", WAIT_MS);
+	Grantd__V1__PeerMsg *m = gitfx_peer_next(
+	        &f->n.tp[i], GRANTD__V1__PEER_MSG__BODY_PACK_REQ, "paloalto",
+	        WAIT_MS);
 	uint64_t id;
 
 	assert_non_null(m);
@@ -165,40 +155,18 @@ static uint64_t take_req(struct fx *f, int i, const char *want)
 	return id;
 }
 
-/* The actor's part: hand each frame on the DEALERs to the fetch until it
- * returns a verdict, or until nothing came for ms. */
+/* The actor's part (gitfx_node_drive). */
 static enum packfetch_verdict drive(struct fx *f, int ms)
 {
-	for (;;) {
-		zmq_pollitem_t items[2];
-		int k = f->io.npeers;
-
-		for (int i = 0; i < k; i++)
-			items[i] = (zmq_pollitem_t){f->dealer[i], 0, ZMQ_POLLIN,
-			                            0};
-		if (zmq_poll(items, k, ms) <= 0)
-			return PACKFETCH_GOING;
-		for (int i = 0; i < k; i++) {
-			zmq_msg_t msg;
-			enum packfetch_verdict v;
-			if (!items[i].revents)
-				continue;
-			zmq_msg_init(&msg);
-			assert_true(zmq_msg_recv(&msg, f->dealer[i], 0) >= 0);
-			v = packfetch_dealer(f->pf, i, &msg);
-			zmq_msg_close(&msg);
-			if (v != PACKFETCH_GOING)
-				return v;
-		}
-	}
+	return gitfx_node_drive(&f->n, ms);
 }
 
 /* The PackErr "cancelled" of the stream id at peer i. */
 static void expect_cancel(struct fx *f, int i, uint64_t id)
 {
-	Grantd__V1__PeerMsg *m =
-	        gitfx_peer_next(&f->tp[i], GRANTD__V1__PEER_MSG__BODY_PACK_ERR,
-	                        "paloalto", WAIT_MS);
+	Grantd__V1__PeerMsg *m = gitfx_peer_next(
+	        &f->n.tp[i], GRANTD__V1__PEER_MSG__BODY_PACK_ERR, "paloalto",
+	        WAIT_MS);
 
 	assert_non_null(m);
 	assert_int_equal(m->pack_err->id, id);
@@ -225,7 +193,6 @@ static int setup(void **state)
 {
 	struct fx *f = calloc(1, sizeof(*f));
 	char data[160];
-	bool created;
 
 	assert_non_null(f);
 	assert_int_equal(
@@ -233,33 +200,10 @@ static int setup(void **state)
 	snprintf(f->repo_dir, sizeof(f->repo_dir), "%s/repos", f->dir);
 	snprintf(f->src, sizeof(f->src), "%s/peer/r.git", f->dir);
 	snprintf(data, sizeof(data), "%s/data", f->dir);
-	assert_int_equal(store_open(&f->store, &created, data, seal_key), 0);
 	assert_int_equal(repos_create(f->repo_dir, "r", NULL, NULL), 0);
 	snprintf(f->path, sizeof(f->path), "%s/r.git", f->repo_dir);
 	histories(f);
-	assert_non_null(f->zctx = zmq_ctx_new());
-	assert_int_equal(zmq_curve_keypair(f->pub, f->sec), 0);
-	f->self = (struct peer_self){f->zctx, "paloalto", f->pub, f->sec};
-	gitfx_peer_open(&f->tp[0], f->zctx, "portland");
-	gitfx_peer_open(&f->tp[1], f->zctx, "montreal");
-	for (int i = 0; i < 2; i++) {
-		gitfx_peer_config(&f->tp[i], &f->peers[i]);
-		assert_non_null(f->dealer[i] = peer_curve_client(
-		                        &f->self, ZMQ_DEALER, f->tp[i].ep,
-		                        f->tp[i].pub, MSG_MAX));
-		gitfx_peer_wait(&f->tp[i], f->dealer[i]);
-	}
-	f->io = (struct gitio){.self = &f->self,
-	                       .peers = f->peers,
-	                       .npeers = 2,
-	                       .repo_dir = f->repo_dir,
-	                       .st = &f->st,
-	                       .to_router = to_router,
-	                       .mark = mark,
-	                       .arg = f};
-	packfetch_open(&f->pf, &(struct packfetch_opts){.io = &f->io,
-	                                                .store = f->store,
-	                                                .dealer = f->dealer});
+	gitfx_node_open(&f->n, data, f->repo_dir, seal_key, to_router, mark, f);
 	*state = f;
 	return 0;
 }
@@ -268,14 +212,7 @@ static int teardown(void **state)
 {
 	struct fx *f = *state;
 
-	packfetch_destroy(&f->pf);
-	gitio_close(&f->io);
-	for (int i = 0; i < 2; i++) {
-		zmq_close(f->dealer[i]);
-		gitfx_peer_close(&f->tp[i]);
-	}
-	zmq_ctx_term(f->zctx);
-	store_destroy(&f->store);
+	gitfx_node_close(&f->n);
 	assert_int_equal(fx_rmtree(f->dir), 0);
 	free(f);
 	return 0;
@@ -286,7 +223,7 @@ static enum packfetch_verdict start(struct fx *f, const char *want, int first)
 	char wants[1][OID_HEX + 1];
 
 	snprintf(wants[0], sizeof(wants[0]), "%s", want);
-	return packfetch_start(f->pf, "r", (const char(*)[OID_HEX + 1]) wants,
+	return packfetch_start(f->n.pf, "r", (const char(*)[OID_HEX + 1]) wants,
 	                       1, first);
 }
 
@@ -303,11 +240,11 @@ static void test_small(void **state)
 	uint64_t id;
 	int before = packs(f);
 
-	assert_null(packfetch_repo(f->pf));
+	assert_null(packfetch_repo(f->n.pf));
 	assert_int_equal(start(f, f->hc, -1), PACKFETCH_GOING);
-	assert_string_equal(packfetch_repo(f->pf), "r");
+	assert_string_equal(packfetch_repo(f->n.pf), "r");
 	/* config order: portland; its haves are r's tips */
-	m = gitfx_peer_next(&f->tp[0], GRANTD__V1__PEER_MSG__BODY_PACK_REQ,
+	m = gitfx_peer_next(&f->n.tp[0], GRANTD__V1__PEER_MSG__BODY_PACK_REQ,
 	                    "paloalto", WAIT_MS);
 	assert_non_null(m);
 	assert_string_equal(m->pack_req->repo, "r");
@@ -317,7 +254,7 @@ static void test_small(void **state)
 	assert_string_equal(m->pack_req->haves[0], f->ha);
 	id = m->pack_req->id;
 	grantd__v1__peer_msg__free_unpacked(m, NULL);
-	assert_null(gitfx_peer_next(&f->tp[1],
+	assert_null(gitfx_peer_next(&f->n.tp[1],
 	                            GRANTD__V1__PEER_MSG__BODY_PACK_REQ,
 	                            "paloalto", 100));
 	assert_false(in_repo(f, f->hb));
@@ -325,10 +262,10 @@ static void test_small(void **state)
 	buf_printf(&in, "%s\n^%s\n", f->hc, f->ha);
 	gitfx_pack(f->dir, f->src, &pack, in.p, true);
 	assert_true(pack.len < 32 * 1024);
-	gitfx_peer_pack(&f->tp[0], id, &pack, GITIO_CHUNK_MAX);
+	gitfx_peer_pack(&f->n.tp[0], id, &pack, GITIO_CHUNK_MAX);
 	assert_int_equal(drive(f, WAIT_MS), PACKFETCH_OK);
 	/* a credit for the chunk that was not the last */
-	m = gitfx_peer_next(&f->tp[0], GRANTD__V1__PEER_MSG__BODY_PACK_CREDIT,
+	m = gitfx_peer_next(&f->n.tp[0], GRANTD__V1__PEER_MSG__BODY_PACK_CREDIT,
 	                    "paloalto", WAIT_MS);
 	assert_non_null(m);
 	assert_int_equal(m->pack_credit->id, id);
@@ -338,15 +275,15 @@ static void test_small(void **state)
 	assert_true(in_repo(f, f->hb));
 	assert_true(in_repo(f, f->hc));
 	assert_false(in_repo(f, f->hd));
-	assert_null(packfetch_repo(f->pf));
-	assert_string_equal(packfetch_last_repo(f->pf), "r");
-	w = packfetch_wants(f->pf, &n);
+	assert_null(packfetch_repo(f->n.pf));
+	assert_string_equal(packfetch_last_repo(f->n.pf), "r");
+	w = packfetch_wants(f->n.pf, &n);
 	assert_int_equal(n, 1);
 	assert_string_equal(w[0], f->hc);
-	assert_int_equal(f->st.fetches, 1);
-	assert_int_equal(f->st.fetch_failures, 0);
-	assert_int_equal(f->st.bytes_in, pack.len);
-	assert_int_equal(f->st.last_fetch_bytes, pack.len);
+	assert_int_equal(f->n.st.fetches, 1);
+	assert_int_equal(f->n.st.fetch_failures, 0);
+	assert_int_equal(f->n.st.bytes_in, pack.len);
+	assert_int_equal(f->n.st.last_fetch_bytes, pack.len);
 	assert_int_equal(quarantines(f), 0);
 	assert_int_equal(packs(f), before + 2); /* .pack and .idx */
 	/* no ref moved: that is the reconciler's */
@@ -377,9 +314,9 @@ static void test_large(void **state)
 	buf_printf(&in, "%s\n^%s\n", f->hd, f->ha);
 	gitfx_pack(f->dir, f->src, &pack, in.p, true);
 	assert_true(pack.len > BIG_BYTES);
-	gitfx_peer_pack(&f->tp[0], id, &pack, 8192);
+	gitfx_peer_pack(&f->n.tp[0], id, &pack, 8192);
 	assert_int_equal(drive(f, WAIT_MS), PACKFETCH_OK);
-	while ((m = gitfx_peer_next(&f->tp[0],
+	while ((m = gitfx_peer_next(&f->n.tp[0],
 	                            GRANTD__V1__PEER_MSG__BODY_PACK_CREDIT,
 	                            "paloalto", 200))) {
 		assert_int_equal(m->pack_credit->id, id);
@@ -390,8 +327,8 @@ static void test_large(void **state)
 	assert_true(in_repo(f, f->hb));
 	assert_true(in_repo(f, f->hc));
 	assert_true(in_repo(f, f->hd));
-	assert_int_equal(f->st.fetches, 1);
-	assert_int_equal(f->st.bytes_in, pack.len);
+	assert_int_equal(f->n.st.fetches, 1);
+	assert_int_equal(f->n.st.bytes_in, pack.len);
 	assert_int_equal(quarantines(f), 0);
 	buf_free(&pack);
 	buf_free(&in);
@@ -424,21 +361,21 @@ static void bad_packs(struct fx *f, const char *want, enum damage how)
 	damage(&bad, how);
 	assert_int_equal(start(f, want, -1), PACKFETCH_GOING);
 	id0 = take_req(f, 0, want);
-	gitfx_peer_pack(&f->tp[0], id0, &bad, 16384);
+	gitfx_peer_pack(&f->n.tp[0], id0, &bad, 16384);
 	assert_int_equal(drive(f, 300), PACKFETCH_GOING);
 	expect_cancel(f, 0, id0);
 	id1 = take_req(f, 1, want);
 	assert_true(id1 != id0);
-	assert_int_equal(f->st.fetch_failures, 1);
-	assert_non_null(strstr(f->st.last_error, "fetch from portland of r"));
+	assert_int_equal(f->n.st.fetch_failures, 1);
+	assert_non_null(strstr(f->n.st.last_error, "fetch from portland of r"));
 	assert_int_equal(quarantines(f), 1); /* montreal's, empty */
-	gitfx_peer_pack(&f->tp[1], id1, &bad, 16384);
+	gitfx_peer_pack(&f->n.tp[1], id1, &bad, 16384);
 	assert_int_equal(drive(f, WAIT_MS), PACKFETCH_FAILED);
 	expect_cancel(f, 1, id1);
-	assert_int_equal(f->st.fetch_failures, 2);
-	assert_int_equal(f->st.fetches, 0);
-	assert_non_null(strstr(f->st.last_error, "fetch from montreal of r"));
-	assert_null(packfetch_repo(f->pf));
+	assert_int_equal(f->n.st.fetch_failures, 2);
+	assert_int_equal(f->n.st.fetches, 0);
+	assert_non_null(strstr(f->n.st.last_error, "fetch from montreal of r"));
+	assert_null(packfetch_repo(f->n.pf));
 	assert_false(in_repo(f, f->hb));
 	assert_false(in_repo(f, want));
 	assert_int_equal(packs(f), before);
@@ -447,7 +384,7 @@ static void bad_packs(struct fx *f, const char *want, enum damage how)
 	/* the positive control */
 	assert_int_equal(start(f, want, -1), PACKFETCH_GOING);
 	id0 = take_req(f, 0, want);
-	gitfx_peer_pack(&f->tp[0], id0, &pack, 16384);
+	gitfx_peer_pack(&f->n.tp[0], id0, &pack, 16384);
 	assert_int_equal(drive(f, WAIT_MS), PACKFETCH_OK);
 	assert_true(in_repo(f, want));
 	assert_int_equal(quarantines(f), 0);
@@ -489,16 +426,16 @@ static void unconnected(struct fx *f, const char *want, const char *parent)
 	int before = packs(f);
 	uint64_t id;
 
-	f->io.npeers = 1;
+	f->n.io.npeers = 1;
 	buf_printf(&in, "%s\n^%s\n", want, parent);
 	gitfx_pack(f->dir, f->src, &pack, in.p, false);
 	assert_int_equal(start(f, want, -1), PACKFETCH_GOING);
 	id = take_req(f, 0, want);
-	gitfx_peer_pack(&f->tp[0], id, &pack, 16384);
+	gitfx_peer_pack(&f->n.tp[0], id, &pack, 16384);
 	assert_int_equal(drive(f, WAIT_MS), PACKFETCH_FAILED);
 	expect_cancel(f, 0, id);
-	assert_non_null(strstr(f->st.last_error, "does not connect"));
-	assert_int_equal(f->st.fetch_failures, 1);
+	assert_non_null(strstr(f->n.st.last_error, "does not connect"));
+	assert_int_equal(f->n.st.fetch_failures, 1);
 	assert_false(in_repo(f, want));
 	assert_int_equal(packs(f), before);
 	assert_int_equal(quarantines(f), 0);
@@ -527,22 +464,22 @@ static void test_peer_err_then_silence(void **state)
 
 	assert_int_equal(start(f, f->hc, -1), PACKFETCH_GOING);
 	id0 = take_req(f, 0, f->hc);
-	gitfx_peer_err(&f->tp[0], id0, "not here");
+	gitfx_peer_err(&f->n.tp[0], id0, "not here");
 	assert_int_equal(drive(f, 300), PACKFETCH_GOING);
-	assert_non_null(strstr(f->st.last_error, "peer says: not here"));
+	assert_non_null(strstr(f->n.st.last_error, "peer says: not here"));
 	id1 = take_req(f, 1, f->hc);
 	/* silent, but not for long enough yet */
-	assert_int_equal(packfetch_tick(f->pf, clock_mono_ms() + 1000),
+	assert_int_equal(packfetch_tick(f->n.pf, clock_mono_ms() + 1000),
 	                 PACKFETCH_GOING);
-	assert_int_equal(packfetch_tick(f->pf, clock_mono_ms() + 11000),
+	assert_int_equal(packfetch_tick(f->n.pf, clock_mono_ms() + 11000),
 	                 PACKFETCH_FAILED);
 	expect_cancel(f, 1, id1);
-	assert_non_null(strstr(f->st.last_error, "timed out"));
-	assert_int_equal(f->st.fetch_failures, 2);
-	assert_null(packfetch_repo(f->pf));
+	assert_non_null(strstr(f->n.st.last_error, "timed out"));
+	assert_int_equal(f->n.st.fetch_failures, 2);
+	assert_null(packfetch_repo(f->n.pf));
 	assert_int_equal(quarantines(f), 0);
 	/* nothing going: a tick does nothing */
-	assert_int_equal(packfetch_tick(f->pf, clock_mono_ms() + 60000),
+	assert_int_equal(packfetch_tick(f->n.pf, clock_mono_ms() + 60000),
 	                 PACKFETCH_GOING);
 }
 
@@ -552,12 +489,12 @@ static void test_out_of_order(void **state)
 	struct fx *f = *state;
 	uint64_t id;
 
-	f->io.npeers = 1;
+	f->n.io.npeers = 1;
 	assert_int_equal(start(f, f->hc, -1), PACKFETCH_GOING);
 	id = take_req(f, 0, f->hc);
-	gitfx_peer_chunk(&f->tp[0], id, 1, "PACK", 4, false);
+	gitfx_peer_chunk(&f->n.tp[0], id, 1, "PACK", 4, false);
 	assert_int_equal(drive(f, WAIT_MS), PACKFETCH_FAILED);
-	assert_non_null(strstr(f->st.last_error, "chunk out of order"));
+	assert_non_null(strstr(f->n.st.last_error, "chunk out of order"));
 	expect_cancel(f, 0, id);
 }
 
@@ -571,22 +508,23 @@ static void test_stale_frames(void **state)
 
 	assert_int_equal(start(f, f->hc, -1), PACKFETCH_GOING);
 	id = take_req(f, 0, f->hc);
-	gitfx_peer_chunk(&f->tp[0], id + 1, 0, "PACK", 4, false);
-	gitfx_peer_chunk(&f->tp[1], id, 0, "PACK", 4, false);
-	gitfx_peer_chunk(&f->tp[1], id, 1, "", 0, true); /* a last: no answer */
-	gitfx_peer_err(&f->tp[1], id, "busy");
+	gitfx_peer_chunk(&f->n.tp[0], id + 1, 0, "PACK", 4, false);
+	gitfx_peer_chunk(&f->n.tp[1], id, 0, "PACK", 4, false);
+	gitfx_peer_chunk(&f->n.tp[1], id, 1, "", 0,
+	                 true); /* a last: no answer */
+	gitfx_peer_err(&f->n.tp[1], id, "busy");
 	assert_int_equal(drive(f, 300), PACKFETCH_GOING);
 	expect_cancel(f, 0, id + 1);
 	expect_cancel(f, 1, id);
-	assert_null(gitfx_peer_next(&f->tp[1],
+	assert_null(gitfx_peer_next(&f->n.tp[1],
 	                            GRANTD__V1__PEER_MSG__BODY_PACK_ERR,
 	                            "paloalto", 100));
-	assert_int_equal(f->st.fetch_failures, 0);
-	assert_string_equal(packfetch_repo(f->pf), "r");
+	assert_int_equal(f->n.st.fetch_failures, 0);
+	assert_string_equal(packfetch_repo(f->n.pf), "r");
 
 	buf_printf(&in, "%s\n^%s\n", f->hc, f->ha);
 	gitfx_pack(f->dir, f->src, &pack, in.p, true);
-	gitfx_peer_pack(&f->tp[0], id, &pack, 512);
+	gitfx_peer_pack(&f->n.tp[0], id, &pack, 512);
 	assert_int_equal(drive(f, WAIT_MS), PACKFETCH_OK);
 	assert_true(in_repo(f, f->hc));
 	buf_free(&pack);
@@ -602,10 +540,10 @@ static void test_first(void **state)
 
 	assert_int_equal(start(f, f->hc, 1), PACKFETCH_GOING);
 	id = take_req(f, 1, f->hc);
-	assert_null(gitfx_peer_next(&f->tp[0],
+	assert_null(gitfx_peer_next(&f->n.tp[0],
 	                            GRANTD__V1__PEER_MSG__BODY_PACK_REQ,
 	                            "paloalto", 100));
-	gitfx_peer_err(&f->tp[1], id, "not here");
+	gitfx_peer_err(&f->n.tp[1], id, "not here");
 	assert_int_equal(drive(f, 300), PACKFETCH_GOING);
 	take_req(f, 0, f->hc); /* then the others */
 }
@@ -616,12 +554,12 @@ static void test_unstarted(void **state)
 	char wants[1][OID_HEX + 1];
 
 	snprintf(wants[0], sizeof(wants[0]), "%s", f->hc);
-	assert_int_equal(packfetch_start(f->pf, "absent",
+	assert_int_equal(packfetch_start(f->n.pf, "absent",
 	                                 (const char(*)[OID_HEX + 1]) wants, 1,
 	                                 -1),
 	                 PACKFETCH_UNSTARTED);
-	assert_null(packfetch_repo(f->pf));
-	assert_null(gitfx_peer_next(&f->tp[0],
+	assert_null(packfetch_repo(f->n.pf));
+	assert_null(gitfx_peer_next(&f->n.tp[0],
 	                            GRANTD__V1__PEER_MSG__BODY_PACK_REQ,
 	                            "paloalto", 100));
 	/* and then a fetch that can start, starts */
@@ -633,15 +571,15 @@ static void test_unstarted(void **state)
 static void test_nobody(void **state)
 {
 	struct fx *f = *state;
-	void *old = f->dealer[0];
+	void *old = f->n.dealer[0];
 
-	assert_non_null(f->dealer[0] = peer_curve_client(
-	                        &f->self, ZMQ_DEALER, "tcp://127.0.0.1:1",
-	                        f->tp[0].pub, MSG_MAX));
+	assert_non_null(f->n.dealer[0] = peer_curve_client(
+	                        &f->n.self, ZMQ_DEALER, "tcp://127.0.0.1:1",
+	                        f->n.tp[0].pub, GITFX_MSG_MAX));
 	zmq_close(old);
-	f->io.npeers = 1;
+	f->n.io.npeers = 1;
 	assert_int_equal(start(f, f->hc, -1), PACKFETCH_FAILED);
-	assert_null(packfetch_repo(f->pf));
+	assert_null(packfetch_repo(f->n.pf));
 	assert_int_equal(quarantines(f), 0);
 }
 
@@ -668,13 +606,13 @@ static void test_fork_haves(void **state)
 	git_oid_tostr(he, sizeof(he), &e);
 	rec.name = "r";
 	rec.fork_of = "base";
-	assert_int_equal(store_batch_new(&b, f->store), 0);
+	assert_int_equal(store_batch_new(&b, f->n.store), 0);
 	store_put(b, CF_REPOS, "r", 1, v, grantd__v1__repo__pack(&rec, v));
 	assert_int_equal(store_commit(b, false), 0);
 	store_batch_free(&b);
 
 	assert_int_equal(start(f, f->hc, -1), PACKFETCH_GOING);
-	m = gitfx_peer_next(&f->tp[0], GRANTD__V1__PEER_MSG__BODY_PACK_REQ,
+	m = gitfx_peer_next(&f->n.tp[0], GRANTD__V1__PEER_MSG__BODY_PACK_REQ,
 	                    "paloalto", WAIT_MS);
 	assert_non_null(m);
 	assert_int_equal(m->pack_req->n_haves, 2);
@@ -719,15 +657,15 @@ static void test_quarantines(void **state)
 	gitfx_pack(f->dir, f->src, &pack, in.p, true);
 	pack.len /= 2;
 	for (uint32_t seq = 0; seq * 8192 < pack.len; seq++)
-		gitfx_peer_chunk(&f->tp[0], id, seq, pack.p + seq * 8192,
+		gitfx_peer_chunk(&f->n.tp[0], id, seq, pack.p + seq * 8192,
 		                 pack.len - seq * 8192 < 8192
 		                         ? pack.len - seq * 8192
 		                         : 8192,
 		                 false);
 	assert_int_equal(drive(f, 300), PACKFETCH_GOING);
 	assert_int_equal(quarantines(f), 1);
-	packfetch_destroy(&f->pf);
-	assert_null(f->pf);
+	packfetch_destroy(&f->n.pf);
+	assert_null(f->n.pf);
 	assert_int_equal(quarantines(f), 0);
 	assert_false(in_repo(f, f->hd));
 	buf_free(&pack);

@@ -50,7 +50,6 @@
 #define REF       "refs/heads/master"
 #define CONFLICTS "refs/grantd/conflicts/"
 #define WAIT_MS   GITFX_WAIT_MS
-#define MSG_MAX   (GITIO_CHUNK_MAX + 4096)
 
 static const uint8_t seal_key[STORE_SEAL_KEY_LEN] =
         "test_reconcile seal key 0123456";
@@ -58,16 +57,7 @@ static const uint8_t seal_key[STORE_SEAL_KEY_LEN] =
 struct fx {
 	char dir[64], repo_dir[128], src[160], path[160];
 	char hook[160], hook_marker[160], conf[160];
-	struct store *store;
-	void *zctx;
-	char pub[Z85_KEY_LEN + 1], sec[Z85_KEY_LEN + 1];
-	struct peer_self self;
-	struct config_peer peers[2];
-	struct gitfx_peer tp[2];
-	void *dealer[CONFIG_MAX_PEERS];
-	struct gitio_stats st;
-	struct gitio io;
-	struct packfetch *pf;
+	struct gitfx_node n; /* store, peers, DEALERs, gitio, packfetch */
 	struct reconcile *rc;
 	git_repository *repo; /* r, the test's own handle */
 	/* a <- b, a <- c (b and c diverge) here and at the peers; at the
@@ -154,7 +144,7 @@ static void put_ref(struct fx *f,
 	buf_extend(&v, grantd__v1__ref__get_packed_size(&rec));
 	v.len = grantd__v1__ref__pack(&rec, (uint8_t *)v.p);
 	records_key_ref(&k, name, ref);
-	assert_int_equal(store_batch_new(&b, f->store), 0);
+	assert_int_equal(store_batch_new(&b, f->n.store), 0);
 	store_put(b, CF_REFS, k.p, k.len, v.p, v.len);
 	assert_int_equal(store_commit(b, false), 0);
 	store_batch_free(&b);
@@ -171,7 +161,7 @@ put_loser(struct fx *f, const char *origin, uint64_t hlc, const char *tip)
 	struct buf k = BUF_INIT;
 
 	records_key_loser(&k, "r", REF, origin, hlc);
-	assert_int_equal(store_batch_new(&b, f->store), 0);
+	assert_int_equal(store_batch_new(&b, f->n.store), 0);
 	store_put(b, CF_LOSERS, k.p, k.len, tip, strlen(tip));
 	assert_int_equal(store_commit(b, false), 0);
 	store_batch_free(&b);
@@ -185,7 +175,7 @@ static void loser(struct fx *f, const char *origin, uint64_t hlc, struct buf *v)
 
 	records_key_loser(&k, "r", REF, origin, hlc);
 	buf_reset(v);
-	if (store_get(f->store, NULL, CF_LOSERS, k.p, k.len, v) < 0)
+	if (store_get(f->n.store, NULL, CF_LOSERS, k.p, k.len, v) < 0)
 		buf_reset(v);
 	buf_add(v, "", 1);
 	v->len--;
@@ -199,7 +189,7 @@ mark(void *arg, const char *key, size_t klen, const char *val, size_t vlen)
 	struct fx *f = arg;
 	struct store_batch *b;
 
-	assert_int_equal(store_batch_new(&b, f->store), 0);
+	assert_int_equal(store_batch_new(&b, f->n.store), 0);
 	if (val) {
 		f->kept++;
 		store_put(b, CF_LOSERS, key, klen, val, vlen);
@@ -223,7 +213,7 @@ to_router(void *arg, const struct buf *rid, const Grantd__V1__PeerMsg *m)
 /* The next PackReq at peer i within ms (others skipped), or NULL. */
 static Grantd__V1__PeerMsg *next_req(struct fx *f, int i, int ms)
 {
-	return gitfx_peer_next(&f->tp[i], GRANTD__V1__PEER_MSG__BODY_PACK_REQ,
+	return gitfx_peer_next(&f->n.tp[i], GRANTD__V1__PEER_MSG__BODY_PACK_REQ,
 	                       "paloalto", ms);
 }
 
@@ -244,32 +234,16 @@ static uint64_t take_req(struct fx *f, int i, struct buf *wants)
 	return id;
 }
 
-/* The actor's part: the DEALERs' frames to the fetch, until it ends (its
- * verdict handed to the reconciler) or nothing came for ms. */
+/* The actor's part: the DEALERs' frames to the fetch (gitfx_node_drive)
+ * until it ends, its verdict handed to the reconciler, or nothing came for
+ * ms. */
 static enum packfetch_verdict drive(struct fx *f, int ms)
 {
-	for (;;) {
-		zmq_pollitem_t items[2];
-		for (int i = 0; i < 2; i++)
-			items[i] = (zmq_pollitem_t){f->dealer[i], 0, ZMQ_POLLIN,
-			                            0};
-		if (zmq_poll(items, 2, ms) <= 0)
-			return PACKFETCH_GOING;
-		for (int i = 0; i < 2; i++) {
-			zmq_msg_t msg;
-			enum packfetch_verdict v;
-			if (!items[i].revents)
-				continue;
-			zmq_msg_init(&msg);
-			assert_true(zmq_msg_recv(&msg, f->dealer[i], 0) >= 0);
-			v = packfetch_dealer(f->pf, i, &msg);
-			zmq_msg_close(&msg);
-			if (v != PACKFETCH_GOING) {
-				reconcile_fetched(f->rc, v, clock_mono_ms());
-				return v;
-			}
-		}
-	}
+	enum packfetch_verdict v = gitfx_node_drive(&f->n, ms);
+
+	if (v != PACKFETCH_GOING)
+		reconcile_fetched(f->rc, v, clock_mono_ms());
+	return v;
 }
 
 /* Work until nothing is due at once. */
@@ -312,7 +286,6 @@ static int setup(void **state)
 {
 	struct fx *f = calloc(1, sizeof(*f));
 	char data[160];
-	bool created;
 
 	assert_non_null(f);
 	assert_int_equal(
@@ -324,36 +297,13 @@ static int setup(void **state)
 	snprintf(f->conf, sizeof(f->conf), "%s/grantd.conf", f->dir);
 	write_hook(f);
 	snprintf(data, sizeof(data), "%s/data", f->dir);
-	assert_int_equal(store_open(&f->store, &created, data, seal_key), 0);
 	assert_int_equal(repos_create(f->repo_dir, "r", NULL, NULL), 0);
 	snprintf(f->path, sizeof(f->path), "%s/r.git", f->repo_dir);
 	histories(f);
-	assert_non_null(f->zctx = zmq_ctx_new());
-	assert_int_equal(zmq_curve_keypair(f->pub, f->sec), 0);
-	f->self = (struct peer_self){f->zctx, "paloalto", f->pub, f->sec};
-	gitfx_peer_open(&f->tp[0], f->zctx, "portland");
-	gitfx_peer_open(&f->tp[1], f->zctx, "montreal");
-	for (int i = 0; i < 2; i++) {
-		gitfx_peer_config(&f->tp[i], &f->peers[i]);
-		assert_non_null(f->dealer[i] = peer_curve_client(
-		                        &f->self, ZMQ_DEALER, f->tp[i].ep,
-		                        f->tp[i].pub, MSG_MAX));
-		gitfx_peer_wait(&f->tp[i], f->dealer[i]);
-	}
-	f->io = (struct gitio){.self = &f->self,
-	                       .peers = f->peers,
-	                       .npeers = 2,
-	                       .repo_dir = f->repo_dir,
-	                       .st = &f->st,
-	                       .to_router = to_router,
-	                       .mark = mark,
-	                       .arg = f};
-	packfetch_open(&f->pf, &(struct packfetch_opts){.io = &f->io,
-	                                                .store = f->store,
-	                                                .dealer = f->dealer});
-	reconcile_open(&f->rc, &(struct reconcile_opts){.io = &f->io,
-	                                                .store = f->store,
-	                                                .fetch = f->pf,
+	gitfx_node_open(&f->n, data, f->repo_dir, seal_key, to_router, mark, f);
+	reconcile_open(&f->rc, &(struct reconcile_opts){.io = &f->n.io,
+	                                                .store = f->n.store,
+	                                                .fetch = f->n.pf,
 	                                                .hook_path = f->hook,
 	                                                .conf_path = f->conf});
 	*state = f;
@@ -366,15 +316,8 @@ static int teardown(void **state)
 
 	reconcile_destroy(&f->rc);
 	assert_null(f->rc);
-	packfetch_destroy(&f->pf);
-	gitio_close(&f->io);
 	git_repository_free(f->repo);
-	for (int i = 0; i < 2; i++) {
-		zmq_close(f->dealer[i]);
-		gitfx_peer_close(&f->tp[i]);
-	}
-	zmq_ctx_term(f->zctx);
-	store_destroy(&f->store);
+	gitfx_node_close(&f->n);
 	assert_int_equal(fx_rmtree(f->dir), 0);
 	free(f);
 	return 0;
@@ -388,11 +331,11 @@ static void test_moves_and_deletes(void **state)
 
 	assert_ref(f, REF, NULL);
 	put_ref(f, "r", REF, f->hb, 100, "portland");
-	assert_int_equal(f->st.pending, 0); /* counted at work */
+	assert_int_equal(f->n.st.pending, 0); /* counted at work */
 	assert_false(reconcile_work(f->rc));
 	assert_ref(f, REF, f->hb);
-	assert_int_equal(f->st.refs_moved, 1);
-	assert_int_equal(f->st.pending, 0);
+	assert_int_equal(f->n.st.refs_moved, 1);
+	assert_int_equal(f->n.st.pending, 0);
 	/* not a fast-forward: the record is the truth */
 	put_ref(f, "r", REF, f->hc, 200, "montreal");
 	work(f);
@@ -400,12 +343,12 @@ static void test_moves_and_deletes(void **state)
 	put_ref(f, "r", REF, NULL, 300, "portland");
 	work(f);
 	assert_ref(f, REF, NULL);
-	assert_int_equal(f->st.refs_moved, 3);
+	assert_int_equal(f->n.st.refs_moved, 3);
 	/* nothing due: nothing more */
 	work(f);
-	assert_int_equal(f->st.refs_moved, 3);
+	assert_int_equal(f->n.st.refs_moved, 3);
 	assert_int_equal(f->kept + f->dropped, 0);
-	assert_int_equal(f->st.fetches + f->st.fetch_failures, 0);
+	assert_int_equal(f->n.st.fetches + f->n.st.fetch_failures, 0);
 }
 
 /* A ref whose record is gone (or never was) is left as it is. */
@@ -417,8 +360,8 @@ static void test_no_record(void **state)
 	reconcile_changed(f->rc, "r\0" REF "\0", sizeof("r\0" REF));
 	work(f);
 	assert_ref(f, REF, f->hb);
-	assert_int_equal(f->st.pending, 0);
-	assert_int_equal(f->st.refs_moved, 0);
+	assert_int_equal(f->n.st.pending, 0);
+	assert_int_equal(f->n.st.refs_moved, 0);
 }
 
 /* A push here that went on from this site's own record is not stepped
@@ -431,7 +374,7 @@ static void test_own_record_behind_disk(void **state)
 	put_ref(f, "r", REF, f->ha, 100, "paloalto");
 	work(f);
 	assert_ref(f, REF, f->hb);
-	assert_int_equal(f->st.pending, 0); /* done, not waiting */
+	assert_int_equal(f->n.st.pending, 0); /* done, not waiting */
 	put_ref(f, "r", REF, f->ha, 200, "portland");
 	work(f);
 	assert_ref(f, REF, f->ha);
@@ -456,7 +399,7 @@ static void test_losers(void **state)
 	assert_ref(f, CONFLICTS "portland/" REF, f->hb);
 	assert_ref(f, CONFLICTS "ottawa/" REF, NULL);
 	assert_ref(f, CONFLICTS "montreal/" REF, NULL);
-	assert_int_equal(f->st.conflicts, 1);
+	assert_int_equal(f->n.st.conflicts, 1);
 	assert_int_equal(f->kept, 1);
 	assert_int_equal(f->dropped, 2);
 	loser(f, "portland", 150, &v);
@@ -469,7 +412,7 @@ static void test_losers(void **state)
 	/* looked at again: kept once, counted once */
 	reconcile_changed(f->rc, "r\0" REF "\0", sizeof("r\0" REF));
 	work(f);
-	assert_int_equal(f->st.conflicts, 1);
+	assert_int_equal(f->n.st.conflicts, 1);
 	assert_int_equal(f->kept, 1);
 	buf_free(&v);
 }
@@ -487,7 +430,7 @@ static void test_losers_of_delete(void **state)
 	assert_ref(f, REF, NULL);
 	assert_ref(f, CONFLICTS "portland/" REF, f->hb);
 	assert_ref(f, CONFLICTS "montreal/" REF, f->hc);
-	assert_int_equal(f->st.conflicts, 2);
+	assert_int_equal(f->n.st.conflicts, 2);
 	assert_int_equal(f->kept, 2);
 }
 
@@ -527,13 +470,13 @@ static void test_spool(void **state)
 	     usleep(20000))
 		work(f);
 	assert_ref(f, REF, f->hb); /* left alone */
-	assert_int_equal(f->st.pending, 1);
+	assert_int_equal(f->n.st.pending, 1);
 	assert_int_equal(hook_runs(f, f->path), 1); /* once a second */
-	assert_int_equal(f->st.refs_moved, 0);
+	assert_int_equal(f->n.st.refs_moved, 0);
 	/* the hook sent it (the record says c all the same): followed */
 	assert_int_equal(unlink(file), 0);
 	assert_true(work_until(f, REF, f->hc));
-	assert_int_equal(f->st.pending, 0);
+	assert_int_equal(f->n.st.pending, 0);
 	assert_int_equal(hook_runs(f, f->path), 1);
 }
 
@@ -556,20 +499,20 @@ static void test_fetch(void **state)
 	snprintf(both, sizeof(both), "%s\n%s\n", f->hd, f->he);
 	assert_string_equal(wants.p, both);
 	assert_null(next_req(f, 0, 100));
-	assert_int_equal(f->st.pending, 2);
+	assert_int_equal(f->n.st.pending, 2);
 	/* waiting: no second request */
 	work(f);
 	assert_null(next_req(f, 1, 100));
 	assert_ref(f, REF, NULL);
 	buf_printf(&in, "%s\n%s\n^%s\n^%s\n", f->hd, f->he, f->hb, f->hc);
 	gitfx_pack(f->dir, f->src, &pack, in.p, true);
-	gitfx_peer_pack(&f->tp[1], id, &pack, GITIO_CHUNK_MAX);
+	gitfx_peer_pack(&f->n.tp[1], id, &pack, GITIO_CHUNK_MAX);
 	assert_int_equal(drive(f, WAIT_MS), PACKFETCH_OK);
 	work(f);
 	assert_ref(f, REF, f->hd);
 	assert_ref(f, "refs/heads/e", f->he);
-	assert_int_equal(f->st.pending, 0);
-	assert_int_equal(f->st.fetches, 1);
+	assert_int_equal(f->n.st.pending, 0);
+	assert_int_equal(f->n.st.fetches, 1);
 	buf_free(&wants);
 	buf_free(&pack);
 	buf_free(&in);
@@ -590,15 +533,15 @@ static void test_fetch_fails(void **state)
 	id = take_req(f, 0, &wants);
 	snprintf(one, sizeof(one), "%s\n", f->hd);
 	assert_string_equal(wants.p, one);
-	gitfx_peer_err(&f->tp[0], id, "not here");
+	gitfx_peer_err(&f->n.tp[0], id, "not here");
 	assert_int_equal(drive(f, 300), PACKFETCH_GOING);
 	id = take_req(f, 1, &wants); /* the next peer */
-	gitfx_peer_err(&f->tp[1], id, "not here");
+	gitfx_peer_err(&f->n.tp[1], id, "not here");
 	uint64_t t0 = clock_mono_ms(), t;
 	assert_int_equal(drive(f, WAIT_MS), PACKFETCH_FAILED);
 	work(f);
 	assert_ref(f, REF, f->hb);
-	assert_int_equal(f->st.pending, 1);
+	assert_int_equal(f->n.st.pending, 1);
 	/* asked again, after a back-off (at least RETRY_MIN_MS, 250) */
 	Grantd__V1__PeerMsg *m = NULL;
 	for (t = clock_mono_ms(); !m && t < t0 + WAIT_MS; t = clock_mono_ms()) {
@@ -640,11 +583,11 @@ static void test_unconnected_tip(void **state)
 	put_ref(f, "r", REF, hex, 100, "montreal");
 	work(f);
 	assert_ref(f, REF, f->hb);
-	assert_non_null(strstr(f->st.last_error, "is not connected"));
+	assert_non_null(strstr(f->n.st.last_error, "is not connected"));
 	take_req(f, 1, &wants);
 	snprintf(one, sizeof(one), "%s\n", hex);
 	assert_string_equal(wants.p, one);
-	assert_int_equal(f->st.pending, 1);
+	assert_int_equal(f->n.st.pending, 1);
 	buf_free(&raw);
 	buf_free(&wants);
 }
@@ -666,7 +609,7 @@ static void test_all(void **state)
 	buf_extend(&v, grantd__v1__ref__get_packed_size(&rec));
 	v.len = grantd__v1__ref__pack(&rec, (uint8_t *)v.p);
 	records_key_ref(&k, "r", "refs/heads/b");
-	assert_int_equal(store_batch_new(&b, f->store), 0);
+	assert_int_equal(store_batch_new(&b, f->n.store), 0);
 	store_put(b, CF_REFS, k.p, k.len, v.p, v.len);
 	rec.ref = REF;
 	rec.target = f->hd;
@@ -685,14 +628,14 @@ static void test_all(void **state)
 	assert_ref(f, "refs/heads/b", f->hb);
 	take_req(f, 1, &wants); /* not portland, the origin */
 	assert_null(next_req(f, 0, 100));
-	assert_int_equal(f->st.pending, 1);
+	assert_int_equal(f->n.st.pending, 1);
 	/* looks at all while the fetch goes: the waiting ref once, b again
 	 * (left for after the fetch: its repository is being fetched into) */
 	reconcile_all(f->rc, 1);
 	reconcile_all(f->rc, 1);
 	reconcile_all(f->rc, -1);
 	work(f);
-	assert_int_equal(f->st.pending, 2);
+	assert_int_equal(f->n.st.pending, 2);
 	assert_null(next_req(f, 1, 100));
 	buf_free(&wants);
 	buf_free(&k);
@@ -711,7 +654,7 @@ static void test_repo_appears(void **state)
 
 	put_ref(f, "late", REF, f->ha, 100, "portland");
 	work(f);
-	assert_int_equal(f->st.pending, 1);
+	assert_int_equal(f->n.st.pending, 1);
 	assert_null(next_req(f, 0, 100)); /* nothing to fetch into */
 	repos_path(&p, f->repo_dir, "late");
 	assert_int_equal(git_repository_init(&late, p.p, 1), 0);
@@ -725,7 +668,7 @@ static void test_repo_appears(void **state)
 			break;
 	}
 	assert_string_equal(hex, f->ha);
-	assert_int_equal(f->st.pending, 0);
+	assert_int_equal(f->n.st.pending, 0);
 	buf_free(&p);
 }
 
