@@ -20,51 +20,15 @@
 #  - nobody but paloalto restarts (same pids), both directions heal, the
 #    digests converge, and one TOTP token is accepted at one site only.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/rotation_lib.sh"
 
 PY=$(t_py) || PY=
 t_cluster_up token_quorum=majority
-PA=$(t_dir paloalto)
-OLD=$(<"$PA/node.pub")
 PID_PL=$(t_pid portland)
 PID_MT=$(t_pid montreal)
 
-t_suser paloalto tina
-TS=$(gd_base32_secret)
-t_expect 0 "paloalto: enroll tina --totp" t_c paloalto enroll tina --totp --secret "$TS"
-t_suser paloalto hugo
-HS=$(gd_base32_secret)
-t_expect 0 "paloalto: enroll hugo --hotp" t_c paloalto enroll hugo --hotp --secret "$HS"
-t_expect 0 "paloalto: repo add r" t_c paloalto repo add r --mode off
-t_expect_converged "the three sites agree" 10
+rotation_setup
 
-# ref_is SITE TIP: r's master at SITE is TIP
-ref_is() {
-	[[ $(git --git-dir="$(t_dir "$1")/repos/r.git" rev-parse -q --verify refs/heads/master 2>/dev/null) == "$2" ]]
-}
-# peer_link SITE PEER WHAT: SITE's status says its link to PEER is WHAT
-peer_link() {
-	t_sj "$1" "1/0 if [p for p in j['peers'] if p['site'] == '$2'][0]['link'] != '$3' else 1" >/dev/null 2>&1
-}
-# hears SITE PEER: SITE heard PEER within the last 1.5 s
-hears() {
-	t_sj "$1" "1/0 if not [p for p in j['peers'] if p['site'] == '$2'][0]['connected'] else 1" >/dev/null 2>&1
-}
-# votes SITE: SITE votes on tokens (majority mode, and a voter)
-votes() {
-	t_sj "$1" "1/0 if not (j['quorum']['mode'] == 'majority' and j['quorum']['voter']) else 1" >/dev/null 2>&1
-}
-# set_key SITE FROM TO: SITE's [peer paloalto] public_key FROM becomes TO
-# (a Z85 key has characters sed would take as its own)
-set_key() {
-	python3 - "$(t_dir "$1")/grantd.conf" "$2" "$3" <<'PY'
-import sys
-path, old, new = sys.argv[1:]
-text = open(path).read()
-assert text.count("public_key = %s\n" % old) == 1
-open(path, "w").write(text.replace("public_key = %s\n" % old,
-                                   "public_key = %s\n" % new))
-PY
-}
 # hup SITE: SIGHUP to SITE's node (what systemctl reload sends)
 hup() { kill -HUP "$(t_pid "$1")"; }
 # logged SITE N TEXT: SITE's log has TEXT at least N times

@@ -17,52 +17,13 @@
 # montreal still refuses it (before, the DEALER to portland stayed refused
 # and paloalto could not vote until it was restarted).
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/rotation_lib.sh"
 
 T_METRICS_PORT=$((T_SSH_PORT + 10000 + 7)) # t_cluster_config reads it
 t_cluster_up token_quorum=majority
-PA=$(t_dir paloalto)
-OLD=$(<"$PA/node.pub")
 
-t_suser paloalto tina
-TS=$(gd_base32_secret)
-t_expect 0 "paloalto: enroll tina --totp" t_c paloalto enroll tina --totp --secret "$TS"
-t_suser paloalto hugo
-HS=$(gd_base32_secret)
-t_expect 0 "paloalto: enroll hugo --hotp" t_c paloalto enroll hugo --hotp --secret "$HS"
-t_expect 0 "paloalto: repo add r" t_c paloalto repo add r --mode off
-t_expect_converged "the three sites agree" 10
+rotation_setup
 
-# ref_is SITE TIP: r's master at SITE is TIP
-ref_is() {
-	[[ $(git --git-dir="$(t_dir "$1")/repos/r.git" rev-parse -q --verify refs/heads/master 2>/dev/null) == "$2" ]]
-}
-
-# peer_link SITE PEER WHAT: SITE's status says its link to PEER is WHAT
-# (peers[].link: up, key_refused, ...)
-peer_link() {
-	t_sj "$1" "1/0 if [p for p in j['peers'] if p['site'] == '$2'][0]['link'] != '$3' else 1" >/dev/null 2>&1
-}
-# hears SITE PEER: SITE heard PEER within the last 1.5 s
-hears() {
-	t_sj "$1" "1/0 if not [p for p in j['peers'] if p['site'] == '$2'][0]['connected'] else 1" >/dev/null 2>&1
-}
-# set_key SITE: SITE's [peer paloalto] public_key becomes the new key (a
-# Z85 key has characters sed would take as its own)
-set_key() {
-	python3 - "$(t_dir "$1")/grantd.conf" "$OLD" "$NEW" <<'PY'
-import sys
-path, old, new = sys.argv[1:]
-text = open(path).read()
-assert text.count("public_key = %s\n" % old) == 1
-open(path, "w").write(text.replace("public_key = %s\n" % old,
-                                   "public_key = %s\n" % new))
-PY
-}
-# votes SITE: SITE votes on tokens (majority mode, qualified, and a peer
-# answered its check-in over a vote DEALER since its start)
-votes() {
-	t_sj "$1" "1/0 if not (j['quorum']['mode'] == 'majority' and j['quorum']['voter']) else 1" >/dev/null 2>&1
-}
 # metric SITE LINE: SITE's /metrics has LINE
 metric() {
 	t_http body "http://$(t_metrics_addr "$1")/metrics" | grep -qxF -- "$2"
@@ -91,7 +52,7 @@ t_check "paloalto logs which peer refused its key, and the fix" \
 	t_grep_log paloalto "peer refused this node's key peer=portland"
 
 t_section "portland gets paloalto's new key"
-t_expect 0 "portland: [peer paloalto] public_key set to the new key" set_key portland
+t_expect 0 "portland: [peer paloalto] public_key set to the new key" set_key portland "$OLD" "$NEW"
 t_stop portland
 t_start portland
 t_expect_soon 0 20 "portland hears paloalto" hears portland paloalto
@@ -119,7 +80,7 @@ t_expect 0 "paloalto: hugo's val accepted by the majority of paloalto and portla
 t_check "paloalto: montreal still refuses its key" peer_link paloalto montreal key_refused
 
 t_section "montreal gets paloalto's new key"
-t_expect 0 "montreal: [peer paloalto] public_key set to the new key" set_key montreal
+t_expect 0 "montreal: [peer paloalto] public_key set to the new key" set_key montreal "$OLD" "$NEW"
 t_stop montreal
 t_start montreal
 t_expect_soon 0 20 "paloalto hears montreal again, without a restart" hears paloalto montreal
