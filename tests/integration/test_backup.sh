@@ -12,6 +12,13 @@ t_expect 0 "paloalto: enroll kim --hotp" t_c paloalto enroll kim --hotp --secret
 t_expect 0 "paloalto: repo add bk --mode required --writer kim" t_c paloalto repo add bk --mode required --writer kim
 t_expect 0 "paloalto: kim 2fa val <hotp 0>" t_sh paloalto 127.0.7.7 kim 2fa val "$(t_hotp "$KS" 0)"
 t_expect_converged "the three sites agree" 10
+# the text status as the operator's trial asked for it (local quorum mode)
+ST=$(t_c montreal status)
+t_has "status: a syncing line, also when not syncing" "$ST" "syncing:  no"
+t_check "status: the HLC with its wall-clock time" grep -qE '^hlc:      [0-9]+ \([0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:]{8} UTC \+[0-9]+\)$' <<<"$ST"
+t_has "status: dropped is named" "$ST" "dropped:  0 peer messages refused"
+t_has "status: local quorum mode says so" "$ST" "quorum:   local (each site decides its tokens alone; no votes)"
+t_hasnt "and shows no voter figure" "$ST" "voter="
 W=$T_DIR/work
 git init -q "$W"
 commit() { echo "$1" >>"$W/f"; git -C "$W" add f; git -C "$W" -c user.name=t -c user.email=t@e commit -qm "$1"; }

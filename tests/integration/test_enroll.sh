@@ -231,6 +231,16 @@ GLCONF=$T_DIR/down.conf t_expect 3 "node unreachable: 2fa val exits 3" gl2fa 127
 t_one_line "one line" "$ERR"
 t_has "a server problem" "$ERR" "server problem"
 
+t_section "[node] host with the account: hints users can paste, the issuer without it"
+gd_grantd_stop "$T_SITE" || t_fatal "grantd stops"
+sed -i "s/^host = .*/host = git@$H/" "$T_SITE/grantd.conf"
+gd_grantd_start "$T_SITE" || t_fatal "grantd starts with host = git@$H"
+t_expect 1 "VREF/2fa: gwen may not push from 127.0.7.9" glvref 127.0.7.9 gwen VREF/2fa
+t_has "the hint names the account" "$OUT" "VREF/2fa: get your 2-factor token and run: ssh git@$H 2fa val <token>"
+t_expect 0 "gina: 2fa enroll totp" gl2fa 127.0.7.7 gina enroll totp
+t_has "the URI's label and issuer are the name alone" "$OUT" "URI: otpauth://totp/$H:gina?secret="
+t_has "the issuer parameter too" "$OUT" "&issuer=$H&"
+
 t_section "secrets stay secret"
 t_check "the TOTP secret is not in grantd.log" eval '! grep -qF "$ES" "$T_SITE/grantd.log"'
 t_check "the hex key is not in grantd.log" eval '! grep -qiF "$HEX" "$T_SITE/grantd.log"'
