@@ -473,9 +473,8 @@ static int section_start(struct parse_state *ps, const char *section)
 		            "[gitolite] or [peer NAME])",
 		            section);
 	const char *site = section + 5;
-	for (int i = 0; i < c->npeers; i++)
-		if (!strcmp(c->peers[i].site, site))
-			return fail(ps, "duplicate site name '%s'", site);
+	if (config_peer_named(c, site))
+		return fail(ps, "duplicate site name '%s'", site);
 	if (!name_site_ok(site))
 		return fail(ps, "bad site name '%s' (use [a-z0-9-])", site);
 	if (c->npeers == CONFIG_MAX_PEERS)
@@ -691,4 +690,13 @@ void config_free(struct config **cp)
 	}
 	free(c);
 	*cp = NULL;
+}
+
+const struct config_peer *config_peer_named(const struct config *c,
+                                            const char *site)
+{
+	for (int i = 0; i < c->npeers; i++)
+		if (!strcmp(c->peers[i].site, site))
+			return &c->peers[i];
+	return NULL;
 }

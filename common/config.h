@@ -101,6 +101,10 @@ int config_majority(const struct config *c);
 /* "frontend" or "mirror". */
 const char *config_role_name(enum config_role role);
 
+/* c's [peer site]; NULL when it has none. */
+const struct config_peer *config_peer_named(const struct config *c,
+                                            const char *site);
+
 /* The path to use when no --config was given: $GRANTD_CONFIG, then
  * CONFIG_DEFAULT_PATH.  Borrowed. */
 const char *config_default_path(void);

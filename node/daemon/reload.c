@@ -90,16 +90,6 @@ static bool differs(const struct setting *s, const void *a, const void *b)
 	return (x == NULL) != (y == NULL) || (x && strcmp(x, y));
 }
 
-/* The peer of c named site; NULL when c has none. */
-static const struct config_peer *peer_named(const struct config *c,
-                                            const char *site)
-{
-	for (int i = 0; i < c->npeers; i++)
-		if (!strcmp(c->peers[i].site, site))
-			return &c->peers[i];
-	return NULL;
-}
-
 /* What differs of peer i of old (named the same in cur, or gone). */
 static int diff_peer(const struct config *old,
                      const struct config *cur,
@@ -108,7 +98,7 @@ static int diff_peer(const struct config *old,
                      void *payload)
 {
 	const struct config_peer *p = &old->peers[i];
-	const struct config_peer *q = peer_named(cur, p->site);
+	const struct config_peer *q = config_peer_named(cur, p->site);
 	char sec[sizeof("peer ") + NAME_SITE_MAX];
 	int k = 0;
 
@@ -147,7 +137,7 @@ int reload_diff(const struct config *old,
 	for (int i = 0; i < old->npeers; i++)
 		k += diff_peer(old, cur, i, fn, payload);
 	for (int i = 0; i < cur->npeers; i++) {
-		if (peer_named(old, cur->peers[i].site))
+		if (config_peer_named(old, cur->peers[i].site))
 			continue;
 		snprintf(sec, sizeof(sec), "peer %s", cur->peers[i].site);
 		fn(RELOAD_PEER_ADDED, sec, NULL, -1, payload);
@@ -211,7 +201,7 @@ static const char *new_key(const struct run *r, int i)
 
 	for (int j = 0; j < r->nkeys; j++)
 		if (r->keys[j] == i)
-			return peer_named(r->cur, p->site)->public_key;
+			return config_peer_named(r->cur, p->site)->public_key;
 	return p->public_key;
 }
 
@@ -249,7 +239,7 @@ static int keys_check(const struct run *r, struct buf *err)
 static void apply_key(struct run *r, int i)
 {
 	struct config_peer *p = &r->cfg->peers[i];
-	const struct config_peer *q = peer_named(r->cur, p->site);
+	const struct config_peer *q = config_peer_named(r->cur, p->site);
 	int rc;
 
 	/* keys_check passed: the site is the link's and the key decodes */
