@@ -75,12 +75,15 @@ except OSError:
 PY
 }
 coproc HOLD { hold paloalto 127.0.7.7 20; }
-read -r -t 10 held <&"${HOLD[0]}"
+# bash unsets HOLD and HOLD_PID once it has reaped the coproc: keep them
+# (a fresh-clone run under ASan died here on "HOLD_PID: unbound variable")
+hold_pid=$HOLD_PID hold_fd=${HOLD[0]}
+read -r -t 10 held <&"$hold_fd"
 t_eq "20 half-open connections from 127.0.7.7 made" "${held:-}" held
 t_eq "/health from 127.0.7.8 answers 200 within 2 s meanwhile" "$(probe paloalto 127.0.7.8 /health)" 200
 t_eq "/ready too" "$(probe paloalto 127.0.7.8 /ready)" 200
-kill "$HOLD_PID" 2>/dev/null
-wait "$HOLD_PID" 2>/dev/null
+kill "$hold_pid" 2>/dev/null
+wait "$hold_pid" 2>/dev/null
 t_hasnt "a loopback endpoint is not warned about" "$(<"$T_DIR/paloalto/grantd.log")" "non-loopback"
 sed "s/^metrics = .*/metrics = 0.0.0.0:$T_METRICS_PORT/" "$T_DIR/paloalto/grantd.conf" >"$T_DIR/public.conf"
 t_expect 0 "grantd -t with metrics = 0.0.0.0:PORT passes" "$GD_BIN/grantd" -t --config "$T_DIR/public.conf"
