@@ -46,6 +46,7 @@ struct reconcile {
 	struct item *items;
 	size_t nitems, capitems;
 	int prefer; /* peer index from reconcile_all, or -1 */
+	bool swept; /* the sweep that prefers it has had refs to do */
 	/* the tips the last fetch proved connected in repository
 	 * verified_repo: a ref of that repository may move onto them
 	 * without another check (in another one they may not connect) */
@@ -632,8 +633,13 @@ bool reconcile_work(struct reconcile *g)
 		      fetch_from, t);
 	if (forks_wait && !packfetch_repo(g->pf))
 		more |= forks_due(g);
-	if (!g->nitems)
-		g->prefer = -1; /* a rebuild's sweep is over */
+	/* a rebuild's sweep is over once the refs it found are done; asked
+	 * of a site just started, it finds none yet: the records the state
+	 * transfer brings are its refs */
+	if (g->nitems)
+		g->swept = true;
+	else if (g->swept)
+		g->prefer = -1;
 	g->io->st->pending = g->nitems;
 	return more;
 }
@@ -645,7 +651,12 @@ void reconcile_changed(struct reconcile *g, const char *p, size_t len)
 
 void reconcile_all(struct reconcile *g, int prefer)
 {
-	g->prefer = prefer;
+	/* a plain look (-1: after a catch-up) leaves a rebuild's preference
+	 * to the end of its sweep */
+	if (prefer >= 0) {
+		g->prefer = prefer;
+		g->swept = false;
+	}
 	add_all(g);
 }
 

@@ -644,6 +644,40 @@ static void test_all(void **state)
 	buf_free(&v);
 }
 
+/* A rebuild asked of a site just started (`grantctl rebuild --from`
+ * before the state transfer brought any record), then the look after
+ * the catch-up: the refs the transfer brings are asked of the peer the
+ * rebuild named, not of their origin; once they are done, of the origin
+ * again. */
+static void test_rebuild_before_records(void **state)
+{
+	struct fx *f = *state;
+	struct buf pack = BUF_INIT, in = BUF_INIT, wants = BUF_INIT;
+	uint64_t id;
+
+	reconcile_all(f->rc, 1); /* from montreal: no record yet */
+	work(f);
+	reconcile_all(f->rc, -1); /* caught up: look again */
+	work(f);
+	put_ref(f, "r", REF, f->hd, 100, "portland");
+	work(f);
+	assert_null(next_req(f, 0, 100)); /* not the origin */
+	id = take_req(f, 1, &wants);
+	buf_printf(&in, "%s\n^%s\n", f->hd, f->hb);
+	gitfx_pack(f->dir, f->src, &pack, in.p, true);
+	gitfx_peer_pack(&f->n.tp[1], id, &pack, GITIO_CHUNK_MAX);
+	assert_int_equal(drive(f, WAIT_MS), PACKFETCH_OK);
+	work(f);
+	assert_ref(f, REF, f->hd);
+	/* the sweep is over: a later record goes to its origin */
+	put_ref(f, "r", "refs/heads/e", f->he, 200, "portland");
+	work(f);
+	take_req(f, 0, &wants);
+	buf_free(&pack);
+	buf_free(&in);
+	buf_free(&wants);
+}
+
 /* A record before its repository: waits, not failing; followed once the
  * repository appears. */
 static void test_repo_appears(void **state)
@@ -804,6 +838,8 @@ int main(void)
 	        cmocka_unit_test_setup_teardown(test_unconnected_tip, setup,
 	                                        teardown),
 	        cmocka_unit_test_setup_teardown(test_all, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_rebuild_before_records,
+	                                        setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_repo_appears, setup,
 	                                        teardown),
 	        cmocka_unit_test_setup_teardown(test_next_fetch_at_once, setup,
