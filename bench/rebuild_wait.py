@@ -14,7 +14,14 @@ process (a `grantctl status` costs a few ms, a python start far more).
         each PEER_GIT_DIR until all name TIP; prints "push_ms repl_ms
         peer_ms..." (from the push's return), -1 for a peer not there
         within TIMEOUT (exit 3).
+    rebuild_wait.py timeline REPO ORIGIN_LOG SITE LOG...
+        from the nodes' logs (millisecond stamps, one clock): the last
+        "push recorded repo=REPO" at the origin, then at each SITE its
+        "pack fetched" (with the node's own ms: pack asked to indexed)
+        and "ref moved" after it, as offsets.
 """
+import datetime
+import re
 import json
 import os
 import subprocess
@@ -123,12 +130,58 @@ def push(a):
     return 0 if ok else 3
 
 
+def stamp(line):
+    try:
+        t = line.split(" ", 1)[0].rstrip("Z")
+        return datetime.datetime.fromisoformat(t).replace(
+            tzinfo=datetime.timezone.utc).timestamp()
+    except ValueError:
+        return None
+
+
+def timeline(a):
+    repo, olog = a[0], a[1]
+    t0 = None
+    with open(olog, errors="replace") as f:
+        for line in f:
+            if "push recorded repo=%s " % repo in line and stamp(line):
+                t0 = stamp(line)
+    if t0 is None:
+        print("no push recorded in the origin's log")
+        return 0
+    out = []
+    for site, log in zip(a[2::2], a[3::2]):
+        fetched = moved = None
+        with open(log, errors="replace") as f:
+            for line in f:
+                t = stamp(line)
+                if t is None or t < t0 - 0.001:
+                    continue
+                m = re.search(r"pack fetched repo=%s .*bytes=(\d+) ms=(\d+)"
+                              % re.escape(repo), line)
+                if m and fetched is None:
+                    fetched = (t, m.group(1), m.group(2))
+                if "ref moved repo=%s " % repo in line and moved is None:
+                    moved = t
+        desc = site
+        if fetched:
+            desc += " pack fetched +%.0f ms (%s bytes, its fetch %s ms)" % (
+                (fetched[0] - t0) * 1000, fetched[1], fetched[2])
+        desc += " ref moved +%s ms" % (
+            "%.0f" % ((moved - t0) * 1000) if moved else "?")
+        out.append(desc)
+    print("push recorded at the origin, then " + "; ".join(out))
+    return 0
+
+
 def main():
     a = sys.argv[1:]
     if a[:1] == ["level"] and len(a) >= 7:
         return level(a[1:])
     if a[:1] == ["push"] and len(a) >= 7:
         return push(a[1:])
+    if a[:1] == ["timeline"] and len(a) >= 5 and len(a) % 2 == 1:
+        return timeline(a[1:])
     sys.exit(__doc__)
 
 
