@@ -532,9 +532,9 @@ static void want(char (*wants)[OID_HEX + 1], size_t *n, const char *need)
 		memcpy(wants[(*n)++], need, OID_HEX + 1);
 }
 
-/* No fetch in flight: the forks put off for their parent whose parent
- * has no ref left to bring in (it was done later in the same look) are
- * due now.  Returns true when there is one. */
+/* No fetch in flight: the forks put off for a parent that has no ref
+ * left to bring in (its refs were done later in the same look) are due
+ * now.  Returns true when there is one. */
 static bool forks_due(struct reconcile *g)
 {
 	bool any = false;
