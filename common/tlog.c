@@ -234,6 +234,7 @@ int tlog_tree_hash(struct tlog_hash *out, int64_t n, tlog_read_fn *read,
 static void record_proof(struct tlog_hash *out, size_t *np, struct need *nd,
 			 int64_t lo, int64_t hi, int64_t i)
 {
+	struct tlog_hash left;
 	int64_t k;
 
 	GD_ASSERT(lo <= i && i < hi);
@@ -247,11 +248,15 @@ static void record_proof(struct tlog_hash *out, size_t *np, struct need *nd,
 		else
 			subtree_need(nd, lo + k, hi);
 	} else {
+		/* the left subtree's hashes were listed first: take them
+		 * first, but write it after the deeper hashes */
 		if (out)
-			subtree_hash(&out[*np], nd, lo, lo + k);
+			subtree_hash(&left, nd, lo, lo + k);
 		else
 			subtree_need(nd, lo, lo + k);
 		record_proof(out, np, nd, lo + k, hi, i);
+		if (out)
+			out[*np] = left;
 	}
 	GD_ASSERT(*np < TLOG_MAX_PROOF);
 	(*np)++;
@@ -332,6 +337,7 @@ int tlog_check_record(const struct tlog_hash *proof, size_t nproof, int64_t t,
 static void tree_proof(struct tlog_hash *out, size_t *np, struct need *nd,
 		       int64_t lo, int64_t hi, int64_t n)
 {
+	struct tlog_hash left;
 	int64_t k;
 
 	GD_ASSERT(lo < n && n <= hi);
@@ -353,10 +359,12 @@ static void tree_proof(struct tlog_hash *out, size_t *np, struct need *nd,
 			subtree_need(nd, lo + k, hi);
 	} else {
 		if (out)
-			subtree_hash(&out[*np], nd, lo, lo + k);
+			subtree_hash(&left, nd, lo, lo + k);
 		else
 			subtree_need(nd, lo, lo + k);
 		tree_proof(out, np, nd, lo + k, hi, n);
+		if (out)
+			out[*np] = left;
 	}
 one_more:
 	GD_ASSERT(*np < TLOG_MAX_PROOF);
@@ -426,10 +434,8 @@ int tlog_check_tree(const struct tlog_hash *proof, size_t nproof, int64_t t,
 	struct tlog_hash oh, th;
 	int err;
 
-	if (n < 0 || n > t)
+	if (n < 1 || n > t)
 		return GD_EINVAL;
-	if (n == 0)
-		return nproof == 0 ? 0 : GD_ECRYPTO;
 	if (nproof > TLOG_MAX_PROOF)
 		return GD_ECRYPTO;
 	err = run_tree(&oh, &th, proof, nproof, 0, t, n, nroot);

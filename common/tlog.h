@@ -93,9 +93,10 @@ int tlog_check_record(const struct tlog_hash *proof, size_t nproof, int64_t t,
 int tlog_prove_tree(struct tlog_hash *proof, size_t *nproof, int64_t t,
 		    int64_t n, tlog_read_fn *read, void *payload);
 /* 0 when proof shows that the tree of size t with root *troot contains the
- * tree of size n with root *nroot; GD_ECRYPTO when it does not.  n = 0
- * (the empty tree) is in every tree with an empty proof, and n = t needs
- * an empty proof and equal roots; GD_EINVAL unless 0 <= n <= t. */
+ * tree of size n with root *nroot; GD_ECRYPTO when it does not.  n = t
+ * needs an empty proof and equal roots; GD_EINVAL unless 1 <= n <= t (a
+ * proof from the empty tree proves nothing: Go's sumdb/tlog and
+ * transparency-dev/merkle refuse it too). */
 int tlog_check_tree(const struct tlog_hash *proof, size_t nproof, int64_t t,
 		    const struct tlog_hash *troot, int64_t n,
 		    const struct tlog_hash *nroot);
