@@ -352,7 +352,7 @@ void note_cosig_message(struct buf *out, uint64_t timestamp, const char *body,
 /* ---- opening ------------------------------------------------------------ */
 
 /* The one key of keys[] with this name and id: its index, -1 for none,
- * GD_EINVAL for two. */
+ * -2 for two or more. */
 static int find_key(const struct note_vkey *keys, size_t nkeys,
 		    const char *name, size_t nlen, uint32_t id)
 {
@@ -363,7 +363,7 @@ static int find_key(const struct note_vkey *keys, size_t nkeys,
 		    memcmp(keys[i].name, name, nlen))
 			continue;
 		if (found >= 0)
-			return GD_EINVAL;
+			return -2;
 		found = (int)i;
 	}
 	return found;
@@ -436,7 +436,7 @@ static int open_line(struct note *out, const char *line, size_t len,
 	s.id = (uint32_t)get_be(raw, 4);
 	s.key = find_key(keys, nkeys, s.name, s.name_len, s.id);
 	if (s.key < -1)
-		return s.key;
+		return GD_EINVAL; /* ambiguous: two keys[] of one name and id */
 	if (seen_before(out, &s))
 		return 0;
 	out->sigs[out->nsigs] = s;
