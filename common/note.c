@@ -146,19 +146,39 @@ static int parse_hexid(uint32_t *out, const char *s, size_t len)
 	return 0;
 }
 
-/* Standard padded base64, all of s[0..len), into out[0..cap): its
- * length, or -1. */
-static long b64_decode(uint8_t *out, size_t cap, const char *s, size_t len)
+static bool b64_char(char c)
 {
-	size_t n;
+	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+	       (c >= '0' && c <= '9') || c == '+' || c == '/';
+}
+
+long note_b64_decode(uint8_t *out, size_t cap, const char *s, size_t len)
+{
+	size_t n, pad = 0;
 	const char *end;
+	char again[5]; /* 4 and the NUL bin2base64 writes */
 
 	if (len == 0 || len % 4)
 		return -1;
+	while (pad < 2 && s[len - 1 - pad] == '=')
+		pad++;
+	/* our own check of the alphabet: libsodium's decoder takes some
+	 * bytes >= 0x80 for letters */
+	for (size_t i = 0; i < len - pad; i++)
+		if (!b64_char(s[i]))
+			return -1;
 	if (sodium_base642bin(out, cap, s, len, NULL, &n, &end,
 			      sodium_base64_VARIANT_ORIGINAL) ||
 	    end != s + len)
 		return -1;
+	/* one spelling: the bits past the last byte are zero */
+	if (pad) {
+		size_t last = n - (3 - pad);
+		sodium_bin2base64(again, sizeof(again), out + last, 3 - pad,
+				  sodium_base64_VARIANT_ORIGINAL);
+		if (memcmp(again, s + len - 4, 4 - pad))
+			return -1;
+	}
 	return (long)n;
 }
 
@@ -188,7 +208,7 @@ static int split_key(const char **name, size_t *nlen, uint32_t *id,
 	*name = s;
 	*nlen = (size_t)(p1 - s);
 	if (!note_name_ok(*name, *nlen) ||
-	    b64_decode(tmp, sizeof(tmp), p2 + 1, len - (size_t)(p2 + 1 - s)) !=
+	    note_b64_decode(tmp, sizeof(tmp), p2 + 1, len - (size_t)(p2 + 1 - s)) !=
 		    1 + NOTE_PUB_LEN ||
 	    !alg_ok(tmp[0]))
 		return GD_EINVAL;
@@ -428,7 +448,7 @@ static int open_line(struct note *out, const char *line, size_t len,
 	if (s.b64_len > sodium_base64_ENCODED_LEN(
 				NOTE_SIG_MAX, sodium_base64_VARIANT_ORIGINAL))
 		return GD_ETOOBIG;
-	n = b64_decode(raw, sizeof(raw), s.b64, s.b64_len);
+	n = note_b64_decode(raw, sizeof(raw), s.b64, s.b64_len);
 	if (n < 5 || !note_name_ok(s.name, s.name_len))
 		return GD_EINVAL;
 	if (out->nsigs >= NOTE_MAX_SIGS)

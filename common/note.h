@@ -131,6 +131,11 @@ struct note {
 int note_open(struct note *out, const char *msg, size_t len,
 	      const struct note_vkey *keys, size_t nkeys);
 
+/* Standard padded base64 (RFC 4648 4), all of s[0..len) (untrusted),
+ * into out[0..cap): the decoded length, or -1 when it is not base64 in
+ * its one canonical spelling or does not fit. */
+long note_b64_decode(uint8_t *out, size_t cap, const char *s, size_t len);
+
 /* ---- tlog-checkpoint ---------------------------------------------------- */
 
 struct note_checkpoint {

@@ -49,14 +49,9 @@ static int parse_size(int64_t *out, const char *s, size_t n)
 static int parse_root(struct tlog_hash *out, const char *s, size_t n)
 {
 	uint8_t bin[TLOG_HASH_LEN + 3];
-	size_t got;
-	const char *end;
 
-	/* 32 bytes are 44 characters, the last one "=". */
-	if (n != 44 ||
-	    sodium_base642bin(bin, sizeof(bin), s, n, NULL, &got, &end,
-			      sodium_base64_VARIANT_ORIGINAL) ||
-	    end != s + n || got != TLOG_HASH_LEN)
+	/* 32 bytes are 44 characters, the last one "=" */
+	if (n != 44 || note_b64_decode(bin, sizeof(bin), s, n) != TLOG_HASH_LEN)
 		return GD_EINVAL;
 	memcpy(out->b, bin, TLOG_HASH_LEN);
 	return 0;

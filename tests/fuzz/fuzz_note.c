@@ -136,17 +136,19 @@ static void check_tiles(const uint8_t *data, size_t size)
 static void check_proofs(const uint8_t *data, size_t size)
 {
 	struct tlog_hash h[2 + TLOG_MAX_PROOF + 2];
-	int64_t t = 0, n = 0;
+	uint64_t ut = 0, un = 0;
+	int64_t t, n;
 	size_t nh;
 
 	if (size < 16 + 2 * TLOG_HASH_LEN)
 		return;
 	for (int i = 0; i < 8; i++) {
-		t = t << 8 | data[i];
-		n = n << 8 | data[8 + i];
+		ut = ut << 8 | data[i];
+		un = un << 8 | data[8 + i];
 	}
-	t &= INT64_MAX >> (data[0] & 63);
-	n &= INT64_MAX >> (data[8] & 63);
+	/* the high byte's low bits shorten the number: small trees too */
+	t = (int64_t)(ut & ((uint64_t)INT64_MAX >> (data[0] & 63)));
+	n = (int64_t)(un & ((uint64_t)INT64_MAX >> (data[8] & 63)));
 	nh = (size - 16) / TLOG_HASH_LEN;
 	if (nh > sizeof(h) / sizeof(h[0]))
 		nh = sizeof(h) / sizeof(h[0]);

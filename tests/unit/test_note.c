@@ -264,6 +264,10 @@ static void test_open_malformed(void **state)
 		TEXT "\n— PeterNeumann x08go/ZJ%%%%\n",
 		TEXT "\n— Peter+Neumann x08go/ZJkuBS9UG/Sf\n",
 		TEXT "\n—  x08go/ZJkuBS9UG/Sf\n",
+		TEXT "\n— PeterNeumann x08go/ZJkuBS9UG/SffcvIAQxVBtiFupLLr8pAc"
+		     "ElZInNIuGUgYN1FFYC2pZSNXgKvqfqdngotpRZb6KE6RyyBwJnAN=\n",
+		TEXT "\n— PeterNeumann x08go/ZJkuBS9UG/SffcvIAQxVBtiFupLLr8pAc"
+		     "ElZInNIuGUgYN1FFYC2pZSNXgKvqfqdngotpRZb6KE6RyyBwJ\xc3\xa9" "AM=\n",
 		"a\r\n\n" PETER_SIG,
 		"\n",
 		"",
@@ -315,6 +319,10 @@ static void test_checkpoint(void **state)
 		"o\n1\nCsUYapGGPo4dkMgIAUqom/Xajj7h2fB2MPA3j2jxq2I=\next",
 		"o\n1 \nCsUYapGGPo4dkMgIAUqom/Xajj7h2fB2MPA3j2jxq2I=\n",
 		"o\t\n1\nCsUYapGGPo4dkMgIAUqom/Xajj7h2fB2MPA3j2jxq2I=\n",
+		/* bits past the hash, a non-ASCII byte (found by fuzz_note:
+		 * libsodium decodes some as letters) */
+		"o\n1\nCsUYapGGPo4dkMgIAUqom/Xajj7h2fB2MPA3j2jxq2J=\n",
+		"o\n1\nCsUYapGGPo4dk\xe2\x80\x94" "aUqom/Xajj7h2fB2MPA3j2jxq2I=\n",
 	};
 	struct note_checkpoint c;
 	struct buf out = BUF_INIT;
