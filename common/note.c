@@ -18,7 +18,7 @@
 #include "banned.h"
 
 #define PRIV_PREFIX "PRIVATE+KEY+"
-#define EM_DASH_SP "\xe2\x80\x94 " /* U+2014 and a space */
+#define EM_DASH_SP  "\xe2\x80\x94 " /* U+2014 and a space */
 
 /* The code point at s[0..len) and its length, or -1 for bytes that are
  * not UTF-8 (overlong, surrogate, past U+10FFFF, cut short). */
@@ -92,8 +92,10 @@ bool note_text_ok(const char *text, size_t len)
 	return true;
 }
 
-uint32_t note_key_id(const char *name, size_t len, uint8_t alg,
-		     const uint8_t pub[NOTE_PUB_LEN])
+uint32_t note_key_id(const char *name,
+                     size_t len,
+                     uint8_t alg,
+                     const uint8_t pub[NOTE_PUB_LEN])
 {
 	crypto_hash_sha256_state st;
 	uint8_t h[crypto_hash_sha256_BYTES], sep[2] = {'\n', alg};
@@ -112,8 +114,11 @@ static bool alg_ok(uint8_t alg)
 	return alg == NOTE_ALG_ED25519 || alg == NOTE_ALG_COSIG;
 }
 
-int note_vkey_init(struct note_vkey *out, const char *name, size_t len,
-		   uint8_t alg, const uint8_t pub[NOTE_PUB_LEN])
+int note_vkey_init(struct note_vkey *out,
+                   const char *name,
+                   size_t len,
+                   uint8_t alg,
+                   const uint8_t pub[NOTE_PUB_LEN])
 {
 	if (!note_name_ok(name, len) || !alg_ok(alg))
 		return GD_EINVAL;
@@ -168,14 +173,14 @@ long note_b64_decode(uint8_t *out, size_t cap, const char *s, size_t len)
 		if (!b64_char(s[i]))
 			return -1;
 	if (sodium_base642bin(out, cap, s, len, NULL, &n, &end,
-			      sodium_base64_VARIANT_ORIGINAL) ||
+	                      sodium_base64_VARIANT_ORIGINAL) ||
 	    end != s + len)
 		return -1;
 	/* one spelling: the bits past the last byte are zero */
 	if (pad) {
 		size_t last = n - (3 - pad);
 		sodium_bin2base64(again, sizeof(again), out + last, 3 - pad,
-				  sodium_base64_VARIANT_ORIGINAL);
+		                  sodium_base64_VARIANT_ORIGINAL);
 		if (memcmp(again, s + len - 4, 4 - pad))
 			return -1;
 	}
@@ -184,8 +189,8 @@ long note_b64_decode(uint8_t *out, size_t cap, const char *s, size_t len)
 
 static void b64_add(struct buf *out, const uint8_t *bin, size_t len)
 {
-	size_t cap = sodium_base64_ENCODED_LEN(len,
-					       sodium_base64_VARIANT_ORIGINAL);
+	size_t cap =
+	        sodium_base64_ENCODED_LEN(len, sodium_base64_VARIANT_ORIGINAL);
 	char *at = buf_extend(out, cap);
 
 	sodium_bin2base64(at, cap, bin, len, sodium_base64_VARIANT_ORIGINAL);
@@ -194,8 +199,12 @@ static void b64_add(struct buf *out, const uint8_t *bin, size_t len)
 
 /* NAME+HEXID+BASE64 at s[0..len): the parts, the key's alg || 32 bytes
  * decoded into key[33]. */
-static int split_key(const char **name, size_t *nlen, uint32_t *id,
-		     uint8_t key[1 + NOTE_PUB_LEN], const char *s, size_t len)
+static int split_key(const char **name,
+                     size_t *nlen,
+                     uint32_t *id,
+                     uint8_t key[1 + NOTE_PUB_LEN],
+                     const char *s,
+                     size_t len)
 {
 	const char *p1 = memchr(s, '+', len), *p2;
 	uint8_t tmp[64];
@@ -208,8 +217,8 @@ static int split_key(const char **name, size_t *nlen, uint32_t *id,
 	*name = s;
 	*nlen = (size_t)(p1 - s);
 	if (!note_name_ok(*name, *nlen) ||
-	    note_b64_decode(tmp, sizeof(tmp), p2 + 1, len - (size_t)(p2 + 1 - s)) !=
-		    1 + NOTE_PUB_LEN ||
+	    note_b64_decode(tmp, sizeof(tmp), p2 + 1,
+	                    len - (size_t)(p2 + 1 - s)) != 1 + NOTE_PUB_LEN ||
 	    !alg_ok(tmp[0]))
 		return GD_EINVAL;
 	memcpy(key, tmp, 1 + NOTE_PUB_LEN);
@@ -225,7 +234,8 @@ int note_vkey_parse(struct note_vkey *out, const char *s, size_t len)
 	uint8_t key[1 + NOTE_PUB_LEN];
 	struct note_vkey k;
 
-	if (len > 2 * NOTE_NAME_MAX || split_key(&name, &nlen, &id, key, s, len))
+	if (len > 2 * NOTE_NAME_MAX ||
+	    split_key(&name, &nlen, &id, key, s, len))
 		return GD_EINVAL;
 	if (note_vkey_init(&k, name, nlen, key[0], key + 1) || k.id != id)
 		return GD_EINVAL;
@@ -243,8 +253,11 @@ void note_vkey_format(struct buf *out, const struct note_vkey *k)
 	b64_add(out, key, sizeof(key));
 }
 
-int note_skey_from_seed(struct note_skey *out, const char *name, size_t len,
-			uint8_t alg, const uint8_t seed[32])
+int note_skey_from_seed(struct note_skey *out,
+                        const char *name,
+                        size_t len,
+                        uint8_t alg,
+                        const uint8_t seed[32])
 {
 	if (!note_name_ok(name, len) || !alg_ok(alg))
 		return GD_EINVAL;
@@ -316,8 +329,11 @@ static uint64_t get_be(const uint8_t *in, int n)
 	return v;
 }
 
-int note_sign_line(struct buf *out, const char *text, size_t len,
-		   const struct note_skey *k, uint64_t timestamp)
+int note_sign_line(struct buf *out,
+                   const char *text,
+                   size_t len,
+                   const struct note_skey *k,
+                   uint64_t timestamp)
 {
 	struct buf msg = BUF_INIT;
 	uint8_t sig[4 + 8 + crypto_sign_BYTES];
@@ -335,7 +351,7 @@ int note_sign_line(struct buf *out, const char *text, size_t len,
 		buf_add(&msg, text, len);
 	}
 	crypto_sign_detached(sig + at, NULL, (const uint8_t *)msg.p, msg.len,
-			     k->sk);
+	                     k->sk);
 	buf_free(&msg);
 	buf_puts(out, EM_DASH_SP);
 	buf_add(out, k->name, k->name_len);
@@ -345,8 +361,11 @@ int note_sign_line(struct buf *out, const char *text, size_t len,
 	return 0;
 }
 
-int note_sign(struct buf *out, const char *text, size_t len,
-	      const struct note_skey *k, uint64_t timestamp)
+int note_sign(struct buf *out,
+              const char *text,
+              size_t len,
+              const struct note_skey *k,
+              uint64_t timestamp)
 {
 	size_t was = out->len;
 	int err;
@@ -361,11 +380,13 @@ int note_sign(struct buf *out, const char *text, size_t len,
 	return err;
 }
 
-void note_cosig_message(struct buf *out, uint64_t timestamp, const char *body,
-			size_t len)
+void note_cosig_message(struct buf *out,
+                        uint64_t timestamp,
+                        const char *body,
+                        size_t len)
 {
 	buf_printf(out, NOTE_COSIG_HEADER "time %llu\n",
-		   (unsigned long long)timestamp);
+	           (unsigned long long)timestamp);
 	buf_add(out, body, len);
 }
 
@@ -373,8 +394,11 @@ void note_cosig_message(struct buf *out, uint64_t timestamp, const char *body,
 
 /* The one key of keys[] with this name and id: its index, -1 for none,
  * -2 for two or more. */
-static int find_key(const struct note_vkey *keys, size_t nkeys,
-		    const char *name, size_t nlen, uint32_t id)
+static int find_key(const struct note_vkey *keys,
+                    size_t nkeys,
+                    const char *name,
+                    size_t nlen,
+                    uint32_t id)
 {
 	int found = -1;
 
@@ -390,24 +414,26 @@ static int find_key(const struct note_vkey *keys, size_t nkeys,
 }
 
 /* Does the decoded signature sig[0..n) (id first) by k verify on text? */
-static bool sig_verifies(const struct note_vkey *k, const uint8_t *sig,
-			 size_t n, const char *text, size_t tlen,
-			 uint64_t *timestamp)
+static bool sig_verifies(const struct note_vkey *k,
+                         const uint8_t *sig,
+                         size_t n,
+                         const char *text,
+                         size_t tlen,
+                         uint64_t *timestamp)
 {
 	struct buf msg = BUF_INIT;
 	bool ok;
 
 	if (k->alg == NOTE_ALG_ED25519)
 		return n == 4 + crypto_sign_BYTES &&
-		       !crypto_sign_verify_detached(sig + 4,
-						    (const uint8_t *)text, tlen,
-						    k->pub);
+		       !crypto_sign_verify_detached(
+		               sig + 4, (const uint8_t *)text, tlen, k->pub);
 	if (n != 4 + 8 + crypto_sign_BYTES || (sig[4] & 0x80))
 		return false; /* not 8 + 64 bytes, or a time >= 2^63 */
 	*timestamp = get_be(sig + 4, 8);
 	note_cosig_message(&msg, *timestamp, text, tlen);
 	ok = !crypto_sign_verify_detached(sig + 12, (const uint8_t *)msg.p,
-					  msg.len, k->pub);
+	                                  msg.len, k->pub);
 	buf_free(&msg);
 	return ok;
 }
@@ -417,19 +443,22 @@ static bool seen_before(const struct note *n, const struct note_sig *s)
 	for (size_t i = 0; i < n->nsigs; i++) {
 		const struct note_sig *o = &n->sigs[i];
 		bool same_key = o->id == s->id && o->name_len == s->name_len &&
-				!memcmp(o->name, s->name, s->name_len);
+		                !memcmp(o->name, s->name, s->name_len);
 		/* a known key counts once; an unknown line once per text */
-		if (same_key && (s->key >= 0 ||
-				 (o->b64_len == s->b64_len &&
-				  !memcmp(o->b64, s->b64, s->b64_len))))
+		if (same_key &&
+		    (s->key >= 0 || (o->b64_len == s->b64_len &&
+		                     !memcmp(o->b64, s->b64, s->b64_len))))
 			return true;
 	}
 	return false;
 }
 
 /* One signature line line[0..len) (its "\n" left out). */
-static int open_line(struct note *out, const char *line, size_t len,
-		     const struct note_vkey *keys, size_t nkeys)
+static int open_line(struct note *out,
+                     const char *line,
+                     size_t len,
+                     const struct note_vkey *keys,
+                     size_t nkeys)
 {
 	static const size_t dl = sizeof(EM_DASH_SP) - 1;
 	uint8_t raw[NOTE_SIG_MAX];
@@ -446,7 +475,7 @@ static int open_line(struct note *out, const char *line, size_t len,
 	s.name = line, s.name_len = (size_t)(sp - line);
 	s.b64 = sp + 1, s.b64_len = len - s.name_len - 1;
 	if (s.b64_len > sodium_base64_ENCODED_LEN(
-				NOTE_SIG_MAX, sodium_base64_VARIANT_ORIGINAL))
+	                        NOTE_SIG_MAX, sodium_base64_VARIANT_ORIGINAL))
 		return GD_ETOOBIG;
 	n = note_b64_decode(raw, sizeof(raw), s.b64, s.b64_len);
 	if (n < 5 || !note_name_ok(s.name, s.name_len))
@@ -462,7 +491,7 @@ static int open_line(struct note *out, const char *line, size_t len,
 	out->sigs[out->nsigs] = s;
 	if (s.key >= 0 &&
 	    !sig_verifies(&keys[s.key], raw, (size_t)n, out->text,
-			  out->text_len, &out->sigs[out->nsigs].timestamp)) {
+	                  out->text_len, &out->sigs[out->nsigs].timestamp)) {
 		out->bad = (int)out->nsigs++;
 		return GD_ECRYPTO;
 	}
@@ -471,8 +500,11 @@ static int open_line(struct note *out, const char *line, size_t len,
 	return 0;
 }
 
-int note_open(struct note *out, const char *msg, size_t len,
-	      const struct note_vkey *keys, size_t nkeys)
+int note_open(struct note *out,
+              const char *msg,
+              size_t len,
+              const struct note_vkey *keys,
+              size_t nkeys)
 {
 	size_t split = 0, lines = 0;
 	const char *p, *end = msg + len;

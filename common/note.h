@@ -32,13 +32,13 @@
 #include "buf.h"
 #include "tlog.h"
 
-#define NOTE_ALG_ED25519 0x01
-#define NOTE_ALG_COSIG 0x04
-#define NOTE_PUB_LEN 32
-#define NOTE_NAME_MAX 255   /* bytes of a key name or checkpoint origin */
-#define NOTE_MAX_LEN 65536  /* bytes of a whole note */
-#define NOTE_MAX_SIGS 100   /* signature lines in a note (C2SP: >= 16) */
-#define NOTE_SIG_MAX 4096   /* decoded bytes of one signature (ML-DSA fits) */
+#define NOTE_ALG_ED25519  0x01
+#define NOTE_ALG_COSIG    0x04
+#define NOTE_PUB_LEN      32
+#define NOTE_NAME_MAX     255 /* bytes of a key name or checkpoint origin */
+#define NOTE_MAX_LEN      65536 /* bytes of a whole note */
+#define NOTE_MAX_SIGS     100 /* signature lines in a note (C2SP: >= 16) */
+#define NOTE_SIG_MAX      4096 /* decoded bytes of one signature (ML-DSA fits) */
 #define NOTE_COSIG_HEADER "cosignature/v1\n"
 
 struct note_vkey {
@@ -62,12 +62,17 @@ struct note_skey {
 /* A key name (or origin) C2SP allows: 1..NOTE_NAME_MAX bytes of UTF-8,
  * no Unicode space, no "+", no control character. */
 bool note_name_ok(const char *name, size_t len);
-uint32_t note_key_id(const char *name, size_t len, uint8_t alg,
-		     const uint8_t pub[NOTE_PUB_LEN]);
+uint32_t note_key_id(const char *name,
+                     size_t len,
+                     uint8_t alg,
+                     const uint8_t pub[NOTE_PUB_LEN]);
 
 /* A verifier key for name and pub (GD_EINVAL: bad name or alg). */
-int note_vkey_init(struct note_vkey *out, const char *name, size_t len,
-		   uint8_t alg, const uint8_t pub[NOTE_PUB_LEN]);
+int note_vkey_init(struct note_vkey *out,
+                   const char *name,
+                   size_t len,
+                   uint8_t alg,
+                   const uint8_t pub[NOTE_PUB_LEN]);
 /* Parses NAME+HEXID+BASE64 (s[0..len), untrusted); the id must be the
  * one the name and key make. */
 int note_vkey_parse(struct note_vkey *out, const char *s, size_t len);
@@ -75,8 +80,11 @@ int note_vkey_parse(struct note_vkey *out, const char *s, size_t len);
 void note_vkey_format(struct buf *out, const struct note_vkey *k);
 
 /* A signer key for name from a 32-byte Ed25519 seed; alg as above. */
-int note_skey_from_seed(struct note_skey *out, const char *name, size_t len,
-			uint8_t alg, const uint8_t seed[32]);
+int note_skey_from_seed(struct note_skey *out,
+                        const char *name,
+                        size_t len,
+                        uint8_t alg,
+                        const uint8_t seed[32]);
 /* Parses PRIVATE+KEY+NAME+HEXID+BASE64; the id must match. */
 int note_skey_parse(struct note_skey *out, const char *s, size_t len);
 /* Appends PRIVATE+KEY+NAME+HEXID+BASE64 to out (a secret: the caller
@@ -92,14 +100,22 @@ bool note_text_ok(const char *text, size_t len);
 /* Appends to out the signature line of k over text (a NOTE_ALG_COSIG key
  * signs the cosignature/v1 message with time timestamp, < 2^63; an
  * NOTE_ALG_ED25519 key ignores it).  GD_EINVAL: text not a note text. */
-int note_sign_line(struct buf *out, const char *text, size_t len,
-		   const struct note_skey *k, uint64_t timestamp);
+int note_sign_line(struct buf *out,
+                   const char *text,
+                   size_t len,
+                   const struct note_skey *k,
+                   uint64_t timestamp);
 /* Appends the signed note: text, a blank line, k's signature line. */
-int note_sign(struct buf *out, const char *text, size_t len,
-	      const struct note_skey *k, uint64_t timestamp);
+int note_sign(struct buf *out,
+              const char *text,
+              size_t len,
+              const struct note_skey *k,
+              uint64_t timestamp);
 /* Appends "cosignature/v1\ntime T\n" || body: what a cosigner signs. */
-void note_cosig_message(struct buf *out, uint64_t timestamp, const char *body,
-			size_t len);
+void note_cosig_message(struct buf *out,
+                        uint64_t timestamp,
+                        const char *body,
+                        size_t len);
 
 struct note_sig {
 	const char *name; /* into the message, not NUL-terminated */
@@ -107,7 +123,7 @@ struct note_sig {
 	const char *b64; /* the signature as written */
 	size_t b64_len;
 	uint32_t id;
-	int key;            /* keys[] index that verified it, -1: unknown */
+	int key; /* keys[] index that verified it, -1: unknown */
 	uint64_t timestamp; /* of a verified NOTE_ALG_COSIG signature */
 };
 
@@ -128,8 +144,11 @@ struct note {
  * GD_ECRYPTO when one by a known key fails (out->bad names it);
  * GD_EINVAL when malformed or two keys[] share a name and id and sign;
  * GD_ETOOBIG over NOTE_MAX_LEN, NOTE_MAX_SIGS or NOTE_SIG_MAX. */
-int note_open(struct note *out, const char *msg, size_t len,
-	      const struct note_vkey *keys, size_t nkeys);
+int note_open(struct note *out,
+              const char *msg,
+              size_t len,
+              const struct note_vkey *keys,
+              size_t nkeys);
 
 /* Standard padded base64 (RFC 4648 4), all of s[0..len) (untrusted),
  * into out[0..cap): the decoded length, or -1 when it is not base64 in
@@ -144,19 +163,23 @@ struct note_checkpoint {
 	int64_t size;
 	struct tlog_hash root;
 	const char *ext; /* extension lines ("\n"-terminated), borrowed */
-	size_t ext_len;  /* 0: none */
+	size_t ext_len; /* 0: none */
 };
 
 /* Parses a checkpoint's note text (untrusted): origin (non-empty,
  * <= NOTE_NAME_MAX bytes), tree size (decimal, no leading zero,
  * < 2^63), root hash (base64 of 32 bytes), then non-empty extension
  * lines. */
-int note_checkpoint_parse(struct note_checkpoint *out, const char *text,
-			  size_t len);
+int note_checkpoint_parse(struct note_checkpoint *out,
+                          const char *text,
+                          size_t len);
 /* Appends the checkpoint text of origin, size and root (no extension
  * lines).  GD_EINVAL: an origin that is empty, too long or has a control
  * character, a size < 0. */
-int note_checkpoint_format(struct buf *out, const char *origin, size_t len,
-			   int64_t size, const struct tlog_hash *root);
+int note_checkpoint_format(struct buf *out,
+                           const char *origin,
+                           size_t len,
+                           int64_t size,
+                           const struct tlog_hash *root);
 
 #endif

@@ -57,8 +57,9 @@ static int parse_root(struct tlog_hash *out, const char *s, size_t n)
 	return 0;
 }
 
-int note_checkpoint_parse(struct note_checkpoint *out, const char *text,
-			  size_t len)
+int note_checkpoint_parse(struct note_checkpoint *out,
+                          const char *text,
+                          size_t len)
 {
 	const char *p = text, *end = text + len, *line;
 	struct note_checkpoint c = {0};
@@ -90,11 +91,14 @@ int note_checkpoint_parse(struct note_checkpoint *out, const char *text,
 	return 0;
 }
 
-int note_checkpoint_format(struct buf *out, const char *origin, size_t len,
-			   int64_t size, const struct tlog_hash *root)
+int note_checkpoint_format(struct buf *out,
+                           const char *origin,
+                           size_t len,
+                           int64_t size,
+                           const struct tlog_hash *root)
 {
 	char b64[sodium_base64_ENCODED_LEN(TLOG_HASH_LEN,
-					   sodium_base64_VARIANT_ORIGINAL)];
+	                                   sodium_base64_VARIANT_ORIGINAL)];
 
 	if (len == 0 || len > NOTE_NAME_MAX || size < 0 ||
 	    memchr(origin, '\n', len))
@@ -103,7 +107,7 @@ int note_checkpoint_format(struct buf *out, const char *origin, size_t len,
 		if ((unsigned char)origin[i] < 0x20)
 			return GD_EINVAL;
 	sodium_bin2base64(b64, sizeof(b64), root->b, TLOG_HASH_LEN,
-			  sodium_base64_VARIANT_ORIGINAL);
+	                  sodium_base64_VARIANT_ORIGINAL);
 	buf_add(out, origin, len);
 	buf_printf(out, "\n%lld\n%s\n", (long long)size, b64);
 	return 0;

@@ -30,8 +30,9 @@ void tlog_leaf_hash(struct tlog_hash *out, const void *entry, size_t len)
 	crypto_hash_sha256_final(&st, out->b);
 }
 
-void tlog_node_hash(struct tlog_hash *out, const struct tlog_hash *l,
-		    const struct tlog_hash *r)
+void tlog_node_hash(struct tlog_hash *out,
+                    const struct tlog_hash *l,
+                    const struct tlog_hash *r)
 {
 	uint8_t in[1 + 2 * TLOG_HASH_LEN];
 
@@ -121,7 +122,7 @@ struct need {
 	int64_t *idx;
 	size_t n, cap;
 	struct tlog_hash *h; /* after the read: h[k] is the hash of idx[k] */
-	size_t next;         /* the next h to use */
+	size_t next; /* the next h to use */
 };
 
 static void need_add(struct need *nd, int64_t index)
@@ -163,8 +164,8 @@ static void subtree_need(struct need *nd, int64_t lo, int64_t hi)
 }
 
 /* The hash of leaves [lo, hi) from the hashes subtree_need listed. */
-static void subtree_hash(struct tlog_hash *out, struct need *nd, int64_t lo,
-			 int64_t hi)
+static void
+subtree_hash(struct tlog_hash *out, struct need *nd, int64_t lo, int64_t hi)
 {
 	const struct tlog_hash *parts[64];
 	int np = 0, level;
@@ -180,9 +181,12 @@ static void subtree_hash(struct tlog_hash *out, struct need *nd, int64_t lo,
 		tlog_node_hash(out, parts[i], out);
 }
 
-int tlog_stored_hashes(struct tlog_hash *out, size_t *nout, int64_t n,
-		       const struct tlog_hash *leaf, tlog_read_fn *read,
-		       void *payload)
+int tlog_stored_hashes(struct tlog_hash *out,
+                       size_t *nout,
+                       int64_t n,
+                       const struct tlog_hash *leaf,
+                       tlog_read_fn *read,
+                       void *payload)
 {
 	struct need nd = {0};
 	int m, err;
@@ -206,8 +210,10 @@ cleanup:
 	return err;
 }
 
-int tlog_tree_hash(struct tlog_hash *out, int64_t n, tlog_read_fn *read,
-		   void *payload)
+int tlog_tree_hash(struct tlog_hash *out,
+                   int64_t n,
+                   tlog_read_fn *read,
+                   void *payload)
 {
 	struct need nd = {0};
 	int err;
@@ -231,8 +237,12 @@ int tlog_tree_hash(struct tlog_hash *out, int64_t n, tlog_read_fn *read,
 /* ---- inclusion proofs ------------------------------------------------- */
 
 /* Pass 1 (out == NULL) lists the indexes; pass 2 folds them into out. */
-static void record_proof(struct tlog_hash *out, size_t *np, struct need *nd,
-			 int64_t lo, int64_t hi, int64_t i)
+static void record_proof(struct tlog_hash *out,
+                         size_t *np,
+                         struct need *nd,
+                         int64_t lo,
+                         int64_t hi,
+                         int64_t i)
 {
 	struct tlog_hash left;
 	int64_t k;
@@ -262,8 +272,12 @@ static void record_proof(struct tlog_hash *out, size_t *np, struct need *nd,
 	(*np)++;
 }
 
-int tlog_prove_record(struct tlog_hash *proof, size_t *nproof, int64_t t,
-		      int64_t i, tlog_read_fn *read, void *payload)
+int tlog_prove_record(struct tlog_hash *proof,
+                      size_t *nproof,
+                      int64_t t,
+                      int64_t i,
+                      tlog_read_fn *read,
+                      void *payload)
 {
 	struct need nd = {0};
 	size_t np = 0;
@@ -284,9 +298,13 @@ int tlog_prove_record(struct tlog_hash *proof, size_t *nproof, int64_t t,
 }
 
 /* The root of [lo, hi) implied by proof[0..n) and the leaf i's hash. */
-static int run_record(struct tlog_hash *out, const struct tlog_hash *proof,
-		      size_t n, int64_t lo, int64_t hi, int64_t i,
-		      const struct tlog_hash *leaf)
+static int run_record(struct tlog_hash *out,
+                      const struct tlog_hash *proof,
+                      size_t n,
+                      int64_t lo,
+                      int64_t hi,
+                      int64_t i,
+                      const struct tlog_hash *leaf)
 {
 	struct tlog_hash sub;
 	int64_t k;
@@ -313,9 +331,12 @@ static int run_record(struct tlog_hash *out, const struct tlog_hash *proof,
 	return err;
 }
 
-int tlog_check_record(const struct tlog_hash *proof, size_t nproof, int64_t t,
-		      const struct tlog_hash *root, int64_t i,
-		      const struct tlog_hash *leaf)
+int tlog_check_record(const struct tlog_hash *proof,
+                      size_t nproof,
+                      int64_t t,
+                      const struct tlog_hash *root,
+                      int64_t i,
+                      const struct tlog_hash *leaf)
 {
 	struct tlog_hash got;
 	int err;
@@ -334,8 +355,12 @@ int tlog_check_record(const struct tlog_hash *proof, size_t nproof, int64_t t,
 
 /* The sub-proof for [lo, hi) where the old tree has n leaves
  * (lo < n <= hi); pass 1 (out == NULL) lists, pass 2 folds. */
-static void tree_proof(struct tlog_hash *out, size_t *np, struct need *nd,
-		       int64_t lo, int64_t hi, int64_t n)
+static void tree_proof(struct tlog_hash *out,
+                       size_t *np,
+                       struct need *nd,
+                       int64_t lo,
+                       int64_t hi,
+                       int64_t n)
 {
 	struct tlog_hash left;
 	int64_t k;
@@ -371,8 +396,12 @@ one_more:
 	(*np)++;
 }
 
-int tlog_prove_tree(struct tlog_hash *proof, size_t *nproof, int64_t t,
-		    int64_t n, tlog_read_fn *read, void *payload)
+int tlog_prove_tree(struct tlog_hash *proof,
+                    size_t *nproof,
+                    int64_t t,
+                    int64_t n,
+                    tlog_read_fn *read,
+                    void *payload)
 {
 	struct need nd = {0};
 	size_t np = 0;
@@ -394,9 +423,14 @@ int tlog_prove_tree(struct tlog_hash *proof, size_t *nproof, int64_t t,
 
 /* The old and new roots of [lo, hi) implied by proof[0..np), the old tree
  * having n leaves with root *old. */
-static int run_tree(struct tlog_hash *oh, struct tlog_hash *th,
-		    const struct tlog_hash *proof, size_t np, int64_t lo,
-		    int64_t hi, int64_t n, const struct tlog_hash *old)
+static int run_tree(struct tlog_hash *oh,
+                    struct tlog_hash *th,
+                    const struct tlog_hash *proof,
+                    size_t np,
+                    int64_t lo,
+                    int64_t hi,
+                    int64_t n,
+                    const struct tlog_hash *old)
 {
 	struct tlog_hash o, t;
 	int64_t k;
@@ -427,9 +461,12 @@ static int run_tree(struct tlog_hash *oh, struct tlog_hash *th,
 	return 0;
 }
 
-int tlog_check_tree(const struct tlog_hash *proof, size_t nproof, int64_t t,
-		    const struct tlog_hash *troot, int64_t n,
-		    const struct tlog_hash *nroot)
+int tlog_check_tree(const struct tlog_hash *proof,
+                    size_t nproof,
+                    int64_t t,
+                    const struct tlog_hash *troot,
+                    int64_t n,
+                    const struct tlog_hash *nroot)
 {
 	struct tlog_hash oh, th;
 	int err;

@@ -41,14 +41,17 @@ struct tlog_hash {
 
 /* Reads the stored hashes at indexes[0..n) (increasing) into out[0..n);
  * returns 0 or a negative enum gd_err, passed up unchanged. */
-typedef int tlog_read_fn(struct tlog_hash *out, const int64_t *indexes,
-			 size_t n, void *payload);
+typedef int tlog_read_fn(struct tlog_hash *out,
+                         const int64_t *indexes,
+                         size_t n,
+                         void *payload);
 
 /* SHA-256(0x00 || entry): the hash of a leaf (RFC 6962 2.1). */
 void tlog_leaf_hash(struct tlog_hash *out, const void *entry, size_t len);
 /* SHA-256(0x01 || l || r): the hash of an interior node. */
-void tlog_node_hash(struct tlog_hash *out, const struct tlog_hash *l,
-		    const struct tlog_hash *r);
+void tlog_node_hash(struct tlog_hash *out,
+                    const struct tlog_hash *l,
+                    const struct tlog_hash *r);
 /* SHA-256 of nothing: the hash of the empty tree. */
 void tlog_empty_hash(struct tlog_hash *out);
 bool tlog_hash_eq(const struct tlog_hash *a, const struct tlog_hash *b);
@@ -66,39 +69,58 @@ int64_t tlog_stored_count(int64_t n);
  * holds tlog_stored_count(n) hashes) with leaf hash *leaf is added: out
  * [0..*nout), *nout <= TLOG_MAX_STORED, out[0] = *leaf.  Reads the hashes
  * the completed subtrees need through read. */
-int tlog_stored_hashes(struct tlog_hash *out, size_t *nout, int64_t n,
-		       const struct tlog_hash *leaf, tlog_read_fn *read,
-		       void *payload);
+int tlog_stored_hashes(struct tlog_hash *out,
+                       size_t *nout,
+                       int64_t n,
+                       const struct tlog_hash *leaf,
+                       tlog_read_fn *read,
+                       void *payload);
 
 /* The root hash of the tree of the first n entries (n >= 0; the table
  * holds at least tlog_stored_count(n) hashes). */
-int tlog_tree_hash(struct tlog_hash *out, int64_t n, tlog_read_fn *read,
-		   void *payload);
+int tlog_tree_hash(struct tlog_hash *out,
+                   int64_t n,
+                   tlog_read_fn *read,
+                   void *payload);
 
 /* The proof that leaf i is in the tree of size t (0 <= i < t):
  * proof[0..*nproof), *nproof <= TLOG_MAX_PROOF, leaf side first (RFC 6962
  * audit path order). */
-int tlog_prove_record(struct tlog_hash *proof, size_t *nproof, int64_t t,
-		      int64_t i, tlog_read_fn *read, void *payload);
+int tlog_prove_record(struct tlog_hash *proof,
+                      size_t *nproof,
+                      int64_t t,
+                      int64_t i,
+                      tlog_read_fn *read,
+                      void *payload);
 /* 0 when proof shows that the tree of size t with root *root has leaf i
  * with hash *leaf; GD_ECRYPTO when it does not; GD_EINVAL unless
  * 0 <= i < t. */
-int tlog_check_record(const struct tlog_hash *proof, size_t nproof, int64_t t,
-		      const struct tlog_hash *root, int64_t i,
-		      const struct tlog_hash *leaf);
+int tlog_check_record(const struct tlog_hash *proof,
+                      size_t nproof,
+                      int64_t t,
+                      const struct tlog_hash *root,
+                      int64_t i,
+                      const struct tlog_hash *leaf);
 
 /* The proof that the tree of size t contains the tree of size n as a
  * prefix (1 <= n <= t): proof[0..*nproof), *nproof <= TLOG_MAX_PROOF, in
  * RFC 6962 order. */
-int tlog_prove_tree(struct tlog_hash *proof, size_t *nproof, int64_t t,
-		    int64_t n, tlog_read_fn *read, void *payload);
+int tlog_prove_tree(struct tlog_hash *proof,
+                    size_t *nproof,
+                    int64_t t,
+                    int64_t n,
+                    tlog_read_fn *read,
+                    void *payload);
 /* 0 when proof shows that the tree of size t with root *troot contains the
  * tree of size n with root *nroot; GD_ECRYPTO when it does not.  n = t
  * needs an empty proof and equal roots; GD_EINVAL unless 1 <= n <= t (a
  * proof from the empty tree proves nothing: Go's sumdb/tlog and
  * transparency-dev/merkle refuse it too). */
-int tlog_check_tree(const struct tlog_hash *proof, size_t nproof, int64_t t,
-		    const struct tlog_hash *troot, int64_t n,
-		    const struct tlog_hash *nroot);
+int tlog_check_tree(const struct tlog_hash *proof,
+                    size_t nproof,
+                    int64_t t,
+                    const struct tlog_hash *troot,
+                    int64_t n,
+                    const struct tlog_hash *nroot);
 
 #endif

@@ -21,7 +21,7 @@
 static bool tile_ok(const struct tlog_tile *t)
 {
 	return (t->level == TLOG_TILE_ENTRIES ||
-		(t->level >= 0 && t->level <= TLOG_TILE_MAX_LEVEL)) &&
+	        (t->level >= 0 && t->level <= TLOG_TILE_MAX_LEVEL)) &&
 	       t->n >= 0 && t->w >= 1 && t->w <= TLOG_TILE_WIDTH;
 }
 
@@ -36,7 +36,7 @@ int tlog_tile_path(char out[TLOG_TILE_PATH_MAX], const struct tlog_tile *t)
 	n = t->n;
 	do {
 		snprintf(groups[ng], sizeof(groups[ng]), "%s%03d",
-			 ng ? "x" : "", (int)(n % 1000));
+		         ng ? "x" : "", (int)(n % 1000));
 		ng++;
 		n /= 1000;
 	} while (n > 0);
@@ -46,10 +46,10 @@ int tlog_tile_path(char out[TLOG_TILE_PATH_MAX], const struct tlog_tile *t)
 		len = snprintf(out, TLOG_TILE_PATH_MAX, "tile/%d/", t->level);
 	for (int i = ng - 1; i >= 0; i--)
 		len += snprintf(out + len, (size_t)(TLOG_TILE_PATH_MAX - len),
-				"%s%s", groups[i], i ? "/" : "");
+		                "%s%s", groups[i], i ? "/" : "");
 	if (t->w != TLOG_TILE_WIDTH)
 		len += snprintf(out + len, (size_t)(TLOG_TILE_PATH_MAX - len),
-				".p/%d", t->w);
+		                ".p/%d", t->w);
 	GD_ASSERT(len < TLOG_TILE_PATH_MAX);
 	return len;
 }
@@ -142,8 +142,10 @@ int tlog_tile_parse_path(struct tlog_tile *out, const char *path, size_t len)
 	return 0;
 }
 
-void tlog_tile_for_index(struct tlog_tile *out, int64_t index, size_t *start,
-			 size_t *end)
+void tlog_tile_for_index(struct tlog_tile *out,
+                         int64_t index,
+                         size_t *start,
+                         size_t *end)
 {
 	int level, sub;
 	int64_t n;
@@ -175,8 +177,11 @@ static void run_hash(struct tlog_hash *out, const uint8_t *data, size_t len)
 	tlog_node_hash(out, &l, &r);
 }
 
-int tlog_tile_hash(struct tlog_hash *out, const struct tlog_tile *t,
-		   const uint8_t *data, size_t len, int64_t index)
+int tlog_tile_hash(struct tlog_hash *out,
+                   const struct tlog_tile *t,
+                   const uint8_t *data,
+                   size_t len,
+                   int64_t index)
 {
 	struct tlog_tile want;
 	size_t start, end;
@@ -191,8 +196,10 @@ int tlog_tile_hash(struct tlog_hash *out, const struct tlog_tile *t,
 	return 0;
 }
 
-int tlog_tile_read(uint8_t *out, const struct tlog_tile *t, tlog_read_fn *read,
-		   void *payload)
+int tlog_tile_read(uint8_t *out,
+                   const struct tlog_tile *t,
+                   tlog_read_fn *read,
+                   void *payload)
 {
 	int64_t idx[TLOG_TILE_WIDTH];
 	struct tlog_hash h[TLOG_TILE_WIDTH];
@@ -202,11 +209,12 @@ int tlog_tile_read(uint8_t *out, const struct tlog_tile *t, tlog_read_fn *read,
 	 * more: not a table this module indexes (tlog_stored_index). */
 	if (!tile_ok(t) || t->level < 0 || t->level > 6 ||
 	    t->n > ((INT64_MAX >> 2) >> (TLOG_TILE_HEIGHT * t->level)) /
-			   TLOG_TILE_WIDTH - 1)
+	                            TLOG_TILE_WIDTH -
+	                    1)
 		return GD_EINVAL;
 	for (int i = 0; i < t->w; i++)
 		idx[i] = tlog_stored_index(TLOG_TILE_HEIGHT * t->level,
-					   t->n * TLOG_TILE_WIDTH + i);
+		                           t->n * TLOG_TILE_WIDTH + i);
 	err = read(h, idx, (size_t)t->w, payload);
 	if (err)
 		return err;
@@ -215,14 +223,15 @@ int tlog_tile_read(uint8_t *out, const struct tlog_tile *t, tlog_read_fn *read,
 	return 0;
 }
 
-int tlog_tiles_new(int64_t old_size, int64_t new_size, tlog_tile_fn *fn,
-		   void *payload)
+int tlog_tiles_new(int64_t old_size,
+                   int64_t new_size,
+                   tlog_tile_fn *fn,
+                   void *payload)
 {
 	if (old_size < 0 || new_size < old_size)
 		return GD_EINVAL;
-	for (int level = 0;
-	     level < 64 / TLOG_TILE_HEIGHT &&
-	     (new_size >> (TLOG_TILE_HEIGHT * level)) > 0;
+	for (int level = 0; level < 64 / TLOG_TILE_HEIGHT &&
+	                    (new_size >> (TLOG_TILE_HEIGHT * level)) > 0;
 	     level++) {
 		int64_t old_n = old_size >> (TLOG_TILE_HEIGHT * level);
 		int64_t new_n = new_size >> (TLOG_TILE_HEIGHT * level);
@@ -258,15 +267,17 @@ int tlog_bundle_add(struct buf *b, const void *entry, size_t len)
 	return 0;
 }
 
-void tlog_bundle_iter_init(struct tlog_bundle_iter *it, const void *bundle,
-			   size_t len)
+void tlog_bundle_iter_init(struct tlog_bundle_iter *it,
+                           const void *bundle,
+                           size_t len)
 {
 	it->p = bundle;
 	it->left = len;
 }
 
-int tlog_bundle_next(struct tlog_bundle_iter *it, const uint8_t **entry,
-		     size_t *len)
+int tlog_bundle_next(struct tlog_bundle_iter *it,
+                     const uint8_t **entry,
+                     size_t *len)
 {
 	size_t n;
 
@@ -284,8 +295,10 @@ int tlog_bundle_next(struct tlog_bundle_iter *it, const uint8_t **entry,
 	return 1;
 }
 
-int tlog_bundle_check(const void *bundle, size_t blen, const uint8_t *data,
-		      size_t dlen)
+int tlog_bundle_check(const void *bundle,
+                      size_t blen,
+                      const uint8_t *data,
+                      size_t dlen)
 {
 	struct tlog_bundle_iter it;
 	const uint8_t *e;
@@ -300,8 +313,7 @@ int tlog_bundle_check(const void *bundle, size_t blen, const uint8_t *data,
 		if (i >= dlen / TLOG_HASH_LEN)
 			return GD_ECRYPTO; /* more entries than hashes */
 		tlog_leaf_hash(&h, e, elen);
-		if (sodium_memcmp(h.b, data + i * TLOG_HASH_LEN,
-				  TLOG_HASH_LEN))
+		if (sodium_memcmp(h.b, data + i * TLOG_HASH_LEN, TLOG_HASH_LEN))
 			return GD_ECRYPTO;
 		i++;
 	}

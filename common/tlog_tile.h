@@ -24,9 +24,9 @@
 #include "buf.h"
 #include "tlog.h"
 
-#define TLOG_TILE_HEIGHT 8
-#define TLOG_TILE_WIDTH 256 /* 1 << TLOG_TILE_HEIGHT */
-#define TLOG_TILE_ENTRIES (-1)    /* tile.level of an entry bundle */
+#define TLOG_TILE_HEIGHT    8
+#define TLOG_TILE_WIDTH     256 /* 1 << TLOG_TILE_HEIGHT */
+#define TLOG_TILE_ENTRIES   (-1) /* tile.level of an entry bundle */
 #define TLOG_TILE_MAX_LEVEL 63
 /* "tile/entries/x009/x223/x372/x036/x854/x775/807.p/255" and NUL fit. */
 #define TLOG_TILE_PATH_MAX 64
@@ -36,7 +36,7 @@
 struct tlog_tile {
 	int level; /* 0..63, or TLOG_TILE_ENTRIES */
 	int64_t n; /* the tile's number within its level, >= 0 */
-	int w;     /* 1..256; 256 = a full tile */
+	int w; /* 1..256; 256 = a full tile */
 };
 
 /* The tile's path, "tile/L/N[.p/W]" or "tile/entries/N[.p/W]", N in
@@ -52,16 +52,23 @@ int tlog_tile_parse_path(struct tlog_tile *out, const char *path, size_t len);
  * data the hashes that make that hash sit: bytes [*start, *end) (a hash
  * of a level between two tile levels is the root of a run of the tile's
  * hashes).  start and end may be NULL. */
-void tlog_tile_for_index(struct tlog_tile *out, int64_t index, size_t *start,
-			 size_t *end);
+void tlog_tile_for_index(struct tlog_tile *out,
+                         int64_t index,
+                         size_t *start,
+                         size_t *end);
 /* The stored hash at index, out of tile t's data[0..len), which must hold
  * at least t->w hashes; GD_EINVAL when t does not hold index. */
-int tlog_tile_hash(struct tlog_hash *out, const struct tlog_tile *t,
-		   const uint8_t *data, size_t len, int64_t index);
+int tlog_tile_hash(struct tlog_hash *out,
+                   const struct tlog_tile *t,
+                   const uint8_t *data,
+                   size_t len,
+                   int64_t index);
 /* Tile t's data (t->w * 32 bytes into out, t->level >= 0) from the table
  * of stored hashes. */
-int tlog_tile_read(uint8_t *out, const struct tlog_tile *t, tlog_read_fn *read,
-		   void *payload);
+int tlog_tile_read(uint8_t *out,
+                   const struct tlog_tile *t,
+                   tlog_read_fn *read,
+                   void *payload);
 
 /* Calls fn for every tile (levels >= 0) that a tree of new_size leaves has
  * and one of old_size leaves has not (full or with another width), level
@@ -69,8 +76,10 @@ int tlog_tile_read(uint8_t *out, const struct tlog_tile *t, tlog_read_fn *read,
  * the tiles of a tree.  A nonzero return of fn stops the walk and is
  * returned. */
 typedef int tlog_tile_fn(const struct tlog_tile *t, void *payload);
-int tlog_tiles_new(int64_t old_size, int64_t new_size, tlog_tile_fn *fn,
-		   void *payload);
+int tlog_tiles_new(int64_t old_size,
+                   int64_t new_size,
+                   tlog_tile_fn *fn,
+                   void *payload);
 
 /* Appends entry[0..len) to an entry bundle: GD_ETOOBIG when len >
  * TLOG_ENTRY_MAX. */
@@ -80,16 +89,20 @@ struct tlog_bundle_iter {
 	const uint8_t *p;
 	size_t left;
 };
-void tlog_bundle_iter_init(struct tlog_bundle_iter *it, const void *bundle,
-			   size_t len);
+void tlog_bundle_iter_init(struct tlog_bundle_iter *it,
+                           const void *bundle,
+                           size_t len);
 /* The next entry of the bundle (untrusted): 1 and *entry, *len (pointing
  * into the bundle), 0 at its end, GD_EINVAL when it is cut short. */
-int tlog_bundle_next(struct tlog_bundle_iter *it, const uint8_t **entry,
-		     size_t *len);
+int tlog_bundle_next(struct tlog_bundle_iter *it,
+                     const uint8_t **entry,
+                     size_t *len);
 /* 0 when bundle[0..blen) holds exactly as many entries as level 0 tile
  * data[0..dlen) holds hashes, each hashing to its hash; GD_EINVAL when it
  * does not parse, GD_ECRYPTO when an entry or the count differs. */
-int tlog_bundle_check(const void *bundle, size_t blen, const uint8_t *data,
-		      size_t dlen);
+int tlog_bundle_check(const void *bundle,
+                      size_t blen,
+                      const uint8_t *data,
+                      size_t dlen);
 
 #endif

@@ -26,12 +26,12 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static const char *const vkeys[] = {
-	"PeterNeumann+c74f20a3+ARpc2QcUPDhMQegwxbzhKqiBfsVkmqq/LDE4izWy10TW",
-	"EnochRoot+af0cfe78+ATtqJ7zOtqQtYqOo0CpvDXNlMhV3HeJDpjrASKGLWdop",
-	"witness.example/w1+468d99bb+BHm1Vi6P5lT5QHixEuipi6eQH4U65pW+1+"
-	"DjkQutBJZk",
-	"example.com/behind-the-sofa+301296c0+AefxYqEL7FWa/qGV5NzoS2lWjV0ssJY+"
-	"tEbAaF4rF/Lw",
+        "PeterNeumann+c74f20a3+ARpc2QcUPDhMQegwxbzhKqiBfsVkmqq/LDE4izWy10TW",
+        "EnochRoot+af0cfe78+ATtqJ7zOtqQtYqOo0CpvDXNlMhV3HeJDpjrASKGLWdop",
+        "witness.example/w1+468d99bb+BHm1Vi6P5lT5QHixEuipi6eQH4U65pW+1+"
+        "DjkQutBJZk",
+        "example.com/behind-the-sofa+301296c0+AefxYqEL7FWa/qGV5NzoS2lWjV0ssJY+"
+        "tEbAaF4rF/Lw",
 };
 
 static bool inside(const char *p, size_t n, const uint8_t *data, size_t size)
@@ -40,16 +40,18 @@ static bool inside(const char *p, size_t n, const uint8_t *data, size_t size)
 	       (const uint8_t *)p + n <= data + size;
 }
 
-static void check_open(const uint8_t *data, size_t size,
-		       const struct note_vkey *k, size_t nk)
+static void check_open(const uint8_t *data,
+                       size_t size,
+                       const struct note_vkey *k,
+                       size_t nk)
 {
 	static struct note n;
 	struct note_checkpoint c;
 	size_t verified = 0;
 	int err = note_open(&n, (const char *)data, size, k, nk);
 
-	if (err && err != GD_EINVAL && err != GD_ETOOBIG &&
-	    err != GD_ECRYPTO && err != GD_ENOTFOUND)
+	if (err && err != GD_EINVAL && err != GD_ETOOBIG && err != GD_ECRYPTO &&
+	    err != GD_ENOTFOUND)
 		abort();
 	if (err == GD_EINVAL || err == GD_ETOOBIG)
 		return;
@@ -58,7 +60,8 @@ static void check_open(const uint8_t *data, size_t size,
 	for (size_t i = 0; i < n.nsigs; i++) {
 		const struct note_sig *s = &n.sigs[i];
 		if (!inside(s->name, s->name_len, data, size) ||
-		    !inside(s->b64, s->b64_len, data, size) || s->key >= (int)nk)
+		    !inside(s->b64, s->b64_len, data, size) ||
+		    s->key >= (int)nk)
 			abort();
 		if (s->key >= 0 && (err != GD_ECRYPTO || (int)i != n.bad))
 			verified++;
@@ -102,7 +105,7 @@ static void check_checkpoint(const uint8_t *data, size_t size)
 	if (note_checkpoint_parse(&c, (const char *)data, size))
 		return;
 	if (note_checkpoint_format(&b, c.origin, c.origin_len, c.size,
-				   &c.root) ||
+	                           &c.root) ||
 	    b.len + c.ext_len != size || memcmp(b.p, data, b.len))
 		abort();
 	buf_free(&b);

@@ -31,48 +31,56 @@
 #include "note.h"
 
 /* note_test.go */
-#define PETER_VKEY "PeterNeumann+c74f20a3+ARpc2QcUPDhMQegwxbzhKqiBfsVkmqq/LDE4izWy10TW"
-#define PETER_SKEY                                                          \
+#define PETER_VKEY \
+	"PeterNeumann+c74f20a3+ARpc2QcUPDhMQegwxbzhKqiBfsVkmqq/LDE4izWy10TW"
+#define PETER_SKEY                                                           \
 	"PRIVATE+KEY+PeterNeumann+c74f20a3+AYEKFALVFGyNhPJEMzD1QIDr+Y7hfZx0" \
 	"9iUvxdXHKDFz"
-#define ENOCH_VKEY "EnochRoot+af0cfe78+ATtqJ7zOtqQtYqOo0CpvDXNlMhV3HeJDpjrASKGLWdop"
-#define TEXT                                                           \
+#define ENOCH_VKEY \
+	"EnochRoot+af0cfe78+ATtqJ7zOtqQtYqOo0CpvDXNlMhV3HeJDpjrASKGLWdop"
+#define TEXT                                                         \
 	"If you think cryptography is the answer to your problem,\n" \
 	"then you don't know what your problem is.\n"
-#define PETER_SIG                                                      \
+#define PETER_SIG                                                                \
 	"— PeterNeumann x08go/ZJkuBS9UG/SffcvIAQxVBtiFupLLr8pAcElZInNIuGUgYN1" \
 	"FFYC2pZSNXgKvqfqdngotpRZb6KE6RyyBwJnAM=\n"
-#define ENOCH_SIG                                                        \
+#define ENOCH_SIG                                                              \
 	"— EnochRoot rwz+eBzmZa0SO3NbfRGzPCpDckykFXSdeX+MNtCOXm2/5n2tiOHp+v" \
 	"AF1aGrQ5ovTG01oOTGwnWLox33WWd1RvMc+QQ=\n"
 
 /* signed-note.md's example */
-#define FOO_VKEY "example.com/foo+530d903a+AekyeRrm56hApGFkyQR4ZCbV54Id2LKaANYcrnKv3U2k"
-#define FOO_NOTE                                                         \
+#define FOO_VKEY       \
+	"example.com/" \
+	"foo+530d903a+AekyeRrm56hApGFkyQR4ZCbV54Id2LKaANYcrnKv3U2k"
+#define FOO_NOTE                                                                \
 	"This is an example message.\n\n— example.com/foo Uw2QOkn8srV1yJGh2V" \
-	"YRlL1Tnagv1YEq6TfXppzi2ONncAlTgK7Ztg1ERYNZXsYjOBH3mFXmRKuwHjG1Yu72" \
+	"YRlL1Tnagv1YEq6TfXppzi2ONncAlTgK7Ztg1ERYNZXsYjOBH3mFXmRKuwHjG1Yu72"    \
 	"IneyaQM=\n"
-#define QUASIMODO                                                      \
-	"Ognuno sta solo sul cuor della terra\ntrafitto da un raggio di " \
+#define QUASIMODO                                                             \
+	"Ognuno sta solo sul cuor della terra\ntrafitto da un raggio di "     \
 	"sole:\n\ned è subito sera.\n\n— quasimodo.example/salvatore Nnug" \
-	"SzTjtVAewIS+Z/iJhUPeFDkO/5QQ2i5ddnGITLlC+EhfLW9oJKONrMouFSQU0xMcX" \
+	"SzTjtVAewIS+Z/iJhUPeFDkO/5QQ2i5ddnGITLlC+EhfLW9oJKONrMouFSQU0xMcX"   \
 	"xj99ihAQwaqP3ZekRwNtIc=\n"
 
 /* tlog-cosignature.md's checkpoint body, and keys and signatures derived
  * by hand (see the top) */
-#define SOFA                                         \
+#define SOFA                                      \
 	"example.com/behind-the-sofa\n20852163\n" \
 	"CsUYapGGPo4dkMgIAUqom/Xajj7h2fB2MPA3j2jxq2I=\n"
-#define COSIG_VKEY "witness.example/w1+468d99bb+BHm1Vi6P5lT5QHixEuipi6eQH4U65pW+1+DjkQutBJZk"
-#define COSIG_LINE                                                      \
+#define COSIG_VKEY         \
+	"witness.example/" \
+	"w1+468d99bb+BHm1Vi6P5lT5QHixEuipi6eQH4U65pW+1+DjkQutBJZk"
+#define COSIG_LINE                                                              \
 	"— witness.example/w1 Ro2ZuwAAAABkGFDLQB2dbiQ7rPMIDjq/twq5Ixt42T+awj" \
 	"iYS4+fxrnLnI31x5abVjZlhDVvZAcRRLyAiG4oQlhTgi4DsxiPwiDaDg==\n"
 #define COSIG_TIME 1679315147
-#define LOG_VKEY "example.com/behind-the-sofa+301296c0+AefxYqEL7FWa/qGV5NzoS2lWjV0ssJY+tEbAaF4rF/Lw"
-#define LOG_SKEY                                                         \
+#define LOG_VKEY                                             \
+	"example.com/behind-the-sofa+301296c0+AefxYqEL7FWa/" \
+	"qGV5NzoS2lWjV0ssJY+tEbAaF4rF/Lw"
+#define LOG_SKEY                                                              \
 	"PRIVATE+KEY+example.com/behind-the-sofa+301296c0+ASEiIyQlJicoKSorLC" \
 	"0uLzAxMjM0NTY3ODk6Ozw9Pj9A"
-#define LOG_SIG                                                           \
+#define LOG_SIG                                                                 \
 	"— example.com/behind-the-sofa MBKWwLNySUxJDFip0/UypWouC1ljW5TF7QKWq" \
 	"QF/xL2oWR8h0Y9UW1S9/VVm+rgnPFgY2g9eznMnJK21IH9dIMJFrw0=\n"
 
@@ -81,8 +89,8 @@ static int vkey(struct note_vkey *k, const char *s)
 	return note_vkey_parse(k, s, strlen(s));
 }
 
-static int open_s(struct note *n, const char *msg, const struct note_vkey *k,
-		  size_t nk)
+static int
+open_s(struct note *n, const char *msg, const struct note_vkey *k, size_t nk)
 {
 	return note_open(n, msg, strlen(msg), k, nk);
 }
@@ -105,25 +113,28 @@ static void test_vkey(void **state)
 	for (size_t i = 0; i <= len; i++)
 		for (size_t j = i + 1; j <= len; j++)
 			if (i != 0 || j != len)
-				assert_int_equal(note_vkey_parse(&k, b + i,
-								 j - i),
-						 GD_EINVAL);
+				assert_int_equal(
+				        note_vkey_parse(&k, b + i, j - i),
+				        GD_EINVAL);
 	for (size_t i = 0; i < len; i++) {
 		b[i]++;
 		assert_int_equal(vkey(&k, b), GD_EINVAL);
 		b[i]--;
 	}
 	/* wrong key length, unknown algorithm (ids adjusted: Go's) */
-	assert_int_equal(vkey(&k, "PeterNeumann+cc469956+ARpc2QcUPDhMQegwxbzhKqi"
-				  "BfsVkmqq/LDE4izWy10TWBADKEY=="),
-			 GD_EINVAL);
-	assert_int_equal(vkey(&k, "PeterNeumann+173116ae+ZRpc2QcUPDhMQegwxbzhKqi"
-				  "BfsVkmqq/LDE4izWy10TW"),
-			 GD_EINVAL);
+	assert_int_equal(vkey(&k,
+	                      "PeterNeumann+cc469956+ARpc2QcUPDhMQegwxbzhKqi"
+	                      "BfsVkmqq/LDE4izWy10TWBADKEY=="),
+	                 GD_EINVAL);
+	assert_int_equal(vkey(&k,
+	                      "PeterNeumann+173116ae+ZRpc2QcUPDhMQegwxbzhKqi"
+	                      "BfsVkmqq/LDE4izWy10TW"),
+	                 GD_EINVAL);
 	/* upper-case hex is not how C2SP spells an id */
-	assert_int_equal(vkey(&k, "PeterNeumann+C74F20A3+ARpc2QcUPDhMQegwxbzhKqi"
-				  "BfsVkmqq/LDE4izWy10TW"),
-			 GD_EINVAL);
+	assert_int_equal(vkey(&k,
+	                      "PeterNeumann+C74F20A3+ARpc2QcUPDhMQegwxbzhKqi"
+	                      "BfsVkmqq/LDE4izWy10TW"),
+	                 GD_EINVAL);
 	assert_int_equal(vkey(&k, FOO_VKEY), 0);
 	assert_int_equal(vkey(&k, COSIG_VKEY), 0);
 	assert_int_equal(k.alg, NOTE_ALG_COSIG);
@@ -151,9 +162,9 @@ static void test_skey(void **state)
 	for (size_t i = 0; i <= len; i++)
 		for (size_t j = i + 1; j <= len; j++)
 			if (i != 0 || j != len)
-				assert_int_equal(note_skey_parse(&sk, b + i,
-								 j - i),
-						 GD_EINVAL);
+				assert_int_equal(
+				        note_skey_parse(&sk, b + i, j - i),
+				        GD_EINVAL);
 	for (size_t i = 0; i < len; i++) {
 		b[i]++;
 		assert_int_equal(note_skey_parse(&sk, b, len), GD_EINVAL);
@@ -171,7 +182,7 @@ static void test_sign(void **state)
 
 	(void)state;
 	assert_int_equal(note_skey_parse(&sk, PETER_SKEY, strlen(PETER_SKEY)),
-			 0);
+	                 0);
 	assert_int_equal(note_sign(&out, TEXT, strlen(TEXT), &sk, 0), 0);
 	assert_string_equal(out.p, TEXT "\n" PETER_SIG);
 	buf_reset(&out);
@@ -182,8 +193,8 @@ static void test_sign(void **state)
 	assert_int_equal(note_sign_line(&out, "", 0, &sk, 0), GD_EINVAL);
 	/* a name Go's note package refuses: "bad name" */
 	assert_int_equal(note_skey_from_seed(&sk, "bad name", 8,
-					     NOTE_ALG_ED25519, sk.sk),
-			 GD_EINVAL);
+	                                     NOTE_ALG_ED25519, sk.sk),
+	                 GD_EINVAL);
 	note_skey_wipe(&sk);
 	buf_free(&out);
 }
@@ -215,7 +226,7 @@ static void test_open_go(void **state)
 	assert_int_equal(n.nverified, 2);
 	/* neither known */
 	assert_int_equal(open_s(&n, TEXT "\n" PETER_SIG ENOCH_SIG, k, 0),
-			 GD_ENOTFOUND);
+	                 GD_ENOTFOUND);
 	assert_int_equal(n.nsigs, 2);
 	/* the same key twice: ambiguous when it signed, fine when not */
 	assert_int_equal(open_s(&n, TEXT "\n" ENOCH_SIG, k + 1, 2), GD_EINVAL);
@@ -228,12 +239,12 @@ static void test_open_go(void **state)
 	assert_int_equal(open_s(&n, msg, k, 0), GD_ETOOBIG);
 	/* a bad signature by a known key */
 	snprintf(bad, sizeof(bad), "%s\n%.60sABCD%s", TEXT, PETER_SIG,
-		 PETER_SIG + 60);
+	         PETER_SIG + 60);
 	assert_int_equal(open_s(&n, bad, k, 1), GD_ECRYPTO);
 	assert_int_equal(n.bad, 0);
 	/* repeats: Peter's counted once, Enoch's identical lines once */
 	snprintf(msg, 2048, "%s\n%s%s%s%s%.60sABCD%s", TEXT, PETER_SIG,
-		 PETER_SIG, ENOCH_SIG, ENOCH_SIG, ENOCH_SIG, ENOCH_SIG + 60);
+	         PETER_SIG, ENOCH_SIG, ENOCH_SIG, ENOCH_SIG, ENOCH_SIG + 60);
 	assert_int_equal(open_s(&n, msg, k, 1), 0);
 	assert_int_equal(n.nverified, 1);
 	assert_int_equal(n.nsigs, 3);
@@ -246,32 +257,33 @@ static void test_open_go(void **state)
 static void test_open_malformed(void **state)
 {
 	static const char *bad[] = {
-		TEXT,
-		TEXT "\n",
-		TEXT "\n— PeterNeumann x08go/ZJkuBS9UG/SffcvIAQxVBtiFupLLr8pAc"
-		     "ElZInNIuGUgYN1FFYC2pZSNXgKvqfqdngotpRZb6KE6RyyBwJnAM=",
-		"\x01" TEXT "\n" PETER_SIG,
-		"\xff" TEXT "\n" PETER_SIG,
-		TEXT "\n— Bad Name x08go/ZJkuBS9UG/SffcvIAQxVBtiFupLLr8pAcElZI"
-		     "nNIuGUgYN1FFYC2pZSNXgKvqfqdngotpRZb6KE6RyyBwJnAM=\n",
-		TEXT "\n" PETER_SIG "Unexpected line.\n",
-		/* ours: no dash, no space, short or bad base64, CR, '+' */
-		TEXT "\n- PeterNeumann x08go/ZJ\n",
-		TEXT "\n— PeterNeumann\n",
-		TEXT "\n— PeterNeumann \n",
-		TEXT "\n— PeterNeumann AAAA\n",
-		TEXT "\n— PeterNeumann x08go/ZJkuBS9\n",
-		TEXT "\n— PeterNeumann x08go/ZJ%%%%\n",
-		TEXT "\n— Peter+Neumann x08go/ZJkuBS9UG/Sf\n",
-		TEXT "\n—  x08go/ZJkuBS9UG/Sf\n",
-		TEXT "\n— PeterNeumann x08go/ZJkuBS9UG/SffcvIAQxVBtiFupLLr8pAc"
-		     "ElZInNIuGUgYN1FFYC2pZSNXgKvqfqdngotpRZb6KE6RyyBwJnAN=\n",
-		TEXT "\n— PeterNeumann x08go/ZJkuBS9UG/SffcvIAQxVBtiFupLLr8pAc"
-		     "ElZInNIuGUgYN1FFYC2pZSNXgKvqfqdngotpRZb6KE6RyyBwJ\xc3\xa9" "AM=\n",
-		"a\r\n\n" PETER_SIG,
-		"\n",
-		"",
-		TEXT "\n" PETER_SIG "\n",
+	        TEXT,
+	        TEXT "\n",
+	        TEXT "\n— PeterNeumann x08go/ZJkuBS9UG/SffcvIAQxVBtiFupLLr8pAc"
+	             "ElZInNIuGUgYN1FFYC2pZSNXgKvqfqdngotpRZb6KE6RyyBwJnAM=",
+	        "\x01" TEXT "\n" PETER_SIG,
+	        "\xff" TEXT "\n" PETER_SIG,
+	        TEXT "\n— Bad Name x08go/ZJkuBS9UG/SffcvIAQxVBtiFupLLr8pAcElZI"
+	             "nNIuGUgYN1FFYC2pZSNXgKvqfqdngotpRZb6KE6RyyBwJnAM=\n",
+	        TEXT "\n" PETER_SIG "Unexpected line.\n",
+	        /* ours: no dash, no space, short or bad base64, CR, '+' */
+	        TEXT "\n- PeterNeumann x08go/ZJ\n",
+	        TEXT "\n— PeterNeumann\n",
+	        TEXT "\n— PeterNeumann \n",
+	        TEXT "\n— PeterNeumann AAAA\n",
+	        TEXT "\n— PeterNeumann x08go/ZJkuBS9\n",
+	        TEXT "\n— PeterNeumann x08go/ZJ%%%%\n",
+	        TEXT "\n— Peter+Neumann x08go/ZJkuBS9UG/Sf\n",
+	        TEXT "\n—  x08go/ZJkuBS9UG/Sf\n",
+	        TEXT "\n— PeterNeumann x08go/ZJkuBS9UG/SffcvIAQxVBtiFupLLr8pAc"
+	             "ElZInNIuGUgYN1FFYC2pZSNXgKvqfqdngotpRZb6KE6RyyBwJnAN=\n",
+	        TEXT "\n— PeterNeumann x08go/ZJkuBS9UG/SffcvIAQxVBtiFupLLr8pAc"
+	             "ElZInNIuGUgYN1FFYC2pZSNXgKvqfqdngotpRZb6KE6RyyBwJ\xc3\xa9"
+	             "AM=\n",
+	        "a\r\n\n" PETER_SIG,
+	        "\n",
+	        "",
+	        TEXT "\n" PETER_SIG "\n",
 	};
 	struct note_vkey k;
 	struct note n;
@@ -296,33 +308,35 @@ static void test_open_c2sp(void **state)
 	assert_int_equal(n.text_len, strlen("This is an example message.\n"));
 	assert_int_equal(open_s(&n, QUASIMODO, &k, 1), GD_ENOTFOUND);
 	assert_int_equal(n.nsigs, 1);
-	assert_int_equal(n.text_len, strstr(QUASIMODO, "\n\n—") + 1 - QUASIMODO);
+	assert_int_equal(n.text_len,
+	                 strstr(QUASIMODO, "\n\n—") + 1 - QUASIMODO);
 }
 
 static void test_checkpoint(void **state)
 {
 	static const char *bad[] = {
-		"example.com/behind-the-sofa\n020852163\n"
-		"CsUYapGGPo4dkMgIAUqom/Xajj7h2fB2MPA3j2jxq2I=\n",
-		"o\n-1\nCsUYapGGPo4dkMgIAUqom/Xajj7h2fB2MPA3j2jxq2I=\n",
-		"o\n+1\nCsUYapGGPo4dkMgIAUqom/Xajj7h2fB2MPA3j2jxq2I=\n",
-		"o\n9223372036854775808\n"
-		"CsUYapGGPo4dkMgIAUqom/Xajj7h2fB2MPA3j2jxq2I=\n",
-		"o\n1\nCsUYapGGPo4dkMgIAUqom/Xajj7h2fB2MPA3j2jxq2I\n",
-		"o\n1\nCsUYapGGPo4dkMgIAUqom/Xajj7h2fB2MPA3j2jxq2=\n",
-		"o\n1\nCsUYapGGPo4dkMgIAUqom/Xajj7h2fB2MPA3j2jxq2Ia\n",
-		"o\n1\nCsUYapGGPo4dkMgIAUqom/Xajj7h2fB2MPA3j2jxq2I==\n",
-		"\n1\nCsUYapGGPo4dkMgIAUqom/Xajj7h2fB2MPA3j2jxq2I=\n",
-		"o\n\nCsUYapGGPo4dkMgIAUqom/Xajj7h2fB2MPA3j2jxq2I=\n",
-		"o\n1\n",
-		"o\n1\nCsUYapGGPo4dkMgIAUqom/Xajj7h2fB2MPA3j2jxq2I=\n\n",
-		"o\n1\nCsUYapGGPo4dkMgIAUqom/Xajj7h2fB2MPA3j2jxq2I=\next",
-		"o\n1 \nCsUYapGGPo4dkMgIAUqom/Xajj7h2fB2MPA3j2jxq2I=\n",
-		"o\t\n1\nCsUYapGGPo4dkMgIAUqom/Xajj7h2fB2MPA3j2jxq2I=\n",
-		/* bits past the hash, a non-ASCII byte (found by fuzz_note:
-		 * libsodium decodes some as letters) */
-		"o\n1\nCsUYapGGPo4dkMgIAUqom/Xajj7h2fB2MPA3j2jxq2J=\n",
-		"o\n1\nCsUYapGGPo4dk\xe2\x80\x94" "aUqom/Xajj7h2fB2MPA3j2jxq2I=\n",
+	        "example.com/behind-the-sofa\n020852163\n"
+	        "CsUYapGGPo4dkMgIAUqom/Xajj7h2fB2MPA3j2jxq2I=\n",
+	        "o\n-1\nCsUYapGGPo4dkMgIAUqom/Xajj7h2fB2MPA3j2jxq2I=\n",
+	        "o\n+1\nCsUYapGGPo4dkMgIAUqom/Xajj7h2fB2MPA3j2jxq2I=\n",
+	        "o\n9223372036854775808\n"
+	        "CsUYapGGPo4dkMgIAUqom/Xajj7h2fB2MPA3j2jxq2I=\n",
+	        "o\n1\nCsUYapGGPo4dkMgIAUqom/Xajj7h2fB2MPA3j2jxq2I\n",
+	        "o\n1\nCsUYapGGPo4dkMgIAUqom/Xajj7h2fB2MPA3j2jxq2=\n",
+	        "o\n1\nCsUYapGGPo4dkMgIAUqom/Xajj7h2fB2MPA3j2jxq2Ia\n",
+	        "o\n1\nCsUYapGGPo4dkMgIAUqom/Xajj7h2fB2MPA3j2jxq2I==\n",
+	        "\n1\nCsUYapGGPo4dkMgIAUqom/Xajj7h2fB2MPA3j2jxq2I=\n",
+	        "o\n\nCsUYapGGPo4dkMgIAUqom/Xajj7h2fB2MPA3j2jxq2I=\n",
+	        "o\n1\n",
+	        "o\n1\nCsUYapGGPo4dkMgIAUqom/Xajj7h2fB2MPA3j2jxq2I=\n\n",
+	        "o\n1\nCsUYapGGPo4dkMgIAUqom/Xajj7h2fB2MPA3j2jxq2I=\next",
+	        "o\n1 \nCsUYapGGPo4dkMgIAUqom/Xajj7h2fB2MPA3j2jxq2I=\n",
+	        "o\t\n1\nCsUYapGGPo4dkMgIAUqom/Xajj7h2fB2MPA3j2jxq2I=\n",
+	        /* bits past the hash, a non-ASCII byte (found by fuzz_note:
+	         * libsodium decodes some as letters) */
+	        "o\n1\nCsUYapGGPo4dkMgIAUqom/Xajj7h2fB2MPA3j2jxq2J=\n",
+	        "o\n1\nCsUYapGGPo4dk\xe2\x80\x94"
+	        "aUqom/Xajj7h2fB2MPA3j2jxq2I=\n",
 	};
 	struct note_checkpoint c;
 	struct buf out = BUF_INIT;
@@ -334,24 +348,29 @@ static void test_checkpoint(void **state)
 	assert_true(c.size == 20852163);
 	assert_null(c.ext);
 	assert_int_equal(note_checkpoint_format(&out, c.origin, c.origin_len,
-						c.size, &c.root),
-			 0);
+	                                        c.size, &c.root),
+	                 0);
 	assert_string_equal(out.p, SOFA);
 	assert_int_equal(note_checkpoint_parse(&c, ext, strlen(ext)), 0);
 	assert_int_equal(c.ext_len, strlen("ext one\next two\n"));
 	assert_memory_equal(c.ext, "ext one\n", 8);
-	assert_int_equal(note_checkpoint_parse(
-				 &c, "o\n0\n47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=\n",
-				 strlen("o\n0\n47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=\n")),
-			 0);
+	assert_int_equal(
+	        note_checkpoint_parse(
+	                &c,
+	                "o\n0\n47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=\n",
+	                strlen("o\n0\n47DEQpj8HBSa+/"
+	                       "TImW+5JCeuQeRkm5NMpJWZG3hSuFU=\n")),
+	        0);
 	assert_true(c.size == 0);
-	assert_int_equal(note_checkpoint_parse(
-				 &c,
-				 "o\n9223372036854775807\n"
-				 "CsUYapGGPo4dkMgIAUqom/Xajj7h2fB2MPA3j2jxq2I=\n",
-				 strlen("o\n9223372036854775807\n"
-					"CsUYapGGPo4dkMgIAUqom/Xajj7h2fB2MPA3j2jxq2I=\n")),
-			 0);
+	assert_int_equal(
+	        note_checkpoint_parse(
+	                &c,
+	                "o\n9223372036854775807\n"
+	                "CsUYapGGPo4dkMgIAUqom/Xajj7h2fB2MPA3j2jxq2I=\n",
+	                strlen("o\n9223372036854775807\n"
+	                       "CsUYapGGPo4dkMgIAUqom/"
+	                       "Xajj7h2fB2MPA3j2jxq2I=\n")),
+	        0);
 	assert_true(c.size == INT64_MAX);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		if (note_checkpoint_parse(&c, bad[i], strlen(bad[i])) !=
@@ -359,11 +378,11 @@ static void test_checkpoint(void **state)
 			fail_msg("parsed bad[%zu]", i);
 	buf_reset(&out);
 	assert_int_equal(note_checkpoint_format(&out, "", 0, 1, &c.root),
-			 GD_EINVAL);
+	                 GD_EINVAL);
 	assert_int_equal(note_checkpoint_format(&out, "a\nb", 3, 1, &c.root),
-			 GD_EINVAL);
+	                 GD_EINVAL);
 	assert_int_equal(note_checkpoint_format(&out, "a", 1, -1, &c.root),
-			 GD_EINVAL);
+	                 GD_EINVAL);
 	buf_free(&out);
 }
 
@@ -381,17 +400,16 @@ static void test_cosignature_vector(void **state)
 	for (int i = 0; i < 32; i++)
 		seed[i] = (uint8_t)(i + 1);
 	assert_int_equal(note_skey_from_seed(&wit, "witness.example/w1", 18,
-					     NOTE_ALG_COSIG, seed),
-			 0);
+	                                     NOTE_ALG_COSIG, seed),
+	                 0);
 	assert_int_equal(note_skey_parse(&log, LOG_SKEY, strlen(LOG_SKEY)), 0);
 	note_skey_vkey(&k[0], &wit);
 	note_vkey_format(&out, &k[0]);
 	assert_string_equal(out.p, COSIG_VKEY);
 	buf_reset(&out);
 	assert_int_equal(note_sign(&out, SOFA, strlen(SOFA), &log, 0), 0);
-	assert_int_equal(note_sign_line(&out, SOFA, strlen(SOFA), &wit,
-					COSIG_TIME),
-			 0);
+	assert_int_equal(
+	        note_sign_line(&out, SOFA, strlen(SOFA), &wit, COSIG_TIME), 0);
 	assert_string_equal(out.p, SOFA "\n" LOG_SIG COSIG_LINE);
 	buf_reset(&out);
 	note_cosig_message(&out, COSIG_TIME, SOFA, strlen(SOFA));
@@ -409,7 +427,7 @@ static void test_cosignature_vector(void **state)
 	 * cosignature is no note signature, refused */
 	k[1].alg = NOTE_ALG_ED25519;
 	assert_int_equal(open_s(&n, SOFA "\n" COSIG_LINE, k + 1, 1),
-			 GD_ECRYPTO);
+	                 GD_ECRYPTO);
 	note_skey_wipe(&log);
 	note_skey_wipe(&wit);
 	buf_free(&out);
@@ -429,19 +447,19 @@ static void test_flipped_bits(void **state)
 
 	(void)state;
 	assert_int_equal(note_skey_from_seed(&log, "example.com/log", 15,
-					     NOTE_ALG_ED25519, seed),
-			 0);
+	                                     NOTE_ALG_ED25519, seed),
+	                 0);
 	seed[0] = 8;
 	assert_int_equal(note_skey_from_seed(&wit, "example.com/wit", 15,
-					     NOTE_ALG_COSIG, seed),
-			 0);
+	                                     NOTE_ALG_COSIG, seed),
+	                 0);
 	note_skey_vkey(&k[0], &log);
 	note_skey_vkey(&k[1], &wit);
 	assert_int_equal(note_sign(&out, SOFA, strlen(SOFA), &log, 0), 0);
 	cosline = out.len;
 	assert_int_equal(note_sign_line(&out, SOFA, strlen(SOFA), &wit,
-					(uint64_t)1 << 40),
-			 0);
+	                                (uint64_t)1 << 40),
+	                 0);
 	assert_int_equal(note_open(&n, out.p, out.len, k, 2), 0);
 	assert_true(n.sigs[1].timestamp == (uint64_t)1 << 40);
 	m = out.p;
@@ -487,17 +505,19 @@ static void test_limits(void **state)
 	struct note n;
 	struct buf m = BUF_INIT;
 	static uint8_t big[4 + 8 + 2420];
-	char *b64 = malloc(sodium_base64_ENCODED_LEN(sizeof(big),
-			   sodium_base64_VARIANT_ORIGINAL));
+	char *b64 = malloc(sodium_base64_ENCODED_LEN(
+	        sizeof(big), sodium_base64_VARIANT_ORIGINAL));
 
 	(void)state;
 	assert_int_equal(vkey(&k, PETER_VKEY), 0);
 	buf_puts(&m, TEXT "\n" PETER_SIG);
 	for (int i = 0; i < 20; i++) {
 		big[0] = (uint8_t)i;
-		sodium_bin2base64(b64, sodium_base64_ENCODED_LEN(sizeof(big),
-			sodium_base64_VARIANT_ORIGINAL), big, sizeof(big),
-			sodium_base64_VARIANT_ORIGINAL);
+		sodium_bin2base64(
+		        b64,
+		        sodium_base64_ENCODED_LEN(
+		                sizeof(big), sodium_base64_VARIANT_ORIGINAL),
+		        big, sizeof(big), sodium_base64_VARIANT_ORIGINAL);
 		buf_printf(&m, "— pq.example/w%d %s\n", i, b64);
 	}
 	assert_int_equal(note_open(&n, m.p, m.len, &k, 1), 0);
@@ -509,8 +529,12 @@ static void test_limits(void **state)
 		buf_puts(&m, "a");
 	buf_puts(&m, " x08go/ZJkuBS9UG/Sffc\n");
 	assert_int_equal(note_open(&n, m.p, m.len, &k, 1), GD_EINVAL);
-	assert_false(note_name_ok("a\xc2\xa0" "b", 4)); /* U+00A0 */
-	assert_false(note_name_ok("a\xe3\x80\x80" "b", 5)); /* U+3000 */
+	assert_false(note_name_ok("a\xc2\xa0"
+	                          "b",
+	                          4)); /* U+00A0 */
+	assert_false(note_name_ok("a\xe3\x80\x80"
+	                          "b",
+	                          5)); /* U+3000 */
 	assert_true(note_name_ok("caf\xc3\xa9", 5));
 	assert_false(note_name_ok("\xc0\xaf", 2)); /* overlong */
 	assert_false(note_name_ok("\xed\xa0\x80", 3)); /* surrogate */
@@ -521,16 +545,16 @@ static void test_limits(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_vkey),
-		cmocka_unit_test(test_skey),
-		cmocka_unit_test(test_sign),
-		cmocka_unit_test(test_open_go),
-		cmocka_unit_test(test_open_malformed),
-		cmocka_unit_test(test_open_c2sp),
-		cmocka_unit_test(test_checkpoint),
-		cmocka_unit_test(test_cosignature_vector),
-		cmocka_unit_test(test_flipped_bits),
-		cmocka_unit_test(test_limits),
+	        cmocka_unit_test(test_vkey),
+	        cmocka_unit_test(test_skey),
+	        cmocka_unit_test(test_sign),
+	        cmocka_unit_test(test_open_go),
+	        cmocka_unit_test(test_open_malformed),
+	        cmocka_unit_test(test_open_c2sp),
+	        cmocka_unit_test(test_checkpoint),
+	        cmocka_unit_test(test_cosignature_vector),
+	        cmocka_unit_test(test_flipped_bits),
+	        cmocka_unit_test(test_limits),
 	};
 	if (sodium_init() < 0)
 		return 1;
