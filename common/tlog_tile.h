@@ -105,4 +105,34 @@ int tlog_bundle_check(const void *bundle,
                       const uint8_t *data,
                       size_t dlen);
 
+/* ---- reading hashes out of tiles, checked against a tree head -------- */
+
+/* Fetches tile t's data, t->w * 32 bytes, into out (e.g. over HTTP from
+ * "tile/L/N[.p/W]"): 0, or a negative enum gd_err passed up unchanged. */
+typedef int
+tlog_tile_fetch_fn(uint8_t *out, const struct tlog_tile *t, void *payload);
+
+/* The tree a client trusts (from a checkpoint whose signatures it
+ * verified) and where its tiles come from. */
+struct tlog_tile_reader {
+	int64_t size; /* >= 1 */
+	struct tlog_hash root;
+	tlog_tile_fetch_fn *fetch;
+	void *payload;
+};
+
+/* A tlog_read_fn (payload: a struct tlog_tile_reader *) that reads stored
+ * hashes out of the tree's tiles, as Go's sumdb/tlog TileHashReader does:
+ * it fetches the tiles holding the indexes, their parent tiles up to the
+ * tiles of the tree's root, and checks every fetched tile against its
+ * parent and the root against reader->root before it returns a hash.  So
+ * tlog_tree_hash, tlog_prove_record and tlog_prove_tree can run on a
+ * server's tiles, and what they return is what the tree head commits to.
+ * GD_EINVAL for an index not in the tree; GD_ECRYPTO for a tile that
+ * does not match; the fetch's own errors. */
+int tlog_tile_read_hashes(struct tlog_hash *out,
+                          const int64_t *indexes,
+                          size_t n,
+                          void *reader);
+
 #endif

@@ -28,9 +28,9 @@
 
 struct store {
 	struct tlog_hash *h;
-	int64_t n; /* hashes */
+	int64_t n, cap; /* hashes */
 	int64_t leaves; /* entries */
-	struct tlog_hash leaf[1100];
+	struct tlog_hash leaf[1100]; /* of the first 1100 */
 	int reads;
 };
 
@@ -59,10 +59,15 @@ static void store_append(struct store *s, const void *entry, size_t len)
 	assert_int_equal(
 	        tlog_stored_hashes(add, &nadd, s->leaves, &leaf, store_read, s),
 	        0);
-	s->h = realloc(s->h, (size_t)(s->n + (int64_t)nadd) * sizeof(*s->h));
+	if (s->n + (int64_t)nadd > s->cap) {
+		s->cap = 2 * s->cap + 64;
+		s->h = realloc(s->h, (size_t)s->cap * sizeof(*s->h));
+	}
 	memcpy(s->h + s->n, add, nadd * sizeof(*add));
 	s->n += (int64_t)nadd;
-	s->leaf[s->leaves++] = leaf;
+	if (s->leaves < 1100)
+		s->leaf[s->leaves] = leaf;
+	s->leaves++;
 	assert_int_equal(tlog_stored_count(s->leaves), s->n);
 }
 
@@ -346,6 +351,97 @@ static void test_bundles(void **state)
 	free(s);
 }
 
+/* ---- hashes read out of tiles, checked ---------------------------------- */
+
+struct server {
+	struct store *s;
+	int bad_level; /* flip a bit of this tile (bad_level -2: none) */
+	int64_t bad_n;
+	int fetches;
+};
+
+static int serve(uint8_t *out, const struct tlog_tile *t, void *payload)
+{
+	struct server *sv = payload;
+	int err = tlog_tile_read(out, t, store_read, sv->s);
+
+	sv->fetches++;
+	if (!err && t->level == sv->bad_level && t->n == sv->bad_n)
+		out[(size_t)t->w * TLOG_HASH_LEN - 1] ^= 1;
+	return err;
+}
+
+/* In a tree of size, leaf j and its proofs, and the proof from the tree
+ * of n, read out of tiles alone: what the table gives; a bad tile, root or
+ * index refused. */
+static void check_reader(struct server *sv, int64_t size, int64_t j, int64_t n)
+{
+	struct tlog_tile_reader rd = {size, {{0}}, serve, sv};
+	struct tlog_hash h, p[TLOG_MAX_PROOF], q[TLOG_MAX_PROOF];
+	int64_t idx = tlog_stored_index(0, j);
+	size_t np, nq;
+
+	sv->bad_level = -2;
+	assert_int_equal(tlog_tree_hash(&rd.root, size, store_read, sv->s), 0);
+	assert_int_equal(tlog_tile_read_hashes(&h, &idx, 1, &rd), 0);
+	if (j < 1100)
+		assert_memory_equal(h.b, sv->s->leaf[j].b, TLOG_HASH_LEN);
+	assert_memory_equal(h.b, sv->s->h[idx].b, TLOG_HASH_LEN);
+	assert_int_equal(
+	        tlog_prove_record(p, &np, size, j, tlog_tile_read_hashes, &rd),
+	        0);
+	assert_int_equal(tlog_prove_record(q, &nq, size, j, store_read, sv->s),
+	                 0);
+	assert_int_equal(np, nq);
+	assert_memory_equal(p, q, np * sizeof(*p));
+	assert_int_equal(tlog_check_record(p, np, size, &rd.root, j, &h), 0);
+	assert_int_equal(tlog_tree_hash(&h, n, tlog_tile_read_hashes, &rd), 0);
+	assert_int_equal(tlog_tree_hash(&q[0], n, store_read, sv->s), 0);
+	assert_memory_equal(h.b, q[0].b, TLOG_HASH_LEN);
+	assert_int_equal(
+	        tlog_prove_tree(p, &np, size, n, tlog_tile_read_hashes, &rd),
+	        0);
+	assert_int_equal(tlog_check_tree(p, np, size, &rd.root, n, &h), 0);
+	/* the tile of leaf j changed, or its parent tile */
+	sv->bad_level = 0;
+	sv->bad_n = j >> 8;
+	assert_int_equal(tlog_tile_read_hashes(&h, &idx, 1, &rd), GD_ECRYPTO);
+	sv->bad_level = 1;
+	sv->bad_n = j >> 16;
+	if (size >= 65536 && j < (size & ~(int64_t)0xffff))
+		assert_int_equal(tlog_tile_read_hashes(&h, &idx, 1, &rd),
+		                 GD_ECRYPTO);
+	sv->bad_level = -2;
+	rd.root.b[0] ^= 1;
+	assert_int_equal(tlog_tile_read_hashes(&h, &idx, 1, &rd), GD_ECRYPTO);
+	rd.root.b[0] ^= 1;
+	idx = tlog_stored_index(0, size);
+	assert_int_equal(tlog_tile_read_hashes(&h, &idx, 1, &rd), GD_EINVAL);
+}
+
+static void test_tile_reader(void **state)
+{
+	static const int64_t sizes[] = {1,   2,    3,     255,   256,  257,
+	                                511, 1000, 65535, 65536, 70000};
+	struct store *s = malloc(sizeof(*s));
+	struct server sv = {s, -2, 0, 0};
+
+	(void)state;
+	store_fill(s, 70000);
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		int64_t size = sizes[i];
+		int64_t js[] = {0, size / 2, size - 1, (size * 7) / 9};
+		for (size_t k = 0; k < sizeof(js) / sizeof(js[0]); k++)
+			check_reader(&sv, size, js[k], 1 + js[k]);
+	}
+	/* every leaf and tree of a small log */
+	for (int64_t j = 0; j < 300; j += 7)
+		check_reader(&sv, 300, j, 300 - j);
+	assert_true(sv.fetches > 500);
+	free(s->h);
+	free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -353,6 +449,7 @@ int main(void)
 	        cmocka_unit_test(test_tiles_of_tree),
 	        cmocka_unit_test(test_tile_data),
 	        cmocka_unit_test(test_bundles),
+	        cmocka_unit_test(test_tile_reader),
 	};
 	if (sodium_init() < 0)
 		return 1;
