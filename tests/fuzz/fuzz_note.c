@@ -7,8 +7,9 @@
  * every parser must be safe on anything and keep its promises: note_open
  * points only into its input and says verified only with a known key's
  * line; a key, checkpoint or tile path that parses writes back as the
- * same bytes; a bundle's entries lie inside it; proof checks end, on any
- * sizes and hashes.  The same bytes go to each.
+ * same bytes; a bundle's entries lie inside it; proof checks and reading
+ * hashes out of made-up tiles end, on any sizes and hashes.  The same bytes
+ * go to each.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -164,6 +165,43 @@ static void check_proofs(const uint8_t *data, size_t size)
 		abort();
 }
 
+struct bytes {
+	const uint8_t *p;
+	size_t n;
+};
+
+/* A server whose tiles are the input's bytes over and over. */
+static int serve_bytes(uint8_t *out, const struct tlog_tile *t, void *payload)
+{
+	const struct bytes *b = payload;
+	size_t len = (size_t)t->w * TLOG_HASH_LEN;
+
+	for (size_t at = 0; at < len; at += b->n)
+		memcpy(out + at, b->p, len - at < b->n ? len - at : b->n);
+	return 0;
+}
+
+/* Hashes read out of tiles a server made up: the checks end, on any
+ * tree size and index, and never take such tiles for the root's. */
+static void check_tile_reader(const uint8_t *data, size_t size)
+{
+	struct bytes b = {data, size};
+	struct tlog_tile_reader rd = {0, {{0}}, serve_bytes, &b};
+	struct tlog_hash h[2];
+	int64_t idx[2];
+
+	/* one input in eight: a read is ~50 times the rest of a run */
+	if (size < 16 + TLOG_HASH_LEN || (data[8] & 7))
+		return;
+	rd.size = (int64_t)((uint64_t)data[0] << 16 | (uint64_t)data[1] << 8 |
+	                    data[2])
+	          << (data[3] & 31);
+	idx[0] = (int64_t)(data[4] << 8 | data[5]) << (data[6] & 31);
+	idx[1] = idx[0] + data[7];
+	memcpy(rd.root.b, data + 16, TLOG_HASH_LEN);
+	(void)tlog_tile_read_hashes(h, idx, 2, &rd);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct note_vkey k[sizeof(vkeys) / sizeof(vkeys[0])];
@@ -183,5 +221,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	check_checkpoint(data, size);
 	check_tiles(data, size);
 	check_proofs(data, size);
+	check_tile_reader(data, size);
 	return 0;
 }
