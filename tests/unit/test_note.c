@@ -232,9 +232,14 @@ static void test_open_go(void **state)
 	assert_int_equal(open_s(&n, TEXT "\n" ENOCH_SIG, k + 1, 2), GD_EINVAL);
 	assert_int_equal(open_s(&n, TEXT "\n" PETER_SIG, k, 3), 0);
 	/* 101 signatures */
-	strcpy(msg, TEXT "\n");
-	for (int i = 0; i < 101; i++)
-		strcat(msg, PETER_SIG);
+	{
+		struct buf b = BUF_INIT;
+		buf_puts(&b, TEXT "\n");
+		for (int i = 0; i < 101; i++)
+			buf_puts(&b, PETER_SIG);
+		memcpy(msg, b.p, b.len + 1);
+		buf_free(&b);
+	}
 	assert_int_equal(open_s(&n, msg, k, 1), GD_ETOOBIG);
 	assert_int_equal(open_s(&n, msg, k, 0), GD_ETOOBIG);
 	/* a bad signature by a known key */
