@@ -197,8 +197,7 @@ static int log_key(int argc, char **argv, int i, const char *cfg_path)
 	const char *file = NULL, *site = NULL, *host = NULL;
 	struct config *cfg = NULL;
 	struct opsig_signer sig;
-	struct buf err = BUF_INIT;
-	char vkey[OPSIG_VKEY_MAX];
+	struct buf err = BUF_INIT, vkey = BUF_INIT;
 	int rc;
 
 	for (; i + 1 < argc; i += 2) {
@@ -226,11 +225,12 @@ static int log_key(int argc, char **argv, int i, const char *cfg_path)
 			file ? err.p : "the config has no secret_key");
 		rc = GD_EXIT_USAGE;
 	} else {
-		opsig_vkey_format(vkey, sig.name, sig.pub);
+		opsig_signer_vkey(&vkey, &sig);
 		opsig_signer_wipe(&sig);
-		printf("%s\n", vkey);
+		printf("%s\n", buf_str(&vkey));
 		rc = GD_EXIT_OK;
 	}
+	buf_free(&vkey);
 	buf_free(&err);
 	config_free(&cfg);
 	return rc;

@@ -8,6 +8,7 @@
 #include "config.h"
 #include "err.h"
 #include "opsig.h"
+#include "tlog.h"
 #include "xalloc.h"
 #include "banned.h"
 
@@ -16,22 +17,7 @@ static const char kdf_ctx[crypto_kdf_CONTEXTBYTES] = {'g', 'r', 'a', 'n',
 
 /* ---- keys ------------------------------------------------------------ */
 
-static bool name_ok(const char *name)
-{
-	size_t n = strlen(name);
-
-	if (n == 0 || n > OPSIG_NAME_MAX)
-		return false;
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)name[i];
-		/* signed-note: no Unicode spaces nor '+'; we keep to ASCII */
-		if (c <= ' ' || c >= 0x7f || c == '+')
-			return false;
-	}
-	return true;
-}
-
-int opsig_key_name(char out[OPSIG_NAME_MAX + 1],
+int opsig_key_name(char out[NOTE_NAME_MAX + 1],
                    const char *host,
                    const char *site)
 {
@@ -41,27 +27,10 @@ int opsig_key_name(char out[OPSIG_NAME_MAX + 1],
 
 	if (!h || !*h)
 		h = "localhost";
-	n = snprintf(out, OPSIG_NAME_MAX + 1, "%s/grantd/%s", h, site);
-	if (n < 0 || n > OPSIG_NAME_MAX || !name_ok(out))
+	n = snprintf(out, NOTE_NAME_MAX + 1, "%s/grantd/%s", h, site);
+	if (n < 0 || n > NOTE_NAME_MAX || !note_name_ok(out, (size_t)n))
 		return GD_EINVAL;
 	return 0;
-}
-
-/* The signed-note key hash: the first 4 bytes (big-endian) of
- * SHA-256(name || "\n" || 0x01 || pub). */
-static uint32_t key_id(const char *name, const uint8_t pub[OPSIG_PUB_LEN])
-{
-	crypto_hash_sha256_state st;
-	uint8_t h[crypto_hash_sha256_BYTES];
-	static const uint8_t sep[2] = {'\n', 0x01};
-
-	crypto_hash_sha256_init(&st);
-	crypto_hash_sha256_update(&st, (const uint8_t *)name, strlen(name));
-	crypto_hash_sha256_update(&st, sep, sizeof(sep));
-	crypto_hash_sha256_update(&st, pub, OPSIG_PUB_LEN);
-	crypto_hash_sha256_final(&st, h);
-	return (uint32_t)h[0] << 24 | (uint32_t)h[1] << 16 |
-	       (uint32_t)h[2] << 8 | h[3];
 }
 
 int opsig_signer_init(struct opsig_signer *s,
@@ -69,16 +38,13 @@ int opsig_signer_init(struct opsig_signer *s,
                       const char *name)
 {
 	uint8_t seed[crypto_sign_SEEDBYTES];
+	int rc;
 
-	memset(s, 0, sizeof(*s));
-	if (!name_ok(name))
-		return GD_EINVAL;
-	memcpy(s->name, name, strlen(name) + 1);
 	crypto_kdf_derive_from_key(seed, sizeof(seed), 1, kdf_ctx, curve_sec);
-	crypto_sign_seed_keypair(s->pub, s->sec, seed);
+	rc = note_skey_from_seed(&s->key, name, strlen(name), NOTE_ALG_ED25519,
+	                         seed);
 	sodium_memzero(seed, sizeof(seed));
-	s->key_id = key_id(s->name, s->pub);
-	return 0;
+	return rc < 0 ? GD_EINVAL : 0;
 }
 
 int opsig_signer_load(struct opsig_signer *s,
@@ -88,7 +54,7 @@ int opsig_signer_load(struct opsig_signer *s,
                       struct buf *err)
 {
 	char pub[Z85_KEY_LEN + 1], sec[Z85_KEY_LEN + 1];
-	char name[OPSIG_NAME_MAX + 1];
+	char name[NOTE_NAME_MAX + 1];
 	uint8_t raw[32];
 	int rc;
 
@@ -110,194 +76,45 @@ int opsig_signer_load(struct opsig_signer *s,
 	return rc;
 }
 
+void opsig_signer_vkey(struct buf *out, const struct opsig_signer *s)
+{
+	struct note_vkey v;
+
+	note_skey_vkey(&v, &s->key);
+	note_vkey_format(out, &v);
+}
+
 void opsig_signer_wipe(struct opsig_signer *s)
 {
-	sodium_memzero(s->sec, sizeof(s->sec));
-}
-
-void opsig_vkey_format(char out[OPSIG_VKEY_MAX],
-                       const char *name,
-                       const uint8_t pub[OPSIG_PUB_LEN])
-{
-	uint8_t raw[1 + OPSIG_PUB_LEN] = {0x01};
-	char b64[sodium_base64_ENCODED_LEN(sizeof(raw),
-	                                   sodium_base64_VARIANT_ORIGINAL)];
-
-	memcpy(raw + 1, pub, OPSIG_PUB_LEN);
-	sodium_bin2base64(b64, sizeof(b64), raw, sizeof(raw),
-	                  sodium_base64_VARIANT_ORIGINAL);
-	snprintf(out, OPSIG_VKEY_MAX, "%s+%08x+%s", name,
-	         (unsigned)key_id(name, pub), b64);
-}
-
-int opsig_vkey_parse(const char *s,
-                     char *name,
-                     uint8_t pub[OPSIG_PUB_LEN],
-                     const char **why)
-{
-	const char *p1 = strchr(s, '+'), *p2 = p1 ? strchr(p1 + 1, '+') : NULL;
-	uint8_t raw[1 + OPSIG_PUB_LEN];
-	size_t rawlen = 0, nlen;
-	char hex[9];
-	unsigned long id;
-	char *end;
-
-	*why = "not NAME+HEXID+BASE64 (grantctl log key prints it)";
-	if (!p1 || !p2 || p2 - p1 != 9) /* the base64 may hold a + */
-		return GD_EINVAL;
-	nlen = (size_t)(p1 - s);
-	if (nlen == 0 || nlen > OPSIG_NAME_MAX)
-		return GD_EINVAL;
-	memcpy(name, s, nlen);
-	name[nlen] = '\0';
-	if (!name_ok(name))
-		return GD_EINVAL;
-	memcpy(hex, p1 + 1, 8);
-	hex[8] = '\0';
-	id = strtoul(hex, &end, 16);
-	if (*end || strspn(hex, "0123456789abcdef") != 8)
-		return GD_EINVAL;
-	if (sodium_base642bin(raw, sizeof(raw), p2 + 1, strlen(p2 + 1), NULL,
-	                      &rawlen, NULL,
-	                      sodium_base64_VARIANT_ORIGINAL) != 0 ||
-	    rawlen != sizeof(raw)) {
-		*why = "its key is not 33 bytes of base64";
-		return GD_EINVAL;
-	}
-	if (raw[0] != 0x01) {
-		*why = "not an Ed25519 key (algorithm byte is not 1)";
-		return GD_EINVAL;
-	}
-	memcpy(pub, raw + 1, OPSIG_PUB_LEN);
-	if (key_id(name, pub) != id) {
-		*why = "its key id does not match its name and key";
-		return GD_EINVAL;
-	}
-	*why = NULL;
-	return 0;
-}
-
-/* ---- the batch's Merkle tree (RFC 6962 section 2.1) --------------------- */
-
-void opsig_leaf(uint8_t out[OPSIG_HASH_LEN], const void *op, size_t len)
-{
-	crypto_hash_sha256_state st;
-	static const uint8_t zero = 0x00;
-
-	crypto_hash_sha256_init(&st);
-	crypto_hash_sha256_update(&st, &zero, 1);
-	crypto_hash_sha256_update(&st, op, len);
-	crypto_hash_sha256_final(&st, out);
-}
-
-static void node_hash(uint8_t out[OPSIG_HASH_LEN],
-                      const uint8_t l[OPSIG_HASH_LEN],
-                      const uint8_t r[OPSIG_HASH_LEN])
-{
-	crypto_hash_sha256_state st;
-	static const uint8_t one = 0x01;
-
-	crypto_hash_sha256_init(&st);
-	crypto_hash_sha256_update(&st, &one, 1);
-	crypto_hash_sha256_update(&st, l, OPSIG_HASH_LEN);
-	crypto_hash_sha256_update(&st, r, OPSIG_HASH_LEN);
-	crypto_hash_sha256_final(&st, out);
-}
-
-/* The largest power of two below n (n > 1). */
-static size_t split(size_t n)
-{
-	size_t k = 1;
-
-	while (k << 1 < n)
-		k <<= 1;
-	return k;
-}
-
-/* MTH(leaves[0:n]). */
-static void tree_hash(uint8_t out[OPSIG_HASH_LEN],
-                      const uint8_t (*leaves)[OPSIG_HASH_LEN],
-                      size_t n)
-{
-	uint8_t l[OPSIG_HASH_LEN], r[OPSIG_HASH_LEN];
-	size_t k;
-
-	if (n == 1) {
-		memcpy(out, leaves[0], OPSIG_HASH_LEN);
-		return;
-	}
-	k = split(n);
-	tree_hash(l, leaves, k);
-	tree_hash(r, leaves + k, n - k);
-	node_hash(out, l, r);
-}
-
-/* PATH(m, leaves[0:n]), leaf first, into path (np so far). */
-static void tree_path(uint8_t (*path)[OPSIG_HASH_LEN],
-                      size_t *np,
-                      size_t m,
-                      const uint8_t (*leaves)[OPSIG_HASH_LEN],
-                      size_t n)
-{
-	size_t k;
-
-	if (n == 1)
-		return;
-	k = split(n);
-	if (m < k) {
-		tree_path(path, np, m, leaves, k);
-		tree_hash(path[(*np)++], leaves + k, n - k);
-	} else {
-		tree_path(path, np, m - k, leaves + k, n - k);
-		tree_hash(path[(*np)++], leaves, k);
-	}
-}
-
-/* The root that (index, count, leaf, path) make (RFC 9162 2.1.3.2);
- * false when the path has the wrong length for them. */
-static bool root_from_path(uint8_t root[OPSIG_HASH_LEN],
-                           uint64_t index,
-                           uint64_t count,
-                           const uint8_t leaf[OPSIG_HASH_LEN],
-                           ProtobufCBinaryData *path,
-                           size_t np)
-{
-	uint64_t fn = index, sn = count - 1;
-	uint8_t r[OPSIG_HASH_LEN];
-
-	memcpy(r, leaf, OPSIG_HASH_LEN);
-	for (size_t i = 0; i < np; i++) {
-		if (sn == 0)
-			return false;
-		if ((fn & 1) || fn == sn) {
-			node_hash(r, path[i].data, r);
-			while (!(fn & 1) && fn != 0) {
-				fn >>= 1;
-				sn >>= 1;
-			}
-		} else {
-			node_hash(r, r, path[i].data);
-		}
-		fn >>= 1;
-		sn >>= 1;
-	}
-	if (sn != 0)
-		return false;
-	memcpy(root, r, OPSIG_HASH_LEN);
-	return true;
+	note_skey_wipe(&s->key);
 }
 
 /* ---- signing --------------------------------------------------------- */
 
-static void root_sign(uint8_t sig[OPSIG_SIG_LEN],
-                      const struct opsig_signer *s,
-                      const uint8_t root[OPSIG_HASH_LEN])
-{
-	uint8_t msg[sizeof(OPSIG_DOMAIN) - 1 + OPSIG_HASH_LEN];
+/* The batch's tree, held whole: tlog's table of stored hashes. */
+struct table {
+	struct tlog_hash *h;
+	size_t n, cap;
+};
 
+static int
+table_read(struct tlog_hash *out, const int64_t *idx, size_t n, void *payload)
+{
+	const struct table *t = payload;
+
+	for (size_t i = 0; i < n; i++) {
+		GD_ASSERT(idx[i] >= 0 && (size_t)idx[i] < t->n);
+		out[i] = t->h[idx[i]];
+	}
+	return 0;
+}
+
+/* The signed message: the domain, then the root. */
+static void root_msg(uint8_t msg[sizeof(OPSIG_DOMAIN) - 1 + OPSIG_HASH_LEN],
+                     const struct tlog_hash *root)
+{
 	memcpy(msg, OPSIG_DOMAIN, sizeof(OPSIG_DOMAIN) - 1);
-	memcpy(msg + sizeof(OPSIG_DOMAIN) - 1, root, OPSIG_HASH_LEN);
-	crypto_sign_detached(sig, NULL, msg, sizeof(msg), s->sec);
+	memcpy(msg + sizeof(OPSIG_DOMAIN) - 1, root->b, OPSIG_HASH_LEN);
 }
 
 static void put_varint(struct buf *b, uint64_t v)
@@ -323,39 +140,65 @@ static void append_sig(struct buf *op, const Grantd__V1__OpSig *m)
 	grantd__v1__op_sig__pack(m, buf_extend(op, n));
 }
 
+/* The batch's table of stored hashes, and its root. */
+static void build_tree(struct table *t,
+                       struct tlog_hash *root,
+                       struct buf *const *ops,
+                       size_t n)
+{
+	struct tlog_hash leaf, add[TLOG_MAX_STORED];
+	size_t nadd;
+	int rc;
+
+	for (size_t i = 0; i < n; i++) {
+		tlog_leaf_hash(&leaf, ops[i]->p, ops[i]->len);
+		rc = tlog_stored_hashes(add, &nadd, (int64_t)i, &leaf,
+		                        table_read, t);
+		GD_ASSERT(rc == 0);
+		GD_GROW(t->h, t->cap, t->n + nadd);
+		memcpy(t->h + t->n, add, nadd * sizeof(*add));
+		t->n += nadd;
+	}
+	rc = tlog_tree_hash(root, (int64_t)n, table_read, t);
+	GD_ASSERT(rc == 0);
+}
+
 int opsig_sign_batch(const struct opsig_signer *s,
                      struct buf *const *ops,
                      size_t n)
 {
-	uint8_t(*leaves)[OPSIG_HASH_LEN];
-	uint8_t path[OPSIG_MAX_PATH][OPSIG_HASH_LEN];
-	ProtobufCBinaryData pb[OPSIG_MAX_PATH];
-	uint8_t root[OPSIG_HASH_LEN], sig[OPSIG_SIG_LEN];
+	struct table t = {0};
+	struct tlog_hash root, proof[TLOG_MAX_PROOF];
+	ProtobufCBinaryData pb[TLOG_MAX_PROOF];
+	uint8_t msg[sizeof(OPSIG_DOMAIN) - 1 + OPSIG_HASH_LEN];
+	uint8_t sig[OPSIG_SIG_LEN];
 	Grantd__V1__OpSig m = GRANTD__V1__OP_SIG__INIT;
 
 	if (n == 0 || n > OPSIG_MAX_BATCH)
 		return GD_EINVAL;
-	leaves = xreallocarray(NULL, n, sizeof(*leaves));
-	for (size_t i = 0; i < n; i++)
-		opsig_leaf(leaves[i], ops[i]->p, ops[i]->len);
-	tree_hash(root, (const uint8_t(*)[OPSIG_HASH_LEN])leaves, n);
-	root_sign(sig, s, root);
+	build_tree(&t, &root, ops, n);
+	root_msg(msg, &root);
+	crypto_sign_detached(sig, NULL, msg, sizeof(msg), s->key.sk);
 	m.sig = (ProtobufCBinaryData){OPSIG_SIG_LEN, sig};
 	m.has_sig = 1;
+	m.root = (ProtobufCBinaryData){OPSIG_HASH_LEN, root.b};
+	m.has_root = 1;
 	m.count = (uint32_t)n, m.has_count = 1;
 	m.has_index = 1;
 	m.path = pb;
 	for (size_t i = 0; i < n; i++) {
 		size_t np = 0;
-		tree_path(path, &np, i,
-		          (const uint8_t(*)[OPSIG_HASH_LEN])leaves, n);
+		int rc = tlog_prove_record(proof, &np, (int64_t)n, (int64_t)i,
+		                           table_read, &t);
+		GD_ASSERT(rc == 0);
 		for (size_t j = 0; j < np; j++)
-			pb[j] = (ProtobufCBinaryData){OPSIG_HASH_LEN, path[j]};
+			pb[j] = (ProtobufCBinaryData){OPSIG_HASH_LEN,
+			                              proof[j].b};
 		m.n_path = np;
 		m.index = (uint32_t)i;
 		append_sig(ops[i], &m);
 	}
-	free(leaves);
+	free(t.h);
 	return 0;
 }
 
@@ -415,30 +258,28 @@ static int peer_keys(struct opsig_verifier *v,
                      const struct opsig_signer *own,
                      const char **why)
 {
-	char name[OPSIG_NAME_MAX + 1], one[OPSIG_VKEY_MAX];
-	uint8_t pub[OPSIG_PUB_LEN];
+	struct note_vkey k;
 	const char *s = p->verifier_key;
 	size_t n;
 
 	while (*(s += strspn(s, " \t"))) {
 		n = strcspn(s, " \t");
 		*why = "not NAME+HEXID+BASE64 (grantctl log key prints it)";
-		if (n >= sizeof(one))
+		if (note_vkey_parse(&k, s, n) < 0)
 			return GD_EINVAL;
-		memcpy(one, s, n);
-		one[n] = '\0';
 		s += n;
-		if (opsig_vkey_parse(one, name, pub, why) < 0)
+		*why = "not an Ed25519 signing key (algorithm 1)";
+		if (k.alg != NOTE_ALG_ED25519)
 			return GD_EINVAL;
 		*why = "it names another site (want HOST/grantd/SITE of this "
 		       "[peer]: grantctl log key at that site prints it)";
-		if (!names_site(name, p->site))
+		if (!names_site(k.name, p->site))
 			return GD_EINVAL;
 		*why = "it is this node's own key";
-		if (!memcmp(pub, own->pub, OPSIG_PUB_LEN))
+		if (!memcmp(k.pub, own->key.pub, OPSIG_PUB_LEN))
 			return GD_EINVAL;
 		*why = "too many keys";
-		if (opsig_verifier_add(v, p->site, pub) < 0)
+		if (opsig_verifier_add(v, p->site, k.pub) < 0)
 			return GD_EINVAL;
 	}
 	return 0;
@@ -460,7 +301,7 @@ int opsig_config_keys(struct opsig_verifier *v,
 			return GD_EINVAL;
 		}
 	}
-	return opsig_verifier_add(v, c->site, own->pub);
+	return opsig_verifier_add(v, c->site, own->key.pub);
 }
 
 bool opsig_verifier_has(const struct opsig_verifier *v, const char *origin)
@@ -493,9 +334,10 @@ static void remember(struct opsig_verifier *v,
 
 static bool sig_shape_ok(const Grantd__V1__OpSig *m)
 {
-	if (!m->has_sig || m->sig.len != OPSIG_SIG_LEN || !m->has_count ||
-	    !m->has_index || m->count == 0 || m->count > OPSIG_MAX_BATCH ||
-	    m->index >= m->count || m->n_path > OPSIG_MAX_PATH)
+	if (!m->has_sig || m->sig.len != OPSIG_SIG_LEN || !m->has_root ||
+	    m->root.len != OPSIG_HASH_LEN || !m->has_count || !m->has_index ||
+	    m->count == 0 || m->count > OPSIG_MAX_BATCH ||
+	    m->index >= m->count || m->n_path > TLOG_MAX_PROOF)
 		return false;
 	for (size_t i = 0; i < m->n_path; i++)
 		if (m->path[i].len != OPSIG_HASH_LEN)
@@ -504,7 +346,7 @@ static bool sig_shape_ok(const Grantd__V1__OpSig *m)
 }
 
 /* The leaf hash of op packed without its signature. */
-static void op_leaf(uint8_t out[OPSIG_HASH_LEN], const Grantd__V1__Op *op)
+static void op_leaf(struct tlog_hash *out, const Grantd__V1__Op *op)
 {
 	Grantd__V1__Op bare = *op;
 	struct buf b = BUF_INIT;
@@ -513,30 +355,42 @@ static void op_leaf(uint8_t out[OPSIG_HASH_LEN], const Grantd__V1__Op *op)
 	bare.sig = NULL;
 	n = grantd__v1__op__get_packed_size(&bare);
 	grantd__v1__op__pack(&bare, buf_extend(&b, n));
-	opsig_leaf(out, b.p, b.len);
+	tlog_leaf_hash(out, b.p, b.len);
 	sodium_memzero(b.p, b.len); /* an enrollment's secret */
 	buf_free(&b);
+}
+
+/* Does m's proof put leaf at m->index of the tree m->root? */
+static bool proof_ok(const Grantd__V1__OpSig *m,
+                     const struct tlog_hash *leaf,
+                     const struct tlog_hash *root)
+{
+	struct tlog_hash proof[TLOG_MAX_PROOF];
+
+	for (size_t i = 0; i < m->n_path; i++)
+		memcpy(proof[i].b, m->path[i].data, OPSIG_HASH_LEN);
+	return tlog_check_record(proof, m->n_path, m->count, root, m->index,
+	                         leaf) == 0;
 }
 
 /* Did the key at keys[at] sign root (a root checked before counts)? */
 static bool root_signed(struct opsig_verifier *v,
                         size_t at,
-                        const uint8_t root[OPSIG_HASH_LEN],
+                        const struct tlog_hash *root,
                         const uint8_t sig[OPSIG_SIG_LEN])
 {
 	uint8_t msg[sizeof(OPSIG_DOMAIN) - 1 + OPSIG_HASH_LEN];
 
-	if (cached(v, at, root)) {
+	if (cached(v, at, root->b)) {
 		v->cache_hits++;
 		return true;
 	}
-	memcpy(msg, OPSIG_DOMAIN, sizeof(OPSIG_DOMAIN) - 1);
-	memcpy(msg + sizeof(OPSIG_DOMAIN) - 1, root, OPSIG_HASH_LEN);
+	root_msg(msg, root);
 	v->verifies++;
 	if (crypto_sign_verify_detached(sig, msg, sizeof(msg),
 	                                v->keys[at].pub) != 0)
 		return false;
-	remember(v, at, root);
+	remember(v, at, root->b);
 	return true;
 }
 
@@ -545,7 +399,7 @@ enum opsig_verdict opsig_verify(struct opsig_verifier *v,
                                 struct buf *why)
 {
 	const Grantd__V1__OpSig *m = op->sig;
-	uint8_t leaf[OPSIG_HASH_LEN], root[OPSIG_HASH_LEN];
+	struct tlog_hash leaf, root;
 	enum opsig_verdict d;
 	size_t at = 0;
 
@@ -555,16 +409,18 @@ enum opsig_verdict opsig_verify(struct opsig_verifier *v,
 		d = OPSIG_MISSING;
 		goto refused;
 	}
-	op_leaf(leaf, op);
-	if (!sig_shape_ok(m) || !root_from_path(root, m->index, m->count, leaf,
-	                                        m->path, m->n_path)) {
+	if (!sig_shape_ok(m)) {
 		d = OPSIG_MALFORMED;
 		goto refused;
 	}
-	for (; key_of(v, op->origin, &at); at++)
-		if (root_signed(v, at, root, m->sig.data))
-			return OPSIG_OK;
+	op_leaf(&leaf, op);
+	memcpy(root.b, m->root.data, OPSIG_HASH_LEN);
 	d = OPSIG_BAD;
+	if (!proof_ok(m, &leaf, &root))
+		goto refused;
+	for (; key_of(v, op->origin, &at); at++)
+		if (root_signed(v, at, &root, m->sig.data))
+			return OPSIG_OK;
 refused:
 	if (why)
 		buf_printf(why, "%s (origin %s)", opsig_verdict_text(d),

@@ -13,19 +13,19 @@
  * working, a key rotation rotates both, and no scalar serves two
  * algorithms (the KDF output is independent of the X25519 key).  Peers
  * know it by its verifier key in the C2SP signed-note form
- * NAME+HEXID+BASE64 ([peer] verifier_key; `grantctl keygen` and `grantctl
- * log key` print it), NAME being HOST/grantd/SITE, the site's log origin.
+ * NAME+HEXID+BASE64 (note.h; [peer] verifier_key; `grantctl log key`
+ * prints it), NAME being HOST/grantd/SITE, the site's log origin.
  *
  * The signature.  The writer commits operations in batches (group
  * commit); signing each one would cost the writer 25 us an operation and
  * every peer 60 us to check.  So one signature covers a batch: the
  * operations' bytes (each packed without its signature) are the leaves of
- * an RFC 6962 Merkle tree, the origin signs
+ * an RFC 6962 Merkle tree (tlog.h), the origin signs
  *     "grantd op batch v1\n" || root
- * once, and each operation carries OpSig: the signature, its index, the
- * batch's size and its inclusion path.  Each operation stays checkable
- * alone (relayed, in a range, in a mirror's feed, long after), and a
- * receiver that has checked a root once checks the batch's other
+ * once, and each operation carries OpSig: the signature, the root, its
+ * index, the batch's size and its inclusion proof.  Each operation stays
+ * checkable alone (relayed, in a range, in a mirror's feed, long after),
+ * and a receiver that has checked a root once checks the batch's other
  * operations with hashes only (opsig_verifier keeps the last roots).
  *
  * The bytes signed are the packed Op without field 30; a receiver packs
@@ -46,29 +46,24 @@
 
 #include "buf.h"
 #include "grantd.pb-c.h"
+#include "note.h"
 
 #define OPSIG_HASH_LEN  32
-#define OPSIG_PUB_LEN   32
+#define OPSIG_PUB_LEN   NOTE_PUB_LEN
 #define OPSIG_SIG_LEN   64
-#define OPSIG_MAX_PATH  32 /* a batch of at most 2^32 operations */
 #define OPSIG_MAX_BATCH 65536 /* operations one signature covers */
-#define OPSIG_NAME_MAX  200
-/* NAME+8 hex+base64 of 33 bytes (44) */
-#define OPSIG_VKEY_MAX (OPSIG_NAME_MAX + 1 + 8 + 1 + 44 + 1)
-#define OPSIG_DOMAIN   "grantd op batch v1\n"
+#define OPSIG_DOMAIN    "grantd op batch v1\n"
 
-/* This site's signing key, derived from its CURVE secret. */
+/* This site's signing key, derived from its CURVE secret: a signed-note
+ * Ed25519 key named HOST/grantd/SITE. */
 struct opsig_signer {
-	char name[OPSIG_NAME_MAX + 1]; /* HOST/grantd/SITE */
-	uint8_t pub[OPSIG_PUB_LEN];
-	uint8_t sec[64]; /* libsodium's: seed || pub */
-	uint32_t key_id; /* the note key hash (HEXID) */
+	struct note_skey key;
 };
 
 /* The key name of site: "HOST/grantd/SITE", HOST being [node] host
  * without a "USER@" (NULL or empty: "localhost").  Returns 0, or
- * GD_EINVAL when it would not fit or has a space or '+'. */
-int opsig_key_name(char out[OPSIG_NAME_MAX + 1],
+ * GD_EINVAL when it would not fit or is no key name (note_name_ok). */
+int opsig_key_name(char out[NOTE_NAME_MAX + 1],
                    const char *host,
                    const char *site);
 
@@ -87,31 +82,17 @@ int opsig_signer_load(struct opsig_signer *s,
                       const char *site,
                       struct buf *err);
 
+/* s's verifier key, NAME+HEXID+BASE64, appended to out. */
+void opsig_signer_vkey(struct buf *out, const struct opsig_signer *s);
+
 /* Wipe the secret half. */
 void opsig_signer_wipe(struct opsig_signer *s);
 
-/* The verifier key NAME+HEXID+BASE64 of (name, pub). */
-void opsig_vkey_format(char out[OPSIG_VKEY_MAX],
-                       const char *name,
-                       const uint8_t pub[OPSIG_PUB_LEN]);
-
-/* Parse a verifier key string: its name (out, at least OPSIG_NAME_MAX + 1
- * bytes) and public key.  Returns 0, or GD_EINVAL with *why (static text)
- * for a string that is not one (a wrong HEXID included). */
-int opsig_vkey_parse(const char *s,
-                     char *name,
-                     uint8_t pub[OPSIG_PUB_LEN],
-                     const char **why);
-
-/* RFC 6962's leaf hash of an operation's bytes (packed without field
- * 30): SHA-256(0x00 || bytes). */
-void opsig_leaf(uint8_t out[OPSIG_HASH_LEN], const void *op, size_t len);
-
 /*
- * Sign a batch of n operations (1 <= n <= OPSIG_MAX_BATCH) given their
- * leaf hashes, and append to each op's packed bytes its field 30: for
- * i < n, ops[i] (a buf holding the packed Op without a signature) gets
- * the OpSig of index i.  Returns 0 or GD_EINVAL (n out of range).
+ * Sign a batch of n operations (1 <= n <= OPSIG_MAX_BATCH) and append to
+ * each op's packed bytes its field 30: for i < n, ops[i] (a buf holding
+ * the packed Op without a signature) gets the OpSig of index i.  Returns
+ * 0 or GD_EINVAL (n out of range).
  */
 int opsig_sign_batch(const struct opsig_signer *s,
                      struct buf *const *ops,
@@ -153,9 +134,8 @@ int opsig_verifier_add(struct opsig_verifier *v,
 
 /* Fill v from c: every [peer]'s verifier_key (one key or several,
  * blank-separated, each named HOST/grantd/SITE of that peer's section)
- * and own, this site's key.
- * Returns 0, or GD_EINVAL with "PATH:LINE: [peer X] verifier_key: why" in
- * err. */
+ * and own, this site's key.  Returns 0, or GD_EINVAL with "PATH:LINE:
+ * [peer X] verifier_key: why" in err. */
 struct config;
 int opsig_config_keys(struct opsig_verifier *v,
                       const struct config *c,
@@ -170,10 +150,10 @@ enum opsig_verdict {
 	OPSIG_NO_KEY, /* no key for its origin: not checked */
 	OPSIG_MISSING, /* a key is known but the operation is unsigned */
 	OPSIG_MALFORMED, /* OpSig out of bounds */
-	OPSIG_BAD, /* the signature does not verify */
+	OPSIG_BAD, /* the proof or the signature does not verify */
 };
 
-/* Check op's signature against its origin's key.  The verdict; why (NULL
+/* Check op's signature against its origin's keys.  The verdict; why (NULL
  * is fine) gets a few words for a refusal. */
 enum opsig_verdict opsig_verify(struct opsig_verifier *v,
                                 const Grantd__V1__Op *op,

@@ -134,7 +134,7 @@ load_keys(struct node *n, uint8_t seal[STORE_SEAL_KEY_LEN], struct buf *err)
 		           keyfile);
 		rc = GD_EINVAL;
 	} else {
-		char name[OPSIG_NAME_MAX + 1];
+		char name[NOTE_NAME_MAX + 1];
 		store_seal_key(seal, raw);
 		if (opsig_key_name(name, n->cfg->host, n->cfg->site) < 0 ||
 		    opsig_signer_init(&n->signer, raw, name) < 0) {

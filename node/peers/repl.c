@@ -72,7 +72,7 @@ void repl_set_verifier(struct repl *r, const struct opsig_verifier *v)
  * dropped and counted (DROP_SIGNATURE); one whose origin has no key here
  * is taken, and counted as unchecked. */
 static bool signed_by_origin(struct repl *r, struct repl_peer *p,
-                             const Grantd__V1__Op *op)
+                             const Grantd__V1__Op *op, uint64_t now_ms)
 {
 	struct buf why = BUF_INIT;
 	enum opsig_verdict d = opsig_verify(&r->verifier, op, &why);
@@ -87,6 +87,9 @@ static bool signed_by_origin(struct repl *r, struct repl_peer *p,
 	                 p->cfg->site, op->origin,
 	                 (unsigned long long)op->seq, why.p);
 	buf_free(&why);
+	/* as for any refused operation: no range from p for a while, or a
+	 * peer serving what is refused would be asked again at once */
+	repl_back_off(p, now_ms);
 	return false;
 }
 
@@ -124,7 +127,7 @@ void repl_apply_op(struct repl *r,
 		return;
 	}
 	buf_free(&why);
-	if (!signed_by_origin(r, p, op))
+	if (!signed_by_origin(r, p, op, now_ms))
 		return;
 	if (r->cfg->role == CONFIG_ROLE_MIRROR && !ops_mirror_visible(op)) {
 		/* a frontend must send a mirror no such body (mirror_ops

@@ -125,7 +125,7 @@ peers, for tests/integration/test_repl_security.sh.  Needs python3-zmq.
                  never made
       Every operation of SITE's own (pushlog) is signed with SITE's key, as
       a dishonest site that holds it would (a batch of one: OpSig{sig,
-      index 0, count 1}); the key is derived from KEYFILE's CURVE secret as
+      index 0, count 1, root}); the key is derived from KEYFILE's CURVE secret as
       grantd derives it.
       Prints one JSON object per line: {"event": "start", ...} first, each
       request received ({"event": "range_req" | "snap_req", ...}), and
@@ -214,7 +214,7 @@ def op_signer(keyfile):
         root = hashlib.sha256(b"\x00" + op).digest()
         sig = key.sign(b"grantd op batch v1\n" + root)
         return op + field_bytes(30, field_bytes(1, sig) + field_varint(2, 0) +
-                                field_varint(3, 1))
+                                field_varint(3, 1) + field_bytes(5, root))
     return sign, pub
 
 
@@ -392,7 +392,8 @@ def rogue_git(ctx, mode, publish, sync, keyfile, site, repo, ref, gitdir, secs):
     op = (field_bytes(1, site) + field_varint(2, epoch) + field_varint(3, 1) +
           field_varint(4, hlc) +
           field_bytes(17, field_bytes(1, repo) + field_bytes(2, change)))
-    ops = [op]  # what has been published, seq 1 ...
+    sign, _ = op_signer(keyfile)  # its own operations: signed, as SITE's
+    ops = [sign(op)]  # what has been published, seq 1 ...
 
     def heartbeat():
         now = int(time.time() * 1000) << 16
@@ -516,11 +517,11 @@ def rogue_git(ctx, mode, publish, sync, keyfile, site, repo, ref, gitdir, secs):
                 if phase[0] == 1:
                     change2 = (field_bytes(1, smuggled_ref) + field_bytes(2, zeros) +
                                field_bytes(3, xtip))
-                    ops.append(field_bytes(1, site) + field_varint(2, epoch) +
-                               field_varint(3, 2) +
-                               field_varint(4, int(time.time() * 1000) << 16) +
-                               field_bytes(17, field_bytes(1, repo) +
-                                           field_bytes(2, change2)))
+                    ops.append(sign(field_bytes(1, site) + field_varint(2, epoch) +
+                                    field_varint(3, 2) +
+                                    field_varint(4, int(time.time() * 1000) << 16) +
+                                    field_bytes(17, field_bytes(1, repo) +
+                                                field_bytes(2, change2))))
                 log("phase", phase=phase[0], ops=len(ops))
                 next_pub = 0.0
             t = time.monotonic()

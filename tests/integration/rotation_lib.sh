@@ -47,15 +47,22 @@ set_key() {
 		vkey=$(t_c "$1" log key --key-file "$4" --site paloalto) || return 1
 	fi
 	python3 - "$(t_dir "$1")/grantd.conf" "$2" "$3" "$vkey" <<'PY'
-import re, sys
+import sys
 path, old, new, vkey = sys.argv[1:]
 text = open(path).read()
 assert text.count("public_key = %s\n" % old) == 1
 text = text.replace("public_key = %s\n" % old, "public_key = %s\n" % new)
 if vkey:
-    sec = re.search(r"\[peer paloalto\]\n(?:[^\[]*\n)?verifier_key = (.*)\n", text)
-    assert sec, "no verifier_key in [peer paloalto]"
-    text = text[:sec.start(1)] + vkey + " " + sec.group(1) + text[sec.end(1):]
+    # (a Z85 key may hold "[": sections are found by line, not by regex)
+    lines, sec, n = text.splitlines(True), None, 0
+    for i, line in enumerate(lines):
+        if line.startswith("["):
+            sec = line.strip()
+        if sec == "[peer paloalto]" and line.startswith("verifier_key = "):
+            lines[i] = "verifier_key = %s %s\n" % (vkey, line[len("verifier_key = "):].strip())
+            n += 1
+    assert n == 1, "no verifier_key in [peer paloalto]"
+    text = "".join(lines)
 open(path, "w").write(text)
 PY
 }

@@ -35,7 +35,7 @@ t_eq "grantctl --config F st TAB" "$(comp _grantctl "$G" --config /x st)" "statu
 t_eq "grantctl user TAB" "$(comp _grantctl "$G" user "")" "add del key-del keys list"
 t_eq "grantctl repo a TAB" "$(comp _grantctl "$G" repo a)" "add"
 t_eq "grantctl import TAB" "$(comp _grantctl "$G" import "")" "gitolite-2fa gitolite-keydir"
-t_eq "grantctl log TAB" "$(comp _grantctl "$G" log "")" "verify"
+t_eq "grantctl log TAB" "$(comp _grantctl "$G" log "")" "key verify"
 opts=$(comp _grantctl "$G" enroll alice --)
 for o in --totp --hotp --secret-file --secret --allow-short-secret --digits --counter --period; do
 	t_has "grantctl enroll alice -- offers $o" " $opts " " $o "

@@ -14,6 +14,25 @@ t_section "paloalto's [peer montreal] renamed [peer montreal-x]"
 t_stop paloalto
 sed -i 's/^\[peer montreal\]$/[peer montreal-x]/' "$PA/grantd.conf"
 t_check "the section is renamed" grep -qx '\[peer montreal-x\]' "$PA/grantd.conf"
+# its verifier key names montreal: refused at start, naming the section
+t_expect 2 "grantd -t refuses the section's verifier_key" "$GD_BIN/grantd" -t --config "$PA/grantd.conf"
+t_has "... saying it names another site" "$ERR" "[peer montreal-x] verifier_key: it names another site"
+# without it (taken unchecked), the node starts and says what the sender
+# calls itself
+python3 - "$PA/grantd.conf" <<'PY'
+import sys
+p = sys.argv[1]
+out, sec, n = [], None, 0
+for line in open(p).read().splitlines(True):
+    if line.startswith("["):
+        sec = line.strip()
+    if sec == "[peer montreal-x]" and line.startswith("verifier_key = "):
+        n += 1
+        continue
+    out.append(line)
+assert n == 1
+open(p, "w").write("".join(out))
+PY
 t_start paloalto
 SAYS="it calls itself 'montreal' (is [peer montreal-x] misnamed?)"
 # logged N: paloalto's log names the sender at least N times

@@ -2089,7 +2089,7 @@ static void test_local(void **state)
 	assert_int_equal(opsig_signer_init(&key, curve, "h/grantd/node0"), 0);
 	ops_set_signer(n->o, &key);
 	opsig_verifier_init(&v);
-	assert_int_equal(opsig_verifier_add(&v, "node0", key.pub), 0);
+	assert_int_equal(opsig_verifier_add(&v, "node0", key.key.pub), 0);
 	store_batch_new(&b, n->s);
 	op_user(&t[0], "ignored", 99, 0, "judy", "k");
 	assert_int_equal(ops_local(n->o, b, &t[0].op), 0);
