@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "connect.h"
 #include "crashpoint.h"
 #include "err.h"
 #include "gitproc.h"
@@ -416,8 +417,9 @@ static void fetch_done(struct packfetch *pf, bool ok)
 	f->active = false;
 }
 
-/* The whole pack is indexed in the quarantine: check it, move it in. */
-static void fetch_finish(struct packfetch *pf)
+/* The whole pack is indexed in the quarantine: check it (unless libgit2
+ * indexed it, and connect_pack has: checked), move it in. */
+static void fetch_finish(struct packfetch *pf, bool checked)
 {
 	struct fetch *f = &pf->f;
 	struct buf path = BUF_INIT;
@@ -425,7 +427,8 @@ static void fetch_finish(struct packfetch *pf)
 	git_odb *odb = NULL;
 
 	gitio_path(pf->io, &path, f->repo);
-	if (!gitproc_connected(path.p, f->qdir.p, f->wants, f->nwants)) {
+	if (!checked &&
+	    !gitproc_connected(path.p, f->qdir.p, f->wants, f->nwants)) {
 		buf_free(&path);
 		fetch_failed_peer(pf, "pack does not connect the new tips");
 		return;
@@ -488,8 +491,10 @@ static int indexer_start(struct packfetch *pf)
 
 /* The whole pack is held (HOLD_MAX bytes at most: a push of a few
  * commits): libgit2 indexes it in-process, faster than starting
- * index-pack for a small pack (docs/git-replication.md).  Returns 0, or
- * GD_EIO with libgit2's reason in why. */
+ * index-pack for a small pack (docs/git-replication.md), and
+ * connect_pack checks it connects, faster than starting rev-list.
+ * Returns 0, or GD_EIO with libgit2's reason in why, or GD_EPROTO (not
+ * connected) with what lacks what. */
 static int index_held(struct packfetch *pf, char *why, size_t n)
 {
 	struct fetch *f = &pf->f;
@@ -511,10 +516,12 @@ static int index_held(struct packfetch *pf, char *why, size_t n)
 	    git_odb_write_pack(&wp, odb, NULL, NULL) < 0 ||
 	    (f->held.len &&
 	     wp->append(wp, f->held.p, f->held.len, &prog) < 0) ||
-	    wp->commit(wp, &prog) < 0) {
+	    wp->commit(wp, &prog) < 0 || be->refresh(be) < 0) {
 		snprintf(why, n, "%s", gitproc_why());
 		rc = GD_EIO;
 	}
+	if (rc == 0)
+		rc = connect_pack(odb, be, f->wants, f->nwants, why, n);
 	if (wp)
 		wp->free(wp);
 	git_odb_free(odb);
@@ -562,9 +569,16 @@ static void fetch_chunk(struct packfetch *pf, const Grantd__V1__PackChunk *c)
 		gitio_send(pf->io, pf->dealer[f->peer], &m);
 		return;
 	}
-	if (f->ipid <= 0) {
-		char why[512];
-		if (index_held(pf, why, sizeof(why)) < 0) {
+	bool held = f->ipid <= 0; /* libgit2's, checked by connect_pack */
+	if (held) {
+		char why[512], not[600];
+		int rc = index_held(pf, why, sizeof(why));
+		if (rc == GD_EPROTO) {
+			snprintf(not, sizeof(not),
+			         "pack does not connect the new tips: %s", why);
+			fetch_failed_peer(pf, not);
+			return;
+		} else if (rc < 0) {
 			fetch_failed_peer(pf, why);
 			return;
 		}
@@ -572,7 +586,7 @@ static void fetch_chunk(struct packfetch *pf, const Grantd__V1__PackChunk *c)
 		indexer_failed(pf);
 		return;
 	}
-	fetch_finish(pf);
+	fetch_finish(pf, held);
 }
 
 enum packfetch_verdict
