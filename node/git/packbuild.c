@@ -24,7 +24,7 @@ struct walk {
 	git_repository *repo;
 	git_odb *odb;
 	git_packbuilder *pb;
-	const git_oid *haves;
+	git_oid *haves; /* and the commits tag haves peel to */
 	size_t nhaves;
 	git_oid commits[PACKBUILD_COMMITS_MAX]; /* the new ones, found */
 	size_t ncommits;
@@ -99,6 +99,28 @@ static int want(struct walk *w, const git_oid *id)
 		return rc;
 	}
 	return GD_ETOOBIG;
+}
+
+/* The haves, and the commit each tag among them peels to (a tip under
+ * refs/tags/ is mostly a tag): what the walk stops at. */
+static void haves_peeled(struct walk *w, const git_oid *haves, size_t n)
+{
+	w->haves = xcalloc(2 * n + 1, sizeof(*w->haves));
+	for (size_t i = 0; i < n; i++) {
+		size_t len;
+		git_object_t type;
+		git_object *o, *c;
+		git_oid_cpy(&w->haves[w->nhaves++], &haves[i]);
+		if (git_odb_read_header(&len, &type, w->odb, &haves[i]) < 0 ||
+		    type != GIT_OBJECT_TAG ||
+		    git_object_lookup(&o, w->repo, &haves[i], type) < 0)
+			continue;
+		if (git_object_peel(&c, o, GIT_OBJECT_COMMIT) == 0) {
+			git_oid_cpy(&w->haves[w->nhaves++], git_object_id(c));
+			git_object_free(c);
+		}
+		git_object_free(o);
+	}
 }
 
 /* The new commits: from the wants down to the haves, breadth first,
@@ -236,13 +258,12 @@ int packbuild_small(struct buf *out,
 
 	buf_reset(out);
 	w->repo = repo;
-	w->haves = haves;
-	w->nhaves = nhaves;
 	if (git_repository_odb(&w->odb, repo) < 0 ||
 	    git_packbuilder_new(&w->pb, repo) < 0) {
 		rc = GD_EIO;
 		goto out;
 	}
+	haves_peeled(w, haves, nhaves);
 	for (size_t i = 0; rc == 0 && i < nwants; i++)
 		rc = want(w, &wants[i]);
 	if (rc == 0)
@@ -257,6 +278,7 @@ out:
 	git_buf_dispose(&pack);
 	git_packbuilder_free(w->pb);
 	git_odb_free(w->odb);
+	free(w->haves);
 	free(w);
 	return rc;
 }
