@@ -97,12 +97,13 @@ int connect_pack(git_odb *all,
 		git_oid id;
 		if (git_oid_fromstr(&id, wants[i]) < 0 ||
 		    !git_odb_exists(all, &id)) {
-			snprintf(why, n, "tip %s in neither pack nor repository",
+			snprintf(why, n,
+			         "tip %s in neither pack nor repository",
 			         wants[i]);
 			rc = GD_EPROTO;
 		}
 	}
-	if (rc == 0 && (q->foreach(q, collect, &ids) < 0 ||
+	if (rc == 0 && (q->foreach (q, collect, &ids) < 0 ||
 	                git_repository_wrap_odb(&repo, all) < 0)) {
 		snprintf(why, n, "%s", gitproc_why());
 		rc = GD_EIO;

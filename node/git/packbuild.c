@@ -53,9 +53,9 @@ static int add(struct walk *w, const git_oid *id, const char *name, bool blob)
 	}
 	if (git_packbuilder_insert(w->pb, id, name) < 0)
 		return GD_EIO;
-	return git_packbuilder_object_count(w->pb) > PACKBUILD_OBJECTS_MAX ?
-	               GD_ETOOBIG :
-	               0;
+	return git_packbuilder_object_count(w->pb) > PACKBUILD_OBJECTS_MAX
+	               ? GD_ETOOBIG
+	               : 0;
 }
 
 /* A commit to walk from, unless it is a have or already found. */

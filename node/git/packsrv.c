@@ -126,9 +126,9 @@ static int stream_begin(struct stream *s,
                         size_t nhave,
                         const struct buf *in)
 {
-	static const char *const args[] = { "pack-objects", "--revs", "--thin",
-					    "--stdout", "-q",
-					    "--delta-base-offset", NULL };
+	static const char *const args[] = {
+	        "pack-objects",        "--revs", "--thin", "--stdout", "-q",
+	        "--delta-base-offset", NULL};
 	struct gitproc_cmd c = GITPROC_CMD_INIT;
 	int rc = packbuild_small(&s->mem, repo, want, nwant, have, nhave);
 
@@ -189,27 +189,28 @@ void packsrv_request(struct packsrv *ps,
 	if ((why = request_read(odb, q, want, have, &nhave, &in)))
 		goto out;
 	struct stream *s = &ps->streams[ps->nstreams];
-	*s = (struct stream){ .fd = -1, .id = q->id };
-	if (stream_begin(s, repo, path.p, want, q->n_wants, have, nhave,
-	                 &in) < 0) {
+	*s = (struct stream){.fd = -1, .id = q->id};
+	if (stream_begin(s, repo, path.p, want, q->n_wants, have, nhave, &in) <
+	    0) {
 		why = "cannot run git pack-objects";
 		goto out;
 	}
 	ps->nstreams++;
 	buf_add(&s->rid, rid->p, rid->len);
 	snprintf(s->site, sizeof(s->site), "%s", site);
-	s->credit = !q->has_credit || !q->credit ? 1 :
-		    q->credit < CREDIT_MAX ? q->credit : CREDIT_MAX;
+	s->credit = !q->has_credit || !q->credit ? 1
+	            : q->credit < CREDIT_MAX     ? q->credit
+	                                         : CREDIT_MAX;
 	s->last_ms = s->sent_ms = clock_mono_ms();
 	log_debug("serving pack peer=%s repo=%s wants=%zu haves=%zu%s", site,
-		  q->repo, q->n_wants, q->n_haves,
-		  s->fd < 0 ? " (in-process)" : "");
+	          q->repo, q->n_wants, q->n_haves,
+	          s->fd < 0 ? " (in-process)" : "");
 	if (s->fd < 0)
 		stream_pump(ps, s);
 out:
 	if (why) {
 		log_info("pack not served peer=%s repo=%s: %s", site,
-			 q->repo ? q->repo : "-", why);
+		         q->repo ? q->repo : "-", why);
 		gitio_pack_err(ps->io, NULL, rid, q->has_id ? q->id : 0, why);
 	}
 	free(want);
@@ -249,7 +250,7 @@ static void stream_served(struct packsrv *ps, struct stream *s)
 	ps->io->st->served++;
 	ps->io->st->bytes_out += s->bytes;
 	log_info("pack served peer=%s bytes=%llu", s->site,
-		 (unsigned long long)s->bytes);
+	         (unsigned long long)s->bytes);
 }
 
 /* A pack in memory: a chunk per credit, the last one when all is sent
@@ -304,7 +305,7 @@ static void stream_read(struct packsrv *ps, struct stream *s)
 		stream_served(ps, s);
 	} else {
 		log_warn("git pack-objects failed peer=%s status=%d", s->site,
-			 rc);
+		         rc);
 		gitio_pack_err(ps->io, NULL, &s->rid, s->id,
 		               "pack-objects failed");
 	}

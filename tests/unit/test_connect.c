@@ -47,8 +47,8 @@ static void hex(struct fx *f, const char *rev, char out[OID_HEX + 1])
 	char cmd[256];
 	FILE *p;
 
-	snprintf(cmd, sizeof(cmd), "cd '%s' && git -C w rev-parse '%s'",
-	         f->dir, rev);
+	snprintf(cmd, sizeof(cmd), "cd '%s' && git -C w rev-parse '%s'", f->dir,
+	         rev);
 	assert_non_null(p = popen(cmd, "r"));
 	assert_non_null(fgets(out, OID_HEX + 1, p));
 	assert_int_equal(pclose(p), 0);
@@ -91,8 +91,8 @@ static int teardown(void **state)
 /* A quarantine holding a pack of exactly the objects objs (a shell
  * pipeline printing ids, run in w), repo (repo.git or empty.git) its
  * alternate; then the check of want. */
-static int check(struct fx *f, const char *objs, const char *repo,
-                 const char *want)
+static int
+check(struct fx *f, const char *objs, const char *repo, const char *want)
 {
 	char cmd[1024], w[1][OID_HEX + 1];
 	struct buf q = BUF_INIT, alt = BUF_INIT;
@@ -112,7 +112,7 @@ static int check(struct fx *f, const char *objs, const char *repo,
 	assert_int_equal(git_odb_add_disk_alternate(f->odb, alt.p), 0);
 	hex(f, want, w[0]);
 	f->why[0] = '\0';
-	int rc = connect_pack(f->odb, f->q, (const char(*)[OID_HEX + 1])w, 1,
+	int rc = connect_pack(f->odb, f->q, (const char(*)[OID_HEX + 1]) w, 1,
 	                      f->why, sizeof(f->why));
 	buf_free(&q);
 	buf_free(&alt);
@@ -127,8 +127,9 @@ static void test_connected(void **state)
 
 	assert_int_equal(check(f, NEW, "repo.git", "master~1"), 0);
 	/* the submodule's commit is nobody's here */
-	assert_int_equal(check(f, "git rev-list --objects master ^base |"
-	                          " cut -d' ' -f1",
+	assert_int_equal(check(f,
+	                       "git rev-list --objects master ^base |"
+	                       " cut -d' ' -f1",
 	                       "repo.git", "master"),
 	                 0);
 }
@@ -149,7 +150,8 @@ static void test_missing_blob(void **state)
 {
 	struct fx *f = *state;
 
-	assert_int_equal(check(f, NEW " | grep -v $(git rev-parse master~1:a/f)",
+	assert_int_equal(check(f,
+	                       NEW " | grep -v $(git rev-parse master~1:a/f)",
 	                       "repo.git", "master~1"),
 	                 GD_EPROTO);
 	lacks(f, "master~1:a", "master~1:a/f");
@@ -159,9 +161,9 @@ static void test_missing_tree(void **state)
 {
 	struct fx *f = *state;
 
-	assert_int_equal(check(f, "git rev-parse master~1", "repo.git",
-	                       "master~1"),
-	                 GD_EPROTO);
+	assert_int_equal(
+	        check(f, "git rev-parse master~1", "repo.git", "master~1"),
+	        GD_EPROTO);
 	lacks(f, "master~1", "master~1^{tree}");
 }
 

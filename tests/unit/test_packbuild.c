@@ -108,8 +108,11 @@ static int teardown(void **state)
 /* The objects of pack (non-thin: indexed on its own) into set, sorted,
  * one per line; and into dst (a fresh copy holding haves, a rev list),
  * where `rev-list --objects want` must then find everything. */
-static void check(struct fx *f, const struct buf *pack, const char *haves,
-                  const char *want, struct buf *set)
+static void check(struct fx *f,
+                  const struct buf *pack,
+                  const char *haves,
+                  const char *want,
+                  struct buf *set)
 {
 	char file[192], cmd[1024], l[128];
 	FILE *fp;
@@ -140,8 +143,8 @@ static void check(struct fx *f, const struct buf *pack, const char *haves,
 		sh(f, cmd);
 	}
 	sh(f, "git --git-dir=dst.git index-pack --stdin <p.pack");
-	snprintf(cmd, sizeof(cmd), "git --git-dir=dst.git rev-list --objects %s",
-	         want);
+	snprintf(cmd, sizeof(cmd),
+	         "git --git-dir=dst.git rev-list --objects %s", want);
 	sh(f, cmd);
 }
 
@@ -165,8 +168,10 @@ static void expected(struct fx *f, const char *revs, struct buf *set)
 
 /* wants and haves as rev names (NULL-ended): the pack, exactly git's
  * set, connected in a copy that has the haves. */
-static void exact(struct fx *f, const char *const *wants,
-                  const char *const *haves, int objects)
+static void exact(struct fx *f,
+                  const char *const *wants,
+                  const char *const *haves,
+                  int objects)
 {
 	git_oid w[4], h[4];
 	size_t nw = 0, nh = 0;
