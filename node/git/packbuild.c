@@ -28,7 +28,7 @@ struct walk {
 	size_t nhaves;
 	git_oid commits[PACKBUILD_COMMITS_MAX]; /* the new ones, found */
 	size_t ncommits;
-	size_t bytes; /* of the blobs inserted */
+	size_t bytes; /* of the objects inserted, uncompressed */
 };
 
 static bool in(const git_oid *set, size_t n, const git_oid *id)
@@ -39,18 +39,17 @@ static bool in(const git_oid *set, size_t n, const git_oid *id)
 	return false;
 }
 
-/* Put id in the pack; a blob counts its size.  0, GD_ETOOBIG or GD_EIO. */
-static int add(struct walk *w, const git_oid *id, const char *name, bool blob)
+/* Put id in the pack, counting its size.  0, GD_ETOOBIG or GD_EIO. */
+static int add(struct walk *w, const git_oid *id, const char *name)
 {
-	if (blob) {
-		size_t len;
-		git_object_t type;
-		if (git_odb_read_header(&len, &type, w->odb, id) < 0)
-			return GD_EIO;
-		w->bytes += len;
-		if (w->bytes > PACKBUILD_BYTES_MAX)
-			return GD_ETOOBIG;
-	}
+	size_t len;
+	git_object_t type;
+
+	if (git_odb_read_header(&len, &type, w->odb, id) < 0)
+		return GD_EIO;
+	w->bytes += len;
+	if (w->bytes > PACKBUILD_BYTES_MAX)
+		return GD_ETOOBIG;
 	if (git_packbuilder_insert(w->pb, id, name) < 0)
 		return GD_EIO;
 	return git_packbuilder_object_count(w->pb) > PACKBUILD_OBJECTS_MAX
@@ -85,7 +84,7 @@ static int want(struct walk *w, const git_oid *id)
 			rc = queue(w, &at);
 			break;
 		case GIT_OBJECT_TAG:
-			rc = add(w, &at, NULL, false);
+			rc = add(w, &at, NULL);
 			git_oid_cpy(&at, git_tag_target_id((git_tag *)o));
 			if (rc == 0 && !in(w->haves, w->nhaves, &at)) {
 				git_object_free(o);
@@ -175,7 +174,7 @@ static int entry_new(struct walk *w,
 	if (rc < 0)
 		goto out;
 	if (git_tree_entry_type(e) == GIT_OBJECT_BLOB)
-		rc = add(w, id, name, true);
+		rc = add(w, id, name);
 	else if (git_tree_entry_type(e) != GIT_OBJECT_TREE)
 		rc = 0; /* a submodule's commit: not in this repository */
 	else if (git_tree_lookup(&t, w->repo, id) < 0)
@@ -197,7 +196,7 @@ static int tree_new(struct walk *w,
                     git_tree *const *olds,
                     size_t nold)
 {
-	int rc = add(w, git_tree_id(t), name, false);
+	int rc = add(w, git_tree_id(t), name);
 
 	for (size_t i = 0; rc == 0 && i < git_tree_entrycount(t); i++)
 		rc = entry_new(w, git_tree_entry_byindex(t, i), olds, nold);
@@ -213,7 +212,7 @@ static int commit_new(struct walk *w, const git_oid *id)
 	bool same = false;
 	int rc;
 
-	if ((rc = add(w, id, NULL, false)) < 0)
+	if ((rc = add(w, id, NULL)) < 0)
 		return rc;
 	if (git_commit_lookup(&c, w->repo, id) < 0 ||
 	    git_commit_tree(&tree, c) < 0) {
