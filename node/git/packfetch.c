@@ -4,8 +4,9 @@
  * haves} on the actor's DEALER), WINDOW chunks of credit ahead; each
  * PackChunk goes straight into a `git index-pack` child writing into a
  * quarantine (a pack of HOLD_MAX bytes at most, a push of a few commits,
- * into libgit2's indexer: no child to start), and the pack enters the
- * repository only once its tips are proved connected.  A peer that fails
+ * into libgit2's indexer, checked by connect_pack: no child to start),
+ * and the pack enters the repository only once its tips are proved
+ * connected.  A peer that fails
  * (an error, a bad or unconnected pack, FETCH_IDLE_MS of silence) is
  * dropped for the next.  Actor thread only.
  */

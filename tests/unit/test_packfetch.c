@@ -470,7 +470,9 @@ static void test_tip_lacks_tree(void **state)
 	FILE *p;
 
 	f->n.io.npeers = 1;
-	buf_printf(&cmd, "echo %s | git --git-dir='%s' pack-objects -q --stdout",
+	buf_printf(&cmd,
+	           "echo %s | git --git-dir='%s' pack-objects -q"
+	           " --stdout",
 	           f->hb, f->src);
 	assert_non_null(p = popen(cmd.p, "r"));
 	while ((got = fread(b, 1, sizeof(b), p)) > 0)
