@@ -4,8 +4,9 @@
  * haves} on the actor's DEALER), WINDOW chunks of credit ahead; each
  * PackChunk goes straight into a `git index-pack` child writing into a
  * quarantine (a pack of HOLD_MAX bytes at most, a push of a few commits,
- * into libgit2's indexer: no child to start), and the pack enters the
- * repository only once its tips are proved connected.  A peer that fails
+ * into libgit2's indexer, checked by connect_pack: no child to start),
+ * and the pack enters the repository only once its tips are proved
+ * connected.  A peer that fails
  * (an error, a bad or unconnected pack, FETCH_IDLE_MS of silence) is
  * dropped for the next.  Actor thread only.
  */
@@ -21,6 +22,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "connect.h"
 #include "crashpoint.h"
 #include "err.h"
 #include "gitproc.h"
@@ -89,7 +91,7 @@ struct packfetch {
 static void quarantine_remove(const char *dir)
 {
 	struct buf p = BUF_INIT;
-	const char *sub[] = { "/pack", "" };
+	const char *sub[] = {"/pack", ""};
 
 	for (size_t i = 0; i < GD_ARRAY_SIZE(sub); i++) {
 		struct dirent *de;
@@ -101,9 +103,10 @@ static void quarantine_remove(const char *dir)
 				if (strcmp(de->d_name, ".") &&
 				    strcmp(de->d_name, ".."))
 					unlinkat(dirfd(d), de->d_name,
-						 !strcmp(de->d_name, "pack") &&
-							 !*sub[i] ?
-						 AT_REMOVEDIR : 0);
+					         !strcmp(de->d_name, "pack") &&
+					                         !*sub[i]
+					                 ? AT_REMOVEDIR
+					                 : 0);
 			closedir(d);
 		}
 	}
@@ -155,7 +158,7 @@ static int quarantine_open(const char *repo_path, struct buf *qdir)
  * into the repository, fsynced. */
 static int quarantine_commit(const char *repo_path, const char *qdir)
 {
-	static const char *const exts[] = { ".pack", ".rev", ".idx" };
+	static const char *const exts[] = {".pack", ".rev", ".idx"};
 	struct buf from = BUF_INIT, to = BUF_INIT, dir = BUF_INIT;
 	struct buf moved = BUF_INIT;
 	struct dirent *de;
@@ -177,13 +180,14 @@ static int quarantine_commit(const char *repo_path, const char *qdir)
 			buf_reset(&to);
 			buf_printf(&from, "%s/%s", dir.p, de->d_name);
 			buf_printf(&to, "%s/objects/pack/%s", repo_path,
-				   de->d_name);
+			           de->d_name);
 			if (rename(from.p, to.p) < 0) {
 				rc = GD_EIO;
 				break;
 			}
 			buf_add(&moved, to.p, to.len + 1);
-			crashpoint("pack-move"); /* the pack in, its index not */
+			crashpoint(
+			        "pack-move"); /* the pack in, its index not */
 		}
 	}
 	closedir(d);
@@ -233,7 +237,7 @@ static void fetch_haves(struct packfetch *pf,
 	if (store_get(pf->store, NULL, CF_REPOS, pf->f.repo, strlen(pf->f.repo),
 	              &v) == 0) {
 		Grantd__V1__Repo *r = grantd__v1__repo__unpack(
-			NULL, v.len, (const uint8_t *)v.p);
+		        NULL, v.len, (const uint8_t *)v.p);
 		git_repository *parent = NULL;
 		if (r && r->fork_of && *r->fork_of) {
 			gitio_path(pf->io, &path, r->fork_of);
@@ -333,7 +337,7 @@ static void fetch_ask(struct packfetch *pf)
 		f->ipid = 0;
 		if (quarantine_open(path.p, &f->qdir) < 0) {
 			log_error("cannot start receiving a pack repo=%s: %s",
-				  f->repo, strerror(errno));
+			          f->repo, strerror(errno));
 			gitio_error(pf->io, "cannot receive into %s", f->repo);
 			fetch_done(pf, false);
 			break;
@@ -383,7 +387,7 @@ static void fetch_failed_peer(struct packfetch *pf, const char *why)
 	const char *site = pf->io->peers[f->peer].site;
 
 	log_warn("pack fetch failed repo=%s peer=%s bytes=%llu: %s", f->repo,
-		 site, (unsigned long long)f->bytes, why);
+	         site, (unsigned long long)f->bytes, why);
 	gitio_error(pf->io, "fetch from %s of %s: %s", site, f->repo, why);
 	pf->io->st->fetch_failures++;
 	gitio_pack_err(pf->io, pf->dealer[f->peer], NULL, f->id, "cancelled");
@@ -410,14 +414,16 @@ static void fetch_done(struct packfetch *pf, bool ok)
 		         (unsigned long long)(t - f->started_ms));
 	} else {
 		log_info("objects not found at any reachable peer repo=%s "
-			 "wants=%zu (will retry)", f->repo, f->nwants);
+		         "wants=%zu (will retry)",
+		         f->repo, f->nwants);
 	}
 	pf->verdict = ok ? PACKFETCH_OK : PACKFETCH_FAILED;
 	f->active = false;
 }
 
-/* The whole pack is indexed in the quarantine: check it, move it in. */
-static void fetch_finish(struct packfetch *pf)
+/* The whole pack is indexed in the quarantine: check it (unless libgit2
+ * indexed it, and connect_pack has: checked), move it in. */
+static void fetch_finish(struct packfetch *pf, bool checked)
 {
 	struct fetch *f = &pf->f;
 	struct buf path = BUF_INIT;
@@ -425,14 +431,15 @@ static void fetch_finish(struct packfetch *pf)
 	git_odb *odb = NULL;
 
 	gitio_path(pf->io, &path, f->repo);
-	if (!gitproc_connected(path.p, f->qdir.p, f->wants, f->nwants)) {
+	if (!checked &&
+	    !gitproc_connected(path.p, f->qdir.p, f->wants, f->nwants)) {
 		buf_free(&path);
 		fetch_failed_peer(pf, "pack does not connect the new tips");
 		return;
 	}
 	if (quarantine_commit(path.p, f->qdir.p) < 0) {
 		log_error("cannot move a fetched pack into repo=%s: %s",
-			  f->repo, strerror(errno));
+		          f->repo, strerror(errno));
 		gitio_error(pf->io, "cannot move a pack into %s: %s", f->repo,
 		            strerror(errno));
 		buf_free(&path);
@@ -472,13 +479,13 @@ static int indexer_start(struct packfetch *pf)
 	if (f->ipid <= 0) {
 		f->ipid = 0;
 		log_error("cannot start receiving a pack repo=%s: cannot run "
-			  "git index-pack", f->repo);
+		          "git index-pack",
+		          f->repo);
 		gitio_error(pf->io, "cannot receive into %s", f->repo);
 		fetch_done(pf, false);
 		return GD_EIO;
 	}
-	if (gitproc_feed(f->ifd, f->held.p, f->held.len,
-			 FETCH_IDLE_MS) < 0) {
+	if (gitproc_feed(f->ifd, f->held.p, f->held.len, FETCH_IDLE_MS) < 0) {
 		indexer_failed(pf);
 		return GD_EIO;
 	}
@@ -488,15 +495,17 @@ static int indexer_start(struct packfetch *pf)
 
 /* The whole pack is held (HOLD_MAX bytes at most: a push of a few
  * commits): libgit2 indexes it in-process, faster than starting
- * index-pack for a small pack (docs/git-replication.md).  Returns 0, or
- * GD_EIO with libgit2's reason in why. */
+ * index-pack for a small pack (docs/git-replication.md), and
+ * connect_pack checks it connects, faster than starting rev-list.
+ * Returns 0, or GD_EIO with libgit2's reason in why, or GD_EPROTO (not
+ * connected) with what lacks what. */
 static int index_held(struct packfetch *pf, char *why, size_t n)
 {
 	struct fetch *f = &pf->f;
 	struct buf objects = BUF_INIT;
 	git_odb_backend *be = NULL;
 	git_odb_writepack *wp = NULL;
-	git_indexer_progress prog = { 0 };
+	git_indexer_progress prog = {0};
 	git_odb *odb = NULL;
 	int rc = 0;
 
@@ -504,17 +513,18 @@ static int index_held(struct packfetch *pf, char *why, size_t n)
 	buf_puts(&objects, "/objects");
 	/* a pack backend on the quarantine, the repository's objects (and
 	 * its alternates) for thin-pack bases */
-	if (git_odb_new(&odb) < 0 ||
-	    git_odb_backend_pack(&be, f->qdir.p) < 0 ||
+	if (git_odb_new(&odb) < 0 || git_odb_backend_pack(&be, f->qdir.p) < 0 ||
 	    git_odb_add_backend(odb, be, 2) < 0 ||
 	    git_odb_add_disk_alternate(odb, objects.p) < 0 ||
 	    git_odb_write_pack(&wp, odb, NULL, NULL) < 0 ||
 	    (f->held.len &&
 	     wp->append(wp, f->held.p, f->held.len, &prog) < 0) ||
-	    wp->commit(wp, &prog) < 0) {
+	    wp->commit(wp, &prog) < 0 || be->refresh(be) < 0) {
 		snprintf(why, n, "%s", gitproc_why());
 		rc = GD_EIO;
 	}
+	if (rc == 0)
+		rc = connect_pack(odb, be, f->wants, f->nwants, why, n);
 	if (wp)
 		wp->free(wp);
 	git_odb_free(odb);
@@ -562,9 +572,16 @@ static void fetch_chunk(struct packfetch *pf, const Grantd__V1__PackChunk *c)
 		gitio_send(pf->io, pf->dealer[f->peer], &m);
 		return;
 	}
-	if (f->ipid <= 0) {
-		char why[512];
-		if (index_held(pf, why, sizeof(why)) < 0) {
+	bool held = f->ipid <= 0; /* libgit2's, checked by connect_pack */
+	if (held) {
+		char why[512], not [600];
+		int rc = index_held(pf, why, sizeof(why));
+		if (rc == GD_EPROTO) {
+			snprintf(not, sizeof(not ),
+			         "pack does not connect the new tips: %s", why);
+			fetch_failed_peer(pf, not );
+			return;
+		} else if (rc < 0) {
 			fetch_failed_peer(pf, why);
 			return;
 		}
@@ -572,15 +589,15 @@ static void fetch_chunk(struct packfetch *pf, const Grantd__V1__PackChunk *c)
 		indexer_failed(pf);
 		return;
 	}
-	fetch_finish(pf);
+	fetch_finish(pf, held);
 }
 
 enum packfetch_verdict
 packfetch_dealer(struct packfetch *pf, int i, zmq_msg_t *msg)
 {
 	const char *site = pf->io->peers[i].site, *bad;
-	Grantd__V1__PeerMsg *m = peer_msg_decode(
-		zmq_msg_data(msg), zmq_msg_size(msg), site, &bad);
+	Grantd__V1__PeerMsg *m = peer_msg_decode(zmq_msg_data(msg),
+	                                         zmq_msg_size(msg), site, &bad);
 	struct fetch *f = &pf->f;
 	uint64_t id = 0;
 
@@ -589,8 +606,8 @@ packfetch_dealer(struct packfetch *pf, int i, zmq_msg_t *msg)
 		uint64_t held;
 		if (log_limit_pass(&lim, clock_mono_ms(), LOG_LIMIT_MS, &held))
 			log_warn("git peer message dropped peer=%s: %s (%llu "
-				 "more such lines held back)",
-				 site, bad, (unsigned long long)held);
+			         "more such lines held back)",
+			         site, bad, (unsigned long long)held);
 		return PACKFETCH_GOING;
 	}
 	if (m->body_case == GRANTD__V1__PEER_MSG__BODY_PACK_CHUNK)
@@ -608,7 +625,7 @@ packfetch_dealer(struct packfetch *pf, int i, zmq_msg_t *msg)
 	} else if (m->body_case == GRANTD__V1__PEER_MSG__BODY_PACK_ERR) {
 		char why[128];
 		snprintf(why, sizeof(why), "peer says: %s",
-			 m->pack_err->why ? m->pack_err->why : "?");
+		         m->pack_err->why ? m->pack_err->why : "?");
 		fetch_failed_peer(pf, why);
 	}
 	grantd__v1__peer_msg__free_unpacked(m, NULL);

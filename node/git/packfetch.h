@@ -3,15 +3,17 @@
  * replication.  The objects one repository lacks are asked of a peer as a
  * thin pack (PackReq{wants, haves} on the actor's DEALER to it), a window
  * of chunks ahead; the pack is indexed into a quarantine and enters the
- * repository only once its tips are proved connected.  A peer that fails
- * (an error, a bad or unconnected pack, a silence) is dropped for the
- * next; when none is left the fetch fails.
+ * repository only once its tips are proved connected (a small pack:
+ * indexed and checked in-process, connect.h; a large one: git index-pack
+ * and git rev-list).  A peer that fails (an error, a bad or unconnected
+ * pack, a silence) is dropped for the next; when none is left the fetch
+ * fails.
  *
  * The gitrepl actor owns it and feeds it its DEALERs' frames and ticks;
  * the reconciler (reconcile.c) starts fetches.  Each call that can end
  * the fetch returns its verdict, which the actor hands to the reconciler
  * (reconcile_fetched): nothing here calls either back.  It calls only
- * gitio.c, gitproc.c and the store.  Actor thread only.
+ * gitio.c, gitproc.c, connect.c and the store.  Actor thread only.
  */
 #ifndef GD_PACKFETCH_H
 #define GD_PACKFETCH_H

@@ -10,9 +10,11 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "err.h"
 #include "gitproc.h"
 #include "log.h"
 #include "ops.h"
+#include "packbuild.h"
 #include "packsrv.h"
 #include "xalloc.h"
 #include "banned.h"
@@ -30,7 +32,10 @@ struct stream {
 	char site[NAME_SITE_MAX + 1];
 	uint64_t id;
 	pid_t pid;
-	int fd; /* pack-objects' stdout, non-blocking */
+	int fd; /* pack-objects' stdout, non-blocking; -1: a small pack
+	         * built in-process, in mem */
+	struct buf mem;
+	size_t off; /* of mem, sent */
 	uint32_t credit, seq;
 	uint64_t last_ms; /* last credit or chunk: idle measure */
 	uint64_t sent_ms; /* last frame sent, for keep-alives */
@@ -66,6 +71,7 @@ static void stream_close(struct packsrv *ps, struct stream *s)
 	if (s->fd >= 0)
 		close(s->fd);
 	buf_free(&s->rid);
+	buf_free(&s->mem);
 	*s = ps->streams[--ps->nstreams];
 	ps->streams[ps->nstreams] = (struct stream){.fd = -1};
 }
@@ -80,20 +86,82 @@ stream_find(struct packsrv *ps, const char *site, uint64_t id)
 	return NULL;
 }
 
+/* What a request asks, checked: the wants (all here) and the haves
+ * here, as oids in want and have (q's sizes) and as pack-objects' input
+ * in in.  NULL, or why not. */
+static const char *request_read(git_odb *odb,
+                                const Grantd__V1__PackReq *q,
+                                git_oid *want,
+                                git_oid *have,
+                                size_t *nhave,
+                                struct buf *in)
+{
+	*nhave = 0;
+	for (size_t i = 0; i < q->n_wants; i++) {
+		if (!ops_oid_ok(q->wants[i]) ||
+		    git_oid_fromstr(&want[i], q->wants[i]) < 0)
+			return "bad request";
+		if (!git_odb_exists(odb, &want[i]))
+			return "not here";
+		buf_printf(in, "%s\n", q->wants[i]);
+	}
+	for (size_t i = 0; i < q->n_haves; i++)
+		if (ops_oid_ok(q->haves[i]) &&
+		    git_oid_fromstr(&have[*nhave], q->haves[i]) == 0 &&
+		    git_odb_exists(odb, &have[*nhave])) {
+			buf_printf(in, "^%s\n", q->haves[i]);
+			++*nhave;
+		}
+	return NULL;
+}
+
+/* Start s's pack: built in-process when it is small (packbuild.h), else
+ * by pack-objects reading in.  0, or -1 when git cannot run. */
+static int stream_begin(struct stream *s,
+                        git_repository *repo,
+                        const char *path,
+                        const git_oid *want,
+                        size_t nwant,
+                        const git_oid *have,
+                        size_t nhave,
+                        const struct buf *in)
+{
+	static const char *const args[] = {
+	        "pack-objects",        "--revs", "--thin", "--stdout", "-q",
+	        "--delta-base-offset", NULL};
+	struct gitproc_cmd c = GITPROC_CMD_INIT;
+	int rc = packbuild_small(&s->mem, repo, want, nwant, have, nhave);
+
+	if (rc == 0 && s->mem.len)
+		return 0;
+	if (rc != GD_ETOOBIG)
+		log_debug("pack not built in-process: %s", gitproc_why());
+	buf_free(&s->mem);
+	c.git_dir = path;
+	c.argv = args;
+	c.input = in;
+	c.out_pipe = c.no_stderr = true;
+	if (gitproc_start(&c) < 0)
+		return -1;
+	s->pid = c.pid;
+	s->fd = c.out;
+	return 0;
+}
+
+static void stream_pump(struct packsrv *ps, struct stream *s);
+
 void packsrv_request(struct packsrv *ps,
                      const struct buf *rid,
                      const char *site,
                      const Grantd__V1__PackReq *q)
 {
-	static const char *const args[] = { "pack-objects", "--revs", "--thin",
-					    "--stdout", "-q",
-					    "--delta-base-offset", NULL };
 	char norm[NAME_REPO_MAX + 1];
 	struct buf path = BUF_INIT, in = BUF_INIT;
 	git_repository *repo = NULL;
 	git_odb *odb = NULL;
+	git_oid *want = NULL, *have = NULL;
 	const char *why = NULL;
-	git_oid oid;
+	size_t nhave;
 
 	if (!q->has_id || !q->repo || !q->n_wants ||
 	    q->n_wants > GITIO_WANTS_MAX || q->n_haves > GITIO_HAVES_MAX ||
@@ -116,50 +184,37 @@ void packsrv_request(struct packsrv *ps,
 		why = "no such repository here";
 		goto out;
 	}
-	for (size_t i = 0; i < q->n_wants; i++) {
-		if (!ops_oid_ok(q->wants[i]) ||
-		    git_oid_fromstr(&oid, q->wants[i]) < 0) {
-			why = "bad request";
-			goto out;
-		}
-		if (!git_odb_exists(odb, &oid)) {
-			why = "not here";
-			goto out;
-		}
-		buf_printf(&in, "%s\n", q->wants[i]);
-	}
-	for (size_t i = 0; i < q->n_haves; i++)
-		if (ops_oid_ok(q->haves[i]) &&
-		    git_oid_fromstr(&oid, q->haves[i]) == 0 &&
-		    git_odb_exists(odb, &oid))
-			buf_printf(&in, "^%s\n", q->haves[i]);
+	want = xcalloc(q->n_wants, sizeof(*want));
+	have = xcalloc(q->n_haves ? q->n_haves : 1, sizeof(*have));
+	if ((why = request_read(odb, q, want, have, &nhave, &in)))
+		goto out;
 	struct stream *s = &ps->streams[ps->nstreams];
-	*s = (struct stream){ .fd = -1, .id = q->id };
-	struct gitproc_cmd c = GITPROC_CMD_INIT;
-	c.git_dir = path.p;
-	c.argv = args;
-	c.input = &in;
-	c.out_pipe = c.no_stderr = true;
-	if (gitproc_start(&c) < 0) {
+	*s = (struct stream){.fd = -1, .id = q->id};
+	if (stream_begin(s, repo, path.p, want, q->n_wants, have, nhave, &in) <
+	    0) {
 		why = "cannot run git pack-objects";
 		goto out;
 	}
-	s->pid = c.pid;
-	s->fd = c.out;
 	ps->nstreams++;
 	buf_add(&s->rid, rid->p, rid->len);
 	snprintf(s->site, sizeof(s->site), "%s", site);
-	s->credit = !q->has_credit || !q->credit ? 1 :
-		    q->credit < CREDIT_MAX ? q->credit : CREDIT_MAX;
+	s->credit = !q->has_credit || !q->credit ? 1
+	            : q->credit < CREDIT_MAX     ? q->credit
+	                                         : CREDIT_MAX;
 	s->last_ms = s->sent_ms = clock_mono_ms();
-	log_debug("serving pack peer=%s repo=%s wants=%zu haves=%zu", site,
-		  q->repo, q->n_wants, q->n_haves);
+	log_debug("serving pack peer=%s repo=%s wants=%zu haves=%zu%s", site,
+	          q->repo, q->n_wants, q->n_haves,
+	          s->fd < 0 ? " (in-process)" : "");
+	if (s->fd < 0)
+		stream_pump(ps, s);
 out:
 	if (why) {
 		log_info("pack not served peer=%s repo=%s: %s", site,
-			 q->repo ? q->repo : "-", why);
+		         q->repo ? q->repo : "-", why);
 		gitio_pack_err(ps->io, NULL, rid, q->has_id ? q->id : 0, why);
 	}
+	free(want);
+	free(have);
 	git_odb_free(odb);
 	git_repository_free(repo);
 	buf_free(&path);
@@ -186,6 +241,35 @@ static void send_chunk(struct packsrv *ps,
 	gitio_send_router(ps->io, &s->rid, &m);
 	s->sent_ms = clock_mono_ms();
 	s->bytes += len;
+}
+
+/* The last chunk: the pack is whole. */
+static void stream_served(struct packsrv *ps, struct stream *s)
+{
+	send_chunk(ps, s, "", 0, true);
+	ps->io->st->served++;
+	ps->io->st->bytes_out += s->bytes;
+	log_info("pack served peer=%s bytes=%llu", s->site,
+	         (unsigned long long)s->bytes);
+}
+
+/* A pack in memory: a chunk per credit, the last one when all is sent
+ * (the stream then closed). */
+static void stream_pump(struct packsrv *ps, struct stream *s)
+{
+	while (s->credit && s->off < s->mem.len) {
+		size_t n = s->mem.len - s->off;
+		if (n > CHUNK_MAX)
+			n = CHUNK_MAX;
+		send_chunk(ps, s, s->mem.p + s->off, n, false);
+		s->off += n;
+		s->credit--;
+		s->last_ms = clock_mono_ms();
+	}
+	if (s->off == s->mem.len) {
+		stream_served(ps, s);
+		stream_close(ps, s);
+	}
 }
 
 /* pack-objects has output and the asker has credit: one chunk. */
@@ -218,14 +302,10 @@ static void stream_read(struct packsrv *ps, struct stream *s)
 	int rc = gitproc_wait(s->pid);
 	s->pid = -1;
 	if (rc == 0) {
-		send_chunk(ps, s, "", 0, true);
-		ps->io->st->served++;
-		ps->io->st->bytes_out += s->bytes;
-		log_info("pack served peer=%s bytes=%llu", s->site,
-			 (unsigned long long)s->bytes);
+		stream_served(ps, s);
 	} else {
 		log_warn("git pack-objects failed peer=%s status=%d", s->site,
-			 rc);
+		         rc);
 		gitio_pack_err(ps->io, NULL, &s->rid, s->id,
 		               "pack-objects failed");
 	}
@@ -242,6 +322,8 @@ void packsrv_credit(struct packsrv *ps,
 		uint64_t n = (uint64_t)s->credit + c->n;
 		s->credit = n > CREDIT_MAX ? CREDIT_MAX : (uint32_t)n;
 		s->last_ms = clock_mono_ms();
+		if (s->fd < 0)
+			stream_pump(ps, s);
 	}
 }
 
@@ -276,7 +358,7 @@ int packsrv_poll(struct packsrv *ps, zmq_pollitem_t *items)
 {
 	ps->npolled = 0;
 	for (int i = 0; i < ps->nstreams; i++)
-		if (ps->streams[i].credit > 0) {
+		if (ps->streams[i].credit > 0 && ps->streams[i].fd >= 0) {
 			items[ps->npolled] = (zmq_pollitem_t){
 			        NULL, ps->streams[i].fd, ZMQ_POLLIN, 0};
 			ps->polled[ps->npolled++] = &ps->streams[i];

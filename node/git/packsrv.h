@@ -1,15 +1,17 @@
 /*
  * packsrv.h: packs served to peers, a stage of repository replication.
  *
- * A PackReq starts `git pack-objects --revs --thin --stdout` in the
+ * A PackReq for a few commits gets a pack built in-process
+ * (packbuild.h: no child; sent whole at once when the credit allows);
+ * any other starts `git pack-objects --revs --thin --stdout` in the
  * repository; its output goes back in chunks of at most GITIO_CHUNK_MAX,
  * never more than the asker's credit ahead, with an empty chunk every few
  * seconds while git counts or compresses.  A stream without credit for
  * too long is dropped.  The frames go out through gitio's to_router (the
  * sync ROUTER is the writer's socket).
  *
- * The gitrepl actor owns it and calls it; it calls only gitio.c and
- * gitproc.c.  Actor thread only.
+ * The gitrepl actor owns it and calls it; it calls only gitio.c,
+ * gitproc.c and packbuild.c.  Actor thread only.
  */
 #ifndef GD_PACKSRV_H
 #define GD_PACKSRV_H

@@ -6,7 +6,8 @@
  * into a real bare repository, with a real store for a fork's parent.
  *  - a small pack (libgit2's indexer) and a large one (git index-pack,
  *    in many chunks) bring the wants in, credit asked chunk by chunk;
- *  - a pack that arrives corrupt, truncated or unconnected fails its
+ *  - a pack that arrives corrupt, truncated or unconnected (a parent,
+ *    or, checked in-process, the tip's tree in neither) fails its
  *    peer (told "cancelled"); the next peer is asked, and when none is
  *    left the fetch fails; nothing of it enters the repository and no
  *    quarantine is left;
@@ -455,6 +456,41 @@ static void test_unconnected_large(void **state)
 	unconnected(f, f->hd, f->hc);
 }
 
+/* A small pack of the tip's commit alone (its parent in r, its tree
+ * nowhere): libgit2 indexes it, the in-process check refuses it, nothing
+ * of it enters. */
+static void test_tip_lacks_tree(void **state)
+{
+	struct fx *f = *state;
+	struct buf pack = BUF_INIT, cmd = BUF_INIT;
+	int before = packs(f);
+	char b[4096];
+	size_t got;
+	uint64_t id;
+	FILE *p;
+
+	f->n.io.npeers = 1;
+	buf_printf(&cmd,
+	           "echo %s | git --git-dir='%s' pack-objects -q"
+	           " --stdout",
+	           f->hb, f->src);
+	assert_non_null(p = popen(cmd.p, "r"));
+	while ((got = fread(b, 1, sizeof(b), p)) > 0)
+		buf_add(&pack, b, got);
+	assert_int_equal(pclose(p), 0);
+	assert_int_equal(start(f, f->hb, -1), PACKFETCH_GOING);
+	id = take_req(f, 0, f->hb);
+	gitfx_peer_pack(&f->n.tp[0], id, &pack, 16384);
+	assert_int_equal(drive(f, WAIT_MS), PACKFETCH_FAILED);
+	expect_cancel(f, 0, id);
+	assert_non_null(strstr(f->n.st.last_error, "does not connect"));
+	assert_false(in_repo(f, f->hb));
+	assert_int_equal(packs(f), before);
+	assert_int_equal(quarantines(f), 0);
+	buf_free(&pack);
+	buf_free(&cmd);
+}
+
 /* The first peer says it cannot; the second is silent until the fetch
  * gives it up: failed, and both streams told. */
 static void test_peer_err_then_silence(void **state)
@@ -688,6 +724,8 @@ int main(void)
 	        cmocka_unit_test_setup_teardown(test_unconnected_small, setup,
 	                                        teardown),
 	        cmocka_unit_test_setup_teardown(test_unconnected_large, setup,
+	                                        teardown),
+	        cmocka_unit_test_setup_teardown(test_tip_lacks_tree, setup,
 	                                        teardown),
 	        cmocka_unit_test_setup_teardown(test_peer_err_then_silence,
 	                                        setup, teardown),

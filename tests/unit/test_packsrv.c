@@ -5,6 +5,7 @@
  * gitio's to_router on that ROUTER, and the streams' pipes are polled
  * with zmq_poll; the packs are made by the real `git pack-objects` and
  * read back with the real `git index-pack` and `git show-index`.
+ *  - a small pack is built in-process, sent whole with the request;
  *  - a pack served holds exactly the objects asked for: what the wants
  *    reach and the haves do not (thin: bases only from the haves), never
  *    those of a branch not asked;
@@ -502,6 +503,42 @@ static void test_exact_objects(void **state)
 	buf_free(&side);
 }
 
+/* A small pack is built in-process (packbuild.h): sent whole with the
+ * request, no child left to poll; exactly the objects asked for, which
+ * connect the asker's copy.  A large one still has its pack-objects. */
+static void test_in_process(void **state)
+{
+	struct fx *f = *state;
+	const char *wants[] = {f->hc, NULL}, *haves[] = {f->ha, NULL};
+	const char *d[] = {f->hd, NULL};
+	struct buf pack = BUF_INIT, want = BUF_INIT, got = BUF_INIT;
+	char revs[128];
+
+	ask(f, 0, 3, "src", wants, haves, 8);
+	assert_int_equal(serve(f, 0), 0); /* no child, no stream */
+	assert_int_equal(f->st.served, 1);
+	collect(f, 0, 3, &pack, false);
+	snprintf(revs, sizeof(revs), "%s ^%s", f->hc, f->ha);
+	assert_int_equal(expected(f, revs, &want), 6);
+	assert_int_equal(pack_count(&pack), 6);
+	assert_int_equal(pack_objects(f, &pack, &got), 6);
+	for (char *p = want.p + 1; *p; p += 41) {
+		p[40] = '\0';
+		assert_true(set_has(&got, p));
+		p[40] = '\n';
+	}
+	char cmd[512];
+	snprintf(cmd, sizeof(cmd),
+	         "git --git-dir='%s' rev-list --objects %s >/dev/null", f->dst,
+	         f->hc);
+	assert_int_equal(system(cmd), 0);
+	ask(f, 1, 4, "src", d, NULL, 1);
+	assert_int_equal(serve(f, WAIT_MS), 1); /* pack-objects' pipe */
+	buf_free(&pack);
+	buf_free(&want);
+	buf_free(&got);
+}
+
 /* No haves: the whole history of the want, and only it.  A have the
  * server lacks is ignored. */
 static void test_whole_history(void **state)
@@ -717,6 +754,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test_setup_teardown(test_exact_objects, setup,
+	                                        teardown),
+	        cmocka_unit_test_setup_teardown(test_in_process, setup,
 	                                        teardown),
 	        cmocka_unit_test_setup_teardown(test_whole_history, setup,
 	                                        teardown),
