@@ -33,9 +33,9 @@ struct repl;
 enum reload_change {
 	RELOAD_CHANGED, /* a setting other than a peer's key */
 	RELOAD_PEER_KEY, /* [peer NAME] public_key: applied */
-	RELOAD_PEER_VKEY, /* [peer NAME] verifier_key: applied */
 	RELOAD_PEER_ADDED, /* a [peer NAME] not configured at start */
 	RELOAD_PEER_REMOVED, /* a [peer NAME] the file no longer has */
+	RELOAD_PEER_VKEY, /* [peer NAME] verifier_key: applied */
 };
 
 /* section: "node", "policy", "gitolite" or "peer NAME"; key: the setting

@@ -45,8 +45,12 @@ static void note(enum reload_change what,
                  int peer,
                  void *payload)
 {
-	static const char *const names[] = {"changed", "key", "added",
-	                                    "removed"};
+	static const char *const names[] = {
+	        [RELOAD_CHANGED] = "changed",
+	        [RELOAD_PEER_KEY] = "key",
+	        [RELOAD_PEER_ADDED] = "added",
+	        [RELOAD_PEER_REMOVED] = "removed",
+	        [RELOAD_PEER_VKEY] = "vkey"};
 	struct seen *s = payload;
 
 	assert_true(s->n < 32);
@@ -106,7 +110,8 @@ static void test_diff_names_each_change(void **state)
 	struct config a, b;
 	struct seen s = {.n = 0};
 	char pub[] = "tcp://127.0.0.1:7411", sync[] = "tcp://127.0.0.3:7412",
-	     home[] = "/home/git", seattle[] = "seattle";
+	     home[] = "/home/git", seattle[] = "seattle",
+	     vkey[] = "x/grantd/montreal+00000000+AA==";
 
 	(void)state;
 	two(&a, &b);
@@ -117,7 +122,8 @@ static void test_diff_names_each_change(void **state)
 	memcpy(b.peers[0].public_key, KEY_C, Z85_KEY_LEN + 1);
 	b.peers[1].sync = sync; /* [peer montreal] sync */
 	b.peers[1].role = CONFIG_ROLE_MIRROR;
-	assert_int_equal(reload_diff(&a, &b, note, &s), 7);
+	b.peers[1].verifier_key = vkey; /* [peer montreal] verifier_key */
+	assert_int_equal(reload_diff(&a, &b, note, &s), 8);
 	assert_string_equal(s.lines[0], "changed [node] publish -1");
 	assert_string_equal(s.lines[1], "changed [node] oplog_retention -1");
 	assert_string_equal(s.lines[2], "changed [policy] totp_window -1");
@@ -125,6 +131,7 @@ static void test_diff_names_each_change(void **state)
 	assert_string_equal(s.lines[4], "key [peer portland] public_key 0");
 	assert_string_equal(s.lines[5], "changed [peer montreal] role 1");
 	assert_string_equal(s.lines[6], "changed [peer montreal] sync 1");
+	assert_string_equal(s.lines[7], "vkey [peer montreal] verifier_key 1");
 
 	/* a peer gone and one new: named, never a key change */
 	s.n = 0;
