@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "err.h"
+#include "httpd.h"
 #include "log.h"
 #include "metrics.h"
 #include "xalloc.h"
@@ -36,13 +37,9 @@
 #define GRANTD_VERSION "unknown"
 #endif
 
-/* A client that opens connections and never finishes a request holds
- * CONN_PER_IP slots at most, each for CONN_TIMEOUT_S of silence: sixteen
- * half-open connections from one address no longer stop /health for the
- * probe on another (review N9, test_metrics.sh). */
-#define CONN_MAX 64
-#define CONN_PER_IP 4
-#define CONN_TIMEOUT_S 3
+/* Connection limits: httpd.h (review N9: sixteen half-open connections
+ * from one address no longer stop /health for the probe on another,
+ * test_metrics.sh). */
 
 /* ---- counters ------------------------------------------------------------- */
 
@@ -508,23 +505,7 @@ struct metrics {
 static enum MHD_Result reply(struct MHD_Connection *conn, unsigned code,
 			     const char *type, struct buf *body)
 {
-	size_t len = body->len;
-	struct MHD_Response *rsp;
-	enum MHD_Result ret;
-
-	/* MHD frees the text (MHD_RESPMEM_MUST_FREE): ours is malloc'd */
-	rsp = MHD_create_response_from_buffer(len, len ? buf_detach(body) :
-							 (void *)"",
-					      len ? MHD_RESPMEM_MUST_FREE :
-						    MHD_RESPMEM_PERSISTENT);
-	if (!rsp)
-		return MHD_NO;
-	MHD_add_response_header(rsp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
-	MHD_add_response_header(rsp, MHD_HTTP_HEADER_CACHE_CONTROL,
-				"no-store");
-	ret = MHD_queue_response(conn, code, rsp);
-	MHD_destroy_response(rsp);
-	return ret;
+	return httpd_reply(conn, code, type, "no-store", body);
 }
 
 /* The newest parts, moved from the hand-over slots; the syncing flag. */
@@ -561,13 +542,8 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *conn,
 	enum MHD_Result ret;
 	bool syncing;
 
-	if (strcmp(method, MHD_HTTP_METHOD_GET) &&
-	    strcmp(method, MHD_HTTP_METHOD_HEAD)) {
-		buf_puts(&body, "only GET\n");
-		return reply(conn, MHD_HTTP_METHOD_NOT_ALLOWED, text, &body);
-	}
-	if (*upload_size) /* a GET with a body: not ours */
-		return MHD_NO;
+	if (!httpd_get_only(conn, method, upload_size, &ret))
+		return ret;
 	syncing = take(m);
 	if (!strcmp(url, "/metrics")) {
 		metrics_render(&body, m->cur[0], m->cur[1], syncing, m->counts,
@@ -594,88 +570,20 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *conn,
 	return ret;
 }
 
-/* libmicrohttpd's error logger (MHD_OPTION_EXTERNAL_LOGGER): fmt is its
- * printf format, so clang's -Wformat-nonliteral is told so. */
-__attribute__((format(printf, 2, 0)))
-static void mhd_log(void *cls, const char *fmt, va_list ap)
-{
-	char line[256];
-
-	vsnprintf(line, sizeof(line), fmt, ap);
-	line[strcspn(line, "\n")] = '\0';
-	log_warn("metrics endpoint: %s", line);
-}
-
-/* Is this address of the loopback interface (127/8, ::1, or 127/8
- * mapped into IPv6)? */
-static bool loopback(const struct sockaddr *sa)
-{
-	if (sa->sa_family == AF_INET) {
-		const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
-		return ntohl(in->sin_addr.s_addr) >> 24 == 127;
-	}
-	if (sa->sa_family == AF_INET6) {
-		const struct in6_addr *a =
-			&((const struct sockaddr_in6 *)sa)->sin6_addr;
-		return IN6_IS_ADDR_LOOPBACK(a) ||
-		       (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
-	}
-	return false;
-}
-
-/* listen as an address to bind: HOST:PORT or [V6]:PORT. */
-static int resolve(struct addrinfo **out, const char *listen)
-{
-	const char *colon = strrchr(listen, ':');
-	struct addrinfo hints = { .ai_flags = AI_PASSIVE | AI_NUMERICSERV,
-				  .ai_socktype = SOCK_STREAM };
-	char host[256];
-	size_t hl;
-
-	if (!colon)
-		return GD_EINVAL;
-	hl = (size_t)(colon - listen);
-	if (listen[0] == '[' && hl >= 2 && colon[-1] == ']') {
-		listen++;
-		hl -= 2;
-	}
-	if (hl == 0 || hl >= sizeof(host))
-		return GD_EINVAL;
-	memcpy(host, listen, hl);
-	host[hl] = '\0';
-	return getaddrinfo(host, colon + 1, &hints, out) ? GD_EINVAL : 0;
-}
-
 bool metrics_listen_public(const char *listen)
 {
-	struct addrinfo *ai = NULL;
-	bool pub;
-
-	if (resolve(&ai, listen) < 0)
-		return false; /* metrics_start says why */
-	pub = !loopback(ai->ai_addr);
-	freeaddrinfo(ai);
-	return pub;
+	return httpd_listen_public(listen);
 }
 
 int metrics_start(struct metrics **out, const struct metrics_opts *o)
 {
-	struct addrinfo *ai = NULL;
 	struct metrics *m;
-	/* AUTO: epoll or poll, never select() (the node holds many fds) */
-	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO |
-			 MHD_USE_ERROR_LOG;
 	int rc;
 
 	*out = NULL;
-	if ((rc = resolve(&ai, o->listen)) < 0) {
-		log_error("metrics address does not resolve listen=%s",
-			  o->listen);
-		return rc;
-	}
 	m = xcalloc(1, sizeof(*m));
 	m->data_dir = xstrdup(o->data_dir);
-	if (!loopback(ai->ai_addr))
+	if (httpd_listen_public(o->listen))
 		log_warn("metrics endpoint on a non-loopback address listen=%s: "
 			 "it has no authentication, so whoever reaches the port "
 			 "reads the counters and peer names (bind it to "
@@ -683,25 +591,11 @@ int metrics_start(struct metrics **out, const struct metrics_opts *o)
 	m->counts = o->counts;
 	m->syncing = o->syncing;
 	pthread_mutex_init(&m->lock, NULL);
-	if (ai->ai_family == AF_INET6)
-		flags |= MHD_USE_IPv6;
-	m->d = MHD_start_daemon(
-		flags, 0, NULL, NULL, answer, m,
-		MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-		MHD_OPTION_SOCK_ADDR, ai->ai_addr,
-		MHD_OPTION_CONNECTION_LIMIT, (unsigned)CONN_MAX,
-		MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)CONN_PER_IP,
-		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONN_TIMEOUT_S,
-		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)32768,
-		MHD_OPTION_END);
-	freeaddrinfo(ai);
-	if (!m->d) {
-		log_error("cannot serve metrics listen=%s: %s", o->listen,
-			  strerror(errno));
+	if ((rc = httpd_start(&m->d, o->listen, "metrics", answer,
+			      m)) < 0) {
 		metrics_stop(&m);
-		return GD_EIO;
+		return rc;
 	}
-	log_info("metrics endpoint listening listen=%s", o->listen);
 	*out = m;
 	return 0;
 }
@@ -712,8 +606,7 @@ void metrics_stop(struct metrics **mp)
 
 	if (!m)
 		return;
-	if (m->d)
-		MHD_stop_daemon(m->d);
+	httpd_stop(&m->d);
 	for (int i = 0; i < 2; i++) {
 		cJSON_Delete(m->next[i]);
 		cJSON_Delete(m->cur[i]);
