@@ -23,17 +23,17 @@
 
 /* ---- keys ---------------------------------------------------------------- */
 
-int glog_keys_add(struct glog_keys *ks, const char *s, size_t len,
-                  bool witness)
+int glog_keys_add(struct glog_keys *ks, const char *s, size_t len, bool witness)
 {
-	struct note_vkey k;
-	int rc = note_vkey_parse(&k, s, len);
+	struct note_vkey k, given;
+	int rc = note_vkey_parse(&given, s, len);
 
 	if (rc != 0)
 		return GD_EINVAL;
-	if (witness && k.alg == NOTE_ALG_ED25519)
-		rc = note_vkey_init(&k, k.name, k.name_len, NOTE_ALG_COSIG,
-		                    k.pub);
+	k = given;
+	if (witness && given.alg == NOTE_ALG_ED25519)
+		rc = note_vkey_init(&k, given.name, given.name_len,
+		                    NOTE_ALG_COSIG, given.pub);
 	if (rc != 0 || k.alg != (witness ? NOTE_ALG_COSIG : NOTE_ALG_ED25519))
 		return GD_EINVAL;
 	for (size_t i = 0; i < ks->n; i++)
@@ -56,7 +56,9 @@ static size_t line_trim(const char *p, size_t n)
 	return n;
 }
 
-int glog_keys_file(struct glog_keys *ks, const char *text, size_t len,
+int glog_keys_file(struct glog_keys *ks,
+                   const char *text,
+                   size_t len,
                    size_t *line)
 {
 	const char *p = text, *end = text + len;
@@ -112,8 +114,8 @@ static bool have_origin_key(const struct glog_keys *ks, const char *origin)
 
 /* The witnesses whose cosignatures verified, one per name, and whether
  * the origin's key signed. */
-static bool tally(struct glog_ckpt *out, const struct note *nt,
-                  const struct glog_keys *ks)
+static bool
+tally(struct glog_ckpt *out, const struct note *nt, const struct glog_keys *ks)
 {
 	const char *origin = out->c.origin;
 	bool signed_ = false;
@@ -142,9 +144,13 @@ static bool tally(struct glog_ckpt *out, const struct note *nt,
 	return signed_;
 }
 
-int glog_ckpt_open(struct glog_ckpt *out, const char *msg, size_t len,
-                   const struct glog_keys *ks, const char *site,
-                   size_t quorum, struct buf *why)
+int glog_ckpt_open(struct glog_ckpt *out,
+                   const char *msg,
+                   size_t len,
+                   const struct glog_keys *ks,
+                   const char *site,
+                   size_t quorum,
+                   struct buf *why)
 {
 	struct note *nt = xcalloc(1, sizeof(*nt));
 	int rc = note_open(nt, msg, len, ks->key, ks->n);
@@ -198,7 +204,8 @@ done:
 	return rc;
 }
 
-int glog_ckpt_parse_kept(struct note_checkpoint *out, const char *msg,
+int glog_ckpt_parse_kept(struct note_checkpoint *out,
+                         const char *msg,
                          size_t len)
 {
 	struct note *nt = xcalloc(1, sizeof(*nt));
@@ -215,11 +222,14 @@ int glog_ckpt_parse_kept(struct note_checkpoint *out, const char *msg,
 /* 0 when the tree (n, nroot) is a prefix of (t, troot), read out of the
  * latter's tiles; GD_ECRYPTO from tlog_check_tree: it is not (a fork);
  * GD_EAGAIN for GD_ECRYPTO out of the tiles themselves. */
-static int prefix(int64_t t, const struct tlog_hash *troot, int64_t n,
-                  const struct tlog_hash *nroot, tlog_tile_fetch_fn *fetch,
+static int prefix(int64_t t,
+                  const struct tlog_hash *troot,
+                  int64_t n,
+                  const struct tlog_hash *nroot,
+                  tlog_tile_fetch_fn *fetch,
                   void *payload)
 {
-	struct tlog_tile_reader r = { t, *troot, fetch, payload };
+	struct tlog_tile_reader r = {t, *troot, fetch, payload};
 	struct tlog_hash proof[TLOG_MAX_PROOF];
 	size_t np;
 	int rc = tlog_prove_tree(proof, &np, t, n, tlog_tile_read_hashes, &r);
@@ -231,9 +241,12 @@ static int prefix(int64_t t, const struct tlog_hash *troot, int64_t n,
 	return tlog_check_tree(proof, np, t, troot, n, nroot);
 }
 
-int glog_relate(enum glog_rel *out, int64_t old_size,
-                const struct tlog_hash *old_root, int64_t new_size,
-                const struct tlog_hash *new_root, tlog_tile_fetch_fn *fetch,
+int glog_relate(enum glog_rel *out,
+                int64_t old_size,
+                const struct tlog_hash *old_root,
+                int64_t new_size,
+                const struct tlog_hash *new_root,
+                tlog_tile_fetch_fn *fetch,
                 void *payload)
 {
 	int rc = 0;
@@ -283,11 +296,15 @@ static void subtree_root(struct tlog_hash *out, struct tlog_hash *h, size_t n)
 
 /* Adds hash h to level lv's tile buffer; a full tile goes to fn and its
  * root one level up. */
-static int tile_push(struct glog_tree *t, int lv, const struct tlog_hash *h,
-                     int64_t tile_n, glog_tile_fn *fn, void *payload)
+static int tile_push(struct glog_tree *t,
+                     int lv,
+                     const struct tlog_hash *h,
+                     int64_t tile_n,
+                     glog_tile_fn *fn,
+                     void *payload)
 {
 	struct tlog_hash root;
-	struct tlog_tile tile = { lv, tile_n, TLOG_TILE_WIDTH };
+	struct tlog_tile tile = {lv, tile_n, TLOG_TILE_WIDTH};
 	int rc;
 
 	GD_ASSERT(lv < GLOG_TILE_LEVELS);
@@ -304,8 +321,10 @@ static int tile_push(struct glog_tree *t, int lv, const struct tlog_hash *h,
 	                 payload);
 }
 
-int glog_tree_add(struct glog_tree *t, const struct tlog_hash *leaf,
-                  glog_tile_fn *fn, void *payload)
+int glog_tree_add(struct glog_tree *t,
+                  const struct tlog_hash *leaf,
+                  glog_tile_fn *fn,
+                  void *payload)
 {
 	int64_t i = t->n;
 	int rc;
@@ -320,15 +339,17 @@ int glog_tree_add(struct glog_tree *t, const struct tlog_hash *leaf,
 	return rc;
 }
 
-int glog_tree_root(struct glog_tree *t, struct tlog_hash *root,
-                   glog_tile_fn *fn, void *payload)
+int glog_tree_root(struct glog_tree *t,
+                   struct tlog_hash *root,
+                   glog_tile_fn *fn,
+                   void *payload)
 {
 	int rc;
 
 	for (int lv = 0; lv < GLOG_TILE_LEVELS && fn; lv++) {
 		int64_t above = t->n >> (TLOG_TILE_HEIGHT * lv);
-		struct tlog_tile tile = { lv, above >> TLOG_TILE_HEIGHT,
-			                  t->count[lv] };
+		struct tlog_tile tile = {lv, above >> TLOG_TILE_HEIGHT,
+		                         t->count[lv]};
 
 		if (t->count[lv] == 0)
 			continue;
@@ -367,8 +388,8 @@ static bool next_line(struct eline *l, const char **p, const char *end)
 
 /* The value of "NAME VALUE": one word, non-empty, at most max bytes, into
  * out (NUL-terminated); false otherwise. */
-static bool field(char *out, size_t max, const struct eline *l,
-                  const char *name)
+static bool
+field(char *out, size_t max, const struct eline *l, const char *name)
 {
 	size_t k = strlen(name), n;
 
@@ -402,7 +423,8 @@ static bool oid_ok(const char *s, size_t n)
 	if (n != GLOG_OID_HEX)
 		return false;
 	for (size_t i = 0; i < n; i++)
-		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+		if (!((s[i] >= '0' && s[i] <= '9') ||
+		      (s[i] >= 'a' && s[i] <= 'f')))
 			return false;
 	return true;
 }
@@ -434,8 +456,8 @@ static bool ref_line(struct glog_ref *r, const struct eline *l)
 
 int glog_entry_parse(struct glog_entry *out, const void *text, size_t len)
 {
-	static const char *const names[] = { "time", "user", "key", "kind",
-		                             "factor", "addr" };
+	static const char *const names[] = {"time", "user",   "key",
+	                                    "kind", "factor", "addr"};
 	const char *p = text, *end = p + len;
 	char index[24], other[GLOG_REPO_MAX + 1];
 	size_t cap = 0;
@@ -477,8 +499,8 @@ void glog_entry_free(struct glog_entry *e)
 	e->nrefs = 0;
 }
 
-const struct glog_ref *glog_entry_ref(const struct glog_entry *e,
-                                      const char *repo, const char *ref)
+const struct glog_ref *
+glog_entry_ref(const struct glog_entry *e, const char *repo, const char *ref)
 {
 	const struct glog_ref *found = NULL;
 

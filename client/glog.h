@@ -50,13 +50,17 @@ struct glog_keys {
  * cosigning key of the same name and public key: a site cosigns with the
  * seed it signs with).  A key given twice is kept once.  GD_EINVAL: not a
  * verifier key, or of another type; GD_ETOOBIG: over GLOG_MAX_KEYS. */
-int glog_keys_add(struct glog_keys *ks, const char *s, size_t len,
+int glog_keys_add(struct glog_keys *ks,
+                  const char *s,
+                  size_t len,
                   bool witness);
 /* Adds the keys of a keys file text[0..len): lines "key VKEY" or
  * "witness VKEY", blank lines and lines starting with "#" ignored.  On
  * an error (glog_keys_add's, or GD_EINVAL for another line) *line is the
  * line number (1-based). */
-int glog_keys_file(struct glog_keys *ks, const char *text, size_t len,
+int glog_keys_file(struct glog_keys *ks,
+                   const char *text,
+                   size_t len,
                    size_t *line);
 
 /* A checkpoint that passed glog_ckpt_open. */
@@ -74,13 +78,18 @@ struct glog_ckpt {
  * fails it.  0; GD_ENOTFOUND: ks has no origin key named as the origin
  * line; GD_EINVAL: not a checkpoint, or of another site; GD_ECRYPTO: a
  * signature missing or bad, or the quorum not met. */
-int glog_ckpt_open(struct glog_ckpt *out, const char *msg, size_t len,
-                   const struct glog_keys *ks, const char *site,
-                   size_t quorum, struct buf *why);
+int glog_ckpt_open(struct glog_ckpt *out,
+                   const char *msg,
+                   size_t len,
+                   const struct glog_keys *ks,
+                   const char *site,
+                   size_t quorum,
+                   struct buf *why);
 
 /* The checkpoint text of a note we wrote ourselves (the state kept):
  * parses msg[0..len) without checking signatures. */
-int glog_ckpt_parse_kept(struct note_checkpoint *out, const char *msg,
+int glog_ckpt_parse_kept(struct note_checkpoint *out,
+                         const char *msg,
                          size_t len);
 
 enum glog_rel {
@@ -96,17 +105,20 @@ enum glog_rel {
  * checked against that tree's root) fetched through fetch, and checked.
  * 0 and *out; GD_ECRYPTO: the tiles do not match the larger tree's root;
  * the fetch's errors. */
-int glog_relate(enum glog_rel *out, int64_t old_size,
-                const struct tlog_hash *old_root, int64_t new_size,
-                const struct tlog_hash *new_root, tlog_tile_fetch_fn *fetch,
+int glog_relate(enum glog_rel *out,
+                int64_t old_size,
+                const struct tlog_hash *old_root,
+                int64_t new_size,
+                const struct tlog_hash *new_root,
+                tlog_tile_fetch_fn *fetch,
                 void *payload);
 
 /* ---- the tree and tiles, recomputed from the entries ------------------ */
 
 /* Called with each tile (level >= 0) the entries make, and its data
  * (t->w hashes); a nonzero return stops and is returned. */
-typedef int glog_tile_fn(const struct tlog_tile *t, const uint8_t *data,
-                         void *payload);
+typedef int
+glog_tile_fn(const struct tlog_tile *t, const uint8_t *data, void *payload);
 
 struct glog_tree {
 	int64_t n; /* leaves added */
@@ -120,13 +132,17 @@ struct glog_tree {
  * stack). */
 void glog_tree_init(struct glog_tree *t);
 /* Appends a leaf hash; each tile that becomes full is passed to fn. */
-int glog_tree_add(struct glog_tree *t, const struct tlog_hash *leaf,
-                  glog_tile_fn *fn, void *payload);
+int glog_tree_add(struct glog_tree *t,
+                  const struct tlog_hash *leaf,
+                  glog_tile_fn *fn,
+                  void *payload);
 /* The root of the tree so far into *root; the partial tiles (the
  * rightmost of each level that has any) are passed to fn, lowest level
  * first.  t is unchanged. */
-int glog_tree_root(struct glog_tree *t, struct tlog_hash *root,
-                   glog_tile_fn *fn, void *payload);
+int glog_tree_root(struct glog_tree *t,
+                   struct tlog_hash *root,
+                   glog_tile_fn *fn,
+                   void *payload);
 
 /* ---- entries ----------------------------------------------------------- */
 
@@ -152,8 +168,8 @@ struct glog_entry {
 int glog_entry_parse(struct glog_entry *out, const void *text, size_t len);
 void glog_entry_free(struct glog_entry *e);
 /* The last ref line of e that moves ref in repo, or NULL (borrowed). */
-const struct glog_ref *glog_entry_ref(const struct glog_entry *e,
-                                      const char *repo, const char *ref);
+const struct glog_ref *
+glog_entry_ref(const struct glog_entry *e, const char *repo, const char *ref);
 
 /* ---- state ------------------------------------------------------------- */
 

@@ -29,10 +29,16 @@ int glog_cmds_usage(const char *what, const char *arg)
 
 int glog_cmds_fail(struct glog_run *r, int rc, const char *what)
 {
+	if (rc == GD_ECRYPTO && r->h.why.len) {
+		fprintf(stderr, "%s: %s: %s\n", prog, what, r->h.why.p);
+		return GD_EXIT_REFUSED;
+	}
 	if (rc == GD_ECRYPTO) {
-		fprintf(stderr, "%s: %s: %s\n", prog, what,
-		        r->h.why.len ? r->h.why.p :
-		                       "the tiles do not match the checkpoint");
+		fprintf(stderr,
+		        "%s: %s: the tiles under %s do not match the "
+		        "checkpoint of '%s' (size %lld)\n",
+		        prog, what, r->h.base, r->ck.c.origin,
+		        (long long)r->ck.c.size);
 		return GD_EXIT_REFUSED;
 	}
 	fprintf(stderr, "%s: cannot read the log: %s\n", prog,
@@ -42,11 +48,11 @@ int glog_cmds_fail(struct glog_run *r, int rc, const char *what)
 
 void glog_cmds_b64(char out[GLOG_CMDS_B64_LEN], const struct tlog_hash *h)
 {
-	_Static_assert(GLOG_CMDS_B64_LEN ==
-	                       sodium_base64_ENCODED_LEN(
-	                               TLOG_HASH_LEN,
-	                               sodium_base64_VARIANT_ORIGINAL),
-	               "base64 of a hash");
+	_Static_assert(
+	        GLOG_CMDS_B64_LEN ==
+	                sodium_base64_ENCODED_LEN(
+	                        TLOG_HASH_LEN, sodium_base64_VARIANT_ORIGINAL),
+	        "base64 of a hash");
 	sodium_bin2base64(out, GLOG_CMDS_B64_LEN, h->b, TLOG_HASH_LEN,
 	                  sodium_base64_VARIANT_ORIGINAL);
 }
@@ -54,19 +60,22 @@ void glog_cmds_b64(char out[GLOG_CMDS_B64_LEN], const struct tlog_hash *h)
 /* The arguments of r->cmd, checked before anything is fetched. */
 int glog_cmds_args(struct glog_run *r)
 {
-	int want = !strcmp(r->cmd, "prove") ? 1 : !strcmp(r->cmd, "tip") ? 3 : 0;
+	int want = !strcmp(r->cmd, "prove") ? 1
+	           : !strcmp(r->cmd, "tip") ? 3
+	                                    : 0;
 	char *end;
 
 	if (r->nargs != want)
-		return glog_cmds_usage(want ? "wrong number of arguments for" :
-		                        "no arguments for",
-		                 r->cmd);
+		return glog_cmds_usage(want ? "wrong number of arguments for"
+		                            : "no arguments for",
+		                       r->cmd);
 	if (!strcmp(r->cmd, "prove")) {
 		errno = 0;
 		r->index = strtoll(r->args[0], &end, 10);
 		if (errno || end == r->args[0] || *end || r->index < 0 ||
 		    r->args[0][0] == '-' || r->args[0][0] == '+')
-			return glog_cmds_usage("not an entry index", r->args[0]);
+			return glog_cmds_usage("not an entry index",
+			                       r->args[0]);
 	}
 	if (strcmp(r->cmd, "tip"))
 		return -1;
@@ -75,18 +84,23 @@ int glog_cmds_args(struct glog_run *r)
 	r->ref = r->args[1];
 	if (strncmp(r->ref, "refs/", 5) || strlen(r->ref) > GLOG_REF_MAX ||
 	    strpbrk(r->ref, " \t\n"))
-		return glog_cmds_usage("not a full ref name (refs/heads/...)", r->ref);
+		return glog_cmds_usage("not a full ref name (refs/heads/...)",
+		                       r->ref);
 	if (strlen(r->args[2]) != GLOG_OID_HEX ||
 	    strspn(r->args[2], "0123456789abcdefABCDEF") != GLOG_OID_HEX)
-		return glog_cmds_usage("not an object id (40 hex digits)", r->args[2]);
+		return glog_cmds_usage("not an object id (40 hex digits)",
+		                       r->args[2]);
 	for (int i = 0; i < GLOG_OID_HEX; i++)
 		r->oid[i] = (char)(r->args[2][i] | 0x20); /* lower case */
 	return -1;
 }
 
 /* Is entry e[0..len) an entry of the site at index i? */
-static bool entry_ours(const struct glog_run *r, const void *e, size_t len,
-                       int64_t i, struct glog_entry *out)
+static bool entry_ours(const struct glog_run *r,
+                       const void *e,
+                       size_t len,
+                       int64_t i,
+                       struct glog_entry *out)
 {
 	int rc = glog_entry_parse(out, e, len);
 
@@ -95,7 +109,8 @@ static bool entry_ours(const struct glog_run *r, const void *e, size_t len,
 
 static int not_ours(const struct glog_run *r, int64_t i)
 {
-	fprintf(stderr, "%s: entry %lld is not a push entry of %s at index %lld\n",
+	fprintf(stderr,
+	        "%s: entry %lld is not a push entry of %s at index %lld\n",
 	        prog, (long long)i, r->site, (long long)i);
 	return GD_EXIT_REFUSED;
 }
@@ -107,10 +122,10 @@ static int tile_width(int64_t size, int64_t n)
 	return (int)(left < TLOG_TILE_WIDTH ? left : TLOG_TILE_WIDTH);
 }
 
-static void tile_name(struct buf *out, const struct glog_run *r, int level,
-                      int64_t n, int w)
+static void tile_name(
+        struct buf *out, const struct glog_run *r, int level, int64_t n, int w)
 {
-	struct tlog_tile t = { level, n, w };
+	struct tlog_tile t = {level, n, w};
 	char path[TLOG_TILE_PATH_MAX];
 
 	GD_ASSERT(tlog_tile_path(path, &t) > 0);
@@ -125,8 +140,8 @@ struct vcheck {
 };
 
 /* glog_tile_fn: the server's tile against the one the entries make. */
-static int verify_tile(const struct tlog_tile *t, const uint8_t *data,
-                       void *payload)
+static int
+verify_tile(const struct tlog_tile *t, const uint8_t *data, void *payload)
 {
 	struct vcheck *v = payload;
 	size_t len = (size_t)t->w * TLOG_HASH_LEN;
@@ -145,8 +160,12 @@ static int verify_tile(const struct tlog_tile *t, const uint8_t *data,
 
 /* Adds the entries of bundle n (w of them) to t; *bad_entry: the first
  * that is not the site's at its index. */
-static int verify_bundle(struct glog_run *r, struct glog_tree *t, int64_t n, int w,
-                         struct vcheck *v, int64_t *bad_entry)
+static int verify_bundle(struct glog_run *r,
+                         struct glog_tree *t,
+                         int64_t n,
+                         int w,
+                         struct vcheck *v,
+                         int64_t *bad_entry)
 {
 	struct buf b = BUF_INIT;
 	struct tlog_bundle_iter it;
@@ -160,8 +179,8 @@ static int verify_bundle(struct glog_run *r, struct glog_tree *t, int64_t n, int
 		goto done;
 	}
 	tlog_bundle_iter_init(&it, b.p, b.len);
-	for (int64_t i = n * TLOG_TILE_WIDTH; tlog_bundle_next(&it, &p, &len) == 1;
-	     i++) {
+	for (int64_t i = n * TLOG_TILE_WIDTH;
+	     tlog_bundle_next(&it, &p, &len) == 1; i++) {
 		struct tlog_hash leaf;
 
 		tlog_leaf_hash(&leaf, p, len);
@@ -179,8 +198,10 @@ done:
 	return rc;
 }
 
-static int verify_report(struct glog_run *r, struct glog_tree *t,
-                         struct vcheck *v, int64_t bad_entry)
+static int verify_report(struct glog_run *r,
+                         struct glog_tree *t,
+                         struct vcheck *v,
+                         int64_t bad_entry)
 {
 	struct tlog_hash root;
 	struct buf what = BUF_INIT;
@@ -198,16 +219,19 @@ static int verify_report(struct glog_run *r, struct glog_tree *t,
 		        "%s: the entries of '%s' do not hash to its "
 		        "checkpoint's root (size %lld)%s%s\n",
 		        prog, r->ck.c.origin, (long long)r->ck.c.size,
-		        what.len ? "; first difference in " : "", buf_str(&what));
+		        what.len ? "; first difference in " : "",
+		        buf_str(&what));
 	} else if (v->have_bad) {
 		tile_name(&what, r, v->bad.level, v->bad.n, v->bad.w);
-		fprintf(stderr, "%s: %s does not match the tree of the entries\n",
-		        prog, what.p);
+		fprintf(stderr,
+		        "%s: %s does not match the tree of the entries\n", prog,
+		        what.p);
 	} else if (bad_entry >= 0) {
 		rc = not_ours(r, bad_entry);
 	} else {
 		glog_cmds_b64(b, &root);
-		printf("verified %lld entries and %lld tiles of '%s': root %s\n",
+		printf("verified %lld entries and %lld tiles of '%s': root "
+		       "%s\n",
 		       (long long)t->n, (long long)v->tiles, r->ck.c.origin, b);
 		rc = GD_EXIT_OK;
 	}
@@ -218,13 +242,14 @@ static int verify_report(struct glog_run *r, struct glog_tree *t,
 int glog_cmds_verify(struct glog_run *r)
 {
 	struct glog_tree *t = xmalloc(sizeof(*t));
-	struct vcheck v = { .r = r };
+	struct vcheck v = {.r = r};
 	int64_t size = r->ck.c.size, bad_entry = -1;
 	int rc = -1;
 
 	glog_tree_init(t);
 	for (int64_t n = 0; rc < 0 && n * TLOG_TILE_WIDTH < size; n++)
-		rc = verify_bundle(r, t, n, tile_width(size, n), &v, &bad_entry);
+		rc = verify_bundle(r, t, n, tile_width(size, n), &v,
+		                   &bad_entry);
 	if (rc < 0)
 		rc = verify_report(r, t, &v, bad_entry);
 	free(t);
@@ -232,8 +257,8 @@ int glog_cmds_verify(struct glog_run *r)
 }
 
 /* Entry k of bundle b. */
-static bool bundle_entry(const struct buf *b, int k, const uint8_t **p,
-                         size_t *len)
+static bool
+bundle_entry(const struct buf *b, int k, const uint8_t **p, size_t *len)
 {
 	struct tlog_bundle_iter it;
 
@@ -250,8 +275,10 @@ static int not_in_tree(struct glog_run *r, int64_t i)
 
 	tile_name(&what, r, TLOG_TILE_ENTRIES, i / TLOG_TILE_WIDTH,
 	          tile_width(r->ck.c.size, i / TLOG_TILE_WIDTH));
-	fprintf(stderr, "%s: entry %lld in %s is not the one the checkpoint's "
-	        "tree holds\n", prog, (long long)i, what.p);
+	fprintf(stderr,
+	        "%s: entry %lld in %s is not the one the checkpoint's "
+	        "tree holds\n",
+	        prog, (long long)i, what.p);
 	buf_free(&what);
 	return GD_EXIT_REFUSED;
 }
@@ -259,38 +286,42 @@ static int not_in_tree(struct glog_run *r, int64_t i)
 int glog_cmds_prove(struct glog_run *r)
 {
 	const struct note_checkpoint *c = &r->ck.c;
-	struct tlog_tile_reader rd = { c->size, c->root, glog_http_tile, &r->h };
+	struct tlog_tile_reader rd = {c->size, c->root, glog_http_tile, &r->h};
 	struct tlog_hash proof[TLOG_MAX_PROOF], leaf;
 	int64_t n = r->index / TLOG_TILE_WIDTH;
 	struct buf b = BUF_INIT;
-	struct glog_entry e = { 0 };
+	struct glog_entry e = {0};
 	const uint8_t *p;
 	size_t np, len;
 	int rc;
 
 	if (r->index >= c->size) {
-		fprintf(stderr, "%s: entry %lld is not in the checkpoint of "
-		        "'%s' (size %lld)\n", prog, (long long)r->index,
-		        c->origin, (long long)c->size);
+		fprintf(stderr,
+		        "%s: entry %lld is not in the checkpoint of "
+		        "'%s' (size %lld)\n",
+		        prog, (long long)r->index, c->origin,
+		        (long long)c->size);
 		return GD_EXIT_REFUSED;
 	}
 	rc = tlog_prove_record(proof, &np, c->size, r->index,
 	                       tlog_tile_read_hashes, &rd);
 	if (rc != 0)
 		return glog_cmds_fail(r, rc, "inclusion proof");
-	if ((rc = glog_http_bundle(&r->h, n, tile_width(c->size, n), &b)) != 0) {
+	if ((rc = glog_http_bundle(&r->h, n, tile_width(c->size, n), &b)) !=
+	    0) {
 		rc = glog_cmds_fail(r, rc, "entries");
 		goto done;
 	}
-	GD_ASSERT(bundle_entry(&b, (int)(r->index % TLOG_TILE_WIDTH), &p, &len));
+	GD_ASSERT(
+	        bundle_entry(&b, (int)(r->index % TLOG_TILE_WIDTH), &p, &len));
 	tlog_leaf_hash(&leaf, p, len);
 	if (tlog_check_record(proof, np, c->size, &c->root, r->index, &leaf))
 		rc = not_in_tree(r, r->index);
 	else if (!entry_ours(r, p, len, r->index, &e))
 		rc = not_ours(r, r->index);
 	else
-		rc = fwrite(p, 1, len, stdout) == len ? GD_EXIT_OK :
-		                                       GD_EXIT_USAGE;
+		rc = fwrite(p, 1, len, stdout) == len ? GD_EXIT_OK
+		                                      : GD_EXIT_USAGE;
 done:
 	glog_entry_free(&e);
 	buf_free(&b);
@@ -298,8 +329,8 @@ done:
 }
 
 /* What the log says of the ref: exit 0 when it is r->oid. */
-static int tip_found(const struct glog_run *r, const struct glog_ref *ref,
-                     int64_t i)
+static int
+tip_found(const struct glog_run *r, const struct glog_ref *ref, int64_t i)
 {
 	static const char zero[GLOG_OID_HEX + 1] =
 	        "0000000000000000000000000000000000000000";
@@ -310,13 +341,16 @@ static int tip_found(const struct glog_run *r, const struct glog_ref *ref,
 		return GD_EXIT_OK;
 	}
 	if (!strcmp(ref->new_, zero))
-		fprintf(stderr, "%s: %s in %s is deleted in the log (%s#%lld), "
-		        "not %s\n", prog, r->ref, r->repo, r->site, (long long)i,
-		        r->oid);
+		fprintf(stderr,
+		        "%s: %s in %s is deleted in the log (%s#%lld), "
+		        "not %s\n",
+		        prog, r->ref, r->repo, r->site, (long long)i, r->oid);
 	else
-		fprintf(stderr, "%s: %s in %s is %s in the log (%s#%lld), "
-		        "not %s\n", prog, r->ref, r->repo, ref->new_, r->site,
-		        (long long)i, r->oid);
+		fprintf(stderr,
+		        "%s: %s in %s is %s in the log (%s#%lld), "
+		        "not %s\n",
+		        prog, r->ref, r->repo, ref->new_, r->site, (long long)i,
+		        r->oid);
 	return GD_EXIT_REFUSED;
 }
 
@@ -325,11 +359,11 @@ static int tip_found(const struct glog_run *r, const struct glog_ref *ref,
 static int tip_bundle(struct glog_run *r, int64_t n, int w)
 {
 	const struct note_checkpoint *c = &r->ck.c;
-	struct tlog_tile_reader rd = { c->size, c->root, glog_http_tile, &r->h };
+	struct tlog_tile_reader rd = {c->size, c->root, glog_http_tile, &r->h};
 	int64_t idx[TLOG_TILE_WIDTH];
 	struct tlog_hash want[TLOG_TILE_WIDTH], leaf;
 	struct buf b = BUF_INIT;
-	struct glog_entry e = { 0 };
+	struct glog_entry e = {0};
 	const struct glog_ref *ref;
 	const uint8_t *p;
 	size_t len;
@@ -376,4 +410,3 @@ int glog_cmds_tip(struct glog_run *r)
 	        r->ref, r->repo, r->site, (long long)size);
 	return GD_EXIT_REFUSED;
 }
-

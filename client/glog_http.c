@@ -76,7 +76,9 @@ void glog_http_free(struct glog_http *h)
 	buf_free(&h->why);
 }
 
-int glog_http_get(struct glog_http *h, const char *path, size_t max,
+int glog_http_get(struct glog_http *h,
+                  const char *path,
+                  size_t max,
                   struct buf *out)
 {
 	struct buf url = BUF_INIT;
@@ -108,8 +110,10 @@ int glog_http_get(struct glog_http *h, const char *path, size_t max,
 }
 
 /* Tile or bundle t into out: the partial one, else the full one. */
-static int get_tile(struct glog_http *h, const struct tlog_tile *t,
-                    size_t max, struct buf *out)
+static int get_tile(struct glog_http *h,
+                    const struct tlog_tile *t,
+                    size_t max,
+                    struct buf *out)
 {
 	char path[TLOG_TILE_PATH_MAX];
 	struct tlog_tile full = *t;
@@ -170,7 +174,7 @@ done:
 
 int glog_http_bundle(struct glog_http *h, int64_t n, int w, struct buf *out)
 {
-	struct tlog_tile t = { TLOG_TILE_ENTRIES, n, w };
+	struct tlog_tile t = {TLOG_TILE_ENTRIES, n, w};
 	char path[TLOG_TILE_PATH_MAX];
 	struct tlog_bundle_iter it;
 	const uint8_t *e;

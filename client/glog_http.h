@@ -44,7 +44,9 @@ int glog_http_init(struct glog_http *h, const char *url, const char *site);
 void glog_http_free(struct glog_http *h);
 
 /* GET base + path, at most max bytes, into out (reset first). */
-int glog_http_get(struct glog_http *h, const char *path, size_t max,
+int glog_http_get(struct glog_http *h,
+                  const char *path,
+                  size_t max,
                   struct buf *out);
 
 /* A tlog_tile_fetch_fn (payload: the struct glog_http *): tile t's data,

@@ -43,44 +43,67 @@ static const char prog[] = GLOG_CMDS_PROG;
 static void usage(FILE *fp)
 {
 	fprintf(fp,
-"usage: grant-log [--key VKEY]... [--keys FILE] [--witness VKEY]...\n"
-"                 [--quorum N] [--state DIR] URL SITE COMMAND [ARGS]\n"
-"\n"
-"Check a grantd site's push log from its HTTP log alone (URL/log/SITE/).\n"
-"Every command first checks the site's checkpoint: signed by the origin\n"
-"key named as its origin line (HOST/grantd/SITE), cosigned by at least\n"
-"N witness keys, and consistent with the checkpoint kept for that origin\n"
-"from the last run, which it then replaces.\n"
-"\n"
-"Commands\n"
-"  checkpoint        print the checked checkpoint: origin, size, root, the\n"
-"                    witnesses that cosigned and the size kept before\n"
-"  verify            recompute the tree and every tile from all the entries\n"
-"                    and compare them with the checkpoint and the server's\n"
-"  prove INDEX       prove that entry INDEX is in the checkpoint's tree;\n"
-"                    print the entry\n"
-"  tip REPO REF OID  exit 0 when the newest entry moving REF in REPO sets\n"
-"                    it to OID, else 1 naming what the log holds\n"
-"\n"
-"  --key VKEY        an origin key (NAME+HEXID+BASE64, as `grantctl log key`\n"
-"                    prints it); the one named as the checkpoint's origin\n"
-"                    must have signed it\n"
-"  --keys FILE       keys from FILE: lines \"key VKEY\" or \"witness VKEY\"\n"
-"  --witness VKEY    a witness key (cosignature/v1; a site's `grantctl log\n"
-"                    key` line stands for its cosigning key)\n"
-"  --quorum N        cosignatures needed (default: every witness given)\n"
-"  --state DIR       where the last checkpoint of each origin is kept\n"
-"                    (default $XDG_STATE_HOME/grant-log, then\n"
-"                    ~/.local/state/grant-log)\n"
-"  -h, --help        this text\n"
-"  --version         print the version and exit\n"
-"\n"
-"Exit status: 0 the log checks (tip: OID is the logged value), 1 the log\n"
-"fails a check, named (a fork: both checkpoints kept; tip: another value\n"
-"or none), 2 usage or input error, 3 the log could not be read.\n");
+	        "usage: grant-log [--key VKEY]... [--keys FILE] [--witness "
+	        "VKEY]...\n"
+	        "                 [--quorum N] [--state DIR] URL SITE COMMAND "
+	        "[ARGS]\n"
+	        "\n"
+	        "Check a grantd site's push log from its HTTP log alone "
+	        "(URL/log/SITE/).\n"
+	        "Every command first checks the site's checkpoint: signed by "
+	        "the origin\n"
+	        "key named as its origin line (HOST/grantd/SITE), cosigned by "
+	        "at least\n"
+	        "N witness keys, and consistent with the checkpoint kept for "
+	        "that origin\n"
+	        "from the last run, which it then replaces.\n"
+	        "\n"
+	        "Commands\n"
+	        "  checkpoint        print the checked checkpoint: origin, "
+	        "size, root, the\n"
+	        "                    witnesses that cosigned and the size kept "
+	        "before\n"
+	        "  verify            recompute the tree and every tile from "
+	        "all the entries\n"
+	        "                    and compare them with the checkpoint and "
+	        "the server's\n"
+	        "  prove INDEX       prove that entry INDEX is in the "
+	        "checkpoint's tree;\n"
+	        "                    print the entry\n"
+	        "  tip REPO REF OID  exit 0 when the newest entry moving REF "
+	        "in REPO sets\n"
+	        "                    it to OID, else 1 naming what the log "
+	        "holds\n"
+	        "\n"
+	        "  --key VKEY        an origin key (NAME+HEXID+BASE64, as "
+	        "`grantctl log key`\n"
+	        "                    prints it); the one named as the "
+	        "checkpoint's origin\n"
+	        "                    must have signed it\n"
+	        "  --keys FILE       keys from FILE: lines \"key VKEY\" or "
+	        "\"witness VKEY\"\n"
+	        "  --witness VKEY    a witness key (cosignature/v1; a site's "
+	        "`grantctl log\n"
+	        "                    key` line stands for its cosigning key)\n"
+	        "  --quorum N        cosignatures needed (default: every "
+	        "witness given)\n"
+	        "  --state DIR       where the last checkpoint of each origin "
+	        "is kept\n"
+	        "                    (default $XDG_STATE_HOME/grant-log, then\n"
+	        "                    ~/.local/state/grant-log)\n"
+	        "  -h, --help        this text\n"
+	        "  --version         print the version and exit\n"
+	        "\n"
+	        "Exit status: 0 the log checks (tip: OID is the logged value), "
+	        "1 the log\n"
+	        "fails a check, named (a fork: both checkpoints kept; tip: "
+	        "another value\n"
+	        "or none), 2 usage or input error, 3 the log could not be "
+	        "read.\n");
 }
 
-/* ---- files ----------------------------------------------------------------- */
+/* ---- files -----------------------------------------------------------------
+ */
 
 static int read_file(const char *path, size_t max, struct buf *out)
 {
@@ -118,8 +141,8 @@ static int mkdirs(char *path)
 
 /* dir/name holds data[0..len), or its old content: written to a
  * temporary file, fsynced, renamed over it, the directory fsynced. */
-static int write_atomic(const char *dir, const char *name, const char *data,
-                        size_t len)
+static int
+write_atomic(const char *dir, const char *name, const char *data, size_t len)
 {
 	struct buf tmp = BUF_INIT, dst = BUF_INIT;
 	int fd, rc = -1;
@@ -154,7 +177,8 @@ done:
 	return rc;
 }
 
-/* ---- options --------------------------------------------------------------- */
+/* ---- options ---------------------------------------------------------------
+ */
 
 static int add_keys_file(struct glog_run *r, const char *path)
 {
@@ -172,8 +196,9 @@ static int add_keys_file(struct glog_run *r, const char *path)
 	buf_free(&b);
 	if (rc != 0) {
 		fprintf(stderr, "%s: %s line %zu: %s\n", prog, path, line,
-		        rc == GD_ETOOBIG ? "too many keys" :
-		                           "not \"key VKEY\" or \"witness VKEY\"");
+		        rc == GD_ETOOBIG
+		                ? "too many keys"
+		                : "not \"key VKEY\" or \"witness VKEY\"");
 		return GD_EXIT_USAGE;
 	}
 	return 0;
@@ -200,10 +225,11 @@ static int option(struct glog_run *r, int argc, char **argv, int *i)
 	if (!strcmp(a, "--key") || !strcmp(a, "--witness")) {
 		rc = glog_keys_add(&r->keys, v, strlen(v), a[2] == 'w');
 		if (rc != 0)
-			return glog_cmds_usage(rc == GD_ETOOBIG ? "too many keys" :
-			                 a[2] == 'w' ? "not a verifier key" :
-			                               "not an Ed25519 verifier key",
-			                 v);
+			return glog_cmds_usage(
+			        rc == GD_ETOOBIG ? "too many keys"
+			        : a[2] == 'w'    ? "not a verifier key"
+			                      : "not an Ed25519 verifier key",
+			        v);
 	} else if (!strcmp(a, "--keys")) {
 		if ((rc = add_keys_file(r, v)) != 0)
 			return rc;
@@ -212,7 +238,8 @@ static int option(struct glog_run *r, int argc, char **argv, int *i)
 		r->quorum = strtol(v, &end, 10);
 		if (errno || end == v || *end || r->quorum < 0 ||
 		    r->quorum > GLOG_MAX_KEYS)
-			return glog_cmds_usage("--quorum: not a number 0..64", v);
+			return glog_cmds_usage("--quorum: not a number 0..64",
+			                       v);
 	} else if (!strcmp(a, "--state")) {
 		r->state = v;
 	} else {
@@ -235,7 +262,8 @@ static int parse_args(struct glog_run *r, int argc, char **argv)
 	r->url = argv[i], r->site = argv[i + 1], r->cmd = argv[i + 2];
 	r->args = argv + i + 3, r->nargs = argc - i - 3;
 	if (strncmp(r->url, "http://", 7) && strncmp(r->url, "https://", 8))
-		return glog_cmds_usage("not an http:// or https:// URL", r->url);
+		return glog_cmds_usage("not an http:// or https:// URL",
+		                       r->url);
 	if (!name_site_ok(r->site))
 		return glog_cmds_usage("not a site name", r->site);
 	for (size_t k = 0; k < r->keys.n; k++)
@@ -243,11 +271,12 @@ static int parse_args(struct glog_run *r, int argc, char **argv)
 	if (r->quorum < 0)
 		r->quorum = (long)nwit;
 	if ((size_t)r->quorum > nwit)
-		return glog_cmds_usage("--quorum is more than the witness keys given",
-		                 NULL);
+		return glog_cmds_usage(
+		        "--quorum is more than the witness keys given", NULL);
 	if (r->keys.n == nwit)
-		return glog_cmds_usage("no origin key (--key or a \"key\" line of --keys)",
-		                 NULL);
+		return glog_cmds_usage(
+		        "no origin key (--key or a \"key\" line of --keys)",
+		        NULL);
 	return -1;
 }
 
@@ -271,7 +300,8 @@ static int state_dir(struct glog_run *r)
 	return -1;
 }
 
-static int fork_found(struct glog_run *r, const char *name,
+static int fork_found(struct glog_run *r,
+                      const char *name,
                       const struct note_checkpoint *old)
 {
 	const struct note_checkpoint *c = &r->ck.c;
@@ -410,10 +440,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s: libcurl failed to start\n", prog);
 		rc = GD_EXIT_USAGE;
 	} else if ((rc = check_checkpoint(r, &prev)) < 0) {
-		rc = !strcmp(r->cmd, "checkpoint") ? cmd_checkpoint(r, prev) :
-		     !strcmp(r->cmd, "verify")     ? glog_cmds_verify(r) :
-		     !strcmp(r->cmd, "prove")      ? glog_cmds_prove(r) :
-		                                     glog_cmds_tip(r);
+		rc = !strcmp(r->cmd, "checkpoint") ? cmd_checkpoint(r, prev)
+		     : !strcmp(r->cmd, "verify")   ? glog_cmds_verify(r)
+		     : !strcmp(r->cmd, "prove")    ? glog_cmds_prove(r)
+		                                   : glog_cmds_tip(r);
 	}
 	glog_http_free(&r->h);
 	curl_global_cleanup();
