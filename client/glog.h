@@ -3,8 +3,8 @@
  * log, without the network or the disk: which keys it trusts, whether a
  * checkpoint is signed by its origin and cosigned by enough witnesses,
  * whether two checkpoints of one origin are consistent, the tree and
- * tiles recomputed from the entries, and the few fields of an entry it
- * reads (docs/push-log.md, SPEC 9, issue 21 point 3).
+ * tiles recomputed from the entries, and the ref an entry moves
+ * (docs/push-log.md, SPEC 9, issue 21 point 3).
  *
  * grant-log.c fetches (libcurl) and keeps state (files); everything it
  * concludes is computed here, so tests/unit/test_glog.c checks it with an
@@ -24,16 +24,13 @@
 
 #include "buf.h"
 #include "note.h"
+#include "pushleaf.h"
 #include "tlog.h"
 #include "tlog_tile.h"
 
 #define GLOG_MAX_KEYS 64 /* keys of both kinds, together */
 /* tile levels of a tree below 2^63 entries: 0..7 */
 #define GLOG_TILE_LEVELS 8
-#define GLOG_OID_HEX     40
-#define GLOG_SITE_MAX    64
-#define GLOG_REPO_MAX    1024
-#define GLOG_REF_MAX     255
 
 /* The keys a user trusts: an origin key (NOTE_ALG_ED25519) signs the
  * checkpoints of the log whose origin line is its name; a witness key
@@ -144,32 +141,13 @@ int glog_tree_root(struct glog_tree *t,
                    glog_tile_fn *fn,
                    void *payload);
 
-/* ---- entries ----------------------------------------------------------- */
+/* ---- entries ------------------------------------------------------------- */
 
-struct glog_ref {
-	char ref[GLOG_REF_MAX + 1];
-	char old[GLOG_OID_HEX + 1];
-	char new_[GLOG_OID_HEX + 1];
-};
-
-/* The fields of a push log entry grant-log reads. */
-struct glog_entry {
-	char origin[GLOG_SITE_MAX + 1];
-	int64_t index;
-	char repo[GLOG_REPO_MAX + 1];
-	size_t nrefs; /* >= 1 */
-	struct glog_ref *refs; /* glog_entry_free */
-};
-
-/* Parses the entry text[0..len) (untrusted; docs/push-log.md "The
- * transparency log's leaves"): 0, or GD_EINVAL for a text that is not
- * one; glog_entry_free it either way.  The one place grant-log reads an
- * entry's text. */
-int glog_entry_parse(struct glog_entry *out, const void *text, size_t len);
-void glog_entry_free(struct glog_entry *e);
-/* The last ref line of e that moves ref in repo, or NULL (borrowed). */
-const struct glog_ref *
-glog_entry_ref(const struct glog_entry *e, const char *repo, const char *ref);
+/* An entry's text is read with pushleaf_parse (common/pushleaf.h), the
+ * parser of the node that writes it.  The last ref line of e that moves
+ * ref in repo, or NULL (borrowed from e). */
+const struct pushleaf_ref *
+glog_entry_ref(const struct pushleaf *e, const char *repo, const char *ref);
 
 /* ---- state ------------------------------------------------------------- */
 

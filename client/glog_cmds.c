@@ -82,15 +82,15 @@ int glog_cmds_args(struct glog_run *r)
 	if (name_repo_norm(r->repo, sizeof(r->repo), r->args[0]) != 0)
 		return glog_cmds_usage("not a repository name", r->args[0]);
 	r->ref = r->args[1];
-	if (strncmp(r->ref, "refs/", 5) || strlen(r->ref) > GLOG_REF_MAX ||
+	if (strncmp(r->ref, "refs/", 5) || strlen(r->ref) > PUSHLEAF_REF_MAX ||
 	    strpbrk(r->ref, " \t\n"))
 		return glog_cmds_usage("not a full ref name (refs/heads/...)",
 		                       r->ref);
-	if (strlen(r->args[2]) != GLOG_OID_HEX ||
-	    strspn(r->args[2], "0123456789abcdefABCDEF") != GLOG_OID_HEX)
+	if (strlen(r->args[2]) != PUSHLEAF_OID_HEX ||
+	    strspn(r->args[2], "0123456789abcdefABCDEF") != PUSHLEAF_OID_HEX)
 		return glog_cmds_usage("not an object id (40 hex digits)",
 		                       r->args[2]);
-	for (int i = 0; i < GLOG_OID_HEX; i++)
+	for (int i = 0; i < PUSHLEAF_OID_HEX; i++)
 		r->oid[i] = (char)(r->args[2][i] | 0x20); /* lower case */
 	return -1;
 }
@@ -100,11 +100,12 @@ static bool entry_ours(const struct glog_run *r,
                        const void *e,
                        size_t len,
                        int64_t i,
-                       struct glog_entry *out)
+                       struct pushleaf *out)
 {
-	int rc = glog_entry_parse(out, e, len);
+	int rc = pushleaf_parse(out, e, len);
 
-	return rc == 0 && !strcmp(out->origin, r->site) && out->index == i;
+	return rc == 0 && !strcmp(out->origin, r->site) &&
+	       out->index == (uint64_t)i;
 }
 
 static int not_ours(const struct glog_run *r, int64_t i)
@@ -169,7 +170,7 @@ static int verify_bundle(struct glog_run *r,
 {
 	struct buf b = BUF_INIT;
 	struct tlog_bundle_iter it;
-	struct glog_entry e;
+	struct pushleaf e = {0};
 	const uint8_t *p;
 	size_t len;
 	int rc = glog_http_bundle(&r->h, n, w, &b);
@@ -190,7 +191,7 @@ static int verify_bundle(struct glog_run *r,
 		}
 		if (!entry_ours(r, p, len, i, &e) && *bad_entry < 0)
 			*bad_entry = i;
-		glog_entry_free(&e);
+		pushleaf_free(&e);
 	}
 	rc = -1;
 done:
@@ -290,7 +291,7 @@ int glog_cmds_prove(struct glog_run *r)
 	struct tlog_hash proof[TLOG_MAX_PROOF], leaf;
 	int64_t n = r->index / TLOG_TILE_WIDTH;
 	struct buf b = BUF_INIT;
-	struct glog_entry e = {0};
+	struct pushleaf e = {0};
 	const uint8_t *p;
 	size_t np, len;
 	int rc;
@@ -323,16 +324,16 @@ int glog_cmds_prove(struct glog_run *r)
 		rc = fwrite(p, 1, len, stdout) == len ? GD_EXIT_OK
 		                                      : GD_EXIT_USAGE;
 done:
-	glog_entry_free(&e);
+	pushleaf_free(&e);
 	buf_free(&b);
 	return rc;
 }
 
 /* What the log says of the ref: exit 0 when it is r->oid. */
 static int
-tip_found(const struct glog_run *r, const struct glog_ref *ref, int64_t i)
+tip_found(const struct glog_run *r, const struct pushleaf_ref *ref, int64_t i)
 {
-	static const char zero[GLOG_OID_HEX + 1] =
+	static const char zero[PUSHLEAF_OID_HEX + 1] =
 	        "0000000000000000000000000000000000000000";
 
 	if (!strcmp(ref->new_, r->oid)) {
@@ -363,8 +364,8 @@ static int tip_bundle(struct glog_run *r, int64_t n, int w)
 	int64_t idx[TLOG_TILE_WIDTH];
 	struct tlog_hash want[TLOG_TILE_WIDTH], leaf;
 	struct buf b = BUF_INIT;
-	struct glog_entry e = {0};
-	const struct glog_ref *ref;
+	struct pushleaf e = {0};
+	const struct pushleaf_ref *ref;
 	const uint8_t *p;
 	size_t len;
 	int rc = glog_http_bundle(&r->h, n, w, &b);
@@ -382,7 +383,7 @@ static int tip_bundle(struct glog_run *r, int64_t n, int w)
 
 		GD_ASSERT(bundle_entry(&b, k, &p, &len));
 		tlog_leaf_hash(&leaf, p, len);
-		glog_entry_free(&e);
+		pushleaf_free(&e);
 		if (!tlog_hash_eq(&leaf, &want[k]))
 			rc = not_in_tree(r, i);
 		else if (!entry_ours(r, p, len, i, &e))
@@ -391,7 +392,7 @@ static int tip_bundle(struct glog_run *r, int64_t n, int w)
 			rc = tip_found(r, ref, i);
 	}
 done:
-	glog_entry_free(&e);
+	pushleaf_free(&e);
 	buf_free(&b);
 	return rc;
 }

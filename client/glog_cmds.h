@@ -36,7 +36,7 @@ struct glog_run {
 	int64_t index; /* prove INDEX */
 	char repo[NAME_REPO_MAX + 1]; /* tip REPO REF OID */
 	const char *ref;
-	char oid[GLOG_OID_HEX + 1];
+	char oid[PUSHLEAF_OID_HEX + 1];
 };
 
 /* Says "grant-log: WHAT 'ARG' (see grant-log --help)" (arg may be NULL)
