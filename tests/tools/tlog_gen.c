@@ -279,5 +279,10 @@ int main(int argc, char **argv)
 	buf_printf(&tips, "git refs/heads/next %s %lld\n", g.next_tip,
 	           g.next_at);
 	write_file(g.dir, "tips", tips.p, tips.len);
+	for (long long i = 0; i < g.n; i++)
+		buf_free(&g.entries[i]);
+	free(g.entries);
+	free(t.h);
+	buf_free(&tips);
 	return 0;
 }
