@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -283,6 +284,8 @@ static int parse_args(struct glog_run *r, int argc, char **argv)
 static int state_dir(struct glog_run *r)
 {
 	const char *xdg = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
+	struct buf lock = BUF_INIT;
+	int fd;
 
 	if (r->state)
 		buf_puts(&r->dir, r->state);
@@ -297,6 +300,17 @@ static int state_dir(struct glog_run *r)
 		        strerror(errno));
 		return GD_EXIT_USAGE;
 	}
+	/* one run at a time reads and replaces the kept checkpoints: held
+	 * until exit (each request times out, so a wait is bounded) */
+	buf_printf(&lock, "%s/.lock", r->dir.p);
+	fd = open(lock.p, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0 || flock(fd, LOCK_EX) != 0) {
+		fprintf(stderr, "%s: cannot lock %s: %s\n", prog, lock.p,
+		        strerror(errno));
+		buf_free(&lock);
+		return GD_EXIT_USAGE;
+	}
+	buf_free(&lock);
 	return -1;
 }
 
@@ -393,7 +407,7 @@ static int check_checkpoint(struct glog_run *r, int64_t *prev)
 		fprintf(stderr, "%s: %scheckpoint: %s\n", prog, r->h.base,
 		        why.p);
 		buf_free(&why);
-		return rc == GD_ENOTFOUND ? GD_EXIT_USAGE : GD_EXIT_REFUSED;
+		return GD_EXIT_REFUSED;
 	}
 	return keep(r, prev);
 }

@@ -102,6 +102,9 @@ t_expect 1 "checkpoint: refused" gl checkpoint
 t_has "not signed by the origin's key" "$ERR" "not signed by its key"
 t_one_line "one line" "$ERR"
 t_expect 1 "verify: refused too" gl verify
+t_expect 1 "no key named as the origin: refused" "$GD_BIN/grant-log" \
+	--key "$(<"$W/w1.vkey")" --state "$S" "$URL" paloalto checkpoint
+t_has "it names the origin" "$ERR" "no origin key named 'logtest.example/grantd/paloalto'"
 
 t_section "a cosignature missing"
 gen 300 --cosigners 1
