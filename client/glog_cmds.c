@@ -72,8 +72,8 @@ int glog_cmds_args(struct glog_run *r)
 	if (!strcmp(r->cmd, "prove")) {
 		errno = 0;
 		r->index = strtoll(r->args[0], &end, 10);
-		if (errno || end == r->args[0] || *end || r->index < 0 ||
-		    r->args[0][0] == '-' || r->args[0][0] == '+')
+		if (errno || *end || r->index < 0 || r->args[0][0] < '0' ||
+		    r->args[0][0] > '9')
 			return glog_cmds_usage("not an entry index",
 			                       r->args[0]);
 	}
