@@ -2,7 +2,7 @@
 """tests/man/check.py SRC BIN CMAKE: the man pages say what the programs do.
 
 One source of truth with --help where that is practical: the programs'
---help texts are the reference, and the pages (man/man8, man/man5) must
+--help texts are the reference, and the pages (man/man1, man/man8, man/man5) must
 agree with them:
 - every option a program's --help names is in its page (an `Fl` macro),
   and every option the page names is in --help;
@@ -13,7 +13,7 @@ agree with them:
 - every key common/config.c reads is documented in grantd.conf(5) (an
   `.It Cm KEY No =` entry), and the page documents no other key.
 - `cmake --install` (CMAKE, of the build tree above BIN, into a temporary
-  prefix) puts every page under share/man/man5 and share/man/man8.
+  prefix) puts every page under share/man/man1, man5 and man8.
 Prints what differs and exits 1; exits 0 when everything agrees.
 (mandoc -T lint is the test man/lint.)
 """
@@ -24,7 +24,10 @@ import sys
 import tempfile
 
 SRC, BIN, CMAKE = sys.argv[1], sys.argv[2], sys.argv[3]
-PROGRAMS = ["grantd", "grantctl", "grant-shell", "grant-keys", "grant-hook"]
+PROGRAMS = ["grantd", "grantctl", "grant-shell", "grant-keys", "grant-hook",
+            "grant-log"]
+# the section of each program's page: 8 but for the users' programs
+SECTION = {"grant-log": 1}
 failures = []
 
 
@@ -76,9 +79,10 @@ for prog in PROGRAMS:
     if not helptext:
         failures.append("%s --help printed nothing" % prog)
         continue
+    sec = SECTION.get(prog, 8)
     compare("options of %s" % prog, "%s --help" % prog,
-            help_options(helptext), "%s(8)" % prog,
-            page_options(page(prog)))
+            help_options(helptext), "%s(%d)" % (prog, sec),
+            page_options(page(prog, sec)))
 
 # grantctl's commands: the indented lines of its help, one or two words
 # ("keygen", "user add", "rebuild"), against the page's .It Ic entries.
@@ -130,9 +134,10 @@ with tempfile.TemporaryDirectory() as prefix:
                         prefix], capture_output=True, text=True, check=False)
     if r.returncode != 0:
         failures.append("cmake --install failed: %s" % r.stderr)
-    want = set("man8/%s.8" % p for p in PROGRAMS) | {"man5/grantd.conf.5"}
+    want = set("man%d/%s.%d" % (SECTION.get(p, 8), p, SECTION.get(p, 8))
+               for p in PROGRAMS) | {"man5/grantd.conf.5"}
     have = set()
-    for sec in ("man5", "man8"):
+    for sec in ("man1", "man5", "man8"):
         d = os.path.join(prefix, "share", "man", sec)
         if os.path.isdir(d):
             have |= set("%s/%s" % (sec, f) for f in os.listdir(d))
