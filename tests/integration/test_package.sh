@@ -27,7 +27,7 @@ if [[ $(dpkg-query -W -f='${db:Status-Abbrev}' grantd 2>/dev/null) =~ ^.[^n] ]];
 	exit 77
 fi
 
-PROGS=(grantd grantctl grant-shell grant-keys grant-keys-list grant-hook)
+PROGS=(grantd grantctl grant-shell grant-keys grant-keys-list grant-hook grant-log)
 VERSION=$(sed -n 's/^project(grantd VERSION \([^ )]*\).*/\1/p' "$GD_ROOT/CMakeLists.txt")
 ARCH=$(dpkg-architecture -qDEB_HOST_ARCH)
 APT=(apt-get -y -q -o DPkg::Lock::Timeout=120)

@@ -90,7 +90,7 @@ static struct buf *make_ops(const char *origin, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		Grantd__V1__Op op = GRANTD__V1__OP__INIT;
 		Grantd__V1__User u = GRANTD__V1__USER__INIT;
-		char name[16];
+		char name[32];
 		size_t len;
 
 		snprintf(name, sizeof(name), "u%zu", i);
