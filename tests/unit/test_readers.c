@@ -66,7 +66,7 @@ struct fixture {
 	struct ops *o;
 	void *zctx;
 	struct readers *rd;
-	void *user, *admin;   /* clients */
+	int user, admin;      /* clients' connections (wire.h) */
 };
 
 static int setup_group(void **state)
@@ -95,18 +95,12 @@ static void add_user(struct fixture *f, const char *name, const char *key)
 	store_batch_free(&b);
 }
 
-static void *client(struct fixture *f, const char *path)
+static int client(const char *path)
 {
-	void *s = zmq_socket(f->zctx, ZMQ_REQ);
-	char ep[128];
-	int ms = 10000, zero = 0;
+	int fd = wire_connect(path, 10000);
 
-	assert_non_null(s);
-	zmq_setsockopt(s, ZMQ_RCVTIMEO, &ms, sizeof(ms));
-	zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof(zero));
-	snprintf(ep, sizeof(ep), "ipc://%s", path);
-	assert_int_equal(zmq_connect(s, ep), 0);
-	return s;
+	assert_true(fd >= 0);
+	return fd;
 }
 
 static int start(void **state, bool syncing)
@@ -139,8 +133,8 @@ static int start(void **state, bool syncing)
 				  .syncing = syncing };
 	if (readers_start(&f->rd, &o) < 0)
 		return -1;
-	f->user = client(f, f->user_sock);
-	f->admin = client(f, f->admin_sock);
+	f->user = client(f->user_sock);
+	f->admin = client(f->admin_sock);
 	*state = f;
 	return 0;
 }
@@ -160,8 +154,8 @@ static int teardown(void **state)
 {
 	struct fixture *f = *state;
 
-	zmq_close(f->user);
-	zmq_close(f->admin);
+	close(f->user);
+	close(f->admin);
 	readers_stop(&f->rd);
 	zmq_ctx_term(f->zctx);
 	fx_store_close(&f->s, &f->o);
@@ -172,7 +166,7 @@ static int teardown(void **state)
 }
 
 /* Send one request; args NULL-terminated. */
-static void send_req(void *sock, const char *cmd, const char *user,
+static void send_req(int sock, const char *cmd, const char *user,
 		     const char *ip, ...)
 {
 	Grantd__V1__Request rq = GRANTD__V1__REQUEST__INIT;
@@ -193,19 +187,20 @@ static void send_req(void *sock, const char *cmd, const char *user,
 	size_t len = grantd__v1__request__get_packed_size(&rq);
 	assert_true(len <= sizeof(frame));
 	grantd__v1__request__pack(&rq, frame);
-	assert_int_equal(zmq_send(sock, frame, len, 0), (int)len);
+	assert_int_equal(wire_send(sock, frame, len, 10000), 0);
 }
 
 /* Receive the reply: its status, out and err (NULL-safe). */
-static int recv_reply(void *sock, struct buf *out, struct buf *err)
+static int recv_reply(int sock, struct buf *out, struct buf *err)
 {
-	uint8_t frame[65536];
-	int n = zmq_recv(sock, frame, sizeof(frame), 0);
+	uint8_t *frame;
+	size_t n;
 	Grantd__V1__Reply *rep;
 	int status;
 
-	assert_true(n > 0);
-	rep = grantd__v1__reply__unpack(NULL, (size_t)n, frame);
+	assert_int_equal(wire_recv(sock, &frame, &n, 10000), 0);
+	rep = grantd__v1__reply__unpack(NULL, n, frame);
+	free(frame);
 	assert_non_null(rep);
 	status = rep->status;
 	buf_reset(out);
