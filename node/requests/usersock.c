@@ -242,7 +242,7 @@ static void conn_parse(struct usersock *us, struct conn *c)
 		uint8_t *p = c->in.p + c->in.off;
 		uint32_t len = get_be32(p);
 		if (len > GD_CTL_MAX_REQUEST) {
-			log_warn("bad request dropped socket=%s: %u bytes, at "
+			log_warn("bad request dropped path=%s: %u bytes, at "
 			         "most %d",
 			         us->path, len, GD_CTL_MAX_REQUEST);
 			conn_request(us, c, NULL, len);

@@ -42,7 +42,7 @@
 
 #define USERSOCK_MAX_CONNS    128
 #define USERSOCK_DEADLINE_MS  15000 /* CLI_TIMEOUT_MS: a client's wait */
-#define USERSOCK_MAX_INFLIGHT 256 /* unanswered requests a connection */
+#define USERSOCK_MAX_INFLIGHT 1024 /* unanswered requests a connection */
 #define USERSOCK_MAX_OUT      (1 << 20) /* answer bytes waiting, then stop */
 #define USERSOCK_ID_LEN       16
 
