@@ -785,7 +785,7 @@ static void usage(FILE *fp)
 "         [--ctx shared|thread] [--tag TAG] [--open RATE]\n"
 "\n"
 "Benchmark a running grantd node through its user socket, each client a\n"
-"thread with its own REQ socket and user: `2fa val` (HOTP) with each\n"
+"thread with its own connection and user: `2fa val` (HOTP) with each\n"
 "count of clients in LIST (default 1,8,32,64), the push check likewise\n"
 "(default 1,8,32), and a mixed run of V val and C check clients at once\n"
 "(default 8,8).  S seconds per run (default 5).  An empty LIST skips.\n"
