@@ -54,7 +54,9 @@ struct conn {
 	bool eof; /* the client closed its end */
 	bool closing; /* close once out is sent */
 	uint32_t head, tail; /* request numbers: oldest unsent, next */
-	struct entry *ring; /* USERSOCK_MAX_INFLIGHT, from the first use */
+	struct entry
+	        *ring; /* ringcap entries, grown up to USERSOCK_MAX_INFLIGHT */
+	uint32_t ringcap; /* a power of two */
 	struct bytes in, out;
 };
 
@@ -67,7 +69,9 @@ struct usersock {
 	int64_t deadline_ms;
 	uint64_t gen;
 	uint64_t full_logged; /* clock_mono_ms of the last "full" line */
+	uint64_t accept_after; /* out of fds: no accept before (mono ms) */
 	struct conn *conns;
+	int *item_slot; /* the slot of each poll item usersock_items made */
 };
 
 /* ---- buffers ---------------------------------------------------------- */
@@ -138,8 +142,11 @@ static void conn_close(struct conn *c)
 	close(c->fd);
 	c->fd = -1;
 	for (uint32_t n = c->head; n != c->tail; n++)
-		entry_clear(&c->ring[n % USERSOCK_MAX_INFLIGHT]);
+		entry_clear(&c->ring[n % c->ringcap]);
 	c->head = c->tail = 0;
+	free(c->ring);
+	c->ring = NULL;
+	c->ringcap = 0;
 	c->eof = c->closing = false;
 	/* an idle slot keeps no input or answers: both may be secret */
 	bytes_wipe_free(&c->in);
@@ -184,7 +191,7 @@ static void conn_write(struct usersock *us, struct conn *c)
 static void conn_flush(struct conn *c)
 {
 	while (c->head != c->tail) {
-		struct entry *e = &c->ring[c->head % USERSOCK_MAX_INFLIGHT];
+		struct entry *e = &c->ring[c->head % c->ringcap];
 		if (!e->done)
 			break;
 		bytes_room(&c->out, 4 + e->len);
@@ -205,14 +212,32 @@ make_id(uint8_t id[USERSOCK_ID_LEN], uint32_t slot, uint64_t gen, uint32_t num)
 	put_be32(id + 12, num);
 }
 
+/* Twice the room in c's ring (its bound is checked before: at most
+ * USERSOCK_MAX_INFLIGHT), each entry at its number's new place. */
+static void ring_grow(struct conn *c)
+{
+	uint32_t cap = c->ringcap ? 2 * c->ringcap : 16;
+	struct entry *r = xcalloc(cap, sizeof(*r));
+
+	GD_ASSERT(cap <= USERSOCK_MAX_INFLIGHT);
+	for (uint32_t n = c->head; n != c->tail; n++)
+		r[n % cap] = c->ring[n % c->ringcap];
+	free(c->ring);
+	c->ring = r;
+	c->ringcap = cap;
+}
+
 /* One request (NULL: one too large, len announced) of c: a turn in the
  * ring, answered now or later. */
 static void
 conn_request(struct usersock *us, struct conn *c, const uint8_t *rq, size_t len)
 {
 	uint8_t id[USERSOCK_ID_LEN];
+
+	if (c->tail - c->head == c->ringcap)
+		ring_grow(c);
 	uint32_t num = c->tail++;
-	struct entry *e = &c->ring[num % USERSOCK_MAX_INFLIGHT];
+	struct entry *e = &c->ring[num % c->ringcap];
 	struct buf reply = BUF_INIT;
 
 	make_id(id, (uint32_t)(c - us->conns), c->gen, num);
@@ -235,12 +260,26 @@ static bool conn_open_for_more(const struct conn *c)
 }
 
 /* Use the whole requests waiting in c->in, as far as the bounds allow. */
-static void conn_parse(struct usersock *us, struct conn *c)
+/* A whole request (or a length over the limit) waits in c->in? */
+static bool conn_has_request(const struct conn *c)
 {
-	while (c->fd >= 0 && conn_open_for_more(c) &&
-	       c->in.len - c->in.off >= 4) {
+	if (c->in.len - c->in.off < 4)
+		return false;
+	uint32_t len = get_be32(c->in.p + c->in.off);
+	return len > GD_CTL_MAX_REQUEST ||
+	       c->in.len - c->in.off >= 4 + (size_t)len;
+}
+
+/* Take the whole requests waiting in c->in while the bounds allow;
+ * returns how many. */
+static int conn_take(struct usersock *us, struct conn *c)
+{
+	int n = 0;
+
+	while (conn_open_for_more(c) && conn_has_request(c)) {
 		uint8_t *p = c->in.p + c->in.off;
 		uint32_t len = get_be32(p);
+		n++;
 		if (len > GD_CTL_MAX_REQUEST) {
 			log_warn("bad request dropped path=%s: %u bytes, at "
 			         "most %d",
@@ -249,20 +288,32 @@ static void conn_parse(struct usersock *us, struct conn *c)
 			c->closing = true;
 			break;
 		}
-		if (c->in.len - c->in.off < 4 + (size_t)len)
-			break;
 		conn_request(us, c, p + 4, len);
 		/* may hold a secret */
 		sodium_memzero(p, 4 + (size_t)len);
 		c->in.off += 4 + (size_t)len;
 		c->deadline = clock_mono_ms() + (uint64_t)us->deadline_ms;
 	}
-	if (c->fd < 0)
-		return;
 	if (c->in.off == c->in.len)
 		c->in.off = c->in.len = 0;
-	conn_flush(c);
-	conn_write(us, c);
+	return n;
+}
+
+/* The answers ready go out, and the requests waiting in c->in are taken
+ * as the bounds allow, until neither moves: a request left in c->in
+ * while the bounds were reached has no poll event to wake it later. */
+static void conn_parse(struct usersock *us, struct conn *c)
+{
+	for (;;) {
+		conn_flush(c);
+		bool was_open = conn_open_for_more(c);
+		int took = conn_take(us, c);
+		conn_flush(c);
+		conn_write(us, c);
+		if (c->fd < 0 || !conn_open_for_more(c) ||
+		    !conn_has_request(c) || (!took && was_open))
+			return;
+	}
 }
 
 static bool conn_wants_input(const struct conn *c)
@@ -318,6 +369,8 @@ int usersock_open(struct usersock **out, const struct usersock_opts *o)
 	us->deadline_ms =
 	        o->deadline_ms > 0 ? o->deadline_ms : USERSOCK_DEADLINE_MS;
 	us->conns = xcalloc((size_t)us->max_conns, sizeof(*us->conns));
+	us->item_slot =
+	        xcalloc((size_t)us->max_conns + 1, sizeof(*us->item_slot));
 	for (int i = 0; i < us->max_conns; i++)
 		us->conns[i].fd = -1;
 	us->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -350,13 +403,13 @@ void usersock_close(struct usersock **usp)
 		return;
 	for (int i = 0; us->conns && i < us->max_conns; i++) {
 		conn_close(&us->conns[i]);
-		free(us->conns[i].ring);
 	}
 	if (us->fd >= 0) {
 		close(us->fd);
 		unlink(us->path);
 	}
 	free(us->conns);
+	free(us->item_slot);
 	free(us->path);
 	free(us);
 	*usp = NULL;
@@ -397,16 +450,23 @@ static void accept_all(struct usersock *us)
 		int fd = accept4(us->fd, NULL, NULL,
 		                 SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
-			if (errno != EAGAIN && errno != EWOULDBLOCK &&
-			    errno != EINTR && errno != ECONNABORTED)
+			if (errno == EMFILE || errno == ENFILE) {
+				/* the listener stays readable: without a pause
+				 * the poll would spin until an fd frees */
+				us->accept_after = clock_mono_ms() + 100;
+				if (clock_mono_ms() - us->full_logged >= 1000) {
+					us->full_logged = clock_mono_ms();
+					log_warn("accept failed path=%s: %s",
+					         us->path, strerror(errno));
+				}
+			} else if (errno != EAGAIN && errno != EWOULDBLOCK &&
+			           errno != EINTR && errno != ECONNABORTED) {
 				log_warn("accept failed path=%s: %s", us->path,
 				         strerror(errno));
+			}
 			return;
 		}
 		struct conn *c = slot(us);
-		if (!c->ring)
-			c->ring = xcalloc(USERSOCK_MAX_INFLIGHT,
-			                  sizeof(*c->ring));
 		c->fd = fd;
 		c->gen = ++us->gen;
 		c->deadline = clock_mono_ms() + (uint64_t)us->deadline_ms;
@@ -418,7 +478,15 @@ int usersock_items(struct usersock *us, zmq_pollitem_t *items, long *timeout_ms)
 	uint64_t now = clock_mono_ms();
 	int n = 0;
 
-	items[n++] = (zmq_pollitem_t){NULL, us->fd, ZMQ_POLLIN, 0};
+	/* out of fds a moment ago: the listener waits (events 0) */
+	bool accepting = now >= us->accept_after;
+	items[n++] =
+	        (zmq_pollitem_t){NULL, us->fd, accepting ? ZMQ_POLLIN : 0, 0};
+	if (!accepting) {
+		long left = (long)(us->accept_after - now);
+		if (*timeout_ms < 0 || left < *timeout_ms)
+			*timeout_ms = left;
+	}
 	for (int i = 0; i < us->max_conns; i++) {
 		struct conn *c = &us->conns[i];
 		if (c->fd < 0)
@@ -438,18 +506,12 @@ int usersock_items(struct usersock *us, zmq_pollitem_t *items, long *timeout_ms)
 			if (*timeout_ms < 0 || left < *timeout_ms)
 				*timeout_ms = left;
 		}
-		if (ev)
+		if (ev) {
+			us->item_slot[n] = i;
 			items[n++] = (zmq_pollitem_t){NULL, c->fd, ev, 0};
+		}
 	}
 	return n;
-}
-
-static struct conn *by_fd(struct usersock *us, int fd)
-{
-	for (int i = 0; i < us->max_conns; i++)
-		if (us->conns[i].fd == fd)
-			return &us->conns[i];
-	return NULL;
 }
 
 void usersock_serve(struct usersock *us, const zmq_pollitem_t *items, int n)
@@ -457,8 +519,8 @@ void usersock_serve(struct usersock *us, const zmq_pollitem_t *items, int n)
 	/* connections first: accepting may close the oldest, whose fd
 	 * number a new connection may then reuse */
 	for (int i = 1; i < n; i++) {
-		struct conn *c;
-		if (!items[i].revents || !(c = by_fd(us, items[i].fd)))
+		struct conn *c = &us->conns[us->item_slot[i]];
+		if (!items[i].revents || c->fd != items[i].fd)
 			continue;
 		if (items[i].revents & ZMQ_POLLOUT) {
 			conn_write(us, c);
@@ -490,7 +552,7 @@ int usersock_answer(struct usersock *us,
 	struct conn *c = &us->conns[slot_i];
 	if (c->fd < 0 || c->gen != gen || num - c->head >= c->tail - c->head)
 		return GD_ENOTFOUND;
-	struct entry *e = &c->ring[num % USERSOCK_MAX_INFLIGHT];
+	struct entry *e = &c->ring[num % c->ringcap];
 	if (e->done)
 		return GD_ENOTFOUND;
 	e->done = true;

@@ -21,7 +21,8 @@
  * answer does not count) or it is closed, at most USERSOCK_MAX_INFLIGHT
  * requests of a connection are unanswered and at most USERSOCK_MAX_OUT
  * bytes of answers wait for it (more: its input is left unread until it
- * reads).  Nothing blocks: served from the reader thread's poll
+ * reads).  Out of file descriptors, accepting pauses 100 ms.  Nothing
+ * blocks: served from the reader thread's poll
  * (readers.c) beside the keys socket and the writer's pipe.
  *
  * Requests answered later (forwarded to the writer) carry an id
@@ -40,7 +41,7 @@
 
 #include "buf.h"
 
-#define USERSOCK_MAX_CONNS    128
+#define USERSOCK_MAX_CONNS    512 /* bench_scale: 256 in flight */
 #define USERSOCK_DEADLINE_MS  15000 /* CLI_TIMEOUT_MS: a client's wait */
 #define USERSOCK_MAX_INFLIGHT 1024 /* unanswered requests a connection */
 #define USERSOCK_MAX_OUT      (1 << 20) /* answer bytes waiting, then stop */

@@ -14,6 +14,8 @@
  *   - a client that never reads: its input is left unread past the
  *     bounds, the others are served, and it is closed at its deadline;
  *   - a client that never sends is closed at its deadline;
+ *   - past USERSOCK_MAX_INFLIGHT unanswered requests a connection's
+ *     input waits, and is taken again as answers go out;
  *   - one connection past the cap closes the oldest;
  *   - wire.h's client reads what the node sends.
  */
@@ -40,7 +42,7 @@
 #include "usersock.h"
 #include "wire.h"
 
-#define MAX_HELD 64
+#define MAX_HELD 2048
 
 struct fixture {
 	char dir[64];
@@ -430,6 +432,38 @@ static void test_cap(void **state)
 		close(fds[i]);
 }
 
+/* More than USERSOCK_MAX_INFLIGHT requests held at the writer: the rest
+ * wait unread until answers go out, then are taken in their turn. */
+static void test_inflight_bound(void **state)
+{
+	struct fixture *f = *state;
+	int fd = conn(f);
+	int total = USERSOCK_MAX_INFLIGHT + 100;
+
+	for (int i = 0; i < total; i++) {
+		send_msg(fd, "w");
+		if (i % 64 == 0)
+			pump(f, 1);
+	}
+	pump(f, 50);
+	assert_int_equal(f->nheld, USERSOCK_MAX_INFLIGHT);
+	assert_int_equal(usersock_answer(f->us, f->held[0], USERSOCK_ID_LEN,
+					 (const uint8_t *)"a0", 2), 0);
+	expect(f, fd, "a0");
+	pump(f, 20);
+	assert_int_equal(f->nheld, USERSOCK_MAX_INFLIGHT + 1);
+	/* answered last to first: sent in order all the same */
+	for (int i = f->nheld - 1; i >= 1; i--)
+		assert_int_equal(usersock_answer(f->us, f->held[i],
+						 USERSOCK_ID_LEN,
+						 (const uint8_t *)"b", 1), 0);
+	for (int i = 1; i < f->nheld; i++)
+		expect(f, fd, "b");
+	pump(f, 50);
+	assert_int_equal(f->nheld, total);
+	close(fd);
+}
+
 /* EOF after the requests: they are still answered, then closed. */
 static void test_half_close(void **state)
 {
@@ -464,6 +498,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_deadlines, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_cap, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_inflight_bound, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_half_close, setup,
 						teardown),
 	};
