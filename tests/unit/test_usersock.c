@@ -53,8 +53,12 @@ struct fixture {
 	uint8_t held[MAX_HELD][USERSOCK_ID_LEN];
 };
 
-static int stub(void *arg, const uint8_t *id, size_t idlen,
-		const uint8_t *rq, size_t len, struct buf *reply)
+static int stub(void *arg,
+                const uint8_t *id,
+                size_t idlen,
+                const uint8_t *rq,
+                size_t len,
+                struct buf *reply)
 {
 	struct fixture *f = arg;
 
@@ -77,10 +81,12 @@ static int stub(void *arg, const uint8_t *id, size_t idlen,
 
 static int open_us(struct fixture *f, int max_conns, int64_t deadline_ms)
 {
-	struct usersock_opts o = { .path = f->path, .mode = 0600,
-				   .serve = stub, .arg = f,
-				   .max_conns = max_conns,
-				   .deadline_ms = deadline_ms };
+	struct usersock_opts o = {.path = f->path,
+	                          .mode = 0600,
+	                          .serve = stub,
+	                          .arg = f,
+	                          .max_conns = max_conns,
+	                          .deadline_ms = deadline_ms};
 	return usersock_open(&f->us, &o);
 }
 
@@ -161,8 +167,8 @@ static void send_pumped(struct fixture *f, int fd, const void *p, size_t len)
 static void send_msg(int fd, const char *s)
 {
 	uint32_t n = (uint32_t)strlen(s);
-	uint8_t h[4] = { (uint8_t)(n >> 24), (uint8_t)(n >> 16),
-			 (uint8_t)(n >> 8), (uint8_t)n };
+	uint8_t h[4] = {(uint8_t)(n >> 24), (uint8_t)(n >> 16),
+	                (uint8_t)(n >> 8), (uint8_t)n};
 	send_raw(fd, h, 4);
 	send_raw(fd, s, n);
 }
@@ -177,8 +183,9 @@ static char *recv_msg(struct fixture *f, int fd)
 	for (int round = 0; round < 200; round++) {
 		uint8_t tmp[4096];
 		size_t want = need - in.len;
-		ssize_t n = recv(fd, tmp, want < sizeof(tmp) ? want :
-						 sizeof(tmp), MSG_DONTWAIT);
+		ssize_t n =
+		        recv(fd, tmp, want < sizeof(tmp) ? want : sizeof(tmp),
+		             MSG_DONTWAIT);
 		if ((n == 0 || (n < 0 && errno != EAGAIN)) && in.len == 0)
 			return strdup(""); /* closed (or reset) */
 		if (n <= 0) {
@@ -190,7 +197,7 @@ static char *recv_msg(struct fixture *f, int fd)
 		if (in.len == 4) {
 			const uint8_t *h = (const uint8_t *)in.p;
 			need = 4 + ((size_t)h[0] << 24 | (size_t)h[1] << 16 |
-				    (size_t)h[2] << 8 | h[3]);
+			            (size_t)h[2] << 8 | h[3]);
 		}
 		if (in.len >= 4 && in.len == need) {
 			char *s = strndup(in.p + 4, need - 4);
@@ -213,7 +220,7 @@ static void test_byte_at_a_time(void **state)
 {
 	struct fixture *f = *state;
 	int fd = conn(f);
-	const uint8_t msg[] = { 0, 0, 0, 5, 'h', 'e', 'l', 'l', 'o' };
+	const uint8_t msg[] = {0, 0, 0, 5, 'h', 'e', 'l', 'l', 'o'};
 
 	for (size_t i = 0; i < sizeof(msg); i++) {
 		send_raw(fd, msg + i, 1);
@@ -243,7 +250,8 @@ static void test_in_order(void **state)
 	assert_string_equal(none, "(none)");
 	free(none);
 	assert_int_equal(usersock_answer(f->us, f->held[0], USERSOCK_ID_LEN,
-					 (const uint8_t *)"done", 4), 0);
+	                                 (const uint8_t *)"done", 4),
+	                 0);
 	expect(f, fd, "done");
 	for (int i = 0; i < 50; i++) {
 		snprintf(s, sizeof(s), "re:r%d", i);
@@ -251,8 +259,8 @@ static void test_in_order(void **state)
 	}
 	/* answered twice: the second is refused */
 	assert_int_equal(usersock_answer(f->us, f->held[0], USERSOCK_ID_LEN,
-					 (const uint8_t *)"x", 1),
-			 GD_ENOTFOUND);
+	                                 (const uint8_t *)"x", 1),
+	                 GD_ENOTFOUND);
 	close(fd);
 }
 
@@ -270,9 +278,11 @@ static void test_forwarded_to_its_connection(void **state)
 	assert_int_equal(f->nheld, 3);
 	/* answered b, then a: each to its own */
 	assert_int_equal(usersock_answer(f->us, f->held[1], USERSOCK_ID_LEN,
-					 (const uint8_t *)"for b", 5), 0);
+	                                 (const uint8_t *)"for b", 5),
+	                 0);
 	assert_int_equal(usersock_answer(f->us, f->held[0], USERSOCK_ID_LEN,
-					 (const uint8_t *)"for a", 5), 0);
+	                                 (const uint8_t *)"for a", 5),
+	                 0);
 	expect(f, a, "for a");
 	expect(f, b, "for b");
 	/* c gone before its answer: a closed end reads as a half-close, so
@@ -281,20 +291,21 @@ static void test_forwarded_to_its_connection(void **state)
 	close(c);
 	pump(f, 20);
 	assert_int_equal(usersock_answer(f->us, f->held[2], USERSOCK_ID_LEN,
-					 (const uint8_t *)"for c", 5), 0);
+	                                 (const uint8_t *)"for c", 5),
+	                 0);
 	int d = conn(f);
 	pump(f, 10);
 	assert_int_equal(usersock_answer(f->us, f->held[2], USERSOCK_ID_LEN,
-					 (const uint8_t *)"for c", 5),
-			 GD_ENOTFOUND);
+	                                 (const uint8_t *)"for c", 5),
+	                 GD_ENOTFOUND);
 	/* ids that are not ids */
-	uint8_t bad[USERSOCK_ID_LEN] = { 0xff, 0xff, 0xff, 0xff };
+	uint8_t bad[USERSOCK_ID_LEN] = {0xff, 0xff, 0xff, 0xff};
 	assert_int_equal(usersock_answer(f->us, bad, sizeof(bad),
-					 (const uint8_t *)"x", 1),
-			 GD_ENOTFOUND);
-	assert_int_equal(usersock_answer(f->us, bad, 3,
-					 (const uint8_t *)"x", 1),
-			 GD_ENOTFOUND);
+	                                 (const uint8_t *)"x", 1),
+	                 GD_ENOTFOUND);
+	assert_int_equal(
+	        usersock_answer(f->us, bad, 3, (const uint8_t *)"x", 1),
+	        GD_ENOTFOUND);
 	send_msg(d, "hi");
 	expect(f, d, "re:hi");
 	close(a);
@@ -307,8 +318,8 @@ static void test_too_large(void **state)
 	struct fixture *f = *state;
 	int fd = conn(f), other = conn(f);
 	uint32_t n = GD_CTL_MAX_REQUEST + 1;
-	uint8_t h[4] = { (uint8_t)(n >> 24), (uint8_t)(n >> 16),
-			 (uint8_t)(n >> 8), (uint8_t)n };
+	uint8_t h[4] = {(uint8_t)(n >> 24), (uint8_t)(n >> 16),
+	                (uint8_t)(n >> 8), (uint8_t)n};
 	char want[64];
 
 	send_msg(fd, "first");
@@ -321,8 +332,8 @@ static void test_too_large(void **state)
 	assert_int_equal(f->refused, 1);
 	/* the limit itself is taken */
 	n = GD_CTL_MAX_REQUEST;
-	uint8_t h2[4] = { (uint8_t)(n >> 24), (uint8_t)(n >> 16),
-			  (uint8_t)(n >> 8), (uint8_t)n };
+	uint8_t h2[4] = {(uint8_t)(n >> 24), (uint8_t)(n >> 16),
+	                 (uint8_t)(n >> 8), (uint8_t)n};
 	char *big = calloc(1, n);
 	assert_non_null(big);
 	memset(big, 'x', n);
@@ -352,12 +363,11 @@ static void test_never_reads(void **state)
 	int sent = 0;
 	for (; sent < 4000; sent++) {
 		uint32_t n = (uint32_t)strlen(s);
-		uint8_t h[4] = { (uint8_t)(n >> 24), (uint8_t)(n >> 16),
-				 (uint8_t)(n >> 8), (uint8_t)n };
+		uint8_t h[4] = {(uint8_t)(n >> 24), (uint8_t)(n >> 16),
+		                (uint8_t)(n >> 8), (uint8_t)n};
 		if (send(lazy, h, 4, MSG_DONTWAIT | MSG_NOSIGNAL) != 4)
 			break;
-		if (send(lazy, s, n, MSG_DONTWAIT | MSG_NOSIGNAL) !=
-		    (ssize_t)n)
+		if (send(lazy, s, n, MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)n)
 			break;
 		pump(f, 0);
 	}
@@ -400,7 +410,8 @@ static void test_deadlines(void **state)
 	assert_int_equal(n, 0);
 	assert_int_equal(f->nheld, 1);
 	assert_int_equal(usersock_answer(f->us, f->held[0], USERSOCK_ID_LEN,
-					 (const uint8_t *)"late", 4), 0);
+	                                 (const uint8_t *)"late", 4),
+	                 0);
 	expect(f, held, "late");
 	close(silent);
 	close(lazy);
@@ -448,15 +459,17 @@ static void test_inflight_bound(void **state)
 	pump(f, 50);
 	assert_int_equal(f->nheld, USERSOCK_MAX_INFLIGHT);
 	assert_int_equal(usersock_answer(f->us, f->held[0], USERSOCK_ID_LEN,
-					 (const uint8_t *)"a0", 2), 0);
+	                                 (const uint8_t *)"a0", 2),
+	                 0);
 	expect(f, fd, "a0");
 	pump(f, 20);
 	assert_int_equal(f->nheld, USERSOCK_MAX_INFLIGHT + 1);
 	/* answered last to first: sent in order all the same */
 	for (int i = f->nheld - 1; i >= 1; i--)
 		assert_int_equal(usersock_answer(f->us, f->held[i],
-						 USERSOCK_ID_LEN,
-						 (const uint8_t *)"b", 1), 0);
+		                                 USERSOCK_ID_LEN,
+		                                 (const uint8_t *)"b", 1),
+		                 0);
 	for (int i = 1; i < f->nheld; i++)
 		expect(f, fd, "b");
 	pump(f, 50);
@@ -476,7 +489,8 @@ static void test_half_close(void **state)
 	pump(f, 20);
 	assert_int_equal(f->nheld, 1);
 	assert_int_equal(usersock_answer(f->us, f->held[0], USERSOCK_ID_LEN,
-					 (const uint8_t *)"held", 4), 0);
+	                                 (const uint8_t *)"held", 4),
+	                 0);
 	expect(f, fd, "held");
 	expect(f, fd, "re:after");
 	expect(f, fd, "");
@@ -486,22 +500,22 @@ static void test_half_close(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_byte_at_a_time, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_in_order, setup, teardown),
-		cmocka_unit_test_setup_teardown(
-			test_forwarded_to_its_connection, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_too_large, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_never_reads, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_deadlines, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_cap, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_inflight_bound, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_half_close, setup,
-						teardown),
+	        cmocka_unit_test_setup_teardown(test_byte_at_a_time, setup,
+	                                        teardown),
+	        cmocka_unit_test_setup_teardown(test_in_order, setup, teardown),
+	        cmocka_unit_test_setup_teardown(
+	                test_forwarded_to_its_connection, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_too_large, setup,
+	                                        teardown),
+	        cmocka_unit_test_setup_teardown(test_never_reads, setup,
+	                                        teardown),
+	        cmocka_unit_test_setup_teardown(test_deadlines, setup,
+	                                        teardown),
+	        cmocka_unit_test_setup_teardown(test_cap, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_inflight_bound, setup,
+	                                        teardown),
+	        cmocka_unit_test_setup_teardown(test_half_close, setup,
+	                                        teardown),
 	};
 	fx_group_setup("test_usersock", LOG_LVL_ERROR);
 	return cmocka_run_group_tests(tests, NULL, NULL);
