@@ -329,9 +329,12 @@ static void *readers_main(void *arg)
 				  zmq_strerror(errno));
 			break;
 		}
-		int got;
-		while ((got = from_writer(rd)) > 0)
-			;
+		/* the pipe only when zmq_poll saw something on it: each
+		 * look costs libzmq's command processing */
+		int got = 0;
+		if (items[0].revents & ZMQ_POLLIN)
+			while ((got = from_writer(rd)) > 0)
+				;
 		if (got < 0)
 			break;
 		/* a view first (above), then the keys socket: one round of

@@ -72,6 +72,7 @@ struct usersock {
 	uint64_t accept_after; /* out of fds: no accept before (mono ms) */
 	struct conn *conns;
 	int *item_slot; /* the slot of each poll item usersock_items made */
+	struct buf scratch; /* the serve function's answer, wiped after use */
 };
 
 /* ---- buffers ---------------------------------------------------------- */
@@ -228,28 +229,42 @@ static void ring_grow(struct conn *c)
 }
 
 /* One request (NULL: one too large, len announced) of c: a turn in the
- * ring, answered now or later. */
+ * ring, answered now or later.  An answer found at once with nothing
+ * before it unanswered goes straight to out (the common case: one
+ * request at a time). */
 static void
 conn_request(struct usersock *us, struct conn *c, const uint8_t *rq, size_t len)
 {
 	uint8_t id[USERSOCK_ID_LEN];
-
-	if (c->tail - c->head == c->ringcap)
-		ring_grow(c);
-	uint32_t num = c->tail++;
-	struct entry *e = &c->ring[num % c->ringcap];
-	struct buf reply = BUF_INIT;
+	uint32_t num = c->tail;
+	struct buf *reply = &us->scratch;
 
 	make_id(id, (uint32_t)(c - us->conns), c->gen, num);
-	if (us->serve(us->arg, id, sizeof(id), rq, len, &reply) > 0) {
-		e->done = true;
-		e->len = reply.len;
-		e->reply = xmalloc(reply.len ? reply.len : 1);
-		memcpy(e->reply, reply.p, reply.len);
+	int now = us->serve(us->arg, id, sizeof(id), rq, len, reply);
+	if (now > 0 && c->head == c->tail) {
+		bytes_room(&c->out, 4 + reply->len);
+		put_be32(c->out.p + c->out.len, (uint32_t)reply->len);
+		memcpy(c->out.p + c->out.len + 4, reply->p, reply->len);
+		c->out.len += 4 + reply->len;
+		c->head++;
+		c->tail++;
+	} else {
+		/* the answer (now or from the writer) waits for its turn */
+		if (c->tail - c->head == c->ringcap)
+			ring_grow(c);
+		struct entry *e = &c->ring[num % c->ringcap];
+		c->tail++;
+		if (now > 0) {
+			e->done = true;
+			e->len = reply->len;
+			e->reply = xmalloc(reply->len ? reply->len : 1);
+			memcpy(e->reply, reply->p, reply->len);
+		}
 	}
-	if (reply.p)
-		sodium_memzero(reply.p, reply.cap);
-	buf_free(&reply);
+	/* may hold a fresh secret (enroll); kept for the next, empty */
+	if (reply->p)
+		sodium_memzero(reply->p, reply->len);
+	buf_reset(reply);
 }
 
 /* Can c take another request now?  Not past its bounds (usersock.h). */
@@ -410,6 +425,7 @@ void usersock_close(struct usersock **usp)
 	}
 	free(us->conns);
 	free(us->item_slot);
+	buf_free(&us->scratch);
 	free(us->path);
 	free(us);
 	*usp = NULL;
