@@ -21,6 +21,7 @@
 #include "config.h"
 #include "err.h"
 #include "import.h"
+#include "opsig.h"
 #include "keyfile.h"
 #include "wire.h"
 #include "version.h"
@@ -131,6 +132,12 @@ static void usage(FILE *fp)
 "  log verify [--json]              walk every site's hash chain; exit 0\n"
 "                                   intact, 1 naming the first break (site,\n"
 "                                   entry, what is wrong)\n"
+"  log key [--key-file FILE --site SITE [--host HOST]]\n"
+"                                   this site's verifier key (NAME+HEXID+\n"
+"                                   BASE64), derived from its secret_key: the\n"
+"                                   line the other sites set as verifier_key\n"
+"                                   of its [peer]; needs no node, needs to\n"
+"                                   read the key file\n"
 "\n"
 "  --config FILE   configuration (default $GRANTD_CONFIG, then %s)\n"
 "  -h, --help      this text\n"
@@ -178,6 +185,54 @@ static int keygen(const char *path)
 	sodium_memzero(sec, sizeof(sec));
 	if (rc == GD_EXIT_OK)
 		printf("wrote key pair to %s\npublic key: %s\n", path, pub);
+	return rc;
+}
+
+/* `grantctl log key [--key-file FILE --site SITE [--host HOST]]`: this
+ * site's verifier key (common/opsig.h), from the config's secret_key,
+ * site and host, or from the options (for a site whose config is not
+ * here).  Needs no node; needs to read the key file. */
+static int log_key(int argc, char **argv, int i, const char *cfg_path)
+{
+	const char *file = NULL, *site = NULL, *host = NULL;
+	struct config *cfg = NULL;
+	struct opsig_signer sig;
+	struct buf err = BUF_INIT;
+	char vkey[OPSIG_VKEY_MAX];
+	int rc;
+
+	for (; i + 1 < argc; i += 2) {
+		const char **dst = !strcmp(argv[i], "--key-file") ? &file :
+				   !strcmp(argv[i], "--site")     ? &site :
+				   !strcmp(argv[i], "--host")     ? &host :
+								    NULL;
+		if (!dst)
+			break;
+		*dst = argv[i + 1];
+	}
+	if (i != argc || !file != !site) {
+		fprintf(stderr, "usage: grantctl log key [--key-file FILE "
+			"--site SITE [--host HOST]]\n");
+		return GD_EXIT_USAGE;
+	}
+	if (!file) {
+		if ((rc = cli_load_config(&cfg, prog, cfg_path)) != 0)
+			return rc;
+		file = cfg->secret_key, site = cfg->site, host = cfg->host;
+	}
+	rc = file ? opsig_signer_load(&sig, file, host, site, &err) : GD_EINVAL;
+	if (rc < 0) {
+		fprintf(stderr, "%s: %s\n", prog,
+			file ? err.p : "the config has no secret_key");
+		rc = GD_EXIT_USAGE;
+	} else {
+		opsig_vkey_format(vkey, sig.name, sig.pub);
+		opsig_signer_wipe(&sig);
+		printf("%s\n", vkey);
+		rc = GD_EXIT_OK;
+	}
+	buf_free(&err);
+	config_free(&cfg);
 	return rc;
 }
 
@@ -451,6 +506,9 @@ int main(int argc, char **argv)
 		}
 		return keygen(argv[i + 1]);
 	}
+	if (!strcmp(argv[i], "log") && i + 1 < argc &&
+	    !strcmp(argv[i + 1], "key"))
+		return log_key(argc, argv, i + 2, cfg_path);
 	if (!strcmp(argv[i], "import"))
 		return import_main(argc - i - 1, argv + i + 1, prog, cfg_path);
 	if (!strcmp(argv[i], "help")) {

@@ -176,7 +176,7 @@ static const char *const node_keys[] = {"site",
                                         "role",
                                         NULL};
 static const char *const peer_keys[] = {"publish", "sync", "public_key", "role",
-                                        NULL};
+                                        "verifier_key", NULL};
 static const char *const gitolite_keys[] = {"home", "program", NULL};
 
 /* "unknown key 'pubilsh' in [node] (did you mean publish?)"; a key of
@@ -376,6 +376,10 @@ static int peer_key(struct parse_state *ps, const char *name, const char *value)
 	}
 	if (!strcmp(name, "role"))
 		return set_role(ps, &p->role, value);
+	if (!strcmp(name, "verifier_key")) {
+		p->vkey_line = ps->line;
+		return set_str(ps, &p->verifier_key, name, value);
+	}
 	if (!strcmp(name, "public_key")) {
 		if (p->public_key[0])
 			return fail(ps, "duplicate key '%s'%s", name, "");
@@ -687,6 +691,7 @@ void config_free(struct config **cp)
 		free(c->peers[i].site);
 		free(c->peers[i].publish);
 		free(c->peers[i].sync);
+		free(c->peers[i].verifier_key);
 	}
 	free(c);
 	*cp = NULL;

@@ -40,6 +40,11 @@ struct config_peer {
 	char public_key[Z85_KEY_LEN + 1];
 	int line; /* where its section starts, for errors */
 	int key_line; /* where its public_key is, for errors */
+	/* Its operation-signing key, NAME+HEXID+BASE64 (common/opsig.h),
+	 * checked by the node at start (gdconf has no crypto); NULL: its
+	 * operations are taken unchecked (a warning says so). */
+	char *verifier_key;
+	int vkey_line;
 };
 
 /* [policy] security_keys: what a push over an SSH security key (FIDO2:

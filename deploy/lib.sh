@@ -21,7 +21,9 @@ GD_BIN=${GD_BIN:-$GD_ROOT/build/bin}
 # Debian 12 packages needed to build, run and test grantd: every tool a test
 # needs is here, since in CI a test that would skip for lack of one fails
 # (tests/run).  python3-zmq: the stand-in peers and raw clients
-# (repl_rogue.py, test_badinput); iptables and iproute2: partitions on
+# (repl_rogue.py, test_badinput); python3-cryptography: Ed25519 for the
+# stand-in that signs as the site it plays; iptables and iproute2:
+# partitions on
 # loopback; strace: the order of fsyncs and replies; libtsan2: the
 # ThreadSanitizer tree; gitolite3: grantd beside gitolite (test_gitolite);
 # libmicrohttpd-dev, prometheus (promtool): the metrics endpoint and its
@@ -34,7 +36,7 @@ GD_PACKAGES=(build-essential cmake pkg-config libzmq3-dev libprotobuf-c-dev
 	protobuf-c-compiler liboath-dev oathtool librocksdb-dev libgit2-dev
 	libinih-dev libcjson-dev libqrencode-dev libsodium-dev libcmocka-dev
 	openssh-server openssh-client git clang libclang-rt-14-dev libtsan2
-	python3 python3-zmq iptables iproute2 strace gitolite3
+	python3 python3-zmq python3-cryptography iptables iproute2 strace gitolite3
 	libmicrohttpd-dev libsystemd-dev prometheus mandoc systemd man-db
 	dpkg-dev debhelper lintian)
 
@@ -255,10 +257,28 @@ gd_site_config() {
 	} >"$dir/grantd.conf.new" && mv "$dir/grantd.conf.new" "$dir/grantd.conf"
 }
 
-# gd_site_add_peer DIR NAME PUBLISH SYNC PUBLIC_KEY: append a [peer NAME].
+# gd_site_add_peer DIR NAME PUBLISH SYNC PUBLIC_KEY [VERIFIER_KEY]: append a
+# [peer NAME].  Its verifier_key (the signing key its operations are
+# checked with) is VERIFIER_KEY, or, when the site NAME's directory is a
+# sibling of DIR (as every script here lays sites out) and holds its
+# node.key with that PUBLIC_KEY in node.pub, the one `grantctl log key`
+# derives from it; otherwise none (the node then warns that NAME's
+# operations go unchecked).  GD_VERIFIER_KEYS=0: none at all (a config an
+# older release must read: it knows no verifier_key).
 gd_site_add_peer() {
+	local vkey=${6:-} pdir
+	pdir=$(dirname "$1")/$2
+	if [[ ${GD_VERIFIER_KEYS:-1} == 0 ]]; then
+		vkey=
+	elif [[ -z $vkey && -s $pdir/node.key && -s $pdir/node.pub &&
+		$(<"$pdir/node.pub") == "$5" ]]; then
+		vkey=$("$GD_BIN/grantctl" log key --key-file "$pdir/node.key" \
+			--site "$2") || { gd_err "grantctl log key for $2 failed"; return 1; }
+	fi
 	printf '\n[peer %s]\npublish = %s\nsync = %s\npublic_key = %s\n' \
 		"$2" "$3" "$4" "$5" >>"$1/grantd.conf"
+	[[ -n $vkey ]] && printf 'verifier_key = %s\n' "$vkey" >>"$1/grantd.conf"
+	return 0
 }
 
 # gd_grantctl DIR ARGS...: grantctl against the site in DIR.

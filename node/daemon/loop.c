@@ -292,7 +292,8 @@ int loop_run(struct node *n,
 		if (*reloads != reloaded) {
 			reloaded = *reloads;
 			/* (logged; the node runs on either way) */
-			reload_run(n->cfg, n->peer, n->gitrepl, n->curve_pub);
+			reload_run(n->cfg, n->peer, n->gitrepl, n->repl, n->curve_pub,
+			           &n->signer);
 		}
 		/* intervals, never stamps: the monotonic clock */
 		cron_run(jobs, GD_ARRAY_SIZE(jobs), clock_mono_ms(), &l);

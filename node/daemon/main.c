@@ -134,7 +134,14 @@ load_keys(struct node *n, uint8_t seal[STORE_SEAL_KEY_LEN], struct buf *err)
 		           keyfile);
 		rc = GD_EINVAL;
 	} else {
+		char name[OPSIG_NAME_MAX + 1];
 		store_seal_key(seal, raw);
+		if (opsig_key_name(name, n->cfg->host, n->cfg->site) < 0 ||
+		    opsig_signer_init(&n->signer, raw, name) < 0) {
+			buf_printf(err, "cannot make the signing key name "
+			           "from [node] host and site");
+			rc = GD_EINVAL;
+		}
 	}
 	sodium_memzero(raw, sizeof(raw));
 	return rc;
@@ -367,7 +374,9 @@ static int load_config(struct node *n,
 	} else if (load_keys(n, key, &err) < 0) {
 		fprintf(stderr, "grantd: %s:%d: secret_key: %s\n", a->path,
 		        n->cfg->secret_key_line, err.p);
-	} else if (config_check_own_key(n->cfg, n->curve_pub, &err) < 0) {
+	} else if (config_check_own_key(n->cfg, n->curve_pub, &err) < 0 ||
+	           opsig_config_keys(&n->verifier, n->cfg, &n->signer, &err) <
+	                   0) {
 		fprintf(stderr, "grantd: %s\n", err.p);
 	} else if (a->test) {
 		if (n->cfg->metrics && metrics_listen_public(n->cfg->metrics))
@@ -425,6 +434,20 @@ static int set_up_process(struct node *n, const struct args *a, bool *git_up)
 	return 0;
 }
 
+/* A peer without verifier_key has its operations taken unchecked: say
+ * so once at start, with the line to add. */
+static void unchecked_peers(const struct node *n)
+{
+	for (int i = 0; i < n->cfg->npeers; i++)
+		if (!n->cfg->peers[i].verifier_key)
+			log_warn("peer %s has no verifier_key: its operations "
+			         "are taken without checking their signature "
+			         "(add to [peer %s] the line 'grantctl log "
+			         "key' prints at %s)",
+			         n->cfg->peers[i].site, n->cfg->peers[i].site,
+			         n->cfg->peers[i].site);
+}
+
 /* The store, the node's state and the commit pipeline (syncer, writer).
  * key is wiped once the store has it. */
 static int open_state(struct node *n,
@@ -442,6 +465,8 @@ static int open_state(struct node *n,
 		log_error("cannot load node state: %s", gd_strerror(rc));
 		return rc;
 	}
+	ops_set_signer(n->ops, &n->signer);
+	unchecked_peers(n);
 	if ((rc = hook_command(n, cfg_path)) < 0) {
 		log_error("cannot name the post-receive hook (paths with a "
 		          "quote?)");
@@ -488,6 +513,7 @@ static int open_peers(struct node *n, struct peer_self *self, bool created)
 	                            .self = self,
 	                            .link = n->peer,
 	                            .writer = n->writer,
+	                            .verifier = &n->verifier,
 	                            .latency_hist = &n->counts.repl_latency})) <
 	            0)
 		return rc;
@@ -566,6 +592,7 @@ static void close_node(struct node *n, bool git_up)
 	if (git_up)
 		git_libgit2_shutdown();
 	sodium_memzero(n->curve_sec, sizeof(n->curve_sec));
+	opsig_signer_wipe(&n->signer);
 	ops_destroy(&n->ops);
 	free(n->hook_pids);
 	config_free(&n->cfg);

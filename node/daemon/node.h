@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include "config.h"
+#include "opsig.h"
 #include "metrics.h"
 #include "ops.h"
 #include "store.h"
@@ -38,6 +39,10 @@ struct node {
 	struct vote *vote;     /* the token quorum (vote.h) */
 	char curve_pub[Z85_KEY_LEN + 1];  /* this node's CURVE key pair */
 	char curve_sec[Z85_KEY_LEN + 1];
+	/* the operation-signing key derived from curve_sec, and the keys
+	 * peers' operations are checked with (common/opsig.h) */
+	struct opsig_signer signer;
+	struct opsig_verifier verifier;
 	bool syncing;          /* catching up: token validation refused */
 	void *zctx;
 	char host[256];        /* the name users ssh to, for hints */

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <zmq.h>
 
@@ -17,7 +18,9 @@
 #include "gitrepl.h"
 #include "log.h"
 #include "names.h"
+#include "opsig.h"
 #include "peer.h"
+#include "repl.h"
 #include "reload.h"
 #include "xalloc.h"
 #include "banned.h"
@@ -117,6 +120,11 @@ static int diff_peer(const struct config *old,
 		fn(RELOAD_PEER_KEY, sec, "public_key", i, payload);
 		k++;
 	}
+	if ((p->verifier_key == NULL) != (q->verifier_key == NULL) ||
+	    (p->verifier_key && strcmp(p->verifier_key, q->verifier_key))) {
+		fn(RELOAD_PEER_VKEY, sec, "verifier_key", i, payload);
+		k++;
+	}
 	return k;
 }
 
@@ -157,6 +165,8 @@ struct run {
 	const struct config *cur;
 	int keys[CONFIG_MAX_PEERS];
 	int nkeys;
+	int vkeys[CONFIG_MAX_PEERS]; /* peers whose verifier_key changed */
+	int nvkeys;
 	int ignored;
 };
 
@@ -174,6 +184,10 @@ static void note(enum reload_change what,
 	case RELOAD_PEER_KEY:
 		if (r->nkeys < CONFIG_MAX_PEERS)
 			r->keys[r->nkeys++] = peer;
+		return;
+	case RELOAD_PEER_VKEY:
+		if (r->nvkeys < CONFIG_MAX_PEERS)
+			r->vkeys[r->nvkeys++] = peer;
 		return;
 	case RELOAD_CHANGED:
 		log_warn("reload: [%s] %s changed: takes effect at the next "
@@ -256,6 +270,28 @@ static void apply_key(struct run *r, int i)
 	         p->public_key);
 }
 
+/* The peers whose verifier_key changed take the new one: repl checks
+ * their operations with v (made from r->cur) from now on. */
+static void apply_vkeys(struct run *r, struct repl *repl,
+                        const struct opsig_verifier *v)
+{
+	for (int j = 0; j < r->nvkeys; j++) {
+		struct config_peer *p = &r->cfg->peers[r->vkeys[j]];
+		const struct config_peer *q = config_peer_named(r->cur, p->site);
+		free(p->verifier_key);
+		p->verifier_key = q->verifier_key ? xstrdup(q->verifier_key)
+		                                  : NULL;
+		p->vkey_line = q->vkey_line;
+		log_info("reload: peer %s verifier key %s", p->site,
+		         p->verifier_key ? "changed: its operations are "
+		                           "checked with the new one"
+		                         : "removed: its operations are taken "
+		                           "unchecked");
+	}
+	if (r->nvkeys)
+		repl_set_verifier(repl, v);
+}
+
 /* Read path as at start.  Returns 0 with *out the caller's, or an error
  * with err set ("FILE:LINE: ..."). */
 static int reload_load(struct config **out,
@@ -281,9 +317,12 @@ static int reload_load(struct config **out,
 int reload_run(struct config *cfg,
                struct peer_link *link,
                struct gitrepl *gitrepl,
-               const char *own_pub)
+               struct repl *repl,
+               const char *own_pub,
+               const struct opsig_signer *own)
 {
 	struct config *cur = NULL;
+	struct opsig_verifier v;
 	struct buf err = BUF_INIT;
 	struct run r = {.cfg = cfg, .link = link, .gitrepl = gitrepl};
 	int rc;
@@ -297,7 +336,8 @@ int reload_run(struct config *cfg,
 	}
 	r.cur = cur;
 	reload_diff(cfg, cur, note, &r);
-	if ((rc = keys_check(&r, &err)) < 0) {
+	if ((rc = keys_check(&r, &err)) < 0 ||
+	    (rc = opsig_config_keys(&v, cur, own, &err)) < 0) {
 		log_error("reload failed: %s: %s: no key changed, the node "
 		          "keeps running on the configuration it has",
 		          cur->path, buf_str(&err));
@@ -305,8 +345,10 @@ int reload_run(struct config *cfg,
 	}
 	for (int j = 0; j < r.nkeys; j++)
 		apply_key(&r, r.keys[j]);
-	log_info("reload done keys_changed=%d not_applied=%d", r.nkeys,
-	         r.ignored);
+	apply_vkeys(&r, repl, &v);
+	log_info("reload done keys_changed=%d not_applied=%d "
+	         "verifier_keys_changed=%d",
+	         r.nkeys, r.ignored, r.nvkeys);
 out:
 	config_free(&cur);
 	buf_free(&err);

@@ -8,7 +8,9 @@
  * set, no peer with this node's own key).  A file that does not pass is
  * logged with its FILE:LINE and the node keeps running on what it has.
  *
- * Of what changed, only `[peer NAME] public_key` is applied, so that a
+ * Of what changed, `[peer NAME] verifier_key` is applied (repl checks
+ * operations with the new keys from then on: repl_set_verifier), and
+ * `[peer NAME] public_key`, so that a
  * peer's key rotation (docs/operations.md section 2) needs no restart of
  * the other sites: the link admits the new key and no longer the old one
  * (peer_set_key), the node's config takes it (repl's SUB and DEALER and
@@ -23,12 +25,15 @@
 #include "config.h"
 
 struct gitrepl;
+struct opsig_signer;
 struct peer_link;
+struct repl;
 
 /* What reload_diff found of one setting. */
 enum reload_change {
 	RELOAD_CHANGED, /* a setting other than a peer's key */
 	RELOAD_PEER_KEY, /* [peer NAME] public_key: applied */
+	RELOAD_PEER_VKEY, /* [peer NAME] verifier_key: applied */
 	RELOAD_PEER_ADDED, /* a [peer NAME] not configured at start */
 	RELOAD_PEER_REMOVED, /* a [peer NAME] the file no longer has */
 };
@@ -54,14 +59,17 @@ int reload_diff(const struct config *old,
                 void *payload);
 
 /* Read cfg's file (cfg->path) again and apply the peers' new keys (above)
- * to cfg, link and gitrepl; own_pub is this node's public key (no peer may
- * have it).  cfg, link and gitrepl are the node's (main.c's); writer
+ * to cfg, link, gitrepl and repl; own_pub is this node's public CURVE key
+ * (no peer may have it), own its signing key (nor that).  cfg, link,
+ * gitrepl and repl are the node's (main.c's); writer
  * thread (the loop).  Returns 0 (read; done or nothing to do) or GD_EINVAL
  * / GD_EIO (the file refused, or a key a peer cannot take; logged, nothing
  * applied). */
 int reload_run(struct config *cfg,
                struct peer_link *link,
                struct gitrepl *gitrepl,
-               const char *own_pub);
+               struct repl *repl,
+               const char *own_pub,
+               const struct opsig_signer *own);
 
 #endif

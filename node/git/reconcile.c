@@ -33,6 +33,8 @@ struct item {
 	uint64_t not_before_ms;
 	uint32_t backoff_ms;
 	bool waiting; /* its objects are being fetched */
+	bool after_fetch; /* it needs a fetch, and waits for the one in
+	                   * flight to end: due again as soon as it does */
 };
 
 struct reconcile {
@@ -44,6 +46,7 @@ struct reconcile {
 	struct item *items;
 	size_t nitems, capitems;
 	int prefer; /* peer index from reconcile_all, or -1 */
+	bool swept; /* the sweep that prefers it has had refs to do */
 	/* the tips the last fetch proved connected in repository
 	 * verified_repo: a ref of that repository may move onto them
 	 * without another check (in another one they may not connect) */
@@ -147,6 +150,13 @@ void reconcile_fetched(struct reconcile *g,
 	}
 	for (size_t i = 0; i < g->nitems; i++) {
 		struct item *it = &g->items[i];
+		if (it->after_fetch) {
+			/* the next repository's fetch starts now, not at the
+			 * next look (a rebuild's hundreds of repositories
+			 * each waited 0.1 s for it) */
+			it->after_fetch = false;
+			it->not_before_ms = 0;
+		}
 		if (!it->waiting)
 			continue;
 		it->waiting = false;
@@ -156,6 +166,30 @@ void reconcile_fetched(struct reconcile *g,
 			back_off(it, t);
 		}
 	}
+}
+
+/* Is name a fork whose parent still has refs to bring in (none of them
+ * failed yet)?  The fork's objects are then fetched after the parent's:
+ * a fork fetched first has no parent's tips to offer as haves, so it
+ * would get, and keep, the whole history its parent gets too (a rebuilt
+ * site takes the records in key order, and a fork's name may sort before
+ * its parent's). */
+static bool parent_pending(struct reconcile *g, const char *name)
+{
+	struct buf v = BUF_INIT;
+	Grantd__V1__Repo *r = NULL;
+	bool yes = false;
+
+	if (store_get(g->store, NULL, CF_REPOS, name, strlen(name), &v) == 0 &&
+	    (r = grantd__v1__repo__unpack(NULL, v.len, (const uint8_t *)v.p)) &&
+	    r->fork_of && *r->fork_of)
+		for (size_t i = 0; !yes && i < g->nitems; i++)
+			yes = !g->items[i].backoff_ms &&
+			      !strcmp(g->items[i].key, r->fork_of);
+	if (r)
+		grantd__v1__repo__free_unpacked(r, NULL);
+	buf_free(&v);
+	return yes;
 }
 
 /* The verdict "fetch hex first", preferably from site origin. */
@@ -414,6 +448,7 @@ item_add(struct reconcile *g, const char *key, size_t klen, bool dedupe)
 			if (g->items[i].klen == klen &&
 			    !memcmp(g->items[i].key, key, klen)) {
 				g->items[i].not_before_ms = 0;
+				g->items[i].after_fetch = false;
 				return;
 			}
 	GD_GROW(g->items, g->capitems, g->nitems + 1);
@@ -497,6 +532,24 @@ static void want(char (*wants)[OID_HEX + 1], size_t *n, const char *need)
 		memcpy(wants[(*n)++], need, OID_HEX + 1);
 }
 
+/* No fetch in flight: the forks put off for a parent that has no ref
+ * left to bring in (its refs were done later in the same look) are due
+ * now.  Returns true when there is one. */
+static bool forks_due(struct reconcile *g)
+{
+	bool any = false;
+
+	for (size_t i = 0; i < g->nitems; i++) {
+		struct item *it = &g->items[i];
+		if (it->after_fetch && !parent_pending(g, it->key)) {
+			it->after_fetch = false;
+			it->not_before_ms = 0;
+			any = true;
+		}
+	}
+	return any;
+}
+
 /* Start the fetch gathered in work(); the refs waiting for it wait no
  * more when it could not start or ended at once. */
 static void fetch(struct reconcile *g,
@@ -528,14 +581,15 @@ bool reconcile_work(struct reconcile *g)
 	size_t nwants = 0;
 	const char *busy = packfetch_repo(g->pf);
 	int fetch_from = -1, done = 0;
-	bool more = false;
+	bool more = false, forks_wait = false;
 
 	for (size_t i = 0; i < g->nitems;) {
 		struct item *it = &g->items[i];
 		char need[OID_HEX + 1];
 		int from = -1;
 
-		if (it->waiting || it->not_before_ms > t) {
+		if (it->waiting || it->not_before_ms > t ||
+		    (busy && it->after_fetch)) {
 			i++;
 			continue;
 		}
@@ -553,7 +607,8 @@ bool reconcile_work(struct reconcile *g)
 			continue;
 		case V_NEED:
 			if (!busy &&
-			    (!*fetch_repo || !strcmp(fetch_repo, it->key))) {
+			    (!*fetch_repo || !strcmp(fetch_repo, it->key)) &&
+			    !parent_pending(g, it->key)) {
 				snprintf(fetch_repo, sizeof(fetch_repo), "%s",
 				         it->key);
 				want(wants, &nwants, need);
@@ -562,7 +617,10 @@ bool reconcile_work(struct reconcile *g)
 				it->waiting = true;
 				break;
 			}
-			it->not_before_ms = t + 100; /* after this fetch */
+			/* after this fetch (or the parent's) */
+			forks_wait |= !busy && !*fetch_repo;
+			it->not_before_ms = t + 100;
+			it->after_fetch = true;
 			break;
 		case V_RETRY:
 			back_off(it, t);
@@ -573,8 +631,15 @@ bool reconcile_work(struct reconcile *g)
 	if (*fetch_repo)
 		fetch(g, fetch_repo, (const char(*)[OID_HEX + 1]) wants, nwants,
 		      fetch_from, t);
-	if (!g->nitems)
-		g->prefer = -1; /* a rebuild's sweep is over */
+	if (forks_wait && !packfetch_repo(g->pf))
+		more |= forks_due(g);
+	/* a rebuild's sweep is over once the refs it found are done; asked
+	 * of a site just started, it finds none yet: the records the state
+	 * transfer brings are its refs */
+	if (g->nitems)
+		g->swept = true;
+	else if (g->swept)
+		g->prefer = -1;
 	g->io->st->pending = g->nitems;
 	return more;
 }
@@ -586,7 +651,12 @@ void reconcile_changed(struct reconcile *g, const char *p, size_t len)
 
 void reconcile_all(struct reconcile *g, int prefer)
 {
-	g->prefer = prefer;
+	/* a plain look (-1: after a catch-up) leaves a rebuild's preference
+	 * to the end of its sweep */
+	if (prefer >= 0) {
+		g->prefer = prefer;
+		g->swept = false;
+	}
 	add_all(g);
 }
 

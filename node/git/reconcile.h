@@ -45,8 +45,10 @@ void reconcile_destroy(struct reconcile **rcp);
 /* Refs whose record changed: "repo \0 ref \0" ..., len bytes. */
 void reconcile_changed(struct reconcile *rc, const char *p, size_t len);
 
-/* Every ref record, fetching from peer index prefer first (-1: each
- * record's origin) until the sweep is over. */
+/* Every ref record, fetching from peer index prefer first until the
+ * sweep is over: until the refs it found, or (none yet: a site just
+ * started) the first ones the state transfer brings, are done.  -1: each
+ * record's origin, unless a sweep that prefers a peer is going on. */
 void reconcile_all(struct reconcile *rc, int prefer);
 
 /* Check the refs that are due; the objects one repository lacks are

@@ -63,6 +63,33 @@ void repl_back_off(struct repl_peer *p, uint64_t now_ms)
 	p->range_origin[0] = '\0';
 }
 
+void repl_set_verifier(struct repl *r, const struct opsig_verifier *v)
+{
+	r->verifier = *v;
+}
+
+/* Is op signed by its origin (common/opsig.h)?  One that is not is
+ * dropped and counted (DROP_SIGNATURE); one whose origin has no key here
+ * is taken, and counted as unchecked. */
+static bool signed_by_origin(struct repl *r, struct repl_peer *p,
+                             const Grantd__V1__Op *op)
+{
+	struct buf why = BUF_INIT;
+	enum opsig_verdict d = opsig_verify(&r->verifier, op, &why);
+
+	if (d == OPSIG_NO_KEY)
+		r->unchecked++;
+	if (d == OPSIG_OK || d == OPSIG_NO_KEY)
+		return true;
+	repl_stat_refuse(r, DROP_SIGNATURE, 1,
+	                 "peer operation dropped peer=%s origin=%s seq=%llu: "
+	                 "%s",
+	                 p->cfg->site, op->origin,
+	                 (unsigned long long)op->seq, why.p);
+	buf_free(&why);
+	return false;
+}
+
 void repl_apply_op(struct repl *r,
                    struct repl_peer *p,
                    const Grantd__V1__Op *op,
@@ -97,6 +124,8 @@ void repl_apply_op(struct repl *r,
 		return;
 	}
 	buf_free(&why);
+	if (!signed_by_origin(r, p, op))
+		return;
 	if (r->cfg->role == CONFIG_ROLE_MIRROR && !ops_mirror_visible(op)) {
 		/* a frontend must send a mirror no such body (mirror_ops
 		 * carry its stamp alone); should one come, its stamp is all
@@ -214,6 +243,8 @@ int repl_open(struct repl **out, const struct repl_opts *o)
 	r->link = o->link;
 	r->writer = o->writer;
 	r->latency_hist = o->latency_hist;
+	if (o->verifier)
+		r->verifier = *o->verifier;
 	r->started_ms = clock_mono_ms();
 	r->batch = writer_batch(o->writer); /* borrowed: THE batch */
 	for (int i = 0; i < cfg->npeers; i++)

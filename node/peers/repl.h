@@ -82,6 +82,9 @@ struct repl_opts {
 	const struct peer_self *self;
 	struct peer_link *link;     /* ZAP and the sync ROUTER, open */
 	struct writer *writer;      /* THE batch (borrowed), its commit */
+	/* the origins' keys (common/opsig.h), copied: every operation from
+	 * a peer is checked against its origin's before it applies */
+	const struct opsig_verifier *verifier;
 	/* metrics.h: replication latency of each live operation (NULL:
 	 * none) */
 	struct metrics_hist *latency_hist;
@@ -101,6 +104,9 @@ int repl_pollitems(struct repl *r, zmq_pollitem_t *items, int max);
  * the last call?  Then the sockets repl_pollitems gave are gone: ask again
  * before the next poll. */
 bool repl_relinked(struct repl *r);
+
+/* New keys (a reload that changed a verifier_key): copied. */
+void repl_set_verifier(struct repl *r, const struct opsig_verifier *v);
 
 /* Handle everything waiting on the replication sockets: answer ZAP,
  * serve ranges, apply peers' operations (one batch, one commit). */

@@ -31,6 +31,7 @@
 #include "names.h"
 #include "linkmon.h"
 #include "ops.h"
+#include "opsig.h"
 #include "peer.h"
 #include "peerpolicy.h"
 #include "records.h"
@@ -132,6 +133,8 @@ enum repl_drop {
 	DROP_MIRROR_HIDDEN, /* at a mirror: a hidden operation sent whole,
 	                     * or records of a hidden family (SPEC 9: a
 	                     * mirror never receives them) */
+	DROP_SIGNATURE, /* an operation not signed by its origin's key
+	                 * (common/opsig.h): unsigned, malformed or bad */
 	DROP__COUNT
 };
 
@@ -187,6 +190,9 @@ struct repl {
 	/* [policy] settings: ours in every heartbeat, peers' compared */
 	struct peerpolicy policy;
 	Grantd__V1__PolicySettings hb_policy;
+	/* the origins' keys; operations taken from origins without one */
+	struct opsig_verifier verifier;
+	uint64_t unchecked;
 };
 
 /* ---- repl.c: the peers, live operations ------------------------------- */

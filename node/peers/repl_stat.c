@@ -24,7 +24,7 @@
 static const char *const drop_names[DROP__COUNT] = {
         "forged_origin",    "snapshot_record", "snapshot_vector",
         "heartbeat_vector", "plane",           "range_unasked",
-        "mirror_hidden"};
+        "mirror_hidden",    "signature"};
 
 /* status renders every 100 ms (main.c): with more samples than this
  * (a sort of up to LAT_SAMPLES takes tens of ms) the percentiles are

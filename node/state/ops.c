@@ -16,6 +16,7 @@
 #include "err.h"
 #include "log.h"
 #include "ops_int.h"
+#include "opsig.h"
 #include "records.h"
 #include "xalloc.h"
 #include "banned.h"
@@ -144,6 +145,7 @@ void ops_destroy(struct ops **op)
 		return;
 	ops_outbox_clear(o);
 	buf_free(&o->outbox);
+	buf_free(&o->unsigned_seqs);
 	buf_free(&o->refs_touched);
 	buf_free(&o->repos_touched);
 	free(o->vv);
@@ -186,8 +188,10 @@ void ops_pack_stamped(struct buf *out, const ProtobufCMessage *body,
 	free(copy);
 }
 
-int ops_apply(struct ops *o, struct store_batch *b, const Grantd__V1__Op *op,
-	      bool *applied)
+/* ops_apply; log: write the operation to the log here (false for one of
+ * this site's own, which ops_commit logs once signed). */
+static int apply(struct ops *o, struct store_batch *b, const Grantd__V1__Op *op,
+		 bool *applied, bool log)
 {
 	struct buf k = BUF_INIT, val = BUF_INIT;
 	struct ops_save sp;
@@ -209,9 +213,11 @@ int ops_apply(struct ops *o, struct store_batch *b, const Grantd__V1__Op *op,
 		goto done;
 	}
 
-	records_key_oplog(&k, op->origin, op->epoch, op->seq);
-	ops_pack_msg(&val, &op->base);
-	store_put(b, CF_OPLOG, k.p, k.len, val.p, val.len);
+	if (log) {
+		records_key_oplog(&k, op->origin, op->epoch, op->seq);
+		ops_pack_msg(&val, &op->base);
+		store_put(b, CF_OPLOG, k.p, k.len, val.p, val.len);
+	}
 
 	ops_vv_set(o, b, op->origin, op->epoch, op->seq);
 
@@ -225,6 +231,12 @@ done:
 	buf_free(&k);
 	buf_free(&val);
 	return rc;
+}
+
+int ops_apply(struct ops *o, struct store_batch *b, const Grantd__V1__Op *op,
+	      bool *applied)
+{
+	return apply(o, b, op, applied, true);
 }
 
 int ops_skip(struct ops *o, struct store_batch *b, const char *origin,
@@ -272,13 +284,15 @@ int ops_local(struct ops *o, struct store_batch *b, Grantd__V1__Op *op)
 		buf_free(&why);
 		return GD_EINVAL;
 	}
-	rc = ops_apply(o, b, op, &applied);
+	op->sig = NULL; /* ops_commit signs it with its batch */
+	rc = apply(o, b, op, &applied, false);
 	if (rc == 0) {
 		size_t n = grantd__v1__op__get_packed_size(op);
 		uint8_t len[4] = { (uint8_t)(n >> 24), (uint8_t)(n >> 16),
 				   (uint8_t)(n >> 8), (uint8_t)n };
 		buf_add(&o->outbox, len, sizeof(len));
 		grantd__v1__op__pack(op, buf_extend(&o->outbox, n));
+		buf_add(&o->unsigned_seqs, &op->seq, sizeof(op->seq));
 	}
 	return rc;
 }
@@ -293,10 +307,73 @@ bool ops_pending(const struct ops *o, struct store_batch *b)
 	return false;
 }
 
+/* The outbox's operations after outbox_signed, each "4-byte length, op":
+ * signed as one batch (opsig_sign_batch), written to the log signed, and
+ * put back in the outbox signed.  Unsigned without a signer. */
+static int sign_outbox(struct ops *o, struct store_batch *b)
+{
+	size_t n = o->unsigned_seqs.len / sizeof(uint64_t), at, i;
+	struct buf *each, **ptrs, out = BUF_INIT, k = BUF_INIT;
+	int rc;
+
+	if (n == 0)
+		return 0;
+	each = xcalloc(n, sizeof(*each));
+	ptrs = xcalloc(n, sizeof(*ptrs));
+	for (i = 0, at = o->outbox_signed; i < n; i++) {
+		const uint8_t *l = (const uint8_t *)o->outbox.p + at;
+		size_t len = (size_t)l[0] << 24 | (size_t)l[1] << 16 |
+			     (size_t)l[2] << 8 | l[3];
+		GD_ASSERT(at + 4 + len <= o->outbox.len);
+		buf_add(&each[i], l + 4, len);
+		ptrs[i] = &each[i];
+		at += 4 + len;
+	}
+	GD_ASSERT(at == o->outbox.len);
+	rc = o->signer ? opsig_sign_batch(o->signer, ptrs, n) : 0;
+	for (i = 0; rc == 0 && i < n; i++) {
+		uint64_t seq;
+		size_t len = each[i].len;
+		uint8_t hdr[4] = { (uint8_t)(len >> 24), (uint8_t)(len >> 16),
+				   (uint8_t)(len >> 8), (uint8_t)len };
+		memcpy(&seq, o->unsigned_seqs.p + i * sizeof(seq), sizeof(seq));
+		records_key_oplog(&k, o->site, o->epoch, seq);
+		store_put(b, CF_OPLOG, k.p, k.len, each[i].p, each[i].len);
+		buf_add(&out, hdr, sizeof(hdr));
+		buf_add(&out, each[i].p, each[i].len);
+	}
+	if (rc == 0) {
+		sodium_memzero(o->outbox.p + o->outbox_signed,
+			       o->outbox.len - o->outbox_signed);
+		o->outbox.len = o->outbox_signed;
+		buf_add(&o->outbox, out.p, out.len);
+		o->outbox_signed = o->outbox.len;
+		buf_reset(&o->unsigned_seqs);
+	}
+	for (i = 0; i < n; i++) {
+		sodium_memzero(each[i].p, each[i].len);
+		buf_free(&each[i]);
+	}
+	if (out.p)
+		sodium_memzero(out.p, out.len);
+	buf_free(&out);
+	buf_free(&k);
+	free(each);
+	free(ptrs);
+	return rc;
+}
+
+void ops_set_signer(struct ops *o, const struct opsig_signer *s)
+{
+	o->signer = s;
+}
+
 int ops_commit(struct ops *o, struct store_batch *b, bool sync)
 {
 	int rc;
 
+	if ((rc = sign_outbox(o, b)) < 0)
+		return rc;
 	ops_vv_flush(o, b);
 	o->vv_saves.len = o->vv_top = 0; /* store_commit drops save points */
 	if (store_batch_count(b) == 0) {
@@ -331,6 +408,7 @@ void ops_savepoint(struct ops *o, struct store_batch *b, struct ops_save *sp)
 	memcpy(sp->fam_digest, o->fam_digest, sizeof(sp->fam_digest));
 	sp->seq = o->seq;
 	sp->outbox_len = o->outbox.len;
+	sp->unsigned_len = o->unsigned_seqs.len;
 	sp->refs_len = o->refs_touched.len;
 	sp->repos_len = o->repos_touched.len;
 	sp->undo_len = o->nundo;
@@ -371,6 +449,8 @@ int ops_rollback(struct ops *o, struct store_batch *b,
 			       o->outbox.len - sp->outbox_len);
 		o->outbox.len = sp->outbox_len;
 	}
+	if (o->unsigned_seqs.len > sp->unsigned_len)
+		o->unsigned_seqs.len = sp->unsigned_len;
 	if (o->refs_touched.len > sp->refs_len)
 		o->refs_touched.len = sp->refs_len;
 	if (o->repos_touched.len > sp->repos_len)
@@ -394,6 +474,8 @@ void ops_outbox_clear(struct ops *o)
 	if (o->outbox.p)
 		sodium_memzero(o->outbox.p, o->outbox.len);
 	buf_reset(&o->outbox);
+	buf_reset(&o->unsigned_seqs);
+	o->outbox_signed = 0;
 }
 
 /* ---- named calls instead of fields ---- */
@@ -473,7 +555,11 @@ static void swap_out(struct buf *from, struct buf *out, bool secret)
 
 void ops_take_outbox(struct ops *o, struct buf *out)
 {
+	/* what is taken is what was committed, signed by ops_commit (a
+	 * unit test may take operations it never commits: unsigned) */
 	swap_out(&o->outbox, out, true);
+	buf_reset(&o->unsigned_seqs);
+	o->outbox_signed = 0;
 }
 
 void ops_take_refs(struct ops *o, struct buf *out)

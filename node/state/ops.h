@@ -87,7 +87,7 @@ struct ops_save {
 	uint8_t digest[DIGEST_LEN];
 	uint8_t fam_digest[CF__COUNT][DIGEST_LEN];
 	uint64_t seq;
-	size_t outbox_len, refs_len, repos_len, undo_len, vv_at;
+	size_t outbox_len, unsigned_len, refs_len, repos_len, undo_len, vv_at;
 };
 
 /* Open a save point in b.  Then either ops_release() keeps what was
@@ -140,6 +140,12 @@ uint64_t ops_stamp(struct ops *o);
 int ops_local(struct ops *o, struct store_batch *b, Grantd__V1__Op *op);
 
 void ops_outbox_clear(struct ops *o);
+
+/* Sign this site's operations with s (common/opsig.h) from the next
+ * commit on: ops_commit signs each batch's own operations once, in the
+ * log and the outbox alike.  s must outlive o; NULL: unsigned. */
+struct opsig_signer;
+void ops_set_signer(struct ops *o, const struct opsig_signer *s);
 
 /* Whether b, or the vector ops_commit would write with it, holds a
  * change. */

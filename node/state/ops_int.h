@@ -57,6 +57,8 @@ struct ops_count {
 	struct ops_heap gone; /* limits of those since replaced or deleted */
 };
 
+struct opsig_signer;
+
 struct ops {
 	struct store *store;
 	const struct config *cfg;
@@ -78,6 +80,14 @@ struct ops {
 	 * packed, each behind a 4-byte big-endian length: published by repl
 	 * once their batch is committed, dropped if the commit failed. */
 	struct buf outbox;
+	/* The part of outbox before this offset is signed (ops_commit signs
+	 * the rest, opsig.h); and the seq of each operation after it, in
+	 * order (uint64_t each), for the log entries signing rewrites. */
+	size_t outbox_signed;
+	struct buf unsigned_seqs;
+	/* this site's signing key (ops_set_signer; NULL: operations go out
+	 * unsigned, as in unit tests that do not set one) */
+	const struct opsig_signer *signer;
 	/* Refs whose record an applied operation or snapshot record
 	 * touched, each "repo \0 ref \0": handed to gitrepl (main.c), which
 	 * makes the disk follow; an entry from a batch that then failed to

@@ -116,6 +116,17 @@ peers, for tests/integration/test_repl_security.sh.  Needs python3-zmq.
         range    answers a RangeReq for SITE with a RangeRep of VICTIM:
                  origin VICTIM, epoch VEPOCH, from VSEQ + 1, one Op of
                  VICTIM (a Grant of kim from 10.66.6.8) at VSEQ + 1
+        relay    the heartbeat also claims (VICTIM, VEPOCH, VSEQ + 1), so a
+                 node asks SITE for VICTIM's range, as it may when SITE
+                 holds what VICTIM sent; each RangeReq for VICTIM is
+                 answered with Op{VICTIM, VEPOCH, VSEQ + 1, a Grant of kim
+                 from 10.66.6.9}, in turn unsigned and signed with SITE's
+                 own key (common/opsig.h): a relayed operation its origin
+                 never made
+      Every operation of SITE's own (pushlog) is signed with SITE's key, as
+      a dishonest site that holds it would (a batch of one: OpSig{sig,
+      index 0, count 1}); the key is derived from KEYFILE's CURVE secret as
+      grantd derives it.
       Prints one JSON object per line: {"event": "start", ...} first, each
       request received ({"event": "range_req" | "snap_req", ...}), and
       {"event": "end", ...} totals at the end (also on SIGTERM).
@@ -178,6 +189,33 @@ def drain(router, on_frame, on_other=None):
             on_frame(frames[0], frames[1])
         elif on_other:
             on_other(len(frames))
+
+
+def op_signer(keyfile):
+    """sign(op) -> op with its field 30, signed as a batch of one by the
+    site of keyfile (common/opsig.c: the Ed25519 seed is libsodium's
+    crypto_kdf_derive_from_key(32, 1, "grantdsg", CURVE secret), which is
+    keyed BLAKE2b with the subkey id as salt and the context as person);
+    also the raw public key."""
+    import hashlib
+    import struct
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+    from cryptography.hazmat.primitives import serialization
+    from zmq.utils import z85
+    _, sec = load_keys(keyfile)
+    seed = hashlib.blake2b(b"", digest_size=32, key=z85.decode(sec),
+                           salt=struct.pack("<Q", 1) + bytes(8),
+                           person=b"grantdsg" + bytes(8)).digest()
+    key = Ed25519PrivateKey.from_private_bytes(seed)
+    pub = key.public_key().public_bytes(serialization.Encoding.Raw,
+                                        serialization.PublicFormat.Raw)
+
+    def sign(op):
+        root = hashlib.sha256(b"\x00" + op).digest()
+        sig = key.sign(b"grantd op batch v1\n" + root)
+        return op + field_bytes(30, field_bytes(1, sig) + field_varint(2, 0) +
+                                field_varint(3, 1))
+    return sign, pub
 
 
 def load_keys(path):
@@ -557,7 +595,8 @@ def forge(ctx, attack, publish, sync, keyfile, site, victim, vepoch, vseq, secs)
     import secrets
     import signal
 
-    attacks = ("live", "snap", "snap-vv", "hugevv", "pushlog", "range", "mirror-feed")
+    attacks = ("live", "snap", "snap-vv", "hugevv", "pushlog", "range", "mirror-feed",
+               "relay")
     if attack not in attacks:
         print("forge: ATTACK is one of " + " ".join(attacks), file=sys.stderr)
         return 2
@@ -571,6 +610,7 @@ def forge(ctx, attack, publish, sync, keyfile, site, victim, vepoch, vseq, secs)
         raise SystemExit(0)
     signal.signal(signal.SIGTERM, stop)
     _, sec = load_keys(keyfile)
+    sign, _ = op_signer(keyfile)
 
     pub = curve_server(ctx, zmq.PUB, publish, sec)
     router = curve_server(ctx, zmq.ROUTER, sync, sec)
@@ -592,6 +632,8 @@ def forge(ctx, attack, publish, sync, keyfile, site, victim, vepoch, vseq, secs)
         own = vv_entry(site, epoch, 6)
     elif attack != "live":
         own = vv_entry(site, epoch, 1)
+    if attack == "relay":  # only the claim: nothing of its own to fetch first
+        own = vv_entry(victim, vepoch, vseq + 1)
     junk = b""
     if attack == "hugevv":
         junk = b"".join(vv_entry("junk%d" % i, i + 1, 1) for i in range(5000))
@@ -607,6 +649,11 @@ def forge(ctx, attack, publish, sync, keyfile, site, victim, vepoch, vseq, secs)
                 field_varint(3, vseq + 1) + field_varint(4, now_hlc) +
                 field_bytes(12, grant("10.66.6.8", now_hlc, victim)))
     pushlog_ops, hashes = pushlog_lies(site, epoch)
+    pushlog_ops = [sign(o) for o in pushlog_ops]
+    relay_op = (field_bytes(1, victim) + field_varint(2, vepoch) +
+                field_varint(3, vseq + 1) + field_varint(4, now_hlc) +
+                field_bytes(12, grant("10.66.6.9", now_hlc, victim)))
+    relay_ops = [relay_op, sign(relay_op)]
     feed_op = (field_bytes(1, victim) + field_varint(2, vepoch) +
                field_varint(3, vseq + 1) + field_varint(4, now_hlc) +
                field_bytes(10, field_bytes(1, "forged-feed") + field_varint(14, now_hlc) +
@@ -633,6 +680,14 @@ def forge(ctx, attack, publish, sync, keyfile, site, victim, vepoch, vseq, secs)
             repoch, frm = pb_one(r, 2, 0), pb_one(r, 3, 0)
             counts["range_reqs"] += 1
             trunc = attack in ("snap", "snap-vv")
+            if attack == "relay" and origin == victim and repoch == vepoch:
+                signed = counts["range_reqs"] % 2 == 0
+                send(rid, field_bytes(13, field_bytes(1, victim) + field_varint(2, vepoch) +
+                                      field_bytes(3, relay_ops[signed]) +
+                                      field_varint(4, vseq + 1)))
+                log("range_req", origin=origin, epoch=repoch, frm=frm, relayed=victim,
+                    signed_by_site=signed)
+                return
             if attack == "range":  # another origin's operations
                 send(rid, field_bytes(13, field_bytes(1, victim) + field_varint(2, vepoch) +
                                       field_bytes(3, range_op) + field_varint(4, vseq + 1)))

@@ -36,15 +36,26 @@ hears() {
 votes() {
 	t_sj "$1" "1/0 if not (j['quorum']['mode'] == 'majority' and j['quorum']['voter']) else 1" >/dev/null 2>&1
 }
-# set_key SITE FROM TO: SITE's [peer paloalto] public_key FROM becomes TO
-# (a Z85 key has characters sed would take as its own)
+# set_key SITE FROM TO [KEYFILE]: SITE's [peer paloalto] public_key FROM
+# becomes TO (a Z85 key has characters sed would take as its own); with
+# KEYFILE (the new key pair's file), its verifier_key becomes the new key's
+# followed by the old one (docs/operations.md: paloalto's operations signed
+# before the rotation stay checkable).
 set_key() {
-	python3 - "$(t_dir "$1")/grantd.conf" "$2" "$3" <<'PY'
-import sys
-path, old, new = sys.argv[1:]
+	local vkey=
+	if [[ -n ${4:-} ]]; then
+		vkey=$(t_c "$1" log key --key-file "$4" --site paloalto) || return 1
+	fi
+	python3 - "$(t_dir "$1")/grantd.conf" "$2" "$3" "$vkey" <<'PY'
+import re, sys
+path, old, new, vkey = sys.argv[1:]
 text = open(path).read()
 assert text.count("public_key = %s\n" % old) == 1
-open(path, "w").write(text.replace("public_key = %s\n" % old,
-                                   "public_key = %s\n" % new))
+text = text.replace("public_key = %s\n" % old, "public_key = %s\n" % new)
+if vkey:
+    sec = re.search(r"\[peer paloalto\]\n(?:[^\[]*\n)?verifier_key = (.*)\n", text)
+    assert sec, "no verifier_key in [peer paloalto]"
+    text = text[:sec.start(1)] + vkey + " " + sec.group(1) + text[sec.end(1):]
+open(path, "w").write(text)
 PY
 }

@@ -103,7 +103,7 @@ t_check "... naming the section to set it in" t_grep_log portland \
 	"set it as public_key of that peer's [peer NAME] section here and reload this node (systemctl reload grantd, or kill -HUP)"
 
 t_section "portland takes paloalto's new key on SIGHUP"
-t_expect 0 "portland: [peer paloalto] public_key set to the new key" set_key portland "$OLD" "$NEW"
+t_expect 0 "portland: [peer paloalto] public_key set to the new key" set_key portland "$OLD" "$NEW" "$PA/node-2.key"
 t_expect 0 "portland: kill -HUP" hup portland
 t_expect_soon 0 10 "portland: reload: peer paloalto public key changed: relinked" \
 	t_grep_log portland "reload: peer paloalto public key changed: relinked key=$NEW"
@@ -138,7 +138,7 @@ t_resume montreal
 
 t_section "montreal takes the new key on SIGHUP; what needs a restart is logged"
 MT_CONF=$(t_dir montreal)/grantd.conf
-t_expect 0 "montreal: [peer paloalto] public_key set to the new key" set_key montreal "$OLD" "$NEW"
+t_expect 0 "montreal: [peer paloalto] public_key set to the new key" set_key montreal "$OLD" "$NEW" "$PA/node-2.key"
 sed -i 's/^log_level = info$/log_level = debug/' "$MT_CONF"
 out=$(t_c montreal keygen "$T_DIR/seattle.key") || t_fatal "grantctl keygen seattle.key"
 gd_site_add_peer "$(t_dir montreal)" seattle "tcp://$T_NET.9:$T_PUB_PORT" \

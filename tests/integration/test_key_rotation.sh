@@ -52,7 +52,7 @@ t_check "paloalto logs which peer refused its key, and the fix" \
 	t_grep_log paloalto "peer refused this node's key peer=portland"
 
 t_section "portland gets paloalto's new key"
-t_expect 0 "portland: [peer paloalto] public_key set to the new key" set_key portland "$OLD" "$NEW"
+t_expect 0 "portland: [peer paloalto] public_key set to the new key" set_key portland "$OLD" "$NEW" "$PA/node-2.key"
 t_stop portland
 t_start portland
 t_expect_soon 0 20 "portland hears paloalto" hears portland paloalto
@@ -80,7 +80,7 @@ t_expect 0 "paloalto: hugo's val accepted by the majority of paloalto and portla
 t_check "paloalto: montreal still refuses its key" peer_link paloalto montreal key_refused
 
 t_section "montreal gets paloalto's new key"
-t_expect 0 "montreal: [peer paloalto] public_key set to the new key" set_key montreal "$OLD" "$NEW"
+t_expect 0 "montreal: [peer paloalto] public_key set to the new key" set_key montreal "$OLD" "$NEW" "$PA/node-2.key"
 t_stop montreal
 t_start montreal
 t_expect_soon 0 20 "paloalto hears montreal again, without a restart" hears paloalto montreal

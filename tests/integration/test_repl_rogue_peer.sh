@@ -146,6 +146,32 @@ t_expect_soon 0 10 "paloalto: has user honest5" t_has_user paloalto honest5
 t_expect_converged "the three sites agree after the unasked range" 20
 allowed_nowhere 10.66.6.8 "the grant of the unasked range"
 
+t_section "(d2) a relayed range: an operation of portland's never made by portland"
+# montreal's heartbeat claims portland's next operation; once portland's
+# own feed has not brought it, paloalto asks montreal for portland's range
+# (as it may when a site holds what another sent), and the stand-in answers
+# with a grant of kim in portland's name, in turn unsigned and signed with
+# montreal's own key.  Without signatures this was taken.
+S0=$(dropped paloalto signature)
+t_rogue relay relay
+t_expect_soon 0 15 "paloalto: replication.dropped.signature grew by two or more" \
+	eval '(( $(dropped paloalto signature) >= S0 + 2 ))'
+t_check "the stand-in was asked for portland's range, answered both ways" \
+	eval 'grep -q "\"relayed\": \"portland\".*\"signed_by_site\": true" "$T_DIR/relay.out" &&
+		grep -q "\"relayed\": \"portland\".*\"signed_by_site\": false" "$T_DIR/relay.out"'
+# (one line per reason a second: each kind is named within a few)
+t_expect_soon 0 20 "paloalto's log names the unsigned one" \
+	t_grep_log paloalto "peer operation dropped peer=montreal origin=portland seq=$(( $(vseq) + 1 )): unsigned (origin portland)"
+t_expect_soon 0 20 "paloalto's log names the one montreal signed" \
+	t_grep_log paloalto "seq=$(( $(vseq) + 1 )): bad signature (origin portland)"
+t_expect 1 "paloalto: check kim 10.66.6.9 sec is refused (the relayed grant was not taken)" \
+	t_c paloalto check kim 10.66.6.9 sec
+t_rogue_end
+t_expect 0 "portland: user add honest6 (portland's next sequence number)" t_c portland user add honest6
+t_expect_soon 0 10 "paloalto: has user honest6" t_has_user paloalto honest6
+t_expect_converged "the three sites agree after the relayed range" 20
+allowed_nowhere 10.66.6.9 "the relayed grant"
+
 t_section "(e) montreal's push log, re-issued with an older stamp and new contents"
 t_expect 0 "paloalto: log verify (nothing logged yet)" t_c paloalto log verify
 t_rogue pushlog pushlog

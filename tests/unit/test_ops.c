@@ -34,6 +34,7 @@
 #include "err.h"
 #include "log.h"
 #include "ops.h"
+#include "opsig.h"
 #include "plheads.h"
 #include "pushlog.h"
 #include "records.h"
@@ -2080,7 +2081,15 @@ static void test_local(void **state)
 	struct node *n = node_open(f, 0), *peer = node_open(f, 1);
 	struct store_batch *b;
 	struct top t[2];
+	struct opsig_signer key;
+	struct opsig_verifier v;
+	uint8_t curve[32] = { 42 };
 
+	/* signed with node0's key (opsig.h), as a peer checks them */
+	assert_int_equal(opsig_signer_init(&key, curve, "h/grantd/node0"), 0);
+	ops_set_signer(n->o, &key);
+	opsig_verifier_init(&v);
+	assert_int_equal(opsig_verifier_add(&v, "node0", key.pub), 0);
 	store_batch_new(&b, n->s);
 	op_user(&t[0], "ignored", 99, 0, "judy", "k");
 	assert_int_equal(ops_local(n->o, b, &t[0].op), 0);
@@ -2118,6 +2127,17 @@ static void test_local(void **state)
 		struct buf err = BUF_INIT;
 		assert_int_equal(ops_check(op, &err), 0);
 		buf_free(&err);
+		assert_int_equal(opsig_verify(&v, op, NULL), OPSIG_OK);
+		assert_int_equal(op->sig->count, 2);
+		/* the log holds the very bytes published */
+		struct buf k = BUF_INIT, logged = BUF_INIT;
+		records_key_oplog(&k, "node0", ops_epoch(n->o), op->seq);
+		assert_int_equal(store_get(n->s, NULL, CF_OPLOG, k.p, k.len, &logged),
+				 0);
+		assert_int_equal(logged.len, len);
+		assert_memory_equal(logged.p, p + 4, len);
+		buf_free(&k);
+		buf_free(&logged);
 		apply1(peer, op);
 		grantd__v1__op__free_unpacked(op, NULL);
 		off += 4 + len;

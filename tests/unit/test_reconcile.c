@@ -19,7 +19,9 @@
  *    asked again; a tip that is here but not connected is never pointed
  *    at: it is fetched again;
  *  - a look at every record adds no second copy of a waiting ref; a
- *    record whose repository is not there yet waits for it.
+ *    record whose repository is not there yet waits for it;
+ *  - one repository's fetch starts as soon as another's ends; a fork's
+ *    objects are fetched after its parent's.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -642,6 +644,40 @@ static void test_all(void **state)
 	buf_free(&v);
 }
 
+/* A rebuild asked of a site just started (`grantctl rebuild --from`
+ * before the state transfer brought any record), then the look after
+ * the catch-up: the refs the transfer brings are asked of the peer the
+ * rebuild named, not of their origin; once they are done, of the origin
+ * again. */
+static void test_rebuild_before_records(void **state)
+{
+	struct fx *f = *state;
+	struct buf pack = BUF_INIT, in = BUF_INIT, wants = BUF_INIT;
+	uint64_t id;
+
+	reconcile_all(f->rc, 1); /* from montreal: no record yet */
+	work(f);
+	reconcile_all(f->rc, -1); /* caught up: look again */
+	work(f);
+	put_ref(f, "r", REF, f->hd, 100, "portland");
+	work(f);
+	assert_null(next_req(f, 0, 100)); /* not the origin */
+	id = take_req(f, 1, &wants);
+	buf_printf(&in, "%s\n^%s\n", f->hd, f->hb);
+	gitfx_pack(f->dir, f->src, &pack, in.p, true);
+	gitfx_peer_pack(&f->n.tp[1], id, &pack, GITIO_CHUNK_MAX);
+	assert_int_equal(drive(f, WAIT_MS), PACKFETCH_OK);
+	work(f);
+	assert_ref(f, REF, f->hd);
+	/* the sweep is over: a later record goes to its origin */
+	put_ref(f, "r", "refs/heads/e", f->he, 200, "portland");
+	work(f);
+	take_req(f, 0, &wants);
+	buf_free(&pack);
+	buf_free(&in);
+	buf_free(&wants);
+}
+
 /* A record before its repository: waits, not failing; followed once the
  * repository appears. */
 static void test_repo_appears(void **state)
@@ -672,6 +708,117 @@ static void test_repo_appears(void **state)
 	buf_free(&p);
 }
 
+/* ---- one repository after another (a rebuild) --------------------------- */
+
+/* The next PackReq at peer i: its repository in repo, its id. */
+static uint64_t take_any(struct fx *f, int i, char *repo, size_t size)
+{
+	Grantd__V1__PeerMsg *m = next_req(f, i, WAIT_MS);
+	uint64_t id;
+
+	assert_non_null(m);
+	snprintf(repo, size, "%s", m->pack_req->repo);
+	id = m->pack_req->id;
+	grantd__v1__peer_msg__free_unpacked(m, NULL);
+	return id;
+}
+
+/* Two repositories lack objects: the second's fetch starts as soon as
+ * the first's ends, not at the next look 0.1 s later (a rebuilt site's
+ * 600 repositories waited a minute in all for those looks). */
+static void test_next_fetch_at_once(void **state)
+{
+	struct fx *f = *state;
+	struct buf pr = BUF_INIT, ps = BUF_INIT, in = BUF_INIT;
+	char repo[64];
+	uint64_t id, t0;
+
+	assert_int_equal(repos_create(f->repo_dir, "s", NULL, NULL), 0);
+	buf_printf(&in, "%s\n^%s\n", f->hd, f->hb);
+	gitfx_pack(f->dir, f->src, &pr, in.p, true);
+	buf_reset(&in);
+	buf_printf(&in, "%s\n", f->hd);
+	gitfx_pack(f->dir, f->src, &ps, in.p, true);
+	put_ref(f, "r", REF, f->hd, 100, "montreal");
+	put_ref(f, "s", REF, f->hd, 100, "montreal");
+	t0 = clock_mono_ms();
+	work(f);
+	id = take_any(f, 1, repo, sizeof(repo));
+	assert_string_equal(repo, "r");
+	gitfx_peer_pack(&f->n.tp[1], id, &pr, GITIO_CHUNK_MAX);
+	assert_int_equal(drive(f, WAIT_MS), PACKFETCH_OK);
+	reconcile_work(f->rc);
+	Grantd__V1__PeerMsg *m = next_req(f, 1, 20);
+	if (clock_mono_ms() - t0 >= 100 && !m)
+		skip(); /* too slow a machine to tell */
+	assert_non_null(m);
+	assert_string_equal(m->pack_req->repo, "s");
+	gitfx_peer_pack(&f->n.tp[1], m->pack_req->id, &ps, GITIO_CHUNK_MAX);
+	grantd__v1__peer_msg__free_unpacked(m, NULL);
+	assert_int_equal(drive(f, WAIT_MS), PACKFETCH_OK);
+	work(f);
+	assert_ref(f, REF, f->hd);
+	assert_int_equal(f->n.st.pending, 0);
+	buf_free(&pr);
+	buf_free(&ps);
+	buf_free(&in);
+}
+
+/* A fork whose name sorts before its parent's, both empty (a rebuilt
+ * site): the parent is fetched first, then the fork, offering the
+ * parent's tip as a have, so the fork gets only what is its own. */
+static void test_fork_after_parent(void **state)
+{
+	struct fx *f = *state;
+	Grantd__V1__Repo rec = GRANTD__V1__REPO__INIT;
+	struct store_batch *b;
+	struct buf pp = BUF_INIT, pa = BUF_INIT, in = BUF_INIT;
+	uint8_t v[256];
+	char repo[64], hex[OID_HEX + 1];
+	bool have_b = false;
+	uint64_t id;
+
+	assert_int_equal(repos_create(f->repo_dir, "p", NULL, NULL), 0);
+	assert_int_equal(repos_create(f->repo_dir, "a", "p", NULL), 0);
+	rec.name = "a";
+	rec.fork_of = "p";
+	assert_int_equal(store_batch_new(&b, f->n.store), 0);
+	store_put(b, CF_REPOS, "a", 1, v, grantd__v1__repo__pack(&rec, v));
+	assert_int_equal(store_commit(b, false), 0);
+	store_batch_free(&b);
+	buf_printf(&in, "%s\n", f->hb);
+	gitfx_pack(f->dir, f->src, &pp, in.p, true);
+	buf_reset(&in);
+	buf_printf(&in, "%s\n^%s\n", f->hd, f->hb);
+	gitfx_pack(f->dir, f->src, &pa, in.p, true);
+	put_ref(f, "a", REF, f->hd, 100, "montreal");
+	put_ref(f, "p", REF, f->hb, 100, "montreal");
+	work(f);
+	id = take_any(f, 1, repo, sizeof(repo));
+	assert_string_equal(repo, "p"); /* not the fork, listed first */
+	gitfx_peer_pack(&f->n.tp[1], id, &pp, GITIO_CHUNK_MAX);
+	assert_int_equal(drive(f, WAIT_MS), PACKFETCH_OK);
+	work(f);
+	Grantd__V1__PeerMsg *m = next_req(f, 1, WAIT_MS);
+	assert_non_null(m);
+	assert_string_equal(m->pack_req->repo, "a");
+	for (size_t i = 0; i < m->pack_req->n_haves; i++)
+		have_b |= !strcmp(m->pack_req->haves[i], f->hb);
+	assert_true(have_b);
+	gitfx_peer_pack(&f->n.tp[1], m->pack_req->id, &pa, GITIO_CHUNK_MAX);
+	grantd__v1__peer_msg__free_unpacked(m, NULL);
+	assert_int_equal(drive(f, WAIT_MS), PACKFETCH_OK);
+	work(f);
+	disk(f, "a", REF, hex);
+	assert_string_equal(hex, f->hd);
+	disk(f, "p", REF, hex);
+	assert_string_equal(hex, f->hb);
+	assert_int_equal(f->n.st.pending, 0);
+	buf_free(&pp);
+	buf_free(&pa);
+	buf_free(&in);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -691,7 +838,13 @@ int main(void)
 	        cmocka_unit_test_setup_teardown(test_unconnected_tip, setup,
 	                                        teardown),
 	        cmocka_unit_test_setup_teardown(test_all, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_rebuild_before_records,
+	                                        setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_repo_appears, setup,
+	                                        teardown),
+	        cmocka_unit_test_setup_teardown(test_next_fetch_at_once, setup,
+	                                        teardown),
+	        cmocka_unit_test_setup_teardown(test_fork_after_parent, setup,
 	                                        teardown),
 	};
 	if (fx_group_setup("test_reconcile", LOG_LVL_ERROR) < 0 ||

@@ -76,7 +76,7 @@ static void test_refusals_by_reason(void **state)
 	static const char *const names[] = {
 	        "forged_origin",    "snapshot_record", "snapshot_vector",
 	        "heartbeat_vector", "plane",           "range_unasked",
-	        "mirror_hidden"};
+	        "mirror_hidden",    "signature"};
 	uint64_t total = repl_dropped_total(r);
 
 	for (size_t i = 0; i < GD_ARRAY_SIZE(names); i++)

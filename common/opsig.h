@@ -1,0 +1,186 @@
+/*
+ * opsig.h: signed operations (issue 21, SPEC 2.5 and 9, docs/security.md).
+ *
+ * Every operation is signed by its origin site, so that no site can make
+ * an operation of another: a peer that relays, serves in a range or feeds
+ * a mirror an operation "from" a site whose key it lacks is caught by
+ * every receiver.
+ *
+ * The key.  A site's Ed25519 signing key is derived from the secret of
+ * its CURVE key pair (grantctl keygen's key file) with libsodium's KDF
+ * (crypto_kdf_derive_from_key, context "grantdsg", subkey 1) as the seed:
+ * one secret per site to keep and back up, existing key files keep
+ * working, a key rotation rotates both, and no scalar serves two
+ * algorithms (the KDF output is independent of the X25519 key).  Peers
+ * know it by its verifier key in the C2SP signed-note form
+ * NAME+HEXID+BASE64 ([peer] verifier_key; `grantctl keygen` and `grantctl
+ * log key` print it), NAME being HOST/grantd/SITE, the site's log origin.
+ *
+ * The signature.  The writer commits operations in batches (group
+ * commit); signing each one would cost the writer 25 us an operation and
+ * every peer 60 us to check.  So one signature covers a batch: the
+ * operations' bytes (each packed without its signature) are the leaves of
+ * an RFC 6962 Merkle tree, the origin signs
+ *     "grantd op batch v1\n" || root
+ * once, and each operation carries OpSig: the signature, its index, the
+ * batch's size and its inclusion path.  Each operation stays checkable
+ * alone (relayed, in a range, in a mirror's feed, long after), and a
+ * receiver that has checked a root once checks the batch's other
+ * operations with hashes only (opsig_verifier keeps the last roots).
+ *
+ * The bytes signed are the packed Op without field 30; a receiver packs
+ * the decoded Op again without it.  protobuf-c packs the fields it knows
+ * in number order and unknown ones after them, so a field added to Op
+ * later must take a number above every existing one (as Repo.renamed_from
+ * did), or an older release would pack other bytes and refuse the op.
+ *
+ * Pure functions and caller-owned state: any thread, one caller per
+ * object.  Needs sodium_init().
+ */
+#ifndef GD_OPSIG_H
+#define GD_OPSIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "grantd.pb-c.h"
+
+#define OPSIG_HASH_LEN  32
+#define OPSIG_PUB_LEN   32
+#define OPSIG_SIG_LEN   64
+#define OPSIG_MAX_PATH  32 /* a batch of at most 2^32 operations */
+#define OPSIG_MAX_BATCH 65536 /* operations one signature covers */
+#define OPSIG_NAME_MAX  200
+/* NAME+8 hex+base64 of 33 bytes (44) */
+#define OPSIG_VKEY_MAX (OPSIG_NAME_MAX + 1 + 8 + 1 + 44 + 1)
+#define OPSIG_DOMAIN   "grantd op batch v1\n"
+
+/* This site's signing key, derived from its CURVE secret. */
+struct opsig_signer {
+	char name[OPSIG_NAME_MAX + 1]; /* HOST/grantd/SITE */
+	uint8_t pub[OPSIG_PUB_LEN];
+	uint8_t sec[64]; /* libsodium's: seed || pub */
+	uint32_t key_id; /* the note key hash (HEXID) */
+};
+
+/* The key name of site: "HOST/grantd/SITE", HOST being [node] host
+ * without a "USER@" (NULL or empty: "localhost").  Returns 0, or
+ * GD_EINVAL when it would not fit or has a space or '+'. */
+int opsig_key_name(char out[OPSIG_NAME_MAX + 1],
+                   const char *host,
+                   const char *site);
+
+/* Derive s from the 32-byte CURVE secret (raw, not Z85) under name.
+ * Returns 0 or GD_EINVAL (a bad name). */
+int opsig_signer_init(struct opsig_signer *s,
+                      const uint8_t curve_sec[32],
+                      const char *name);
+
+/* The signer of the key file keyfile (grantctl keygen's) for site under
+ * host ([node] host, NULL: localhost).  Returns 0, or GD_EIO/GD_EINVAL
+ * with a message in err. */
+int opsig_signer_load(struct opsig_signer *s,
+                      const char *keyfile,
+                      const char *host,
+                      const char *site,
+                      struct buf *err);
+
+/* Wipe the secret half. */
+void opsig_signer_wipe(struct opsig_signer *s);
+
+/* The verifier key NAME+HEXID+BASE64 of (name, pub). */
+void opsig_vkey_format(char out[OPSIG_VKEY_MAX],
+                       const char *name,
+                       const uint8_t pub[OPSIG_PUB_LEN]);
+
+/* Parse a verifier key string: its name (out, at least OPSIG_NAME_MAX + 1
+ * bytes) and public key.  Returns 0, or GD_EINVAL with *why (static text)
+ * for a string that is not one (a wrong HEXID included). */
+int opsig_vkey_parse(const char *s,
+                     char *name,
+                     uint8_t pub[OPSIG_PUB_LEN],
+                     const char **why);
+
+/* RFC 6962's leaf hash of an operation's bytes (packed without field
+ * 30): SHA-256(0x00 || bytes). */
+void opsig_leaf(uint8_t out[OPSIG_HASH_LEN], const void *op, size_t len);
+
+/*
+ * Sign a batch of n operations (1 <= n <= OPSIG_MAX_BATCH) given their
+ * leaf hashes, and append to each op's packed bytes its field 30: for
+ * i < n, ops[i] (a buf holding the packed Op without a signature) gets
+ * the OpSig of index i.  Returns 0 or GD_EINVAL (n out of range).
+ */
+int opsig_sign_batch(const struct opsig_signer *s,
+                     struct buf *const *ops,
+                     size_t n);
+
+/* The keys a site checks operations with, and the roots it has checked
+ * (a small cache: a batch's other operations then cost hashes only). */
+#define OPSIG_MAX_KEYS 64
+#define OPSIG_CACHE    64
+
+struct opsig_key {
+	char origin[65];
+	uint8_t pub[OPSIG_PUB_LEN];
+};
+
+struct opsig_verifier {
+	struct opsig_key keys[OPSIG_MAX_KEYS];
+	size_t nkeys;
+	struct {
+		uint8_t root[OPSIG_HASH_LEN];
+		size_t key; /* index into keys */
+		bool used;
+	} cache[OPSIG_CACHE];
+	size_t next; /* the cache slot to fill next */
+	uint64_t verifies; /* Ed25519 checks made */
+	uint64_t cache_hits;
+};
+
+/* Empty: every origin unknown.  (Zeroing it is the same.) */
+void opsig_verifier_init(struct opsig_verifier *v);
+
+/* Add a key of origin (an origin may have several: its current key and
+ * those it had before a rotation; an operation signed by any of them
+ * passes).  Returns 0 (a key already there: nothing added) or GD_EINVAL
+ * (full, or a bad origin). */
+int opsig_verifier_add(struct opsig_verifier *v,
+                       const char *origin,
+                       const uint8_t pub[OPSIG_PUB_LEN]);
+
+/* Fill v from c: every [peer]'s verifier_key (one key or several,
+ * blank-separated, each named HOST/grantd/SITE of that peer's section)
+ * and own, this site's key.
+ * Returns 0, or GD_EINVAL with "PATH:LINE: [peer X] verifier_key: why" in
+ * err. */
+struct config;
+int opsig_config_keys(struct opsig_verifier *v,
+                      const struct config *c,
+                      const struct opsig_signer *own,
+                      struct buf *err);
+
+/* Is there a key for origin? */
+bool opsig_verifier_has(const struct opsig_verifier *v, const char *origin);
+
+enum opsig_verdict {
+	OPSIG_OK = 0, /* signed by its origin */
+	OPSIG_NO_KEY, /* no key for its origin: not checked */
+	OPSIG_MISSING, /* a key is known but the operation is unsigned */
+	OPSIG_MALFORMED, /* OpSig out of bounds */
+	OPSIG_BAD, /* the signature does not verify */
+};
+
+/* Check op's signature against its origin's key.  The verdict; why (NULL
+ * is fine) gets a few words for a refusal. */
+enum opsig_verdict opsig_verify(struct opsig_verifier *v,
+                                const Grantd__V1__Op *op,
+                                struct buf *why);
+
+/* "signed", "no key", "unsigned", "malformed signature", "bad
+ * signature". */
+const char *opsig_verdict_text(enum opsig_verdict d);
+
+#endif

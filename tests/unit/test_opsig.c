@@ -1,0 +1,412 @@
+/*
+ * test_opsig.c: signed operations (common/opsig.h).
+ *
+ * The key's verifier form is checked against Go's signed-note package
+ * (golang.org/x/mod/sumdb/note, note_test.go: the key pair of
+ * "PeterNeumann", whose private form holds the Ed25519 seed): the same
+ * seed must give the same NAME+HEXID+BASE64.  Batches of 1 to 40
+ * operations are signed, and each operation checked alone; every part of
+ * a signature that is wrong, missing or out of bounds is refused.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <sodium.h>
+
+#include "err.h"
+#include "opsig.h"
+
+/* note_test.go: PRIVATE+KEY+PeterNeumann+c74f20a3+AYEKFALVFGyNhPJEMzD1QIDr
+ * +Y7hfZx09iUvxdXHKDFz is 0x01 || this seed, and its verifier key: */
+static const char go_seed_b64[] =
+        "AYEKFALVFGyNhPJEMzD1QIDr+Y7hfZx09iUvxdXHKDFz";
+static const char go_vkey[] =
+        "PeterNeumann+c74f20a3+ARpc2QcUPDhMQegwxbzhKqiBfsVkmqq/LDE4izWy10TW";
+
+static void test_vkey_go_vector(void **state)
+{
+	uint8_t raw[33], pub[OPSIG_PUB_LEN], sec[64], back[OPSIG_PUB_LEN];
+	char out[OPSIG_VKEY_MAX], name[OPSIG_NAME_MAX + 1];
+	const char *why;
+	size_t len;
+
+	(void)state;
+	assert_int_equal(sodium_base642bin(raw, sizeof(raw), go_seed_b64,
+	                                   strlen(go_seed_b64), NULL, &len,
+	                                   NULL,
+	                                   sodium_base64_VARIANT_ORIGINAL),
+	                 0);
+	assert_int_equal(len, 33);
+	assert_int_equal(raw[0], 1);
+	crypto_sign_seed_keypair(pub, sec, raw + 1);
+	opsig_vkey_format(out, "PeterNeumann", pub);
+	assert_string_equal(out, go_vkey);
+	assert_int_equal(opsig_vkey_parse(go_vkey, name, back, &why), 0);
+	assert_string_equal(name, "PeterNeumann");
+	assert_memory_equal(back, pub, OPSIG_PUB_LEN);
+}
+
+static void test_vkey_refused(void **state)
+{
+	static const char *const bad[] = {
+	        "",
+	        "PeterNeumann",
+	        "PeterNeumann+c74f20a3",
+	        "+c74f20a3+ARpc2QcUPDhMQegwxbzhKqiBfsVkmqq/LDE4izWy10TW",
+	        /* the key id of another key */
+	        "PeterNeumann+c74f20a4+ARpc2QcUPDhMQegwxbzhKqiBfsVkmqq/"
+	        "LDE4izWy10TW",
+	        /* upper-case hex is not what the format writes */
+	        "PeterNeumann+C74F20A3+ARpc2QcUPDhMQegwxbzhKqiBfsVkmqq/"
+	        "LDE4izWy10TW",
+	        /* another name for the same key and id */
+	        "PeterNeuman+c74f20a3+ARpc2QcUPDhMQegwxbzhKqiBfsVkmqq/"
+	        "LDE4izWy10TW",
+	        /* algorithm byte 2 */
+	        "PeterNeumann+c74f20a3+Ahpc2QcUPDhMQegwxbzhKqiBfsVkmqq/"
+	        "LDE4izWy10TW",
+	        /* a byte short */
+	        "PeterNeumann+c74f20a3+ARpc2QcUPDhMQegwxbzhKqiBfsVkmqq/"
+	        "LDE4izWy10Q=",
+	        "Peter "
+	        "Neumann+c74f20a3+ARpc2QcUPDhMQegwxbzhKqiBfsVkmqq/LDE4izWy10TW",
+	};
+	char name[OPSIG_NAME_MAX + 1];
+	uint8_t pub[OPSIG_PUB_LEN];
+	const char *why;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		why = NULL;
+		if (opsig_vkey_parse(bad[i], name, pub, &why) != GD_EINVAL)
+			fail_msg("taken: '%s'", bad[i]);
+		assert_non_null(why);
+	}
+}
+
+static void test_key_name(void **state)
+{
+	char name[OPSIG_NAME_MAX + 1];
+
+	(void)state;
+	assert_int_equal(opsig_key_name(name, "git.example.org", "paloalto"),
+	                 0);
+	assert_string_equal(name, "git.example.org/grantd/paloalto");
+	assert_int_equal(opsig_key_name(name, "git@git.example.org", "pdx"), 0);
+	assert_string_equal(name, "git.example.org/grantd/pdx");
+	assert_int_equal(opsig_key_name(name, NULL, "mtl"), 0);
+	assert_string_equal(name, "localhost/grantd/mtl");
+	assert_int_equal(opsig_key_name(name, "a b", "mtl"), GD_EINVAL);
+}
+
+/* A signer from a fixed CURVE secret. */
+static void signer(struct opsig_signer *s, uint8_t fill, const char *site)
+{
+	uint8_t curve[32];
+	char name[OPSIG_NAME_MAX + 1];
+
+	memset(curve, fill, sizeof(curve));
+	assert_int_equal(opsig_key_name(name, "git.example.org", site), 0);
+	assert_int_equal(opsig_signer_init(s, curve, name), 0);
+}
+
+/* n packed operations of origin, seq 1..n, each a User "uI". */
+static struct buf *make_ops(const char *origin, size_t n)
+{
+	struct buf *b = calloc(n, sizeof(*b));
+
+	assert_non_null(b);
+	for (size_t i = 0; i < n; i++) {
+		Grantd__V1__Op op = GRANTD__V1__OP__INIT;
+		Grantd__V1__User u = GRANTD__V1__USER__INIT;
+		char name[16];
+		size_t len;
+
+		snprintf(name, sizeof(name), "u%zu", i);
+		u.name = name;
+		op.origin = (char *)origin;
+		op.epoch = 7, op.has_epoch = 1;
+		op.seq = i + 1, op.has_seq = 1;
+		op.hlc = 1000 + i, op.has_hlc = 1;
+		op.body_case = GRANTD__V1__OP__BODY_USER;
+		op.user = &u;
+		len = grantd__v1__op__get_packed_size(&op);
+		grantd__v1__op__pack(&op, buf_extend(&b[i], len));
+	}
+	return b;
+}
+
+static void free_ops(struct buf *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		buf_free(&b[i]);
+	free(b);
+}
+
+static Grantd__V1__Op *decode(const struct buf *b)
+{
+	Grantd__V1__Op *op =
+	        grantd__v1__op__unpack(NULL, b->len, (const uint8_t *)b->p);
+
+	assert_non_null(op);
+	return op;
+}
+
+static enum opsig_verdict check(struct opsig_verifier *v, const struct buf *b)
+{
+	Grantd__V1__Op *op = decode(b);
+	enum opsig_verdict d = opsig_verify(v, op, NULL);
+
+	grantd__v1__op__free_unpacked(op, NULL);
+	return d;
+}
+
+static void sign_all(const struct opsig_signer *s, struct buf *b, size_t n)
+{
+	struct buf **p = calloc(n, sizeof(*p));
+
+	assert_non_null(p);
+	for (size_t i = 0; i < n; i++)
+		p[i] = &b[i];
+	assert_int_equal(opsig_sign_batch(s, p, n), 0);
+	free(p);
+}
+
+static void test_batches(void **state)
+{
+	struct opsig_signer pa;
+	struct opsig_verifier v;
+
+	(void)state;
+	signer(&pa, 1, "paloalto");
+	for (size_t n = 1; n <= 40; n++) {
+		struct buf *b = make_ops("paloalto", n);
+		opsig_verifier_init(&v);
+		assert_int_equal(opsig_verifier_add(&v, "paloalto", pa.pub), 0);
+		sign_all(&pa, b, n);
+		for (size_t i = 0; i < n; i++) {
+			/* decoding and packing again gives the bytes signed */
+			Grantd__V1__Op *op = decode(&b[i]);
+			uint8_t again[4096];
+			size_t len = grantd__v1__op__pack(op, again);
+			assert_int_equal(len, b[i].len);
+			assert_memory_equal(again, b[i].p, len);
+			assert_int_equal(op->sig->count, n);
+			assert_int_equal(op->sig->index, i);
+			grantd__v1__op__free_unpacked(op, NULL);
+			assert_int_equal(check(&v, &b[i]), OPSIG_OK);
+		}
+		/* one Ed25519 check per batch: the others hit the cache */
+		assert_int_equal(v.verifies, 1);
+		assert_int_equal(v.cache_hits, n - 1);
+		free_ops(b, n);
+	}
+	opsig_signer_wipe(&pa);
+}
+
+/* Every byte of a signed operation flipped in turn: refused, or (a byte
+ * of the signature the protobuf framing no longer finds) undecodable. */
+static void test_every_byte(void **state)
+{
+	struct opsig_signer pa;
+	struct opsig_verifier v;
+	struct buf *b = make_ops("paloalto", 5);
+
+	(void)state;
+	signer(&pa, 1, "paloalto");
+	sign_all(&pa, b, 5);
+	for (size_t at = 0; at < b[3].len; at++) {
+		Grantd__V1__Op *op;
+		b[3].p[at] ^= 0x01;
+		op = grantd__v1__op__unpack(NULL, b[3].len,
+		                            (const uint8_t *)b[3].p);
+		if (op) {
+			opsig_verifier_init(&v);
+			assert_int_equal(
+			        opsig_verifier_add(&v, "paloalto", pa.pub), 0);
+			/* a flipped origin has no key here: not checked */
+			if (opsig_verify(&v, op, NULL) == OPSIG_OK)
+				fail_msg("byte %zu flipped: still signed", at);
+			grantd__v1__op__free_unpacked(op, NULL);
+		}
+		b[3].p[at] ^= 0x01;
+	}
+	free_ops(b, 5);
+	opsig_signer_wipe(&pa);
+}
+
+/* op with its signature changed by edit, checked. */
+static enum opsig_verdict edited(struct opsig_verifier *v,
+                                 const struct buf *b,
+                                 void (*edit)(Grantd__V1__OpSig *m))
+{
+	Grantd__V1__Op *op = decode(b);
+	enum opsig_verdict d;
+
+	edit(op->sig);
+	d = opsig_verify(v, op, NULL);
+	grantd__v1__op__free_unpacked(op, NULL);
+	return d;
+}
+
+static void index_past(Grantd__V1__OpSig *m)
+{
+	m->index = m->count;
+}
+static void count_zero(Grantd__V1__OpSig *m)
+{
+	m->count = 0;
+}
+static void count_big(Grantd__V1__OpSig *m)
+{
+	m->count = OPSIG_MAX_BATCH + 1;
+}
+static void path_short(Grantd__V1__OpSig *m)
+{
+	m->n_path--;
+}
+static void hash_short(Grantd__V1__OpSig *m)
+{
+	m->path[0].len--;
+}
+static void sig_short(Grantd__V1__OpSig *m)
+{
+	m->sig.len--;
+}
+static void no_index(Grantd__V1__OpSig *m)
+{
+	m->has_index = 0;
+}
+static void other_index(Grantd__V1__OpSig *m)
+{
+	m->index ^= 1;
+}
+static void sig_flip(Grantd__V1__OpSig *m)
+{
+	m->sig.data[5] ^= 0x20;
+}
+static void path_flip(Grantd__V1__OpSig *m)
+{
+	m->path[1].data[0] ^= 1;
+}
+
+static void test_refusals(void **state)
+{
+	static const struct {
+		void (*edit)(Grantd__V1__OpSig *m);
+		enum opsig_verdict want;
+		const char *what;
+	} edits[] = {
+	        {index_past, OPSIG_MALFORMED, "index at count"},
+	        {count_zero, OPSIG_MALFORMED, "count 0"},
+	        {count_big, OPSIG_MALFORMED, "count over the limit"},
+	        {path_short, OPSIG_MALFORMED, "a hash of the path missing"},
+	        {hash_short, OPSIG_MALFORMED, "a path hash of 31 bytes"},
+	        {sig_short, OPSIG_MALFORMED, "a signature of 63 bytes"},
+	        {no_index, OPSIG_MALFORMED, "no index"},
+	        {other_index, OPSIG_BAD, "another index (another root)"},
+	        {sig_flip, OPSIG_BAD, "a bit of the signature"},
+	        {path_flip, OPSIG_BAD, "a bit of the path"},
+	};
+	struct opsig_signer pa, mtl;
+	struct opsig_verifier v;
+	struct buf *b = make_ops("paloalto", 5), *m = make_ops("paloalto", 2);
+	struct buf *u = make_ops("paloalto", 1), *x = make_ops("seattle", 1);
+	struct buf why = BUF_INIT;
+	Grantd__V1__Op *op;
+
+	(void)state;
+	signer(&pa, 1, "paloalto");
+	signer(&mtl, 2, "montreal");
+	sign_all(&pa, b, 5);
+	sign_all(&mtl, m, 2); /* montreal signs operations of paloalto */
+	opsig_verifier_init(&v);
+	assert_int_equal(opsig_verifier_add(&v, "paloalto", pa.pub), 0);
+	assert_int_equal(opsig_verifier_add(&v, "montreal", mtl.pub), 0);
+
+	for (size_t i = 0; i < sizeof(edits) / sizeof(edits[0]); i++) {
+		/* a fresh verifier: no root of this batch remembered */
+		struct opsig_verifier w = v;
+		memset(w.cache, 0, sizeof(w.cache));
+		if (edited(&w, &b[2], edits[i].edit) != edits[i].want)
+			fail_msg("%s: not refused as it should be",
+			         edits[i].what);
+	}
+	assert_int_equal(check(&v, &m[0]), OPSIG_BAD);
+	assert_int_equal(check(&v, &m[1]), OPSIG_BAD);
+	assert_int_equal(check(&v, &u[0]), OPSIG_MISSING);
+	assert_int_equal(check(&v, &x[0]), OPSIG_NO_KEY);
+	assert_false(opsig_verifier_has(&v, "seattle"));
+	assert_true(opsig_verifier_has(&v, "montreal"));
+
+	op = decode(&m[0]);
+	assert_int_equal(opsig_verify(&v, op, &why), OPSIG_BAD);
+	assert_string_equal(why.p, "bad signature (origin paloalto)");
+	grantd__v1__op__free_unpacked(op, NULL);
+	/* a batch checked once is not taken for another key's */
+	assert_int_equal(check(&v, &b[0]), OPSIG_OK);
+	buf_free(&why);
+	free_ops(b, 5);
+	free_ops(m, 2);
+	free_ops(u, 1);
+	free_ops(x, 1);
+	opsig_signer_wipe(&pa);
+	opsig_signer_wipe(&mtl);
+}
+
+/* After a rotation a peer lists its new key and its old one: operations
+ * signed by either pass, by a third key not. */
+static void test_keys_rotated(void **state)
+{
+	struct opsig_signer old, cur, third;
+	struct opsig_verifier v;
+	/* batches of other sizes, so other roots (a root checked once is
+	 * taken again without its signature: its content is proved) */
+	struct buf *a = make_ops("paloalto", 2), *b = make_ops("paloalto", 3);
+	struct buf *c = make_ops("paloalto", 4);
+
+	(void)state;
+	signer(&old, 1, "paloalto");
+	signer(&cur, 3, "paloalto");
+	signer(&third, 4, "paloalto");
+	sign_all(&old, a, 2);
+	sign_all(&cur, b, 3);
+	sign_all(&third, c, 4);
+	opsig_verifier_init(&v);
+	assert_int_equal(opsig_verifier_add(&v, "paloalto", cur.pub), 0);
+	assert_int_equal(opsig_verifier_add(&v, "paloalto", old.pub), 0);
+	assert_int_equal(opsig_verifier_add(&v, "paloalto", old.pub), 0);
+	assert_int_equal(v.nkeys, 2); /* the same key twice is one */
+	assert_int_equal(check(&v, &a[1]), OPSIG_OK);
+	assert_int_equal(check(&v, &b[0]), OPSIG_OK);
+	assert_int_equal(check(&v, &c[0]), OPSIG_BAD);
+	free_ops(a, 2);
+	free_ops(b, 3);
+	free_ops(c, 4);
+	opsig_signer_wipe(&old);
+	opsig_signer_wipe(&cur);
+	opsig_signer_wipe(&third);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	        cmocka_unit_test(test_vkey_go_vector),
+	        cmocka_unit_test(test_vkey_refused),
+	        cmocka_unit_test(test_key_name),
+	        cmocka_unit_test(test_batches),
+	        cmocka_unit_test(test_every_byte),
+	        cmocka_unit_test(test_refusals),
+	        cmocka_unit_test(test_keys_rotated),
+	};
+
+	if (sodium_init() < 0)
+		return 1;
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
