@@ -43,7 +43,8 @@
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
-#include <zmq.h>
+#include <poll.h>
+#include <sys/socket.h>
 
 #include "bench.h"
 #include "config.h"
@@ -73,8 +74,7 @@ struct client {
 };
 
 struct run {
-	const char *endpoint;
-	void *shared_ctx;       /* NULL: a context per thread */
+	const char *path;       /* the user socket */
 	pthread_barrier_t ready; /* every client connected and warmed up */
 	pthread_barrier_t go;    /* deadline_ns is set */
 	uint64_t deadline_ns;
@@ -113,8 +113,7 @@ const char bench_prog[] = "bench_control";
 static struct client clients[MAX_CLIENTS];
 static const char *tag = "b";
 static char repo[64];
-static const char *endpoint_s;
-static void *ctx_s;
+static const char *sock_s;     /* the user socket's path */
 static double secs = 5;
 static uint64_t ops_per_run; /* --ops: requests per run; 0: run for secs */
 static long node_pid;
@@ -182,21 +181,12 @@ static void setup(const char *admin_sock, int nusers)
 
 /* ---- one client --------------------------------------------------------- */
 
-static void *open_req(void *ctx, const char *endpoint)
+/* A connection to the user socket (wire.h), as grant-shell makes; -1
+ * when none. */
+static int open_conn(const char *path)
 {
-	void *s = zmq_socket(ctx, ZMQ_REQ);
-	int zero = 0, t = TIMEOUT_MS;
-
-	if (!s)
-		return NULL;
-	zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof(zero));
-	zmq_setsockopt(s, ZMQ_RCVTIMEO, &t, sizeof(t));
-	zmq_setsockopt(s, ZMQ_SNDTIMEO, &t, sizeof(t));
-	if (zmq_connect(s, endpoint) < 0) {
-		zmq_close(s);
-		return NULL;
-	}
-	return s;
+	int fd = wire_connect(path, TIMEOUT_MS);
+	return fd < 0 ? -1 : fd;
 }
 
 static void note_fail(struct worker *w, const char *what)
@@ -208,16 +198,15 @@ static void note_fail(struct worker *w, const char *what)
 /* One request of kind and its answer; returns 0 when the node said
  * status 0 (and, for a check, named the repository's path), with *lat_ns
  * the time from sending the request to having decoded the answer. */
-static int call(struct worker *w, enum kind kind, void **sock, void *ctx,
-		uint64_t *lat_ns)
+static int call(struct worker *w, enum kind kind, int *sock, uint64_t *lat_ns)
 {
 	Grantd__V1__Request rq = GRANTD__V1__REQUEST__INIT;
 	Grantd__V1__Reply *rep;
 	struct client *c = w->cl;
 	char token[16], *args[1];
-	uint8_t frame[512];
-	zmq_msg_t msg;
-	int rc = -1;
+	uint8_t frame[512], *ans;
+	size_t anslen;
+	int rc = -1, e;
 
 	rq.version = GD_WIRE_VERSION;
 	rq.has_version = 1;
@@ -246,20 +235,17 @@ static int call(struct worker *w, enum kind kind, void **sock, void *ctx,
 	}
 	grantd__v1__request__pack(&rq, frame);
 	uint64_t t0 = now_ns();
-	if (zmq_send(*sock, frame, len, 0) < 0) {
-		note_fail(w, zmq_strerror(errno));
+	if (wire_send(*sock, frame, len, TIMEOUT_MS) < 0) {
+		note_fail(w, "send failed");
 		goto reopen;
 	}
-	zmq_msg_init(&msg);
-	if (zmq_msg_recv(&msg, *sock, 0) < 0) {
-		note_fail(w, errno == EAGAIN ? "no answer within the timeout" :
-					       zmq_strerror(errno));
-		zmq_msg_close(&msg);
+	if ((e = wire_recv(*sock, &ans, &anslen, TIMEOUT_MS)) < 0) {
+		note_fail(w, e == GD_EPROTO ? "reply too long" :
+					      "no answer within the timeout");
 		goto reopen;
 	}
-	rep = grantd__v1__reply__unpack(NULL, zmq_msg_size(&msg),
-					zmq_msg_data(&msg));
-	zmq_msg_close(&msg);
+	rep = grantd__v1__reply__unpack(NULL, anslen, ans);
+	free(ans);
 	*lat_ns = now_ns() - t0;
 	if (!rep) {
 		note_fail(w, "reply does not decode");
@@ -280,10 +266,10 @@ static int call(struct worker *w, enum kind kind, void **sock, void *ctx,
 	grantd__v1__reply__free_unpacked(rep, NULL);
 	return rc;
 reopen:
-	/* a REQ socket that lost its answer cannot send again; a token
-	 * spent or not is fine, the next counter is within the lookahead */
-	zmq_close(*sock);
-	*sock = open_req(ctx, w->run->endpoint);
+	/* a connection that lost its answer is out of step; a token spent
+	 * or not is fine, the next counter is within the lookahead */
+	close(*sock);
+	*sock = open_conn(w->run->path);
 	return -1;
 }
 
@@ -291,31 +277,28 @@ static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
 	struct run *run = w->run;
-	void *ctx = run->shared_ctx ? run->shared_ctx : zmq_ctx_new();
-	void *sock = ctx ? open_req(ctx, run->endpoint) : NULL;
+	int sock = open_conn(run->path);
 
 	/* Connect and warm up, untimed (failures still count): the first
 	 * request pays for the ipc connection.  A check needs a grant for
 	 * this user and address: one val makes sure there is one. */
 	uint64_t lat;
-	if (sock && w->kind == CHECK)
-		call(w, VAL, &sock, ctx, &lat);
-	for (int i = 0; sock && i < WARMUP_REQS; i++)
-		call(w, w->kind, &sock, ctx, &lat);
-	if (!sock)
+	if (sock >= 0 && w->kind == CHECK)
+		call(w, VAL, &sock, &lat);
+	for (int i = 0; sock >= 0 && i < WARMUP_REQS; i++)
+		call(w, w->kind, &sock, &lat);
+	if (sock < 0)
 		note_fail(w, "cannot open a socket");
 	pthread_barrier_wait(&run->ready);
 	pthread_barrier_wait(&run->go);
-	while (sock && w->n < MAX_SAMPLES && w->fails <= MAX_FAILS &&
+	while (sock >= 0 && w->n < MAX_SAMPLES && w->fails <= MAX_FAILS &&
 	       now_ns() < run->deadline_ns &&
 	       (!run->quota || atomic_fetch_add(&run->taken, 1) < run->quota))
-		if (call(w, w->kind, &sock, ctx, &lat) == 0)
+		if (call(w, w->kind, &sock, &lat) == 0)
 			w->lat_ns[w->n++] = lat;
 	w->end_ns = now_ns();
-	if (sock)
-		zmq_close(sock);
-	if (!run->shared_ctx && ctx)
-		zmq_ctx_term(ctx);
+	if (sock >= 0)
+		close(sock);
 	return NULL;
 }
 
@@ -408,8 +391,7 @@ static void summarise(struct result *res, struct worker *w, int nw,
 static void run_clients(struct result *val, struct result *check,
 			struct cpu *cpu, int nval, int ncheck)
 {
-	struct run run = { .endpoint = endpoint_s, .shared_ctx = ctx_s,
-			   .quota = ops_per_run };
+	struct run run = { .path = sock_s, .quota = ops_per_run };
 	int n = nval + ncheck;
 	struct worker *w = calloc((size_t)n, sizeof(*w));
 	double c0, n0, hb0 = 0, ht0 = 0, hb1 = 0, ht1 = 0;
@@ -464,20 +446,22 @@ static void run_clients(struct result *val, struct result *check,
 
 /* ---- open loop: a fixed rate of vals, sent on schedule ----------------- */
 
-/* users (and sockets) of the open loop: zmq_poll's cost grows with the
+/* users (and connections) of the open loop: poll's cost grows with the
  * sockets it watches (64 cost the bench ~40 % of a core at 500/s); a
  * user may have several vals in flight on its socket, in counter order */
 #define OPEN_USERS 16
 #define OPEN_FIFO 1024          /* outstanding vals per user */
 #define OPEN_DRAIN_NS (10ull * 1000000000ull)
 
-/* A DEALER socket per user: the node answers a connection's vals in the
+/* A connection per user: the node answers a connection's vals in the
  * order it took them (each waits for its commit, in ticket order), so
  * the replies are matched to their scheduled times first in, first out.
  * A refusal answered at once could overtake a val still waiting for its
  * commit; it is counted as a failure, and the run is not judged then. */
 struct open_user {
-	void *sock;
+	int sock;
+	uint8_t *in;            /* answers read, not yet whole (GD_CTL_MAX_REPLY) */
+	size_t inlen;
 	uint64_t sched[OPEN_FIFO];
 	unsigned head, n;
 };
@@ -511,9 +495,8 @@ static void open_send(struct open_user *u, struct client *c,
 	if (len > sizeof(frame))
 		die("request too large");
 	grantd__v1__request__pack(&rq, frame);
-	if (zmq_send(u->sock, "", 0, ZMQ_SNDMORE) < 0 ||
-	    zmq_send(u->sock, frame, len, 0) < 0)
-		die("send: %s", zmq_strerror(errno));
+	if (wire_send(u->sock, frame, len, TIMEOUT_MS) < 0)
+		die("send: %s", strerror(errno));
 	u->sched[(u->head + u->n++) % OPEN_FIFO] = sched;
 	res->sent++;
 	uint64_t lag = now_ns() - sched;
@@ -523,42 +506,58 @@ static void open_send(struct open_user *u, struct client *c,
 		res->late_sends++;
 }
 
+/* One answer (len bytes at p) to u's oldest val. */
+static void open_answer(struct open_user *u, struct open_result *res,
+			const uint8_t *p, size_t len, uint64_t t,
+			uint64_t *lat, size_t *nlat)
+{
+	Grantd__V1__Reply *rep = grantd__v1__reply__unpack(NULL, len, p);
+
+	if (!u->n)
+		die("a reply to no request");
+	uint64_t sched = u->sched[u->head];
+	u->head = (u->head + 1) % OPEN_FIFO;
+	u->n--;
+	res->answered++;
+	if (!rep || !rep->has_status || rep->status != 0) {
+		if (!res->fails++)
+			snprintf(res->first_err, sizeof(res->first_err),
+				 "2fa.val: %s",
+				 rep && rep->err ? rep->err : "(no reason)");
+	} else {
+		lat[(*nlat)++] = t - sched;
+	}
+	if (rep)
+		grantd__v1__reply__free_unpacked(rep, NULL);
+}
+
 /* Read every reply waiting on u; latencies from the scheduled send time. */
 static void open_recv(struct open_user *u, struct open_result *res,
 		      uint64_t *lat, size_t *nlat)
 {
 	for (;;) {
-		zmq_msg_t a, b;
-		zmq_msg_init(&a);
-		if (zmq_msg_recv(&a, u->sock, ZMQ_DONTWAIT) < 0) {
-			zmq_msg_close(&a);
+		ssize_t n = recv(u->sock, u->in + u->inlen,
+				 4 + GD_CTL_MAX_REPLY - u->inlen, MSG_DONTWAIT);
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
 			return;
-		}
-		zmq_msg_init(&b);
-		if (!zmq_msg_more(&a) || zmq_msg_recv(&b, u->sock, 0) < 0)
-			die("recv: %s", zmq_strerror(errno));
+		if (n <= 0)
+			die("recv: %s", n ? strerror(errno) : "closed");
+		u->inlen += (size_t)n;
 		uint64_t t = now_ns();
-		Grantd__V1__Reply *rep = grantd__v1__reply__unpack(
-			NULL, zmq_msg_size(&b), zmq_msg_data(&b));
-		zmq_msg_close(&a);
-		zmq_msg_close(&b);
-		if (!u->n)
-			die("a reply to no request");
-		uint64_t sched = u->sched[u->head];
-		u->head = (u->head + 1) % OPEN_FIFO;
-		u->n--;
-		res->answered++;
-		if (!rep || !rep->has_status || rep->status != 0) {
-			if (!res->fails++)
-				snprintf(res->first_err,
-					 sizeof(res->first_err), "2fa.val: %s",
-					 rep && rep->err ? rep->err :
-							   "(no reason)");
-		} else {
-			lat[(*nlat)++] = t - sched;
+		size_t off = 0;
+		while (u->inlen - off >= 4) {
+			const uint8_t *h = u->in + off;
+			size_t len = (size_t)h[0] << 24 | (size_t)h[1] << 16 |
+				     (size_t)h[2] << 8 | h[3];
+			if (len > GD_CTL_MAX_REPLY)
+				die("a reply of %zu bytes", len);
+			if (u->inlen - off < 4 + len)
+				break;
+			open_answer(u, res, h + 4, len, t, lat, nlat);
+			off += 4 + len;
 		}
-		if (rep)
-			grantd__v1__reply__free_unpacked(rep, NULL);
+		memmove(u->in, u->in + off, u->inlen - off);
+		u->inlen -= off;
 	}
 }
 
@@ -570,24 +569,22 @@ static void run_open(struct open_result *res, double rate)
 	uint64_t total = (uint64_t)(rate * secs), k = 0;
 	uint64_t *lat = malloc((total ? total : 1) * sizeof(uint64_t));
 	struct open_user *u = calloc(OPEN_USERS, sizeof(*u));
-	zmq_pollitem_t it[OPEN_USERS + 1];
+	struct pollfd it[OPEN_USERS + 1];
 	size_t nlat = 0;
 	int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-	int zero = 0;
 
-	if (!lat || !u || tfd < 0 || (!ctx_s && !(ctx_s = zmq_ctx_new())))
+	if (!lat || !u || tfd < 0)
 		die("open loop set-up failed");
 	memset(res, 0, sizeof(*res));
 	res->rate = rate;
 	for (int i = 0; i < OPEN_USERS; i++) {
-		if (!(u[i].sock = zmq_socket(ctx_s, ZMQ_DEALER)))
-			die("zmq_socket: %s", zmq_strerror(errno));
-		zmq_setsockopt(u[i].sock, ZMQ_LINGER, &zero, sizeof(zero));
-		if (zmq_connect(u[i].sock, endpoint_s) < 0)
-			die("connect: %s", zmq_strerror(errno));
-		it[i] = (zmq_pollitem_t){ u[i].sock, 0, ZMQ_POLLIN, 0 };
+		if ((u[i].sock = open_conn(sock_s)) < 0)
+			die("connect %s: %s", sock_s, strerror(errno));
+		if (!(u[i].in = malloc(4 + GD_CTL_MAX_REPLY)))
+			die("out of memory");
+		it[i] = (struct pollfd){ .fd = u[i].sock, .events = POLLIN };
 	}
-	it[OPEN_USERS] = (zmq_pollitem_t){ NULL, tfd, ZMQ_POLLIN, 0 };
+	it[OPEN_USERS] = (struct pollfd){ .fd = tfd, .events = POLLIN };
 	usleep(100000); /* the connections are up before the clock starts */
 	uint64_t t0 = now_ns() + 1000000, period = (uint64_t)(1e9 / rate);
 	uint64_t outstanding = 0, drain_until = 0;
@@ -618,15 +615,15 @@ static void run_open(struct open_result *res, double rate)
 		} else {
 			timeout = 100;
 		}
-		if (zmq_poll(it, OPEN_USERS + 1, timeout) < 0 && errno != EINTR)
-			die("zmq_poll: %s", zmq_strerror(errno));
-		if (it[OPEN_USERS].revents & ZMQ_POLLIN) {
+		if (poll(it, OPEN_USERS + 1, (int)timeout) < 0 && errno != EINTR)
+			die("poll: %s", strerror(errno));
+		if (it[OPEN_USERS].revents & POLLIN) {
 			uint64_t x;
 			if (read(tfd, &x, sizeof(x)) < 0 && errno != EAGAIN)
 				die("timerfd read: %s", strerror(errno));
 		}
 		for (int i = 0; i < OPEN_USERS; i++)
-			if (it[i].revents & ZMQ_POLLIN)
+			if (it[i].revents & (POLLIN | POLLHUP | POLLERR))
 				open_recv(&u[i], res, lat, &nlat);
 	}
 	res->secs = (double)(now_ns() - t0) / 1e9;
@@ -641,8 +638,10 @@ static void run_open(struct open_result *res, double rate)
 	res->p90 = pct(lat, nlat, 90);
 	res->p99 = pct(lat, nlat, 99);
 	res->max = nlat ? lat[nlat - 1] : 0;
-	for (int i = 0; i < OPEN_USERS; i++)
-		zmq_close(u[i].sock);
+	for (int i = 0; i < OPEN_USERS; i++) {
+		close(u[i].sock);
+		free(u[i].in);
+	}
 	close(tfd);
 	free(u);
 	free(lat);
@@ -786,7 +785,7 @@ static void usage(FILE *fp)
 "         [--ctx shared|thread] [--tag TAG] [--open RATE]\n"
 "\n"
 "Benchmark a running grantd node through its user socket, each client a\n"
-"thread with its own REQ socket and user: `2fa val` (HOTP) with each\n"
+"thread with its own connection and user: `2fa val` (HOTP) with each\n"
 "count of clients in LIST (default 1,8,32,64), the push check likewise\n"
 "(default 1,8,32), and a mixed run of V val and C check clients at once\n"
 "(default 8,8).  S seconds per run (default 5).  An empty LIST skips.\n"
@@ -798,8 +797,8 @@ static void usage(FILE *fp)
 "                   data_dir) before and after the runs\n"
 "  --node-pid PID   also report the node's CPU use per run (every run\n"
 "                   reports this program's and the whole machine's)\n"
-"  --ctx            one ZeroMQ context for all clients (default) or one\n"
-"                   per client thread\n"
+"  --ctx            ignored (the user socket is a plain unix socket now;\n"
+"                   each client has its own connection)\n"
 "  --open RATE      after the other runs, an open loop: RATE vals/s for\n"
 "                   S seconds, each sent at its scheduled time whether\n"
 "                   or not the earlier ones were answered, from %d users\n"
@@ -835,7 +834,7 @@ int main(int argc, char **argv)
 	int mixed[2] = { 8, 8 };
 	int nval = 4, ncheck = 3, nmixed = 2, opt, maxc = 0;
 	const char *cfg_path = NULL, *sync_dir = NULL;
-	bool per_thread_ctx = false, secs_given = false;
+	bool secs_given = false;
 	double sync_ms = 0, best_val = 0, open_rate = 0;
 	int best_val_clients = 0;
 	struct config *cfg = NULL;
@@ -843,7 +842,7 @@ int main(int argc, char **argv)
 	struct result rv, rk;
 	struct cpu cpu;
 	long fails = 0;
-	char endpoint[4200], label[64];
+	char label[64];
 
 	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		char *end;
@@ -895,7 +894,8 @@ int main(int argc, char **argv)
 			    strcmp(optarg, "thread"))
 				die("--ctx is shared or thread, not '%s'",
 				    optarg);
-			per_thread_ctx = !strcmp(optarg, "thread");
+			/* kept for old scripts: the user socket is no
+			 * longer ZeroMQ, there is no context to share */
 			break;
 		case 't':
 			tag = optarg;
@@ -934,14 +934,11 @@ int main(int argc, char **argv)
 		maxc = OPEN_USERS;
 	if (oath_init() != OATH_OK)
 		die("liboath failed to initialise");
-	snprintf(endpoint, sizeof(endpoint), "ipc://%s", cfg->user_socket);
-	endpoint_s = endpoint;
+	sock_s = cfg->user_socket;
 
 	if (sync_dir)
 		sync_ms = print_baseline("before", sync_dir);
 	setup(cfg->admin_socket, maxc);
-	if (!per_thread_ctx && !(ctx_s = zmq_ctx_new()))
-		die("zmq_ctx_new failed");
 
 	for (int i = 0; i < nval; i++) {
 		if (!vals[i])
@@ -1022,8 +1019,6 @@ int main(int argc, char **argv)
 	if (fails)
 		printf("FAILURES: %ld requests did not succeed (see stderr)\n",
 		       fails);
-	if (ctx_s)
-		zmq_ctx_term(ctx_s);
 	config_free(&cfg);
 	buf_free(&err);
 	oath_done();

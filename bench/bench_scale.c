@@ -19,8 +19,9 @@
  * TAG-r00.. (64 writers each: a writer list is searched in turn); the push
  * checks pick from them.
  *
- * Many requests are in flight at once: a pool of DEALER sockets, each with
- * one request outstanding, polled by one thread.  A user's vals go one at
+ * Many requests are in flight at once: a pool of connections to the
+ * node's sockets (wire.h), each with one request outstanding, polled by
+ * one thread.  A user's vals go one at
  * a time (a later HOTP counter answered first would make the earlier one a
  * replay), different users' at once.
  *
@@ -50,7 +51,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include <zmq.h>
+#include <sys/socket.h>
 
 #include "bench.h"
 #include "config.h"
@@ -201,7 +202,7 @@ static uint8_t *pack(const struct rq *q, size_t *len)
 /* ---- a pool of sockets, one request in flight on each ------------------- */
 
 struct slot {
-	void *s;
+	int s;                   /* the connection (wire.h) */
 	bool busy, done;
 	uint64_t t0;
 	uint64_t job;
@@ -219,8 +220,7 @@ typedef void (*done_fn)(struct pool *p, int k, Grantd__V1__Reply *rep,
 			uint64_t lat_ns);
 
 struct pool {
-	void *ctx;
-	const char *ep;
+	const char *ep;          /* the socket's path */
 	struct slot *v;
 	int n;
 	next_fn next;
@@ -233,17 +233,13 @@ struct pool {
 	size_t nlat, caplat;
 };
 
-static void *open_dealer(void *ctx, const char *ep)
+static int open_conn(const char *path)
 {
-	void *s = zmq_socket(ctx, ZMQ_DEALER);
-	int zero = 0;
+	int fd = wire_connect(path, (int)(TIMEOUT_NS / 1000000));
 
-	if (!s)
-		die("zmq_socket: %s", zmq_strerror(errno));
-	zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof(zero));
-	if (zmq_connect(s, ep) < 0)
-		die("connect %s: %s", ep, zmq_strerror(errno));
-	return s;
+	if (fd < 0)
+		die("connect %s: %s", path, strerror(errno));
+	return fd;
 }
 
 static void pool_fail(struct pool *p, const char *fmt, ...)
@@ -290,13 +286,13 @@ static void pool_sample(struct pool *p, uint64_t lat)
 
 static void pool_run(struct pool *p)
 {
-	zmq_pollitem_t *it = calloc((size_t)p->n, sizeof(*it));
+	struct pollfd *it = calloc((size_t)p->n, sizeof(*it));
 	int *idx = calloc((size_t)p->n, sizeof(*idx));
 
 	if (!it || !idx)
 		abort();
 	for (int k = 0; k < p->n; k++)
-		p->v[k].s = open_dealer(p->ctx, p->ep);
+		p->v[k].s = open_conn(p->ep);
 	for (;;) {
 		int nbusy = 0, live = 0;
 		for (int k = 0; k < p->n; k++) {
@@ -309,16 +305,16 @@ static void pool_run(struct pool *p)
 					sl->done = true;
 				} else if (r > 0) {
 					sl->t0 = now_ns();
-					if (zmq_send(sl->s, "", 0, ZMQ_SNDMORE) < 0 ||
-					    zmq_send(sl->s, frame, len, 0) < 0)
-						die("send: %s", zmq_strerror(errno));
+					if (wire_send(sl->s, frame, len,
+						      (int)(TIMEOUT_NS / 1000000)) < 0)
+						die("send: %s", strerror(errno));
 					sl->busy = true;
 				}
 				free(frame);
 			}
 			if (sl->busy) {
-				it[nbusy].socket = sl->s;
-				it[nbusy].events = ZMQ_POLLIN;
+				it[nbusy].fd = sl->s;
+				it[nbusy].events = POLLIN;
 				it[nbusy].revents = 0;
 				idx[nbusy++] = k;
 			}
@@ -331,34 +327,32 @@ static void pool_run(struct pool *p)
 			 * bug, not a state to wait in */
 			die("no request in flight and no more to send");
 		}
-		if (zmq_poll(it, nbusy, 100) < 0 && errno != EINTR)
-			die("zmq_poll: %s", zmq_strerror(errno));
+		if (poll(it, (nfds_t)nbusy, 100) < 0 && errno != EINTR)
+			die("poll: %s", strerror(errno));
 		uint64_t t = now_ns();
 		for (int m = 0; m < nbusy; m++) {
 			struct slot *sl = &p->v[idx[m]];
-			if (!(it[m].revents & ZMQ_POLLIN)) {
+			if (!it[m].revents) {
 				if (t - sl->t0 > TIMEOUT_NS) {
 					/* the answer may still come: a new
-					 * socket never sees it */
-					zmq_close(sl->s);
-					sl->s = open_dealer(p->ctx, p->ep);
+					 * connection never sees it */
+					close(sl->s);
+					sl->s = open_conn(p->ep);
 					sl->busy = false;
 					p->timeouts++;
 					p->done(p, idx[m], NULL, t - sl->t0);
 				}
 				continue;
 			}
-			zmq_msg_t a, b;
-			zmq_msg_init(&a);
-			zmq_msg_init(&b);
-			if (zmq_msg_recv(&a, sl->s, 0) < 0 ||
-			    !zmq_msg_more(&a) || zmq_msg_recv(&b, sl->s, 0) < 0)
-				die("recv: %s", zmq_strerror(errno));
+			uint8_t *ans;
+			size_t anslen;
+			if (wire_recv(sl->s, &ans, &anslen,
+				      (int)(TIMEOUT_NS / 1000000)) < 0)
+				die("recv: the node closed the connection");
 			uint64_t lat = now_ns() - sl->t0;
 			Grantd__V1__Reply *rep = grantd__v1__reply__unpack(
-				NULL, zmq_msg_size(&b), zmq_msg_data(&b));
-			zmq_msg_close(&a);
-			zmq_msg_close(&b);
+				NULL, anslen, ans);
+			free(ans);
 			sl->busy = false;
 			p->done(p, idx[m], rep, lat);
 			if (rep)
@@ -366,19 +360,16 @@ static void pool_run(struct pool *p)
 		}
 	}
 	for (int k = 0; k < p->n; k++)
-		zmq_close(p->v[k].s);
+		close(p->v[k].s);
 	free(it);
 	free(idx);
 }
 
-static void pool_init(struct pool *p, void *ctx, const char *sock, int n,
-		      next_fn next, done_fn done)
+static void pool_init(struct pool *p, const char *sock, int n, next_fn next,
+		      done_fn done)
 {
-	static char ep[4200];
 	memset(p, 0, sizeof(*p));
-	snprintf(ep, sizeof(ep), "ipc://%s", sock);
-	p->ctx = ctx;
-	p->ep = strdup(ep);
+	p->ep = strdup(sock);
 	p->n = n;
 	p->next = next;
 	p->done = done;
@@ -546,13 +537,13 @@ static long vm_kb(const char *field)
 }
 
 /* One phase of the load; returns its failures. */
-static uint64_t phase(void *ctx, const char *sock, const char *name,
+static uint64_t phase(const char *sock, const char *name,
 		      int inflight, uint64_t limit, next_fn next)
 {
 	struct pool p;
 	uint64_t t0 = now_ns();
 
-	pool_init(&p, ctx, sock, inflight, next, done_count);
+	pool_init(&p, sock, inflight, next, done_count);
 	p.limit = limit;
 	phase_name = name;
 	pool_run(&p);
@@ -575,21 +566,17 @@ static uint64_t phase(void *ctx, const char *sock, const char *name,
 
 static int cmd_load(const struct config *cfg, int inflight)
 {
-	void *ctx = zmq_ctx_new();
 	uint64_t fails = 0;
 	uint64_t nrepos = (sample_n() + WRITERS_PER_REPO - 1) / WRITERS_PER_REPO;
 
-	if (!ctx)
-		die("zmq_ctx_new failed");
-	fails += phase(ctx, cfg->admin_socket, "user.add", inflight, nusers,
+	fails += phase(cfg->admin_socket, "user.add", inflight, nusers,
 		       next_user_add);
-	fails += phase(ctx, cfg->admin_socket, "enroll", inflight, nusers,
+	fails += phase(cfg->admin_socket, "enroll", inflight, nusers,
 		       next_enroll);
-	fails += phase(ctx, cfg->admin_socket, "repo.add+writers", 1,
+	fails += phase(cfg->admin_socket, "repo.add+writers", 1,
 		       2 * nrepos, next_repo);
-	fails += phase(ctx, cfg->user_socket, "2fa.val", inflight, nusers,
+	fails += phase(cfg->user_socket, "2fa.val", inflight, nusers,
 		       next_val);
-	zmq_ctx_term(ctx);
 	return fails ? 1 : 0;
 }
 
@@ -630,18 +617,15 @@ static void done_check(struct pool *p, int k, Grantd__V1__Reply *rep,
 
 static int cmd_check(const struct config *cfg, uint64_t n, int clients)
 {
-	void *ctx = zmq_ctx_new();
 	struct pool p;
 
-	if (!ctx)
-		die("zmq_ctx_new failed");
 	/* warm up: connect, and touch the first requests' pages */
-	pool_init(&p, ctx, cfg->user_socket, clients, next_check, done_check);
+	pool_init(&p, cfg->user_socket, clients, next_check, done_check);
 	p.limit = 200;
 	pool_run(&p);
 	uint64_t wfails = p.fails;
 	pool_free(&p);
-	pool_init(&p, ctx, cfg->user_socket, clients, next_check, done_check);
+	pool_init(&p, cfg->user_socket, clients, next_check, done_check);
 	p.limit = n;
 	uint64_t t0 = now_ns();
 	pool_run(&p);
@@ -661,7 +645,6 @@ static int cmd_check(const struct config *cfg, uint64_t n, int clients)
 		printf("check FAILURES: first: %s\n", p.first_err);
 	uint64_t f = p.fails + wfails;
 	pool_free(&p);
-	zmq_ctx_term(ctx);
 	return f ? 1 : 0;
 }
 
@@ -675,26 +658,21 @@ static double realtime_s(void)
 }
 
 /* Ask a push check until one is allowed; print the seconds since t0 (the
- * caller's wall clock at the node's start) and the requests sent.  One
- * DEALER socket that retries its connection every millisecond holds the
- * request until the node's socket accepts it; a socket unanswered for a
- * second (its connection may have died with a node that stopped) is
- * replaced, and a refusal is asked again a millisecond later. */
+ * caller's wall clock at the node's start) and the connections made.  A
+ * connection is tried every millisecond until the node's socket accepts
+ * it; one unanswered for a second (it may have died with a node that
+ * stopped) is replaced, and a refusal is asked again a millisecond
+ * later. */
 static int cmd_first_check(const struct config *cfg, double t0,
 			   double timeout_s)
 {
-	void *ctx = zmq_ctx_new(), *s = NULL;
-	char ep[4200], name[32], ip[32], repo[64];
+	char name[32], ip[32], repo[64];
 	struct rq q = { .cmd = "push.check" };
 	uint8_t *frame;
 	size_t len;
-	int tries = 0, one = 1;
-	uint64_t sent = 0;
+	int tries = 0;
 	char last[200] = "no answer";
 
-	if (!ctx)
-		die("zmq_ctx_new failed");
-	snprintf(ep, sizeof(ep), "ipc://%s", cfg->user_socket);
 	user_name(name, sizeof(name), sample_user(0));
 	grant_ip(ip, sizeof(ip), sample_user(0), 0);
 	repo_of_sample(repo, sizeof(repo), 0);
@@ -704,55 +682,40 @@ static int cmd_first_check(const struct config *cfg, double t0,
 	q.nargs = 1;
 	frame = pack(&q, &len);
 	while (realtime_s() - t0 < timeout_s) {
-		if (!s) {
-			s = open_dealer(ctx, ep);
-			zmq_setsockopt(s, ZMQ_RECONNECT_IVL, &one, sizeof(one));
-			tries++;
-			if (zmq_send(s, "", 0, ZMQ_SNDMORE) < 0 ||
-			    zmq_send(s, frame, len, 0) < 0)
-				die("send: %s", zmq_strerror(errno));
-			sent = now_ns();
-		}
-		zmq_pollitem_t it = { s, 0, ZMQ_POLLIN, 0 };
-		if (zmq_poll(&it, 1, 10) != 1) {
-			if (now_ns() - sent > 1000000000ull) {
-				zmq_close(s);
-				s = NULL;
-			}
+		int s = wire_connect(cfg->user_socket, 10);
+		uint8_t *ans = NULL;
+		size_t anslen;
+		if (s < 0) {
+			usleep(1000);
 			continue;
 		}
-		zmq_msg_t a, b;
-		zmq_msg_init(&a);
-		zmq_msg_init(&b);
-		if (zmq_msg_recv(&a, s, 0) < 0 || zmq_msg_recv(&b, s, 0) < 0)
-			die("recv: %s", zmq_strerror(errno));
+		tries++;
+		if (wire_send(s, frame, len, 1000) < 0 ||
+		    wire_recv(s, &ans, &anslen, 1000) < 0) {
+			close(s);
+			continue;
+		}
+		close(s);
 		double t = realtime_s();
 		Grantd__V1__Reply *rep = grantd__v1__reply__unpack(
-			NULL, zmq_msg_size(&b), zmq_msg_data(&b));
+			NULL, anslen, ans);
+		free(ans);
 		bool ok = rep && rep->has_status && rep->status == 0;
 		if (rep && !ok)
 			snprintf(last, sizeof(last), "status %d: %s",
 				 rep->status, rep->err ? rep->err : "");
 		if (rep)
 			grantd__v1__reply__free_unpacked(rep, NULL);
-		zmq_msg_close(&a);
-		zmq_msg_close(&b);
-		zmq_close(s);
-		s = NULL;
 		if (ok) {
 			printf("%.3f %d\n", t - t0, tries);
 			free(frame);
-			zmq_ctx_term(ctx);
 			return 0;
 		}
 		usleep(1000);
 	}
-	if (s)
-		zmq_close(s);
 	last[strcspn(last, "\n")] = '\0';
 	printf("timeout %d %s\n", tries, last);
 	free(frame);
-	zmq_ctx_term(ctx);
 	return 1;
 }
 

@@ -2,18 +2,18 @@
  * bench_zmq_floor: what ZeroMQ alone costs on this machine, the floor under
  * bench/run's push-check figures.
  *
- * An echo server (one thread, a ROUTER bound on ipc:// like the node's
- * user socket, answering each request with its own bytes and doing nothing
- * else) and N client threads with a REQ socket each, as bench_control's
+ * An echo server (one thread, a ROUTER bound on ipc:// as the node's
+ * user socket was before issue 23, answering each request with its own
+ * bytes and doing nothing else) and N client threads with a REQ socket each, as bench_control's
  * check clients, timed the same way: closed loop, S seconds, nearest-rank
  * percentiles.  Whatever the node's reader does per check comes on top of
  * this; a target below the floor cannot be met by any handler.
  *
- * With --unix, the same echo over a plain unix socket instead
- * (SOCK_SEQPACKET, one connection per client, one server thread polling
- * them all, as the node's keys socket is served): what the node's user
- * socket could cost without ZeroMQ (issue 23: measure both, keep the
- * faster).
+ * With --unix, the same echo over a plain unix socket instead, framed
+ * as the node's user socket is now (SOCK_STREAM, a 4-byte big-endian
+ * length before each message: node/requests/usersock.h), one connection
+ * per client, one server thread polling them all: the floor of the
+ * node's own transport (issue 23: measure both, keep the faster).
  *
  *   bench_zmq_floor --dir DIR [--clients LIST] [--secs S] [--bytes N]
  *                   [--unix]
@@ -106,46 +106,86 @@ static void *server_main(void *arg)
 	return NULL;
 }
 
-/* The unix echo: fds[0] listens, the rest are clients; each datagram
- * goes straight back. */
+/* The unix echo: fds[0] listens, the rest are clients; each whole
+ * message (length and bytes) goes straight back. */
 struct userver {
 	pthread_t thread;
 	int lfd;
 	volatile bool stop;
 };
 
+struct uconn {
+	char buf[8192];
+	size_t len;
+};
+
+static size_t frame_len(const char *p)
+{
+	const unsigned char *u = (const unsigned char *)p;
+	return (size_t)u[0] << 24 | (size_t)u[1] << 16 | (size_t)u[2] << 8 |
+	       u[3];
+}
+
+/* Read what waits on fd and echo every whole message; false when the
+ * client went. */
+static bool uconn_serve(int fd, struct uconn *c)
+{
+	ssize_t got = recv(fd, c->buf + c->len, sizeof(c->buf) - c->len,
+			   MSG_DONTWAIT);
+	if (got < 0 && errno == EAGAIN)
+		return true;
+	if (got <= 0)
+		return false;
+	c->len += (size_t)got;
+	size_t off = 0;
+	while (c->len - off >= 4) {
+		size_t n = 4 + frame_len(c->buf + off);
+		if (n > sizeof(c->buf))
+			return false;
+		if (c->len - off < n)
+			break;
+		if (send(fd, c->buf + off, n, MSG_NOSIGNAL) != (ssize_t)n)
+			return false;
+		off += n;
+	}
+	memmove(c->buf, c->buf + off, c->len - off);
+	c->len -= off;
+	return true;
+}
+
 static void *userver_main(void *arg)
 {
 	struct userver *sv = arg;
 	struct pollfd fds[CLIENTS_MAX + 1];
-	char buf[4096];
+	struct uconn *cs = calloc(CLIENTS_MAX + 1, sizeof(*cs));
 	nfds_t n = 1;
 
+	if (!cs)
+		die("server: out of memory");
 	fds[0] = (struct pollfd){ sv->lfd, POLLIN, 0 };
 	while (!sv->stop) {
 		if (poll(fds, n, 50) <= 0)
 			continue;
 		for (nfds_t i = 1; i < n; i++) {
-			if (!fds[i].revents)
-				continue;
-			ssize_t got = recv(fds[i].fd, buf, sizeof(buf),
-					   MSG_DONTWAIT);
-			if (got > 0 && send(fds[i].fd, buf, (size_t)got,
-					    MSG_NOSIGNAL) == got)
-				continue;
-			if (got < 0 && errno == EAGAIN)
+			if (!fds[i].revents || uconn_serve(fds[i].fd, &cs[i]))
 				continue;
 			close(fds[i].fd); /* the client went */
-			fds[i--] = fds[--n];
+			fds[i] = fds[n - 1];
+			cs[i] = cs[n - 1];
+			n--;
+			i--;
 		}
 		if (fds[0].revents && n < CLIENTS_MAX + 1) {
 			int fd = accept(sv->lfd, NULL, NULL);
-			if (fd >= 0)
+			if (fd >= 0) {
+				cs[n].len = 0;
 				fds[n++] = (struct pollfd){ fd, POLLIN, 0 };
+			}
 		}
 	}
 	for (nfds_t i = 1; i < n; i++)
 		close(fds[i].fd);
+	free(cs);
 	return NULL;
 }
 
@@ -162,25 +202,48 @@ static void unix_addr(struct sockaddr_un *a, const char *path)
 
 /* ---- the clients -------------------------------------------------------- */
 
+/* Read exactly n bytes. */
+static bool recv_all(int fd, char *p, size_t n)
+{
+	while (n) {
+		ssize_t got = recv(fd, p, n, 0);
+		if (got <= 0)
+			return false;
+		p += got;
+		n -= (size_t)got;
+	}
+	return true;
+}
+
+/* One request framed as wire.h does and its echo. */
+static bool unix_call(int fd, const char *req, size_t len, char *rep)
+{
+	if (send(fd, req, 4 + len, MSG_NOSIGNAL) != (ssize_t)(4 + len))
+		return false;
+	return recv_all(fd, rep, 4) && frame_len(rep) == len &&
+	       recv_all(fd, rep + 4, len);
+}
+
 /* A client of the unix echo: one connection, closed loop. */
 static void unix_client(struct client *c, char *req, char *rep)
 {
 	struct sockaddr_un a;
-	int fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	size_t n = c->bytes;
 
 	unix_addr(&a, c->endpoint);
 	if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0)
 		die("connect %s: %s", c->endpoint, strerror(errno));
+	req[0] = (char)(n >> 24), req[1] = (char)(n >> 16);
+	req[2] = (char)(n >> 8), req[3] = (char)n;
 	for (int i = 0; i < 20; i++) /* warm up, as bench_control */
-		if (send(fd, req, c->bytes, 0) < 0 ||
-		    recv(fd, rep, c->bytes + 1, 0) < 0)
+		if (!unix_call(fd, req, n, rep))
 			die("warm-up: %s", strerror(errno));
 	while (c->nlat < LAT_MAX) {
 		uint64_t t0 = now_ns();
 		if (t0 >= c->until_ns)
 			break;
-		if (send(fd, req, c->bytes, 0) != (ssize_t)c->bytes ||
-		    recv(fd, rep, c->bytes + 1, 0) != (ssize_t)c->bytes) {
+		if (!unix_call(fd, req, n, rep)) {
 			c->fails++;
 			break;
 		}
@@ -192,7 +255,8 @@ static void unix_client(struct client *c, char *req, char *rep)
 static void *client_main(void *arg)
 {
 	struct client *c = arg;
-	char *req = calloc(1, c->bytes), *rep = malloc(c->bytes + 1);
+	/* room for the unix framing's length too */
+	char *req = calloc(1, c->bytes + 4), *rep = malloc(c->bytes + 5);
 	void *s;
 	int zero = 0;
 
@@ -293,8 +357,9 @@ static void usage(FILE *f)
 	      "echoes, REQ\nclients in a closed loop): the floor under the "
 	      "node's push-check figures.\nLIST defaults to 1,8,32; S to 5; "
 	      "N (request size) to 96.  The socket is\nDIR/floor.sock.  "
-	      "--unix: the same echo over a plain unix socket\n(SOCK_SEQPACKET, "
-	      "a connection per client, one polling server thread),\n"
+	      "--unix: the same echo over a plain unix socket framed as the "
+	      "node's\n(SOCK_STREAM, a 4-byte length before each message; a "
+	      "connection per\nclient, one polling server thread), "
 	      "DIR/floor-unix.sock.\n",
 	      f);
 }
@@ -341,7 +406,7 @@ int main(int argc, char **argv)
 		snprintf(endpoint, sizeof(endpoint), "%s/floor-unix.sock", dir);
 		unix_addr(&a, endpoint);
 		unlink(endpoint);
-		usv.lfd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+		usv.lfd = socket(AF_UNIX, SOCK_STREAM, 0);
 		if (usv.lfd < 0 ||
 		    bind(usv.lfd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
 		    listen(usv.lfd, CLIENTS_MAX) < 0)

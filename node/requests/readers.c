@@ -9,13 +9,11 @@
  */
 #include <cjson/cJSON.h>
 #include <errno.h>
-#include <grp.h>
 #include <pthread.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #include <zmq.h>
 
@@ -30,15 +28,25 @@
 #include "request.h"
 #include "wire.h"
 #include "thread.h"
+#include "usersock.h"
 #include "xalloc.h"
 #include "banned.h"
+
+struct readers;
+
+/* What a socket's serve function is handed: the reader and which socket. */
+struct sockarg {
+	struct readers *rd;
+	int idx;                    /* 0 user, 1 admin */
+};
 
 struct readers {
 	const struct config *cfg;
 	struct store *store;
 	struct cmd_table *cmds;     /* its own copy */
 	char host[256];
-	void *socks[2];             /* user, admin: the thread's */
+	struct usersock *socks[2];  /* user, admin (usersock.h): the thread's */
+	struct sockarg sarg[2];
 	struct keysock *keys;       /* grant-keys' plain socket: the thread's */
 	void *pipe;                 /* the writer's end */
 	void *rpipe;                /* the thread's end */
@@ -57,55 +65,11 @@ struct readers {
 	struct store_batch *view;
 	bool syncing;
 	cJSON *status[2];           /* the newest parts taken */
-	uint64_t bad_requests;      /* refused or undecodable frames */
+	uint64_t bad_requests;      /* refused or undecodable requests */
 	struct metrics_counts *counts; /* atomic (metrics.h); NULL: none */
-	struct buf ident, payload;
 };
 
-/* ---- sockets -------------------------------------------------------------- */
-
-static void *bind_socket(void *zctx, const char *path, mode_t mode,
-			 bool group_git)
-{
-	void *s = zmq_socket(zctx, ZMQ_ROUTER);
-	/* frames up to 16 times the request limit get an error answer from
-	 * request_decode; only larger ones are dropped by ZeroMQ unanswered */
-	int64_t max = 16 * GD_CTL_MAX_REQUEST;
-	/* answers queued for one client before the next is dropped ("reply
-	 * not delivered"): ZeroMQ's default, 1000, dropped the last answer
-	 * of a client that pipelined 1001 requests when its I/O thread fell
-	 * behind on a loaded machine (lockout_burst: "1000 of 1001 answers
-	 * came"); this bound still caps what a client that never reads can
-	 * make the node hold (a few MB) */
-	int hwm = 65536;
-	int zero = 0, one = 1;
-	char ep[4200];
-
-	if (!s)
-		return NULL;
-	zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &max, sizeof(max));
-	zmq_setsockopt(s, ZMQ_SNDHWM, &hwm, sizeof(hwm));
-	zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof(zero));
-	zmq_setsockopt(s, ZMQ_ROUTER_MANDATORY, &one, sizeof(one));
-	unlink(path);
-	snprintf(ep, sizeof(ep), "ipc://%s", path);
-	if (zmq_bind(s, ep) < 0) {
-		log_error("cannot bind socket path=%s: %s", path,
-			  zmq_strerror(errno));
-		zmq_close(s);
-		return NULL;
-	}
-	if (chmod(path, mode) < 0)
-		log_warn("cannot chmod socket path=%s: %s", path,
-			 strerror(errno));
-	if (group_git) {
-		struct group *g = getgrnam("git");
-		if (g && chown(path, (uid_t)-1, g->gr_gid) < 0)
-			log_warn("cannot chgrp git socket path=%s: %s", path,
-				 strerror(errno));
-	}
-	return s;
-}
+/* ---- the pipe --------------------------------------------------------------- */
 
 /* A pipe end: never drop, never block on a full queue (both ends drain
  * it all the time). */
@@ -124,30 +88,10 @@ static void *pipe_socket(void *zctx)
 
 /* ---- the thread ----------------------------------------------------------- */
 
-/* Send frames on sock: n frames, the last without SNDMORE. */
-static int send_frames(void *sock, const void *const *p, const size_t *len,
-		       int n, int flags)
-{
-	for (int i = 0; i < n; i++)
-		if (zmq_send(sock, p[i], len[i],
-			     flags | (i < n - 1 ? ZMQ_SNDMORE : 0)) < 0)
-			return GD_EIO;
-	return 0;
-}
-
 /* The pipe message of a request from socket idx (0 user, 1 admin). */
 static enum pipe_msg req_type(int idx)
 {
 	return idx ? PIPE_REQ_ADMIN : PIPE_REQ_USER;
-}
-
-/* The request in rd->payload, from socket idx, to the writer. */
-static void forward(struct readers *rd, int idx)
-{
-	if (pipe_send(rd->rpipe, req_type(idx), rd->ident.p, rd->ident.len,
-		      rd->payload.p, rd->payload.len, 0) < 0)
-		log_error("request not handed to the writer: %s",
-			  zmq_strerror(errno));
 }
 
 /* Is cmd answered here?  A read that needs nothing of the writer's. */
@@ -180,30 +124,42 @@ static void answer(struct readers *rd, const struct cmd *cmd, struct req *r)
 	}
 }
 
-/* One request waiting on socket idx: answered here or forwarded.
- * Returns 1 when one was read, 0 when none was waiting. */
-static int serve_one(struct readers *rd, int idx)
+/* r's answer, packed, onto out; r freed. */
+static void pack_reply(struct req *r, struct buf *out)
 {
+	size_t len;
+	uint8_t *frame = request_pack_reply(r, &len);
+
+	buf_add(out, frame, len);
+	/* the reply may hold a fresh secret (enroll) */
+	sodium_memzero(frame, len);
+	free(frame);
+	request_free(r);
+}
+
+/* usersock's serve function (usersock.h): one request on socket
+ * sarg->idx, answered here or forwarded whole to the writer with its id
+ * (0: the writer's answer comes back through the pipe, from_writer). */
+static int serve_request(void *arg, const uint8_t *id, size_t idlen,
+			 const uint8_t *payload, size_t len, struct buf *out)
+{
+	struct sockarg *sa = arg;
+	struct readers *rd = sa->rd;
 	struct req r;
 	struct buf why = BUF_INIT;
 	const struct cmd *cmd = NULL;
-	int got = request_recv(rd->socks[idx], &rd->ident, &rd->payload);
 
-	if (got == 0)
-		return 0;
-	if (got == GD_ETOOBIG) {
-		/* answered and counted here */
+	memset(&r, 0, sizeof(r));
+	r.admin = sa->idx == 1;
+	if (!payload) {
+		/* answered and counted here; usersock logged it */
 		rd->bad_requests++;
-		memset(&r, 0, sizeof(r));
-		buf_add(&r.ident, rd->ident.p, rd->ident.len);
-		request_refuse_oversized(&r, rd->socks[idx], idx == 1);
+		cmd_bad(&r, "bad request: request too large (at most %d bytes)",
+			GD_CTL_MAX_REQUEST);
+		pack_reply(&r, out);
 		return 1;
 	}
-	if (got < 0)
-		return 1;
-	memset(&r, 0, sizeof(r));
-	if (request_decode(&r.rq, (const uint8_t *)rd->payload.p,
-			   rd->payload.len, &why) == 0)
+	if (request_decode(&r.rq, payload, len, &why) == 0)
 		cmd = cmd_table_find(rd->cmds, r.rq->cmd);
 	else
 		rd->bad_requests++; /* the writer answers it */
@@ -212,20 +168,21 @@ static int serve_one(struct readers *rd, int idx)
 		/* the writer's, or a bad one (the writer answers and counts) */
 		if (r.rq)
 			grantd__v1__request__free_unpacked(r.rq, NULL);
-		forward(rd, idx);
-	} else {
-		uint64_t now_ms = clock_wall_ms();
-		buf_add(&r.ident, rd->ident.p, rd->ident.len);
-		r.sock = rd->socks[idx];
-		r.admin = idx == 1;
-		r.now_ms = now_ms;
-		r.now = (int64_t)(now_ms / 1000);
-		answer(rd, cmd, &r);
-		request_send_reply(&r);
-		request_free(&r);
+		r.rq = NULL;
+		if (pipe_send(rd->rpipe, req_type(sa->idx), id, idlen, payload,
+			      len, 0) == 0)
+			return 0;
+		log_error("request not handed to the writer: %s",
+			  zmq_strerror(errno));
+		cmd_undecided(&r, GD_EIO);
+		pack_reply(&r, out);
+		return 1;
 	}
-	/* may hold a secret; beyond len it is zero already */
-	sodium_memzero(rd->payload.p, rd->payload.len);
+	uint64_t now_ms = clock_wall_ms();
+	r.now_ms = now_ms;
+	r.now = (int64_t)(now_ms / 1000);
+	answer(rd, cmd, &r);
+	pack_reply(&r, out);
 	return 1;
 }
 
@@ -253,19 +210,6 @@ static void take_view(struct readers *rd)
 		store_batch_free(&rd->view);
 		rd->view = v;
 	}
-}
-
-/* An answer from the writer: on to the client at id on sock. */
-static void send_answer(void *sock, const uint8_t *id, size_t idlen,
-			zmq_msg_t *reply)
-{
-	/* never block on a client that does not read its answers */
-	const void *p[3] = { id, "", zmq_msg_data(reply) };
-	size_t len[3] = { idlen, 0, zmq_msg_size(reply) };
-	if (send_frames(sock, p, len, 3, ZMQ_DONTWAIT) < 0)
-		log_warn("reply not delivered: %s", zmq_strerror(errno));
-	/* the reply may hold a fresh secret (enroll) */
-	sodium_memzero(zmq_msg_data(reply), zmq_msg_size(reply));
 }
 
 /* One message from the writer: an answer to send on, or a view.  Returns
@@ -300,7 +244,13 @@ static int from_writer(struct readers *rd)
 			break;
 		case PIPE_REQ_USER:
 		case PIPE_REQ_ADMIN:
-			send_answer(rd->socks[id[0]], id + 1, idlen - 1, &m[2]);
+			/* a client gone meanwhile: the answer is dropped */
+			usersock_answer(rd->socks[id[0]], id + 1, idlen - 1,
+					zmq_msg_data(&m[2]),
+					zmq_msg_size(&m[2]));
+			/* the reply may hold a fresh secret (enroll) */
+			sodium_memzero(zmq_msg_data(&m[2]),
+				       zmq_msg_size(&m[2]));
 			break;
 		case PIPE_QUIT:
 			rc = -1;
@@ -355,16 +305,22 @@ static int keys_answer(void *arg, const char *fp, struct buf *out)
 static void *readers_main(void *arg)
 {
 	struct readers *rd = arg;
-	int nitems = 3 + keysock_nitems(rd->keys);
+	int nk_max = keysock_nitems(rd->keys);
+	int nu_max[2] = { usersock_nitems(rd->socks[0]),
+			  usersock_nitems(rd->socks[1]) };
+	int nitems = 1 + nk_max + nu_max[0] + nu_max[1];
 	zmq_pollitem_t *items = xcalloc((size_t)nitems, sizeof(*items));
 
 	items[0] = (zmq_pollitem_t){ rd->rpipe, 0, ZMQ_POLLIN, 0 };
-	items[1] = (zmq_pollitem_t){ rd->socks[0], 0, ZMQ_POLLIN, 0 };
-	items[2] = (zmq_pollitem_t){ rd->socks[1], 0, ZMQ_POLLIN, 0 };
 	for (;;) {
 		long timeout = -1;
-		int nk = keysock_items(rd->keys, items + 3, &timeout);
-		if (zmq_poll(items, 3 + nk, timeout) < 0) {
+		zmq_pollitem_t *ki = items + 1, *ui[2];
+		int nk = keysock_items(rd->keys, ki, &timeout), nu[2];
+		ui[0] = ki + nk;
+		nu[0] = usersock_items(rd->socks[0], ui[0], &timeout);
+		ui[1] = ui[0] + nu[0];
+		nu[1] = usersock_items(rd->socks[1], ui[1], &timeout);
+		if (zmq_poll(items, 1 + nk + nu[0] + nu[1], timeout) < 0) {
 			if (errno == EINTR)
 				continue;
 			if (errno == ETERM)
@@ -373,27 +329,21 @@ static void *readers_main(void *arg)
 				  zmq_strerror(errno));
 			break;
 		}
-		int got;
-		while ((got = from_writer(rd)) > 0)
-			;
+		/* the pipe only when zmq_poll saw something on it: each
+		 * look costs libzmq's command processing */
+		int got = 0;
+		if (items[0].revents & ZMQ_POLLIN)
+			while ((got = from_writer(rd)) > 0)
+				;
 		if (got < 0)
 			break;
 		/* a view first (above), then the keys socket: one round of
-		 * lookups, each a point read, none waiting for a client */
-		keysock_serve(rd->keys, items + 3, nk);
-		/* whatever waits on either socket, alternating */
-		for (bool progress = true; progress;) {
-			progress = false;
-			for (int s = 0; s < 2; s++)
-				progress |= serve_one(rd, s) > 0;
-			/* answers and views first: they unblock callers */
-			while ((got = from_writer(rd)) > 0)
-				;
-			if (got < 0)
-				goto out;
-		}
+		 * lookups, each a point read, none waiting for a client;
+		 * then what each connection of either socket sent */
+		keysock_serve(rd->keys, ki, nk);
+		for (int s = 0; s < 2; s++)
+			usersock_serve(rd->socks[s], ui[s], nu[s]);
 	}
-out:
 	free(items);
 	return NULL;
 }
@@ -419,17 +369,25 @@ int readers_start(struct readers **out, const struct readers_opts *o)
 	pthread_mutex_init(&rd->lock, NULL);
 	snprintf(rd->endpoint, sizeof(rd->endpoint), "inproc://readers-%p",
 		 (void *)rd);
-	rd->socks[0] = bind_socket(o->zctx, o->cfg->user_socket, 0660, true);
-	rd->socks[1] = bind_socket(o->zctx, o->cfg->admin_socket, 0600, false);
+	const struct usersock_opts uo[2] = {
+		{ .path = o->cfg->user_socket, .mode = 0660, .group = "git",
+		  .serve = serve_request, .arg = &rd->sarg[0] },
+		{ .path = o->cfg->admin_socket, .mode = 0600,
+		  .serve = serve_request, .arg = &rd->sarg[1] },
+	};
 	const struct keysock_opts ko = {
 		.path = o->cfg->keys_socket, .mode = 0660, .group = "git",
 		.answer = keys_answer, .arg = rd,
 	};
 	rd->pipe = pipe_socket(o->zctx);
 	rd->rpipe = pipe_socket(o->zctx);
+	for (int i = 0; i < 2; i++)
+		rd->sarg[i] = (struct sockarg){ rd, i };
 	if (cmd_table_new(&rd->cmds) < 0 ||
 	    keysock_open(&rd->keys, &ko) < 0 ||
-	    !rd->socks[0] || !rd->socks[1] || !rd->pipe || !rd->rpipe ||
+	    usersock_open(&rd->socks[0], &uo[0]) < 0 ||
+	    usersock_open(&rd->socks[1], &uo[1]) < 0 ||
+	    !rd->pipe || !rd->rpipe ||
 	    zmq_bind(rd->pipe, rd->endpoint) < 0 ||
 	    zmq_connect(rd->rpipe, rd->endpoint) < 0) {
 		log_error("cannot open the control sockets");
@@ -463,10 +421,7 @@ void readers_stop(struct readers **rp)
 			;
 	}
 	for (int i = 0; i < 2; i++)
-		if (rd->socks[i]) {
-			zmq_close(rd->socks[i]);
-			unlink(i ? rd->cfg->admin_socket : rd->cfg->user_socket);
-		}
+		usersock_close(&rd->socks[i]);
 	keysock_close(&rd->keys);
 	if (rd->rpipe)
 		zmq_close(rd->rpipe);
@@ -480,10 +435,6 @@ void readers_stop(struct readers **rp)
 	}
 	pthread_mutex_destroy(&rd->lock);
 	cmd_table_free(&rd->cmds);
-	if (rd->payload.p)
-		sodium_memzero(rd->payload.p, rd->payload.cap);
-	buf_free(&rd->payload);
-	buf_free(&rd->ident);
 	free(rd);
 	*rp = NULL;
 }

@@ -2,10 +2,12 @@
  * readers.h: the reader thread, which owns the user and admin sockets
  * and the keys socket.
  *
- * Every request from grant-shell, grant-keys and grantctl arrives here
- * (grant-keys' lookups by fingerprint on the keys socket, keysock.h: a
- * plain unix socket polled beside the others, answered by keys.find's
- * row on the same view).
+ * Every request from grant-shell, grant-hook, grant-keys and grantctl
+ * arrives here: the user and admin sockets are plain unix stream sockets
+ * carrying length-prefixed grantd.v1 Requests and Replies (usersock.h),
+ * and grant-keys' lookups by fingerprint come on the keys socket
+ * (keysock.h, answered by keys.find's row on the same view); all three
+ * are polled beside the writer's pipe.
  * The reader answers the rows that only read (cmd.h: CMD_READS without
  * CMD_NODE: push.check, 2fa isval and list-val, keys.list, check,
  * grant.list, user.list, repo.read, repo.list, backup, status) itself,
@@ -13,9 +15,11 @@
  * a batch the syncer reported durable, so a reader never shows what a
  * crash could still take back, and never waits for a write.  Every
  * other request (writes, and verify, the read that needs the writer's
- * memory) is forwarded to the writer over an inproc pipe, whole; the
- * writer answers it back through the same pipe and the reader sends the
- * answer on.  So a write never waits for a read either.
+ * memory) is forwarded to the writer over an inproc pipe, whole, with
+ * the id usersock gave it (its connection and place); the writer answers
+ * it back through the same pipe and the reader hands the answer to
+ * usersock_answer(), which sends it on that connection in the request's
+ * turn.  So a write never waits for a read either.
  *
  * The reader touches nothing the writer owns: the config, the store's
  * handles and the command table are read only once the node runs; a view
@@ -26,7 +30,7 @@
  *
  * The pipe (a ZeroMQ PAIR) carries the messages pipe.h names:
  * PIPE_REQ_USER / PIPE_REQ_ADMIN (a request, reader to writer, and its
- * answer, writer to reader), PIPE_VIEW (a new read view and syncing flag,
+ * answer, writer to reader; the id is usersock's), PIPE_VIEW (a new read view and syncing flag,
  * or status parts, wait in the hand-over slots: readers_publish,
  * readers_publish_status) and PIPE_QUIT.
  *
@@ -58,8 +62,8 @@ struct readers_opts {
 	struct metrics_counts *counts; /* metrics.h; NULL: none; outlives */
 };
 
-/* Bind both sockets (removing stale socket files first, setting their
- * modes), make the thread's own command table (cmd.h) and start the
+/* Bind the user, admin and keys sockets (removing stale socket files
+ * first, setting their modes: 0660 group git, 0600, 0660 group git), make the thread's own command table (cmd.h) and start the
  * thread.  *out is the caller's (readers_stop).  Returns 0 or GD_EIO
  * (logged; the view is freed either way). */
 int readers_start(struct readers **out, const struct readers_opts *o);

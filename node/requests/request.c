@@ -135,11 +135,10 @@ int request_recv(void *sock, struct buf *ident, struct buf *payload)
 	return rc;
 }
 
-void request_send_reply(struct req *r)
+uint8_t *request_pack_reply(const struct req *r, size_t *len)
 {
 	Grantd__V1__Reply rep = GRANTD__V1__REPLY__INIT;
 	uint8_t *frame;
-	size_t len;
 
 	SET(rep, status, r->status);
 	rep.out = r->out.len ? r->out.p : NULL;
@@ -147,10 +146,18 @@ void request_send_reply(struct req *r)
 	rep.otpauth_uri = r->uri.len ? r->uri.p : NULL;
 	rep.path = r->path.len ? r->path.p : NULL;
 	rep.factor = (char *)r->factor;
-	rep.next = r->next[0] ? r->next : NULL;
-	len = grantd__v1__reply__get_packed_size(&rep);
-	frame = xmalloc(len ? len : 1);
+	rep.next = r->next[0] ? (char *)r->next : NULL;
+	*len = grantd__v1__reply__get_packed_size(&rep);
+	frame = xmalloc(*len ? *len : 1);
 	grantd__v1__reply__pack(&rep, frame);
+	return frame;
+}
+
+void request_send_reply(struct req *r)
+{
+	size_t len;
+	uint8_t *frame = request_pack_reply(r, &len);
+
 	/* never block the node on a client that does not read its answers */
 	if (zmq_send(r->sock, r->ident.p, r->ident.len,
 		     ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0 ||

@@ -44,6 +44,10 @@ int request_decode(Grantd__V1__Request **out, const uint8_t *data,
  */
 int request_recv(void *sock, struct buf *ident, struct buf *payload);
 
+/* r's answer, a packed grantd.v1.Reply of *len bytes: the caller's
+ * (wipe it, then free: it may hold a fresh secret). */
+uint8_t *request_pack_reply(const struct req *r, size_t *len);
+
 /* Send r's answer [r->ident][""][Reply] on r->sock, never blocking. */
 void request_send_reply(struct req *r);
 

@@ -140,18 +140,12 @@ def unhex(args):
 
 
 def reply_status(data):
-    """The status of a grantd.v1.Reply in a ZMTP 3 frame, or None.  An
-    answer is the REQ envelope's empty delimiter frame (flags MORE, size
-    0), then one frame holding the Reply, whose field 1 is the status."""
-    if not data.startswith(b'\x01\x00'):
+    """The status of the first grantd.v1.Reply in a send on the user or
+    admin socket (node/requests/usersock.h: a 4-byte big-endian length,
+    then the Reply, whose field 1 is the status), or None."""
+    if len(data) < 6 or data[4] != 0x08:
         return None
-    d = data[2:]
-    if len(d) < 2 or d[0] & 0x04:
-        return None  # a command frame (handshake), not a message
-    body = d[2:] if not d[0] & 0x02 else d[9:]
-    if len(body) >= 2 and body[0] == 0x08:
-        return body[1]
-    return None
+    return data[5]
 
 
 def judge_replies(calls, want):

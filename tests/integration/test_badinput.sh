@@ -144,26 +144,18 @@ t_check "no repository was created by the refused repo adds" \
 t_section "raw frames on the sockets"
 # a request over the size limit, and one that does not decode: each gets
 # an answer with status 2, and the node keeps serving (SPEC 2.8)
-raw_request() { # SOCKET BYTES: send BYTES bytes (x01 + garbage) on a REQ, print the reply status
+raw_request() { # SOCKET BYTES: send BYTES bytes (x01 + garbage), print the reply status
 	"$PY" - "$1" "$2" <<'PY'
 import os, sys
-import zmq
 sys.path.insert(0, os.path.join(os.environ["GD_SRC"], "tests", "lib"))
 from pbwire import field_bytes, field_varint  # noqa: E402
+import ctlwire  # noqa: E402
 n = int(sys.argv[2])
 if n > 100:
     frame = field_varint(1, 1) + field_bytes(2, "status") + field_bytes(3, "x" * n)
 else:
     frame = b"\xff\xff\xff garbage"
-ctx = zmq.Context()
-s = ctx.socket(zmq.REQ)
-s.setsockopt(zmq.LINGER, 0)
-s.setsockopt(zmq.RCVTIMEO, 5000)
-s.connect("ipc://" + sys.argv[1])
-s.send(frame)
-rep = s.recv()
-# Reply field 1 (status) is a varint right after its tag byte 0x08
-print(rep[1] if rep[:1] == b"\x08" else "no-status")
+print(ctlwire.status(ctlwire.call(sys.argv[1], frame)))
 PY
 }
 export GD_SRC=${GD_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}

@@ -2,9 +2,10 @@
 # grant-hook never loses or reorders a push (issue 8, item 8; SPEC 3.3).
 #
 # paloalto's hook is pointed, for single pushes, at a stand-in for the
-# node's user socket (a Python ROUTER, $T_DIR/hooktool.py proxy) that
+# node's user socket (a Python unix socket, $T_DIR/hooktool.py proxy) that
 #   drop      passes the request on to the real node and keeps the answer:
-#             the node records the push, the hook's wait times out;
+#             the node records the push, the hook gets no answer (the
+#             connection closes);
 #   STATUS    answers with that status itself (1 refused, 4 the node failed
 #             to decide, 2 malformed) and passes nothing on.
 # A timed-out push is kept and sent again, with the same id: the node must
@@ -54,10 +55,10 @@ nrecorded() { grep -c "push recorded repo=hi " "$P/grantd.log"; }
 conflicts() { git --git-dir="$(t_dir "$1")/repos/hi.git" for-each-ref refs/grantd/; }
 
 cat >"$T_DIR/hooktool.py" <<'PY'
-import json, os, random, signal, sys, time
-import zmq
+import json, os, random, select, signal, socket, sys, time
 sys.path.insert(0, os.path.join(os.environ["GD_SRC"], "tests", "lib"))
 from pbwire import field_bytes, field_varint  # noqa: E402
+import ctlwire  # noqa: E402
 
 
 def fields(b):
@@ -91,56 +92,57 @@ def push_id():
     return "%016x%016x-0" % (int(time.time() * 1000), random.getrandbits(64))
 
 
-ctx = zmq.Context()
 mode = sys.argv[1]
 if mode == "proxy":  # SOCK NODE_SOCK drop|STATUS
     sock, node, how = sys.argv[2:5]
-    r = ctx.socket(zmq.ROUTER)
-    r.setsockopt(zmq.LINGER, 0)
-    r.bind("ipc://" + sock)
+    r = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    r.bind(sock)
+    r.listen(16)
     print(json.dumps({"event": "start"}), flush=True)
     while True:
-        frames = r.recv_multipart()
+        c, _ = r.accept()
+        c.settimeout(10)
+        req = ctlwire.recv(c)
+        if req is None:
+            c.close()
+            continue
         if how == "drop":
-            q = ctx.socket(zmq.REQ)
-            q.setsockopt(zmq.LINGER, 0)
-            q.setsockopt(zmq.RCVTIMEO, 10000)
-            q.connect("ipc://" + node)
-            q.send(frames[-1])
-            st = fields(q.recv()).get(1, 0)
-            q.close()
+            # forwarded, and the answer lost: the connection closes
+            st = fields(ctlwire.call(node, req, timeout=10)).get(1, 0)
             print(json.dumps({"event": "forwarded", "status": st}), flush=True)
         else:
             st = int(how)
-            r.send_multipart([frames[0], b"", field_varint(1, st) +
-                              field_bytes(3, "stand-in: status %d" % st)])
+            ctlwire.send(c, field_varint(1, st) +
+                         field_bytes(3, "stand-in: status %d" % st))
             print(json.dumps({"event": "answered", "status": st}), flush=True)
+        c.close()
 elif mode == "batch":  # USER_SOCK ADMIN_SOCK NODE_PID REPO OID N TAG FAILING_USER
     user, admin, pid, repo, oid, n, tag, failing = sys.argv[2:10]
     pid, n = int(pid), int(n)
-    def dealer(path):
-        d = ctx.socket(zmq.DEALER)
-        d.setsockopt(zmq.LINGER, 0)
-        d.connect("ipc://" + path)
-        return d
-    hooks = [dealer(user) for _ in range(n)]
-    adm = dealer(admin)
-    time.sleep(0.5)  # the connections' handshakes
+    hooks = [ctlwire.connect(user, 20) for _ in range(n)]
+    adm = ctlwire.connect(admin, 20)
+    time.sleep(0.5)  # the node has accepted them
     # the node stopped while every request is queued: it reads them
     # together when it continues
     os.kill(pid, signal.SIGSTOP)
     try:
-        adm.send_multipart([b"", request("unenroll", [failing])])
+        ctlwire.send(adm, request("unenroll", [failing]))
         for i, d in enumerate(hooks):
             line = "%s %s refs/heads/%s-%d" % ("0" * 40, oid, tag, i)
-            d.send_multipart([b"", request("hook.refs", [repo, line], push_id())])
+            ctlwire.send(d, request("hook.refs", [repo, line], push_id()))
         time.sleep(0.5)
     finally:
         os.kill(pid, signal.SIGCONT)
     out = {"hooks": [], "failing": None}
+    def answer(d):
+        try:
+            rep = ctlwire.recv(d)
+        except socket.timeout:
+            return None
+        return fields(rep).get(1, 0) if rep is not None else None
     for d in hooks:
-        out["hooks"].append(fields(d.recv_multipart()[-1]).get(1, 0) if d.poll(20000) else None)
-    out["failing"] = fields(adm.recv_multipart()[-1]).get(1, 0) if adm.poll(20000) else None
+        out["hooks"].append(answer(d))
+    out["failing"] = answer(adm)
     print(json.dumps(out), flush=True)
 PY
 

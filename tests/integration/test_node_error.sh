@@ -5,7 +5,7 @@
 # GRANTD_TEST_FAULT_AT=read-enroll test hook) is an internal error: every
 # command that needs an enrollment then exits 4 (not 1, "refused"), the node logs the
 # cause, nothing changes, and grant-shell says it is a server problem
-# without showing the user any internals.  Then a stand-in node (python3-zmq)
+# without showing the user any internals.  Then a stand-in node (python3)
 # that answers every request with status 4, to check grant-keys and
 # grant-shell on that answer alone.
 . "$(dirname "$0")/lib.sh"
@@ -112,23 +112,42 @@ gd_sshd_stop "$T_SITE"
 gd_grantd_stop "$T_SITE" || t_fatal "grantd stops"
 # Reply{status = 4, err = "..."} by hand: field 1 varint, field 3 string
 "$PY" - "$T_SITE/run/user.sock" "$T_SITE/run/admin.sock" "$T_DIR/fake.ready" <<'EOF' &
-import os, sys, zmq
+import os, selectors, socket, struct, sys
 err = b"internal error: cryptographic failure in cf=enroll at /secret/path"
 reply = b"\x08\x04\x1a" + bytes([len(err)]) + err
-ctx = zmq.Context()
-socks = []
+sel = selectors.DefaultSelector()
 for path in sys.argv[1:3]:
-    s = ctx.socket(zmq.ROUTER)
-    s.bind("ipc://" + path)
-    socks.append(s)
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    if os.path.exists(path):
+        os.unlink(path)
+    s.bind(path)
+    s.listen(16)
+    sel.register(s, selectors.EVENT_READ, None)
 open(sys.argv[3], "w").close()
-poller = zmq.Poller()
-for s in socks:
-    poller.register(s, zmq.POLLIN)
+# the node's framing (node/requests/usersock.h): a 4-byte length, then
+# the message; one answer per request read
+bufs = {}
 while True:
-    for s, _ in poller.poll():
-        frames = s.recv_multipart()
-        s.send_multipart([frames[0], b"", reply])
+    for key, _ in sel.select():
+        s = key.fileobj
+        if key.data is None:
+            c, _ = s.accept()
+            bufs[c] = b""
+            sel.register(c, selectors.EVENT_READ, True)
+            continue
+        d = s.recv(65536)
+        if not d:
+            sel.unregister(s)
+            s.close()
+            del bufs[s]
+            continue
+        bufs[s] += d
+        while len(bufs[s]) >= 4:
+            n = struct.unpack(">I", bufs[s][:4])[0]
+            if len(bufs[s]) < 4 + n:
+                break
+            bufs[s] = bufs[s][4 + n:]
+            s.sendall(struct.pack(">I", len(reply)) + reply)
 EOF
 FAKE=$!
 trap 'kill "$FAKE" 2>/dev/null; t_cleanup' EXIT

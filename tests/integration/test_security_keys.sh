@@ -191,19 +191,13 @@ if PY=$(t_py); then
 	# push.check with key_kind (field 9) "sk", raw on the user socket
 	t_expect 0 "a raw push.check with key_kind 'sk'" "$PY" - "$T_SITE/run/user.sock" <<'PY'
 import os, sys
-import zmq
 sys.path.insert(0, os.path.join(os.environ["GD_SRC"], "tests", "lib"))
 from pbwire import field_bytes, field_varint  # noqa: E402
+import ctlwire  # noqa: E402
 frame = (field_varint(1, 1) + field_bytes(2, "push.check") +
          field_bytes(3, "req") + field_bytes(4, "sam") +
          field_bytes(5, "127.0.7.7") + field_bytes(9, "sk"))
-ctx = zmq.Context()
-s = ctx.socket(zmq.REQ)
-s.setsockopt(zmq.LINGER, 0)
-s.setsockopt(zmq.RCVTIMEO, 5000)
-s.connect("ipc://" + sys.argv[1])
-s.send(frame)
-print(s.recv())
+print(ctlwire.call(sys.argv[1], frame))
 PY
 	t_has "the node answers status 2 (bad input)" "$OUT" "\\x08\\x02"
 	t_has "and names the kinds" "$OUT" "want plain, sk-touch or sk-pin"

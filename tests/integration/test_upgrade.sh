@@ -73,6 +73,15 @@ use_release() { # SITE old|new
 	NAME[$1]=$([[ $2 == old ]] && echo "$REL_TAG" || echo "$NEW_RELEASE")
 }
 start_site() { GD_BIN=$T_DIR/bin.$1 t_start "$1"; }
+# grantctl of the site's own release: the control sockets' framing changed
+# (issue 23) and a grantctl speaks only its own release's, as a package
+# install replaces both (docs/upgrading.md)
+gd_grantctl() {
+	local dir=$1; shift
+	local bin=$T_DIR/bin.${dir##*/}
+	[[ -e $bin ]] || bin=$GD_BIN
+	"$bin/grantctl" --config "$dir/grantd.conf" "$@"
+}
 # sh SITE SRCIP USER CMD...: grant-shell of SITE's release
 sh_at() { local s=$1; shift; GD_BIN=$T_DIR/bin.$s t_sh "$s" "$@"; }
 # peer_release SITE PEER: what SITE's status says PEER runs

@@ -5,28 +5,30 @@
  *
  * grant-shell makes one request per process and waits for its answer, so
  * it can never put more than one guess in a control batch.  This tool
- * uses one DEALER socket: it queues COUNT requests with TOKEN, then LAST
- * when given, all before reading any answer, so the node reads them in as
- * few batches as it can (up to its batch size each).  Then it reads every
+ * uses one connection (wire.h): it sends COUNT requests with TOKEN, then
+ * LAST when given, without waiting for answers (it reads them only when
+ * the kernel's buffers are full), so the node reads them in as few
+ * batches as it can (up to its batch size each, and at most
+ * USERSOCK_MAX_INFLIGHT unanswered on a connection).  Then it reads every
  * answer and prints one line:
  *
  *   sent=N ok=A failed=B locked=C other=D
  *
  * ok: accepted; failed: "Failed to validate token" (a guess the node
  * judged); locked: "Rate-limit reached" (refused before any check);
- * other: anything else (the first such answer goes to stderr).  The node
- * answers a refusal that wrote nothing before the failures it holds until
- * their fsync, so answers do not come back in request order: a test tells
- * LAST's fate from the counts (make TOKEN wrong and LAST valid).
+ * other: anything else (the first such answer goes to stderr).  A test
+ * tells LAST's fate from the counts (make TOKEN wrong and LAST valid).
  *
  * Exit 0 when every answer came, 3 when the node did not answer them all
  * within 60 s (the counts so far are printed), 2 on bad usage.
  */
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zmq.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "config.h"
@@ -55,8 +57,9 @@ struct counts {
 	long sent, ok, failed, locked, other;
 };
 
-static int send_val(void *sock, const char *user, const char *ip,
-		    const char *token)
+/* Append one framed '2fa val token' request to out. */
+static int add_val(struct buf *out, const char *user, const char *ip,
+		   const char *token)
 {
 	Grantd__V1__Request req = GRANTD__V1__REQUEST__INIT;
 	char *args[1] = { (char *)token };
@@ -73,32 +76,17 @@ static int send_val(void *sock, const char *user, const char *ip,
 	if (len > sizeof(frame))
 		return GD_ETOOBIG;
 	grantd__v1__request__pack(&req, frame);
-	/* the empty delimiter a REQ socket would add */
-	if (zmq_send(sock, "", 0, ZMQ_SNDMORE) < 0 ||
-	    zmq_send(sock, frame, len, 0) < 0)
-		return GD_EIO;
+	uint8_t hdr[4] = { 0, 0, (uint8_t)(len >> 8), (uint8_t)len };
+	buf_add(out, hdr, 4);
+	buf_add(out, frame, len);
 	return 0;
 }
 
-/* Read one answer (delimiter, reply) and count it. */
-static int take_reply(void *sock, struct counts *c)
+/* Count one answer. */
+static int count_reply(const uint8_t *p, size_t len, struct counts *c)
 {
-	Grantd__V1__Reply *rep = NULL;
-	zmq_msg_t m;
-	int more;
+	Grantd__V1__Reply *rep = grantd__v1__reply__unpack(NULL, len, p);
 
-	do {
-		zmq_msg_init(&m);
-		if (zmq_msg_recv(&m, sock, 0) < 0) {
-			zmq_msg_close(&m);
-			return GD_EUNREACH;
-		}
-		more = zmq_msg_more(&m);
-		if (!more)
-			rep = grantd__v1__reply__unpack(NULL, zmq_msg_size(&m),
-							zmq_msg_data(&m));
-		zmq_msg_close(&m);
-	} while (more);
 	if (!rep)
 		return GD_EPROTO;
 	const char *err = rep->err ? rep->err : "";
@@ -115,45 +103,81 @@ static int take_reply(void *sock, struct counts *c)
 	return 0;
 }
 
+/* Read what waits on fd into in; count the whole answers.  Returns 0,
+ * or GD_EUNREACH when the node closed the connection. */
+static int take_replies(int fd, struct buf *in, struct counts *c)
+{
+	uint8_t tmp[65536];
+	ssize_t n = recv(fd, tmp, sizeof(tmp), MSG_DONTWAIT);
+
+	if (n < 0)
+		return errno == EAGAIN || errno == EINTR ? 0 : GD_EUNREACH;
+	if (n == 0)
+		return GD_EUNREACH;
+	buf_add(in, tmp, (size_t)n);
+	size_t off = 0;
+	while (in->len - off >= 4) {
+		const uint8_t *h = (const uint8_t *)in->p + off;
+		size_t len = (size_t)h[0] << 24 | (size_t)h[1] << 16 |
+			     (size_t)h[2] << 8 | h[3];
+		if (in->len - off < 4 + len)
+			break;
+		if (count_reply(h + 4, len, c) < 0)
+			return GD_EPROTO;
+		off += 4 + len;
+	}
+	memmove(in->p, in->p + off, in->len - off);
+	in->len -= off;
+	return 0;
+}
+
+static long answered(const struct counts *c)
+{
+	return c->ok + c->failed + c->locked + c->other;
+}
+
 static int burst(const char *path, const char *user, const char *ip,
 		 long count, const char *token, const char *last,
 		 struct counts *c)
 {
-	void *ctx = zmq_ctx_new(), *sock = NULL;
-	char endpoint[4096];
-	int zero = 0, timeout = TIMEOUT_MS, rc = GD_EUNREACH;
-	int64_t max = GD_CTL_MAX_REPLY;
+	struct buf out = BUF_INIT, in = BUF_INIT;
+	size_t off = 0;
+	int fd = wire_connect(path, TIMEOUT_MS), rc = GD_EUNREACH;
 
-	if (!ctx || strlen(path) + 7 > sizeof(endpoint))
-		goto done;
-	snprintf(endpoint, sizeof(endpoint), "ipc://%s", path);
-	if (!(sock = zmq_socket(ctx, ZMQ_DEALER)))
-		goto done;
-	/* never block or drop: every request queued, every answer kept */
-	zmq_setsockopt(sock, ZMQ_SNDHWM, &zero, sizeof(zero));
-	zmq_setsockopt(sock, ZMQ_RCVHWM, &zero, sizeof(zero));
-	zmq_setsockopt(sock, ZMQ_LINGER, &zero, sizeof(zero));
-	zmq_setsockopt(sock, ZMQ_MAXMSGSIZE, &max, sizeof(max));
-	zmq_setsockopt(sock, ZMQ_RCVTIMEO, &timeout, sizeof(timeout));
-	if (zmq_connect(sock, endpoint) < 0)
-		goto done;
+	if (fd < 0)
+		return GD_EUNREACH;
 	for (long i = 0; i <= count; i++) {
 		const char *t = i < count ? token : last;
 		if (!t)
 			break;
-		if ((rc = send_val(sock, user, ip, t)) < 0)
+		if ((rc = add_val(&out, user, ip, t)) < 0)
 			goto done;
 		c->sent++;
 	}
-	for (long i = 0; i < c->sent; i++)
-		if ((rc = take_reply(sock, c)) < 0)
-			goto done;
+	rc = GD_EUNREACH;
+	while (answered(c) < c->sent) {
+		struct pollfd p = { fd, POLLIN | (off < out.len ? POLLOUT : 0),
+				    0 };
+		int n = poll(&p, 1, TIMEOUT_MS);
+		if (n <= 0)
+			goto done; /* nothing within the time */
+		if (off < out.len && (p.revents & POLLOUT)) {
+			ssize_t w = send(fd, out.p + off, out.len - off,
+					 MSG_DONTWAIT | MSG_NOSIGNAL);
+			if (w < 0 && errno != EAGAIN && errno != EINTR)
+				goto done;
+			off += w > 0 ? (size_t)w : 0;
+		}
+		if (p.revents & (POLLIN | POLLHUP | POLLERR))
+			if ((rc = take_replies(fd, &in, c)) < 0)
+				goto done;
+		rc = GD_EUNREACH;
+	}
 	rc = 0;
 done:
-	if (sock)
-		zmq_close(sock);
-	if (ctx)
-		zmq_ctx_term(ctx);
+	close(fd);
+	buf_free(&out);
+	buf_free(&in);
 	return rc;
 }
 

@@ -11,7 +11,7 @@
  *
  * It reads tokens from stdin, one a line, and for each line makes one
  * round: K requests to each SITE's user socket (read from its grantd.conf,
- * CONFIG), each from its own thread and REQ socket, connected first and
+ * CONFIG), each from its own thread and connection, connected first and
  * then released together by a barrier, so the node sees them as grant-shell
  * would send them for `2fa val TOKEN` from IP (default 127.0.24.99), in the
  * same instant.  A site whose socket is absent or has no listener (a killed
@@ -36,7 +36,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <zmq.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "config.h"
@@ -76,7 +76,6 @@ struct site {
 struct shot {
 	const struct site *site;
 	const char *user, *ip, *token;
-	void *ctx;
 	int timeout_ms;
 	pthread_barrier_t *go;
 	/* the outcome */
@@ -109,14 +108,10 @@ static void *shoot(void *arg)
 	Grantd__V1__Request req = GRANTD__V1__REQUEST__INIT;
 	Grantd__V1__Reply *rep = NULL;
 	char *args[1] = { (char *)s->token };
-	char endpoint[4200];
-	uint8_t frame[1024];
-	void *sock = NULL;
-	int zero = 0;
-	int64_t max = GD_CTL_MAX_REPLY;
-	size_t len;
+	uint8_t frame[1024], *ans = NULL;
+	size_t len, anslen;
+	int fd = -1;
 	double t0;
-	zmq_msg_t m;
 
 	s->result = "unreachable";
 	s->status = GD_EXIT_UNREACHABLE;
@@ -127,41 +122,24 @@ static void *shoot(void *arg)
 	req.args = args;
 	req.n_args = 1;
 	len = grantd__v1__request__get_packed_size(&req);
-	bool up = wire_listening(s->site->path);
-	if (up && len <= sizeof(frame)) {
+	if (len <= sizeof(frame)) {
 		grantd__v1__request__pack(&req, frame);
-		snprintf(endpoint, sizeof(endpoint), "ipc://%s", s->site->path);
-		sock = zmq_socket(s->ctx, ZMQ_REQ);
-		if (sock) {
-			zmq_setsockopt(sock, ZMQ_LINGER, &zero, sizeof(zero));
-			zmq_setsockopt(sock, ZMQ_MAXMSGSIZE, &max, sizeof(max));
-			zmq_setsockopt(sock, ZMQ_RCVTIMEO, &s->timeout_ms,
-				       sizeof(s->timeout_ms));
-			zmq_setsockopt(sock, ZMQ_SNDTIMEO, &s->timeout_ms,
-				       sizeof(s->timeout_ms));
-			if (zmq_connect(sock, endpoint) < 0) {
-				zmq_close(sock);
-				sock = NULL;
-			}
-		}
+		fd = wire_connect(s->site->path, s->timeout_ms);
 	}
 	/* every thread waits here, reachable site or not: the requests
 	 * leave together */
 	pthread_barrier_wait(s->go);
 	t0 = now_ms();
-	if (!sock)
+	if (fd < 0)
 		goto out;
-	if (zmq_send(sock, frame, len, 0) < 0)
-		goto out;
-	zmq_msg_init(&m);
-	if (zmq_msg_recv(&m, sock, 0) < 0) {
-		s->result = errno == EAGAIN ? "timeout" : "unreachable";
-		zmq_msg_close(&m);
+	if (wire_send(fd, frame, len, s->timeout_ms) < 0 ||
+	    wire_recv(fd, &ans, &anslen, s->timeout_ms) < 0) {
+		/* a frozen node keeps the connection and says nothing */
+		s->result = now_ms() - t0 >= s->timeout_ms - 1 ? "timeout" :
+								  "unreachable";
 		goto out;
 	}
-	rep = grantd__v1__reply__unpack(NULL, zmq_msg_size(&m),
-					zmq_msg_data(&m));
-	zmq_msg_close(&m);
+	rep = grantd__v1__reply__unpack(NULL, anslen, ans);
 	s->ms = now_ms() - t0;
 	if (!rep) {
 		s->result = "error";
@@ -178,8 +156,9 @@ static void *shoot(void *arg)
 out:
 	if (!rep && s->ms == 0)
 		s->ms = now_ms() - t0;
-	if (sock)
-		zmq_close(sock);
+	if (fd >= 0)
+		close(fd);
+	free(ans);
 	explicit_bzero(frame, sizeof(frame));
 	return NULL;
 }
@@ -198,7 +177,7 @@ static void json_str(const char *v)
 	putchar('"');
 }
 
-static int round_at(void *ctx, const struct site *sites, int nsites, int k,
+static int round_at(const struct site *sites, int nsites, int k,
 		    const char *user, const char *ip, const char *token,
 		    int timeout_ms, long round)
 {
@@ -211,7 +190,7 @@ static int round_at(void *ctx, const struct site *sites, int nsites, int k,
 		return GD_ENOMEM;
 	for (int i = 0; i < n; i++) {
 		shots[i] = (struct shot){ .site = &sites[i / k], .user = user,
-					  .ip = ip, .token = token, .ctx = ctx,
+					  .ip = ip, .token = token,
 					  .timeout_ms = timeout_ms, .go = &go };
 		if (pthread_create(&th[i], NULL, shoot, &shots[i]) != 0) {
 			fprintf(stderr, "%s: cannot start a thread\n", prog);
@@ -252,7 +231,6 @@ int main(int argc, char **argv)
 	const char *ip = "127.0.24.99";
 	char line[TOKEN_MAX + 2];
 	int i = 1, nsites = 0, rc = GD_EXIT_OK;
-	void *ctx;
 
 	for (; i < argc && argv[i][0] == '-'; i++) {
 		const char *a = argv[i];
@@ -299,10 +277,6 @@ int main(int argc, char **argv)
 			 cfg->user_socket);
 		config_free(&cfg);
 	}
-	if (!(ctx = zmq_ctx_new())) {
-		fprintf(stderr, "%s: no ZeroMQ context\n", prog);
-		return GD_EXIT_INTERNAL;
-	}
 	while (fgets(line, sizeof(line), stdin)) {
 		size_t n = strcspn(line, "\r\n");
 		if (line[n] == '\0' && !feof(stdin)) {
@@ -314,13 +288,12 @@ int main(int argc, char **argv)
 		line[n] = '\0';
 		if (n == 0)
 			continue;
-		if (round_at(ctx, sites, nsites, (int)k, user, ip, line,
+		if (round_at(sites, nsites, (int)k, user, ip, line,
 			     (int)timeout, round++) < 0) {
 			rc = GD_EXIT_INTERNAL;
 			break;
 		}
 	}
 	explicit_bzero(line, sizeof(line));
-	zmq_ctx_term(ctx);
 	return rc;
 }

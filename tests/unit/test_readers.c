@@ -1,13 +1,15 @@
 /*
  * test_readers.c: node/requests/readers.h, the reader thread.
  *
- * A real store, a real reader thread on real ipc:// sockets, and clients
+ * A real store, a real reader thread on real unix sockets, and clients
  * that speak the control protocol as grant-keys and grantctl do.  The
  * writer is played by the test: it reads the pipe only when a test says
  * so, which shows that reads never wait for it.
  *   - reads are answered by the reader alone, from its view;
  *   - a write is forwarded whole to the writer, and its answer comes back
  *     to the client through the reader;
+ *   - two connections' writes are answered each on its own connection,
+ *     and a read sent after a write on one connection comes after it;
  *   - a view shows a change only once the writer publishes it;
  *   - the syncing flag the writer publishes gates the 2fa reads;
  *   - status is answered here from the parts the writer published, each
@@ -66,7 +68,7 @@ struct fixture {
 	struct ops *o;
 	void *zctx;
 	struct readers *rd;
-	void *user, *admin;   /* clients */
+	int user, admin;      /* clients' connections (wire.h) */
 };
 
 static int setup_group(void **state)
@@ -95,18 +97,12 @@ static void add_user(struct fixture *f, const char *name, const char *key)
 	store_batch_free(&b);
 }
 
-static void *client(struct fixture *f, const char *path)
+static int client(const char *path)
 {
-	void *s = zmq_socket(f->zctx, ZMQ_REQ);
-	char ep[128];
-	int ms = 10000, zero = 0;
+	int fd = wire_connect(path, 10000);
 
-	assert_non_null(s);
-	zmq_setsockopt(s, ZMQ_RCVTIMEO, &ms, sizeof(ms));
-	zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof(zero));
-	snprintf(ep, sizeof(ep), "ipc://%s", path);
-	assert_int_equal(zmq_connect(s, ep), 0);
-	return s;
+	assert_true(fd >= 0);
+	return fd;
 }
 
 static int start(void **state, bool syncing)
@@ -139,8 +135,8 @@ static int start(void **state, bool syncing)
 				  .syncing = syncing };
 	if (readers_start(&f->rd, &o) < 0)
 		return -1;
-	f->user = client(f, f->user_sock);
-	f->admin = client(f, f->admin_sock);
+	f->user = client(f->user_sock);
+	f->admin = client(f->admin_sock);
 	*state = f;
 	return 0;
 }
@@ -160,8 +156,8 @@ static int teardown(void **state)
 {
 	struct fixture *f = *state;
 
-	zmq_close(f->user);
-	zmq_close(f->admin);
+	close(f->user);
+	close(f->admin);
 	readers_stop(&f->rd);
 	zmq_ctx_term(f->zctx);
 	fx_store_close(&f->s, &f->o);
@@ -172,7 +168,7 @@ static int teardown(void **state)
 }
 
 /* Send one request; args NULL-terminated. */
-static void send_req(void *sock, const char *cmd, const char *user,
+static void send_req(int sock, const char *cmd, const char *user,
 		     const char *ip, ...)
 {
 	Grantd__V1__Request rq = GRANTD__V1__REQUEST__INIT;
@@ -193,19 +189,20 @@ static void send_req(void *sock, const char *cmd, const char *user,
 	size_t len = grantd__v1__request__get_packed_size(&rq);
 	assert_true(len <= sizeof(frame));
 	grantd__v1__request__pack(&rq, frame);
-	assert_int_equal(zmq_send(sock, frame, len, 0), (int)len);
+	assert_int_equal(wire_send(sock, frame, len, 10000), 0);
 }
 
 /* Receive the reply: its status, out and err (NULL-safe). */
-static int recv_reply(void *sock, struct buf *out, struct buf *err)
+static int recv_reply(int sock, struct buf *out, struct buf *err)
 {
-	uint8_t frame[65536];
-	int n = zmq_recv(sock, frame, sizeof(frame), 0);
+	uint8_t *frame;
+	size_t n;
 	Grantd__V1__Reply *rep;
 	int status;
 
-	assert_true(n > 0);
-	rep = grantd__v1__reply__unpack(NULL, (size_t)n, frame);
+	assert_int_equal(wire_recv(sock, &frame, &n, 10000), 0);
+	rep = grantd__v1__reply__unpack(NULL, n, frame);
+	free(frame);
 	assert_non_null(rep);
 	status = rep->status;
 	buf_reset(out);
@@ -325,6 +322,63 @@ static void test_write_forwarded(void **state)
 	buf_free(&out);
 	buf_free(&err);
 	buf_free(&ident);
+}
+
+/* The writer's answer text (status 0) to the request ident names. */
+static void writer_answer(struct fixture *f, const struct buf *ident,
+			  const char *text)
+{
+	Grantd__V1__Reply rep = GRANTD__V1__REPLY__INIT;
+	uint8_t frame[256];
+	void *pipe = readers_pipe(f->rd);
+
+	rep.status = 0, rep.has_status = 1;
+	rep.out = (char *)text;
+	size_t len = grantd__v1__reply__get_packed_size(&rep);
+	grantd__v1__reply__pack(&rep, frame);
+	assert_true(zmq_send(pipe, ident->p, ident->len, ZMQ_SNDMORE) >= 0);
+	assert_true(zmq_send(pipe, "", 0, ZMQ_SNDMORE) >= 0);
+	assert_true(zmq_send(pipe, frame, len, 0) >= 0);
+}
+
+/* Two connections of the user socket with a write each at the writer:
+ * each answer goes to its own connection, whatever the writer's order,
+ * and a read sent after a write on the same connection is answered after
+ * it (a connection's answers come in the order of its requests). */
+static void test_forwarded_to_its_connection(void **state)
+{
+	struct fixture *f = *state;
+	struct buf out = BUF_INIT, err = BUF_INIT, id1 = BUF_INIT,
+		   id2 = BUF_INIT;
+	Grantd__V1__Request *rq = NULL;
+	int u2 = client(f->user_sock);
+
+	send_req(f->user, "2fa.val", "alice", "127.0.0.1", "123456", NULL);
+	send_req(f->user, "keys.list", NULL, NULL, NULL);
+	writer_recv(f, &id1, &rq);
+	assert_int_equal(((uint8_t *)id1.p)[0], 0); /* the user socket */
+	assert_string_equal(rq->cmd, "2fa.val");
+	grantd__v1__request__free_unpacked(rq, NULL);
+	send_req(u2, "2fa.val", "alice", "127.0.0.2", "654321", NULL);
+	writer_recv(f, &id2, &rq);
+	assert_string_equal(rq->client_ip, "127.0.0.2");
+	grantd__v1__request__free_unpacked(rq, NULL);
+	assert_false(id1.len == id2.len && !memcmp(id1.p, id2.p, id1.len));
+	/* the second connection's first */
+	writer_answer(f, &id2, "for the second");
+	assert_int_equal(recv_reply(u2, &out, &err), 0);
+	assert_string_equal(out.p, "for the second");
+	writer_answer(f, &id1, "for the first");
+	assert_int_equal(recv_reply(f->user, &out, &err), 0);
+	assert_string_equal(out.p, "for the first");
+	/* then the read it sent after the write */
+	assert_int_equal(recv_reply(f->user, &out, &err), 0);
+	assert_non_null(strstr(out.p, "alice\t" KEY_ALICE));
+	close(u2);
+	buf_free(&out);
+	buf_free(&err);
+	buf_free(&id1);
+	buf_free(&id2);
 }
 
 /* A change shows in reads only once the writer publishes a view that has
@@ -553,6 +607,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(
 			test_read_answered_without_writer, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_forwarded_to_its_connection,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_write_forwarded, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_view_published, setup,

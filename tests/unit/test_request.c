@@ -13,7 +13,8 @@
  *    than allowed, keeping the asker's id but never the payload (whose
  *    buffer never moves); the next request reads whole;
  *  - request_send_reply answers the asker with its status and texts, and
- *    request_refuse_oversized answers "request too large" (exit 2).
+ *    request_refuse_oversized answers "request too large" (exit 2);
+ *  - request_pack_reply (the reader's plain sockets) packs every field.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -321,6 +322,37 @@ static void test_reply(void **state)
 	grantd__v1__reply__free_unpacked(rep, NULL);
 }
 
+/* request_pack_reply: the Reply the reader sends on its plain sockets,
+ * every field there (and a status 0 present, not left out). */
+static void test_pack_reply(void **state)
+{
+	Grantd__V1__Reply *rep;
+	struct req r;
+	size_t len;
+
+	(void)state;
+	memset(&r, 0, sizeof(r));
+	r.status = GD_EXIT_OK;
+	buf_puts(&r.out, "granted");
+	buf_puts(&r.uri, "otpauth://totp/x");
+	buf_puts(&r.path, "/srv/git/a.git");
+	r.factor = "hotp";
+	snprintf(r.next, sizeof(r.next), "%s", "cursor");
+	uint8_t *p = request_pack_reply(&r, &len);
+	request_free(&r);
+	rep = grantd__v1__reply__unpack(NULL, len, p);
+	free(p);
+	assert_non_null(rep);
+	assert_true(rep->has_status && rep->status == GD_EXIT_OK);
+	assert_string_equal(rep->out, "granted");
+	assert_null(rep->err);
+	assert_string_equal(rep->otpauth_uri, "otpauth://totp/x");
+	assert_string_equal(rep->path, "/srv/git/a.git");
+	assert_string_equal(rep->factor, "hotp");
+	assert_string_equal(rep->next, "cursor");
+	grantd__v1__reply__free_unpacked(rep, NULL);
+}
+
 static void test_refuse_oversized(void **state)
 {
 	struct fx *f = *state;
@@ -349,6 +381,7 @@ int main(void)
 	        cmocka_unit_test_setup_teardown(test_recv_over_bounds, setup,
 	                                        teardown),
 	        cmocka_unit_test_setup_teardown(test_reply, setup, teardown),
+	        cmocka_unit_test(test_pack_reply),
 	        cmocka_unit_test_setup_teardown(test_refuse_oversized, setup,
 	                                        teardown),
 	};
