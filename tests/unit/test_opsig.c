@@ -214,10 +214,12 @@ static enum opsig_verdict edited(struct opsig_verifier *v,
                                  void (*edit)(Grantd__V1__OpSig *m))
 {
 	Grantd__V1__Op *op = decode(b);
+	size_t np = op->sig->n_path;
 	enum opsig_verdict d;
 
 	edit(op->sig);
 	d = opsig_verify(v, op, NULL);
+	op->sig->n_path = np; /* what protobuf-c frees */
 	grantd__v1__op__free_unpacked(op, NULL);
 	return d;
 }
