@@ -120,9 +120,9 @@ peers, for tests/integration/test_repl_security.sh.  Needs python3-zmq.
                  node asks SITE for VICTIM's range, as it may when SITE
                  holds what VICTIM sent; each RangeReq for VICTIM is
                  answered with Op{VICTIM, VEPOCH, VSEQ + 1, a Grant of kim
-                 from 10.66.6.9}, in turn unsigned and signed with SITE's
-                 own key (common/opsig.h): a relayed operation its origin
-                 never made
+                 from 10.66.6.9}, to each asker in turn unsigned and signed
+                 with SITE's own key (common/opsig.h): a relayed operation
+                 its origin never made
       Every operation of SITE's own (pushlog) is signed with SITE's key, as
       a dishonest site that holds it would (a batch of one: OpSig{sig,
       index 0, count 1, root}); the key is derived from KEYFILE's CURVE secret as
@@ -655,6 +655,7 @@ def forge(ctx, attack, publish, sync, keyfile, site, victim, vepoch, vseq, secs)
                 field_varint(3, vseq + 1) + field_varint(4, now_hlc) +
                 field_bytes(12, grant("10.66.6.9", now_hlc, victim)))
     relay_ops = [relay_op, sign(relay_op)]
+    asked = {}  # relay: range requests for VICTIM, by asker
     feed_op = (field_bytes(1, victim) + field_varint(2, vepoch) +
                field_varint(3, vseq + 1) + field_varint(4, now_hlc) +
                field_bytes(10, field_bytes(1, "forged-feed") + field_varint(14, now_hlc) +
@@ -682,7 +683,9 @@ def forge(ctx, attack, publish, sync, keyfile, site, victim, vepoch, vseq, secs)
             counts["range_reqs"] += 1
             trunc = attack in ("snap", "snap-vv")
             if attack == "relay" and origin == victim and repoch == vepoch:
-                signed = counts["range_reqs"] % 2 == 0
+                # in turn for each asker (the victim itself may ask too)
+                asked[rid] = asked.get(rid, 0) + 1
+                signed = asked[rid] % 2 == 0
                 send(rid, field_bytes(13, field_bytes(1, victim) + field_varint(2, vepoch) +
                                       field_bytes(3, relay_ops[signed]) +
                                       field_varint(4, vseq + 1)))
