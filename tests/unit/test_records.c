@@ -71,6 +71,8 @@ static void test_enum_values_stay(void **state)
 	assert_int_equal(CF_PROMISES, 14);
 	assert_int_equal(CF_PUSHLOG, 15);
 	assert_int_equal(CF_ADDR_REVOKES, 16);
+	assert_int_equal(CF_TLEAVES, 17);
+	assert_int_equal(CF_THASHES, 18);
 	assert_string_equal(store_cf_name(CF_META), "default");
 	assert_string_equal(store_cf_name(CF_KEYFP), "keyfp");
 	assert_string_equal(store_cf_name(CF_PUSHLOG), "pushlog");
@@ -85,7 +87,7 @@ static void test_snapshot_is_every_replicated_family(void **state)
 						CF_FAILS, CF_UNLOCK,
 						CF_REPOS, CF_REFS,
 						CF_REVOKES, CF_PUSHLOG,
-						CF_ADDR_REVOKES };
+						CF_ADDR_REVOKES, CF_TLEAVES };
 	size_t n = 0;
 
 	(void)state;
@@ -510,7 +512,9 @@ static void test_mirror_rows(void **state)
 	(void)state;
 	for (int cf = 0; cf < CF__COUNT; cf++) {
 		const struct records_kind *k = records_kind(cf);
-		bool want = cf == CF_USERS || cf == CF_REPOS || cf == CF_REFS;
+		/* and the transparency log's public leaves (issue 21) */
+		bool want = cf == CF_USERS || cf == CF_REPOS || cf == CF_REFS ||
+		            cf == CF_TLEAVES;
 		if (records_mirror_visible(cf) != want)
 			fail_msg("family %s: mirror-visible is %d", k->name,
 				 !want);
