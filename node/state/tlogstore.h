@@ -68,4 +68,49 @@ int tlogstore_root(struct tlog_hash *out,
  * or why not. */
 const char *tlogstore_check(const Grantd__V1__Op *op);
 
+/* ---- the check of `grantctl log verify` ---- */
+
+/* One origin's tree as the walk found it. */
+struct tlogstore_tree {
+	char origin[65];
+	uint64_t size; /* leaves 0 .. size - 1 held */
+	uint64_t forks; /* other texts kept beside them */
+	struct tlog_hash root; /* recomputed from the leaves' texts */
+};
+
+enum tlogstore_break {
+	TLOGSTORE_OK = 0,
+	TLOGSTORE_UNDECODABLE, /* a leaf's key or bytes are no leaf */
+	TLOGSTORE_MISPLACED, /* its origin or index differ from its key's,
+	                      * or its text's */
+	TLOGSTORE_GAP, /* leaf `at` is missing, a later one held */
+	TLOGSTORE_BAD_TEXT, /* its text does not parse (pushleaf.h) */
+	TLOGSTORE_WRONG_SIZE, /* the stored size is not the leaves held */
+	TLOGSTORE_WRONG_LEAF, /* the stored hash of leaf `at` is not its
+	                       * text's */
+	TLOGSTORE_WRONG_ROOT, /* the stored hashes' root is not the one
+	                       * recomputed from the texts */
+};
+
+struct tlogstore_verify {
+	struct tlogstore_tree *trees; /* each origin's, in key order */
+	size_t ntrees, cap;
+	uint64_t leaves, forks;
+	/* the first break found, or TLOGSTORE_OK */
+	enum tlogstore_break brk;
+	char brk_site[65];
+	uint64_t brk_at;
+};
+
+/* Walk every origin's leaves (committed state): each in place and whole,
+ * their root recomputed from the texts alone (RFC 6962, never reading the
+ * stored hashes), then held against the stored size, each leaf's stored
+ * hash and the stored hashes' tree hash (tlog_tree_hash).  *v is the
+ * caller's (tlogstore_verify_free); a break is in v, not an error.
+ * Returns 0 or the store's error. */
+int tlogstore_verify(struct tlogstore_verify *v, struct store *s);
+void tlogstore_verify_free(struct tlogstore_verify *v);
+/* "leaf missing (a later one held)", ...; "" for TLOGSTORE_OK */
+const char *tlogstore_break_text(enum tlogstore_break b);
+
 #endif
