@@ -526,9 +526,13 @@ static void test_push_leaf(void **state)
 	f->node = NULL;
 	r = reader(f, "log.verify", NULL, 0);
 	assert_int_equal(r->status, GD_EXIT_OK);
-	assert_non_null(strstr(buf_str(&r->out),
-	                       "transparency log: 2 leaves from 1 site (0 "
-	                       "forks), every root matches its leaves\n"));
+	f->rq.json = true;
+	r = run(f, r, false);
+	assert_non_null(strstr(buf_str(&r->out), "\"tlog\":{\"trees\":[{"
+	                                          "\"site\":\"sitea\","
+	                                          "\"size\":2,"));
+	assert_non_null(strstr(buf_str(&r->out), "\"intact\":true"));
+	f->rq.json = false;
 	static const char *page[] = {"--max", "1"};
 	r = reader(f, "log.page", page, 2);
 	assert_non_null(strstr(buf_str(&r->out), " leaf=1\n"));
