@@ -54,12 +54,13 @@
 #define PUSHLEAF_FACTOR_MAX 16
 #define PUSHLEAF_REF_MAX    255
 #define PUSHLEAF_OID_HEX    40
-/* ref lines in one leaf (the node's OPS_MAX_REF_CHANGES) */
-#define PUSHLEAF_MAX_REFS 4096
-/* the longest text the bounds allow */
-#define PUSHLEAF_TEXT_MAX           \
-	(1024 + PUSHLEAF_REPO_MAX + \
-	 PUSHLEAF_MAX_REFS * (PUSHLEAF_REF_MAX + 2 * PUSHLEAF_OID_HEX + 8))
+/* ref lines in one leaf: grant-hook sends at most 512 per request (one
+ * push log entry each), and 512 of the shortest fit PUSHLEAF_TEXT_MAX */
+#define PUSHLEAF_MAX_REFS 512
+/* the longest text: what a C2SP tlog-tiles entry bundle holds (an entry's
+ * length is a uint16).  grant-hook sends at most 48 KiB of ref lines per
+ * request, so its pushes' leaves stay well under it. */
+#define PUSHLEAF_TEXT_MAX 65535
 
 struct pushleaf_ref {
 	char ref[PUSHLEAF_REF_MAX + 1];
@@ -88,8 +89,8 @@ struct pushleaf {
 };
 
 /* The text of l, appended to out (reset first).  0, or GD_EINVAL when a
- * field breaks the rules above (then out holds nothing useful): so every
- * text written parses. */
+ * field breaks the rules above or the text would be longer than
+ * PUSHLEAF_TEXT_MAX (then out is empty): so every text written parses. */
 int pushleaf_format(struct buf *out, const struct pushleaf *l);
 
 /* The fields of the text (len bytes, no NUL needed) into *out, refs

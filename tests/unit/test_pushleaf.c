@@ -203,23 +203,45 @@ static void test_bounds(void **state)
 	struct pushleaf l = {.origin = "s", .repo = "r", .refs = refs};
 	struct pushleaf back;
 	struct buf out = BUF_INIT;
+	size_t n;
 
 	(void)state;
 	assert_non_null(refs);
 	for (size_t i = 0; i <= PUSHLEAF_MAX_REFS; i++) {
-		memset(refs[i].ref, 'a', PUSHLEAF_REF_MAX);
-		memcpy(refs[i].ref, "refs/", 5);
-		strcpy(refs[i].old, Z);
-		strcpy(refs[i].new_, A);
+		memcpy(refs[i].ref, "refs/x", 7);
+		memcpy(refs[i].old, Z, sizeof(Z));
+		memcpy(refs[i].new_, A, sizeof(A));
 	}
-	memset(l.repo, 'r', PUSHLEAF_REPO_MAX);
+	/* the most ref lines, short: fits */
 	l.nrefs = PUSHLEAF_MAX_REFS;
 	assert_int_equal(pushleaf_format(&out, &l), 0);
 	assert_true(out.len <= PUSHLEAF_TEXT_MAX);
 	assert_int_equal(pushleaf_parse(&back, out.p, out.len), 0);
+	assert_int_equal(back.nrefs, PUSHLEAF_MAX_REFS);
 	pushleaf_free(&back);
+	/* one more: refused, written or read */
 	l.nrefs = PUSHLEAF_MAX_REFS + 1;
 	assert_int_equal(pushleaf_format(&out, &l), GD_EINVAL);
+	l.nrefs = PUSHLEAF_MAX_REFS;
+	assert_int_equal(pushleaf_format(&out, &l), 0);
+	buf_printf(&out, "ref refs/x %s %s\n", Z, A);
+	assert_int_equal(pushleaf_parse(&back, out.p, out.len), GD_EINVAL);
+	pushleaf_free(&back);
+	/* the longest names: the text would pass PUSHLEAF_TEXT_MAX */
+	memset(l.repo, 'r', PUSHLEAF_REPO_MAX);
+	for (n = 0; n < PUSHLEAF_MAX_REFS; n++) {
+		memset(refs[n].ref, 'a', PUSHLEAF_REF_MAX);
+		memcpy(refs[n].ref, "refs/", 5);
+	}
+	assert_int_equal(pushleaf_format(&out, &l), GD_EINVAL);
+	assert_int_equal(out.len, 0);
+	/* as many as fit */
+	n = (PUSHLEAF_TEXT_MAX - 1024 - PUSHLEAF_REPO_MAX) /
+	    (PUSHLEAF_REF_MAX + 2 * PUSHLEAF_OID_HEX + 7);
+	l.nrefs = n;
+	assert_int_equal(pushleaf_format(&out, &l), 0);
+	assert_int_equal(pushleaf_parse(&back, out.p, out.len), 0);
+	pushleaf_free(&back);
 	assert_int_equal(pushleaf_parse(&back, out.p, PUSHLEAF_TEXT_MAX + 1),
 	                 GD_ETOOBIG);
 	pushleaf_free(&back);
