@@ -28,6 +28,7 @@
 #include "log.h"
 #include "names.h"
 #include "plheads.h"
+#include "pushleaf.h"
 #include "pushlog.h"
 #include "records.h"
 #include "store.h"
@@ -175,9 +176,15 @@ static cJSON *entry_json(const Grantd__V1__PushLogEntry *e)
 	cJSON_AddStringToObject(o, "prev", h);
 	hash_hex(h, &e->hash);
 	cJSON_AddStringToObject(o, "hash", h);
-	/* its transparency log leaf (origin#leaf_index), when it has one */
+	/* its transparency log leaf (origin#leaf_index), when it has one,
+	 * and the salt of the leaf's address commitment: with client_ip, what
+	 * an admin shows to prove the leaf's address (pushleaf.h) */
 	if (e->has_leaf_index)
 		cJSON_AddNumberToObject(o, "leaf_index", (double)e->leaf_index);
+	if (e->addr_salt.len == PUSHLEAF_SALT_LEN) {
+		pushlog_hex(h, e->addr_salt.data, e->addr_salt.len);
+		cJSON_AddStringToObject(o, "addr_salt", h);
+	}
 	return o;
 }
 

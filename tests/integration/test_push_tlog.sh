@@ -91,8 +91,8 @@ t_expect_soon 0 10 "the public digests of all three sites agree" pub_equal
 t_wait_converged 10 "${FRONTS[@]}" || t_fail "the frontends agree" "$(t_states "${FRONTS[@]}")"
 t_expect 0 "montreal: log verify" t_c $MIRROR log verify
 t_expect 0 "portland: log --json --repo one" t_c portland log --json --repo one
-t_eq "each entry its leaf index, newest first" \
-	"$(python3 -c 'import json, sys; print(" ".join(str(json.loads(l).get("leaf_index")) for l in sys.stdin if l.strip()))' <<<"$OUT")" "1 0"
+t_eq "each entry its leaf index and the salt of its address, newest first" \
+	"$(python3 -c 'import json, sys; print(" ".join("%s:%d" % (j.get("leaf_index"), len(j.get("addr_salt", ""))) for j in map(json.loads, filter(str.strip, sys.stdin))))' <<<"$OUT")" "1:64 0:64"
 
 t_section "the mirror: leaves, no entry, no address"
 MF=$(fams $MIRROR)
