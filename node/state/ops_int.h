@@ -78,7 +78,7 @@ struct ops {
 	 * predecessor (ops_merge.c) */
 	uint64_t pushlog_refused;
 	/* transparency log leaves refused: an index other than the
-	 * origin's tree size here (ops_merge.c apply_leaf); when one was
+	 * origin's tree size here (ops_tlog.c); when one was
 	 * last logged (monotonic ms: at most one line a second) */
 	uint64_t tleaf_refused;
 	uint64_t tleaf_refused_logged_ms;

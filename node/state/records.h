@@ -24,8 +24,9 @@
  *   live    the function saying whether a record counts in `status`
  *           (records_live; NULL: the family is not counted)
  *   mirror  a read-only mirror (SPEC 9) may hold it: repositories, their
- *           settings and users' public keys; never secrets, token marks,
- *           promises, grants, failures or the push log (client IPs)
+ *           settings, users' public keys and the transparency log's
+ *           leaves (public texts); never secrets, token marks, promises,
+ *           grants, failures or the push log's entries (client IPs)
  *
  * The table is expanded by store.h (the enum) and store.c (the names,
  * sealing), the ops rooms (ops_merge.c: the merge rule of each family;
@@ -66,7 +67,7 @@ enum records_merge {
 			 * size here (an index beyond it is refused); a
 			 * different text at an index held is a fork, kept
 			 * beside the first (records_key_tleaf_fork), never
-			 * in its place (ops_merge.c apply_leaf) */
+			 * in its place (ops_tlog.c ops_tlog_apply) */
 };
 
 /* clang-format off */
