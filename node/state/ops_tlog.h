@@ -1,7 +1,8 @@
 /*
  * ops_tlog.h: what the transparency log's merge rule (ops_tlog.c) counts,
- * for status and `grantctl log verify`.  Writer thread (the owner of
- * struct ops).
+ * for `status` (the writer renders it: cmd_status_store) and tests; the
+ * count is also in each "push leaf refused" log line.  Writer thread (the
+ * owner of struct ops).
  */
 #ifndef GD_OPS_TLOG_H
 #define GD_OPS_TLOG_H
