@@ -15,6 +15,10 @@
  * sent with every request, and the node records a request id once, so a
  * repeat is answered OK without a second, newer record that could move a
  * ref back over a later push from another site.
+ *
+ * Once recorded, a push with a transparency log leaf (issue 21) is shown
+ * to the pusher as git shows a hook's stderr: "remote: grantd: logged as
+ * SITE#INDEX", the leaf grant-log can prove (docs/push-log.md).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -134,11 +138,31 @@ static size_t part_lines(const struct hooklines *l, size_t off)
 	return n;
 }
 
+/* The answer's "logged as SITE#INDEX" lines (hook.refs, one per leaf
+ * made), on stderr as "grantd: logged as SITE#INDEX": a site name and a
+ * number only, never anything else the answer holds. */
+static void show_logged(const char *out)
+{
+	static const char tag[] = "logged as ";
+
+	for (const char *p = out; p && *p;) {
+		const char *nl = strchr(p, '\n');
+		size_t n = nl ? (size_t)(nl - p) : strlen(p);
+		size_t t = strlen(tag);
+		if (n > t && n < t + 96 && !strncmp(p, tag, t) &&
+		    strspn(p + t, "abcdefghijklmnopqrstuvwxyz0123456789-#") ==
+		            n - t)
+			fprintf(stderr, "grantd: %.*s\n", (int)n, p);
+		p = nl ? nl + 1 : NULL;
+	}
+}
+
 /* 0 recorded; GD_EINVAL: the node says the lines are malformed (status 2:
  * sending them again cannot help); GD_EUNREACH: anything else (no answer,
- * a timeout, a refusal, an internal error), so keep them. */
+ * a timeout, a refusal, an internal error), so keep them.  show: print
+ * where the node logged them (this push's lines, not a spool's). */
 static int send_lines(const struct config *cfg, const char *repo,
-		      const struct hooklines *l)
+		      const struct hooklines *l, bool show)
 {
 	unsigned part = 0;
 	size_t n;
@@ -179,6 +203,8 @@ static int send_lines(const struct config *cfg, const char *repo,
 			return GD_EUNREACH;
 		}
 		rc = rep->status;
+		if (rc == GD_EXIT_OK && show)
+			show_logged(rep->out);
 		if (rc != GD_EXIT_OK)
 			fprintf(stderr, "%s: the grantd node answered status "
 				"%d: %s\n", prog, rc,
@@ -287,7 +313,7 @@ static int flush_one(const struct config *cfg, const char *repo,
 		 * before it is sent, or a resend would carry another one */
 		rc = GD_EUNREACH;
 	} else {
-		rc = send_lines(cfg, repo, &l);
+		rc = send_lines(cfg, repo, &l, false);
 		if (rc == GD_EINVAL)
 			fprintf(stderr, "%s: the node refused %s as malformed; "
 				"dropped\n", prog, path);
@@ -412,7 +438,7 @@ int main(int argc, char **argv)
 	}
 	rc = flush_spool(cfg, repo);
 	if (rc == 0 && l.n)
-		rc = send_lines(cfg, repo, &l);
+		rc = send_lines(cfg, repo, &l, true);
 	if (rc == GD_EUNREACH && l.n) {
 		if (spool(&l) == 0)
 			fprintf(stderr, "%s: the grantd node did not record this "

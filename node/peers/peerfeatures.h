@@ -27,7 +27,9 @@
 /* X(ID, "name", "what it means"): every feature of this release. */
 #define GD_FEATURES(X)                                  \
 	X(RELEASE_IN_HEARTBEAT, "release-in-heartbeat", \
-	  "heartbeats carry the release and the feature list (0.2.0)")
+	  "heartbeats carry the release and the feature list (0.2.0)")  \
+	X(PUSH_TLOG, "push-tlog",                                     \
+	  "pushes get a transparency log leaf: Op body PushLeaf (issue 21)")
 
 enum feature {
 #define GD_FEATURE_ENUM(id, name, desc) FEATURE_##id,

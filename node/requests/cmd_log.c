@@ -1,7 +1,8 @@
 /*
  * cmd_log.c: the push log (docs/push-log.md): `grantctl log` (log.page,
  * one page of entries, newest first) and `grantctl log verify`
- * (log.verify, every origin's chain walked).
+ * (log.verify, every origin's chain walked, and every origin's
+ * transparency log tree recomputed from its leaves: tlogstore.h).
  *
  * Both read committed state on a reader thread (CMD_READS): the log is
  * never written here, only by the push that made an entry (cmd_repo.c)
@@ -27,9 +28,11 @@
 #include "log.h"
 #include "names.h"
 #include "plheads.h"
+#include "pushleaf.h"
 #include "pushlog.h"
 #include "records.h"
 #include "store.h"
+#include "tlogstore.h"
 #include "xalloc.h"
 #include "banned.h"
 
@@ -173,6 +176,15 @@ static cJSON *entry_json(const Grantd__V1__PushLogEntry *e)
 	cJSON_AddStringToObject(o, "prev", h);
 	hash_hex(h, &e->hash);
 	cJSON_AddStringToObject(o, "hash", h);
+	/* its transparency log leaf (origin#leaf_index), when it has one,
+	 * and the salt of the leaf's address commitment: with client_ip, what
+	 * an admin shows to prove the leaf's address (pushleaf.h) */
+	if (e->has_leaf_index)
+		cJSON_AddNumberToObject(o, "leaf_index", (double)e->leaf_index);
+	if (e->addr_salt.len == PUSHLEAF_SALT_LEN) {
+		pushlog_hex(h, e->addr_salt.data, e->addr_salt.len);
+		cJSON_AddStringToObject(o, "addr_salt", h);
+	}
 	return o;
 }
 
@@ -183,11 +195,14 @@ static void entry_text(struct buf *out, const Grantd__V1__PushLogEntry *e,
 
 	cmd_fmt_time(t, sizeof(t), (int64_t)(hlc_ms(e->hlc) / 1000));
 	buf_printf(out, "%s  site=%s n=%llu repo=%s user=%s ip=%s key=%s "
-		   "kind=%s factor=%s%s\n", t, e->origin,
+		   "kind=%s factor=%s", t, e->origin,
 		   (unsigned long long)e->n, or_dash(e->repo),
 		   or_dash(e->user), or_dash(e->client_ip), or_dash(e->key_fp),
-		   or_dash(e->key_kind), or_dash(e->factor),
-		   fork ? " fork" : "");
+		   or_dash(e->key_kind), or_dash(e->factor));
+	if (e->has_leaf_index)
+		buf_printf(out, " leaf=%llu",
+			   (unsigned long long)e->leaf_index);
+	buf_printf(out, "%s\n", fork ? " fork" : "");
 	for (size_t i = 0; i < e->n_changes; i++)
 		buf_printf(out, "    %s %s -> %s\n", e->changes[i]->ref,
 			   e->changes[i]->old, e->changes[i]->new_);
@@ -448,6 +463,57 @@ static int check_peers(struct store *s, struct pushlog_verify *pv,
 	return nh < 0 ? nh : rc == GD_ENOTFOUND ? 0 : rc;
 }
 
+/* The transparency log's part of log.verify's JSON: leaves, forks, each
+ * origin's tree (size, root recomputed from its leaves), the break. */
+static void tlog_json(cJSON *j, const struct tlogstore_verify *tv)
+{
+	cJSON *o = cJSON_AddObjectToObject(j, "tlog");
+	cJSON *trees = cJSON_AddArrayToObject(o, "trees");
+	char hex[2 * TLOG_HASH_LEN + 1];
+
+	cJSON_AddNumberToObject(o, "leaves", (double)tv->leaves);
+	cJSON_AddNumberToObject(o, "forks", (double)tv->forks);
+	cJSON_AddBoolToObject(o, "intact", tv->brk == TLOGSTORE_OK);
+	for (size_t i = 0; i < tv->ntrees; i++) {
+		const struct tlogstore_tree *t = &tv->trees[i];
+		cJSON *to = cJSON_CreateObject();
+		cJSON_AddStringToObject(to, "site", t->origin);
+		cJSON_AddNumberToObject(to, "size", (double)t->size);
+		cJSON_AddNumberToObject(to, "forks", (double)t->forks);
+		pushlog_hex(hex, t->root.b, TLOG_HASH_LEN);
+		cJSON_AddStringToObject(to, "root", hex);
+		cJSON_AddItemToArray(trees, to);
+	}
+	if (tv->brk != TLOGSTORE_OK) {
+		cJSON *b = cJSON_AddObjectToObject(o, "break");
+		cJSON_AddStringToObject(b, "site", tv->brk_site);
+		cJSON_AddNumberToObject(b, "index", (double)tv->brk_at);
+		cJSON_AddStringToObject(b, "what",
+					tlogstore_break_text(tv->brk));
+	}
+}
+
+/* The answer's tree part: refused (1) at the first break; an intact log
+ * adds nothing to the text answer (scripts read its one line), its trees
+ * are in the JSON one (tlog_json). */
+static int tlog_answer(struct req *r, const struct tlogstore_verify *tv)
+{
+	if (tv->brk != TLOGSTORE_OK) {
+		log_warn("transparency log broken site=%s index=%llu: %s",
+			 tv->brk_site, (unsigned long long)tv->brk_at,
+			 tlogstore_break_text(tv->brk));
+		cmd_refuse(r, "transparency log: tree of site %s broken at "
+			   "leaf %llu: %s (%llu leaves from %zu site%s "
+			   "walked)", tv->brk_site,
+			   (unsigned long long)tv->brk_at,
+			   tlogstore_break_text(tv->brk),
+			   (unsigned long long)tv->leaves, tv->ntrees,
+			   tv->ntrees == 1 ? "" : "s");
+		return 1;
+	}
+	return 0;
+}
+
 /* Walk every chain, then hold each origin's end against the head this
  * site recorded (ops_pushlog_heads): entries removed from the end of a
  * chain leave no gap, but a head beyond it; an end rewritten, a head of
@@ -458,11 +524,14 @@ static int cmd_log_verify(struct cmd_ctx *x, struct req *r)
 	struct check c = { 0 };
 	struct pushlog_verify *pv = &c.pv;
 	struct ops_pushlog_head *heads = NULL;
+	struct tlogstore_verify tv;
 	char h0[2 * PUSHLOG_HASH_LEN + 1], h1[2 * PUSHLOG_HASH_LEN + 1];
 	char peer[65] = "", ptxt[80] = "";
 	int rc, nheads = 0, npeer = 0;
 
 	pushlog_verify_init(pv);
+	if ((rc = tlogstore_verify(&tv, x->p.store)) < 0)
+		goto done;
 	rc = walk(x->p.store, check_one, &c);
 	if (rc >= 0 && (nheads = ops_pushlog_heads(&heads, x->p.store)) < 0)
 		rc = nheads;
@@ -477,7 +546,7 @@ static int cmd_log_verify(struct cmd_ctx *x, struct req *r)
 	if (rc >= 0)
 		rc = check_peers(x->p.store, pv, peer, &npeer);
 	if (rc < 0)
-		return rc;
+		goto done;
 	if (pv->brk_hashes) {
 		pushlog_hex(h0, pv->brk_hash[0], PUSHLOG_HASH_LEN);
 		pushlog_hex(h1, pv->brk_hash[1], PUSHLOG_HASH_LEN);
@@ -511,6 +580,7 @@ static int cmd_log_verify(struct cmd_ctx *x, struct req *r)
 						     cJSON_CreateString(h1));
 			}
 		}
+		tlog_json(j, &tv);
 		cmd_print_json(r, j);
 	}
 	if (*peer)
@@ -523,7 +593,7 @@ static int cmd_log_verify(struct cmd_ctx *x, struct req *r)
 			 pv->brk_hashes ? h0 : "",
 			 pv->brk_hashes ? " hash=" : "",
 			 pv->brk_hashes ? h1 : "");
-		return cmd_refuse(r, "push log: chain of site %s broken at "
+		rc = cmd_refuse(r, "push log: chain of site %s broken at "
 				  "entry %llu: %s%s%s%s%s%s (%llu entries from "
 				  "%u site%s walked, %llu fork%s)",
 				  pv->brk_site, (unsigned long long)pv->brk_n,
@@ -536,19 +606,25 @@ static int cmd_log_verify(struct cmd_ctx *x, struct req *r)
 				  pv->sites == 1 ? "" : "s",
 				  (unsigned long long)pv->forks,
 				  pv->forks == 1 ? "" : "s");
+		goto done;
 	}
 	if (!r->rq->json)
 		buf_printf(&r->out, "push log: %llu entries from %u site%s, "
 			   "all chains intact\n",
 			   (unsigned long long)pv->entries, pv->sites,
 			   pv->sites == 1 ? "" : "s");
-	return 0;
+	tlog_answer(r, &tv);
+	rc = 0;
+done:
+	tlogstore_verify_free(&tv);
+	return rc;
 }
 
 const struct cmd cmd_log_rows[] = {
 	CMD_ROW("log.page", CMD_ON_ADMIN | CMD_READS | CMD_FRONTEND, 0, 10,
 		cmd_log_page),
-	CMD_ROW("log.verify", CMD_ON_ADMIN | CMD_READS | CMD_FRONTEND, 0, 0,
+	/* a mirror too: it holds the transparency log's leaves (no entry) */
+	CMD_ROW("log.verify", CMD_ON_ADMIN | CMD_READS, 0, 0,
 		cmd_log_verify),
 };
 const size_t cmd_log_nrows = GD_ARRAY_SIZE(cmd_log_rows);

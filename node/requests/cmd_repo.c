@@ -7,6 +7,7 @@
  */
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,10 +22,13 @@
 #include "hookline.h"
 #include "log.h"
 #include "names.h"
+#include "peerfeatures.h"
 #include "policy.h"
+#include "pushleaf.h"
 #include "pushlog.h"
 #include "records.h"
 #include "repos.h"
+#include "tlogstore.h"
 #include "xalloc.h"
 #include "banned.h"
 
@@ -112,13 +116,114 @@ static int64_t pushed_ms(const struct req *r, const char *id)
 	return ms > INT64_MAX ? (int64_t)r->now_ms : (int64_t)ms;
 }
 
+/* Does a push get a transparency log leaf?  Only once every frontend
+ * announces "push-tlog" (an older one would refuse the PushLeaf body:
+ * docs/upgrading.md 3); a context without the node (the handlers' unit
+ * tests) makes none, a node without peers does. */
+static bool tlog_on(const struct cmd_ctx *x)
+{
+	if (!x->node)
+		return false;
+	return !x->node->repl ||
+	       repl_feature_everywhere(x->node->repl, FEATURE_PUSH_TLOG);
+}
+
+/* The leaf text of entry e (docs/push-log.md "The transparency log's
+ * leaves"): its public fields, the address only as its commitment under
+ * salt.  0, or GD_EINVAL when a field breaks the leaf's rules (then the
+ * push is logged without a leaf: never a reason to lose it). */
+static int leaf_text(struct buf *out,
+                     const Grantd__V1__PushLogEntry *e,
+                     uint64_t index,
+                     const uint8_t salt[PUSHLEAF_SALT_LEN])
+{
+	struct pushleaf l = {.index = index, .time_ms = e->pushed_ms};
+	int rc = GD_EINVAL;
+
+	l.refs = xcalloc(e->n_changes ? e->n_changes : 1, sizeof(*l.refs));
+	if (strlen(e->origin) >= sizeof(l.origin) ||
+	    strlen(e->repo) >= sizeof(l.repo))
+		goto done;
+	memcpy(l.origin, e->origin, strlen(e->origin) + 1);
+	memcpy(l.repo, e->repo, strlen(e->repo) + 1);
+	/* each optional field was checked by log_push: within bounds */
+	snprintf(l.user, sizeof(l.user), "%s", e->user ? e->user : "");
+	snprintf(l.key, sizeof(l.key), "%s", e->key_fp ? e->key_fp : "");
+	snprintf(l.kind, sizeof(l.kind), "%s", e->key_kind ? e->key_kind : "");
+	snprintf(l.factor, sizeof(l.factor), "%s", e->factor ? e->factor : "");
+	if (e->client_ip) {
+		pushleaf_addr_commit(l.addr, salt, e->client_ip);
+		l.has_addr = true;
+	}
+	for (size_t i = 0; i < e->n_changes; i++) {
+		const Grantd__V1__RefChange *c = e->changes[i];
+		if (strlen(c->ref) > PUSHLEAF_REF_MAX)
+			goto done;
+		snprintf(l.refs[i].ref, sizeof(l.refs[i].ref), "%s", c->ref);
+		snprintf(l.refs[i].old, sizeof(l.refs[i].old), "%s", c->old);
+		snprintf(l.refs[i].new_, sizeof(l.refs[i].new_), "%s", c->new_);
+	}
+	l.nrefs = e->n_changes;
+	rc = pushleaf_format(out, &l);
+done:
+	free(l.refs);
+	return rc;
+}
+
+/* The push's leaf, numbered at this site's tree size, in the batch of its
+ * entry e: made into e (leaf_index, addr_salt: the caller's salt) and
+ * emitted.  *index: the leaf's; false in *made when the push gets none. */
+static int log_leaf(struct cmd_ctx *x,
+                    Grantd__V1__PushLogEntry *e,
+                    uint8_t salt[PUSHLEAF_SALT_LEN],
+                    struct buf *text,
+                    bool *made)
+{
+	uint64_t index;
+	int rc;
+
+	*made = false;
+	if (!tlog_on(x))
+		return 0;
+	if ((rc = tlogstore_size(ops_store(x->ops), x->p.batch,
+	                         ops_site(x->ops), &index)) < 0)
+		return rc;
+	randombytes_buf(salt, PUSHLEAF_SALT_LEN);
+	if (leaf_text(text, e, index, salt) < 0) {
+		log_error("push leaf not made origin=%s repo=%s: a field breaks "
+		          "the leaf's format; the push is logged without one",
+		          e->origin, e->repo);
+		return 0;
+	}
+	SET(*e, leaf_index, index);
+	e->addr_salt.data = salt, e->addr_salt.len = PUSHLEAF_SALT_LEN;
+	e->has_addr_salt = 1;
+	*made = true;
+	return 0;
+}
+
+static int emit_leaf(struct cmd_ctx *x,
+                     const Grantd__V1__PushLogEntry *e,
+                     const struct buf *text)
+{
+	Grantd__V1__PushLeaf l = GRANTD__V1__PUSH_LEAF__INIT;
+
+	l.origin = e->origin;
+	SET(l, index, e->leaf_index);
+	l.text.data = (uint8_t *)text->p, l.text.len = text->len;
+	l.has_text = 1;
+	return cmd_emit_body(x, GRANTD__V1__OP__BODY_PUSH_LEAF, &l);
+}
+
 /*
  * The push log entry of a push recorded here (docs/push-log.md): who (as
  * grant-hook says grant-shell saw it; what does not check is left out,
  * never a reason to lose the push), what allowed it, each ref's old and
  * new value; numbered and chained after this site's head, hashed, and
  * made an operation in the same batch as the push's RefUpdate, so both
- * are written or neither.
+ * are written or neither.  With its transparency log leaf (log_leaf) when
+ * every frontend takes them; "logged as SITE#INDEX" then goes into the
+ * answer, for grant-hook to show.
  */
 static int log_push(struct cmd_ctx *x,
                     struct req *r,
@@ -131,8 +236,11 @@ static int log_push(struct cmd_ctx *x,
 	Grantd__V1__Op op = GRANTD__V1__OP__INIT;
 	const Grantd__V1__Request *rq = r->rq;
 	uint8_t prev[PUSHLOG_HASH_LEN], hash[PUSHLOG_HASH_LEN];
+	uint8_t salt[PUSHLEAF_SALT_LEN];
+	struct buf text = BUF_INIT;
 	char ip[ADDR_STRLEN];
 	struct gd_net net;
+	bool leaf;
 	uint64_t head;
 	int rc;
 
@@ -158,6 +266,8 @@ static int log_push(struct cmd_ctx *x,
 	e.n_changes = k;
 	e.push_id = (char *)id;
 	SET(e, pushed_ms, pushed_ms(r, id));
+	if ((rc = log_leaf(x, &e, salt, &text, &leaf)) < 0)
+		goto done;
 	SET(e, hlc, ops_stamp(x->ops));
 	pushlog_hash(hash, &e);
 	e.hash.data = hash, e.hash.len = sizeof(hash), e.has_hash = 1;
@@ -167,13 +277,22 @@ static int log_push(struct cmd_ctx *x,
 	op.body_case = GRANTD__V1__OP__BODY_PUSH_LOG;
 	op.push_log = &e;
 	SET(op, hlc, e.hlc);
-	if ((rc = cmd_emit(x, &op)) < 0)
-		return rc;
-	log_info("push logged origin=%s n=%llu repo=%s user=%s ip=%s "
-	         "factor=%s refs=%zu",
-	         e.origin, (unsigned long long)e.n, repo, e.user ? e.user : "-",
-	         e.client_ip ? e.client_ip : "-", e.factor ? e.factor : "-", k);
-	return 0;
+	if ((rc = cmd_emit(x, &op)) < 0 ||
+	    (leaf && (rc = emit_leaf(x, &e, &text)) < 0))
+		goto done;
+	if (leaf)
+		buf_printf(&r->out, "logged as %s#%llu\n", e.origin,
+		           (unsigned long long)e.leaf_index);
+	log_info("push logged origin=%s n=%llu leaf=%lld repo=%s user=%s "
+	         "ip=%s factor=%s refs=%zu",
+	         e.origin, (unsigned long long)e.n,
+	         leaf ? (long long)e.leaf_index : -1LL, repo,
+	         e.user ? e.user : "-", e.client_ip ? e.client_ip : "-",
+	         e.factor ? e.factor : "-", k);
+done:
+	sodium_memzero(salt, sizeof(salt));
+	buf_free(&text);
+	return rc;
 }
 
 /* args: REPO, then post-receive lines "OLD NEW REF"; push_id: grant-hook's
@@ -527,7 +646,8 @@ const struct cmd cmd_repo_rows[] = {
                 1,
                 cmd_repo_read),
         CMD_ROW("hook.refs",
-                CMD_ON_USER | CMD_ON_ADMIN | CMD_BATCH | CMD_FRONTEND,
+                CMD_ON_USER | CMD_ON_ADMIN | CMD_BATCH | CMD_FRONTEND |
+                        CMD_NODE,
                 2,
                 GD_CTL_MAX_ARGS,
                 cmd_hook_refs),

@@ -15,6 +15,7 @@
 #include "hookline.h"
 #include "names.h"
 #include "ops.h"
+#include "tlogstore.h"
 #include "banned.h"
 
 static bool str_ok(const char *s, size_t max)
@@ -278,6 +279,7 @@ static const struct {
         {GRANTD__V1__OP__BODY_REPO, check_repo},
         {GRANTD__V1__OP__BODY_REFS, check_refs},
         {GRANTD__V1__OP__BODY_PUSH_LOG, check_pushlog},
+        {GRANTD__V1__OP__BODY_PUSH_LEAF, tlogstore_check},
 };
 
 /* The stamp every operation carries. */

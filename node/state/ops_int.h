@@ -14,6 +14,7 @@
  *   ops_derived.c keyfp index, push ids seen, push-log heads
  *   ops_digest.c  the digest at open, verify, the per-family toggle
  *   ops_sweep.c   grant sweep and log truncation
+ *   ops_tlog.c    the transparency log leaves' merge rule (tlogstore.h)
  * One owner thread (the writer), as ops.h says.
  */
 #ifndef GD_OPS_INT_H
@@ -76,6 +77,11 @@ struct ops {
 	/* push log entries refused: stamped no later than their
 	 * predecessor (ops_merge.c) */
 	uint64_t pushlog_refused;
+	/* transparency log leaves refused: an index other than the
+	 * origin's tree size here (ops_tlog.c); when one was
+	 * last logged (monotonic ms: at most one line a second) */
+	uint64_t tleaf_refused;
+	uint64_t tleaf_refused_logged_ms;
 	/* Operations made by ops_local() since the last ops_outbox_clear(),
 	 * packed, each behind a 4-byte big-endian length: published by repl
 	 * once their batch is committed, dropped if the commit failed. */
@@ -143,6 +149,14 @@ void ops_pack_stamped(struct buf *out, const ProtobufCMessage *body,
 int ops_merge_op(struct ops *o,
                  struct store_batch *b,
                  const Grantd__V1__Op *op);
+
+/* ops_tlog.c: a transparency log leaf merged (RECORDS_LEAF): taken at
+ * index = its origin's tree size here (the table follows, in b), refused
+ * (counted, logged) beyond it, kept as a fork when another text is held
+ * at its index. */
+int ops_tlog_apply(struct ops *o,
+                   struct store_batch *b,
+                   const Grantd__V1__PushLeaf *l);
 
 /* ops_vv.c */
 int ops_vv_load(struct ops *o);

@@ -11,7 +11,12 @@
  * (origin, n), a second different one kept beside it as a fork.  Each rule
  * is commutative, associative and idempotent, so sites that apply the same
  * operations and records in any order end with the same records, and so
- * with the same digest.
+ * with the same digest.  The transparency log's leaves are the exception
+ * (ops_tlog.c): an origin's tree only grows at its end, so a leaf is taken
+ * at index = the tree size here and refused beyond it; each origin's
+ * operations arrive in its sequence and a snapshot sends leaves in key
+ * order, so an honest origin's leaves always come in order.  A second text
+ * for an index held is kept beside the first, never in its place.
  */
 #include <sodium.h>
 #include <stdlib.h>
@@ -416,6 +421,8 @@ int ops_merge_op(struct ops *o, struct store_batch *b, const Grantd__V1__Op *op)
 		return apply_failure(o, b, op->failure);
 	case RECORDS_SET:
 		return apply_pushlog(o, b, op->push_log);
+	case RECORDS_LEAF:
+		return ops_tlog_apply(o, b, op->push_leaf);
 	case RECORDS_LWW:
 		break;
 	default:
@@ -522,6 +529,35 @@ static int merge_pushlog(struct ops *o, struct store_batch *b,
 	return rc;
 }
 
+/* A transparency log leaf from a snapshot: the checks of a live one (its
+ * origin is the leaf's own; a leaf has no stamp), then the same rule.  A
+ * snapshot sends each origin's leaves in key order, so index by index. */
+static int merge_leaf(struct ops *o, struct store_batch *b, const void *val,
+		      size_t vlen, const struct ops_trust *t, struct buf *why)
+{
+	Grantd__V1__PushLeaf *l = grantd__v1__push_leaf__unpack(NULL, vlen, val);
+	Grantd__V1__Op op = GRANTD__V1__OP__INIT;
+	int rc;
+
+	if (!l) {
+		buf_puts(why, "record does not decode");
+		return GD_EPROTO;
+	}
+	op.body_case = GRANTD__V1__OP__BODY_PUSH_LEAF;
+	op.push_leaf = l;
+	SET_STAMP(op, 1, 1, 1);
+	op.origin = l->origin ? l->origin : "";
+	rc = ops_check(&op, why);
+	if (rc == 0 && t && t->known && !t->known(op.origin, t->payload)) {
+		buf_printf(why, "unknown origin site %s", op.origin);
+		rc = GD_EPROTO;
+	}
+	if (rc == 0)
+		rc = ops_tlog_apply(o, b, l);
+	grantd__v1__push_leaf__free_unpacked(l, NULL);
+	return rc;
+}
+
 int ops_merge_record(struct ops *o, struct store_batch *b, enum store_cf cf,
 		     const void *val, size_t vlen, const struct ops_trust *t,
 		     struct buf *why_out)
@@ -543,6 +579,10 @@ int ops_merge_record(struct ops *o, struct store_batch *b, enum store_cf cf,
 	}
 	if (cf == CF_PUSHLOG) {
 		rc = merge_pushlog(o, b, val, vlen, t, &why);
+		goto done;
+	}
+	if (cf == CF_TLEAVES) {
+		rc = merge_leaf(o, b, val, vlen, t, &why);
 		goto done;
 	}
 	m = protobuf_c_message_unpack(f->desc, NULL, vlen, val);

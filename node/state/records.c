@@ -464,3 +464,62 @@ int records_pushlog_parse(const void *key, size_t klen,
 		*fork = tail ? (const uint8_t *)nul + 9 : NULL;
 	return *n ? 0 : GD_EPROTO;
 }
+
+/* ---- transparency log leaves and hashes ---- */
+
+bool records_live_tleaf(const void *val, size_t vlen, int64_t *until)
+{
+	Grantd__V1__PushLeaf *l = grantd__v1__push_leaf__unpack(NULL, vlen, val);
+
+	*until = INT64_MAX;
+	if (!l)
+		return false;
+	grantd__v1__push_leaf__free_unpacked(l, NULL);
+	return true;
+}
+
+void records_key_tlog_origin(struct buf *k, const char *origin)
+{
+	buf_reset(k);
+	buf_add(k, origin, strlen(origin) + 1);
+}
+
+void records_key_tleaf(struct buf *k, const char *origin, uint64_t index)
+{
+	records_key_tlog_origin(k, origin);
+	put_be64(k, index);
+}
+
+void records_key_tleaf_fork(struct buf *k, const char *origin,
+			    uint64_t index, const uint8_t hash[32])
+{
+	records_key_tleaf(k, origin, index);
+	buf_add(k, hash, 32);
+}
+
+int records_tleaf_parse(const void *key, size_t klen,
+			struct records_span *origin, uint64_t *index,
+			const uint8_t **fork)
+{
+	ptrdiff_t ol = origin_then(key, klen, 1);
+	size_t tail = 0;
+
+	/* a fork key: origin \0 index hash(32), its origin without NUL */
+	if (ol < 0 && klen > 8 + 32) {
+		ol = origin_then(key, klen - 32, 1);
+		tail = 32;
+	}
+	if (ol < 0)
+		return GD_EPROTO;
+	origin->p = key;
+	origin->len = (size_t)ol;
+	*index = get_be64((const char *)key + ol + 1);
+	*fork = tail ? (const uint8_t *)key + ol + 9 : NULL;
+	return 0;
+}
+
+void records_key_thash(struct buf *k, const char *origin, int64_t index)
+{
+	records_key_tlog_origin(k, origin);
+	put_be64(k, (uint64_t)index);
+}

@@ -24,8 +24,9 @@
  *   live    the function saying whether a record counts in `status`
  *           (records_live; NULL: the family is not counted)
  *   mirror  a read-only mirror (SPEC 9) may hold it: repositories, their
- *           settings and users' public keys; never secrets, token marks,
- *           promises, grants, failures or the push log (client IPs)
+ *           settings, users' public keys and the transparency log's
+ *           leaves (public texts); never secrets, token marks, promises,
+ *           grants, failures or the push log's entries (client IPs)
  *
  * The table is expanded by store.h (the enum) and store.c (the names,
  * sealing), the ops rooms (ops_merge.c: the merge rule of each family;
@@ -61,6 +62,12 @@ enum records_merge {
 			 * change; a second entry for the same (origin, n)
 			 * (a forked chain) is kept too, under its hash, the
 			 * earlier (hlc, bytes) at origin \0 n */
+	RECORDS_LEAF,   /* transparency log leaves: one per (origin,
+			 * index), taken only at index = the origin's tree
+			 * size here (an index beyond it is refused); a
+			 * different text at an index held is a fork, kept
+			 * beside the first (records_key_tleaf_fork), never
+			 * in its place (ops_tlog.c ops_tlog_apply) */
 };
 
 /* clang-format off */
@@ -125,6 +132,17 @@ enum records_merge {
 	 * whenever that grant arrives (policy_grant_void) */                 \
 	X(ADDR_REVOKES, "addrrevokes", ADDR_REVOKE,                            \
 	  &grantd__v1__addr_revocation__descriptor, RECORDS_LWW, false, true,  \
+	  NULL, false)                                                         \
+	/* origin \0 index(8, BE) [leaf hash(32): a fork] -> PushLeaf: each    \
+	 * origin's transparency log leaves (issue 21, docs/push-log.md); on  \
+	 * mirrors too: the text is public (no address, no salt) */           \
+	X(TLEAVES, "tleaves", PUSH_LEAF, &grantd__v1__push_leaf__descriptor,   \
+	  RECORDS_LEAF, false, true, records_live_tleaf, true)                 \
+	/* origin \0 -> tree size (8, BE); origin \0 stored index(8, BE) ->   \
+	 * hash (32): each origin's stored-hash table (tlog.h), derived from  \
+	 * CF_TLEAVES in the leaf's batch (ops_tlog.c): local, as a function  \
+	 * of the leaves the digest covers */                                 \
+	X(THASHES, "thashes", _NOT_SET, NULL, RECORDS_LOCAL, false, false,     \
 	  NULL, false)
 /* clang-format on */
 
@@ -184,6 +202,8 @@ bool records_live_repo(const void *val, size_t vlen, int64_t *until);
 bool records_live_ref(const void *val, size_t vlen, int64_t *until);
 /* every entry that decodes (status: counts.push_log) */
 bool records_live_pushlog(const void *val, size_t vlen, int64_t *until);
+/* every leaf that decodes, forks included (status: counts.tleaves) */
+bool records_live_tleaf(const void *val, size_t vlen, int64_t *until);
 
 /* ---- keys (the layouts are in the table above) ---- */
 
@@ -274,5 +294,25 @@ void records_key_pushlog_fork(struct buf *k, const char *origin, uint64_t n,
 int records_pushlog_parse(const void *key, size_t klen,
 			  struct records_span *origin, uint64_t *n,
 			  const uint8_t **fork);
+
+/* ---- transparency log leaves and hashes (CF_TLEAVES, CF_THASHES) ---- */
+
+/* origin \0 index(8, BE) */
+void records_key_tleaf(struct buf *k, const char *origin, uint64_t index);
+/* origin \0: the prefix of every leaf of origin's, and in CF_THASHES the
+ * key of its tree size */
+void records_key_tlog_origin(struct buf *k, const char *origin);
+/* A fork: another text for (origin, index), kept beside the leaf there
+ * under its leaf hash (tlog_leaf_hash of the text); it sorts right after
+ * that leaf and before index + 1. */
+void records_key_tleaf_fork(struct buf *k, const char *origin,
+			    uint64_t index, const uint8_t hash[32]);
+/* Either key; *fork is then NULL, or the fork key's hash (in key).
+ * 0 or GD_EPROTO. */
+int records_tleaf_parse(const void *key, size_t klen,
+			struct records_span *origin, uint64_t *index,
+			const uint8_t **fork);
+/* origin \0 stored index(8, BE): a stored hash's key in CF_THASHES */
+void records_key_thash(struct buf *k, const char *origin, int64_t index);
 
 #endif

@@ -36,6 +36,7 @@ CF_USERS, CF_ENROLL, CF_GRANTS, CF_MARKS, CF_FAILS = (
 CF_UNLOCK, CF_REPOS, CF_REFS, CF_REVOKES = (
     _CF["UNLOCK"], _CF["REPOS"], _CF["REFS"], _CF["REVOKES"])
 CF_PUSHLOG = _CF["PUSHLOG"]
+CF_TLEAVES = _CF["TLEAVES"]
 
 
 def stamped(body, hlc=HLC, origin=SITE):
@@ -127,6 +128,22 @@ def push_log_entry(n=1, origin=SITE, hlc=HLC, user="alice"):
 # Op body field numbers (proto Op oneof body)
 B_USER, B_ENROLL, B_GRANT, B_MARK, B_FAILURE = 10, 11, 12, 13, 14
 B_UNLOCK, B_REPO, B_REFS, B_REVOKE, B_PUSH_LOG = 15, 16, 17, 18, 19
+B_PUSH_LEAF = 21
+
+
+def leaf_text(origin=SITE, index=0, user="alice"):
+    """A transparency log leaf's text (common/pushleaf.h)."""
+    return ("grantd push v1\norigin %s\nindex %d\ntime 1764770000000\n"
+            "repo demo\nuser %s\nkey -\nkind plain\nfactor grant\n"
+            "addr UjjYpT5UGZc2QHsfGhq06OY0Dau9mfUyjRoLvfFfUqk=\n"
+            "ref refs/heads/main %s %s\n" % (origin, index, user, ZERO, OID_A))
+
+
+def push_leaf(origin=SITE, index=0, text=None):
+    """A PushLeaf (issue 21): origin, index, text."""
+    if text is None:
+        text = leaf_text(origin, index)
+    return field_bytes(1, origin) + field_varint(2, index) + field_bytes(3, text)
 
 
 def op(num, body, seq=1, origin=SITE, epoch=7, hlc=HLC):
@@ -230,6 +247,9 @@ SEEDS = {
     "op_push_log": peer_msg(P_OP, op(B_PUSH_LOG, push_log_entry())),
     "op_push_log_other_origin": peer_msg(P_OP, op(B_PUSH_LOG, push_log_entry(
         origin="montreal"))),
+    "op_push_leaf": peer_msg(P_OP, op(B_PUSH_LEAF, push_leaf())),
+    "op_push_leaf_bad_text": peer_msg(P_OP, op(B_PUSH_LEAF, push_leaf(
+        text=leaf_text(index=1)))),
     "heartbeat": peer_msg(P_HEARTBEAT, field_bytes(1, vv_entry(SITE, 7, 12)) +
                           field_bytes(1, vv_entry("montreal", 3, 40)) +
                           field_varint(2, HLC) + field_bytes(3, b"\x5a" * 32) +
@@ -257,6 +277,9 @@ SEEDS = {
     "snap_revokes": peer_msg(P_SNAP_REP, snap(CF_REVOKES, [stamped(named())])),
     "snap_pushlog": peer_msg(P_SNAP_REP, snap(CF_PUSHLOG, [
         push_log_entry(), push_log_entry(n=2, hlc=HLC + 1, user="bob")])),
+    "snap_tleaves": peer_msg(P_SNAP_REP, snap(CF_TLEAVES, [
+        push_leaf(), push_leaf(index=1), push_leaf(index=1, text=leaf_text(
+            index=1, user="bob"))])),
     "range_req": peer_msg(P_RANGE_REQ, field_bytes(1, SITE) + field_varint(2, 7) +
                           field_varint(3, 1) + field_varint(4, 100)),
     "vv_req": peer_head() + field_varint(P_VV_REQ, 1),

@@ -40,6 +40,7 @@
 #include "log.h"
 #include "ops.h"
 #include "policy.h"
+#include "pushleaf.h"
 #include "pushlog.h"
 #include "records.h"
 #include "repos.h"
@@ -63,6 +64,8 @@ struct fixture {
 	Grantd__V1__Request rq;
 	char *args[8];
 	struct req r;
+	/* the node-wide facts a handler gets (NULL: none, as before) */
+	const struct cmd_node *node;
 };
 
 static int setup_group(void **state)
@@ -146,6 +149,7 @@ static struct req *run(struct fixture *f, struct req *r, bool in_batch)
 	x.p.cfg = &f->cfg;
 	x.p.store = f->store;
 	x.p.host = "git.example.org";
+	x.node = f->node;
 	if (in_batch) {
 		x.p.batch = f->b;
 		x.ops = f->o;
@@ -424,6 +428,114 @@ static void test_push_logged(void **state)
 	                       "push log: chain of site "
 	                       "sitea broken at entry 2: it and the entries "
 	                       "after it are missing"));
+}
+
+/* The operations made since the last call, unpacked, into ops (at most
+ * max, each the caller's); returns how many.  The outbox is emptied. */
+static size_t outbox_ops(struct fixture *f, Grantd__V1__Op **ops, size_t max)
+{
+	struct buf box = BUF_INIT;
+	size_t off = 0, n = 0;
+
+	ops_take_outbox(f->o, &box);
+	const uint8_t *p = (const uint8_t *)box.p;
+	while (off + 4 <= box.len && n < max) {
+		size_t len = (size_t)p[off] << 24 | (size_t)p[off + 1] << 16 |
+		             (size_t)p[off + 2] << 8 | p[off + 3];
+		ops[n] = grantd__v1__op__unpack(NULL, len, p + off + 4);
+		assert_non_null(ops[n]);
+		n++;
+		off += 4 + len;
+	}
+	buf_free(&box);
+	return n;
+}
+
+/* issue 21: with every frontend on "push-tlog" (here: a node without
+ * peers), a push gets a transparency log leaf in its batch, numbered at
+ * the site's tree size; its entry keeps the salt and the leaf's index, the
+ * leaf the address only as the salt's commitment; the answer says where
+ * it was logged.  Without the node's facts (no feature known) none. */
+static void test_push_leaf(void **state)
+{
+	struct fixture *f = *state;
+	struct cmd_node nd = {.ops = f->o}; /* no repl: no peers */
+	Grantd__V1__Op *ops[4];
+	struct pushleaf l;
+	uint8_t commit[PUSHLEAF_COMMIT_LEN];
+	struct req *r;
+	size_t n;
+
+	/* no node: no leaf (and no "logged as") */
+	r = hook_refs(f, "demo", OLD " " NEW1 " refs/heads/master");
+	assert_null(strstr(buf_str(&r->out), "logged as"));
+	n = outbox_ops(f, ops, 4);
+	for (size_t i = 0; i < n; i++) {
+		assert_int_not_equal(ops[i]->body_case,
+		                     GRANTD__V1__OP__BODY_PUSH_LEAF);
+		grantd__v1__op__free_unpacked(ops[i], NULL);
+	}
+
+	f->node = &nd;
+	for (uint64_t want = 0; want < 2; want++) {
+		r = hook_refs_by(f, "demo",
+		                 want ? NEW1 " " NEW2 " refs/heads/master"
+		                      : OLD " " NEW1 " refs/heads/dev",
+		                 NULL, "alice", "192.0.2.7", NULL, "plain",
+		                 "grant");
+		assert_int_equal(r->status, GD_EXIT_OK);
+		char logged[64];
+		snprintf(logged, sizeof(logged), "logged as sitea#%llu\n",
+		         (unsigned long long)want);
+		assert_non_null(strstr(buf_str(&r->out), logged));
+		assert_int_equal(outbox_ops(f, ops, 4), 3);
+		assert_int_equal(ops[0]->body_case, GRANTD__V1__OP__BODY_REFS);
+		assert_int_equal(ops[1]->body_case,
+		                 GRANTD__V1__OP__BODY_PUSH_LOG);
+		assert_int_equal(ops[2]->body_case,
+		                 GRANTD__V1__OP__BODY_PUSH_LEAF);
+		const Grantd__V1__PushLogEntry *e = ops[1]->push_log;
+		const Grantd__V1__PushLeaf *pl = ops[2]->push_leaf;
+		assert_true(e->has_leaf_index);
+		assert_int_equal(e->leaf_index, want);
+		assert_int_equal(e->addr_salt.len, PUSHLEAF_SALT_LEN);
+		assert_string_equal(pl->origin, "sitea");
+		assert_int_equal(pl->index, want);
+		assert_int_equal(pushleaf_parse(&l, pl->text.data, pl->text.len),
+		                 0);
+		assert_int_equal(l.index, want);
+		assert_string_equal(l.origin, "sitea");
+		assert_string_equal(l.repo, "demo");
+		assert_string_equal(l.user, "alice");
+		assert_string_equal(l.kind, "plain");
+		assert_string_equal(l.factor, "grant");
+		assert_int_equal(l.nrefs, 1);
+		/* the address only as its commitment under the entry's salt */
+		assert_true(l.has_addr);
+		pushleaf_addr_commit(commit, e->addr_salt.data, "192.0.2.7");
+		assert_memory_equal(l.addr, commit, sizeof(commit));
+		char *txt = strndup((const char *)pl->text.data, pl->text.len);
+		assert_null(strstr(txt, "192.0.2.7"));
+		free(txt);
+		pushleaf_free(&l);
+		for (int i = 0; i < 3; i++)
+			grantd__v1__op__free_unpacked(ops[i], NULL);
+	}
+	/* log verify: the chain and the tree */
+	assert_int_equal(ops_commit(f->o, f->b, false), 0);
+	f->node = NULL;
+	r = reader(f, "log.verify", NULL, 0);
+	assert_int_equal(r->status, GD_EXIT_OK);
+	f->rq.json = true;
+	r = run(f, r, false);
+	assert_non_null(strstr(buf_str(&r->out), "\"tlog\":{\"trees\":[{"
+	                                          "\"site\":\"sitea\","
+	                                          "\"size\":2,"));
+	assert_non_null(strstr(buf_str(&r->out), "\"intact\":true"));
+	f->rq.json = false;
+	static const char *page[] = {"--max", "1"};
+	r = reader(f, "log.page", page, 2);
+	assert_non_null(strstr(buf_str(&r->out), " leaf=1\n"));
 }
 
 /* Only a ref grantd does not replicate: nothing to record, and no record
@@ -985,6 +1097,7 @@ int main(void)
 	                                        setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_push_logged, setup,
 	                                        teardown),
+	        cmocka_unit_test_setup_teardown(test_push_leaf, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_nothing_to_replicate,
 	                                        setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_refused, setup, teardown),

@@ -123,6 +123,26 @@ static void test_everywhere(void **state)
 	assert_int_equal(f->b.repl->drops[DROP_HB_VECTOR], 0);
 }
 
+/* issue 21: pushes get transparency log leaves (cmd_repo.c tlog_on) only
+ * once every frontend announces "push-tlog": a peer on a release without
+ * it keeps them off, and turns them off again when it comes back on one. */
+static void test_push_tlog_gate(void **state)
+{
+	struct fx_pair *f = *state;
+	char *old[] = {"release-in-heartbeat"};
+	char *both[] = {"release-in-heartbeat", "push-tlog"};
+	enum feature pt = FEATURE_PUSH_TLOG;
+
+	assert_string_equal(peerfeatures_name(pt), "push-tlog");
+	assert_false(repl_feature_everywhere(f->b.repl, pt));
+	take(f, "0.2.0", old, 1);
+	assert_false(repl_feature_everywhere(f->b.repl, pt));
+	take(f, "0.3.0", both, 2);
+	assert_true(repl_feature_everywhere(f->b.repl, pt));
+	take(f, "0.2.0", old, 1);
+	assert_false(repl_feature_everywhere(f->b.repl, pt));
+}
+
 static void test_bad_names_cut(void **state)
 {
 	struct fx_pair *f = *state;
@@ -184,6 +204,8 @@ int main(void)
 	        cmocka_unit_test_setup_teardown(test_ours_announced, setup,
 	                                        fx_pair_teardown),
 	        cmocka_unit_test_setup_teardown(test_everywhere, setup,
+	                                        fx_pair_teardown),
+	        cmocka_unit_test_setup_teardown(test_push_tlog_gate, setup,
 	                                        fx_pair_teardown),
 	        cmocka_unit_test_setup_teardown(test_bad_names_cut, setup,
 	                                        fx_pair_teardown),

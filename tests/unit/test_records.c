@@ -71,6 +71,8 @@ static void test_enum_values_stay(void **state)
 	assert_int_equal(CF_PROMISES, 14);
 	assert_int_equal(CF_PUSHLOG, 15);
 	assert_int_equal(CF_ADDR_REVOKES, 16);
+	assert_int_equal(CF_TLEAVES, 17);
+	assert_int_equal(CF_THASHES, 18);
 	assert_string_equal(store_cf_name(CF_META), "default");
 	assert_string_equal(store_cf_name(CF_KEYFP), "keyfp");
 	assert_string_equal(store_cf_name(CF_PUSHLOG), "pushlog");
@@ -85,7 +87,7 @@ static void test_snapshot_is_every_replicated_family(void **state)
 						CF_FAILS, CF_UNLOCK,
 						CF_REPOS, CF_REFS,
 						CF_REVOKES, CF_PUSHLOG,
-						CF_ADDR_REVOKES };
+						CF_ADDR_REVOKES, CF_TLEAVES };
 	size_t n = 0;
 
 	(void)state;
@@ -405,6 +407,51 @@ static void test_keys_and_parsers(void **state)
 	buf_free(&v);
 }
 
+/* issue 21: a leaf's key (origin \0 index), a fork's after it and before
+ * index + 1, the origin's prefix (and tree size key in CF_THASHES), a
+ * stored hash's key. */
+static void test_tleaf_keys(void **state)
+{
+	struct buf k = BUF_INIT, v = BUF_INIT;
+	struct records_span a;
+	const uint8_t *fork;
+	uint8_t h[32];
+	uint64_t n;
+
+	(void)state;
+	records_key_tleaf(&k, "sitea", 0);
+	assert_int_equal(k.len, 6 + 8);
+	assert_memory_equal(k.p, "sitea\0\0\0\0\0\0\0\0\0", 14);
+	assert_int_equal(records_tleaf_parse(k.p, k.len, &a, &n, &fork), 0);
+	assert_true(span_is(&a, "sitea") && n == 0);
+	assert_null(fork);
+	records_key_tlog_origin(&v, "sitea");
+	assert_int_equal(v.len, 6);
+	assert_memory_equal(k.p, v.p, v.len);
+	memset(h, 0x00, sizeof(h)); /* a hash with NUL bytes */
+	h[31] = 1;
+	records_key_tleaf_fork(&k, "sitea", 7, h);
+	assert_int_equal(k.len, 6 + 8 + 32);
+	assert_int_equal(records_tleaf_parse(k.p, k.len, &a, &n, &fork), 0);
+	assert_true(span_is(&a, "sitea") && n == 7);
+	assert_non_null(fork);
+	assert_memory_equal(fork, h, sizeof(h));
+	records_key_tleaf(&v, "sitea", 7);
+	assert_true(memcmp(v.p, k.p, v.len) == 0);
+	records_key_tleaf(&v, "sitea", 8);
+	assert_true(memcmp(k.p, v.p, v.len) < 0);
+	assert_int_equal(records_tleaf_parse(k.p, 6 + 8 + 31, &a, &n, &fork),
+			 GD_EPROTO);
+	assert_int_equal(records_tleaf_parse("\0\0\0\0\0\0\0\0\1", 9, &a,
+					     &n, &fork), GD_EPROTO);
+	assert_int_equal(records_tleaf_parse("sitea", 5, &a, &n, &fork),
+			 GD_EPROTO);
+	records_key_thash(&k, "sitea", 0x0102);
+	assert_memory_equal(k.p, "sitea\0\0\0\0\0\0\0\x01\x02", 14);
+	buf_free(&k);
+	buf_free(&v);
+}
+
 /* The key ssh-keygen -lf prints "256 SHA256:ieGEN... alice@x (ED25519)"
  * for; sshd's %f is the same text. */
 static void test_fingerprint_is_sshs(void **state)
@@ -510,7 +557,9 @@ static void test_mirror_rows(void **state)
 	(void)state;
 	for (int cf = 0; cf < CF__COUNT; cf++) {
 		const struct records_kind *k = records_kind(cf);
-		bool want = cf == CF_USERS || cf == CF_REPOS || cf == CF_REFS;
+		/* and the transparency log's public leaves (issue 21) */
+		bool want = cf == CF_USERS || cf == CF_REPOS || cf == CF_REFS ||
+		            cf == CF_TLEAVES;
 		if (records_mirror_visible(cf) != want)
 			fail_msg("family %s: mirror-visible is %d", k->name,
 				 !want);
@@ -541,6 +590,7 @@ int main(void)
 	        cmocka_unit_test(test_live),
 	        cmocka_unit_test(test_keys_and_parsers),
 	        cmocka_unit_test(test_fingerprint_is_sshs),
+	        cmocka_unit_test(test_tleaf_keys),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

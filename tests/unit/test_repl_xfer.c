@@ -17,6 +17,9 @@
  *    no transfer runs with) is dropped, and the transfer goes on;
  *  - a record failing its check: the transfer finishes but raises no
  *    vector (counted as snapshot_record).
+ *  - issue 21: paloalto's transparency log leaves reach portland, a
+ *    frontend or a mirror, by the transfer alone: the same tree (size and
+ *    root) and digest there.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -34,7 +37,9 @@
 #include "err.h"
 #include "fixture.h"
 #include "ops.h"
+#include "pushleaf.h"
 #include "repl_int.h"
+#include "tlogstore.h"
 #include "writer.h"
 
 #define WAIT_MS 20000
@@ -224,9 +229,99 @@ static void test_record_refused(void **state)
 	assert_int_equal(held(&f->b, f), 0);
 }
 
+/* ---- transparency log leaves (issue 21) ---- */
+
+#define NLEAVES 5
+
+/* NLEAVES leaves of paloalto's, committed and published, then its log
+ * truncated: only a state transfer can bring them. */
+static int leaves_made(struct fx_pair *f)
+{
+	struct fx_node *one[] = {&f->a};
+	struct pushleaf_ref r = {"refs/heads/main",
+	                         "0000000000000000000000000000000000000000",
+	                         "1111111111111111111111111111111111111111"};
+	struct buf text = BUF_INIT;
+	uint64_t t;
+
+	for (uint64_t i = 0; i < NLEAVES; i++) {
+		Grantd__V1__Op op = GRANTD__V1__OP__INIT;
+		Grantd__V1__PushLeaf l = GRANTD__V1__PUSH_LEAF__INIT;
+		struct pushleaf pl = {.index = i, .nrefs = 1, .refs = &r};
+		snprintf(pl.origin, sizeof(pl.origin), "paloalto");
+		snprintf(pl.repo, sizeof(pl.repo), "demo");
+		if (pushleaf_format(&text, &pl) < 0)
+			return -1;
+		l.origin = "paloalto";
+		l.index = i, l.has_index = 1;
+		l.text.data = (uint8_t *)text.p, l.text.len = text.len;
+		l.has_text = 1;
+		op.body_case = GRANTD__V1__OP__BODY_PUSH_LEAF;
+		op.push_leaf = &l;
+		if (ops_local(f->a.o, writer_batch(f->a.w), &op) < 0)
+			return -1;
+	}
+	buf_free(&text);
+	if (writer_commit(f->a.w, &t) < 0)
+		return -1;
+	for (uint64_t end = clock_mono_ms() + WAIT_MS;
+	     f->a.npublished < NLEAVES && clock_mono_ms() < end;)
+		fx_nodes_round(one, 1, 10);
+	return ops_truncate_log(f->a.o, clock_wall_ms() + 60000,
+	                        TRUNCATE_MAX) == NLEAVES
+	               ? 0
+	               : -1;
+}
+
+static bool b_leaves_level(struct fx_pair *f)
+{
+	return held(&f->b, f) == NLEAVES && !f->b.repl->xfer.p;
+}
+
+static void transfer_leaves(enum config_role role)
+{
+	struct fx_pair *f;
+	struct tlog_hash ra, rb;
+	uint64_t na, nb;
+
+	assert_int_equal(
+	        fx_pair_open(&f, "test_repl_xfer", role, FX_PAIR_LINK_A), 0);
+	assert_int_equal(leaves_made(f), 0);
+	struct fx_node *both[] = {&f->a, &f->b};
+	assert_int_equal(fx_node_link(&f->b), 0);
+	run_until(f, both, 2, b_leaves_level, "portland has paloalto's leaves");
+	assert_int_equal(tlogstore_size(f->a.s, NULL, "paloalto", &na), 0);
+	assert_int_equal(tlogstore_size(f->b.s, NULL, "paloalto", &nb), 0);
+	assert_int_equal(na, NLEAVES);
+	assert_int_equal(nb, NLEAVES);
+	assert_int_equal(tlogstore_root(&ra, f->a.s, NULL, "paloalto", na), 0);
+	assert_int_equal(tlogstore_root(&rb, f->b.s, NULL, "paloalto", nb), 0);
+	assert_true(tlog_hash_eq(&ra, &rb));
+	assert_int_equal(ops_count(f->b.o, CF_TLEAVES, 0), NLEAVES);
+	if (role == CONFIG_ROLE_FRONTEND)
+		assert_memory_equal(ops_digest(f->b.o), ops_digest(f->a.o),
+		                    DIGEST_LEN);
+	assert_int_equal(f->b.repl->drops[DROP_SNAP_RECORD], 0);
+	assert_int_equal(fx_pair_close(&f), 0);
+}
+
+static void test_transfer_leaves(void **state)
+{
+	(void)state;
+	transfer_leaves(CONFIG_ROLE_FRONTEND);
+}
+
+static void test_transfer_leaves_mirror(void **state)
+{
+	(void)state;
+	transfer_leaves(CONFIG_ROLE_MIRROR);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+	        cmocka_unit_test(test_transfer_leaves),
+	        cmocka_unit_test(test_transfer_leaves_mirror),
 	        cmocka_unit_test_setup_teardown(test_transfer, setup,
 	                                        fx_pair_teardown),
 	        cmocka_unit_test_setup_teardown(test_cut_in_the_middle, setup,
