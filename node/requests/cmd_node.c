@@ -24,6 +24,7 @@
 #include "hlc.h"
 #include "log.h"
 #include "names.h"
+#include "ops_tlog.h"
 #include "records.h"
 #include "repl.h"
 #include "store.h"
@@ -182,6 +183,9 @@ cJSON *cmd_status_store(struct ops *ops, int64_t now)
 		cJSON_AddNumberToObject(counts, "push_log_forks", (double)forks);
 	cJSON_AddNumberToObject(counts, "push_log_refused",
 				(double)ops_pushlog_refused(ops));
+	/* transparency log leaves refused: out of order (ops_tlog.c) */
+	cJSON_AddNumberToObject(counts, "tlog_leaves_refused",
+				(double)ops_tlog_refused(ops));
 	return j;
 }
 
@@ -458,6 +462,7 @@ static int cmd_status(struct cmd_ctx *x, struct req *r)
 	take(counts, sc, "push_log");
 	take(counts, sc, "push_log_forks");
 	take(counts, sc, "push_log_refused");
+	take(counts, sc, "tlog_leaves_refused");
 	take(counts, rp, "dropped");
 	cJSON_AddNumberToObject(counts, "bad_requests",
 				(double)x->status->bad_requests);

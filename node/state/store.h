@@ -157,7 +157,7 @@ int store_checkpoint(struct store *s, const char *dir);
  * 0.1.0 and is format 1; STORE_FORMAT is this build's.  Raise it (and add
  * a step to store_fmt.c) when the layout on disk changes.
  */
-#define STORE_FORMAT            1
+#define STORE_FORMAT            2
 #define STORE_FORMAT_UNSTAMPED  0
 #define STORE_META_FORMAT       "store_format"
 

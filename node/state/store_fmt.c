@@ -31,10 +31,23 @@ struct fmt_step {
 	int (*fn)(struct store *s, struct store_batch *b);
 };
 
-/* None yet: format 1 is 0.1.0's and 0.2.0's.  A change of the store's
- * layout adds a row { N, "what", fn } and raises STORE_FORMAT to N + 1. */
+/* Format 2 (0.3.0): the transparency log's families, tleaves and thashes
+ * (records.h).  RocksDB makes a missing column family when the store is
+ * opened, so the step itself writes nothing: the stamp is what matters,
+ * for a release that cannot open those families refuses the store by its
+ * stamp (0.2.0), or fails to open it (0.1.0 reads no stamp:
+ * docs/upgrading.md section 4). */
+static int fmt_tlog_families(struct store *s, struct store_batch *b)
+{
+	(void)s, (void)b;
+	return 0;
+}
+
+/* Format 1 is 0.1.0's and 0.2.0's.  A change of the store's layout adds a
+ * row { N, "what", fn } and raises STORE_FORMAT to N + 1. */
 static const struct fmt_step steps[] = {
-        {0, NULL, NULL},
+        {1, "the transparency log's families (tleaves, thashes)",
+         fmt_tlog_families},
 };
 
 static const struct fmt_step *step_from(uint64_t v)

@@ -101,6 +101,9 @@ for s in "${T_SITES[@]}"; do
 	gd_wait_for 20 gd_peers_connected "$T_DIR/$s" || t_fatal "$s hears both peers within 20 s"
 done
 t_expect_converged "the three sites on $REL_TAG agree" 20
+# montreal's backup before any upgrade: what takes it back (section 4)
+t_expect 0 "montreal: grantctl backup (on $REL_TAG)" "$T_DIR/bin.montreal/grantctl" \
+	--config "$T_DIR/montreal/grantd.conf" backup "$T_DIR/montreal-pre"
 
 # repository pushes (to the repository's path: the real post-receive hook)
 work() { rm -rf "$1"; gd_git 127.0.0.1 /dev/null init -q "$1"; }
@@ -229,7 +232,7 @@ upgrade() {
 
 upgrade portland
 t_run t_c portland status
-t_has "portland's status (text) names its release" "$OUT" "release:  $NEW_RELEASE store_format=1"
+t_has "portland's status (text) names its release" "$OUT" "release:  $NEW_RELEASE store_format=2"
 t_has "... and paloalto as 0.1.0 or older" "$OUT" "release:  peer paloalto 0.1.0 or older"
 t_has "... and the feature as not everywhere" "$OUT" "feature:  release-in-heartbeat NOT everywhere"
 t_check "portland's log says its store was stamped" grep -q "made by grantd 0.1.0" "$T_DIR/portland/grantd.log"
@@ -239,9 +242,16 @@ t_run t_c paloalto status
 t_has "paloalto's status (text): the feature is everywhere" "$OUT" "feature:  release-in-heartbeat everywhere"
 t_has "... montreal's release and features" "$OUT" "release:  peer montreal $NEW_RELEASE features=release-in-heartbeat"
 
-t_section "a site started again on $REL_TAG turns the feature off"
+t_section "a site taken back to $REL_TAG turns the feature off"
+# The store is of format 2 now (the transparency log's families): the old
+# release cannot open it, and the way back is the backup taken before
+# the upgrade (docs/upgrading.md section 4), caught up from the peers.
 t_stop montreal
 use_release montreal old
+GD_BIN=$T_DIR/bin.montreal t_start_refused "$T_DIR/montreal" "montreal: $REL_TAG does not open a store of format 2"
+rm -rf "$T_DIR/montreal/data" "$T_DIR/montreal/repos"
+cp -a "$T_DIR/montreal-pre/store" "$T_DIR/montreal/data"
+cp -a "$T_DIR/montreal-pre/repos" "$T_DIR/montreal/repos"
 start_site montreal
 t_expect_soon 0 10 "paloalto: montreal is 0.1.0 or older again" peer_release_is paloalto montreal "0.1.0 or older"
 t_expect_soon 0 10 "paloalto: release-in-heartbeat is not everywhere" everywhere_is paloalto false
