@@ -172,6 +172,7 @@ static const char *const node_keys[] = {"site",
                                         "log_level",
                                         "host",
                                         "metrics",
+                                        "log_http",
                                         "oplog_retention",
                                         "role",
                                         NULL};
@@ -242,6 +243,7 @@ static int node_key(struct parse_state *ps, const char *name, const char *value)
 		{ "log_level", offsetof(struct config, log_level) },
 		{ "host", offsetof(struct config, host) },
 		{ "metrics", offsetof(struct config, metrics) },
+		{ "log_http", offsetof(struct config, log_http) },
 	};
 	/* clang-format on */
 	if (!strcmp(name, "oplog_retention"))
@@ -283,6 +285,12 @@ static int node_key(struct parse_state *ps, const char *name, const char *value)
 			            "bad metrics address '%s'%s (use "
 			            "ADDRESS:PORT, e.g. 127.0.0.1:9402 or "
 			            "[::1]:9402)",
+			            value, "");
+		if (!strcmp(name, "log_http") && !confval_listen(value))
+			return fail(ps,
+			            "bad log_http address '%s'%s (use "
+			            "ADDRESS:PORT, e.g. 127.0.0.1:9403 or "
+			            "[::1]:9403)",
 			            value, "");
 		if (strstr(name, "socket") && value[0] != '/')
 			return fail(ps,
@@ -685,6 +693,7 @@ void config_free(struct config **cp)
 	free(c->log_level);
 	free(c->host);
 	free(c->metrics);
+	free(c->log_http);
 	free(c->gitolite_home);
 	free(c->gitolite_program);
 	for (int i = 0; i < c->npeers; i++) {

@@ -85,6 +85,8 @@ struct config {
 	char *log_level; /* error, warn, info (default), debug */
 	char *host; /* the name users ssh to, for hints and the
 	             * otpauth issuer (NULL: the machine's) */
+	char *log_http; /* HOST:PORT of the public push log (C2SP
+	                 * tlog-tiles, node/daemon/loghttp.h); NULL: off */
 	char *metrics; /* HOST:PORT of the HTTP endpoint
 	                * (/metrics, /health, /ready); NULL: off */
 	int64_t oplog_retention; /* seconds operations stay in the log */

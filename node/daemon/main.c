@@ -50,6 +50,7 @@
 #include "vote.h"
 #include "wire.h"
 #include "writer.h"
+#include "tlogwit.h"
 #include "version.h"
 #include "xalloc.h"
 #include "banned.h"
@@ -514,6 +515,7 @@ static int open_peers(struct node *n, struct peer_self *self, bool created)
 	                            .link = n->peer,
 	                            .writer = n->writer,
 	                            .verifier = &n->verifier,
+	                            .signer = &n->signer,
 	                            .latency_hist = &n->counts.repl_latency})) <
 	            0)
 		return rc;
@@ -550,8 +552,8 @@ static int open_peers(struct node *n, struct peer_self *self, bool created)
 	return 0;
 }
 
-/* The reader thread and its sockets, the writer's side of requests, and
- * the metrics endpoint. */
+/* The reader thread and its sockets, the writer's side of requests, the
+ * metrics endpoint and the push log's. */
 static int open_front(struct node *n)
 {
 	int rc;
@@ -567,6 +569,12 @@ static int open_front(struct node *n)
 	                                    .counts = &n->counts,
 	                                    .syncing = n->syncing})) < 0)
 		return rc;
+	if (n->cfg->log_http) {
+		tlogwit_source(&n->logsrc, n->store);
+		if ((rc = loghttp_start(&n->loghttp, n->cfg->log_http,
+		                        &n->logsrc)) < 0)
+			return rc;
+	}
 	return 0;
 }
 
@@ -574,6 +582,7 @@ static int open_front(struct node *n)
  * be missing (a start that failed half-way). */
 static void close_node(struct node *n, bool git_up)
 {
+	loghttp_stop(&n->loghttp);
 	metrics_stop(&n->metrics);
 	/* parked requests end with their votes, before control goes */
 	vote_destroy(&n->vote);

@@ -11,6 +11,7 @@
 
 #include "config.h"
 #include "opsig.h"
+#include "loghttp.h"
 #include "metrics.h"
 #include "ops.h"
 #include "store.h"
@@ -53,6 +54,10 @@ struct node {
 	/* metrics.h: the endpoint (NULL: [node] metrics not set) and the
 	 * counters every thread adds to, lent to the modules */
 	struct metrics *metrics;
+	/* [node] log_http: the public push log (NULL: not set), served from
+	 * the store through logsrc */
+	struct loghttp *loghttp;
+	struct loghttp_source logsrc;
 	struct metrics_counts counts;
 	pid_t *hook_pids;      /* grant-hook runs not yet reaped */
 	size_t nhook_pids;

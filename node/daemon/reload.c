@@ -60,6 +60,7 @@ static const struct setting node_settings[] = {
         NODE_STR("log_level", log_level),
         NODE_STR("host", host),
         NODE_STR("metrics", metrics),
+        NODE_STR("log_http", log_http),
         NODE_VAL("oplog_retention", oplog_retention),
         POLICY("security_keys", security_keys),
         POLICY("token_quorum", token_quorum),

@@ -78,7 +78,11 @@ enum plane_answer { PLANE_DROP, PLANE_TAKE, PLANE_NOT_VOTER, PLANE_ZAP };
 	X(MIRROR_SUB,   PL__, PL_T, PL__, PL__, PL__, PL__)                    \
 	X(MIRROR_OPS,   PL__, PL__, PL__, PL__, PL_T, PL__)                    \
 	/* the push log's heads, published by frontends (N2) */               \
-	X(PUSHLOG_HEADS, PL__, PL__, PL_T, PL__, PL__, PL__)
+	X(PUSHLOG_HEADS, PL__, PL__, PL_T, PL__, PL__, PL__)                   \
+	/* the transparency log: checkpoints and cosignatures, between */     \
+	/* frontends on PUB (tlogwit.h) */                                    \
+	X(CHECKPOINT,   PL__, PL__, PL_T, PL__, PL__, PL__)                    \
+	X(COSIG,        PL__, PL__, PL_T, PL__, PL__, PL__)
 /* clang-format on */
 
 struct plane_row {

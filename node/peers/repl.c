@@ -63,6 +63,12 @@ void repl_back_off(struct repl_peer *p, uint64_t now_ms)
 	p->range_origin[0] = '\0';
 }
 
+void repl_tlog_status(struct repl *r, cJSON *status)
+{
+	if (r->tlogwit)
+		tlogwit_status(r->tlogwit, status);
+}
+
 void repl_set_verifier(struct repl *r, const struct opsig_verifier *v)
 {
 	r->verifier = *v;
@@ -278,6 +284,14 @@ int repl_open(struct repl **out, const struct repl_opts *o)
 		    !(p->dealer = link_dealer(r, p)))
 			goto fail;
 	}
+	if (o->signer &&
+	    tlogwit_open(&r->tlogwit,
+	                 &(struct tlogwit_opts){.store = r->store,
+	                                        .cfg = cfg,
+	                                        .self = r->self,
+	                                        .pub = r->pub,
+	                                        .signer = o->signer}) < 0)
+		goto fail;
 	r->lat.lat_us = xcalloc(LAT_SAMPLES, sizeof(*r->lat.lat_us));
 	r->syncing = r->npeers > 0;
 	if (r->syncing)
@@ -310,6 +324,7 @@ void repl_destroy(struct repl **rp)
 		if (p->msub)
 			grantd__v1__peer_msg__free_unpacked(p->msub, NULL);
 	}
+	tlogwit_destroy(&r->tlogwit);
 	if (r->pub)
 		zmq_close(r->pub);
 	repl_xfer_free(&r->xfer);
@@ -420,6 +435,19 @@ handle_peer(struct repl *r, struct repl_peer *p, void *sock, uint64_t now_ms)
 	case GRANTD__V1__PEER_MSG__BODY_PUSHLOG_HEADS:
 		if (sock == p->sub)
 			repl_hb_take_plheads(r, p, m->pushlog_heads);
+		else
+			repl_dropped(r, 1);
+		break;
+	case GRANTD__V1__PEER_MSG__BODY_CHECKPOINT:
+		if (sock == p->sub && r->tlogwit)
+			tlogwit_take_checkpoint(r->tlogwit, p->cfg->site,
+			                        m->checkpoint);
+		else
+			repl_dropped(r, 1);
+		break;
+	case GRANTD__V1__PEER_MSG__BODY_COSIG:
+		if (sock == p->sub && r->tlogwit)
+			tlogwit_take_cosig(r->tlogwit, p->cfg->site, m->cosig);
 		else
 			repl_dropped(r, 1);
 		break;
@@ -599,6 +627,8 @@ void repl_tick(struct repl *r, uint64_t now_ms)
 
 	repl_xfer_tick(r, now_ms);
 	repl_hb_tick(r, now_ms);
+	if (r->tlogwit)
+		tlogwit_tick(r->tlogwit, now_ms);
 	truncate_log(r, now_ms);
 	for (int i = 0; i < r->npeers; i++) {
 		struct repl_peer *p = &r->peers[i];

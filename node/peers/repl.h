@@ -85,6 +85,9 @@ struct repl_opts {
 	/* the origins' keys (common/opsig.h), copied: every operation from
 	 * a peer is checked against its origin's before it applies */
 	const struct opsig_verifier *verifier;
+	/* this site's key: it signs the push log's checkpoints
+	 * (tlogwit.h); NULL: none made nor cosigned (unit tests) */
+	const struct opsig_signer *signer;
 	/* metrics.h: replication latency of each live operation (NULL:
 	 * none) */
 	struct metrics_hist *latency_hist;
@@ -104,6 +107,9 @@ int repl_pollitems(struct repl *r, zmq_pollitem_t *items, int max);
  * the last call?  Then the sockets repl_pollitems gave are gone: ask again
  * before the next poll. */
 bool repl_relinked(struct repl *r);
+
+/* The transparency log's checkpoints, for `status` (tlogwit.h). */
+void repl_tlog_status(struct repl *r, cJSON *status);
 
 /* New keys (a reload that changed a verifier_key): copied. */
 void repl_set_verifier(struct repl *r, const struct opsig_verifier *v);

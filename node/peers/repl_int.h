@@ -32,6 +32,7 @@
 #include "linkmon.h"
 #include "ops.h"
 #include "opsig.h"
+#include "tlogwit.h"
 #include "peer.h"
 #include "peerpolicy.h"
 #include "records.h"
@@ -193,6 +194,7 @@ struct repl {
 	/* the origins' keys; operations taken from origins without one */
 	struct opsig_verifier verifier;
 	uint64_t unchecked;
+	struct tlogwit *tlogwit; /* checkpoints (NULL: no signer) */
 };
 
 /* ---- repl.c: the peers, live operations ------------------------------- */

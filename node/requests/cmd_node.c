@@ -197,6 +197,7 @@ cJSON *cmd_status_repl(struct repl *repl, struct gitrepl *g,
 	cJSON *f = cJSON_AddArrayToObject(j, "features");
 
 	repl_status(repl, cJSON_AddArrayToObject(j, "peers"), now_ms);
+	repl_tlog_status(repl, j);
 	/* each feature of this build, and whether every frontend has it */
 	for (int i = 0; i < FEATURE__COUNT; i++) {
 		cJSON *e = cJSON_CreateObject();
@@ -414,6 +415,15 @@ static int status_text(struct cmd_ctx *x, struct req *r, const cJSON *j)
 	                   str(o, "tip"), str(o, "kept_as"));
 	if ((o = cJSON_GetObjectItemCaseSensitive(j, "quorum")))
 		quorum_text(r, o);
+	cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(j, "tlog"))
+	        buf_printf(&r->out,
+	                   "tlog:     %s leaves=%.0f checkpoint=%.0f "
+	                   "signatures=%.0f cosigned=%.0f refused=%.0f "
+	                   "proofs=%.0f\n",
+	                   str(o, "site"), num(o, "leaves"),
+	                   num(o, "checkpoint"), num(o, "signatures"),
+	                   num(o, "cosigned"), num(o, "refused"),
+	                   num(o, "proofs"));
 	return 0;
 }
 
@@ -449,6 +459,7 @@ static int cmd_status(struct cmd_ctx *x, struct req *r)
 	take(j, rp, "replication");
 	take(j, rp, "git");
 	take(j, rp, "quorum");
+	take(j, rp, "tlog");
 	if ((rc = add_applied(x, applied)) < 0 ||
 	    (rc = add_conflicts(x, cJSON_AddArrayToObject(j, "conflicts"))) < 0) {
 		cJSON_Delete(j);

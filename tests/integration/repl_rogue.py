@@ -43,6 +43,13 @@ peers, for tests/integration/test_repl_security.sh.  Needs python3-zmq.
       reports another entry N of ORIGIN than the node holds.  Prints
       {"event": "start"} first.
 
+  repl_rogue.py forge-ckpt PUBLISH KEYFILE SITE NAME SIZE SECONDS
+      Stand in for frontend SITE on its publish endpoint (its node stopped)
+      and publish, every 100 ms for SECONDS, a push log checkpoint of NAME
+      (HOST/grantd/SITE) at tree size SIZE with a root that is no tree's,
+      signed with SITE's own key (node/peers/tlogwit.h: witnesses refuse it
+      and keep it as proof).  Prints {"event": "start", "note": ...}.
+
   repl_rogue.py rogue-git MODE PUBLISH SYNC KEYFILE SITE REPO REF GITDIR SECONDS
       Stand in for peer SITE (its node stopped) as a source of repository
       objects: bind SITE's publish and sync endpoints as a CURVE server with
@@ -216,6 +223,45 @@ def op_signer(keyfile):
         return op + field_bytes(30, field_bytes(1, sig) + field_varint(2, 0) +
                                 field_varint(3, 1) + field_bytes(5, root))
     return sign, pub
+
+
+def ckpt_note(keyfile, name, size, root):
+    """A C2SP checkpoint note of (name, size, root) signed with the
+    signed-note key grantd derives from keyfile (op_signer's)."""
+    import base64
+    import hashlib
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+    from zmq.utils import z85
+    import struct
+    _, sec = load_keys(keyfile)
+    seed = hashlib.blake2b(b"", digest_size=32, key=z85.decode(sec),
+                           salt=struct.pack("<Q", 1) + bytes(8),
+                           person=b"grantdsg" + bytes(8)).digest()
+    key = Ed25519PrivateKey.from_private_bytes(seed)
+    from cryptography.hazmat.primitives import serialization
+    pub = key.public_key().public_bytes(serialization.Encoding.Raw,
+                                        serialization.PublicFormat.Raw)
+    text = "%s\n%d\n%s\n" % (name, size, base64.b64encode(root).decode())
+    kid = hashlib.sha256(name.encode() + b"\n\x01" + pub).digest()[:4]
+    sig = base64.b64encode(kid + key.sign(text.encode())).decode()
+    return (text + "\n\u2014 " + name + " " + sig + "\n").encode()
+
+
+def forge_ckpt(ctx, publish, keyfile, site, name, size, secs):
+    """forge-ckpt: stand in for SITE on its PUB endpoint and publish, every
+    100 ms, a checkpoint of its log NAME at SIZE whose root is no tree's
+    (SHA-256 of "forged"), signed with SITE's key: what witnesses must
+    refuse and keep as proof."""
+    import hashlib
+    _, sec = load_keys(keyfile)
+    pub = curve_server(ctx, zmq.PUB, publish, sec)
+    note = ckpt_note(keyfile, name, int(size), hashlib.sha256(b"forged").digest())
+    print(json.dumps({"event": "start", "note": note.decode()}), flush=True)
+    end = time.monotonic() + float(secs)
+    while time.monotonic() < end:
+        pub.send(peer_msg(sender=site, body=field_bytes(28, field_bytes(1, note))))
+        time.sleep(0.1)
+    return 0
 
 
 def load_keys(path):
@@ -887,6 +933,8 @@ def main(argv):
             pub.send(peer_msg(sender=site, body=field_bytes(27, heads)))
             time.sleep(0.1)
         return 0
+    if mode == "forge-ckpt":
+        return forge_ckpt(ctx, *argv[2:8])
     if mode == "forge":
         return forge(ctx, *argv[2:12])
     if mode == "rogue-git":

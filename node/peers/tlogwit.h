@@ -1,0 +1,87 @@
+/*
+ * tlogwit.h: the transparency log's checkpoints between frontends (issue
+ * 21, SPEC 9, docs/push-log.md "Checkpoints and witnesses"); a room of
+ * repl (its thread, its PUB, its peers).
+ *
+ * As an origin: at most once a second while this site's tree has grown,
+ * sign a checkpoint of it (ckpt.h) with this site's key (opsig.h: the
+ * signed-note key HOST/grantd/SITE), keep it, publish it on PUB
+ * (PeerMsg.checkpoint), and publish the newest again every 2 s with the
+ * cosignatures collected, so that a peer that missed one, or restarted,
+ * gets it.
+ *
+ * As a witness (every other frontend): a checkpoint from its origin (on
+ * the origin's own SUB link) is checked against this site's copy of the
+ * origin's leaves (ckpt_witness); when it passes, the new last cosigned
+ * (size, root) is written and synced before the cosignature is published
+ * (PeerMsg.cosig), as C2SP tlog-witness asks.  A checkpoint whose size
+ * this site does not hold yet waits and is tried again each tick.  One
+ * that is signed but is not the origin's log here (another root, or not
+ * consistent with the last cosigned) is refused, logged, counted and kept
+ * as proof (CF_META "tlog/proof/SITE/SIZE").
+ *
+ * Every site keeps, per origin, the newest checkpoint note with the
+ * signatures that verify against the keys it knows (the origin's and the
+ * frontends' cosigner keys: the same Ed25519 key, type 0x04, C2SP
+ * tlog-cosignature), in CF_META "tlog/ckpt/SITE": what loghttp.h serves.
+ * Keys come from [peer] verifier_key (the first, current key); a peer
+ * without one is neither checked nor cosigned (its checkpoints counted as
+ * unchecked).  Mirrors neither make, cosign nor (yet) receive checkpoints.
+ *
+ * One owner thread (repl's), but tlogwit_source's functions, which only
+ * read committed state, run on any thread (the HTTP endpoint's).
+ */
+#ifndef GD_TLOGWIT_H
+#define GD_TLOGWIT_H
+
+#include <cjson/cJSON.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "grantd.pb-c.h"
+#include "loghttp.h"
+#include "opsig.h"
+#include "peer.h"
+#include "store.h"
+
+#define TLOGWIT_EVERY_MS     1000 /* a new checkpoint at most this often */
+#define TLOGWIT_REPUBLISH_MS 2000
+#define TLOGWIT_TICK_MS      50 /* the tree size is read this often */
+
+struct tlogwit;
+
+struct tlogwit_opts {
+	struct store *store;
+	const struct config *cfg;
+	const struct peer_self *self;
+	void *pub; /* repl's PUB (NULL: no peers) */
+	const struct opsig_signer *signer; /* this site's key */
+};
+
+/* Load each origin's last cosigned checkpoint and this site's newest.
+ * *out is the caller's (tlogwit_destroy).  Returns 0 or a store error. */
+int tlogwit_open(struct tlogwit **out, const struct tlogwit_opts *o);
+void tlogwit_destroy(struct tlogwit **wp);
+
+/* Make, publish and retry (above); call every loop turn. */
+void tlogwit_tick(struct tlogwit *w, uint64_t now_ms);
+
+/* A checkpoint published by from (its origin, on its SUB link). */
+void tlogwit_take_checkpoint(struct tlogwit *w,
+                             const char *from,
+                             const Grantd__V1__Checkpoint *c);
+
+/* A cosignature published by from (a witness). */
+void tlogwit_take_cosig(struct tlogwit *w,
+                        const char *from,
+                        const Grantd__V1__Cosig *c);
+
+/* status: "tlog": [{site, leaves, checkpoint, signatures, cosigned,
+ * refused, proofs, unchecked}], one per origin. */
+void tlogwit_status(struct tlogwit *w, cJSON *status);
+
+/* The HTTP endpoint's source over s's committed state (loghttp.h); s must
+ * outlive the endpoint. */
+void tlogwit_source(struct loghttp_source *out, struct store *s);
+
+#endif
