@@ -289,6 +289,13 @@ SEEDS = {
                                               field_bytes(3, b"\xab" * 32)) +
                               field_bytes(1, field_bytes(1, "paloalto") + field_varint(2, 1) +
                                           field_bytes(3, b"\x01" * 31))),
+    # PeerMsg bodies 28, 29: the transparency log's checkpoint and a
+    # cosignature (node/peers/tlogwit.h), as a frontend publishes them
+    "checkpoint": peer_msg(28, field_bytes(1,
+        "localhost/grantd/portland\n3\nq1Wq0Qv6dXbGJtsa4dTmEcFhN1pvGbHWzXk0FH2HqYw=\n\n"
+        "\u2014 localhost/grantd/portland AAAAAAAA\n")),
+    "cosig": peer_msg(29, field_bytes(1, "paloalto") + field_varint(2, 3) +
+                      field_bytes(3, "\u2014 localhost/grantd/portland AAAAAAAA\n")),
     "pack_req": peer_msg(P_PACK_REQ, field_varint(1, 1) + field_bytes(2, "pub/linux") +
                          field_bytes(3, OID_A) + field_bytes(4, OID_B) +
                          field_varint(5, 4)),
