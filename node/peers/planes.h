@@ -82,7 +82,10 @@ enum plane_answer { PLANE_DROP, PLANE_TAKE, PLANE_NOT_VOTER, PLANE_ZAP };
 	/* the transparency log: checkpoints and cosignatures, between */     \
 	/* frontends on PUB (tlogwit.h) */                                    \
 	X(CHECKPOINT,   PL__, PL__, PL_T, PL__, PL__, PL__)                    \
-	X(COSIG,        PL__, PL__, PL_T, PL__, PL__, PL__)
+	X(COSIG,        PL__, PL__, PL_T, PL__, PL__, PL__)                    \
+	/* a mirror's checkpoints, asked of a frontend (tlogwit.h) */          \
+	X(CKPT_REQ,     PL_T, PL_T, PL__, PL__, PL__, PL__)                    \
+	X(CKPT_REP,     PL__, PL__, PL__, PL__, PL_T, PL__)
 /* clang-format on */
 
 struct plane_row {

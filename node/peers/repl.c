@@ -292,6 +292,10 @@ int repl_open(struct repl **out, const struct repl_opts *o)
 	                                        .pub = r->pub,
 	                                        .signer = o->signer}) < 0)
 		goto fail;
+	if (r->tlogwit &&
+	    peer_on(r->link, GRANTD__V1__PEER_MSG__BODY_CKPT_REQ,
+	            tlogwit_on_req, r->tlogwit) < 0)
+		goto fail;
 	r->lat.lat_us = xcalloc(LAT_SAMPLES, sizeof(*r->lat.lat_us));
 	r->syncing = r->npeers > 0;
 	if (r->syncing)
@@ -451,6 +455,12 @@ handle_peer(struct repl *r, struct repl_peer *p, void *sock, uint64_t now_ms)
 		else
 			repl_dropped(r, 1);
 		break;
+	case GRANTD__V1__PEER_MSG__BODY_CKPT_REP:
+		if (sock == p->dealer && p->link == LINK_FEED_IN && r->tlogwit)
+			tlogwit_take_notes(r->tlogwit, m->ckpt_rep);
+		else
+			repl_dropped(r, 1);
+		break;
 	case GRANTD__V1__PEER_MSG__BODY_SNAP_REP:
 		if (sock == p->dealer)
 			repl_xfer_apply(r, p, m->snap_rep, now_ms);
@@ -591,6 +601,11 @@ static void tick_peer(struct repl *r,
 	    now_ms - p->last_sub_ms >= REPL_HEARTBEAT_MS) {
 		p->last_sub_ms = now_ms;
 		repl_mirror_subscribe(r, p);
+	}
+	if (p->link == LINK_FEED_IN && r->tlogwit &&
+	    now_ms - p->last_ckpt_ms >= TLOGWIT_EVERY_MS) {
+		p->last_ckpt_ms = now_ms;
+		tlogwit_ask(r->tlogwit, p->dealer);
 	}
 	if (repl_range_tick(r, p, now_ms))
 		lv->all_level = false;

@@ -81,8 +81,9 @@ struct repl_peer {
 	void *dealer;
 	/* their handshakes: made again after one failed (linkmon.h) */
 	struct linkmon sub_mon, dealer_mon;
-	/* LINK_FEED_IN: when we last subscribed */
-	uint64_t last_sub_ms;
+	/* LINK_FEED_IN: when we last subscribed, and asked for the
+	 * push log's checkpoints (tlogwit.h) */
+	uint64_t last_sub_ms, last_ckpt_ms;
 	/* LINK_FEED_OUT: the mirror's lease on our ROUTER, its last
 	 * mirror_sub (owned; NULL: none yet) and since when it is behind */
 	uint8_t rid[RID_MAX];

@@ -370,12 +370,17 @@ keep_newest(struct tlogwit *w, struct origin *o, const char *note, size_t len)
 	struct buf mine = BUF_INIT, kept = BUF_INIT;
 	struct note_checkpoint a, b;
 
-	int n = keep_verified(w, &kept, note, len);
+	int n;
 
-	if (n <= 0 || note_tree(&kept, &a) < 0)
+	/* what is kept already (a mirror asks every second): nothing to
+	 * check again */
+	if (note_get(w->store, o->site, &mine) == 0 && mine.len == len &&
+	    !memcmp(mine.p, note, len))
 		goto out;
-	if (note_get(w->store, o->site, &mine) == 0 &&
-	    note_tree(&mine, &b) == 0 &&
+	if ((n = keep_verified(w, &kept, note, len)) <= 0 ||
+	    note_tree(&kept, &a) < 0)
+		goto out;
+	if (mine.len && note_tree(&mine, &b) == 0 &&
 	    (b.size > a.size || (b.size == a.size && o->sigs >= n)))
 		goto out;
 	if (note_put(w->store, o->site, &kept) < 0) {
@@ -492,6 +497,64 @@ void tlogwit_tick(struct tlogwit *w, uint64_t now_ms)
 	buf_free(&note);
 }
 
+/* ---- mirrors ---------------------------------------------------------- */
+
+void tlogwit_on_req(const struct peer_req *rq, void *payload)
+{
+	struct tlogwit *w = payload;
+	Grantd__V1__CkptRep rep = GRANTD__V1__CKPT_REP__INIT;
+	ProtobufCBinaryData notes[MAX_SITES];
+	struct buf b[MAX_SITES];
+	Grantd__V1__PeerMsg m;
+
+	for (size_t i = 0; i < w->n; i++) {
+		b[i] = (struct buf)BUF_INIT;
+		if (w->o[i].ckpt > 0 &&
+		    note_get(w->store, w->o[i].site, &b[i]) == 0)
+			notes[rep.n_notes++] = (ProtobufCBinaryData){
+			        b[i].len, (uint8_t *)b[i].p};
+	}
+	rep.notes = notes;
+	peer_msg_init(w->self, &m);
+	m.body_case = GRANTD__V1__PEER_MSG__BODY_CKPT_REP;
+	m.ckpt_rep = &rep;
+	peer_reply(rq, &m);
+	for (size_t i = 0; i < w->n; i++)
+		buf_free(&b[i]);
+}
+
+void tlogwit_ask(struct tlogwit *w, void *dealer)
+{
+	Grantd__V1__PeerMsg m;
+
+	peer_msg_init(w->self, &m);
+	m.body_case = GRANTD__V1__PEER_MSG__BODY_CKPT_REQ;
+	m.ckpt_req = 1;
+	peer_send(dealer, &m, NULL, 0);
+}
+
+void tlogwit_take_notes(struct tlogwit *w, const Grantd__V1__CkptRep *rep)
+{
+	for (size_t i = 0; i < rep->n_notes && i < MAX_SITES; i++) {
+		struct buf note = BUF_INIT;
+		struct note_checkpoint cp;
+		const struct note_vkey *k;
+		buf_add(&note, rep->notes[i].data, rep->notes[i].len);
+		/* whose log: the origin line names the key, which names the
+		 * site (HOST/grantd/SITE) */
+		if (note_tree(&note, &cp) == 0) {
+			for (size_t j = 0; j < w->n; j++) {
+				k = key_of(w, w->o[j].site);
+				if (k && k->name_len == cp.origin_len &&
+				    !memcmp(k->name, cp.origin, cp.origin_len))
+					keep_newest(w, &w->o[j], note.p,
+					            note.len);
+			}
+		}
+		buf_free(&note);
+	}
+}
+
 /* ---- status ----------------------------------------------------------- */
 
 void tlogwit_status(struct tlogwit *w, cJSON *status)
@@ -502,7 +565,7 @@ void tlogwit_status(struct tlogwit *w, cJSON *status)
 		const struct origin *o = &w->o[i];
 		cJSON *e = cJSON_CreateObject();
 		uint64_t size = 0;
-		cJSON_AddStringToObject(e, "site", o->site);
+		cJSON_AddStringToObject(e, "origin", o->site);
 		if (tlogstore_size(w->store, NULL, o->site, &size) == 0)
 			cJSON_AddNumberToObject(e, "leaves", (double)size);
 		cJSON_AddNumberToObject(e, "checkpoint", (double)o->ckpt);

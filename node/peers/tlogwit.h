@@ -26,7 +26,10 @@
  * tlog-cosignature), in CF_META "tlog/ckpt/SITE": what loghttp.h serves.
  * Keys come from [peer] verifier_key (the first, current key); a peer
  * without one is neither checked nor cosigned (its checkpoints counted as
- * unchecked).  Mirrors neither make, cosign nor (yet) receive checkpoints.
+ * unchecked).  A mirror neither makes nor cosigns checkpoints: it asks
+ * each frontend it is fed by for the ones it keeps (ckpt_req on the sync
+ * link, with its subscription) and keeps those whose signatures verify
+ * against its keys, so that it serves them too.
  *
  * One owner thread (repl's), but tlogwit_source's functions, which only
  * read committed state, run on any thread (the HTTP endpoint's).
@@ -76,7 +79,18 @@ void tlogwit_take_cosig(struct tlogwit *w,
                         const char *from,
                         const Grantd__V1__Cosig *c);
 
-/* status: "tlog": [{site, leaves, checkpoint, signatures, cosigned,
+/* A mirror's request for the kept checkpoints (on the sync ROUTER;
+ * payload: the struct tlogwit): answered with every origin's note. */
+void tlogwit_on_req(const struct peer_req *rq, void *payload);
+
+/* Ask frontend dealer (we are a mirror) for its checkpoints. */
+void tlogwit_ask(struct tlogwit *w, void *dealer);
+
+/* A frontend's answer (we are a mirror): each note kept when its
+ * signatures verify here and it is not older than the one kept. */
+void tlogwit_take_notes(struct tlogwit *w, const Grantd__V1__CkptRep *rep);
+
+/* status: "tlog": [{origin, leaves, checkpoint, signatures, cosigned,
  * refused, proofs, unchecked}], one per origin. */
 void tlogwit_status(struct tlogwit *w, cJSON *status);
 

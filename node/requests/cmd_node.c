@@ -420,7 +420,7 @@ static int status_text(struct cmd_ctx *x, struct req *r, const cJSON *j)
 	                   "tlog:     %s leaves=%.0f checkpoint=%.0f "
 	                   "signatures=%.0f cosigned=%.0f refused=%.0f "
 	                   "proofs=%.0f\n",
-	                   str(o, "site"), num(o, "leaves"),
+	                   str(o, "origin"), num(o, "leaves"),
 	                   num(o, "checkpoint"), num(o, "signatures"),
 	                   num(o, "cosigned"), num(o, "refused"),
 	                   num(o, "proofs"));

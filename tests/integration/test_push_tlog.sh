@@ -22,6 +22,8 @@ IPB=127.0.26.6
 t_section "paloalto, portland (frontends) and montreal (mirror)"
 t_cluster_config
 sed -i '/^\[node\]$/a role = mirror' "$(t_dir $MIRROR)/grantd.conf"
+HTTP_PORT=$((T_SSH_PORT + 10000 + 8))
+sed -i "/^\\[node\\]\$/a log_http = ${T_SADDR[$MIRROR]}:$HTTP_PORT" "$(t_dir $MIRROR)/grantd.conf"
 for s in "${FRONTS[@]}"; do
 	sed -i "/^\\[peer $MIRROR\\]\$/a role = mirror" "$(t_dir "$s")/grantd.conf"
 done
@@ -100,6 +102,20 @@ t_eq "montreal holds the three leaves" "$(fam "$MF" tleaves)" 3
 t_eq "montreal holds no push log entry (salt, address)" "$(fam "$MF" pushlog)" 0
 t_eq "paloalto holds the three entries" "$(fam "$(fams paloalto)" pushlog)" 3
 t_expect 1 "no client address in montreal's directory" grep -rqaF -e "$IPA" -e "$IPB" "$(t_dir $MIRROR)"
+
+t_section "the mirror serves each frontend's checkpoint with its cosignature"
+# (tlogwit.h: a mirror asks its frontends for the checkpoints they keep)
+mckpt() { t_sj $MIRROR "[str(t.get('checkpoint', 0)) + '/' + str(t.get('signatures', 0)) for t in j['tlog'] if t['origin'] == '$1'][0]"; }
+t_expect_soon 0 15 "montreal keeps paloalto's checkpoint of 2, signed and cosigned" eval '[[ $(mckpt paloalto) == 2/2 ]]'
+t_expect_soon 0 15 "montreal keeps portland's checkpoint of 1, signed and cosigned" eval '[[ $(mckpt portland) == 1/2 ]]'
+PA_VK=$(t_c paloalto log key) && PL_VK=$(t_c portland log key) || t_fatal "grantctl log key"
+ONE_TIP=$(git -C "$T_DIR/wa" rev-parse HEAD)
+t_expect 0 "grant-log checks paloalto's log at the mirror (portland's cosignature)" \
+	"$GD_BIN/grant-log" --key "$PA_VK" --witness "$PL_VK" --quorum 1 --state "$T_DIR/gl" \
+	"http://${T_SADDR[$MIRROR]}:$HTTP_PORT" paloalto checkpoint
+t_expect 0 "grant-log: one's main at the mirror's log is the logged tip" \
+	"$GD_BIN/grant-log" --key "$PA_VK" --witness "$PL_VK" --quorum 1 --state "$T_DIR/gl" \
+	"http://${T_SADDR[$MIRROR]}:$HTTP_PORT" paloalto tip one refs/heads/main "$ONE_TIP"
 
 t_section "montreal, down during a push, catches up on its leaf"
 t_stop $MIRROR

@@ -40,7 +40,7 @@ glog() { # SITE-SERVING COMMAND...: grant-log of paloalto's log
 		--witness "${VK[montreal]}" --quorum 2 --state "$S" "$(url "$at")" paloalto "$@"
 }
 # ckpt SITE ORIGIN FIELD: a field of ORIGIN's entry in SITE's status tlog
-ckpt() { t_sj "$1" "[t.get('$3', 0) for t in j['tlog'] if t['site'] == '$2'][0]"; }
+ckpt() { t_sj "$1" "[t.get('$3', 0) for t in j['tlog'] if t['origin'] == '$2'][0]"; }
 ckpt_is() { [[ $(ckpt "$1" "$2" "$3" 2>/dev/null) == "$4" ]]; }
 
 t_section "three pushes at paloalto: a checkpoint with two cosignatures"
