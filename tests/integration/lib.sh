@@ -561,6 +561,9 @@ t_start_refused() {
 	gd_grantd_start "$1" >/dev/null 2>&1
 	st=$(gd_grantd_exit_status "$1")
 	t_check "$2 (exit status $st)" eval '[[ $st =~ ^[0-9]+$ && $st != 0 ]]'
+	# a node that started after all is stopped, not left running when
+	# its pid file goes
+	[[ $st =~ ^[0-9]+$ ]] || gd_grantd_stop "$1" >/dev/null 2>&1 || true
 	rm -f "$1/grantd.pid"
 }
 # t_stop SITE: SIGTERM and wait; a check: the node must stop by itself
