@@ -47,6 +47,7 @@ from repl_rogue import load_keys, pb_fields, pb_one, peer_msg, sock  # noqa: E40
 
 VV_REQ_FIELD = 14
 HEARTBEAT_FIELD = 11
+CKPT_REP_FIELD = 31
 PACK_ERR_FIELD = 20
 VOTE_NOT_VOTER = 4
 
@@ -149,6 +150,11 @@ def walk(role, sync, server_key, keyfile, site, src, status_cmd):
             # the git actor answers pack requests from its own thread, so
             # a pack_err (20) may come after the fence: not this kind's
             back = [b for b in back if PACK_ERR_FIELD not in b]
+            # a ckpt_rep (31) can only answer the ckpt_req walked before
+            # it, which a mirror's key is answered too; seen after that
+            # step's fence now and then (not this kind's)
+            if name != "CKPT_REQ":
+                back = [b for b in back if CKPT_REP_FIELD not in b]
         ok = back is not None
         seen = {}
         if ok and want == "take":

@@ -32,9 +32,9 @@ j=$OUT
 t_eq "equal is true" "$(t_json "j['equal']" <<<"$j")" true
 t_eq "recomputed == live == status digest" \
 	"$(t_json "j['recomputed'] == j['live'] == j['stored'] == '$digest'" <<<"$j")" true
-t_eq "eleven families, refs, revocations, address revocations and the push log among them" \
+t_eq "twelve families, refs, revocations, address revocations, the push log and its transparency log's leaves among them" \
 	"$(t_json "sorted(f['family'] for f in j['families'])" <<<"$j")" \
-	'["addrrevokes", "enroll", "fails", "grants", "marks", "pushlog", "refs", "repos", "revokes", "unlock", "users"]'
+	'["addrrevokes", "enroll", "fails", "grants", "marks", "pushlog", "refs", "repos", "revokes", "tleaves", "unlock", "users"]'
 t_eq "none differs" "$(t_json "j['differs']" <<<"$j")" '[]'
 t_eq "each family's live share equals its recomputed one" \
 	"$(t_json "all(f['live'] == f['recomputed'] and f['equal'] for f in j['families'])" <<<"$j")" true
