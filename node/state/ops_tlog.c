@@ -1,9 +1,14 @@
 /*
  * ops_tlog.c: the merge rule of the transparency log's leaves
  * (RECORDS_LEAF, records.h; ops_merge.c hands each leaf here): a leaf is
- * taken at index = its origin's tree size here, its stored hashes
- * appended in the same batch (tlogstore.h); one beyond the size is refused
- * (counted, logged); another text at an index held is kept as a fork.
+ * kept at (origin, index) whatever order it arrives in, and the tree is
+ * the leaves held from index 0 without a gap: a leaf at the origin's tree
+ * size here has its stored hashes appended in the same batch (tlogstore.h),
+ * and so have the leaves held after it, up to the next gap.  So a leaf that
+ * arrives before the ones under it (a state transfer still under way, a
+ * live operation first) waits for them instead of being lost, and every
+ * site ends with the same records and the same tree.  Another text at an
+ * index held is kept as a fork.
  */
 #include <stdio.h>
 #include <string.h>
@@ -79,6 +84,42 @@ static int keep_fork(struct ops *o,
 	return rc;
 }
 
+/* Append to origin's tree the leaves held from index size on, up to the
+ * first one missing. */
+static int advance(struct ops *o, struct store_batch *b, const char *origin,
+                   uint64_t size)
+{
+	struct buf k = BUF_INIT, v = BUF_INIT;
+	Grantd__V1__PushLeaf *l;
+	int rc;
+
+	for (;; size++) {
+		records_key_tleaf(&k, origin, size);
+		buf_reset(&v);
+		rc = store_get(o->store, b, CF_TLEAVES, k.p, k.len, &v);
+		if (rc == GD_ENOTFOUND) {
+			rc = 0;
+			break;
+		}
+		if (rc < 0)
+			break;
+		l = grantd__v1__push_leaf__unpack(NULL, v.len,
+		                                  (const uint8_t *)v.p);
+		if (!l) {
+			rc = GD_EPROTO;
+			break;
+		}
+		rc = tlogstore_append(o->store, b, origin, size, l->text.data,
+		                      l->text.len);
+		grantd__v1__push_leaf__free_unpacked(l, NULL);
+		if (rc < 0)
+			break;
+	}
+	buf_free(&k);
+	buf_free(&v);
+	return rc;
+}
+
 int ops_tlog_apply(struct ops *o,
                    struct store_batch *b,
                    const Grantd__V1__PushLeaf *l)
@@ -96,12 +137,15 @@ int ops_tlog_apply(struct ops *o,
 	if ((rc = tlogstore_size(o->store, b, l->origin, &size)) < 0)
 		goto done;
 	records_key_tleaf(&k, l->origin, l->index);
-	if (l->index > size) {
-		refused(o, l, size);
-	} else if (l->index == size) {
-		put_new(o, b, &k, &val);
-		rc = tlogstore_append(o->store, b, l->origin, l->index,
-		                      l->text.data, l->text.len);
+	if (l->index >= size) {
+		rc = store_get(o->store, b, CF_TLEAVES, k.p, k.len, &old);
+		if (rc == GD_ENOTFOUND) {
+			put_new(o, b, &k, &val);
+			rc = advance(o, b, l->origin, size);
+		} else if (rc == 0 && (old.len != val.len ||
+		                       memcmp(old.p, val.p, val.len))) {
+			rc = keep_fork(o, b, l, &val);
+		}
 	} else if ((rc = store_get(o->store, b, CF_TLEAVES, k.p, k.len,
 	                           &old)) == GD_ENOTFOUND) {
 		/* the size says held: the table and the leaves parted */

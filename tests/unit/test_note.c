@@ -244,12 +244,12 @@ static void test_open_go(void **state)
 	assert_int_equal(open_s(&n, msg, k, 0), GD_ETOOBIG);
 	/* a bad signature by a known key */
 	snprintf(bad, sizeof(bad), "%s\n%.60sABCD%s", TEXT, PETER_SIG,
-	         PETER_SIG + 60);
+	         &PETER_SIG[60]);
 	assert_int_equal(open_s(&n, bad, k, 1), GD_ECRYPTO);
 	assert_int_equal(n.bad, 0);
 	/* repeats: Peter's counted once, Enoch's identical lines once */
 	snprintf(msg, 2048, "%s\n%s%s%s%s%.60sABCD%s", TEXT, PETER_SIG,
-	         PETER_SIG, ENOCH_SIG, ENOCH_SIG, ENOCH_SIG, ENOCH_SIG + 60);
+	         PETER_SIG, ENOCH_SIG, ENOCH_SIG, ENOCH_SIG, &ENOCH_SIG[60]);
 	assert_int_equal(open_s(&n, msg, k, 1), 0);
 	assert_int_equal(n.nverified, 1);
 	assert_int_equal(n.nsigs, 3);
