@@ -296,6 +296,11 @@ SEEDS = {
         "\u2014 localhost/grantd/portland AAAAAAAA\n")),
     "cosig": peer_msg(29, field_bytes(1, "paloalto") + field_varint(2, 3) +
                       field_bytes(3, "\u2014 localhost/grantd/portland AAAAAAAA\n")),
+    # bodies 30, 31: a mirror asks a frontend for its checkpoints
+    "ckpt_req": peer_head() + field_varint(30, 1),
+    "ckpt_rep": peer_msg(31, field_bytes(1,
+        "localhost/grantd/paloalto\n1\nq1Wq0Qv6dXbGJtsa4dTmEcFhN1pvGbHWzXk0FH2HqYw=\n\n"
+        "\u2014 localhost/grantd/paloalto AAAAAAAA\n")),
     "pack_req": peer_msg(P_PACK_REQ, field_varint(1, 1) + field_bytes(2, "pub/linux") +
                          field_bytes(3, OID_A) + field_bytes(4, OID_B) +
                          field_varint(5, 4)),
