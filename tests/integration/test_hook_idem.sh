@@ -219,7 +219,13 @@ t_expect 0 "push 200 new refs to paloalto, the hook's answer lost" push_proxied 
 proxy_stop
 t_eq "the stand-in passed on one request (the first part)" \
 	"$(grep -c '"event": "forwarded", "status": 0' "$T_DIR/proxy.out")" 1
-t_eq "one more RefUpdate at paloalto" "$(nrecorded)" "$((n0 + 1))"
+# the first part recorded; and the second too once the node itself has
+# sent the kept push (its reconciler runs the hook when it meets a ref of a
+# repository with a spool: reconcile.c spooled()), which may be before this
+# check (a fresh clone saw it)
+n1=$(nrecorded)
+t_check "the first part recorded, the second only if the node sent the kept push ($n1 after $n0)" \
+	eval '(( n1 == n0 + 1 )) || { (( n1 == n0 + 2 )) && ! spooled; }'
 t_expect 0 "the hook run again (empty stdin) sends the kept push" hook_run
 t_check "spool emptied" eval '! spooled'
 t_eq "one more RefUpdate: the second part only" "$(nrecorded)" "$((n0 + 2))"
