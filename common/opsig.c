@@ -241,8 +241,7 @@ int opsig_verifier_add(struct opsig_verifier *v,
 	return 0;
 }
 
-/* Does name end in "/grantd/SITE"? */
-static bool names_site(const char *name, const char *site)
+bool opsig_key_names_site(const char *name, const char *site)
 {
 	size_t n = strlen(name), m = strlen(site), t = strlen("/grantd/");
 
@@ -273,7 +272,7 @@ static int peer_keys(struct opsig_verifier *v,
 			return GD_EINVAL;
 		*why = "it names another site (want HOST/grantd/SITE of this "
 		       "[peer]: grantctl log key at that site prints it)";
-		if (!names_site(k.name, p->site))
+		if (!opsig_key_names_site(k.name, p->site))
 			return GD_EINVAL;
 		*why = "it is this node's own key";
 		if (!memcmp(k.pub, own->key.pub, OPSIG_PUB_LEN))

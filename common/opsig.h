@@ -67,6 +67,9 @@ int opsig_key_name(char out[NOTE_NAME_MAX + 1],
                    const char *host,
                    const char *site);
 
+/* Is name (a key name) site's, HOST/grantd/SITE (opsig_key_name)? */
+bool opsig_key_names_site(const char *name, const char *site);
+
 /* Derive s from the 32-byte CURVE secret (raw, not Z85) under name.
  * Returns 0 or GD_EINVAL (a bad name). */
 int opsig_signer_init(struct opsig_signer *s,

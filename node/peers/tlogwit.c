@@ -150,16 +150,9 @@ static void keys_add(struct tlogwit *w,
 /* The signing key (0x01) of site; NULL when none is configured. */
 static const struct note_vkey *key_of(const struct tlogwit *w, const char *site)
 {
-	size_t n = strlen(site);
-
-	for (size_t i = 0; i < w->nkeys; i += 2) {
-		const struct note_vkey *k = &w->keys[i];
-		/* NAME is HOST/grantd/SITE (opsig_key_name) */
-		if (k->name_len > n + 8 &&
-		    !strcmp(k->name + k->name_len - n, site) &&
-		    !memcmp(k->name + k->name_len - n - 8, "/grantd/", 8))
-			return k;
-	}
+	for (size_t i = 0; i < w->nkeys; i += 2)
+		if (opsig_key_names_site(w->keys[i].name, site))
+			return &w->keys[i];
 	return NULL;
 }
 

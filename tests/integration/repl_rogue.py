@@ -198,12 +198,12 @@ def drain(router, on_frame, on_other=None):
             on_other(len(frames))
 
 
-def op_signer(keyfile):
-    """sign(op) -> op with its field 30, signed as a batch of one by the
-    site of keyfile (common/opsig.c: the Ed25519 seed is libsodium's
+def site_key(keyfile):
+    """The Ed25519 key grantd signs with, derived from keyfile's CURVE
+    secret (common/opsig.c: the seed is libsodium's
     crypto_kdf_derive_from_key(32, 1, "grantdsg", CURVE secret), which is
-    keyed BLAKE2b with the subkey id as salt and the context as person);
-    also the raw public key."""
+    keyed BLAKE2b with the subkey id as salt and the context as person),
+    and its raw public key."""
     import hashlib
     import struct
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -214,8 +214,15 @@ def op_signer(keyfile):
                            salt=struct.pack("<Q", 1) + bytes(8),
                            person=b"grantdsg" + bytes(8)).digest()
     key = Ed25519PrivateKey.from_private_bytes(seed)
-    pub = key.public_key().public_bytes(serialization.Encoding.Raw,
-                                        serialization.PublicFormat.Raw)
+    return key, key.public_key().public_bytes(serialization.Encoding.Raw,
+                                              serialization.PublicFormat.Raw)
+
+
+def op_signer(keyfile):
+    """sign(op) -> op with its field 30, signed as a batch of one by the
+    site of keyfile (site_key); also the raw public key."""
+    import hashlib
+    key, pub = site_key(keyfile)
 
     def sign(op):
         root = hashlib.sha256(b"\x00" + op).digest()
@@ -230,17 +237,7 @@ def ckpt_note(keyfile, name, size, root):
     signed-note key grantd derives from keyfile (op_signer's)."""
     import base64
     import hashlib
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-    from zmq.utils import z85
-    import struct
-    _, sec = load_keys(keyfile)
-    seed = hashlib.blake2b(b"", digest_size=32, key=z85.decode(sec),
-                           salt=struct.pack("<Q", 1) + bytes(8),
-                           person=b"grantdsg" + bytes(8)).digest()
-    key = Ed25519PrivateKey.from_private_bytes(seed)
-    from cryptography.hazmat.primitives import serialization
-    pub = key.public_key().public_bytes(serialization.Encoding.Raw,
-                                        serialization.PublicFormat.Raw)
+    key, pub = site_key(keyfile)
     text = "%s\n%d\n%s\n" % (name, size, base64.b64encode(root).decode())
     kid = hashlib.sha256(name.encode() + b"\n\x01" + pub).digest()[:4]
     sig = base64.b64encode(kid + key.sign(text.encode())).decode()
