@@ -109,12 +109,17 @@ table_read(struct tlog_hash *out, const int64_t *idx, size_t n, void *payload)
 	return 0;
 }
 
-/* The signed message: the domain, then the root. */
-static void root_msg(uint8_t msg[sizeof(OPSIG_DOMAIN) - 1 + OPSIG_HASH_LEN],
-                     const struct tlog_hash *root)
+#define MSG_LEN (sizeof(OPSIG_DOMAIN) - 1 + 2 * OPSIG_HASH_LEN)
+
+/* The signed message: the domain, the chain value before, the root. */
+static void batch_msg(uint8_t msg[MSG_LEN],
+                      const uint8_t prev[OPSIG_HASH_LEN],
+                      const struct tlog_hash *root)
 {
 	memcpy(msg, OPSIG_DOMAIN, sizeof(OPSIG_DOMAIN) - 1);
-	memcpy(msg + sizeof(OPSIG_DOMAIN) - 1, root->b, OPSIG_HASH_LEN);
+	memcpy(msg + sizeof(OPSIG_DOMAIN) - 1, prev, OPSIG_HASH_LEN);
+	memcpy(msg + sizeof(OPSIG_DOMAIN) - 1 + OPSIG_HASH_LEN, root->b,
+	       OPSIG_HASH_LEN);
 }
 
 static void put_varint(struct buf *b, uint64_t v)
@@ -164,23 +169,28 @@ static void build_tree(struct table *t,
 }
 
 int opsig_sign_batch(const struct opsig_signer *s,
+                     uint8_t chain[OPSIG_HASH_LEN],
                      struct buf *const *ops,
                      size_t n)
 {
 	struct table t = {0};
 	struct tlog_hash root, proof[TLOG_MAX_PROOF];
 	ProtobufCBinaryData pb[TLOG_MAX_PROOF];
-	uint8_t msg[sizeof(OPSIG_DOMAIN) - 1 + OPSIG_HASH_LEN];
+	uint8_t msg[MSG_LEN], prev[OPSIG_HASH_LEN];
 	uint8_t sig[OPSIG_SIG_LEN];
 	Grantd__V1__OpSig m = GRANTD__V1__OP_SIG__INIT;
 
 	if (n == 0 || n > OPSIG_MAX_BATCH)
 		return GD_EINVAL;
 	build_tree(&t, &root, ops, n);
-	root_msg(msg, &root);
+	memcpy(prev, chain, OPSIG_HASH_LEN);
+	batch_msg(msg, prev, &root);
 	crypto_sign_detached(sig, NULL, msg, sizeof(msg), s->key.sk);
+	crypto_hash_sha256(chain, msg, sizeof(msg));
 	m.sig = (ProtobufCBinaryData){OPSIG_SIG_LEN, sig};
 	m.has_sig = 1;
+	m.prev = (ProtobufCBinaryData){OPSIG_HASH_LEN, prev};
+	m.has_prev = 1;
 	m.root = (ProtobufCBinaryData){OPSIG_HASH_LEN, root.b};
 	m.has_root = 1;
 	m.count = (uint32_t)n, m.has_count = 1;
@@ -310,31 +320,46 @@ bool opsig_verifier_has(const struct opsig_verifier *v, const char *origin)
 	return origin && key_of(v, origin, &at);
 }
 
-static bool cached(const struct opsig_verifier *v,
-                   size_t key,
-                   const uint8_t root[OPSIG_HASH_LEN])
+/* The cache slot of (key, chain): direct-mapped, a collision replaces. */
+static size_t slot(size_t key, const uint8_t chain[OPSIG_HASH_LEN])
 {
-	for (size_t i = 0; i < OPSIG_CACHE; i++)
-		if (v->cache[i].used && v->cache[i].key == key &&
-		    !memcmp(v->cache[i].root, root, OPSIG_HASH_LEN))
-			return true;
-	return false;
+	uint32_t h;
+
+	memcpy(&h, chain, sizeof(h)); /* a hash already: any 4 bytes do */
+	return (h ^ (uint32_t)key * 0x9e3779b1u) % OPSIG_CACHE;
 }
 
+static bool cached(const struct opsig_verifier *v,
+                   size_t key,
+                   const uint8_t chain[OPSIG_HASH_LEN])
+{
+	size_t i = slot(key, chain);
+
+	return v->cache[i].used && v->cache[i].key == key &&
+	       !memcmp(v->cache[i].chain, chain, OPSIG_HASH_LEN);
+}
+
+/* Remember that keys[key] vouched for chain (a batch it signed, or the
+ * prev of one).  Zeros are no batch's chain value: never kept. */
 static void remember(struct opsig_verifier *v,
                      size_t key,
-                     const uint8_t root[OPSIG_HASH_LEN])
+                     const uint8_t chain[OPSIG_HASH_LEN])
 {
-	memcpy(v->cache[v->next].root, root, OPSIG_HASH_LEN);
-	v->cache[v->next].key = key;
-	v->cache[v->next].used = true;
-	v->next = (v->next + 1) % OPSIG_CACHE;
+	static const uint8_t zero[OPSIG_HASH_LEN];
+	size_t i = slot(key, chain);
+
+	if (!memcmp(chain, zero, OPSIG_HASH_LEN))
+		return;
+	memcpy(v->cache[i].chain, chain, OPSIG_HASH_LEN);
+	v->cache[i].key = key;
+	v->cache[i].used = true;
 }
 
 static bool sig_shape_ok(const Grantd__V1__OpSig *m)
 {
 	if (!m->has_sig || m->sig.len != OPSIG_SIG_LEN || !m->has_root ||
-	    m->root.len != OPSIG_HASH_LEN || !m->has_count || !m->has_index ||
+	    m->root.len != OPSIG_HASH_LEN || !m->has_prev ||
+	    m->prev.len != OPSIG_HASH_LEN || !m->has_count || !m->has_index ||
 	    m->count == 0 || m->count > OPSIG_MAX_BATCH ||
 	    m->index >= m->count || m->n_path > TLOG_MAX_PROOF)
 		return false;
@@ -372,24 +397,29 @@ static bool proof_ok(const Grantd__V1__OpSig *m,
 	                         leaf) == 0;
 }
 
-/* Did the key at keys[at] sign root (a root checked before counts)? */
-static bool root_signed(struct opsig_verifier *v,
-                        size_t at,
-                        const struct tlog_hash *root,
-                        const uint8_t sig[OPSIG_SIG_LEN])
+/* Did the key at keys[at] sign the batch (prev, root)?  A batch checked
+ * before, or vouched for as the prev of a checked one, passes with a
+ * hash; a batch that passes vouches for its own prev. */
+static bool batch_signed(struct opsig_verifier *v,
+                         size_t at,
+                         const uint8_t prev[OPSIG_HASH_LEN],
+                         const struct tlog_hash *root,
+                         const uint8_t sig[OPSIG_SIG_LEN])
 {
-	uint8_t msg[sizeof(OPSIG_DOMAIN) - 1 + OPSIG_HASH_LEN];
+	uint8_t msg[MSG_LEN], chain[OPSIG_HASH_LEN];
 
-	if (cached(v, at, root->b)) {
+	batch_msg(msg, prev, root);
+	crypto_hash_sha256(chain, msg, sizeof(msg));
+	if (cached(v, at, chain)) {
 		v->cache_hits++;
-		return true;
+	} else {
+		v->verifies++;
+		if (crypto_sign_verify_detached(sig, msg, sizeof(msg),
+		                                v->keys[at].pub) != 0)
+			return false;
+		remember(v, at, chain);
 	}
-	root_msg(msg, root);
-	v->verifies++;
-	if (crypto_sign_verify_detached(sig, msg, sizeof(msg),
-	                                v->keys[at].pub) != 0)
-		return false;
-	remember(v, at, root->b);
+	remember(v, at, prev);
 	return true;
 }
 
@@ -418,13 +448,25 @@ enum opsig_verdict opsig_verify(struct opsig_verifier *v,
 	if (!proof_ok(m, &leaf, &root))
 		goto refused;
 	for (; key_of(v, op->origin, &at); at++)
-		if (root_signed(v, at, &root, m->sig.data))
+		if (batch_signed(v, at, m->prev.data, &root, m->sig.data))
 			return OPSIG_OK;
 refused:
 	if (why)
 		buf_printf(why, "%s (origin %s)", opsig_verdict_text(d),
 		           op->origin);
 	return d;
+}
+
+void opsig_verify_run(struct opsig_verifier *v,
+                      const Grantd__V1__Op *const *ops,
+                      size_t n,
+                      enum opsig_verdict *d)
+{
+	for (size_t i = n; i-- > 0;) {
+		enum opsig_verdict x = opsig_verify(v, ops[i], NULL);
+		if (d)
+			d[i] = x;
+	}
 }
 
 const char *opsig_verdict_text(enum opsig_verdict d)

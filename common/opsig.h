@@ -18,15 +18,27 @@
  *
  * The signature.  The writer commits operations in batches (group
  * commit); signing each one would cost the writer 25 us an operation and
- * every peer 60 us to check.  So one signature covers a batch: the
+ * every peer 60-90 us to check.  So one signature covers a batch: the
  * operations' bytes (each packed without its signature) are the leaves of
- * an RFC 6962 Merkle tree (tlog.h), the origin signs
- *     "grantd op batch v1\n" || root
- * once, and each operation carries OpSig: the signature, the root, its
- * index, the batch's size and its inclusion proof.  Each operation stays
- * checkable alone (relayed, in a range, in a mirror's feed, long after),
- * and a receiver that has checked a root once checks the batch's other
- * operations with hashes only (opsig_verifier keeps the last roots).
+ * an RFC 6962 Merkle tree (tlog.h), and the origin signs
+ *     "grantd op batch v2\n" || prev || root
+ * once, prev being the chain value of the batch it signed before (32 zero
+ * bytes for its first since it started) and a batch's chain value the
+ * SHA-256 of that message.  Each operation carries OpSig: the signature,
+ * prev, the root, its index, the batch's size and its inclusion proof.
+ * Each operation stays checkable alone (relayed, in a range, in a
+ * mirror's feed, long after), and a receiver that has checked a batch
+ * checks the batch's other operations with hashes only (opsig_verifier
+ * keeps the chain values it checked).
+ *
+ * The chain makes one signature check a whole run of batches: a checked
+ * batch vouches for its prev, so the batch whose chain value that is
+ * passes with hashes only, and so on back.  A receiver holding several
+ * of an origin's operations at once (a range, a mirror's feed, the live
+ * operations that queued while it was busy) checks them newest first
+ * (opsig_verify_run), so that it makes one Ed25519 check per run, not one
+ * per batch: catching up costs hashes, and a peer that falls behind
+ * catches up for less than it fell behind by.
  *
  * The bytes signed are the packed Op without field 30; a receiver packs
  * the decoded Op again without it.  protobuf-c packs the fields it knows
@@ -52,7 +64,7 @@
 #define OPSIG_PUB_LEN   NOTE_PUB_LEN
 #define OPSIG_SIG_LEN   64
 #define OPSIG_MAX_BATCH 65536 /* operations one signature covers */
-#define OPSIG_DOMAIN    "grantd op batch v1\n"
+#define OPSIG_DOMAIN    "grantd op batch v2\n"
 
 /* This site's signing key, derived from its CURVE secret: a signed-note
  * Ed25519 key named HOST/grantd/SITE. */
@@ -94,17 +106,20 @@ void opsig_signer_wipe(struct opsig_signer *s);
 /*
  * Sign a batch of n operations (1 <= n <= OPSIG_MAX_BATCH) and append to
  * each op's packed bytes its field 30: for i < n, ops[i] (a buf holding
- * the packed Op without a signature) gets the OpSig of index i.  Returns
- * 0 or GD_EINVAL (n out of range).
+ * the packed Op without a signature) gets the OpSig of index i.  chain
+ * holds the chain value of the batch signed before (zeros: none) and is
+ * set to this one's.  Returns 0 or GD_EINVAL (n out of range).
  */
 int opsig_sign_batch(const struct opsig_signer *s,
+                     uint8_t chain[OPSIG_HASH_LEN],
                      struct buf *const *ops,
                      size_t n);
 
-/* The keys a site checks operations with, and the roots it has checked
- * (a small cache: a batch's other operations then cost hashes only). */
+/* The keys a site checks operations with, and the chain values it has
+ * checked (a direct-mapped cache: a batch's other operations, and the
+ * batches a checked one vouches for, then cost hashes only). */
 #define OPSIG_MAX_KEYS 64
-#define OPSIG_CACHE    64
+#define OPSIG_CACHE    1024
 
 struct opsig_key {
 	char origin[65];
@@ -115,11 +130,10 @@ struct opsig_verifier {
 	struct opsig_key keys[OPSIG_MAX_KEYS];
 	size_t nkeys;
 	struct {
-		uint8_t root[OPSIG_HASH_LEN];
+		uint8_t chain[OPSIG_HASH_LEN];
 		size_t key; /* index into keys */
 		bool used;
 	} cache[OPSIG_CACHE];
-	size_t next; /* the cache slot to fill next */
 	uint64_t verifies; /* Ed25519 checks made */
 	uint64_t cache_hits;
 };
@@ -161,6 +175,16 @@ enum opsig_verdict {
 enum opsig_verdict opsig_verify(struct opsig_verifier *v,
                                 const Grantd__V1__Op *op,
                                 struct buf *why);
+
+/* Check n operations that will be applied in this order, newest first,
+ * so that a checked batch vouches for the ones before it (the chain,
+ * above); the verdicts go to d (n of them, in the ops' order; NULL: not
+ * kept).  Applying them then calls opsig_verify again at the cost of
+ * hashes, or uses d. */
+void opsig_verify_run(struct opsig_verifier *v,
+                      const Grantd__V1__Op *const *ops,
+                      size_t n,
+                      enum opsig_verdict *d);
 
 /* "signed", "no key", "unsigned", "malformed signature", "bad
  * signature". */

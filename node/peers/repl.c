@@ -327,6 +327,7 @@ void repl_destroy(struct repl **rp)
 			grantd__v1__heartbeat__free_unpacked(p->hb, NULL);
 		if (p->msub)
 			grantd__v1__peer_msg__free_unpacked(p->msub, NULL);
+		repl_live_free(p);
 	}
 	tlogwit_destroy(&r->tlogwit);
 	if (r->pub)
@@ -425,12 +426,16 @@ handle_peer(struct repl *r, struct repl_peer *p, void *sock, uint64_t now_ms)
 		grantd__v1__peer_msg__free_unpacked(m, NULL);
 		return 1;
 	}
+	if (m->body_case == GRANTD__V1__PEER_MSG__BODY_OP && sock == p->sub &&
+	    op_from_link(r, p, m->op)) {
+		repl_live_take(r, p, m, now_ms); /* checked as a run */
+		return 1;
+	}
+	repl_live_flush(r, p, now_ms); /* what came before m applies first */
 	switch (m->body_case) {
 	case GRANTD__V1__PEER_MSG__BODY_OP:
 		if (sock != p->sub)
 			repl_dropped(r, 1);
-		else if (op_from_link(r, p, m->op))
-			repl_apply_op(r, p, m->op, m->sent_us, now_ms);
 		ops_wipe(m->op);
 		break;
 	case GRANTD__V1__PEER_MSG__BODY_HEARTBEAT:
@@ -512,6 +517,8 @@ void repl_handle(struct repl *r)
 			break;
 		handled += got;
 	}
+	for (int i = 0; i < r->npeers; i++)
+		repl_live_flush(r, &r->peers[i], now_ms);
 	/* whatever the batch holds goes to disk now, with the digest it
 	 * moved: an operation that failed left nothing in it (ops_apply) */
 	if (!r->dirty && !ops_pending(r->ops, r->batch))

@@ -106,6 +106,9 @@ struct repl_peer {
 	char done_origin[NAME_SITE_MAX + 1];
 	uint64_t done_epoch;
 	uint64_t done_from;
+	/* operations its SUB delivered, not yet applied (repl_live.c) */
+	Grantd__V1__PeerMsg **live;
+	size_t nlive, caplive;
 };
 
 /* A state transfer in progress (this node far behind one peer). */
@@ -207,6 +210,15 @@ bool repl_origin_known(struct repl *r, const char *origin);
 /* No new range requests to p for RANGE_TIMEOUT_MS (a stream that keeps
  * failing). */
 void repl_back_off(struct repl_peer *p, uint64_t now_ms);
+/* repl_live.c: hold m (an operation from p's SUB, owned from now on);
+ * flush: check what p's SUB delivered as one run, newest first, then
+ * apply it in order; free: drop what is held (p going away). */
+void repl_live_take(struct repl *r,
+                    struct repl_peer *p,
+                    Grantd__V1__PeerMsg *m,
+                    uint64_t now_ms);
+void repl_live_flush(struct repl *r, struct repl_peer *p, uint64_t now_ms);
+void repl_live_free(struct repl_peer *p);
 /* Check op as a live operation and apply it into the batch; a gap asks
  * p for the range (sent_us: its publish time for the latency, 0: none). */
 void repl_apply_op(struct repl *r,

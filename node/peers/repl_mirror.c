@@ -240,6 +240,19 @@ void repl_mirror_apply_ops(struct repl *r,
 			repl_range_request_from(r, p, mo->origin, mo->epoch,
 			                        mo->from + mo->n_ops, now_ms);
 	}
+	/* the operations decoded first and checked newest first, one run
+	 * (opsig.h's chain); each is then taken or dropped below */
+	Grantd__V1__Op **dec = xcalloc(mo->n_ops ? mo->n_ops : 1, sizeof(*dec));
+	const Grantd__V1__Op **run = xcalloc(mo->n_ops ? mo->n_ops : 1,
+	                                     sizeof(*run));
+	size_t nrun = 0;
+	for (size_t i = 0; i < mo->n_ops; i++)
+		if (mo->ops[i]->has_op &&
+		    (dec[i] = grantd__v1__op__unpack(NULL, mo->ops[i]->op.len,
+		                                     mo->ops[i]->op.data)))
+			run[nrun++] = dec[i];
+	opsig_verify_run(&r->verifier, run, nrun, NULL);
+	free(run);
 	for (size_t i = 0; i < mo->n_ops; i++) {
 		const Grantd__V1__MirrorOp *e = mo->ops[i];
 		if (!e->origin || !name_site_ok(e->origin) || !e->has_epoch ||
@@ -264,8 +277,8 @@ void repl_mirror_apply_ops(struct repl *r,
 			mirror_skip(r, p, e, now_ms);
 			continue;
 		}
-		Grantd__V1__Op *op =
-		        grantd__v1__op__unpack(NULL, e->op.len, e->op.data);
+		Grantd__V1__Op *op = dec[i];
+		dec[i] = NULL;
 		if (!op || !op->origin || strcmp(op->origin, e->origin) ||
 		    op->epoch != e->epoch || op->seq != e->seq)
 			repl_dropped(r, 1); /* its stamp is not its own */
@@ -277,6 +290,12 @@ void repl_mirror_apply_ops(struct repl *r,
 			grantd__v1__op__free_unpacked(op, NULL);
 		}
 	}
+	for (size_t i = 0; i < mo->n_ops; i++) /* those dropped above */
+		if (dec[i]) {
+			ops_wipe(dec[i]);
+			grantd__v1__op__free_unpacked(dec[i], NULL);
+		}
+	free(dec);
 	if (mo->range && mo->truncated)
 		repl_xfer_start(r, p, now_ms);
 }

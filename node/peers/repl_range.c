@@ -152,19 +152,28 @@ void repl_range_apply(struct repl *r,
 	if (rr->n_ops >= RANGE_MAX_OPS && !rr->truncated)
 		repl_range_request_from(r, p, origin, epoch,
 		                        rr->from + rr->n_ops, now_ms);
+	/* checked newest first, one run (opsig.h's chain), then applied */
+	Grantd__V1__Op **ops = xcalloc(rr->n_ops ? rr->n_ops : 1, sizeof(*ops));
+	size_t n = 0;
 	for (size_t i = 0; i < rr->n_ops; i++) {
-		Grantd__V1__Op *op = grantd__v1__op__unpack(
-		        NULL, rr->ops[i].len, rr->ops[i].data);
-		if (!op) {
+		ops[n] = grantd__v1__op__unpack(NULL, rr->ops[i].len,
+		                                rr->ops[i].data);
+		if (ops[n])
+			n++;
+		else
 			repl_dropped(r, 1);
-			continue;
-		}
+	}
+	opsig_verify_run(&r->verifier, (const Grantd__V1__Op *const *)ops, n,
+	                 NULL);
+	for (size_t i = 0; i < n; i++) {
+		Grantd__V1__Op *op = ops[i];
 		if (repl_range_holds(r, p, origin, epoch, op->origin, op->epoch,
 		                     op->seq))
 			repl_apply_op(r, p, op, 0, now_ms);
 		ops_wipe(op);
 		grantd__v1__op__free_unpacked(op, NULL);
 	}
+	free(ops);
 	if (rr->truncated)
 		repl_xfer_start(r, p, now_ms);
 }

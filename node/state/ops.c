@@ -330,7 +330,7 @@ static int sign_outbox(struct ops *o, struct store_batch *b)
 		at += 4 + len;
 	}
 	GD_ASSERT(at == o->outbox.len);
-	rc = o->signer ? opsig_sign_batch(o->signer, ptrs, n) : 0;
+	rc = o->signer ? opsig_sign_batch(o->signer, o->sig_chain, ptrs, n) : 0;
 	for (i = 0; rc == 0 && i < n; i++) {
 		uint64_t seq;
 		size_t len = each[i].len;

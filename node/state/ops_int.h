@@ -20,6 +20,7 @@
 #ifndef GD_OPS_INT_H
 #define GD_OPS_INT_H
 
+#include "opsig.h"
 #include "ops.h"
 
 /* CF_META keys of this module */
@@ -94,6 +95,9 @@ struct ops {
 	/* this site's signing key (ops_set_signer; NULL: operations go out
 	 * unsigned, as in unit tests that do not set one) */
 	const struct opsig_signer *signer;
+	/* the chain value of the batch signed last (zeros: none since this
+	 * node started), which the next batch signs as its prev */
+	uint8_t sig_chain[OPSIG_HASH_LEN];
 	/* Refs whose record an applied operation or snapshot record
 	 * touched, each "repo \0 ref \0": handed to gitrepl (main.c), which
 	 * makes the disk follow; an entry from a batch that then failed to

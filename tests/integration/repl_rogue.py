@@ -219,16 +219,19 @@ def site_key(keyfile):
 
 
 def op_signer(keyfile):
-    """sign(op) -> op with its field 30, signed as a batch of one by the
-    site of keyfile (site_key); also the raw public key."""
+    """sign(op) -> op with its field 30, signed as a batch of one (the
+    first of its chain: prev zeros) by the site of keyfile (site_key);
+    also the raw public key."""
     import hashlib
     key, pub = site_key(keyfile)
 
     def sign(op):
         root = hashlib.sha256(b"\x00" + op).digest()
-        sig = key.sign(b"grantd op batch v1\n" + root)
+        prev = bytes(32)  # no batch before (opsig.h's chain)
+        sig = key.sign(b"grantd op batch v2\n" + prev + root)
         return op + field_bytes(30, field_bytes(1, sig) + field_varint(2, 0) +
-                                field_varint(3, 1) + field_bytes(5, root))
+                                field_varint(3, 1) + field_bytes(5, root) +
+                                field_bytes(6, prev))
     return sign, pub
 
 

@@ -132,15 +132,28 @@ static enum opsig_verdict check(struct opsig_verifier *v, const struct buf *b)
 	return d;
 }
 
-static void sign_all(const struct opsig_signer *s, struct buf *b, size_t n)
+/* Sign b[0..n) as one batch after the batch whose chain value is chain
+ * (set to this one's). */
+static void sign_after(const struct opsig_signer *s,
+                       uint8_t chain[OPSIG_HASH_LEN],
+                       struct buf *b,
+                       size_t n)
 {
 	struct buf **p = calloc(n, sizeof(*p));
 
 	assert_non_null(p);
 	for (size_t i = 0; i < n; i++)
 		p[i] = &b[i];
-	assert_int_equal(opsig_sign_batch(s, p, n), 0);
+	assert_int_equal(opsig_sign_batch(s, chain, p, n), 0);
 	free(p);
+}
+
+/* Sign b[0..n) as a signer's first batch. */
+static void sign_all(const struct opsig_signer *s, struct buf *b, size_t n)
+{
+	uint8_t chain[OPSIG_HASH_LEN] = {0};
+
+	sign_after(s, chain, b, n);
 }
 
 static void test_batches(void **state)
@@ -174,6 +187,81 @@ static void test_batches(void **state)
 		free_ops(b, n);
 	}
 	opsig_signer_wipe(&pa);
+}
+
+/* Ops b (one decoded each) of k batches, checked as one run. */
+static void check_run(struct opsig_verifier *v,
+                      const struct buf *b,
+                      size_t n,
+                      enum opsig_verdict *d)
+{
+	Grantd__V1__Op **ops = calloc(n, sizeof(*ops));
+
+	assert_non_null(ops);
+	for (size_t i = 0; i < n; i++)
+		ops[i] = decode(&b[i]);
+	opsig_verify_run(v, (const Grantd__V1__Op *const *)ops, n, d);
+	for (size_t i = 0; i < n; i++)
+		grantd__v1__op__free_unpacked(ops[i], NULL);
+	free(ops);
+}
+
+/* The chain: 30 batches of 3 signed one after the other, checked newest
+ * first, cost one Ed25519 check; checked oldest first, one per batch.  A
+ * batch not in the chain (signed after a restart, or another origin's
+ * prev) is checked on its own; a forged batch whose chain value is no
+ * checked batch's prev is refused. */
+static void test_chain(void **state)
+{
+	enum { BATCHES = 30, PER = 3, N = BATCHES * PER };
+	struct opsig_signer pa, mtl;
+	struct opsig_verifier v;
+	uint8_t chain[OPSIG_HASH_LEN] = {0}, other[OPSIG_HASH_LEN] = {0};
+	struct buf *b = make_ops("paloalto", N), *f = make_ops("paloalto", 1);
+	enum opsig_verdict d[N];
+
+	(void)state;
+	signer(&pa, 1, "paloalto");
+	signer(&mtl, 2, "montreal");
+	for (size_t k = 0; k < BATCHES; k++)
+		sign_after(&pa, chain, b + k * PER, PER);
+	opsig_verifier_init(&v);
+	assert_int_equal(opsig_verifier_add(&v, "paloalto", pa.key.pub), 0);
+	check_run(&v, b, N, d);
+	for (size_t i = 0; i < N; i++)
+		assert_int_equal(d[i], OPSIG_OK);
+	assert_int_equal(v.verifies, 1);
+	assert_int_equal(v.cache_hits, N - 1);
+	/* applied in order afterwards: hashes only */
+	for (size_t i = 0; i < N; i++)
+		assert_int_equal(check(&v, &b[i]), OPSIG_OK);
+	assert_int_equal(v.verifies, 1);
+
+	/* oldest first: each batch on its own */
+	opsig_verifier_init(&v);
+	assert_int_equal(opsig_verifier_add(&v, "paloalto", pa.key.pub), 0);
+	for (size_t i = 0; i < N; i++)
+		assert_int_equal(check(&v, &b[i]), OPSIG_OK);
+	assert_int_equal(v.verifies, BATCHES);
+
+	/* montreal signs a batch "of paloalto" whose prev is paloalto's
+	 * real chain value: refused, however the chain vouches for prev */
+	sign_after(&mtl, other, f, 1);
+	assert_int_equal(check(&v, &f[0]), OPSIG_BAD);
+	/* a batch signed by paloalto after a restart (prev zeros) is not in
+	 * the chain but checks on its own */
+	free_ops(f, 1);
+	f = make_ops("paloalto", 1);
+	memset(other, 0, sizeof(other));
+	sign_after(&pa, other, f, 1);
+	opsig_verifier_init(&v);
+	assert_int_equal(opsig_verifier_add(&v, "paloalto", pa.key.pub), 0);
+	assert_int_equal(check(&v, &f[0]), OPSIG_OK);
+	assert_int_equal(v.verifies, 1);
+	free_ops(f, 1);
+	free_ops(b, N);
+	opsig_signer_wipe(&pa);
+	opsig_signer_wipe(&mtl);
 }
 
 /* Every byte of a signed operation flipped in turn: refused, or (a byte
@@ -272,6 +360,14 @@ static void path_flip(Grantd__V1__OpSig *m)
 {
 	m->path[1].data[0] ^= 1;
 }
+static void no_prev(Grantd__V1__OpSig *m)
+{
+	m->has_prev = 0;
+}
+static void prev_flip(Grantd__V1__OpSig *m)
+{
+	m->prev.data[7] ^= 1;
+}
 
 static void test_refusals(void **state)
 {
@@ -292,6 +388,8 @@ static void test_refusals(void **state)
 	        {other_index, OPSIG_BAD, "another index (another root)"},
 	        {sig_flip, OPSIG_BAD, "a bit of the signature"},
 	        {path_flip, OPSIG_BAD, "a bit of the path"},
+	        {no_prev, OPSIG_MALFORMED, "no prev"},
+	        {prev_flip, OPSIG_BAD, "a bit of prev"},
 	};
 	struct opsig_signer pa, mtl;
 	struct opsig_verifier v;
@@ -381,6 +479,7 @@ int main(void)
 	        cmocka_unit_test(test_vkey),
 	        cmocka_unit_test(test_key_name),
 	        cmocka_unit_test(test_batches),
+	        cmocka_unit_test(test_chain),
 	        cmocka_unit_test(test_every_byte),
 	        cmocka_unit_test(test_refusals),
 	        cmocka_unit_test(test_keys_rotated),

@@ -1,0 +1,66 @@
+/*
+ * repl_live.c: the live operations a peer's SUB delivers, checked as one
+ * run.  repl.c hands each operation message from a SUB here instead of
+ * applying it at once; they are held until the round ends (repl_handle),
+ * another kind of message of that peer is handled (so that order holds:
+ * a heartbeat after its operations sees them applied), or LIVE_MAX are
+ * held.  Then they are checked newest first (opsig_verify_run: one
+ * Ed25519 check vouches for the chain of batches before it) and applied
+ * in the order they came (repl_apply_op, whose own check then costs
+ * hashes).  A node that keeps up checks each batch as it comes; one that
+ * fell behind catches up with one signature check per run.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <sodium.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "repl_int.h"
+#include "xalloc.h"
+#include "banned.h"
+
+#define LIVE_MAX HANDLE_MAX
+
+void repl_live_flush(struct repl *r, struct repl_peer *p, uint64_t now_ms)
+{
+	const Grantd__V1__Op **ops;
+
+	if (!p->nlive)
+		return;
+	ops = xcalloc(p->nlive, sizeof(*ops));
+	for (size_t i = 0; i < p->nlive; i++)
+		ops[i] = p->live[i]->op;
+	opsig_verify_run(&r->verifier, ops, p->nlive, NULL);
+	free(ops);
+	for (size_t i = 0; i < p->nlive; i++) {
+		Grantd__V1__PeerMsg *m = p->live[i];
+		repl_apply_op(r, p, m->op, m->sent_us, now_ms);
+		ops_wipe(m->op);
+		grantd__v1__peer_msg__free_unpacked(m, NULL);
+	}
+	p->nlive = 0;
+}
+
+void repl_live_take(struct repl *r,
+                    struct repl_peer *p,
+                    Grantd__V1__PeerMsg *m,
+                    uint64_t now_ms)
+{
+	GD_GROW(p->live, p->caplive, p->nlive + 1);
+	p->live[p->nlive++] = m;
+	if (p->nlive >= LIVE_MAX)
+		repl_live_flush(r, p, now_ms);
+}
+
+void repl_live_free(struct repl_peer *p)
+{
+	for (size_t i = 0; i < p->nlive; i++) {
+		ops_wipe(p->live[i]->op);
+		grantd__v1__peer_msg__free_unpacked(p->live[i], NULL);
+	}
+	free(p->live);
+	p->live = NULL;
+	p->nlive = p->caplive = 0;
+}
