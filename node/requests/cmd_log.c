@@ -27,12 +27,14 @@
 #include "hlc.h"
 #include "log.h"
 #include "names.h"
+#include "opsig.h"
 #include "plheads.h"
 #include "pushleaf.h"
 #include "pushlog.h"
 #include "records.h"
 #include "store.h"
 #include "tlogstore.h"
+#include "tlogwit.h"
 #include "xalloc.h"
 #include "banned.h"
 
@@ -514,6 +516,36 @@ static int tlog_answer(struct req *r, const struct tlogstore_verify *tv)
 	return 0;
 }
 
+/* The kept checkpoints (tlogwit_verify_kept), against this site's own
+ * verifier key (from its key file, as `grantctl log key` makes it; its
+ * secret wiped at once) and the peers' keys: refused (1) at the first
+ * failure, after the lines of every origin. */
+static int kept_answer(struct cmd_ctx *x, struct req *r, cJSON *tlog)
+{
+	const struct config *cfg = x->p.cfg;
+	struct opsig_signer sg;
+	struct note_vkey own;
+	struct buf why = BUF_INIT, err = BUF_INIT;
+	bool have = opsig_signer_load(&sg, cfg->secret_key, cfg->host,
+				      cfg->site, &err) == 0;
+	int n;
+
+	if (have) {
+		note_skey_vkey(&own, &sg.key);
+		opsig_signer_wipe(&sg);
+	}
+	n = tlogwit_verify_kept(&why, tlog, tlog ? NULL : &r->out,
+				x->p.store, cfg, have ? &own : NULL);
+	if (n > 0) {
+		log_warn("transparency log: %s", why.p);
+		cmd_refuse(r, "transparency log: %s (%d failure%s)", why.p, n,
+			   n == 1 ? "" : "s");
+	}
+	buf_free(&why);
+	buf_free(&err);
+	return n < 0 ? n : 0;
+}
+
 /* Walk every chain, then hold each origin's end against the head this
  * site recorded (ops_pushlog_heads): entries removed from the end of a
  * chain leave no gap, but a head beyond it; an end rewritten, a head of
@@ -581,6 +613,11 @@ static int cmd_log_verify(struct cmd_ctx *x, struct req *r)
 			}
 		}
 		tlog_json(j, &tv);
+		if ((rc = kept_answer(x, r, cJSON_GetObjectItem(j, "tlog"))) <
+		    0) {
+			cJSON_Delete(j);
+			goto done;
+		}
 		cmd_print_json(r, j);
 	}
 	if (*peer)
@@ -614,7 +651,7 @@ static int cmd_log_verify(struct cmd_ctx *x, struct req *r)
 			   (unsigned long long)pv->entries, pv->sites,
 			   pv->sites == 1 ? "" : "s");
 	tlog_answer(r, &tv);
-	rc = 0;
+	rc = r->rq->json ? 0 : kept_answer(x, r, NULL);
 done:
 	tlogstore_verify_free(&tv);
 	return rc;
