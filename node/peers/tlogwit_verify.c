@@ -66,15 +66,15 @@ struct run {
 	int failures;
 };
 
-/* A failure: the first one's words go to why. */
-static void fail(struct run *r, const char *what, const char *site, long long n)
+/* A failure (of a kept checkpoint, or a kept proof): the first one's
+ * words go to why. */
+static void
+fail(struct run *r, bool proof, const char *what, const char *site, long long n)
 {
 	if (r->failures++ == 0) {
 		buf_reset(r->why);
 		buf_printf(r->why, "%s of site %s kept (size %lld): %s",
-		           strncmp(what, "fork", 4) ? "checkpoint"
-		                                    : "fork proof",
-		           site, n, what);
+		           proof ? "fork proof" : "checkpoint", site, n, what);
 	}
 }
 
@@ -185,14 +185,14 @@ static int verify_site(struct run *r, const char *site, int cosigners)
 	if (r->checkpoints)
 		json_entry(r, site, &c, cosigners, leaves);
 	if (c.sig == CKPT_SIG_BAD || c.sig == CKPT_SIG_MALFORMED)
-		fail(r, "not signed by its origin's key", site,
+		fail(r, false, "not signed by its origin's key", site,
 		     (long long)c.cp.size);
 	else if (c.root == CKPT_ROOT_MISMATCH)
-		fail(r, "its root is not the root of the leaves here", site,
-		     (long long)c.cp.size);
+		fail(r, false, "its root is not the root of the leaves here",
+		     site, (long long)c.cp.size);
 	else if (c.wit == CKPT_WIT_INCONSISTENT)
-		fail(r, "not consistent with the last one cosigned here", site,
-		     (long long)c.cp.size);
+		fail(r, false, "not consistent with the last one cosigned here",
+		     site, (long long)c.cp.size);
 done:
 	buf_free(&note);
 	return rc == GD_ENOTFOUND ? 0 : rc;
@@ -214,7 +214,7 @@ static int proof_one(const char *site, const char *p, size_t len, void *arg)
 	hex(h0, &c.cp.root);
 	if (c.root != CKPT_ROOT_AHEAD)
 		hex(h1, &c.here);
-	fail(r, "fork: its origin signed a tree that is not its log here", site,
+	fail(r, true, "its origin signed a tree that is not its log here", site,
 	     (long long)c.cp.size);
 	if (r->text)
 		buf_printf(r->text,
