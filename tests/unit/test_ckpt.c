@@ -201,17 +201,16 @@ static void test_refusals(void **state)
 static void test_check_kept(void **state)
 {
 	struct table t = {0}, forked = {0};
-	struct note_skey origin, other, w1, w1b, w2;
+	struct note_skey origin, w1, w1b, w2;
 	struct note_vkey keys[5];
 	struct buf note = BUF_INIT, line = BUF_INIT;
 	struct ckpt_last none = {0}, wit = {0};
 	struct note_checkpoint cp;
-	struct ckpt_tree tr, ftr;
+	struct ckpt_tree tr;
 	struct ckpt_check c;
 
 	(void)state;
 	key(&origin, NAME, NOTE_ALG_ED25519, 1);
-	key(&other, NAME, NOTE_ALG_ED25519, 9);
 	key(&w1, WNAME, NOTE_ALG_COSIG, 2);
 	key(&w2, "git.example.org/grantd/montreal", NOTE_ALG_COSIG, 3);
 	key(&w1b, WNAME, NOTE_ALG_COSIG, 5); /* w1's key before a rotation */
@@ -220,7 +219,7 @@ static void test_check_kept(void **state)
 	note_skey_vkey(&keys[2], &w2);
 	grow(&t, 20, false);
 	grow(&forked, 20, true);
-	tr = tree_of(&t), ftr = tree_of(&forked);
+	tr = tree_of(&t);
 
 	/* good, then cosigned by both witnesses (one twice: counted once) */
 	assert_int_equal(ckpt_make(&note, &origin, &tr), 0);
@@ -282,10 +281,39 @@ static void test_check_kept(void **state)
 	assert_false(ckpt_check_failed(&c));
 	tr.size = 20;
 
+	buf_free(&note);
+	buf_free(&line);
+	note_skey_wipe(&origin);
+	note_skey_wipe(&w1);
+	note_skey_wipe(&w1b);
+	note_skey_wipe(&w2);
+}
+
+/* ckpt_check's failures: a wrong root, another key, a known key that is
+ * not the origin's, not a note. */
+static void test_check_kept_fails(void **state)
+{
+	struct table t = {0}, forked = {0};
+	struct note_skey origin, other;
+	struct note_vkey keys[2];
+	struct buf note = BUF_INIT, line = BUF_INIT;
+	struct ckpt_last none = {0};
+	struct note_checkpoint cp;
+	struct ckpt_tree tr, ftr;
+	struct ckpt_check c;
+
+	(void)state;
+	key(&origin, NAME, NOTE_ALG_ED25519, 1);
+	key(&other, NAME, NOTE_ALG_ED25519, 9);
+	note_skey_vkey(&keys[0], &origin);
+	grow(&t, 20, false);
+	grow(&forked, 20, true);
+	tr = tree_of(&t), ftr = tree_of(&forked);
+
 	/* a wrong root: the origin's signature on the forked tree */
 	buf_reset(&note);
 	assert_int_equal(ckpt_make(&note, &origin, &ftr), 0);
-	assert_int_equal(ckpt_check(&c, note.p, note.len, keys, 3, &tr, &none),
+	assert_int_equal(ckpt_check(&c, note.p, note.len, keys, 1, &tr, &none),
 	                 0);
 	assert_int_equal(c.sig, CKPT_SIG_OK);
 	assert_int_equal(c.root, CKPT_ROOT_MISMATCH);
@@ -293,7 +321,7 @@ static void test_check_kept(void **state)
 	/* signed by another key of the same name */
 	buf_reset(&note);
 	assert_int_equal(ckpt_make(&note, &other, &tr), 0);
-	assert_int_equal(ckpt_check(&c, note.p, note.len, keys, 3, &tr, &none),
+	assert_int_equal(ckpt_check(&c, note.p, note.len, keys, 1, &tr, &none),
 	                 0);
 	assert_int_equal(c.sig, CKPT_SIG_BAD);
 	assert_true(ckpt_check_failed(&c));
@@ -301,27 +329,24 @@ static void test_check_kept(void **state)
 	 * key (a known key, but not the origin's) */
 	buf_reset(&note);
 	key(&other, WNAME, NOTE_ALG_ED25519, 2);
-	note_skey_vkey(&keys[3], &other);
+	note_skey_vkey(&keys[1], &other);
 	assert_int_equal(tlog_tree_hash(&cp.root, 20, read_tab, &t), 0);
 	assert_int_equal(
 	        note_checkpoint_format(&line, NAME, strlen(NAME), 20, &cp.root),
 	        0);
 	assert_int_equal(note_sign(&note, line.p, line.len, &other, 0), 0);
-	assert_int_equal(ckpt_check(&c, note.p, note.len, keys, 4, &tr, &none),
+	assert_int_equal(ckpt_check(&c, note.p, note.len, keys, 2, &tr, &none),
 	                 0);
 	assert_int_equal(c.root, CKPT_ROOT_MATCH);
 	assert_int_equal(c.sig, CKPT_SIG_BAD);
 	/* not a note */
-	assert_int_equal(ckpt_check(&c, "junk\n", 5, keys, 3, &tr, &none), 0);
+	assert_int_equal(ckpt_check(&c, "junk\n", 5, keys, 1, &tr, &none), 0);
 	assert_int_equal(c.sig, CKPT_SIG_MALFORMED);
 	assert_true(ckpt_check_failed(&c));
 	buf_free(&note);
 	buf_free(&line);
 	note_skey_wipe(&origin);
 	note_skey_wipe(&other);
-	note_skey_wipe(&w1);
-	note_skey_wipe(&w1b);
-	note_skey_wipe(&w2);
 }
 
 int main(void)
@@ -330,6 +355,7 @@ int main(void)
 	        cmocka_unit_test(test_cosign_and_grow),
 	        cmocka_unit_test(test_refusals),
 	        cmocka_unit_test(test_check_kept),
+	        cmocka_unit_test(test_check_kept_fails),
 	};
 
 	if (sodium_init() < 0)
