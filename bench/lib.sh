@@ -1,8 +1,10 @@
 # bench/lib.sh: what the bench/ drivers (bench/run, run-repl, run-git,
-# run-scale) share:
+# run-scale, run-quorum, run-ckpt) share:
 # building the node and the bench programs in a build directory of their
-# own, checking that the sites go on a real disk, and the header line that
-# says what was measured.  Sites and nodes are made with deploy/lib.sh.
+# own, checking that the sites go on a real disk, the header line that
+# says what was measured, and the WAN delays between three sites (a delay
+# proxy, its round trip measured).  Sites and nodes are made with
+# deploy/lib.sh.
 #
 # Source it from bash after setting BENCH_PROG (the driver's name, for
 # messages).  Environment, read by both drivers:
@@ -140,4 +142,92 @@ bench_not_measured() {
 		fi
 		echo "not measured: ${BENCH_SPEC6_ROW[$k]} (SPEC 6; $by)"
 	done
+}
+
+# ---- WAN delays between the three sites (bench/run-quorum, run-ckpt) -------
+# `tc qdisc ... netem` needs the kernel's sch_netem, which the machines this
+# was written on lack, and netem on lo would delay every loopback user of
+# the machine; so the delays come from a userspace TCP delay proxy
+# (bench/delay_proxy.py) between the sites: each site's [peer] publish and
+# sync endpoints name a proxy address of that (site, peer) pair, which
+# forwards every byte after half the round trip, each way (CurveZMQ stays
+# end to end).  The round trips, in ms, are the measured Palo Alto,
+# Portland and Montreal distances (either order).
+declare -A BENCH_WAN_RTT=([paloalto,portland]=20 [portland,paloalto]=20
+	[paloalto,montreal]=72 [montreal,paloalto]=72
+	[portland,montreal]=78 [montreal,portland]=78)
+BENCH_WAN_SITES=(paloalto portland montreal)
+BENCH_WAN_SAY="userspace TCP delay proxy (bench/delay_proxy.py) between the sites, RTT paloalto-portland 20 ms, paloalto-montreal 72 ms, portland-montreal 78 ms"
+bench_proxy=
+
+# bench_wan_nearest SITE: the round trip (ms) to SITE's nearest other site.
+bench_wan_nearest() {
+	local s=$1 p best=
+	for p in "${BENCH_WAN_SITES[@]}"; do
+		[[ $p == "$s" ]] && continue
+		[[ -z $best || ${BENCH_WAN_RTT[$s,$p]} -lt $best ]] &&
+			best=${BENCH_WAN_RTT[$s,$p]}
+	done
+	echo "$best"
+}
+
+# bench_wan_spec LISTEN TARGET RTT_MS: the delay proxy's argument for a path
+# LISTEN -> TARGET (ADDR:PORT each) of round trip RTT_MS.
+bench_wan_spec() {
+	echo "$1=$2:$(awk "BEGIN { print $3 / 2 }")"
+}
+
+# bench_netem_probe: "available", or why not; probed on the loopback device
+# of a network namespace of its own, never on the machine's lo (which other
+# programs use).
+bench_netem_probe() {
+	local ns=gdqnetem$$ err
+	err=$(ip netns add "$ns" 2>&1) ||
+		{ echo "not probed (no network namespace: $err)"; return; }
+	if err=$(ip netns exec "$ns" tc qdisc add dev lo root netem delay 1ms 2>&1); then
+		echo available
+	else
+		echo "unavailable (tc qdisc add dev lo root netem, in a namespace: $err)"
+	fi
+	ip netns del "$ns" 2>/dev/null || true
+}
+
+# bench_proxy_start DIR SPEC...: start the delay proxy with SPECs
+# (bench_wan_spec), its log in DIR/proxy.log, and wait until every address
+# listens; its pid in bench_proxy (bench_proxy_stop).  Returns 2, having
+# said why, when it did not start.
+bench_proxy_start() {
+	local dir=$1 line=
+	shift
+	mkfifo "$dir/proxy.ready"
+	(exec python3 "$BENCH_ROOT/bench/delay_proxy.py" "$@" \
+		>"$dir/proxy.ready" 2>"$dir/proxy.log") &
+	bench_proxy=$!
+	if ! read -r -t 30 line <"$dir/proxy.ready" || [[ $line != ready ]]; then
+		bench_say "the delay proxy did not start:"
+		cat "$dir/proxy.log" >&2
+		return 2
+	fi
+}
+
+# bench_proxy_stop: stop the delay proxy, if one runs (for a cleanup trap).
+bench_proxy_stop() {
+	[[ -n $bench_proxy ]] || return 0
+	kill -TERM "$bench_proxy" 2>/dev/null || true
+	wait "$bench_proxy" 2>/dev/null || true
+	bench_proxy=
+}
+
+# bench_rtt_probe ECHO PROXY: the round trip of the path PROXY -> ECHO
+# through the delay proxy, measured now (bench/rtt_probe.py, 200 round
+# trips): its line ("p50_ms=... p99_ms=... max_ms=... n=200") on stdout.
+# Returns 2, having said why, when it could not be measured.
+bench_rtt_probe() {
+	python3 "$BENCH_ROOT/bench/rtt_probe.py" "$1" "$2" 200 ||
+		{ bench_say "the proxy's round trip could not be measured"; return 2; }
+}
+
+# bench_p50 LINE: the p50_ms of a bench_rtt_probe line.
+bench_p50() {
+	sed -n 's/.*p50_ms=\([0-9.]*\).*/\1/p' <<<"$1"
 }

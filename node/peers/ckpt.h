@@ -24,6 +24,7 @@
 #ifndef GD_CKPT_H
 #define GD_CKPT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "buf.h"
@@ -87,5 +88,65 @@ enum ckpt_verdict ckpt_witness(struct note_checkpoint *cp,
                                const struct ckpt_last *last,
                                const struct note_skey *cosigner,
                                uint64_t now);
+
+/* ---- log verify: a kept checkpoint checked again ------------------------ */
+
+enum ckpt_sig {
+	CKPT_SIG_OK, /* signed by one of the origin's keys */
+	CKPT_SIG_NO_KEY, /* no key of the origin given: unchecked */
+	CKPT_SIG_BAD, /* not signed by the origin's key, or a line by a
+	               * known key that does not verify */
+	CKPT_SIG_MALFORMED, /* not a signed checkpoint note */
+};
+
+enum ckpt_root {
+	CKPT_ROOT_MATCH, /* the root of the leaves here at its size */
+	CKPT_ROOT_MISMATCH, /* another root */
+	CKPT_ROOT_AHEAD, /* larger than the tree here: not checked */
+};
+
+enum ckpt_wit {
+	CKPT_WIT_NONE, /* no last cosigned given (size 0) */
+	CKPT_WIT_CONSISTENT, /* the two trees are one log */
+	CKPT_WIT_INCONSISTENT,
+	CKPT_WIT_AHEAD, /* one of them is larger than the tree here */
+};
+
+/* What ckpt_check found. */
+struct ckpt_check {
+	struct note_checkpoint cp; /* size 0 when CKPT_SIG_MALFORMED */
+	enum ckpt_sig sig;
+	enum ckpt_root root;
+	struct tlog_hash here; /* the root here at cp.size (not AHEAD) */
+	int cosigs; /* cosigner keys (distinct names) whose line verifies */
+	enum ckpt_wit wit;
+};
+
+/* "ok", "no key", "bad", "malformed"; "matches", "mismatch", "ahead";
+ * "none", "consistent", "inconsistent", "ahead". */
+const char *ckpt_sig_text(enum ckpt_sig v);
+const char *ckpt_root_text(enum ckpt_root v);
+const char *ckpt_wit_text(enum ckpt_wit v);
+
+/* Is c a failure of the log (a bad signature, a root that is not the
+ * leaves', a last cosigned of another log)? */
+bool ckpt_check_failed(const struct ckpt_check *c);
+
+/*
+ * Check a kept note[0..len) (a checkpoint with its signatures) again, as
+ * `grantctl log verify` does: its signature against keys (the origin's
+ * signing keys, NOTE_ALG_ED25519, named as its origin line; the others
+ * are cosigners' keys, NOTE_ALG_COSIG, whose lines are counted), its root
+ * against tree, and wit (this site's last cosigned, size 0: none) against
+ * it by a consistency proof from tree.  Returns 0 (out filled, whatever
+ * it found) or a negative error reading tree.
+ */
+int ckpt_check(struct ckpt_check *out,
+               const char *note,
+               size_t len,
+               const struct note_vkey *keys,
+               size_t nkeys,
+               const struct ckpt_tree *tree,
+               const struct ckpt_last *wit);
 
 #endif

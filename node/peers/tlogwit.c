@@ -69,12 +69,13 @@ meta_put_sync(struct store *s, const struct buf *k, const void *val, size_t len)
 	return rc;
 }
 
-static int note_get(struct store *s, const char *site, struct buf *note)
+int tlogwit_kept_note(struct store *s, const char *site, struct buf *note)
 {
 	struct buf k = BUF_INIT;
 	int rc;
 
 	meta_key(&k, "ckpt", site);
+	buf_reset(note);
 	rc = store_get(s, NULL, CF_META, k.p, k.len, note);
 	buf_free(&k);
 	return rc;
@@ -166,22 +167,51 @@ static struct origin *origin_of(struct tlogwit *w, const char *site)
 
 /* ---- open ------------------------------------------------------------- */
 
-static void load_last(struct tlogwit *w, struct origin *o)
+void tlogwit_kept_last(struct store *s, const char *site, struct ckpt_last *out)
 {
 	struct buf k = BUF_INIT, v = BUF_INIT;
 
-	meta_key(&k, "wit", o->site);
-	if (store_get(w->store, NULL, CF_META, k.p, k.len, &v) == 0 &&
+	*out = (struct ckpt_last){0};
+	meta_key(&k, "wit", site);
+	if (store_get(s, NULL, CF_META, k.p, k.len, &v) == 0 &&
 	    v.len == 8 + TLOG_HASH_LEN) {
 		const uint8_t *p = (const uint8_t *)v.p;
 		uint64_t size = 0;
 		for (int i = 0; i < 8; i++)
 			size = size << 8 | p[i];
-		o->last.size = (int64_t)size;
-		memcpy(o->last.root.b, p + 8, TLOG_HASH_LEN);
+		out->size = (int64_t)size;
+		memcpy(out->root.b, p + 8, TLOG_HASH_LEN);
 	}
 	buf_free(&k);
 	buf_free(&v);
+}
+
+int tlogwit_kept_proofs(struct store *s, tlogwit_proof_fn *fn, void *payload)
+{
+	static const char prefix[] = "tlog/proof/";
+	struct store_iter *it = NULL;
+	struct buf v = BUF_INIT;
+	const char *key, *slash;
+	char site[65];
+	size_t klen;
+	int rc;
+
+	if ((rc = store_iter_new(&it, s, NULL, CF_META, prefix,
+	                         sizeof(prefix) - 1)) < 0)
+		return rc;
+	while ((rc = store_iter_next(it, &key, &klen, &v)) > 0) {
+		key += sizeof(prefix) - 1, klen -= sizeof(prefix) - 1;
+		slash = memchr(key, '/', klen);
+		if (!slash || (size_t)(slash - key) >= sizeof(site))
+			continue;
+		memcpy(site, key, (size_t)(slash - key));
+		site[slash - key] = '\0';
+		if ((rc = fn(site, v.p, v.len, payload)) < 0)
+			break;
+	}
+	store_iter_free(&it);
+	buf_free(&v);
+	return rc < 0 ? rc : 0;
 }
 
 int tlogwit_open(struct tlogwit **out, const struct tlogwit_opts *o)
@@ -220,9 +250,9 @@ int tlogwit_open(struct tlogwit **out, const struct tlogwit_opts *o)
 	for (size_t i = 0; i < w->n; i++) {
 		struct origin *org = &w->o[i];
 		struct buf kept = BUF_INIT;
-		load_last(w, org);
+		tlogwit_kept_last(w->store, org->site, &org->last);
 		buf_reset(&note);
-		if (note_get(w->store, org->site, &note) == 0 &&
+		if (tlogwit_kept_note(w->store, org->site, &note) == 0 &&
 		    note_tree(&note, &cp) == 0) {
 			org->ckpt = cp.size;
 			org->sigs = keep_verified(w, &kept, note.p, note.len);
@@ -367,8 +397,8 @@ keep_newest(struct tlogwit *w, struct origin *o, const char *note, size_t len)
 
 	/* what is kept already (a mirror asks every second): nothing to
 	 * check again */
-	if (note_get(w->store, o->site, &mine) == 0 && mine.len == len &&
-	    !memcmp(mine.p, note, len))
+	if (tlogwit_kept_note(w->store, o->site, &mine) == 0 &&
+	    mine.len == len && !memcmp(mine.p, note, len))
 		goto out;
 	if ((n = keep_verified(w, &kept, note, len)) <= 0 ||
 	    note_tree(&kept, &a) < 0)
@@ -456,7 +486,7 @@ void tlogwit_take_cosig(struct tlogwit *w,
 
 	(void)from; /* the line says whose it is; only keys known here count */
 	if (!o || !c->has_line || !c->has_size ||
-	    note_get(w->store, o->site, &mine) < 0 ||
+	    tlogwit_kept_note(w->store, o->site, &mine) < 0 ||
 	    note_tree(&mine, &cp) < 0 || cp.size != c->size) {
 		buf_free(&mine);
 		return;
@@ -479,7 +509,7 @@ void tlogwit_tick(struct tlogwit *w, uint64_t now_ms)
 	if (w->made_size > 0 &&
 	    now_ms - w->published_ms >= TLOGWIT_REPUBLISH_MS) {
 		w->published_ms = now_ms;
-		if (note_get(w->store, w->cfg->site, &note) == 0)
+		if (tlogwit_kept_note(w->store, w->cfg->site, &note) == 0)
 			publish_note(w, &note);
 	}
 	for (size_t i = 1; i < w->n; i++)
@@ -503,7 +533,7 @@ void tlogwit_on_req(const struct peer_req *rq, void *payload)
 	for (size_t i = 0; i < w->n; i++) {
 		b[i] = (struct buf)BUF_INIT;
 		if (w->o[i].ckpt > 0 &&
-		    note_get(w->store, w->o[i].site, &b[i]) == 0)
+		    tlogwit_kept_note(w->store, w->o[i].site, &b[i]) == 0)
 			notes[rep.n_notes++] = (ProtobufCBinaryData){
 			        b[i].len, (uint8_t *)b[i].p};
 	}
@@ -578,7 +608,7 @@ static int
 src_checkpoint(void *src, const char *site, struct buf *note, int64_t *size)
 {
 	struct note_checkpoint cp;
-	int rc = note_get(src, site, note);
+	int rc = tlogwit_kept_note(src, site, note);
 
 	if (rc < 0)
 		return rc;

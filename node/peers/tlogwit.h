@@ -31,8 +31,9 @@
  * link, with its subscription) and keeps those whose signatures verify
  * against its keys, so that it serves them too.
  *
- * One owner thread (repl's), but tlogwit_source's functions, which only
- * read committed state, run on any thread (the HTTP endpoint's).
+ * One owner thread (repl's), but tlogwit_source's functions and the
+ * readers of what is kept (below), which only read committed state, run
+ * on any thread (the HTTP endpoint's, a reader's for log verify).
  */
 #ifndef GD_TLOGWIT_H
 #define GD_TLOGWIT_H
@@ -40,6 +41,7 @@
 #include <cjson/cJSON.h>
 #include <stdint.h>
 
+#include "ckpt.h"
 #include "config.h"
 #include "grantd.pb-c.h"
 #include "loghttp.h"
@@ -97,5 +99,47 @@ void tlogwit_status(struct tlogwit *w, cJSON *status);
 /* The HTTP endpoint's source over s's committed state (loghttp.h); s must
  * outlive the endpoint. */
 void tlogwit_source(struct loghttp_source *out, struct store *s);
+
+/* ---- what is kept, read on any thread (committed state) --------------- */
+
+/* The kept note of site's log (CF_META "tlog/ckpt/SITE"), into note
+ * (reset).  GD_ENOTFOUND: none. */
+int tlogwit_kept_note(struct store *s, const char *site, struct buf *note);
+
+/* The last checkpoint of site this witness cosigned ("tlog/wit/SITE");
+ * size 0: none (or not readable). */
+void tlogwit_kept_last(struct store *s,
+                       const char *site,
+                       struct ckpt_last *out);
+
+/* Call fn for each kept proof ("tlog/proof/SITE/SIZE": the note as the
+ * origin sent it), in key order; stops at fn's negative return, which is
+ * returned.  0, or a store error. */
+typedef int
+tlogwit_proof_fn(const char *site, const char *note, size_t len, void *payload);
+int tlogwit_kept_proofs(struct store *s, tlogwit_proof_fn *fn, void *payload);
+
+/*
+ * `grantctl log verify`'s check of the kept checkpoints (tlogwit_verify.c,
+ * docs/push-log.md "Checking from the local store"), from s's committed
+ * state and cfg's keys only: for this site and each peer, the kept note
+ * checked again (ckpt_check: its signature against own, this site's
+ * verifier key (NULL: unknown), or every key of [peer] verifier_key; its
+ * root against the leaves here; its cosignatures counted against the
+ * frontends' keys; the last cosigned here consistent with it), and every
+ * kept proof named as a fork.  Adds to json (NULL: none) the arrays
+ * "checkpoints" and "proofs" and "checkpoints_ok"; appends to text (NULL:
+ * none) a line per origin and per proof ("tlog SITE: ..."); the first
+ * failure's words go to why (reset).  Returns how many failures (a bad
+ * signature, a root mismatch, an inconsistent last cosigned, a kept
+ * proof: log verify then exits 1), or a negative store error.  Any
+ * thread.
+ */
+int tlogwit_verify_kept(struct buf *why,
+                        cJSON *json,
+                        struct buf *text,
+                        struct store *s,
+                        const struct config *cfg,
+                        const struct note_vkey *own);
 
 #endif

@@ -27,12 +27,14 @@
 #include "hlc.h"
 #include "log.h"
 #include "names.h"
+#include "opsig.h"
 #include "plheads.h"
 #include "pushleaf.h"
 #include "pushlog.h"
 #include "records.h"
 #include "store.h"
 #include "tlogstore.h"
+#include "tlogwit.h"
 #include "xalloc.h"
 #include "banned.h"
 
@@ -463,6 +465,42 @@ static int check_peers(struct store *s, struct pushlog_verify *pv,
 	return nh < 0 ? nh : rc == GD_ENOTFOUND ? 0 : rc;
 }
 
+/* The chains' part of log.verify's JSON: counts, breaks by kind, the
+ * first break (its peer, its two hashes h0 and h1). */
+static cJSON *chains_json(const struct pushlog_verify *pv,
+                          int npeer,
+                          const char *peer,
+                          const char *h0,
+                          const char *h1)
+{
+	cJSON *j = cJSON_CreateObject();
+
+	cJSON_AddNumberToObject(j, "entries", (double)pv->entries);
+	cJSON_AddNumberToObject(j, "sites", pv->sites);
+	cJSON_AddNumberToObject(j, "forks", (double)pv->forks);
+	cJSON_AddNumberToObject(j, "peer_heads", npeer);
+	cJSON_AddBoolToObject(j, "intact", pv->brk == PUSHLOG_OK);
+	cJSON *all = cJSON_AddObjectToObject(j, "breaks");
+	for (int i = PUSHLOG_OK + 1; i < PUSHLOG__COUNT; i++)
+		if (pv->nbrk[i])
+			cJSON_AddNumberToObject(all, pushlog_break_name(i),
+			                        (double)pv->nbrk[i]);
+	if (pv->brk != PUSHLOG_OK) {
+		cJSON *b = cJSON_AddObjectToObject(j, "break");
+		cJSON_AddStringToObject(b, "site", pv->brk_site);
+		cJSON_AddNumberToObject(b, "n", (double)pv->brk_n);
+		cJSON_AddStringToObject(b, "what", pushlog_break_text(pv->brk));
+		if (*peer)
+			cJSON_AddStringToObject(b, "peer", peer);
+		if (pv->brk_hashes) {
+			cJSON *hs = cJSON_AddArrayToObject(b, "hashes");
+			cJSON_AddItemToArray(hs, cJSON_CreateString(h0));
+			cJSON_AddItemToArray(hs, cJSON_CreateString(h1));
+		}
+	}
+	return j;
+}
+
 /* The transparency log's part of log.verify's JSON: leaves, forks, each
  * origin's tree (size, root recomputed from its leaves), the break. */
 static void tlog_json(cJSON *j, const struct tlogstore_verify *tv)
@@ -514,6 +552,36 @@ static int tlog_answer(struct req *r, const struct tlogstore_verify *tv)
 	return 0;
 }
 
+/* The kept checkpoints (tlogwit_verify_kept), against this site's own
+ * verifier key (from its key file, as `grantctl log key` makes it; its
+ * secret wiped at once) and the peers' keys: refused (1) at the first
+ * failure, after the lines of every origin. */
+static int kept_answer(struct cmd_ctx *x, struct req *r, cJSON *tlog)
+{
+	const struct config *cfg = x->p.cfg;
+	struct opsig_signer sg;
+	struct note_vkey own;
+	struct buf why = BUF_INIT, err = BUF_INIT;
+	bool have = opsig_signer_load(&sg, cfg->secret_key, cfg->host,
+	                              cfg->site, &err) == 0;
+	int n;
+
+	if (have) {
+		note_skey_vkey(&own, &sg.key);
+		opsig_signer_wipe(&sg);
+	}
+	n = tlogwit_verify_kept(&why, tlog, tlog ? NULL : &r->out, x->p.store,
+	                        cfg, have ? &own : NULL);
+	if (n > 0) {
+		log_warn("transparency log: %s", why.p);
+		cmd_refuse(r, "transparency log: %s (%d failure%s)", why.p, n,
+		           n == 1 ? "" : "s");
+	}
+	buf_free(&why);
+	buf_free(&err);
+	return n < 0 ? n : 0;
+}
+
 /* Walk every chain, then hold each origin's end against the head this
  * site recorded (ops_pushlog_heads): entries removed from the end of a
  * chain leave no gap, but a head beyond it; an end rewritten, a head of
@@ -552,35 +620,13 @@ static int cmd_log_verify(struct cmd_ctx *x, struct req *r)
 		pushlog_hex(h1, pv->brk_hash[1], PUSHLOG_HASH_LEN);
 	}
 	if (r->rq->json) {
-		cJSON *j = cJSON_CreateObject();
-		cJSON_AddNumberToObject(j, "entries", (double)pv->entries);
-		cJSON_AddNumberToObject(j, "sites", pv->sites);
-		cJSON_AddNumberToObject(j, "forks", (double)pv->forks);
-		cJSON_AddNumberToObject(j, "peer_heads", npeer);
-		cJSON_AddBoolToObject(j, "intact", pv->brk == PUSHLOG_OK);
-		cJSON *all = cJSON_AddObjectToObject(j, "breaks");
-		for (int i = PUSHLOG_OK + 1; i < PUSHLOG__COUNT; i++)
-			if (pv->nbrk[i])
-				cJSON_AddNumberToObject(
-					all, pushlog_break_name(i),
-					(double)pv->nbrk[i]);
-		if (pv->brk != PUSHLOG_OK) {
-			cJSON *b = cJSON_AddObjectToObject(j, "break");
-			cJSON_AddStringToObject(b, "site", pv->brk_site);
-			cJSON_AddNumberToObject(b, "n", (double)pv->brk_n);
-			cJSON_AddStringToObject(b, "what",
-						pushlog_break_text(pv->brk));
-			if (*peer)
-				cJSON_AddStringToObject(b, "peer", peer);
-			if (pv->brk_hashes) {
-				cJSON *hs = cJSON_AddArrayToObject(b, "hashes");
-				cJSON_AddItemToArray(hs,
-						     cJSON_CreateString(h0));
-				cJSON_AddItemToArray(hs,
-						     cJSON_CreateString(h1));
-			}
-		}
+		cJSON *j = chains_json(pv, npeer, peer, h0, h1);
 		tlog_json(j, &tv);
+		if ((rc = kept_answer(x, r, cJSON_GetObjectItem(j, "tlog"))) <
+		    0) {
+			cJSON_Delete(j);
+			goto done;
+		}
 		cmd_print_json(r, j);
 	}
 	if (*peer)
@@ -614,7 +660,7 @@ static int cmd_log_verify(struct cmd_ctx *x, struct req *r)
 			   (unsigned long long)pv->entries, pv->sites,
 			   pv->sites == 1 ? "" : "s");
 	tlog_answer(r, &tv);
-	rc = 0;
+	rc = r->rq->json ? 0 : kept_answer(x, r, NULL);
 done:
 	tlogstore_verify_free(&tv);
 	return rc;

@@ -10,7 +10,10 @@
 # logged one, reading from any site.  Then a stand-in for paloalto with
 # paloalto's own key publishes a checkpoint whose root is no tree's: both
 # witnesses refuse it, keep it as proof and say so, and keep serving the
-# honest checkpoint.  Clients come from 127.0.27.x.
+# honest checkpoint.  `grantctl log verify` at every site checks the kept
+# checkpoint from its own store (signed by paloalto, both cosignatures,
+# its root the leaves'), and at a witness that kept the forged one it
+# exits 1 naming the fork proof.  Clients come from 127.0.27.x.
 . "$(dirname "$0")/lib.sh"
 
 PY=$(t_py) || t_fatal "python3 with the zmq module is needed"
@@ -88,6 +91,25 @@ t_expect_soon 0 10 "portland keeps it with 3 signatures" \
 t_expect 0 "grant-log checkpoint (portland serving): consistent with size 3" glog portland checkpoint
 t_expect 0 "grant-log tip of the new main" glog portland tip one refs/heads/main "$(git -C "$T_DIR/w" rev-parse HEAD)"
 
+t_section "grantctl log verify checks the kept checkpoints at every site"
+# the line of paloalto's kept checkpoint in SITE's log verify
+kept_line() { t_c "$1" log verify | grep "^tlog paloalto: checkpoint "; }
+for s in "${T_SITES[@]}"; do
+	t_expect_soon 0 10 "$s keeps paloalto's checkpoint of 5 with both cosignatures" \
+		eval '[[ $(kept_line '"$s"') == "tlog paloalto: checkpoint size=5 signed ok, cosignatures 2/2, root matches"* ]]'
+	t_expect 0 "$s: log verify" t_c "$s" log verify
+	t_has "... the push log first" "$OUT" "push log: 5 entries from 1 site, all chains intact"
+	t_has "... paloalto's checkpoint signed ok, 2/2 cosignatures, its root the leaves'" "$OUT" \
+		"tlog paloalto: checkpoint size=5 signed ok, cosignatures 2/2, root matches"
+done
+t_has "a witness: its last cosigned consistent with it" "$OUT" \
+	"tlog paloalto: checkpoint size=5 signed ok, cosignatures 2/2, root matches, last cosigned here consistent"
+t_expect 0 "montreal: log verify --json" t_c montreal log verify --json
+t_eq "... paloalto's checkpoint: size, signature, cosignatures, root, witness" \
+	"$(t_json "[' '.join(str(c[k]) for k in ('size', 'signature', 'cosignatures', 'cosigners', 'root', 'witness')) for c in j['tlog']['checkpoints'] if c['site'] == 'paloalto'][0]" <<<"$OUT")" \
+	"5 ok 2 2 matches consistent"
+t_eq "... no proof, all checkpoints good" "$(t_json "[len(j['tlog']['proofs']), j['tlog']['checkpoints_ok']]" <<<"$OUT")" "[0, true]"
+
 t_section "a stand-in for paloalto, with its key, signs a root that is no tree's"
 t_stop paloalto
 NAME=${VK[paloalto]%%+*}
@@ -102,6 +124,18 @@ for s in portland montreal; do
 done
 kill "$FORGE" 2>/dev/null
 wait "$FORGE" 2>/dev/null
+for s in portland montreal; do
+	t_expect 1 "$s: log verify fails on the kept fork proof" t_c "$s" log verify
+	t_has "... naming it, with the root paloalto signed and the one here" "$OUT" \
+		"tlog paloalto: fork proof size=5 signature ok, signed root $(printf forged | sha256sum | cut -c1-64), root here "
+	t_has "... and saying why" "$ERR" "transparency log: fork proof of site paloalto kept (size 5)"
+	t_has "... the honest checkpoint still good" "$OUT" \
+		"tlog paloalto: checkpoint size=5 signed ok, cosignatures 2/2, root matches"
+done
+t_expect 1 "montreal: log verify --json" t_c montreal log verify --json
+t_eq "... the proof: site, size, signature" \
+	"$(t_json "' '.join(str(p[k]) for p in j['tlog']['proofs'] for k in ('site', 'size', 'signature'))" <<<"$OUT")" \
+	"paloalto 5 ok"
 t_expect 0 "grant-log checkpoint (montreal serving): still the honest one" glog montreal checkpoint
 t_start paloalto
 t_done

@@ -195,11 +195,167 @@ static void test_refusals(void **state)
 	note_skey_wipe(&wit);
 }
 
+/* log verify's check of a kept note (ckpt_check): the origin's signature,
+ * the root against the leaves here, the cosignatures counted per
+ * cosigner, the last cosigned consistent with it. */
+static void test_check_kept(void **state)
+{
+	struct table t = {0}, forked = {0};
+	struct note_skey origin, w1, w1b, w2;
+	struct note_vkey keys[5];
+	struct buf note = BUF_INIT, line = BUF_INIT;
+	struct ckpt_last none = {0}, wit = {0};
+	struct note_checkpoint cp;
+	struct ckpt_tree tr;
+	struct ckpt_check c;
+
+	(void)state;
+	key(&origin, NAME, NOTE_ALG_ED25519, 1);
+	key(&w1, WNAME, NOTE_ALG_COSIG, 2);
+	key(&w2, "git.example.org/grantd/montreal", NOTE_ALG_COSIG, 3);
+	key(&w1b, WNAME, NOTE_ALG_COSIG, 5); /* w1's key before a rotation */
+	note_skey_vkey(&keys[0], &origin);
+	note_skey_vkey(&keys[1], &w1);
+	note_skey_vkey(&keys[2], &w2);
+	grow(&t, 20, false);
+	grow(&forked, 20, true);
+	tr = tree_of(&t);
+
+	/* good, then cosigned by both witnesses (one twice: counted once) */
+	assert_int_equal(ckpt_make(&note, &origin, &tr), 0);
+	assert_int_equal(ckpt_check(&c, note.p, note.len, keys, 3, &tr, &none),
+	                 0);
+	assert_int_equal(c.sig, CKPT_SIG_OK);
+	assert_int_equal(c.root, CKPT_ROOT_MATCH);
+	assert_int_equal(c.cosigs, 0);
+	assert_int_equal(c.wit, CKPT_WIT_NONE);
+	assert_false(ckpt_check_failed(&c));
+	assert_int_equal(ckpt_witness(&cp, &line, note.p, note.len, &keys[0],
+	                              &tr, &none, &w1, 10),
+	                 CKPT_COSIGN);
+	assert_int_equal(ckpt_witness(&cp, &line, note.p, note.len, &keys[0],
+	                              &tr, &none, &w2, 11),
+	                 CKPT_COSIGN);
+	assert_int_equal(ckpt_witness(&cp, &line, note.p, note.len, &keys[0],
+	                              &tr, &none, &w1, 12),
+	                 CKPT_COSIGN);
+	assert_int_equal(ckpt_witness(&cp, &line, note.p, note.len, &keys[0],
+	                              &tr, &none, &w1b, 13),
+	                 CKPT_COSIGN);
+	buf_add(&note, line.p, line.len);
+	buf_reset(&line);
+	note_skey_vkey(&keys[4], &w1b);
+	assert_int_equal(ckpt_check(&c, note.p, note.len, keys, 5, &tr, &none),
+	                 0);
+	assert_int_equal(c.cosigs, 2); /* w1 signed with both its keys */
+	assert_int_equal(ckpt_check(&c, note.p, note.len, keys, 3, &tr, &none),
+	                 0);
+	assert_int_equal(c.sig, CKPT_SIG_OK);
+	assert_int_equal(c.cosigs, 2);
+	/* a cosigner whose key is not given is not counted */
+	assert_int_equal(ckpt_check(&c, note.p, note.len, keys, 2, &tr, &none),
+	                 0);
+	assert_int_equal(c.cosigs, 1);
+	/* no key of the origin: unchecked, not a failure */
+	assert_int_equal(
+	        ckpt_check(&c, note.p, note.len, keys + 1, 2, &tr, &none), 0);
+	assert_int_equal(c.sig, CKPT_SIG_NO_KEY);
+	assert_false(ckpt_check_failed(&c));
+	/* the last cosigned here: a smaller tree of this log, consistent;
+	 * one of the forked log, not */
+	wit.size = 12;
+	assert_int_equal(tlog_tree_hash(&wit.root, 12, read_tab, &t), 0);
+	assert_int_equal(ckpt_check(&c, note.p, note.len, keys, 3, &tr, &wit),
+	                 0);
+	assert_int_equal(c.wit, CKPT_WIT_CONSISTENT);
+	assert_int_equal(tlog_tree_hash(&wit.root, 12, read_tab, &forked), 0);
+	assert_int_equal(ckpt_check(&c, note.p, note.len, keys, 3, &tr, &wit),
+	                 0);
+	assert_int_equal(c.wit, CKPT_WIT_INCONSISTENT);
+	assert_true(ckpt_check_failed(&c));
+	/* the leaves here are fewer than its size: ahead, not a failure */
+	tr.size = 15;
+	assert_int_equal(ckpt_check(&c, note.p, note.len, keys, 3, &tr, &none),
+	                 0);
+	assert_int_equal(c.root, CKPT_ROOT_AHEAD);
+	assert_false(ckpt_check_failed(&c));
+	tr.size = 20;
+
+	buf_free(&note);
+	buf_free(&line);
+	note_skey_wipe(&origin);
+	note_skey_wipe(&w1);
+	note_skey_wipe(&w1b);
+	note_skey_wipe(&w2);
+}
+
+/* ckpt_check's failures: a wrong root, another key, a known key that is
+ * not the origin's, not a note. */
+static void test_check_kept_fails(void **state)
+{
+	struct table t = {0}, forked = {0};
+	struct note_skey origin, other;
+	struct note_vkey keys[2];
+	struct buf note = BUF_INIT, line = BUF_INIT;
+	struct ckpt_last none = {0};
+	struct note_checkpoint cp;
+	struct ckpt_tree tr, ftr;
+	struct ckpt_check c;
+
+	(void)state;
+	key(&origin, NAME, NOTE_ALG_ED25519, 1);
+	key(&other, NAME, NOTE_ALG_ED25519, 9);
+	note_skey_vkey(&keys[0], &origin);
+	grow(&t, 20, false);
+	grow(&forked, 20, true);
+	tr = tree_of(&t), ftr = tree_of(&forked);
+
+	/* a wrong root: the origin's signature on the forked tree */
+	buf_reset(&note);
+	assert_int_equal(ckpt_make(&note, &origin, &ftr), 0);
+	assert_int_equal(ckpt_check(&c, note.p, note.len, keys, 1, &tr, &none),
+	                 0);
+	assert_int_equal(c.sig, CKPT_SIG_OK);
+	assert_int_equal(c.root, CKPT_ROOT_MISMATCH);
+	assert_true(ckpt_check_failed(&c));
+	/* signed by another key of the same name */
+	buf_reset(&note);
+	assert_int_equal(ckpt_make(&note, &other, &tr), 0);
+	assert_int_equal(ckpt_check(&c, note.p, note.len, keys, 1, &tr, &none),
+	                 0);
+	assert_int_equal(c.sig, CKPT_SIG_BAD);
+	assert_true(ckpt_check_failed(&c));
+	/* a checkpoint of the origin's log signed by a witness's signing
+	 * key (a known key, but not the origin's) */
+	buf_reset(&note);
+	key(&other, WNAME, NOTE_ALG_ED25519, 2);
+	note_skey_vkey(&keys[1], &other);
+	assert_int_equal(tlog_tree_hash(&cp.root, 20, read_tab, &t), 0);
+	assert_int_equal(
+	        note_checkpoint_format(&line, NAME, strlen(NAME), 20, &cp.root),
+	        0);
+	assert_int_equal(note_sign(&note, line.p, line.len, &other, 0), 0);
+	assert_int_equal(ckpt_check(&c, note.p, note.len, keys, 2, &tr, &none),
+	                 0);
+	assert_int_equal(c.root, CKPT_ROOT_MATCH);
+	assert_int_equal(c.sig, CKPT_SIG_BAD);
+	/* not a note */
+	assert_int_equal(ckpt_check(&c, "junk\n", 5, keys, 1, &tr, &none), 0);
+	assert_int_equal(c.sig, CKPT_SIG_MALFORMED);
+	assert_true(ckpt_check_failed(&c));
+	buf_free(&note);
+	buf_free(&line);
+	note_skey_wipe(&origin);
+	note_skey_wipe(&other);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_cosign_and_grow),
 	        cmocka_unit_test(test_refusals),
+	        cmocka_unit_test(test_check_kept),
+	        cmocka_unit_test(test_check_kept_fails),
 	};
 
 	if (sodium_init() < 0)
