@@ -450,8 +450,8 @@ int ops_merge_op(struct ops *o, struct store_batch *b, const Grantd__V1__Op *op)
 
 /* A peer's record stamped (hlc, origin): the checks a live operation
  * gets (repl.c apply_op), then the clock observes the stamp. */
-static int trust_stamp(struct ops *o, const struct ops_trust *t, uint64_t hlc,
-		       const char *origin, struct buf *why)
+int ops_trust_stamp(struct ops *o, const struct ops_trust *t, uint64_t hlc,
+		    const char *origin, struct buf *why)
 {
 	if (t && hlc > t->max_hlc) {
 		buf_printf(why, "stamped %llu ms ahead of the allowed skew "
@@ -486,7 +486,7 @@ static int merge_ref(struct ops *o, struct store_batch *b, const void *val,
 		buf_puts(why, "bad ref record");
 		goto done;
 	}
-	if ((rc = trust_stamp(o, t, r->hlc, r->origin, why)) < 0)
+	if ((rc = ops_trust_stamp(o, t, r->hlc, r->origin, why)) < 0)
 		goto done;
 	records_key_ref(&k, r->repo, r->ref);
 	buf_add(&v, val, vlen);
@@ -522,7 +522,7 @@ static int merge_pushlog(struct ops *o, struct store_batch *b,
 	op.origin = e->origin ? e->origin : "";
 	rc = ops_check(&op, why);
 	if (rc == 0)
-		rc = trust_stamp(o, t, op.hlc, op.origin, why);
+		rc = ops_trust_stamp(o, t, op.hlc, op.origin, why);
 	if (rc == 0)
 		rc = apply_pushlog(o, b, e);
 	grantd__v1__push_log_entry__free_unpacked(e, NULL);
@@ -607,7 +607,7 @@ int ops_merge_record(struct ops *o, struct store_batch *b, enum store_cf cf,
 		op.origin = st->origin ? st->origin : "";
 		rc = ops_check(&op, &why);
 		if (rc == 0)
-			rc = trust_stamp(o, t, op.hlc, op.origin, &why);
+			rc = ops_trust_stamp(o, t, op.hlc, op.origin, &why);
 		if (rc == 0)
 			rc = ops_merge_op(o, b, &op);
 		grantd__v1__stamped__free_unpacked(st, NULL);
@@ -618,7 +618,7 @@ int ops_merge_record(struct ops *o, struct store_batch *b, enum store_cf cf,
 		if (rc == 0 && cf == CF_FAILS) {
 			const Grantd__V1__Failures *fl = op.failure;
 			for (size_t i = 0; rc == 0 && i < fl->n_hlc; i++)
-				rc = trust_stamp(o, t, fl->hlc[i], fl->site,
+				rc = ops_trust_stamp(o, t, fl->hlc[i], fl->site,
 						 &why);
 		}
 		if (rc == 0)
