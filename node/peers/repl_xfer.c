@@ -215,7 +215,7 @@ snap_vv_cap(struct repl *r, struct repl_peer *p, const Grantd__V1__VvEntry *e)
 
 /* A record that came with its operations (ro): each must decode, check,
  * make this record and be signed by its origin (repl_op_verdict, as every
- * operation's path); then they are applied (recops_apply) and the
+ * operation's path); then they are applied (ops_merge_signed) and the
  * record's own bytes never are.  One bad operation refuses the record.
  * 0, or GD_EPROTO with why and the count it falls under in *drop. */
 static int take_signed(struct repl *r,
@@ -255,8 +255,8 @@ static int take_signed(struct repl *r,
 		}
 	}
 	if (rc == 0)
-		rc = recops_apply(r->ops, r->batch, ops, ro->ops, ro->n_ops, t,
-		                  why);
+		rc = ops_merge_signed(r->ops, r->batch, ops, ro->ops,
+		                      ro->n_ops, t, why);
 	for (size_t i = 0; i < ro->n_ops; i++)
 		if (ops[i])
 			grantd__v1__op__free_unpacked(ops[i], NULL);

@@ -218,7 +218,7 @@ static int apply(struct ops *o, struct store_batch *b, const Grantd__V1__Op *op,
 		/* a peer's operation comes signed: kept with the records it
 		 * made (recops.h), the bytes the log keeps */
 		ops_pack_msg(&val, &op->base);
-		if ((rc = recops_note(o, b, op, val.p, val.len)) < 0) {
+		if ((rc = recops_note(o->store, b, op, val.p, val.len)) < 0) {
 			ops_rollback(o, b, &sp);
 			goto done;
 		}
@@ -325,7 +325,7 @@ static int note_signed(struct ops *o, struct store_batch *b,
 
 	if (!d)
 		return GD_EPROTO;
-	rc = recops_note(o, b, d, op->p, op->len);
+	rc = recops_note(o->store, b, d, op->p, op->len);
 	grantd__v1__op__free_unpacked(d, NULL);
 	return rc;
 }

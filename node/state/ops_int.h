@@ -150,15 +150,6 @@ int ops_merge_op(struct ops *o,
                  struct store_batch *b,
                  const Grantd__V1__Op *op);
 
-/* ops_merge.c: a peer's stamp (hlc, origin) checked against t (NULL:
- * none), as a live operation's is, then observed by the clock.  0, or
- * GD_EPROTO with the reason in why. */
-int ops_trust_stamp(struct ops *o,
-                    const struct ops_trust *t,
-                    uint64_t hlc,
-                    const char *origin,
-                    struct buf *why);
-
 /* ops_tlog.c: a transparency log leaf merged (RECORDS_LEAF): taken at
  * index = its origin's tree size here (the table follows, in b), refused
  * (counted, logged) beyond it, kept as a fork when another text is held

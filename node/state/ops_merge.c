@@ -27,6 +27,7 @@
 #include "names.h"
 #include "ops_int.h"
 #include "pushlog.h"
+#include "recops.h"
 #include "records.h"
 #include "xalloc.h"
 #include "banned.h"
@@ -450,8 +451,8 @@ int ops_merge_op(struct ops *o, struct store_batch *b, const Grantd__V1__Op *op)
 
 /* A peer's record stamped (hlc, origin): the checks a live operation
  * gets (repl.c apply_op), then the clock observes the stamp. */
-int ops_trust_stamp(struct ops *o, const struct ops_trust *t, uint64_t hlc,
-		    const char *origin, struct buf *why)
+static int trust_stamp(struct ops *o, const struct ops_trust *t, uint64_t hlc,
+		       const char *origin, struct buf *why)
 {
 	if (t && hlc > t->max_hlc) {
 		buf_printf(why, "stamped %llu ms ahead of the allowed skew "
@@ -486,7 +487,7 @@ static int merge_ref(struct ops *o, struct store_batch *b, const void *val,
 		buf_puts(why, "bad ref record");
 		goto done;
 	}
-	if ((rc = ops_trust_stamp(o, t, r->hlc, r->origin, why)) < 0)
+	if ((rc = trust_stamp(o, t, r->hlc, r->origin, why)) < 0)
 		goto done;
 	records_key_ref(&k, r->repo, r->ref);
 	buf_add(&v, val, vlen);
@@ -522,7 +523,7 @@ static int merge_pushlog(struct ops *o, struct store_batch *b,
 	op.origin = e->origin ? e->origin : "";
 	rc = ops_check(&op, why);
 	if (rc == 0)
-		rc = ops_trust_stamp(o, t, op.hlc, op.origin, why);
+		rc = trust_stamp(o, t, op.hlc, op.origin, why);
 	if (rc == 0)
 		rc = apply_pushlog(o, b, e);
 	grantd__v1__push_log_entry__free_unpacked(e, NULL);
@@ -607,7 +608,7 @@ int ops_merge_record(struct ops *o, struct store_batch *b, enum store_cf cf,
 		op.origin = st->origin ? st->origin : "";
 		rc = ops_check(&op, &why);
 		if (rc == 0)
-			rc = ops_trust_stamp(o, t, op.hlc, op.origin, &why);
+			rc = trust_stamp(o, t, op.hlc, op.origin, &why);
 		if (rc == 0)
 			rc = ops_merge_op(o, b, &op);
 		grantd__v1__stamped__free_unpacked(st, NULL);
@@ -618,7 +619,7 @@ int ops_merge_record(struct ops *o, struct store_batch *b, enum store_cf cf,
 		if (rc == 0 && cf == CF_FAILS) {
 			const Grantd__V1__Failures *fl = op.failure;
 			for (size_t i = 0; rc == 0 && i < fl->n_hlc; i++)
-				rc = ops_trust_stamp(o, t, fl->hlc[i], fl->site,
+				rc = trust_stamp(o, t, fl->hlc[i], fl->site,
 						 &why);
 		}
 		if (rc == 0)
@@ -630,5 +631,39 @@ done:
 	buf_free(&why);
 	if (m)
 		protobuf_c_message_free_unpacked(m, NULL);
+	return rc;
+}
+
+/* What a live operation must pass besides its signature (repl_apply_op):
+ * its checks, its stamp (a failure's attempts' too) and its origin. */
+static int check_signed(struct ops *o, const Grantd__V1__Op *op,
+			const struct ops_trust *t, struct buf *why)
+{
+	int rc = ops_check(op, why);
+
+	if (rc == 0)
+		rc = trust_stamp(o, t, op->hlc, op->origin, why);
+	for (size_t i = 0;
+	     rc == 0 && op->body_case == GRANTD__V1__OP__BODY_FAILURE &&
+	     i < op->failure->n_hlc;
+	     i++)
+		rc = trust_stamp(o, t, op->failure->hlc[i], op->failure->site,
+				 why);
+	return rc < 0 ? GD_EPROTO : 0;
+}
+
+int ops_merge_signed(struct ops *o, struct store_batch *b,
+		     Grantd__V1__Op *const *ops,
+		     const ProtobufCBinaryData *packed, size_t n,
+		     const struct ops_trust *t, struct buf *why)
+{
+	int rc = 0;
+
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		rc = check_signed(o, ops[i], t, why);
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		if ((rc = ops_merge_op(o, b, ops[i])) == 0)
+			rc = recops_note(o->store, b, ops[i], packed[i].data,
+					 packed[i].len);
 	return rc;
 }

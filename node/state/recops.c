@@ -12,11 +12,20 @@
 #include <string.h>
 
 #include "err.h"
-#include "ops_int.h"
+#include "pushlog.h"
 #include "recops.h"
 #include "tlog.h"
 #include "xalloc.h"
 #include "banned.h"
+
+/* m packed into out (reset first) */
+static void pack(struct buf *out, const ProtobufCMessage *m)
+{
+	size_t n = protobuf_c_message_get_packed_size(m);
+
+	buf_reset(out);
+	protobuf_c_message_pack(m, buf_extend(out, n));
+}
 
 int recops_get(struct store *s,
                struct store_batch *b,
@@ -56,7 +65,7 @@ static void put_ops(struct store_batch *b,
 	} else {
 		ro.ops = ops;
 		ro.n_ops = n;
-		ops_pack_msg(&v, &ro.base);
+		pack(&v, &ro.base);
 		store_put(b, CF_RECOPS, k.p, k.len, v.p, v.len);
 		sodium_memzero(v.p, v.len);
 	}
@@ -77,7 +86,7 @@ static void put_one(struct store_batch *b,
 
 /* Does the LWW record at key of cf carry op's stamp?  *out false when
  * there is none. */
-static int stamped_by(struct ops *o,
+static int stamped_by(struct store *s,
                       struct store_batch *b,
                       enum store_cf cf,
                       const struct buf *key,
@@ -85,7 +94,7 @@ static int stamped_by(struct ops *o,
                       bool *out)
 {
 	struct buf v = BUF_INIT;
-	int rc = store_get(o->store, b, cf, key->p, key->len, &v);
+	int rc = store_get(s, b, cf, key->p, key->len, &v);
 
 	*out = false;
 	if (rc == 0) {
@@ -102,7 +111,7 @@ static int stamped_by(struct ops *o,
 }
 
 /* Does the record at key of cf hold exactly val? */
-static int holds(struct ops *o,
+static int holds(struct store *s,
                  struct store_batch *b,
                  enum store_cf cf,
                  const struct buf *key,
@@ -110,7 +119,7 @@ static int holds(struct ops *o,
                  bool *out)
 {
 	struct buf v = BUF_INIT;
-	int rc = store_get(o->store, b, cf, key->p, key->len, &v);
+	int rc = store_get(s, b, cf, key->p, key->len, &v);
 
 	*out = rc == 0 && v.len == val->len && !memcmp(v.p, val->p, v.len);
 	buf_free(&v);
@@ -128,7 +137,7 @@ static void record_key(struct buf *k, const Grantd__V1__Op *op)
 		records_key_lww(k, op);
 }
 
-static int note_lww(struct ops *o,
+static int note_lww(struct store *s,
                     struct store_batch *b,
                     const struct records_kind *f,
                     const Grantd__V1__Op *op,
@@ -141,14 +150,14 @@ static int note_lww(struct ops *o,
 
 	if (op->body_case != GRANTD__V1__OP__BODY_REFS) {
 		record_key(&k, op);
-		if ((rc = stamped_by(o, b, f->cf, &k, op, &won)) == 0 && won)
+		if ((rc = stamped_by(s, b, f->cf, &k, op, &won)) == 0 && won)
 			put_one(b, f->cf, &k, packed, len);
 	}
 	for (size_t i = 0; op->body_case == GRANTD__V1__OP__BODY_REFS &&
 	                   rc == 0 && i < op->refs->n_changes;
 	     i++) {
 		records_key_ref(&k, op->refs->repo, op->refs->changes[i]->ref);
-		if ((rc = stamped_by(o, b, CF_REFS, &k, op, &won)) == 0 && won)
+		if ((rc = stamped_by(s, b, CF_REFS, &k, op, &won)) == 0 && won)
 			put_one(b, CF_REFS, &k, packed, len);
 	}
 	buf_free(&k);
@@ -157,7 +166,7 @@ static int note_lww(struct ops *o,
 
 /* A push log entry or a leaf: packed as its merge rule packs it, kept at
  * its place or, a fork, under its hash; [op] with the one holding it. */
-static int note_entry(struct ops *o,
+static int note_entry(struct store *s,
                       struct store_batch *b,
                       const struct records_kind *f,
                       const Grantd__V1__Op *op,
@@ -172,24 +181,25 @@ static int note_entry(struct ops *o,
 		Grantd__V1__PushLogEntry e = *op->push_log;
 		e.base.n_unknown_fields = 0;
 		e.base.unknown_fields = NULL;
-		ops_pack_msg(&val, &e.base);
+		pack(&val, &e.base);
 		records_key_pushlog(&k, e.origin, e.n);
-		if ((rc = holds(o, b, f->cf, &k, &val, &held)) == 0 && !held &&
-		    e.hash.len == OPS_PUSHLOG_HASH) {
-			records_key_pushlog_fork(&k, e.origin, e.n, e.hash.data);
-			rc = holds(o, b, f->cf, &k, &val, &held);
+		if ((rc = holds(s, b, f->cf, &k, &val, &held)) == 0 && !held &&
+		    e.hash.len == PUSHLOG_HASH_LEN) {
+			records_key_pushlog_fork(&k, e.origin, e.n,
+			                         e.hash.data);
+			rc = holds(s, b, f->cf, &k, &val, &held);
 		}
 	} else {
 		Grantd__V1__PushLeaf l = *op->push_leaf;
 		struct tlog_hash h;
 		l.base.n_unknown_fields = 0;
 		l.base.unknown_fields = NULL;
-		ops_pack_msg(&val, &l.base);
+		pack(&val, &l.base);
 		records_key_tleaf(&k, l.origin, l.index);
-		if ((rc = holds(o, b, f->cf, &k, &val, &held)) == 0 && !held) {
+		if ((rc = holds(s, b, f->cf, &k, &val, &held)) == 0 && !held) {
 			tlog_leaf_hash(&h, l.text.data, l.text.len);
 			records_key_tleaf_fork(&k, l.origin, l.index, h.b);
-			rc = holds(o, b, f->cf, &k, &val, &held);
+			rc = holds(s, b, f->cf, &k, &val, &held);
 		}
 	}
 	if (rc == 0 && held)
@@ -201,7 +211,7 @@ static int note_entry(struct ops *o,
 
 /* The operations kept at the record key k of cf, decoded: *out (n) the
  * caller's (free_kept).  A kept op that does not decode is dropped. */
-static int read_kept(struct ops *o,
+static int read_kept(struct store *s,
                      struct store_batch *b,
                      enum store_cf cf,
                      const struct buf *k,
@@ -209,7 +219,7 @@ static int read_kept(struct ops *o,
                      Grantd__V1__Op ***out)
 {
 	struct buf v = BUF_INIT;
-	int rc = recops_get(o->store, b, cf, k->p, k->len, &v);
+	int rc = recops_get(s, b, cf, k->p, k->len, &v);
 
 	*ro = NULL;
 	*out = NULL;
@@ -259,7 +269,7 @@ static bool keeps_a_stamp(const Grantd__V1__Failures *rec,
 
 /* A mark (MAX) or failures (UNION): the kept operations and op, pruned by
  * the family's rule. */
-static int note_many(struct ops *o,
+static int note_many(struct store *s,
                      struct store_batch *b,
                      const struct records_kind *f,
                      const Grantd__V1__Op *op,
@@ -276,11 +286,11 @@ static int note_many(struct ops *o,
 	int rc;
 
 	record_key(&k, op);
-	if ((rc = read_kept(o, b, f->cf, &k, &ro, &kept)) < 0)
+	if ((rc = read_kept(s, b, f->cf, &k, &ro, &kept)) < 0)
 		goto done;
 	nk = ro ? ro->n_ops : 0;
 	if (f->merge == RECORDS_UNION) {
-		rc = store_get(o->store, b, f->cf, k.p, k.len, &v);
+		rc = store_get(s, b, f->cf, k.p, k.len, &v);
 		if (rc < 0 && rc != GD_ENOTFOUND)
 			goto done;
 		rc = 0;
@@ -289,12 +299,15 @@ static int note_many(struct ops *o,
 		            : NULL;
 		add = keeps_a_stamp(rec, op);
 	}
+	/* a mark a kept one dominates adds nothing: the list stays */
+	for (size_t i = 0; f->merge == RECORDS_MAX && i < nk; i++)
+		if (kept[i] && kept[i]->body_case == op->body_case &&
+		    dominates(kept[i], op))
+			goto done;
 	keep = xcalloc(nk + 1, sizeof(*keep));
 	for (size_t i = 0; i < nk; i++) {
 		const Grantd__V1__Op *q = kept[i];
 		bool mine = q && q->body_case == op->body_case;
-		if (mine && f->merge == RECORDS_MAX && dominates(q, op))
-			add = false;
 		if (!mine || (f->merge == RECORDS_MAX && dominates(op, q)) ||
 		    (f->merge == RECORDS_UNION && !keeps_a_stamp(rec, q)))
 			continue;
@@ -314,7 +327,7 @@ done:
 	return rc;
 }
 
-int recops_note(struct ops *o,
+int recops_note(struct store *s,
                 struct store_batch *b,
                 const Grantd__V1__Op *op,
                 const void *packed,
@@ -326,13 +339,13 @@ int recops_note(struct ops *o,
 		return GD_EPROTO;
 	switch (f->merge) {
 	case RECORDS_LWW:
-		return note_lww(o, b, f, op, packed, len);
+		return note_lww(s, b, f, op, packed, len);
 	case RECORDS_SET:
 	case RECORDS_LEAF:
-		return note_entry(o, b, f, op, packed, len);
+		return note_entry(s, b, f, op, packed, len);
 	case RECORDS_MAX:
 	case RECORDS_UNION:
-		return note_many(o, b, f, op, packed, len);
+		return note_many(s, b, f, op, packed, len);
 	default:
 		return GD_EPROTO;
 	}
@@ -440,43 +453,4 @@ int recops_record_origin(char out[65],
 	default:
 		return GD_EPROTO;
 	}
-}
-
-/* What a live operation must pass besides its signature (repl_apply_op):
- * its checks, its stamp (a failure's attempts' too) and origin. */
-static int check_one(struct ops *o,
-                     const Grantd__V1__Op *op,
-                     const struct ops_trust *t,
-                     struct buf *why)
-{
-	int rc = ops_check(op, why);
-
-	if (rc == 0)
-		rc = ops_trust_stamp(o, t, op->hlc, op->origin, why);
-	for (size_t i = 0; rc == 0 && op->body_case ==
-	                                      GRANTD__V1__OP__BODY_FAILURE &&
-	                   i < op->failure->n_hlc;
-	     i++)
-		rc = ops_trust_stamp(o, t, op->failure->hlc[i],
-		                     op->failure->site, why);
-	return rc < 0 ? GD_EPROTO : 0;
-}
-
-int recops_apply(struct ops *o,
-                 struct store_batch *b,
-                 Grantd__V1__Op *const *ops,
-                 const ProtobufCBinaryData *packed,
-                 size_t n,
-                 const struct ops_trust *t,
-                 struct buf *why)
-{
-	int rc = 0;
-
-	for (size_t i = 0; rc == 0 && i < n; i++)
-		rc = check_one(o, ops[i], t, why);
-	for (size_t i = 0; rc == 0 && i < n; i++)
-		if ((rc = ops_merge_op(o, b, ops[i])) == 0)
-			rc = recops_note(o, b, ops[i], packed[i].data,
-			                 packed[i].len);
-	return rc;
 }

@@ -26,9 +26,11 @@
  * ops_merge.c are commutative, associative and idempotent).
  *
  * Callers: ops.c (a peer's operation in its apply, a local one at commit
- * once signed), repl_xfer.c (serve: recops_get; receive:
- * recops_record_origin, recops_makes, recops_apply).  Writer thread, as
- * ops.h; recops_get from any thread with b NULL.
+ * once signed), ops_merge.c (ops_merge_signed: a state transfer's
+ * operations), repl_xfer.c (serve: recops_get; receive:
+ * recops_record_origin, recops_makes).  A leaf below ops: the store and
+ * the record table only.  Writer thread (b is its batch); recops_get from
+ * any thread with b NULL.
  */
 #ifndef GD_RECOPS_H
 #define GD_RECOPS_H
@@ -38,15 +40,14 @@
 
 #include "buf.h"
 #include "grantd.pb-c.h"
-#include "ops.h"
 #include "records.h"
 #include "store.h"
 
-/* After op's merge into b: keep op (packed, len: the bytes the log holds,
- * its signature included) with each record it made, by the rule above.
+/* After op's merge into b (of s): keep op (packed, len: the bytes the log
+ * holds, its signature included) with each record it made, by the rule above.
  * Returns 0, or a store error (GD_EIO, GD_ECRYPTO) or GD_EPROTO (a body
  * of no replicated family). */
-int recops_note(struct ops *o,
+int recops_note(struct store *s,
                 struct store_batch *b,
                 const Grantd__V1__Op *op,
                 const void *packed,
@@ -80,19 +81,5 @@ int recops_record_origin(char out[65],
                          size_t klen,
                          const void *val,
                          size_t vlen);
-
-/* The n operations of one record from a state transfer (ops[i] packed as
- * packed[i], lens[i]; each made the record key of cf and is signed by its
- * origin, which the caller checked): each checked as a live operation is
- * (ops_check, t's stamp and origin checks), then, when all pass, each
- * merged (ops_merge_op) and noted (recops_note).  Returns 0, GD_EPROTO
- * with the reason in why (nothing applied), or a store error. */
-int recops_apply(struct ops *o,
-                 struct store_batch *b,
-                 Grantd__V1__Op *const *ops,
-                 const ProtobufCBinaryData *packed,
-                 size_t n,
-                 const struct ops_trust *t,
-                 struct buf *why);
 
 #endif
