@@ -127,8 +127,8 @@ static void serve_snap(struct repl *r,
 		 * kept, or unreadable, and it goes without (the receiver
 		 * then takes it only from an origin without a key) */
 		ops[rep.n_keys] = &none;
-		if (recops_get(r->store, NULL, (enum store_cf)rq->cf, key,
-		               klen, &ob) == 0 &&
+		if (recops_get(r->store, NULL, (enum store_cf)rq->cf, key, klen,
+		               &ob) == 0 &&
 		    ob.len) {
 			Grantd__V1__RecordOps *ro =
 			        grantd__v1__record_ops__unpack(
@@ -241,13 +241,16 @@ static int take_signed(struct repl *r,
 		} else if ((rc = ops_check(ops[i], why)) < 0) {
 			rc = GD_EPROTO;
 		} else if (!recops_makes(ops[i], cf, key->data, key->len)) {
-			buf_printf(why, "an operation of another record "
-			           "(origin %s seq %llu)", ops[i]->origin,
+			buf_printf(why,
+			           "an operation of another record "
+			           "(origin %s seq %llu)",
+			           ops[i]->origin,
 			           (unsigned long long)ops[i]->seq);
 			rc = GD_EPROTO;
 		} else if ((d = repl_op_verdict(r, ops[i], &sw)) != OPSIG_OK &&
 		           d != OPSIG_NO_KEY) {
-			buf_printf(why, "origin=%s seq=%llu: %s", ops[i]->origin,
+			buf_printf(why, "origin=%s seq=%llu: %s",
+			           ops[i]->origin,
 			           (unsigned long long)ops[i]->seq,
 			           sw.len ? sw.p : opsig_verdict_text(d));
 			*drop = DROP_SIGNATURE;
@@ -255,8 +258,8 @@ static int take_signed(struct repl *r,
 		}
 	}
 	if (rc == 0)
-		rc = ops_merge_signed(r->ops, r->batch, ops, ro->ops,
-		                      ro->n_ops, t, why);
+		rc = ops_merge_signed(r->ops, r->batch, ops, ro->ops, ro->n_ops,
+		                      t, why);
 	for (size_t i = 0; i < ro->n_ops; i++)
 		if (ops[i])
 			grantd__v1__op__free_unpacked(ops[i], NULL);

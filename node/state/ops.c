@@ -316,11 +316,11 @@ bool ops_pending(const struct ops *o, struct store_batch *b)
 
 /* A local operation, signed (packed in op): kept with the records it
  * made (recops.h), now that it carries its signature. */
-static int note_signed(struct ops *o, struct store_batch *b,
-		       const struct buf *op)
+static int
+note_signed(struct ops *o, struct store_batch *b, const struct buf *op)
 {
 	Grantd__V1__Op *d =
-		grantd__v1__op__unpack(NULL, op->len, (const uint8_t *)op->p);
+	        grantd__v1__op__unpack(NULL, op->len, (const uint8_t *)op->p);
 	int rc;
 
 	if (!d)

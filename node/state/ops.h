@@ -216,10 +216,13 @@ int ops_merge_record(struct ops *o, struct store_batch *b, enum store_cf cf,
  * (ops_check, t), then, all passed, each merged as ops_apply merges and
  * kept with the record (recops_note).  Returns 0, GD_EPROTO with the
  * reason in why (nothing applied), or a store error. */
-int ops_merge_signed(struct ops *o, struct store_batch *b,
-		     Grantd__V1__Op *const *ops,
-		     const ProtobufCBinaryData *packed, size_t n,
-		     const struct ops_trust *t, struct buf *why);
+int ops_merge_signed(struct ops *o,
+                     struct store_batch *b,
+                     Grantd__V1__Op *const *ops,
+                     const ProtobufCBinaryData *packed,
+                     size_t n,
+                     const struct ops_trust *t,
+                     struct buf *why);
 
 /* Raise the vector entry for (origin, epoch) to seq if it is lower. */
 void ops_vv_raise(struct ops *o, struct store_batch *b, const char *origin,

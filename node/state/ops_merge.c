@@ -636,8 +636,10 @@ done:
 
 /* What a live operation must pass besides its signature (repl_apply_op):
  * its checks, its stamp (a failure's attempts' too) and its origin. */
-static int check_signed(struct ops *o, const Grantd__V1__Op *op,
-			const struct ops_trust *t, struct buf *why)
+static int check_signed(struct ops *o,
+                        const Grantd__V1__Op *op,
+                        const struct ops_trust *t,
+                        struct buf *why)
 {
 	int rc = ops_check(op, why);
 
@@ -648,14 +650,17 @@ static int check_signed(struct ops *o, const Grantd__V1__Op *op,
 	     i < op->failure->n_hlc;
 	     i++)
 		rc = trust_stamp(o, t, op->failure->hlc[i], op->failure->site,
-				 why);
+		                 why);
 	return rc < 0 ? GD_EPROTO : 0;
 }
 
-int ops_merge_signed(struct ops *o, struct store_batch *b,
-		     Grantd__V1__Op *const *ops,
-		     const ProtobufCBinaryData *packed, size_t n,
-		     const struct ops_trust *t, struct buf *why)
+int ops_merge_signed(struct ops *o,
+                     struct store_batch *b,
+                     Grantd__V1__Op *const *ops,
+                     const ProtobufCBinaryData *packed,
+                     size_t n,
+                     const struct ops_trust *t,
+                     struct buf *why)
 {
 	int rc = 0;
 
@@ -664,6 +669,6 @@ int ops_merge_signed(struct ops *o, struct store_batch *b,
 	for (size_t i = 0; rc == 0 && i < n; i++)
 		if ((rc = ops_merge_op(o, b, ops[i])) == 0)
 			rc = recops_note(o->store, b, ops[i], packed[i].data,
-					 packed[i].len);
+			                 packed[i].len);
 	return rc;
 }

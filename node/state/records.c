@@ -527,8 +527,10 @@ void records_key_thash(struct buf *k, const char *origin, int64_t index)
 
 /* ---- the operations of a record ---- */
 
-void records_key_recops(struct buf *k, enum store_cf cf, const void *key,
-			size_t klen)
+void records_key_recops(struct buf *k,
+                        enum store_cf cf,
+                        const void *key,
+                        size_t klen)
 {
 	uint8_t c = (uint8_t)cf;
 
@@ -538,8 +540,10 @@ void records_key_recops(struct buf *k, enum store_cf cf, const void *key,
 	buf_add(k, key, klen);
 }
 
-int records_recops_parse(const void *key, size_t klen, enum store_cf *cf,
-			 struct records_span *rkey)
+int records_recops_parse(const void *key,
+                         size_t klen,
+                         enum store_cf *cf,
+                         struct records_span *rkey)
 {
 	const uint8_t *p = key;
 
@@ -551,8 +555,10 @@ int records_recops_parse(const void *key, size_t klen, enum store_cf *cf,
 	return 0;
 }
 
-int records_fail_parse(const void *key, size_t klen, struct records_span *user,
-		       struct records_span *site)
+int records_fail_parse(const void *key,
+                       size_t klen,
+                       struct records_span *user,
+                       struct records_span *site)
 {
 	size_t off = 0;
 

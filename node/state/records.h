@@ -324,14 +324,20 @@ void records_key_thash(struct buf *k, const char *origin, int64_t index);
 /* ---- the operations of a record (CF_RECOPS) ---- */
 
 /* cf(1 byte) key: the key of the operations kept for record key of cf. */
-void records_key_recops(struct buf *k, enum store_cf cf, const void *key,
-			size_t klen);
+void records_key_recops(struct buf *k,
+                        enum store_cf cf,
+                        const void *key,
+                        size_t klen);
 /* Its family (a replicated one) and the record's key (borrowed from
  * key); 0 or GD_EPROTO. */
-int records_recops_parse(const void *key, size_t klen, enum store_cf *cf,
-			 struct records_span *rkey);
+int records_recops_parse(const void *key,
+                         size_t klen,
+                         enum store_cf *cf,
+                         struct records_span *rkey);
 /* A failures record's key (user \0 site) into its parts; 0 or GD_EPROTO. */
-int records_fail_parse(const void *key, size_t klen, struct records_span *user,
-		       struct records_span *site);
+int records_fail_parse(const void *key,
+                       size_t klen,
+                       struct records_span *user,
+                       struct records_span *site);
 
 #endif
