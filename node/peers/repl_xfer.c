@@ -268,10 +268,12 @@ static int take_signed(struct repl *r,
 	return rc;
 }
 
-/* A record without operations: refused (DROP_SIGNATURE) when the site
+/* A record without operations: first the checks any record gets
+ * (ops_merge_record; a bad one is a snapshot_record drop, as a live
+ * operation's checks come before its signature's); then, when the site
  * that must have made it has a key here (a mark: when any site has one),
- * for then only its signed operations may bring it; else merged as it is
- * (ops_merge_record), counted as unchecked. */
+ * refused (DROP_SIGNATURE) and its merge taken back, for only its signed
+ * operations may bring it; else kept, counted as unchecked. */
 static int take_bare(struct repl *r,
                      enum store_cf cf,
                      const ProtobufCBinaryData *key,
@@ -280,25 +282,33 @@ static int take_bare(struct repl *r,
                      struct buf *why,
                      enum repl_drop *drop)
 {
+	struct ops_save sp;
 	char origin[65];
-	bool any;
-	int rc;
+	bool any, need;
+	int rc, rb;
 
 	*drop = DROP_SNAP_RECORD;
-	if (recops_record_origin(origin, &any, cf, key->data, key->len,
-	                         val->data, val->len) == 0 &&
-	    (any ? r->verifier.nkeys > 0
-	         : opsig_verifier_has(&r->verifier, origin))) {
-		buf_printf(why, "origin=%s: no signed operations with it",
-		           any ? "(any)" : origin);
-		*drop = DROP_SIGNATURE;
-		return GD_EPROTO;
-	}
+	need = recops_record_origin(origin, &any, cf, key->data, key->len,
+	                            val->data, val->len) == 0 &&
+	       (any ? r->verifier.nkeys > 0
+	            : opsig_verifier_has(&r->verifier, origin));
+	if (need)
+		ops_savepoint(r->ops, r->batch, &sp);
 	rc = ops_merge_record(r->ops, r->batch, cf, val->data, val->len, t,
 	                      why);
-	if (rc == 0)
-		r->unchecked++;
-	return rc;
+	if (!need) {
+		if (rc == 0)
+			r->unchecked++;
+		return rc;
+	}
+	if ((rb = ops_rollback(r->ops, r->batch, &sp)) < 0)
+		return rb;
+	if (rc < 0)
+		return rc;
+	buf_printf(why, "origin=%s: no signed operations with it",
+	           any ? "(any)" : origin);
+	*drop = DROP_SIGNATURE;
+	return GD_EPROTO;
 }
 
 /* One record of a reply: with its operations or without. */

@@ -73,6 +73,14 @@ static void put_ops(struct store_batch *b,
 	buf_free(&v);
 }
 
+void recops_drop(struct store_batch *b,
+                 enum store_cf cf,
+                 const void *key,
+                 size_t klen)
+{
+	put_ops(b, cf, key, klen, NULL, 0);
+}
+
 static void put_one(struct store_batch *b,
                     enum store_cf cf,
                     const struct buf *key,

@@ -53,6 +53,13 @@ int recops_note(struct store *s,
                 const void *packed,
                 size_t len);
 
+/* The record key of cf is gone (a grant swept, ops_sweep.c): its
+ * operations go with it, in b. */
+void recops_drop(struct store_batch *b,
+                 enum store_cf cf,
+                 const void *key,
+                 size_t klen);
+
 /* The operations kept for the record key of cf, in b (NULL: committed),
  * as a packed RecordOps in out (reset; empty when none are kept).
  * Returns 0 or a store error. */

@@ -11,7 +11,8 @@
  *    those it dominates, two incomparable ones are both kept;
  *  - UNION (failures): an operation whose every stamp the record dropped
  *    (beyond OPS_MAX_FAILURES_KEPT) goes;
- *  - LEAF (tlog leaves): the leaf's own operation.
+ *  - LEAF (tlog leaves): the leaf's own operation;
+ *  - a grant swept: its operations go with it.
  * A local operation is kept at commit, signed (it verifies).
  * State transfer between two nodes (fixture.h's fx_pair), paloalto
  * serving, portland (with paloalto's and its own key) receiving:
@@ -327,6 +328,30 @@ static void test_leaf(void **state)
 	buf_free(&k);
 }
 
+/* A grant swept (expired past its grace): its operations go too. */
+static void test_swept_grant(void **state)
+{
+	struct fx_sites *f = *state;
+	struct fx_site *n = &f->n[0];
+	struct fx_op t;
+	struct buf k = BUF_INIT;
+	struct store_batch *b;
+	uint64_t s[80];
+	Grantd__V1__Op *op = fx_op_grant(&t, "peera", 1, FX_HLC(100, 0),
+	                                 "alice", "192.0.2.1/32", 1000, false);
+
+	assert_int_equal(fx_apply(n->o, n->s, &op, 1), 0);
+	records_key_grant(&k, "alice", "192.0.2.1/32", "");
+	assert_int_equal(kept(n, CF_GRANTS, &k, s), 1);
+	store_batch_new(&b, n->s);
+	assert_int_equal(ops_sweep_grants(n->o, b, (int64_t)time(NULL), 100),
+	                 1);
+	assert_int_equal(ops_commit(n->o, b, false), 0);
+	store_batch_free(&b);
+	assert_int_equal(kept(n, CF_GRANTS, &k, s), 0);
+	buf_free(&k);
+}
+
 /* A local operation is kept once signed, at commit: the bytes of the
  * log, which verify. */
 static void test_local_signed(void **state)
@@ -563,6 +588,8 @@ int main(void)
 	        cmocka_unit_test_setup_teardown(test_failures_pruned,
 	                                        setup_sites, fx_sites_teardown),
 	        cmocka_unit_test_setup_teardown(test_leaf, setup_sites,
+	                                        fx_sites_teardown),
+	        cmocka_unit_test_setup_teardown(test_swept_grant, setup_sites,
 	                                        fx_sites_teardown),
 	        cmocka_unit_test_setup_teardown(test_local_signed, setup_sites,
 	                                        fx_sites_teardown),
