@@ -1,8 +1,11 @@
 /*
  * repl_xfer.c: state transfer.  When a peer's log no longer reaches what
  * we lack, the replicated families (records.h, in table order) are copied
- * from it in bounded batches, each record merged with the checks a live
- * operation gets (ops_merge_record); the sender's vector comes with the
+ * from it in bounded batches, each record with the signed operations that
+ * made it (recops.h): those are checked against their origins' keys and
+ * applied (ops_merge_signed), never the record; a record without them is
+ * merged with the checks a live operation gets (ops_merge_record) only
+ * when its origin has no key here; the sender's vector comes with the
  * first reply and is raised into ours only when every family is merged
  * and no record was refused, and then no further than the sender can
  * prove (snap_vv_cap).  A transfer cut in the middle (no reply within
