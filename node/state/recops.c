@@ -275,6 +275,13 @@ static bool keeps_a_stamp(const Grantd__V1__Failures *rec,
 	return false;
 }
 
+/* Are a and b one operation (origin, epoch, seq)? */
+static bool same_op(const Grantd__V1__Op *a, const Grantd__V1__Op *b)
+{
+	return a->epoch == b->epoch && a->seq == b->seq && a->origin &&
+	       b->origin && !strcmp(a->origin, b->origin);
+}
+
 /* A mark (MAX) or failures (UNION): the kept operations and op, pruned by
  * the family's rule. */
 static int note_many(struct store *s,
@@ -316,6 +323,9 @@ static int note_many(struct store *s,
 	for (size_t i = 0; i < nk; i++) {
 		const Grantd__V1__Op *q = kept[i];
 		bool mine = q && q->body_case == op->body_case;
+		if (mine && same_op(q, op))
+			add = false; /* kept already (a transfer brings it
+			                again) */
 		if (!mine || (f->merge == RECORDS_MAX && dominates(op, q)) ||
 		    (f->merge == RECORDS_UNION && !keeps_a_stamp(rec, q)))
 			continue;

@@ -299,6 +299,26 @@ static void test_failures_pruned(void **state)
 	assert_int_equal(kept(n, CF_FAILS, &k, s), OPS_MAX_FAILURES_KEPT);
 	for (int i = 0; i < OPS_MAX_FAILURES_KEPT; i++)
 		assert_int_not_equal(s[i], 1);
+	/* one kept already, noted again (a transfer brings it): once */
+	struct buf again = BUF_INIT;
+	assert_int_equal(recops_get(n->s, NULL, CF_FAILS, k.p, k.len, &again),
+	                 0);
+	Grantd__V1__RecordOps *ro = grantd__v1__record_ops__unpack(
+	        NULL, again.len, (const uint8_t *)again.p);
+	assert_non_null(ro);
+	Grantd__V1__Op *first =
+	        grantd__v1__op__unpack(NULL, ro->ops[0].len, ro->ops[0].data);
+	struct store_batch *b;
+	store_batch_new(&b, n->s);
+	assert_int_equal(
+	        recops_note(n->s, b, first, ro->ops[0].data, ro->ops[0].len),
+	        0);
+	assert_int_equal(store_commit(b, false), 0);
+	store_batch_free(&b);
+	assert_int_equal(kept(n, CF_FAILS, &k, s), OPS_MAX_FAILURES_KEPT);
+	grantd__v1__op__free_unpacked(first, NULL);
+	grantd__v1__record_ops__free_unpacked(ro, NULL);
+	buf_free(&again);
 	/* an attempt older than every one kept: not kept either */
 	apply1(n, op_fail(&t, 0, FX_HLC(50, 0)));
 	assert_int_equal(kept(n, CF_FAILS, &k, s), OPS_MAX_FAILURES_KEPT);
