@@ -19,7 +19,8 @@
  *  - honest: level, equal digests, nothing dropped;
  *  - a grant stamped by portland written straight into paloalto's store,
  *    without operations, or with one signed by paloalto's key: refused,
- *    counted as signature drops, never held, the vector not raised.
+ *    counted as signature drops, never held, the vector not raised; with
+ *    an operation portland did sign, but of another record: refused too.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -510,7 +511,8 @@ static void test_transfer_honest(void **state)
 
 /* A grant stamped by portland, written into paloalto's store as a
  * dishonest paloalto would; with ops, a RecordOps of them. */
-static void forge(struct xf *x, const struct opsig_signer *signer)
+/* other: the operation is of another record (user "trudy"), signed. */
+static void forge(struct xf *x, const struct opsig_signer *signer, bool other)
 {
 	struct fx_node *a = &x->f->a;
 	Grantd__V1__Grant g = GRANTD__V1__GRANT__INIT;
@@ -540,6 +542,8 @@ static void forge(struct xf *x, const struct opsig_signer *signer)
 		op.body_case = GRANTD__V1__OP__BODY_GRANT;
 		g.hlc = 0, g.has_hlc = 0, g.origin = NULL;
 		op.grant = &g;
+		if (other)
+			g.user = "trudy";
 		grantd__v1__op__pack(
 		        &op,
 		        buf_extend(&one, grantd__v1__op__get_packed_size(&op)));
@@ -561,7 +565,7 @@ static void forge(struct xf *x, const struct opsig_signer *signer)
 	buf_free(&one);
 }
 
-static void refused(struct xf *x)
+static void refused(struct xf *x, enum repl_drop why)
 {
 	struct repl *r;
 	struct buf k = BUF_INIT, v = BUF_INIT;
@@ -571,7 +575,7 @@ static void refused(struct xf *x)
 	records_key_grant(&k, "mallory", "192.0.2.66/32", "");
 	assert_int_equal(store_get(x->f->b.s, NULL, CF_GRANTS, k.p, k.len, &v),
 	                 GD_ENOTFOUND);
-	assert_int_equal(r->drops[DROP_SIGNATURE], 1);
+	assert_int_equal(r->drops[why], 1);
 	/* the honest records came; the vector was not raised */
 	assert_int_equal(ops_count(x->f->b.o, CF_GRANTS, (int64_t)time(NULL)),
 	                 NGRANTS);
@@ -584,16 +588,27 @@ static void test_transfer_forged_bare(void **state)
 {
 	struct xf *x = *state;
 
-	forge(x, NULL);
-	refused(x);
+	forge(x, NULL, false);
+	refused(x, DROP_SIGNATURE);
 }
 
 static void test_transfer_forged_op(void **state)
 {
 	struct xf *x = *state;
 
-	forge(x, &x->ka); /* portland's grant, signed by paloalto's key */
-	refused(x);
+	forge(x, &x->ka, false); /* portland's, signed by paloalto's key */
+	refused(x, DROP_SIGNATURE);
+}
+
+static void test_transfer_op_of_another_record(void **state)
+{
+	struct xf *x = *state;
+
+	/* portland's own signature, on a grant of another user: it cannot
+	 * vouch for mallory's */
+	forge(x, &x->kb, true);
+	refused(x, DROP_SNAP_RECORD);
+	assert_int_equal(x->f->b.repl->drops[DROP_SIGNATURE], 0);
 }
 
 int main(void)
@@ -619,6 +634,9 @@ int main(void)
 	                                        setup_pair, teardown_pair),
 	        cmocka_unit_test_setup_teardown(test_transfer_forged_op,
 	                                        setup_pair, teardown_pair),
+	        cmocka_unit_test_setup_teardown(
+	                test_transfer_op_of_another_record, setup_pair,
+	                teardown_pair),
 	};
 
 	return cmocka_run_group_tests(tests, setup_group, fx_group_teardown);
