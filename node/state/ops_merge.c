@@ -17,6 +17,9 @@
  * operations arrive in its sequence and a snapshot sends leaves in key
  * order, so an honest origin's leaves always come in order.  A second text
  * for an index held is kept beside the first, never in its place.
+ * A state transfer's record that comes with the signed operations that
+ * made it (recops.h) is made again from them (ops_merge_signed), never
+ * from its bytes.
  */
 #include <sodium.h>
 #include <stdlib.h>
