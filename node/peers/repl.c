@@ -74,6 +74,16 @@ void repl_set_verifier(struct repl *r, const struct opsig_verifier *v)
 	r->verifier = *v;
 }
 
+enum opsig_verdict
+repl_op_verdict(struct repl *r, const Grantd__V1__Op *op, struct buf *why)
+{
+	enum opsig_verdict d = opsig_verify(&r->verifier, op, why);
+
+	if (d == OPSIG_NO_KEY)
+		r->unchecked++;
+	return d;
+}
+
 /* Is op signed by its origin (common/opsig.h)?  One that is not is
  * dropped and counted (DROP_SIGNATURE); one whose origin has no key here
  * is taken, and counted as unchecked. */
@@ -81,10 +91,8 @@ static bool signed_by_origin(struct repl *r, struct repl_peer *p,
                              const Grantd__V1__Op *op, uint64_t now_ms)
 {
 	struct buf why = BUF_INIT;
-	enum opsig_verdict d = opsig_verify(&r->verifier, op, &why);
+	enum opsig_verdict d = repl_op_verdict(r, op, &why);
 
-	if (d == OPSIG_NO_KEY)
-		r->unchecked++;
 	if (d == OPSIG_OK || d == OPSIG_NO_KEY)
 		return true;
 	repl_stat_refuse(r, DROP_SIGNATURE, 1,

@@ -226,6 +226,11 @@ void repl_apply_op(struct repl *r,
                    const Grantd__V1__Op *op,
                    uint64_t sent_us,
                    uint64_t now_ms);
+/* opsig_verify of op with this site's keys (the one check of every path
+ * an operation or a state transfer's record takes); OPSIG_NO_KEY counted
+ * as unchecked.  why: as opsig_verify's. */
+enum opsig_verdict
+repl_op_verdict(struct repl *r, const Grantd__V1__Op *op, struct buf *why);
 /* An operation applied into the batch this round (counted for the
  * commit, the catch-up episode and, sent_us not 0, the latency). */
 void repl_applied(struct repl *r, uint64_t sent_us);

@@ -1,8 +1,11 @@
 /*
  * repl_xfer.c: state transfer.  When a peer's log no longer reaches what
  * we lack, the replicated families (records.h, in table order) are copied
- * from it in bounded batches, each record merged with the checks a live
- * operation gets (ops_merge_record); the sender's vector comes with the
+ * from it in bounded batches, each record with the signed operations that
+ * made it (recops.h): those are checked against their origins' keys and
+ * applied (ops_merge_signed), never the record; a record without them is
+ * merged with the checks a live operation gets (ops_merge_record) only
+ * when its origin has no key here; the sender's vector comes with the
  * first reply and is raised into ours only when every family is merged
  * and no record was refused, and then no further than the sender can
  * prove (snap_vv_cap).  A transfer cut in the middle (no reply within
@@ -20,6 +23,7 @@
 #include "clock.h"
 #include "err.h"
 #include "log.h"
+#include "recops.h"
 #include "repl_int.h"
 #include "xalloc.h"
 #include "banned.h"
@@ -79,6 +83,8 @@ static void serve_snap(struct repl *r,
 	struct store_iter *it;
 	struct buf v = BUF_INIT;
 	ProtobufCBinaryData *keys, *vals;
+	Grantd__V1__RecordOps **ops, none = GRANTD__V1__RECORD_OPS__INIT;
+	struct buf ob = BUF_INIT;
 	const char *key;
 	size_t klen, bytes = 0;
 	uint32_t max = rq->max && rq->max < SNAP_MAX_RECORDS ? rq->max
@@ -104,6 +110,7 @@ static void serve_snap(struct repl *r,
 	}
 	keys = xcalloc(max, sizeof(*keys));
 	vals = xcalloc(max, sizeof(*vals));
+	ops = xcalloc(max, sizeof(*ops));
 	if (rq->has_after)
 		store_iter_new_at(&it, r->store, NULL, rq->cf, "", 0,
 		                  rq->after.data, rq->after.len);
@@ -119,7 +126,20 @@ static void serve_snap(struct repl *r,
 		keys[rep.n_keys].len = klen;
 		vals[rep.n_keys].data = xmemdup(v.p, v.len);
 		vals[rep.n_keys].len = v.len;
-		bytes += klen + v.len;
+		/* the signed operations that made it (recops.h): none
+		 * kept, or unreadable, and it goes without (the receiver
+		 * then takes it only from an origin without a key) */
+		ops[rep.n_keys] = &none;
+		if (recops_get(r->store, NULL, (enum store_cf)rq->cf, key, klen,
+		               &ob) == 0 &&
+		    ob.len) {
+			Grantd__V1__RecordOps *ro =
+			        grantd__v1__record_ops__unpack(
+			                NULL, ob.len, (const uint8_t *)ob.p);
+			if (ro)
+				ops[rep.n_keys] = ro;
+		}
+		bytes += klen + v.len + ob.len;
 		rep.n_keys++;
 	}
 	rep.cf_done = rep.has_cf_done = hide || rc <= 0;
@@ -128,6 +148,8 @@ static void serve_snap(struct repl *r,
 	rep.keys = keys;
 	rep.values = vals;
 	rep.n_values = rep.n_keys;
+	rep.ops = ops;
+	rep.n_ops = rep.n_keys;
 	peer_msg_init(r->self, &m);
 	m.body_case = GRANTD__V1__PEER_MSG__BODY_SNAP_REP;
 	m.snap_rep = &rep;
@@ -136,9 +158,14 @@ static void serve_snap(struct repl *r,
 		free(keys[i].data);
 		sodium_memzero(vals[i].data, vals[i].len);
 		free(vals[i].data);
+		if (ops[i] != &none)
+			grantd__v1__record_ops__free_unpacked(ops[i], NULL);
 	}
 	free(keys);
 	free(vals);
+	free(ops);
+	sodium_memzero(ob.p, ob.len);
+	buf_free(&ob);
 	repl_hb_free(&hb);
 	sodium_memzero(v.p, v.len);
 	buf_free(&v);
@@ -187,6 +214,136 @@ snap_vv_cap(struct repl *r, struct repl_peer *p, const Grantd__V1__VvEntry *e)
 		    !strcmp(q->hb->vv[i]->origin, e->origin))
 			said = q->hb->vv[i]->seq;
 	return said < e->seq ? said : e->seq;
+}
+
+/* A record that came with its operations (ro): each must decode, check,
+ * make this record and be signed by its origin (repl_op_verdict, as every
+ * operation's path); then they are applied (ops_merge_signed) and the
+ * record's own bytes never are.  One bad operation refuses the record.
+ * 0, or GD_EPROTO with why and the count it falls under in *drop. */
+static int take_signed(struct repl *r,
+                       enum store_cf cf,
+                       const ProtobufCBinaryData *key,
+                       const Grantd__V1__RecordOps *ro,
+                       const struct ops_trust *t,
+                       struct buf *why,
+                       enum repl_drop *drop)
+{
+	Grantd__V1__Op **ops = xcalloc(ro->n_ops, sizeof(*ops));
+	struct buf sw = BUF_INIT;
+	int rc = 0;
+
+	*drop = DROP_SNAP_RECORD;
+	for (size_t i = 0; rc == 0 && i < ro->n_ops; i++) {
+		enum opsig_verdict d;
+		ops[i] = grantd__v1__op__unpack(NULL, ro->ops[i].len,
+		                                ro->ops[i].data);
+		if (!ops[i]) {
+			buf_puts(why, "an operation does not decode");
+			rc = GD_EPROTO;
+		} else if ((rc = ops_check(ops[i], why)) < 0) {
+			rc = GD_EPROTO;
+		} else if (!recops_makes(ops[i], cf, key->data, key->len)) {
+			buf_printf(why,
+			           "an operation of another record "
+			           "(origin %s seq %llu)",
+			           ops[i]->origin,
+			           (unsigned long long)ops[i]->seq);
+			rc = GD_EPROTO;
+		} else if ((d = repl_op_verdict(r, ops[i], &sw)) != OPSIG_OK &&
+		           d != OPSIG_NO_KEY) {
+			buf_printf(why, "origin=%s seq=%llu: %s",
+			           ops[i]->origin,
+			           (unsigned long long)ops[i]->seq,
+			           sw.len ? sw.p : opsig_verdict_text(d));
+			*drop = DROP_SIGNATURE;
+			rc = GD_EPROTO;
+		}
+	}
+	if (rc == 0)
+		rc = ops_merge_signed(r->ops, r->batch, ops, ro->ops, ro->n_ops,
+		                      t, why);
+	for (size_t i = 0; i < ro->n_ops; i++)
+		if (ops[i])
+			grantd__v1__op__free_unpacked(ops[i], NULL);
+	free(ops);
+	buf_free(&sw);
+	return rc;
+}
+
+/* A record without operations: first the checks any record gets
+ * (ops_merge_record; a bad one is a snapshot_record drop, as a live
+ * operation's checks come before its signature's); then, when the site
+ * that must have made it has a key here (a mark: when any site has one),
+ * refused (DROP_SIGNATURE) and its merge taken back, for only its signed
+ * operations may bring it; else kept, counted as unchecked. */
+static int take_bare(struct repl *r,
+                     enum store_cf cf,
+                     const ProtobufCBinaryData *key,
+                     const ProtobufCBinaryData *val,
+                     const struct ops_trust *t,
+                     struct buf *why,
+                     enum repl_drop *drop)
+{
+	struct ops_save sp;
+	char origin[65];
+	bool any, need;
+	int rc, rb;
+
+	*drop = DROP_SNAP_RECORD;
+	need = recops_record_origin(origin, &any, cf, key->data, key->len,
+	                            val->data, val->len) == 0 &&
+	       (any ? r->verifier.nkeys > 0
+	            : opsig_verifier_has(&r->verifier, origin));
+	if (need)
+		ops_savepoint(r->ops, r->batch, &sp);
+	rc = ops_merge_record(r->ops, r->batch, cf, val->data, val->len, t,
+	                      why);
+	if (!need) {
+		if (rc == 0)
+			r->unchecked++;
+		return rc;
+	}
+	if ((rb = ops_rollback(r->ops, r->batch, &sp)) < 0)
+		return rb;
+	if (rc < 0)
+		return rc;
+	buf_printf(why, "origin=%s: no signed operations with it",
+	           any ? "(any)" : origin);
+	*drop = DROP_SIGNATURE;
+	return GD_EPROTO;
+}
+
+/* One record of a reply: with its operations or without. */
+static void take_record(struct repl *r,
+                        struct repl_peer *p,
+                        const Grantd__V1__SnapRep *rep,
+                        size_t i,
+                        const struct ops_trust *t)
+{
+	struct repl_xfer *sn = &r->xfer;
+	enum store_cf cf = (enum store_cf)rep->cf;
+	struct buf why = BUF_INIT;
+	enum repl_drop drop;
+	int rc;
+
+	if (rep->n_ops == rep->n_keys && rep->ops[i]->n_ops)
+		rc = take_signed(r, cf, &rep->keys[i], rep->ops[i], t, &why,
+		                 &drop);
+	else
+		rc = take_bare(r, cf, &rep->keys[i], &rep->values[i], t, &why,
+		               &drop);
+	if (rc < 0) {
+		sn->refused++;
+		repl_stat_refuse(r, drop, 1,
+		                 "state transfer record dropped peer=%s "
+		                 "cf=%s: %s",
+		                 p->cfg->site, store_cf_name(cf),
+		                 why.len ? why.p : gd_strerror(rc));
+	} else {
+		sn->records++;
+	}
+	buf_free(&why);
 }
 
 /* Every family merged: raise the vector to what the sender's vector says,
@@ -251,8 +408,6 @@ void repl_xfer_apply(struct repl *r,
                      uint64_t now_ms)
 {
 	struct repl_xfer *sn = &r->xfer;
-	struct ops *o = r->ops;
-	struct buf why = BUF_INIT;
 	/* the checks a live operation gets (repl_apply_op) */
 	struct ops_trust t = {((clock_wall_ms() + MAX_SKEW_MS) << 16) | 0xffff,
 	                      known_cb, r};
@@ -276,22 +431,8 @@ void repl_xfer_apply(struct repl *r,
 	for (size_t i = 0; (r->cfg->role != CONFIG_ROLE_MIRROR ||
 	                    records_mirror_visible((enum store_cf)rep->cf)) &&
 	                   i < rep->n_values;
-	     i++) {
-		buf_reset(&why);
-		if (ops_merge_record(o, r->batch, (enum store_cf)rep->cf,
-		                     rep->values[i].data, rep->values[i].len,
-		                     &t, &why) < 0) {
-			sn->refused++;
-			repl_stat_refuse(r, DROP_SNAP_RECORD, 1,
-			                 "state transfer record "
-			                 "dropped peer=%s cf=%u: %s",
-			                 p->cfg->site, (unsigned)rep->cf,
-			                 why.len ? why.p : "?");
-		} else {
-			sn->records++;
-		}
-	}
-	buf_free(&why);
+	     i++)
+		take_record(r, p, rep, i, &t);
 	r->dirty = true;
 	if (rep->n_keys) {
 		buf_reset(&sn->after);

@@ -17,6 +17,7 @@
 #include "log.h"
 #include "ops_int.h"
 #include "opsig.h"
+#include "recops.h"
 #include "records.h"
 #include "xalloc.h"
 #include "banned.h"
@@ -214,8 +215,14 @@ static int apply(struct ops *o, struct store_batch *b, const Grantd__V1__Op *op,
 	}
 
 	if (log) {
-		records_key_oplog(&k, op->origin, op->epoch, op->seq);
+		/* a peer's operation comes signed: kept with the records it
+		 * made (recops.h), the bytes the log keeps */
 		ops_pack_msg(&val, &op->base);
+		if ((rc = recops_note(o->store, b, op, val.p, val.len)) < 0) {
+			ops_rollback(o, b, &sp);
+			goto done;
+		}
+		records_key_oplog(&k, op->origin, op->epoch, op->seq);
 		store_put(b, CF_OPLOG, k.p, k.len, val.p, val.len);
 	}
 
@@ -307,6 +314,22 @@ bool ops_pending(const struct ops *o, struct store_batch *b)
 	return false;
 }
 
+/* A local operation, signed (packed in op): kept with the records it
+ * made (recops.h), now that it carries its signature. */
+static int
+note_signed(struct ops *o, struct store_batch *b, const struct buf *op)
+{
+	Grantd__V1__Op *d =
+	        grantd__v1__op__unpack(NULL, op->len, (const uint8_t *)op->p);
+	int rc;
+
+	if (!d)
+		return GD_EPROTO;
+	rc = recops_note(o->store, b, d, op->p, op->len);
+	grantd__v1__op__free_unpacked(d, NULL);
+	return rc;
+}
+
 /* The outbox's operations after outbox_signed, each "4-byte length, op":
  * signed as one batch (opsig_sign_batch), written to the log signed, and
  * put back in the outbox signed.  Unsigned without a signer. */
@@ -339,6 +362,7 @@ static int sign_outbox(struct ops *o, struct store_batch *b)
 		memcpy(&seq, o->unsigned_seqs.p + i * sizeof(seq), sizeof(seq));
 		records_key_oplog(&k, o->site, o->epoch, seq);
 		store_put(b, CF_OPLOG, k.p, k.len, each[i].p, each[i].len);
+		rc = note_signed(o, b, &each[i]);
 		buf_add(&out, hdr, sizeof(hdr));
 		buf_add(&out, each[i].p, each[i].len);
 	}

@@ -210,6 +210,20 @@ int ops_merge_record(struct ops *o, struct store_batch *b, enum store_cf cf,
 		     const void *val, size_t vlen, const struct ops_trust *t,
 		     struct buf *why);
 
+/* The n operations of one record from a state transfer (ops[i] packed as
+ * packed[i]; each makes that record and is signed by its origin, which
+ * the caller checked: recops.h): each checked as a peer's record is
+ * (ops_check, t), then, all passed, each merged as ops_apply merges and
+ * kept with the record (recops_note).  Returns 0, GD_EPROTO with the
+ * reason in why (nothing applied), or a store error. */
+int ops_merge_signed(struct ops *o,
+                     struct store_batch *b,
+                     Grantd__V1__Op *const *ops,
+                     const ProtobufCBinaryData *packed,
+                     size_t n,
+                     const struct ops_trust *t,
+                     struct buf *why);
+
 /* Raise the vector entry for (origin, epoch) to seq if it is lower. */
 void ops_vv_raise(struct ops *o, struct store_batch *b, const char *origin,
 		  uint64_t epoch, uint64_t seq);

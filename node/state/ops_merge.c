@@ -17,6 +17,9 @@
  * operations arrive in its sequence and a snapshot sends leaves in key
  * order, so an honest origin's leaves always come in order.  A second text
  * for an index held is kept beside the first, never in its place.
+ * A state transfer's record that comes with the signed operations that
+ * made it (recops.h) is made again from them (ops_merge_signed), never
+ * from its bytes.
  */
 #include <sodium.h>
 #include <stdlib.h>
@@ -27,6 +30,7 @@
 #include "names.h"
 #include "ops_int.h"
 #include "pushlog.h"
+#include "recops.h"
 #include "records.h"
 #include "xalloc.h"
 #include "banned.h"
@@ -630,5 +634,44 @@ done:
 	buf_free(&why);
 	if (m)
 		protobuf_c_message_free_unpacked(m, NULL);
+	return rc;
+}
+
+/* What a live operation must pass besides its signature (repl_apply_op):
+ * its checks, its stamp (a failure's attempts' too) and its origin. */
+static int check_signed(struct ops *o,
+                        const Grantd__V1__Op *op,
+                        const struct ops_trust *t,
+                        struct buf *why)
+{
+	int rc = ops_check(op, why);
+
+	if (rc == 0)
+		rc = trust_stamp(o, t, op->hlc, op->origin, why);
+	for (size_t i = 0;
+	     rc == 0 && op->body_case == GRANTD__V1__OP__BODY_FAILURE &&
+	     i < op->failure->n_hlc;
+	     i++)
+		rc = trust_stamp(o, t, op->failure->hlc[i], op->failure->site,
+		                 why);
+	return rc < 0 ? GD_EPROTO : 0;
+}
+
+int ops_merge_signed(struct ops *o,
+                     struct store_batch *b,
+                     Grantd__V1__Op *const *ops,
+                     const ProtobufCBinaryData *packed,
+                     size_t n,
+                     const struct ops_trust *t,
+                     struct buf *why)
+{
+	int rc = 0;
+
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		rc = check_signed(o, ops[i], t, why);
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		if ((rc = ops_merge_op(o, b, ops[i])) == 0)
+			rc = recops_note(o->store, b, ops[i], packed[i].data,
+			                 packed[i].len);
 	return rc;
 }

@@ -9,6 +9,7 @@
 #include "err.h"
 #include "names.h"
 #include "ops_int.h"
+#include "recops.h"
 #include "records.h"
 #include "xalloc.h"
 #include "banned.h"
@@ -36,6 +37,7 @@ int ops_sweep_grants(struct ops *o, struct store_batch *b, int64_t now,
 		ops_digest_toggle(o, CF_GRANTS, key, klen, v.p, v.len);
 		ops_count_record(o, o->counts, CF_GRANTS, v.p, v.len, -1, true);
 		store_del(b, CF_GRANTS, key, klen);
+		recops_drop(b, CF_GRANTS, key, klen);
 		n++;
 	}
 	store_iter_free(&it);

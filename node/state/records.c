@@ -14,6 +14,7 @@
 
 #include "err.h"
 #include "records.h"
+#include "xalloc.h"
 #include "banned.h"
 
 static const struct records_kind kinds[CF__COUNT] = {
@@ -522,4 +523,48 @@ void records_key_thash(struct buf *k, const char *origin, int64_t index)
 {
 	records_key_tlog_origin(k, origin);
 	put_be64(k, (uint64_t)index);
+}
+
+/* ---- the operations of a record ---- */
+
+void records_key_recops(struct buf *k,
+                        enum store_cf cf,
+                        const void *key,
+                        size_t klen)
+{
+	uint8_t c = (uint8_t)cf;
+
+	GD_ASSERT(records_replicated(cf));
+	buf_reset(k);
+	buf_add(k, &c, 1);
+	buf_add(k, key, klen);
+}
+
+int records_recops_parse(const void *key,
+                         size_t klen,
+                         enum store_cf *cf,
+                         struct records_span *rkey)
+{
+	const uint8_t *p = key;
+
+	if (klen < 2 || !records_replicated((enum store_cf)p[0]))
+		return GD_EPROTO;
+	*cf = (enum store_cf)p[0];
+	rkey->p = (const char *)p + 1;
+	rkey->len = klen - 1;
+	return 0;
+}
+
+int records_fail_parse(const void *key,
+                       size_t klen,
+                       struct records_span *user,
+                       struct records_span *site)
+{
+	size_t off = 0;
+
+	if (next_part(key, klen, &off, false, user) < 0 ||
+	    next_part(key, klen, &off, true, site) < 0 || !user->len ||
+	    !site->len)
+		return GD_EPROTO;
+	return 0;
 }

@@ -143,7 +143,13 @@ enum records_merge {
 	 * CF_TLEAVES in the leaf's batch (ops_tlog.c): local, as a function  \
 	 * of the leaves the digest covers */                                 \
 	X(THASHES, "thashes", _NOT_SET, NULL, RECORDS_LOCAL, false, false,     \
-	  NULL, false)
+	  NULL, false)                                                         \
+	/* store_cf(1) record key -> RecordOps: the signed operations that   \
+	 * made a replicated record (recops.h), sent beside it in state      \
+	 * transfer so the receiver checks their signatures; sealed as the   \
+	 * log is (an enrollment's operation holds its secret) */            \
+	X(RECOPS, "recops", _NOT_SET, &grantd__v1__record_ops__descriptor,     \
+	  RECORDS_LOCAL, true, false, NULL, false)
 /* clang-format on */
 
 enum store_cf {
@@ -314,5 +320,24 @@ int records_tleaf_parse(const void *key, size_t klen,
 			const uint8_t **fork);
 /* origin \0 stored index(8, BE): a stored hash's key in CF_THASHES */
 void records_key_thash(struct buf *k, const char *origin, int64_t index);
+
+/* ---- the operations of a record (CF_RECOPS) ---- */
+
+/* cf(1 byte) key: the key of the operations kept for record key of cf. */
+void records_key_recops(struct buf *k,
+                        enum store_cf cf,
+                        const void *key,
+                        size_t klen);
+/* Its family (a replicated one) and the record's key (borrowed from
+ * key); 0 or GD_EPROTO. */
+int records_recops_parse(const void *key,
+                         size_t klen,
+                         enum store_cf *cf,
+                         struct records_span *rkey);
+/* A failures record's key (user \0 site) into its parts; 0 or GD_EPROTO. */
+int records_fail_parse(const void *key,
+                       size_t klen,
+                       struct records_span *user,
+                       struct records_span *site);
 
 #endif

@@ -1,0 +1,474 @@
+/*
+ * recops.c: the signed operations kept per replicated record (recops.h
+ * says which, and why).
+ *
+ * A record's operations are one RecordOps value at cf(1) key in CF_RECOPS,
+ * sealed (an enrollment's operation holds its secret).  LWW, SET and LEAF
+ * records keep one operation, written over; a mark or failures record
+ * keeps a few, so its list is read, pruned and written again.
+ */
+#include <sodium.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "pushlog.h"
+#include "recops.h"
+#include "tlog.h"
+#include "xalloc.h"
+#include "banned.h"
+
+/* m packed into out (reset first) */
+static void pack(struct buf *out, const ProtobufCMessage *m)
+{
+	size_t n = protobuf_c_message_get_packed_size(m);
+
+	buf_reset(out);
+	protobuf_c_message_pack(m, buf_extend(out, n));
+}
+
+int recops_get(struct store *s,
+               struct store_batch *b,
+               enum store_cf cf,
+               const void *key,
+               size_t klen,
+               struct buf *out)
+{
+	struct buf k = BUF_INIT;
+	int rc;
+
+	records_key_recops(&k, cf, key, klen);
+	rc = store_get(s, b, CF_RECOPS, k.p, k.len, out);
+	if (rc == GD_ENOTFOUND) {
+		buf_reset(out);
+		rc = 0;
+	}
+	buf_free(&k);
+	return rc;
+}
+
+/* Write ops (n of them) as the operations of the record key of cf; none:
+ * the entry goes. */
+static void put_ops(struct store_batch *b,
+                    enum store_cf cf,
+                    const void *key,
+                    size_t klen,
+                    ProtobufCBinaryData *ops,
+                    size_t n)
+{
+	Grantd__V1__RecordOps ro = GRANTD__V1__RECORD_OPS__INIT;
+	struct buf k = BUF_INIT, v = BUF_INIT;
+
+	records_key_recops(&k, cf, key, klen);
+	if (n == 0) {
+		store_del(b, CF_RECOPS, k.p, k.len);
+	} else {
+		ro.ops = ops;
+		ro.n_ops = n;
+		pack(&v, &ro.base);
+		store_put(b, CF_RECOPS, k.p, k.len, v.p, v.len);
+		sodium_memzero(v.p, v.len);
+	}
+	buf_free(&k);
+	buf_free(&v);
+}
+
+void recops_drop(struct store_batch *b,
+                 enum store_cf cf,
+                 const void *key,
+                 size_t klen)
+{
+	put_ops(b, cf, key, klen, NULL, 0);
+}
+
+static void put_one(struct store_batch *b,
+                    enum store_cf cf,
+                    const struct buf *key,
+                    const void *packed,
+                    size_t len)
+{
+	ProtobufCBinaryData one = {len, (uint8_t *)packed};
+
+	put_ops(b, cf, key->p, key->len, &one, 1);
+}
+
+/* Does the LWW record at key of cf carry op's stamp?  *out false when
+ * there is none. */
+static int stamped_by(struct store *s,
+                      struct store_batch *b,
+                      enum store_cf cf,
+                      const struct buf *key,
+                      const Grantd__V1__Op *op,
+                      bool *out)
+{
+	struct buf v = BUF_INIT;
+	int rc = store_get(s, b, cf, key->p, key->len, &v);
+
+	*out = false;
+	if (rc == 0) {
+		Grantd__V1__Stamped *st = grantd__v1__stamped__unpack(
+		        NULL, v.len, (const uint8_t *)v.p);
+		*out = st && st->hlc == op->hlc && st->origin &&
+		       !strcmp(st->origin, op->origin);
+		if (st)
+			grantd__v1__stamped__free_unpacked(st, NULL);
+	}
+	sodium_memzero(v.p, v.len);
+	buf_free(&v);
+	return rc == GD_ENOTFOUND ? 0 : rc;
+}
+
+/* Does the record at key of cf hold exactly val? */
+static int holds(struct store *s,
+                 struct store_batch *b,
+                 enum store_cf cf,
+                 const struct buf *key,
+                 const struct buf *val,
+                 bool *out)
+{
+	struct buf v = BUF_INIT;
+	int rc = store_get(s, b, cf, key->p, key->len, &v);
+
+	*out = rc == 0 && v.len == val->len && !memcmp(v.p, val->p, v.len);
+	buf_free(&v);
+	return rc == GD_ENOTFOUND ? 0 : rc;
+}
+
+/* The record key of a non-push LWW, MAX or UNION operation. */
+static void record_key(struct buf *k, const Grantd__V1__Op *op)
+{
+	if (op->body_case == GRANTD__V1__OP__BODY_MARK)
+		records_key_mark(k, op->mark->user, op->mark->enroll_id);
+	else if (op->body_case == GRANTD__V1__OP__BODY_FAILURE)
+		records_key_fail(k, op->failure->user, op->failure->site);
+	else
+		records_key_lww(k, op);
+}
+
+static int note_lww(struct store *s,
+                    struct store_batch *b,
+                    const struct records_kind *f,
+                    const Grantd__V1__Op *op,
+                    const void *packed,
+                    size_t len)
+{
+	struct buf k = BUF_INIT;
+	bool won = false;
+	int rc = 0;
+
+	if (op->body_case != GRANTD__V1__OP__BODY_REFS) {
+		record_key(&k, op);
+		if ((rc = stamped_by(s, b, f->cf, &k, op, &won)) == 0 && won)
+			put_one(b, f->cf, &k, packed, len);
+	}
+	for (size_t i = 0; op->body_case == GRANTD__V1__OP__BODY_REFS &&
+	                   rc == 0 && i < op->refs->n_changes;
+	     i++) {
+		records_key_ref(&k, op->refs->repo, op->refs->changes[i]->ref);
+		if ((rc = stamped_by(s, b, CF_REFS, &k, op, &won)) == 0 && won)
+			put_one(b, CF_REFS, &k, packed, len);
+	}
+	buf_free(&k);
+	return rc;
+}
+
+/* A push log entry or a leaf: packed as its merge rule packs it, kept at
+ * its place or, a fork, under its hash; [op] with the one holding it. */
+static int note_entry(struct store *s,
+                      struct store_batch *b,
+                      const struct records_kind *f,
+                      const Grantd__V1__Op *op,
+                      const void *packed,
+                      size_t len)
+{
+	struct buf k = BUF_INIT, val = BUF_INIT;
+	bool held = false;
+	int rc;
+
+	if (f->merge == RECORDS_SET) {
+		Grantd__V1__PushLogEntry e = *op->push_log;
+		e.base.n_unknown_fields = 0;
+		e.base.unknown_fields = NULL;
+		pack(&val, &e.base);
+		records_key_pushlog(&k, e.origin, e.n);
+		if ((rc = holds(s, b, f->cf, &k, &val, &held)) == 0 && !held &&
+		    e.hash.len == PUSHLOG_HASH_LEN) {
+			records_key_pushlog_fork(&k, e.origin, e.n,
+			                         e.hash.data);
+			rc = holds(s, b, f->cf, &k, &val, &held);
+		}
+	} else {
+		Grantd__V1__PushLeaf l = *op->push_leaf;
+		struct tlog_hash h;
+		l.base.n_unknown_fields = 0;
+		l.base.unknown_fields = NULL;
+		pack(&val, &l.base);
+		records_key_tleaf(&k, l.origin, l.index);
+		if ((rc = holds(s, b, f->cf, &k, &val, &held)) == 0 && !held) {
+			tlog_leaf_hash(&h, l.text.data, l.text.len);
+			records_key_tleaf_fork(&k, l.origin, l.index, h.b);
+			rc = holds(s, b, f->cf, &k, &val, &held);
+		}
+	}
+	if (rc == 0 && held)
+		put_one(b, f->cf, &k, packed, len);
+	buf_free(&k);
+	buf_free(&val);
+	return rc;
+}
+
+/* The operations kept at the record key k of cf, decoded: *out (n) the
+ * caller's (free_kept).  A kept op that does not decode is dropped. */
+static int read_kept(struct store *s,
+                     struct store_batch *b,
+                     enum store_cf cf,
+                     const struct buf *k,
+                     Grantd__V1__RecordOps **ro,
+                     Grantd__V1__Op ***out)
+{
+	struct buf v = BUF_INIT;
+	int rc = recops_get(s, b, cf, k->p, k->len, &v);
+
+	*ro = NULL;
+	*out = NULL;
+	if (rc == 0 && v.len)
+		*ro = grantd__v1__record_ops__unpack(NULL, v.len,
+		                                     (const uint8_t *)v.p);
+	if (*ro && (*ro)->n_ops) {
+		*out = xcalloc((*ro)->n_ops, sizeof(**out));
+		for (size_t i = 0; i < (*ro)->n_ops; i++)
+			(*out)[i] = grantd__v1__op__unpack(
+			        NULL, (*ro)->ops[i].len, (*ro)->ops[i].data);
+	}
+	sodium_memzero(v.p, v.len);
+	buf_free(&v);
+	return rc;
+}
+
+static void free_kept(Grantd__V1__RecordOps *ro, Grantd__V1__Op **ops)
+{
+	for (size_t i = 0; ro && ops && i < ro->n_ops; i++)
+		if (ops[i])
+			grantd__v1__op__free_unpacked(ops[i], NULL);
+	free(ops);
+	if (ro)
+		grantd__v1__record_ops__free_unpacked(ro, NULL);
+}
+
+/* Does mark a dominate mark m: next as high, every scratch code m spent? */
+static bool dominates(const Grantd__V1__Op *a, const Grantd__V1__Op *m)
+{
+	const Grantd__V1__Mark *x = a->mark, *y = m->mark;
+
+	return x->next >= y->next &&
+	       (x->scratch_used & y->scratch_used) == y->scratch_used;
+}
+
+/* Does the failures record (val) still keep one of op's stamps? */
+static bool keeps_a_stamp(const Grantd__V1__Failures *rec,
+                          const Grantd__V1__Op *op)
+{
+	for (size_t i = 0; rec && i < op->failure->n_hlc; i++)
+		for (size_t j = 0; j < rec->n_hlc; j++)
+			if (rec->hlc[j] == op->failure->hlc[i])
+				return true;
+	return false;
+}
+
+/* Are a and b one operation (origin, epoch, seq)? */
+static bool same_op(const Grantd__V1__Op *a, const Grantd__V1__Op *b)
+{
+	return a->epoch == b->epoch && a->seq == b->seq && a->origin &&
+	       b->origin && !strcmp(a->origin, b->origin);
+}
+
+/* A mark (MAX) or failures (UNION): the kept operations and op, pruned by
+ * the family's rule. */
+static int note_many(struct store *s,
+                     struct store_batch *b,
+                     const struct records_kind *f,
+                     const Grantd__V1__Op *op,
+                     const void *packed,
+                     size_t len)
+{
+	struct buf k = BUF_INIT, v = BUF_INIT;
+	Grantd__V1__RecordOps *ro;
+	Grantd__V1__Op **kept;
+	Grantd__V1__Failures *rec = NULL;
+	ProtobufCBinaryData *keep;
+	size_t n = 0, nk;
+	bool add = true;
+	int rc;
+
+	record_key(&k, op);
+	if ((rc = read_kept(s, b, f->cf, &k, &ro, &kept)) < 0)
+		goto done;
+	nk = ro ? ro->n_ops : 0;
+	if (f->merge == RECORDS_UNION) {
+		rc = store_get(s, b, f->cf, k.p, k.len, &v);
+		if (rc < 0 && rc != GD_ENOTFOUND)
+			goto done;
+		rc = 0;
+		rec = v.len ? grantd__v1__failures__unpack(NULL, v.len,
+		                                           (uint8_t *)v.p)
+		            : NULL;
+		add = keeps_a_stamp(rec, op);
+	}
+	/* a mark a kept one dominates adds nothing: the list stays */
+	for (size_t i = 0; f->merge == RECORDS_MAX && i < nk; i++)
+		if (kept[i] && kept[i]->body_case == op->body_case &&
+		    dominates(kept[i], op))
+			goto done;
+	keep = xcalloc(nk + 1, sizeof(*keep));
+	for (size_t i = 0; i < nk; i++) {
+		const Grantd__V1__Op *q = kept[i];
+		bool mine = q && q->body_case == op->body_case;
+		if (mine && same_op(q, op))
+			add = false; /* kept already (a transfer brings it
+			                again) */
+		if (!mine || (f->merge == RECORDS_MAX && dominates(op, q)) ||
+		    (f->merge == RECORDS_UNION && !keeps_a_stamp(rec, q)))
+			continue;
+		keep[n++] = ro->ops[i];
+	}
+	if (add)
+		keep[n++] = (ProtobufCBinaryData){len, (uint8_t *)packed};
+	if (add || n != nk)
+		put_ops(b, f->cf, k.p, k.len, keep, n);
+	free(keep);
+done:
+	if (rec)
+		grantd__v1__failures__free_unpacked(rec, NULL);
+	free_kept(ro, kept);
+	buf_free(&k);
+	buf_free(&v);
+	return rc;
+}
+
+int recops_note(struct store *s,
+                struct store_batch *b,
+                const Grantd__V1__Op *op,
+                const void *packed,
+                size_t len)
+{
+	const struct records_kind *f = records_by_body(op->body_case);
+
+	if (!f)
+		return GD_EPROTO;
+	switch (f->merge) {
+	case RECORDS_LWW:
+		return note_lww(s, b, f, op, packed, len);
+	case RECORDS_SET:
+	case RECORDS_LEAF:
+		return note_entry(s, b, f, op, packed, len);
+	case RECORDS_MAX:
+	case RECORDS_UNION:
+		return note_many(s, b, f, op, packed, len);
+	default:
+		return GD_EPROTO;
+	}
+}
+
+bool recops_makes(const Grantd__V1__Op *op,
+                  enum store_cf cf,
+                  const void *key,
+                  size_t klen)
+{
+	const struct records_kind *f = records_by_body(op->body_case);
+	struct records_span origin;
+	const uint8_t *fork;
+	struct buf k = BUF_INIT;
+	uint64_t n;
+	bool same = false;
+
+	if (!f || f->cf != cf)
+		return false;
+	switch (f->merge) {
+	case RECORDS_SET:
+		return records_pushlog_parse(key, klen, &origin, &n, &fork) ==
+		               0 &&
+		       origin.len == strlen(op->push_log->origin) &&
+		       !memcmp(origin.p, op->push_log->origin, origin.len) &&
+		       n == op->push_log->n;
+	case RECORDS_LEAF:
+		return records_tleaf_parse(key, klen, &origin, &n, &fork) ==
+		               0 &&
+		       origin.len == strlen(op->push_leaf->origin) &&
+		       !memcmp(origin.p, op->push_leaf->origin, origin.len) &&
+		       n == op->push_leaf->index;
+	default:
+		break;
+	}
+	if (op->body_case != GRANTD__V1__OP__BODY_REFS) {
+		record_key(&k, op);
+		same = k.len == klen && !memcmp(k.p, key, klen);
+	}
+	for (size_t i = 0; op->body_case == GRANTD__V1__OP__BODY_REFS &&
+	                   !same && i < op->refs->n_changes;
+	     i++) {
+		records_key_ref(&k, op->refs->repo, op->refs->changes[i]->ref);
+		same = k.len == klen && !memcmp(k.p, key, klen);
+	}
+	buf_free(&k);
+	return same;
+}
+
+/* span -> out (65 bytes); GD_EPROTO when too long or empty */
+static int span_site(char out[65], const struct records_span *s)
+{
+	if (!s->len || s->len > 64)
+		return GD_EPROTO;
+	memcpy(out, s->p, s->len);
+	out[s->len] = '\0';
+	return 0;
+}
+
+int recops_record_origin(char out[65],
+                         bool *any,
+                         enum store_cf cf,
+                         const void *key,
+                         size_t klen,
+                         const void *val,
+                         size_t vlen)
+{
+	const struct records_kind *f = records_kind(cf);
+	struct records_span a, c;
+	const uint8_t *fork;
+	uint64_t n;
+	int rc = GD_EPROTO;
+
+	out[0] = '\0';
+	*any = false;
+	if (!f)
+		return GD_EPROTO;
+	switch (f->merge) {
+	case RECORDS_LWW: {
+		Grantd__V1__Stamped *st =
+		        grantd__v1__stamped__unpack(NULL, vlen, val);
+		if (st && st->origin && strlen(st->origin) <= 64) {
+			snprintf(out, 65, "%s", st->origin);
+			rc = *out ? 0 : GD_EPROTO;
+		}
+		if (st)
+			grantd__v1__stamped__free_unpacked(st, NULL);
+		return rc;
+	}
+	case RECORDS_SET:
+		if (records_pushlog_parse(key, klen, &a, &n, &fork) < 0)
+			return GD_EPROTO;
+		return span_site(out, &a);
+	case RECORDS_LEAF:
+		if (records_tleaf_parse(key, klen, &a, &n, &fork) < 0)
+			return GD_EPROTO;
+		return span_site(out, &a);
+	case RECORDS_UNION:
+		if (records_fail_parse(key, klen, &a, &c) < 0)
+			return GD_EPROTO;
+		return span_site(out, &c);
+	case RECORDS_MAX:
+		*any = true;
+		return 0;
+	default:
+		return GD_EPROTO;
+	}
+}

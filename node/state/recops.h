@@ -1,0 +1,92 @@
+/*
+ * recops.h: per replicated record, the signed operations that made it
+ * (CF_RECOPS, records.h; issue 21, docs/security.md "Signed operations").
+ *
+ * Operations are signed by their origin (common/opsig.h), records are not:
+ * a state transfer sends records, so without more a peer serving one could
+ * put records "from" another site into the receiver.  So the store keeps,
+ * beside each replicated record, the operations (packed exactly as in the
+ * log, OpSig included) that the record is the merge of, and a state
+ * transfer sends them with it (SnapRep.ops): the receiver checks each
+ * against its origin's key and applies the operations, never the record.
+ *
+ * Which operations a record keeps (recops_note, after the op's merge,
+ * reading the record as merged in the batch):
+ *   LWW    the record's stamp (hlc, origin) is the op's: [op]; else the
+ *          op lost and nothing changes.  A push (RefUpdate) writes one
+ *          Ref per ref: each that now carries its stamp gets [op].
+ *   SET    the push log entry at the op's (origin, n), or its fork key,
+ *   LEAF   as the transparency log leaf at (origin, index) or its fork
+ *          key: the record that holds exactly the op's body gets [op].
+ *   MAX    a mark: op is added unless a kept op dominates it (next >= and
+ *          scratch_used a superset); the kept ops it dominates go.
+ *   UNION  failures: the kept ops and op that hold at least one stamp the
+ *          merged record still keeps; the others go.
+ * Merged again, the kept operations make the record (the rules of
+ * ops_merge.c are commutative, associative and idempotent).
+ *
+ * Callers: ops.c (a peer's operation in its apply, a local one at commit
+ * once signed), ops_merge.c (ops_merge_signed: a state transfer's
+ * operations), repl_xfer.c (serve: recops_get; receive:
+ * recops_record_origin, recops_makes).  A leaf below ops: the store and
+ * the record table only.  Writer thread (b is its batch); recops_get from
+ * any thread with b NULL.
+ */
+#ifndef GD_RECOPS_H
+#define GD_RECOPS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "buf.h"
+#include "grantd.pb-c.h"
+#include "records.h"
+#include "store.h"
+
+/* After op's merge into b (of s): keep op (packed, len: the bytes the log
+ * holds, its signature included) with each record it made, by the rule above.
+ * Returns 0, or a store error (GD_EIO, GD_ECRYPTO) or GD_EPROTO (a body
+ * of no replicated family). */
+int recops_note(struct store *s,
+                struct store_batch *b,
+                const Grantd__V1__Op *op,
+                const void *packed,
+                size_t len);
+
+/* The record key of cf is gone (a grant swept, ops_sweep.c): its
+ * operations go with it, in b. */
+void recops_drop(struct store_batch *b,
+                 enum store_cf cf,
+                 const void *key,
+                 size_t klen);
+
+/* The operations kept for the record key of cf, in b (NULL: committed),
+ * as a packed RecordOps in out (reset; empty when none are kept).
+ * Returns 0 or a store error. */
+int recops_get(struct store *s,
+               struct store_batch *b,
+               enum store_cf cf,
+               const void *key,
+               size_t klen,
+               struct buf *out);
+
+/* Does op write the record key of cf (its family and its key)? */
+bool recops_makes(const Grantd__V1__Op *op,
+                  enum store_cf cf,
+                  const void *key,
+                  size_t klen);
+
+/* The site whose key a record (key, val of cf) sent without operations
+ * must have been made with, in out: an LWW record's stamp origin, a push
+ * log entry's or leaf's key origin, failures' site; *any (marks, whose
+ * key names no site): every site with a key (out empty).  Returns 0, or
+ * GD_EPROTO when the record does not say (ops_merge_record refuses it). */
+int recops_record_origin(char out[65],
+                         bool *any,
+                         enum store_cf cf,
+                         const void *key,
+                         size_t klen,
+                         const void *val,
+                         size_t vlen);
+
+#endif

@@ -1,0 +1,643 @@
+/*
+ * test_recops.c: node/state/recops.c, the signed operations kept per
+ * replicated record, and state transfer sending and checking them
+ * (node/peers/repl_xfer.c; issue 21 point 1).
+ *
+ * The rule per family, for a peer's operations (ops_apply):
+ *  - LWW: the winner only (a later stamp replaces, an earlier one loses);
+ *  - a push (RefUpdate) of two refs: each ref keeps it until another push
+ *    wins that ref;
+ *  - MAX (marks): a dominated mark is not kept, a dominating one drops
+ *    those it dominates, two incomparable ones are both kept;
+ *  - UNION (failures): an operation whose every stamp the record dropped
+ *    (beyond OPS_MAX_FAILURES_KEPT) goes;
+ *  - LEAF (tlog leaves): the leaf's own operation;
+ *  - a grant swept: its operations go with it.
+ * A local operation is kept at commit, signed (it verifies).
+ * State transfer between two nodes (fixture.h's fx_pair), paloalto
+ * serving, portland (with paloalto's and its own key) receiving:
+ *  - honest: level, equal digests, nothing dropped;
+ *  - a grant stamped by portland written straight into paloalto's store,
+ *    without operations, or with one signed by paloalto's key: refused,
+ *    counted as signature drops, never held, the vector not raised; with
+ *    an operation portland did sign, but of another record: refused too.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "buf.h"
+#include "clock.h"
+#include "err.h"
+#include "fixture.h"
+#include "ops.h"
+#include "opsig.h"
+#include "pushleaf.h"
+#include "recops.h"
+#include "records.h"
+#include "repl_int.h"
+#include "store.h"
+#include "writer.h"
+
+#define OID0    "0000000000000000000000000000000000000000"
+#define OID1    "1111111111111111111111111111111111111111"
+#define WAIT_MS 20000
+#define NGRANTS 4
+
+static int setup_group(void **state)
+{
+	(void)state;
+	return fx_group_setup("test_recops", LOG_LVL_ERROR);
+}
+
+static int setup_sites(void **state)
+{
+	struct fx_sites *f;
+
+	if (fx_sites_open(&f, "test_recops") < 0 ||
+	    fx_site_open(&f->n[0], f->dir, "sitea") < 0)
+		return -1;
+	*state = f;
+	return 0;
+}
+
+/* Any operation of these tests, with room for its body. */
+struct top {
+	Grantd__V1__Op op;
+	Grantd__V1__User user;
+	Grantd__V1__Mark mark;
+	Grantd__V1__Failures fail;
+	Grantd__V1__RefUpdate refs;
+	Grantd__V1__RefChange ch[2], *chp[2];
+	Grantd__V1__PushLeaf leaf;
+	uint64_t at[1];
+	struct buf text;
+};
+
+static uint64_t next_seq[4];
+
+/* origin "peer<i>" (i < 4), its next sequence number */
+static Grantd__V1__Op *
+stamp(struct top *t, int origin, uint64_t hlc, Grantd__V1__Op__BodyCase body)
+{
+	static const char *const names[] = {"peera", "peerb", "peerc", "peerd"};
+
+	memset(t, 0, sizeof(*t));
+	grantd__v1__op__init(&t->op);
+	t->op.origin = (char *)names[origin];
+	t->op.epoch = FX_EPOCH, t->op.has_epoch = 1;
+	t->op.seq = ++next_seq[origin], t->op.has_seq = 1;
+	t->op.hlc = hlc, t->op.has_hlc = 1;
+	t->op.body_case = body;
+	return &t->op;
+}
+
+static Grantd__V1__Op *op_user(struct top *t, int origin, uint64_t hlc)
+{
+	stamp(t, origin, hlc, GRANTD__V1__OP__BODY_USER);
+	grantd__v1__user__init(&t->user);
+	t->user.name = "alice";
+	t->op.user = &t->user;
+	return &t->op;
+}
+
+static Grantd__V1__Op *
+op_mark(struct top *t, int origin, uint64_t hlc, uint64_t next, uint32_t used)
+{
+	stamp(t, origin, hlc, GRANTD__V1__OP__BODY_MARK);
+	grantd__v1__mark__init(&t->mark);
+	t->mark.user = "alice";
+	t->mark.enroll_id = 1, t->mark.has_enroll_id = 1;
+	t->mark.next = next, t->mark.has_next = 1;
+	t->mark.scratch_used = used, t->mark.has_scratch_used = 1;
+	t->op.mark = &t->mark;
+	return &t->op;
+}
+
+static Grantd__V1__Op *op_fail(struct top *t, int origin, uint64_t hlc)
+{
+	stamp(t, origin, hlc, GRANTD__V1__OP__BODY_FAILURE);
+	grantd__v1__failures__init(&t->fail);
+	t->fail.user = "alice", t->fail.site = "peera";
+	t->at[0] = hlc;
+	t->fail.hlc = t->at, t->fail.n_hlc = 1;
+	t->op.failure = &t->fail;
+	return &t->op;
+}
+
+/* a push of refs/heads/r0 .. r<n-1> (n <= 2) of demo */
+static Grantd__V1__Op *op_refs(struct top *t, int origin, uint64_t hlc, int n)
+{
+	static const char *const refs[] = {"refs/heads/r0", "refs/heads/r1"};
+
+	stamp(t, origin, hlc, GRANTD__V1__OP__BODY_REFS);
+	for (int i = 0; i < n; i++) {
+		grantd__v1__ref_change__init(&t->ch[i]);
+		t->ch[i].ref = (char *)refs[i];
+		t->ch[i].old = OID0, t->ch[i].new_ = OID1;
+		t->chp[i] = &t->ch[i];
+	}
+	grantd__v1__ref_update__init(&t->refs);
+	t->refs.repo = "demo";
+	t->refs.changes = t->chp, t->refs.n_changes = (size_t)n;
+	t->op.refs = &t->refs;
+	return &t->op;
+}
+
+static Grantd__V1__Op *op_leaf(struct top *t, int origin, uint64_t index)
+{
+	struct pushleaf_ref r = {"refs/heads/main", OID0, OID1};
+	struct pushleaf pl = {.index = index, .nrefs = 1, .refs = &r};
+
+	stamp(t, origin, FX_HLC(1000 + index, 0),
+	      GRANTD__V1__OP__BODY_PUSH_LEAF);
+	snprintf(pl.origin, sizeof(pl.origin), "%s", t->op.origin);
+	snprintf(pl.repo, sizeof(pl.repo), "demo");
+	assert_int_equal(pushleaf_format(&t->text, &pl), 0);
+	grantd__v1__push_leaf__init(&t->leaf);
+	t->leaf.origin = t->op.origin;
+	t->leaf.index = index, t->leaf.has_index = 1;
+	t->leaf.text.data = (uint8_t *)t->text.p;
+	t->leaf.text.len = t->text.len, t->leaf.has_text = 1;
+	t->op.push_leaf = &t->leaf;
+	return &t->op;
+}
+
+static void apply1(struct fx_site *n, Grantd__V1__Op *op)
+{
+	assert_int_equal(fx_apply(n->o, n->s, &op, 1), 0);
+}
+
+/* The seqs (of origin's) kept for the record key of cf, in order, in
+ * out; their count. */
+static size_t kept(struct fx_site *n,
+                   enum store_cf cf,
+                   const struct buf *key,
+                   uint64_t out[80])
+{
+	struct buf v = BUF_INIT;
+	size_t k = 0;
+
+	assert_int_equal(recops_get(n->s, NULL, cf, key->p, key->len, &v), 0);
+	if (v.len) {
+		Grantd__V1__RecordOps *ro = grantd__v1__record_ops__unpack(
+		        NULL, v.len, (const uint8_t *)v.p);
+		assert_non_null(ro);
+		for (size_t i = 0; i < ro->n_ops && k < 80; i++) {
+			Grantd__V1__Op *op = grantd__v1__op__unpack(
+			        NULL, ro->ops[i].len, ro->ops[i].data);
+			assert_non_null(op);
+			assert_true(recops_makes(op, cf, key->p, key->len));
+			out[k++] = op->seq;
+			grantd__v1__op__free_unpacked(op, NULL);
+		}
+		grantd__v1__record_ops__free_unpacked(ro, NULL);
+	}
+	buf_free(&v);
+	return k;
+}
+
+static void test_lww_winner_only(void **state)
+{
+	struct fx_sites *f = *state;
+	struct fx_site *n = &f->n[0];
+	struct top t;
+	struct buf k = BUF_INIT;
+	uint64_t s[80];
+
+	memset(next_seq, 0, sizeof(next_seq));
+	records_key_lww(&k, op_user(&t, 0, FX_HLC(100, 0)));
+	apply1(n, &t.op);
+	assert_int_equal(kept(n, CF_USERS, &k, s), 1);
+	assert_int_equal(s[0], 1);
+	/* an earlier stamp loses: the record and its operation stay */
+	apply1(n, op_user(&t, 1, FX_HLC(50, 0)));
+	assert_int_equal(kept(n, CF_USERS, &k, s), 1);
+	assert_int_equal(s[0], 1);
+	/* a later one wins: its operation replaces */
+	apply1(n, op_user(&t, 1, FX_HLC(200, 0)));
+	assert_int_equal(kept(n, CF_USERS, &k, s), 1);
+	assert_int_equal(s[0], 2);
+	buf_free(&k);
+}
+
+static void test_refs_per_ref(void **state)
+{
+	struct fx_sites *f = *state;
+	struct fx_site *n = &f->n[0];
+	struct top t;
+	struct buf k0 = BUF_INIT, k1 = BUF_INIT;
+	uint64_t s[80];
+
+	memset(next_seq, 0, sizeof(next_seq));
+	records_key_ref(&k0, "demo", "refs/heads/r0");
+	records_key_ref(&k1, "demo", "refs/heads/r1");
+	apply1(n, op_refs(&t, 0, FX_HLC(100, 0), 2));
+	assert_int_equal(kept(n, CF_REFS, &k0, s), 1);
+	assert_int_equal(s[0], 1);
+	assert_int_equal(kept(n, CF_REFS, &k1, s), 1);
+	assert_int_equal(s[0], 1);
+	/* a later push of r0 only: r0 keeps it, r1 the first */
+	apply1(n, op_refs(&t, 0, FX_HLC(200, 0), 1));
+	assert_int_equal(kept(n, CF_REFS, &k0, s), 1);
+	assert_int_equal(s[0], 2);
+	assert_int_equal(kept(n, CF_REFS, &k1, s), 1);
+	assert_int_equal(s[0], 1);
+	buf_free(&k0);
+	buf_free(&k1);
+}
+
+static void test_mark_domination(void **state)
+{
+	struct fx_sites *f = *state;
+	struct fx_site *n = &f->n[0];
+	struct top t;
+	struct buf k = BUF_INIT;
+	uint64_t s[80];
+
+	memset(next_seq, 0, sizeof(next_seq));
+	records_key_mark(&k, "alice", 1);
+	apply1(n, op_mark(&t, 0, FX_HLC(100, 0), 5, 1)); /* peera 1 */
+	/* incomparable: next lower, another scratch code: both kept */
+	apply1(n, op_mark(&t, 1, FX_HLC(101, 0), 3, 2)); /* peerb 1 */
+	assert_int_equal(kept(n, CF_MARKS, &k, s), 2);
+	/* dominated by the first: not kept */
+	apply1(n, op_mark(&t, 2, FX_HLC(102, 0), 4, 1)); /* peerc 1 */
+	assert_int_equal(kept(n, CF_MARKS, &k, s), 2);
+	/* dominates both: alone */
+	apply1(n, op_mark(&t, 0, FX_HLC(103, 0), 6, 3)); /* peera 2 */
+	assert_int_equal(kept(n, CF_MARKS, &k, s), 1);
+	assert_int_equal(s[0], 2);
+	/* the same again (another origin): not kept, it adds nothing */
+	apply1(n, op_mark(&t, 1, FX_HLC(104, 0), 6, 3));
+	assert_int_equal(kept(n, CF_MARKS, &k, s), 1);
+	assert_int_equal(s[0], 2);
+	buf_free(&k);
+}
+
+static void test_failures_pruned(void **state)
+{
+	struct fx_sites *f = *state;
+	struct fx_site *n = &f->n[0];
+	struct top t;
+	struct buf k = BUF_INIT;
+	uint64_t s[80];
+
+	memset(next_seq, 0, sizeof(next_seq));
+	records_key_fail(&k, "alice", "peera");
+	for (int i = 0; i < OPS_MAX_FAILURES_KEPT; i++)
+		apply1(n, op_fail(&t, 0, FX_HLC(100 + i, 0)));
+	assert_int_equal(kept(n, CF_FAILS, &k, s), OPS_MAX_FAILURES_KEPT);
+	/* one more: the oldest attempt leaves the record, its op the list */
+	apply1(n, op_fail(&t, 0, FX_HLC(1000, 0)));
+	assert_int_equal(kept(n, CF_FAILS, &k, s), OPS_MAX_FAILURES_KEPT);
+	for (int i = 0; i < OPS_MAX_FAILURES_KEPT; i++)
+		assert_int_not_equal(s[i], 1);
+	/* one kept already, noted again (a transfer brings it): once */
+	struct buf again = BUF_INIT;
+	assert_int_equal(recops_get(n->s, NULL, CF_FAILS, k.p, k.len, &again),
+	                 0);
+	Grantd__V1__RecordOps *ro = grantd__v1__record_ops__unpack(
+	        NULL, again.len, (const uint8_t *)again.p);
+	assert_non_null(ro);
+	Grantd__V1__Op *first =
+	        grantd__v1__op__unpack(NULL, ro->ops[0].len, ro->ops[0].data);
+	struct store_batch *b;
+	store_batch_new(&b, n->s);
+	assert_int_equal(
+	        recops_note(n->s, b, first, ro->ops[0].data, ro->ops[0].len),
+	        0);
+	assert_int_equal(store_commit(b, false), 0);
+	store_batch_free(&b);
+	assert_int_equal(kept(n, CF_FAILS, &k, s), OPS_MAX_FAILURES_KEPT);
+	grantd__v1__op__free_unpacked(first, NULL);
+	grantd__v1__record_ops__free_unpacked(ro, NULL);
+	buf_free(&again);
+	/* an attempt older than every one kept: not kept either */
+	apply1(n, op_fail(&t, 0, FX_HLC(50, 0)));
+	assert_int_equal(kept(n, CF_FAILS, &k, s), OPS_MAX_FAILURES_KEPT);
+	for (int i = 0; i < OPS_MAX_FAILURES_KEPT; i++)
+		assert_true(s[i] >= 2 && s[i] <= OPS_MAX_FAILURES_KEPT + 1);
+	buf_free(&k);
+}
+
+static void test_leaf(void **state)
+{
+	struct fx_sites *f = *state;
+	struct fx_site *n = &f->n[0];
+	struct top t = {0};
+	struct buf k = BUF_INIT;
+	uint64_t s[80];
+
+	memset(next_seq, 0, sizeof(next_seq));
+	for (uint64_t i = 0; i < 3; i++) {
+		apply1(n, op_leaf(&t, 0, i));
+		buf_free(&t.text);
+	}
+	for (uint64_t i = 0; i < 3; i++) {
+		records_key_tleaf(&k, "peera", i);
+		assert_int_equal(kept(n, CF_TLEAVES, &k, s), 1);
+		assert_int_equal(s[0], i + 1);
+	}
+	buf_free(&k);
+}
+
+/* A grant swept (expired past its grace): its operations go too. */
+static void test_swept_grant(void **state)
+{
+	struct fx_sites *f = *state;
+	struct fx_site *n = &f->n[0];
+	struct fx_op t;
+	struct buf k = BUF_INIT;
+	struct store_batch *b;
+	uint64_t s[80];
+	Grantd__V1__Op *op = fx_op_grant(&t, "peera", 1, FX_HLC(100, 0),
+	                                 "alice", "192.0.2.1/32", 1000, false);
+
+	assert_int_equal(fx_apply(n->o, n->s, &op, 1), 0);
+	records_key_grant(&k, "alice", "192.0.2.1/32", "");
+	assert_int_equal(kept(n, CF_GRANTS, &k, s), 1);
+	store_batch_new(&b, n->s);
+	assert_int_equal(ops_sweep_grants(n->o, b, (int64_t)time(NULL), 100),
+	                 1);
+	assert_int_equal(ops_commit(n->o, b, false), 0);
+	store_batch_free(&b);
+	assert_int_equal(kept(n, CF_GRANTS, &k, s), 0);
+	buf_free(&k);
+}
+
+/* A local operation is kept once signed, at commit: the bytes of the
+ * log, which verify. */
+static void test_local_signed(void **state)
+{
+	struct fx_sites *f = *state;
+	struct fx_site *n = &f->n[0];
+	struct opsig_signer key;
+	struct opsig_verifier v;
+	uint8_t curve[32] = {7};
+	struct store_batch *b;
+	struct top t;
+	struct buf k = BUF_INIT, val = BUF_INIT, logged = BUF_INIT;
+
+	assert_int_equal(opsig_signer_init(&key, curve, "h/grantd/sitea"), 0);
+	ops_set_signer(n->o, &key);
+	opsig_verifier_init(&v);
+	assert_int_equal(opsig_verifier_add(&v, "sitea", key.key.pub), 0);
+	store_batch_new(&b, n->s);
+	op_user(&t, 0, 0);
+	assert_int_equal(ops_local(n->o, b, &t.op), 0);
+	/* not kept before it is signed */
+	records_key_lww(&k, &t.op);
+	assert_int_equal(recops_get(n->s, b, CF_USERS, k.p, k.len, &val), 0);
+	assert_int_equal(val.len, 0);
+	assert_int_equal(ops_commit(n->o, b, false), 0);
+	store_batch_free(&b);
+	assert_int_equal(recops_get(n->s, NULL, CF_USERS, k.p, k.len, &val), 0);
+	Grantd__V1__RecordOps *ro = grantd__v1__record_ops__unpack(
+	        NULL, val.len, (const uint8_t *)val.p);
+	assert_non_null(ro);
+	assert_int_equal(ro->n_ops, 1);
+	Grantd__V1__Op *op =
+	        grantd__v1__op__unpack(NULL, ro->ops[0].len, ro->ops[0].data);
+	assert_non_null(op);
+	assert_non_null(op->sig);
+	assert_int_equal(opsig_verify(&v, op, NULL), OPSIG_OK);
+	struct buf ok = BUF_INIT;
+	records_key_oplog(&ok, "sitea", ops_epoch(n->o), op->seq);
+	assert_int_equal(store_get(n->s, NULL, CF_OPLOG, ok.p, ok.len, &logged),
+	                 0);
+	assert_int_equal(logged.len, ro->ops[0].len);
+	assert_memory_equal(logged.p, ro->ops[0].data, logged.len);
+	grantd__v1__op__free_unpacked(op, NULL);
+	grantd__v1__record_ops__free_unpacked(ro, NULL);
+	ops_set_signer(n->o, NULL);
+	buf_free(&k);
+	buf_free(&ok);
+	buf_free(&val);
+	buf_free(&logged);
+}
+
+/* ---- state transfer ---- */
+
+struct xf {
+	struct fx_pair *f;
+	struct opsig_signer ka, kb;
+	struct opsig_verifier v;
+};
+
+static int setup_pair(void **state)
+{
+	struct xf *x = calloc(1, sizeof(*x));
+	uint8_t ca[32] = {1}, cb[32] = {2};
+
+	if (!x || fx_pair_open(&x->f, "test_recops", CONFIG_ROLE_FRONTEND,
+	                       FX_PAIR_LINK_A) < 0)
+		return -1;
+	if (opsig_signer_init(&x->ka, ca, "h/grantd/paloalto") < 0 ||
+	    opsig_signer_init(&x->kb, cb, "h/grantd/portland") < 0)
+		return -1;
+	ops_set_signer(x->f->a.o, &x->ka);
+	ops_set_signer(x->f->b.o, &x->kb);
+	opsig_verifier_init(&x->v);
+	if (opsig_verifier_add(&x->v, "paloalto", x->ka.key.pub) < 0 ||
+	    opsig_verifier_add(&x->v, "portland", x->kb.key.pub) < 0)
+		return -1;
+	if (fx_node_grants(&x->f->a, NGRANTS, WAIT_MS) < 0 ||
+	    ops_truncate_log(x->f->a.o, clock_wall_ms() + 60000,
+	                     TRUNCATE_MAX) != NGRANTS)
+		return -1;
+	*state = x;
+	return 0;
+}
+
+static int teardown_pair(void **state)
+{
+	struct xf *x = *state;
+	int rc = fx_pair_close(&x->f);
+
+	free(x);
+	return rc;
+}
+
+static uint64_t held(struct fx_pair *f)
+{
+	return ops_vv_get(f->b.o, NULL, "paloalto", ops_epoch(f->a.o));
+}
+
+/* Link portland (checking with both keys) and run until its transfer
+ * from paloalto is over. */
+static void transfer(struct xf *x)
+{
+	struct fx_node *both[] = {&x->f->a, &x->f->b};
+	struct repl *r;
+	bool started = false;
+
+	assert_int_equal(fx_node_link(&x->f->b), 0);
+	r = x->f->b.repl;
+	repl_set_verifier(r, &x->v);
+	for (uint64_t end = clock_mono_ms() + WAIT_MS; clock_mono_ms() < end;
+	     fx_nodes_round(both, 2, 5)) {
+		started |= r->xfer.p != NULL;
+		if (started && !r->xfer.p)
+			return;
+	}
+	fail_msg("no state transfer done");
+}
+
+static void test_transfer_honest(void **state)
+{
+	struct xf *x = *state;
+	struct repl *r;
+
+	transfer(x);
+	r = x->f->b.repl;
+	assert_int_equal(held(x->f), NGRANTS);
+	assert_int_equal(ops_count(x->f->b.o, CF_GRANTS, (int64_t)time(NULL)),
+	                 NGRANTS);
+	assert_memory_equal(ops_digest(x->f->b.o), ops_digest(x->f->a.o),
+	                    DIGEST_LEN);
+	assert_int_equal(r->drops[DROP_SIGNATURE], 0);
+	assert_int_equal(r->drops[DROP_SNAP_RECORD], 0);
+	/* checked, not taken unchecked */
+	assert_int_equal(r->unchecked, 0);
+}
+
+/* A grant stamped by portland, written into paloalto's store as a
+ * dishonest paloalto would; with ops, a RecordOps of them. */
+/* other: the operation is of another record (user "trudy"), signed. */
+static void forge(struct xf *x, const struct opsig_signer *signer, bool other)
+{
+	struct fx_node *a = &x->f->a;
+	Grantd__V1__Grant g = GRANTD__V1__GRANT__INIT;
+	Grantd__V1__Op op = GRANTD__V1__OP__INIT;
+	struct buf k = BUF_INIT, v = BUF_INIT, rk = BUF_INIT, one = BUF_INIT;
+	struct store_batch *b = writer_batch(a->w);
+	uint64_t t;
+
+	g.user = "mallory", g.net = "192.0.2.66/32", g.session = "";
+	g.added = 1700000000, g.has_added = 1;
+	g.expires = 4102444800, g.has_expires = 1;
+	g.site = "portland";
+	g.hlc = FX_HLC(clock_wall_ms() - 1000, 0), g.has_hlc = 1;
+	g.origin = "portland";
+	records_key_grant(&k, g.user, g.net, g.session);
+	grantd__v1__grant__pack(
+	        &g, buf_extend(&v, grantd__v1__grant__get_packed_size(&g)));
+	store_put(b, CF_GRANTS, k.p, k.len, v.p, v.len);
+	if (signer) {
+		struct buf *ptr = &one;
+		Grantd__V1__RecordOps ro = GRANTD__V1__RECORD_OPS__INIT;
+		ProtobufCBinaryData d;
+		op.origin = "portland";
+		op.epoch = FX_EPOCH, op.has_epoch = 1;
+		op.seq = 1, op.has_seq = 1;
+		op.hlc = g.hlc, op.has_hlc = 1;
+		op.body_case = GRANTD__V1__OP__BODY_GRANT;
+		g.hlc = 0, g.has_hlc = 0, g.origin = NULL;
+		op.grant = &g;
+		if (other)
+			g.user = "trudy";
+		grantd__v1__op__pack(
+		        &op,
+		        buf_extend(&one, grantd__v1__op__get_packed_size(&op)));
+		assert_int_equal(opsig_sign_batch(signer, &ptr, 1), 0);
+		d.data = (uint8_t *)one.p, d.len = one.len;
+		ro.ops = &d, ro.n_ops = 1;
+		buf_reset(&v);
+		grantd__v1__record_ops__pack(
+		        &ro,
+		        buf_extend(&v, grantd__v1__record_ops__get_packed_size(
+		                               &ro)));
+		records_key_recops(&rk, CF_GRANTS, k.p, k.len);
+		store_put(b, CF_RECOPS, rk.p, rk.len, v.p, v.len);
+	}
+	assert_int_equal(writer_commit(a->w, &t), 0);
+	buf_free(&k);
+	buf_free(&v);
+	buf_free(&rk);
+	buf_free(&one);
+}
+
+static void refused(struct xf *x, enum repl_drop why)
+{
+	struct repl *r;
+	struct buf k = BUF_INIT, v = BUF_INIT;
+
+	transfer(x);
+	r = x->f->b.repl;
+	records_key_grant(&k, "mallory", "192.0.2.66/32", "");
+	assert_int_equal(store_get(x->f->b.s, NULL, CF_GRANTS, k.p, k.len, &v),
+	                 GD_ENOTFOUND);
+	assert_int_equal(r->drops[why], 1);
+	/* the honest records came; the vector was not raised */
+	assert_int_equal(ops_count(x->f->b.o, CF_GRANTS, (int64_t)time(NULL)),
+	                 NGRANTS);
+	assert_int_equal(held(x->f), 0);
+	buf_free(&k);
+	buf_free(&v);
+}
+
+static void test_transfer_forged_bare(void **state)
+{
+	struct xf *x = *state;
+
+	forge(x, NULL, false);
+	refused(x, DROP_SIGNATURE);
+}
+
+static void test_transfer_forged_op(void **state)
+{
+	struct xf *x = *state;
+
+	forge(x, &x->ka, false); /* portland's, signed by paloalto's key */
+	refused(x, DROP_SIGNATURE);
+}
+
+static void test_transfer_op_of_another_record(void **state)
+{
+	struct xf *x = *state;
+
+	/* portland's own signature, on a grant of another user: it cannot
+	 * vouch for mallory's */
+	forge(x, &x->kb, true);
+	refused(x, DROP_SNAP_RECORD);
+	assert_int_equal(x->f->b.repl->drops[DROP_SIGNATURE], 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	        cmocka_unit_test_setup_teardown(test_lww_winner_only,
+	                                        setup_sites, fx_sites_teardown),
+	        cmocka_unit_test_setup_teardown(test_refs_per_ref, setup_sites,
+	                                        fx_sites_teardown),
+	        cmocka_unit_test_setup_teardown(test_mark_domination,
+	                                        setup_sites, fx_sites_teardown),
+	        cmocka_unit_test_setup_teardown(test_failures_pruned,
+	                                        setup_sites, fx_sites_teardown),
+	        cmocka_unit_test_setup_teardown(test_leaf, setup_sites,
+	                                        fx_sites_teardown),
+	        cmocka_unit_test_setup_teardown(test_swept_grant, setup_sites,
+	                                        fx_sites_teardown),
+	        cmocka_unit_test_setup_teardown(test_local_signed, setup_sites,
+	                                        fx_sites_teardown),
+	        cmocka_unit_test_setup_teardown(test_transfer_honest,
+	                                        setup_pair, teardown_pair),
+	        cmocka_unit_test_setup_teardown(test_transfer_forged_bare,
+	                                        setup_pair, teardown_pair),
+	        cmocka_unit_test_setup_teardown(test_transfer_forged_op,
+	                                        setup_pair, teardown_pair),
+	        cmocka_unit_test_setup_teardown(
+	                test_transfer_op_of_another_record, setup_pair,
+	                teardown_pair),
+	};
+
+	return cmocka_run_group_tests(tests, setup_group, fx_group_teardown);
+}
