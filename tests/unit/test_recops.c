@@ -547,7 +547,8 @@ static void forge(struct xf *x, const struct opsig_signer *signer, bool other)
 		grantd__v1__op__pack(
 		        &op,
 		        buf_extend(&one, grantd__v1__op__get_packed_size(&op)));
-		assert_int_equal(opsig_sign_batch(signer, &ptr, 1), 0);
+		uint8_t chain[OPSIG_HASH_LEN] = {0};
+		assert_int_equal(opsig_sign_batch(signer, chain, &ptr, 1), 0);
 		d.data = (uint8_t *)one.p, d.len = one.len;
 		ro.ops = &d, ro.n_ops = 1;
 		buf_reset(&v);
