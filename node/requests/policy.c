@@ -70,13 +70,14 @@ void policy_key_text(struct buf *out, const struct config *cfg,
 			   "(security_keys = pin)", what);
 }
 
-int policy_user_load(struct policy_user *out, const struct policy_ctx *pc,
+/* The user record of name into out->user (NULL: none, or deleted).
+ * Returns 0 or a negative gd_err (out->user left NULL). */
+static int user_read(struct policy_user *out, const struct policy_ctx *pc,
 		     const char *name)
 {
 	struct buf v = BUF_INIT;
 	int rc;
 
-	memset(out, 0, sizeof(*out));
 	rc = store_get(pc->store, pc->batch, CF_USERS, name, strlen(name), &v);
 	if (rc == 0) {
 		out->user = grantd__v1__user__unpack(NULL, v.len,
@@ -85,29 +86,48 @@ int policy_user_load(struct policy_user *out, const struct policy_ctx *pc,
 			grantd__v1__user__free_unpacked(out->user, NULL);
 			out->user = NULL;
 		}
-	} else if (rc != GD_ENOTFOUND) {
-		goto done;
 	}
+	buf_free(&v);
+	return rc == GD_ENOTFOUND ? 0 : rc;
+}
+
+/* The enrollment of name into out->enroll and out->enrolled: a sealed
+ * record, opened (store.h), so read only where the answer needs it.
+ * Returns 0 or a negative gd_err (nothing set). */
+static int enroll_read(struct policy_user *out, const struct policy_ctx *pc,
+		       const char *name)
+{
+	struct buf v = BUF_INIT;
+	int rc;
+
 	rc = store_get(pc->store, pc->batch, CF_ENROLL, name, strlen(name),
 		       &v);
 	if (rc == 0) {
 		out->enroll = grantd__v1__enrollment__unpack(
 			NULL, v.len, (const uint8_t *)v.p);
 		if (out->enroll && out->enroll->deleted) {
+			sodium_memzero(out->enroll->secret.data,
+				       out->enroll->secret.len);
 			grantd__v1__enrollment__free_unpacked(out->enroll,
 							      NULL);
 			out->enroll = NULL;
 		}
 		out->enrolled = out->enroll && out->enroll->active;
-	} else if (rc != GD_ENOTFOUND) {
-		goto done;
 	}
-	rc = 0;
-done:
-	if (rc < 0)
-		policy_user_clear(out); /* nothing is the caller's on failure */
 	sodium_memzero(v.p, v.len);
 	buf_free(&v);
+	return rc == GD_ENOTFOUND ? 0 : rc;
+}
+
+int policy_user_load(struct policy_user *out, const struct policy_ctx *pc,
+		     const char *name)
+{
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if ((rc = user_read(out, pc, name)) < 0 ||
+	    (rc = enroll_read(out, pc, name)) < 0)
+		policy_user_clear(out); /* nothing is the caller's on failure */
 	return rc;
 }
 
@@ -442,7 +462,10 @@ int policy_push(const struct policy_ctx *pc, const char *user,
 			buf_printf(why, "repository '%s' does not exist", repo);
 		return rc;
 	}
-	if ((rc = policy_user_load(&u, pc, user)) < 0)
+	/* the user record alone: its enrollment (sealed) only when the
+	 * repository's mode and the key leave the answer to it */
+	memset(&u, 0, sizeof(u));
+	if ((rc = user_read(&u, pc, user)) < 0)
 		goto done;
 	rc = GD_EDENIED;
 	if (!u.user) {
@@ -459,6 +482,10 @@ int policy_push(const struct policy_ctx *pc, const char *user,
 		goto done;
 	}
 	rc = 0;
+	if (r->mode != GRANTD__V1__REPO_MODE__MODE_OFF &&
+	    !policy_key_2fa(pc->cfg, key) &&
+	    (rc = enroll_read(&u, pc, user)) < 0)
+		goto done;
 	if (r->mode != GRANTD__V1__REPO_MODE__MODE_OFF)
 		rc = decide_2fa(pc, user, &u, ip, session, key,
 				r->mode == GRANTD__V1__REPO_MODE__MODE_REQUIRED,
