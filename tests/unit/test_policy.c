@@ -36,6 +36,7 @@
 #include "addr.h"
 #include "clock.h"
 #include "config.h"
+#include "crashpoint.h"
 #include "err.h"
 #include "fixture.h"
 #include "log.h"
@@ -706,6 +707,50 @@ static void test_addr_revocation_voids(void **state)
 	assert_false(policy_grant_void(&g, NULL));
 }
 
+/* The enrollment, a sealed record opened on every read, is read only when
+ * the answer needs it (issue 23): with every enrollment read failing (the
+ * read-enroll fault), a push to a repository in mode off and one over a
+ * key that counts as two factors are still decided; one that needs the
+ * enrollment fails to decide (GD_EIO), never a refusal.  The fault stays
+ * armed for the rest of the process: keep this test last. */
+static void test_push_reads_enrollment_when_needed(void **state)
+{
+	struct fixture *f = *state;
+	struct policy_ctx pc = { &f->cfg, f->store, NULL, "git.example.org" };
+	struct buf why = BUF_INIT, hint = BUF_INIT;
+	int64_t now = (int64_t)time(NULL);
+	const char *factor = NULL;
+	struct gd_net ip;
+
+	repo_here(f, "req", GRANTD__V1__REPO_MODE__MODE_REQUIRED, "hugo");
+	repo_here(f, "open", GRANTD__V1__REPO_MODE__MODE_OFF, "hugo");
+	user_here(f, "hugo", false);
+	enroll_here(f, "hugo", true);
+	grant_here(f, "hugo", "192.0.2.0/24", now + 60);
+	commit(f);
+	assert_int_equal(addr_parse(&ip, "192.0.2.7", false), 0);
+	assert_int_equal(policy_push(&pc, "hugo", &ip, NULL, POLICY_KEY_PLAIN,
+				     "req", now, &why, &hint, &factor), 0);
+	assert_string_equal(factor, "grant");
+
+	setenv("GRANTD_TEST_FAULT_AT", "read-enroll", 1);
+	crashpoint_init();
+	assert_int_equal(policy_push(&pc, "hugo", &ip, NULL, POLICY_KEY_PLAIN,
+				     "open", now, &why, &hint, &factor), 0);
+	assert_string_equal(factor, "mode-off");
+	f->cfg.policy.security_keys = CONFIG_SK_TOUCH;
+	assert_int_equal(policy_push(&pc, "hugo", &ip, NULL,
+				     POLICY_KEY_SK_TOUCH, "req", now, &why,
+				     &hint, &factor), 0);
+	assert_string_equal(factor, "security-key");
+	assert_int_equal(policy_push(&pc, "hugo", &ip, NULL, POLICY_KEY_PLAIN,
+				     "req", now, &why, &hint, &factor), GD_EIO);
+	assert_int_equal(policy_2fa(&pc, "hugo", &ip, NULL, true, "req", now,
+				    &why, &hint), GD_EIO);
+	buf_free(&why);
+	buf_free(&hint);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -727,6 +772,10 @@ int main(void)
 		cmocka_unit_test(test_addr_revocation_voids),
 		cmocka_unit_test_setup_teardown(test_push_security_keys,
 						setup, teardown),
+		/* last: it arms a fault for the rest of the process */
+		cmocka_unit_test_setup_teardown(
+			test_push_reads_enrollment_when_needed, setup,
+			teardown),
 	};
 	return cmocka_run_group_tests(tests, setup_group, fx_group_teardown);
 }
