@@ -16,7 +16,7 @@
 
 int policy_key_parse(enum policy_key *out, const char *s)
 {
-	static const char *names[] = { "", "plain", "sk-touch", "sk-pin" };
+	static const char *names[] = {"", "plain", "sk-touch", "sk-pin"};
 
 	*out = POLICY_KEY_UNKNOWN;
 	if (!s)
@@ -42,38 +42,45 @@ bool policy_key_2fa(const struct config *cfg, enum policy_key k)
 	return false;
 }
 
-void policy_key_text(struct buf *out, const struct config *cfg,
-		     enum policy_key k)
+void policy_key_text(struct buf *out,
+                     const struct config *cfg,
+                     enum policy_key k)
 {
 	enum config_sk sk = cfg->policy.security_keys;
 	const char *what = k == POLICY_KEY_SK_PIN ? "a security key with "
-						    "touch and PIN" :
-			   "a security key with touch";
+	                                            "touch and PIN"
+	                                          : "a security key with touch";
 
 	if (k == POLICY_KEY_UNKNOWN)
 		return;
 	if (k == POLICY_KEY_PLAIN)
-		buf_printf(out, "an ordinary SSH key (one factor%s)",
-			   sk == CONFIG_SK_OFF ? "" :
-			   sk == CONFIG_SK_PIN ?
-				   "; a security key with a PIN, ed25519-sk, "
-				   "would count as two" :
-				   "; a security key, ed25519-sk, would count "
-				   "as two");
+		buf_printf(
+		        out, "an ordinary SSH key (one factor%s)",
+		        sk == CONFIG_SK_OFF ? ""
+		        : sk == CONFIG_SK_PIN
+		                ? "; a security key with a PIN, ed25519-sk, "
+		                  "would count as two"
+		                : "; a security key, ed25519-sk, would count "
+		                  "as two");
 	else if (policy_key_2fa(cfg, k))
 		buf_printf(out, "%s (two factors)", what);
 	else if (sk == CONFIG_SK_OFF)
-		buf_printf(out, "%s, counted as an ordinary SSH key here "
-			   "(security_keys = off)", what);
+		buf_printf(out,
+		           "%s, counted as an ordinary SSH key here "
+		           "(security_keys = off)",
+		           what);
 	else
-		buf_printf(out, "%s but no PIN, not two factors here "
-			   "(security_keys = pin)", what);
+		buf_printf(out,
+		           "%s but no PIN, not two factors here "
+		           "(security_keys = pin)",
+		           what);
 }
 
 /* The user record of name into out->user (NULL: none, or deleted).
  * Returns 0 or a negative gd_err (out->user left NULL). */
-static int user_read(struct policy_user *out, const struct policy_ctx *pc,
-		     const char *name)
+static int user_read(struct policy_user *out,
+                     const struct policy_ctx *pc,
+                     const char *name)
 {
 	struct buf v = BUF_INIT;
 	int rc;
@@ -81,7 +88,7 @@ static int user_read(struct policy_user *out, const struct policy_ctx *pc,
 	rc = store_get(pc->store, pc->batch, CF_USERS, name, strlen(name), &v);
 	if (rc == 0) {
 		out->user = grantd__v1__user__unpack(NULL, v.len,
-						     (const uint8_t *)v.p);
+		                                     (const uint8_t *)v.p);
 		if (out->user && out->user->deleted) {
 			grantd__v1__user__free_unpacked(out->user, NULL);
 			out->user = NULL;
@@ -94,22 +101,22 @@ static int user_read(struct policy_user *out, const struct policy_ctx *pc,
 /* The enrollment of name into out->enroll and out->enrolled: a sealed
  * record, opened (store.h), so read only where the answer needs it.
  * Returns 0 or a negative gd_err (nothing set). */
-static int enroll_read(struct policy_user *out, const struct policy_ctx *pc,
-		       const char *name)
+static int enroll_read(struct policy_user *out,
+                       const struct policy_ctx *pc,
+                       const char *name)
 {
 	struct buf v = BUF_INIT;
 	int rc;
 
-	rc = store_get(pc->store, pc->batch, CF_ENROLL, name, strlen(name),
-		       &v);
+	rc = store_get(pc->store, pc->batch, CF_ENROLL, name, strlen(name), &v);
 	if (rc == 0) {
 		out->enroll = grantd__v1__enrollment__unpack(
-			NULL, v.len, (const uint8_t *)v.p);
+		        NULL, v.len, (const uint8_t *)v.p);
 		if (out->enroll && out->enroll->deleted) {
 			sodium_memzero(out->enroll->secret.data,
-				       out->enroll->secret.len);
+			               out->enroll->secret.len);
 			grantd__v1__enrollment__free_unpacked(out->enroll,
-							      NULL);
+			                                      NULL);
 			out->enroll = NULL;
 		}
 		out->enrolled = out->enroll && out->enroll->active;
@@ -119,8 +126,9 @@ static int enroll_read(struct policy_user *out, const struct policy_ctx *pc,
 	return rc == GD_ENOTFOUND ? 0 : rc;
 }
 
-int policy_user_load(struct policy_user *out, const struct policy_ctx *pc,
-		     const char *name)
+int policy_user_load(struct policy_user *out,
+                     const struct policy_ctx *pc,
+                     const char *name)
 {
 	int rc;
 
@@ -148,8 +156,11 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-int policy_lock_state(const struct policy_ctx *pc, const char *user,
-		      uint64_t now_ms, int *failures, uint64_t *until_ms)
+int policy_lock_state(const struct policy_ctx *pc,
+                      const char *user,
+                      uint64_t now_ms,
+                      int *failures,
+                      uint64_t *until_ms)
 {
 	const struct config_policy *p = &pc->cfg->policy;
 	uint64_t window_ms = (uint64_t)p->lockout_window * 1000;
@@ -165,18 +176,17 @@ int policy_lock_state(const struct policy_ctx *pc, const char *user,
 
 	*failures = 0;
 	*until_ms = 0;
-	rc = store_get(pc->store, pc->batch, CF_UNLOCK, user, strlen(user),
-		       &v);
+	rc = store_get(pc->store, pc->batch, CF_UNLOCK, user, strlen(user), &v);
 	if (rc == 0)
 		un = grantd__v1__unlock__unpack(NULL, v.len,
-						(const uint8_t *)v.p);
+		                                (const uint8_t *)v.p);
 	else if (rc != GD_ENOTFOUND)
 		goto done;
 	store_iter_new(&it, pc->store, pc->batch, CF_FAILS, user,
-		       strlen(user) + 1);
+	               strlen(user) + 1);
 	while ((rc = store_iter_next(it, &key, &klen, &v)) > 0) {
 		Grantd__V1__Failures *f = grantd__v1__failures__unpack(
-			NULL, v.len, (const uint8_t *)v.p);
+		        NULL, v.len, (const uint8_t *)v.p);
 		for (size_t i = 0; f && i < f->n_hlc; i++) {
 			if (hlc_ms(f->hlc[i]) <= since)
 				continue;
@@ -185,7 +195,7 @@ int policy_lock_state(const struct policy_ctx *pc, const char *user,
 			 * clock: a site that knows the unlock stamps every
 			 * later attempt after it (its HLC observed it). */
 			if (un && !ops_stamp_after(f->hlc[i], f->site, un->hlc,
-						   un->origin))
+			                           un->origin))
 				continue;
 			GD_GROW(at, cap, nat + 1);
 			at[nat++] = hlc_ms(f->hlc[i]);
@@ -219,7 +229,7 @@ bool policy_net_hits(const struct gd_net *net, const struct gd_net *target)
 }
 
 bool policy_grant_void(const Grantd__V1__Grant *g,
-		       const struct policy_revokes *rv)
+                       const struct policy_revokes *rv)
 {
 	struct gd_net net, target;
 
@@ -228,7 +238,7 @@ bool policy_grant_void(const Grantd__V1__Grant *g,
 	if (!rv)
 		return false;
 	if (rv->user && !ops_stamp_after(g->hlc, g->origin, rv->user->hlc,
-					 rv->user->origin))
+	                                 rv->user->origin))
 		return true;
 	if (!g->net || addr_parse(&net, g->net, true) < 0)
 		return false;
@@ -243,7 +253,8 @@ bool policy_grant_void(const Grantd__V1__Grant *g,
 }
 
 int policy_revokes_load(struct policy_revokes *out,
-			const struct policy_ctx *pc, const char *user)
+                        const struct policy_ctx *pc,
+                        const char *user)
 {
 	struct store_iter *it;
 	struct buf v = BUF_INIT, k = BUF_INIT;
@@ -253,18 +264,18 @@ int policy_revokes_load(struct policy_revokes *out,
 
 	memset(out, 0, sizeof(*out));
 	rc = store_get(pc->store, pc->batch, CF_REVOKES, user, strlen(user),
-		       &v);
+	               &v);
 	if (rc == 0)
 		out->user = grantd__v1__revocation__unpack(
-			NULL, v.len, (const uint8_t *)v.p);
+		        NULL, v.len, (const uint8_t *)v.p);
 	else if (rc != GD_ENOTFOUND)
 		goto done;
 	records_key_addr_revoke(&k, user, NULL);
 	store_iter_new(&it, pc->store, pc->batch, CF_ADDR_REVOKES, k.p, k.len);
 	while ((rc = store_iter_next(it, &key, &klen, &v)) > 0) {
 		Grantd__V1__AddrRevocation *ar =
-			grantd__v1__addr_revocation__unpack(
-				NULL, v.len, (const uint8_t *)v.p);
+		        grantd__v1__addr_revocation__unpack(
+		                NULL, v.len, (const uint8_t *)v.p);
 		if (!ar)
 			continue;
 		if (!ar->net) {
@@ -291,9 +302,12 @@ void policy_revokes_clear(struct policy_revokes *rv)
 	memset(rv, 0, sizeof(*rv));
 }
 
-int policy_find_grant(Grantd__V1__Grant **out, const struct policy_ctx *pc,
-		      const char *user, const struct gd_net *ip,
-		      const char *session, int64_t now)
+int policy_find_grant(Grantd__V1__Grant **out,
+                      const struct policy_ctx *pc,
+                      const char *user,
+                      const struct gd_net *ip,
+                      const char *session,
+                      int64_t now)
 {
 	struct store_iter *it;
 	struct buf v = BUF_INIT;
@@ -309,15 +323,14 @@ int policy_find_grant(Grantd__V1__Grant **out, const struct policy_ctx *pc,
 		return rc;
 	}
 	store_iter_new(&it, pc->store, pc->batch, CF_GRANTS, user,
-		       strlen(user) + 1);
+	               strlen(user) + 1);
 	while ((rc = store_iter_next(it, &key, &klen, &v)) > 0) {
 		Grantd__V1__Grant *g = grantd__v1__grant__unpack(
-			NULL, v.len, (const uint8_t *)v.p);
+		        NULL, v.len, (const uint8_t *)v.p);
 		struct gd_net net;
-		bool ok = g && !policy_grant_void(g, &rv) &&
-			  g->expires > now && g->net &&
-			  addr_parse(&net, g->net, true) == 0 &&
-			  addr_contains(&net, ip);
+		bool ok = g && !policy_grant_void(g, &rv) && g->expires > now &&
+		          g->net && addr_parse(&net, g->net, true) == 0 &&
+		          addr_contains(&net, ip);
 		if (ok && g->session && *g->session)
 			ok = session && !strcmp(g->session, session);
 		if (ok && (!*out || g->expires > (*out)->expires)) {
@@ -334,8 +347,9 @@ int policy_find_grant(Grantd__V1__Grant **out, const struct policy_ctx *pc,
 	return rc < 0 ? rc : 0;
 }
 
-int policy_repo_load(Grantd__V1__Repo **out, const struct policy_ctx *pc,
-		     const char *name)
+int policy_repo_load(Grantd__V1__Repo **out,
+                     const struct policy_ctx *pc,
+                     const char *name)
 {
 	struct buf v = BUF_INIT;
 	int rc;
@@ -344,7 +358,7 @@ int policy_repo_load(Grantd__V1__Repo **out, const struct policy_ctx *pc,
 	rc = store_get(pc->store, pc->batch, CF_REPOS, name, strlen(name), &v);
 	if (rc == 0) {
 		*out = grantd__v1__repo__unpack(NULL, v.len,
-						(const uint8_t *)v.p);
+		                                (const uint8_t *)v.p);
 		if (*out && (*out)->deleted) {
 			grantd__v1__repo__free_unpacked(*out, NULL);
 			*out = NULL;
@@ -357,8 +371,10 @@ int policy_repo_load(Grantd__V1__Repo **out, const struct policy_ctx *pc,
 
 /* The factors seen, on a line of its own after why: the key, and what
  * there was of the token (missing says what was missing). */
-static void factors_seen(struct buf *why, const struct policy_ctx *pc,
-			 enum policy_key key, const char *missing)
+static void factors_seen(struct buf *why,
+                         const struct policy_ctx *pc,
+                         enum policy_key key,
+                         const char *missing)
 {
 	if (key == POLICY_KEY_UNKNOWN)
 		return;
@@ -371,11 +387,18 @@ static void factors_seen(struct buf *why, const struct policy_ctx *pc,
  * only for an enrolled user (opt-in); a key that counts as two factors
  * (a security key) allows either.  repo names the repository in the texts
  * (NULL: "this repository"). */
-static int decide_2fa(const struct policy_ctx *pc, const char *user,
-		      const struct policy_user *u, const struct gd_net *ip,
-		      const char *session, enum policy_key key, bool required,
-		      const char *repo, int64_t now, struct buf *why,
-		      struct buf *hint, const char **factor)
+static int decide_2fa(const struct policy_ctx *pc,
+                      const char *user,
+                      const struct policy_user *u,
+                      const struct gd_net *ip,
+                      const char *session,
+                      enum policy_key key,
+                      bool required,
+                      const char *repo,
+                      int64_t now,
+                      struct buf *why,
+                      struct buf *hint,
+                      const char **factor)
 {
 	Grantd__V1__Grant *g = NULL;
 	char ipstr[ADDR_STRLEN];
@@ -393,33 +416,46 @@ static int decide_2fa(const struct policy_ctx *pc, const char *user,
 	}
 	if (!enrolled) {
 		if (repo)
-			buf_printf(why, "user '%s' is not enrolled with "
-				   "2-factor authentication, which '%s' "
-				   "requires", user, repo);
+			buf_printf(why,
+			           "user '%s' is not enrolled with "
+			           "2-factor authentication, which '%s' "
+			           "requires",
+			           user, repo);
 		else
-			buf_printf(why, "user '%s' is not enrolled with "
-				   "2-factor authentication, which this "
-				   "repository requires", user);
+			buf_printf(why,
+			           "user '%s' is not enrolled with "
+			           "2-factor authentication, which this "
+			           "repository requires",
+			           user);
 		factors_seen(why, pc, key, "no 2-factor token enrolled");
 		if (u->user && u->enroll)
-			buf_printf(hint, "finish enrolling: ssh %s 2fa val "
-				   "<token>", pc->host);
+			buf_printf(hint,
+			           "finish enrolling: ssh %s 2fa val "
+			           "<token>",
+			           pc->host);
 		else
-			buf_printf(hint, "enroll first: ssh %s 2fa enroll "
-				   "totp (or yubikey), then ssh %s 2fa val "
-				   "<token>", pc->host, pc->host);
+			buf_printf(hint,
+			           "enroll first: ssh %s 2fa enroll "
+			           "totp (or yubikey), then ssh %s 2fa val "
+			           "<token>",
+			           pc->host, pc->host);
 		return GD_EDENIED;
 	}
 	if ((rc = policy_find_grant(&g, pc, user, ip, session, now)) < 0)
 		return rc;
 	if (!g) {
 		addr_format(ipstr, ip);
-		buf_printf(why, "IP address %s has not been validated for "
-			   "user '%s'", ipstr, user);
-		factors_seen(why, pc, key, "no 2-factor grant covers this "
-			     "address");
-		buf_printf(hint, "get your 2-factor token and run: ssh %s 2fa "
-			   "val <token>", pc->host);
+		buf_printf(why,
+		           "IP address %s has not been validated for "
+		           "user '%s'",
+		           ipstr, user);
+		factors_seen(why, pc, key,
+		             "no 2-factor grant covers this "
+		             "address");
+		buf_printf(hint,
+		           "get your 2-factor token and run: ssh %s 2fa "
+		           "val <token>",
+		           pc->host);
 		return GD_EDENIED;
 	}
 	grantd__v1__grant__free_unpacked(g, NULL);
@@ -427,10 +463,15 @@ static int decide_2fa(const struct policy_ctx *pc, const char *user,
 	return 0;
 }
 
-int policy_2fa(const struct policy_ctx *pc, const char *user,
-	       const struct gd_net *ip, const char *session, bool required,
-	       const char *repo, int64_t now, struct buf *why,
-	       struct buf *hint)
+int policy_2fa(const struct policy_ctx *pc,
+               const char *user,
+               const struct gd_net *ip,
+               const char *session,
+               bool required,
+               const char *repo,
+               int64_t now,
+               struct buf *why,
+               struct buf *hint)
 {
 	struct policy_user u;
 	const char *factor;
@@ -438,16 +479,22 @@ int policy_2fa(const struct policy_ctx *pc, const char *user,
 
 	if ((rc = policy_user_load(&u, pc, user)) < 0)
 		return rc;
-	rc = decide_2fa(pc, user, &u, ip, session, POLICY_KEY_UNKNOWN,
-			required, repo, now, why, hint, &factor);
+	rc = decide_2fa(pc, user, &u, ip, session, POLICY_KEY_UNKNOWN, required,
+	                repo, now, why, hint, &factor);
 	policy_user_clear(&u);
 	return rc;
 }
 
-int policy_push(const struct policy_ctx *pc, const char *user,
-		const struct gd_net *ip, const char *session,
-		enum policy_key key, const char *repo, int64_t now,
-		struct buf *why, struct buf *hint, const char **factor)
+int policy_push(const struct policy_ctx *pc,
+                const char *user,
+                const struct gd_net *ip,
+                const char *session,
+                enum policy_key key,
+                const char *repo,
+                int64_t now,
+                struct buf *why,
+                struct buf *hint,
+                const char **factor)
 {
 	struct policy_user u;
 	Grantd__V1__Repo *r = NULL;
@@ -477,8 +524,10 @@ int policy_push(const struct policy_ctx *pc, const char *user,
 			writer = true;
 	if (!writer) {
 		buf_printf(why, "user '%s' may not write to '%s'", user, repo);
-		buf_printf(hint, "ask an administrator: grantctl repo writers "
-			   "%s ... %s", repo, user);
+		buf_printf(hint,
+		           "ask an administrator: grantctl repo writers "
+		           "%s ... %s",
+		           repo, user);
 		goto done;
 	}
 	rc = 0;
@@ -488,8 +537,8 @@ int policy_push(const struct policy_ctx *pc, const char *user,
 		goto done;
 	if (r->mode != GRANTD__V1__REPO_MODE__MODE_OFF)
 		rc = decide_2fa(pc, user, &u, ip, session, key,
-				r->mode == GRANTD__V1__REPO_MODE__MODE_REQUIRED,
-				repo, now, why, hint, &f);
+		                r->mode == GRANTD__V1__REPO_MODE__MODE_REQUIRED,
+		                repo, now, why, hint, &f);
 	if (rc == 0 && factor)
 		*factor = f;
 done:
