@@ -73,8 +73,7 @@ struct readers {
 	struct metrics_counts *counts; /* atomic (metrics.h); NULL: none */
 };
 
-/* ---- the pipe ---------------------------------------------------------------
- */
+/* ---- the pipe ------------------------------------------------------------ */
 
 /* A pipe end: never drop, never block on a full queue (both ends drain
  * it all the time). */
@@ -91,8 +90,7 @@ static void *pipe_socket(void *zctx)
 	return s;
 }
 
-/* ---- the thread -----------------------------------------------------------
- */
+/* ---- the thread ---------------------------------------------------------- */
 
 /* The pipe message of a request from socket idx (0 user, 1 admin). */
 static enum pipe_msg req_type(int idx)
@@ -310,8 +308,7 @@ static int keys_answer(void *arg, const char *fp, struct buf *out)
 	return 0;
 }
 
-/* ---- the thread's loop ----------------------------------------------------
- */
+/* ---- the thread's loop --------------------------------------------------- */
 
 /* The reader's own poll(2) over the sockets' items and the pipe's ZMQ_FD,
  * not zmq_poll: zmq_poll asks libzmq twice a round for the pipe's events
@@ -433,8 +430,7 @@ done:
 	return NULL;
 }
 
-/* ---- the writer's side ----------------------------------------------------
- */
+/* ---- the writer's side --------------------------------------------------- */
 
 int readers_start(struct readers **out, const struct readers_opts *o)
 {

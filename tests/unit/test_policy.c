@@ -197,8 +197,7 @@ counted(struct fixture *f, const char *user, uint64_t now_ms, uint64_t *until)
 	return fails;
 }
 
-/* ---- tests -----------------------------------------------------------------
- */
+/* ---- tests --------------------------------------------------------------- */
 
 /* Many attempts within one millisecond and one batch, each seen by the
  * next "request" before any commit: each counts once, and the lock comes
