@@ -76,21 +76,89 @@ void policy_key_text(struct buf *out,
 		           what);
 }
 
+/* ---- a decision's records ---------------------------------------------- */
+
+/* A bump allocator for the records one push decision unpacks and drops,
+ * as protobuf-c's allocator: a check unpacked some 25 fields, each a
+ * malloc and a free (issue 23).  The first room is the caller's, on its
+ * stack; more comes in chunks.  free is a no-op; arena_end wipes it all
+ * (an enrollment's secret) and frees the chunks. */
+#define ARENA_FIRST 4096
+#define ARENA_CHUNK 16384
+
+struct arena_chunk {
+	struct arena_chunk *next;
+	size_t cap; /* then cap bytes */
+};
+
+struct arena {
+	uint8_t *p; /* the room in use: first or the newest chunk */
+	size_t len, cap;
+	struct arena_chunk *chunks; /* newest first */
+	_Alignas(16) uint8_t first[ARENA_FIRST];
+};
+
+static void *arena_alloc(void *data, size_t n)
+{
+	struct arena *a = data;
+	size_t off = (a->len + 15) & ~(size_t)15;
+
+	if (off > a->cap || n > a->cap - off) {
+		size_t cap = n > ARENA_CHUNK ? n : ARENA_CHUNK;
+		struct arena_chunk *c = xmalloc(sizeof(*c) + cap);
+		c->next = a->chunks;
+		c->cap = cap;
+		a->chunks = c;
+		a->p = (uint8_t *)(c + 1);
+		a->cap = cap;
+		off = 0;
+	}
+	a->len = off + n;
+	return a->p + off;
+}
+
+static void arena_free(void *data, void *p)
+{
+	(void)data;
+	(void)p; /* all of it at arena_end */
+}
+
+static void arena_init(struct arena *a, ProtobufCAllocator *al)
+{
+	a->p = a->first;
+	a->len = 0;
+	a->cap = sizeof(a->first);
+	a->chunks = NULL;
+	*al = (ProtobufCAllocator){arena_alloc, arena_free, a};
+}
+
+static void arena_end(struct arena *a)
+{
+	sodium_memzero(a->first, a->chunks ? sizeof(a->first) : a->len);
+	while (a->chunks) {
+		struct arena_chunk *c = a->chunks;
+		a->chunks = c->next;
+		sodium_memzero(c + 1, c->cap);
+		free(c);
+	}
+}
+
 /* The user record of name into out->user (NULL: none, or deleted).
  * Returns 0 or a negative gd_err (out->user left NULL). */
 static int user_read(struct policy_user *out,
                      const struct policy_ctx *pc,
-                     const char *name)
+                     const char *name,
+                     ProtobufCAllocator *al)
 {
 	struct buf v = BUF_INIT;
 	int rc;
 
 	rc = store_get(pc->store, pc->batch, CF_USERS, name, strlen(name), &v);
 	if (rc == 0) {
-		out->user = grantd__v1__user__unpack(NULL, v.len,
+		out->user = grantd__v1__user__unpack(al, v.len,
 		                                     (const uint8_t *)v.p);
 		if (out->user && out->user->deleted) {
-			grantd__v1__user__free_unpacked(out->user, NULL);
+			grantd__v1__user__free_unpacked(out->user, al);
 			out->user = NULL;
 		}
 	}
@@ -103,7 +171,8 @@ static int user_read(struct policy_user *out,
  * Returns 0 or a negative gd_err (nothing set). */
 static int enroll_read(struct policy_user *out,
                        const struct policy_ctx *pc,
-                       const char *name)
+                       const char *name,
+                       ProtobufCAllocator *al)
 {
 	struct buf v = BUF_INIT;
 	int rc;
@@ -111,12 +180,11 @@ static int enroll_read(struct policy_user *out,
 	rc = store_get(pc->store, pc->batch, CF_ENROLL, name, strlen(name), &v);
 	if (rc == 0) {
 		out->enroll = grantd__v1__enrollment__unpack(
-		        NULL, v.len, (const uint8_t *)v.p);
+		        al, v.len, (const uint8_t *)v.p);
 		if (out->enroll && out->enroll->deleted) {
 			sodium_memzero(out->enroll->secret.data,
 			               out->enroll->secret.len);
-			grantd__v1__enrollment__free_unpacked(out->enroll,
-			                                      NULL);
+			grantd__v1__enrollment__free_unpacked(out->enroll, al);
 			out->enroll = NULL;
 		}
 		out->enrolled = out->enroll && out->enroll->active;
@@ -133,21 +201,27 @@ int policy_user_load(struct policy_user *out,
 	int rc;
 
 	memset(out, 0, sizeof(*out));
-	if ((rc = user_read(out, pc, name)) < 0 ||
-	    (rc = enroll_read(out, pc, name)) < 0)
+	if ((rc = user_read(out, pc, name, NULL)) < 0 ||
+	    (rc = enroll_read(out, pc, name, NULL)) < 0)
 		policy_user_clear(out); /* nothing is the caller's on failure */
 	return rc;
 }
 
-void policy_user_clear(struct policy_user *u)
+/* policy_user_clear for records unpacked with al (NULL: malloc). */
+static void user_clear(struct policy_user *u, ProtobufCAllocator *al)
 {
 	if (u->user)
-		grantd__v1__user__free_unpacked(u->user, NULL);
+		grantd__v1__user__free_unpacked(u->user, al);
 	if (u->enroll) {
 		sodium_memzero(u->enroll->secret.data, u->enroll->secret.len);
-		grantd__v1__enrollment__free_unpacked(u->enroll, NULL);
+		grantd__v1__enrollment__free_unpacked(u->enroll, al);
 	}
 	memset(u, 0, sizeof(*u));
+}
+
+void policy_user_clear(struct policy_user *u)
+{
+	user_clear(u, NULL);
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -252,9 +326,11 @@ bool policy_grant_void(const Grantd__V1__Grant *g,
 	return false;
 }
 
-int policy_revokes_load(struct policy_revokes *out,
+/* policy_revokes_load, the records unpacked with al (NULL: malloc). */
+static int revokes_load(struct policy_revokes *out,
                         const struct policy_ctx *pc,
-                        const char *user)
+                        const char *user,
+                        ProtobufCAllocator *al)
 {
 	struct store_iter *it;
 	struct buf v = BUF_INIT, k = BUF_INIT;
@@ -267,7 +343,7 @@ int policy_revokes_load(struct policy_revokes *out,
 	               &v);
 	if (rc == 0)
 		out->user = grantd__v1__revocation__unpack(
-		        NULL, v.len, (const uint8_t *)v.p);
+		        al, v.len, (const uint8_t *)v.p);
 	else if (rc != GD_ENOTFOUND)
 		goto done;
 	records_key_addr_revoke(&k, user, NULL);
@@ -275,11 +351,11 @@ int policy_revokes_load(struct policy_revokes *out,
 	while ((rc = store_iter_next(it, &key, &klen, &v)) > 0) {
 		Grantd__V1__AddrRevocation *ar =
 		        grantd__v1__addr_revocation__unpack(
-		                NULL, v.len, (const uint8_t *)v.p);
+		                al, v.len, (const uint8_t *)v.p);
 		if (!ar)
 			continue;
 		if (!ar->net) {
-			grantd__v1__addr_revocation__free_unpacked(ar, NULL);
+			grantd__v1__addr_revocation__free_unpacked(ar, al);
 			continue;
 		}
 		GD_GROW(out->addr, cap, out->n_addr + 1);
@@ -292,22 +368,37 @@ done:
 	return rc < 0 && rc != GD_ENOTFOUND ? rc : 0;
 }
 
-void policy_revokes_clear(struct policy_revokes *rv)
+int policy_revokes_load(struct policy_revokes *out,
+                        const struct policy_ctx *pc,
+                        const char *user)
+{
+	return revokes_load(out, pc, user, NULL);
+}
+
+static void revokes_clear(struct policy_revokes *rv, ProtobufCAllocator *al)
 {
 	if (rv->user)
-		grantd__v1__revocation__free_unpacked(rv->user, NULL);
+		grantd__v1__revocation__free_unpacked(rv->user, al);
 	for (size_t i = 0; i < rv->n_addr; i++)
-		grantd__v1__addr_revocation__free_unpacked(rv->addr[i], NULL);
+		grantd__v1__addr_revocation__free_unpacked(rv->addr[i], al);
 	free(rv->addr);
 	memset(rv, 0, sizeof(*rv));
 }
 
-int policy_find_grant(Grantd__V1__Grant **out,
+void policy_revokes_clear(struct policy_revokes *rv)
+{
+	revokes_clear(rv, NULL);
+}
+
+/* policy_find_grant, the records unpacked with al (NULL: malloc; *out
+ * then freed with al). */
+static int find_grant(Grantd__V1__Grant **out,
                       const struct policy_ctx *pc,
                       const char *user,
                       const struct gd_net *ip,
                       const char *session,
-                      int64_t now)
+                      int64_t now,
+                      ProtobufCAllocator *al)
 {
 	struct store_iter *it;
 	struct buf v = BUF_INIT;
@@ -318,15 +409,15 @@ int policy_find_grant(Grantd__V1__Grant **out,
 	struct policy_revokes rv;
 
 	*out = NULL;
-	if ((rc = policy_revokes_load(&rv, pc, user)) < 0) {
-		policy_revokes_clear(&rv);
+	if ((rc = revokes_load(&rv, pc, user, al)) < 0) {
+		revokes_clear(&rv, al);
 		return rc;
 	}
 	store_iter_new(&it, pc->store, pc->batch, CF_GRANTS, user,
 	               strlen(user) + 1);
 	while ((rc = store_iter_next(it, &key, &klen, &v)) > 0) {
 		Grantd__V1__Grant *g = grantd__v1__grant__unpack(
-		        NULL, v.len, (const uint8_t *)v.p);
+		        al, v.len, (const uint8_t *)v.p);
 		struct gd_net net;
 		bool ok = g && !policy_grant_void(g, &rv) && g->expires > now &&
 		          g->net && addr_parse(&net, g->net, true) == 0 &&
@@ -335,21 +426,33 @@ int policy_find_grant(Grantd__V1__Grant **out,
 			ok = session && !strcmp(g->session, session);
 		if (ok && (!*out || g->expires > (*out)->expires)) {
 			if (*out)
-				grantd__v1__grant__free_unpacked(*out, NULL);
+				grantd__v1__grant__free_unpacked(*out, al);
 			*out = g;
 		} else if (g) {
-			grantd__v1__grant__free_unpacked(g, NULL);
+			grantd__v1__grant__free_unpacked(g, al);
 		}
 	}
 	store_iter_free(&it);
 	buf_free(&v);
-	policy_revokes_clear(&rv);
+	revokes_clear(&rv, al);
 	return rc < 0 ? rc : 0;
 }
 
-int policy_repo_load(Grantd__V1__Repo **out,
+int policy_find_grant(Grantd__V1__Grant **out,
+                      const struct policy_ctx *pc,
+                      const char *user,
+                      const struct gd_net *ip,
+                      const char *session,
+                      int64_t now)
+{
+	return find_grant(out, pc, user, ip, session, now, NULL);
+}
+
+/* policy_repo_load, the record unpacked with al (NULL: malloc). */
+static int repo_load(Grantd__V1__Repo **out,
                      const struct policy_ctx *pc,
-                     const char *name)
+                     const char *name,
+                     ProtobufCAllocator *al)
 {
 	struct buf v = BUF_INIT;
 	int rc;
@@ -357,16 +460,23 @@ int policy_repo_load(Grantd__V1__Repo **out,
 	*out = NULL;
 	rc = store_get(pc->store, pc->batch, CF_REPOS, name, strlen(name), &v);
 	if (rc == 0) {
-		*out = grantd__v1__repo__unpack(NULL, v.len,
+		*out = grantd__v1__repo__unpack(al, v.len,
 		                                (const uint8_t *)v.p);
 		if (*out && (*out)->deleted) {
-			grantd__v1__repo__free_unpacked(*out, NULL);
+			grantd__v1__repo__free_unpacked(*out, al);
 			*out = NULL;
 		}
 		rc = *out ? 0 : GD_ENOTFOUND;
 	}
 	buf_free(&v);
 	return rc;
+}
+
+int policy_repo_load(Grantd__V1__Repo **out,
+                     const struct policy_ctx *pc,
+                     const char *name)
+{
+	return repo_load(out, pc, name, NULL);
 }
 
 /* The factors seen, on a line of its own after why: the key, and what
@@ -398,7 +508,8 @@ static int decide_2fa(const struct policy_ctx *pc,
                       int64_t now,
                       struct buf *why,
                       struct buf *hint,
-                      const char **factor)
+                      const char **factor,
+                      ProtobufCAllocator *al)
 {
 	Grantd__V1__Grant *g = NULL;
 	char ipstr[ADDR_STRLEN];
@@ -441,7 +552,7 @@ static int decide_2fa(const struct policy_ctx *pc,
 			           pc->host, pc->host);
 		return GD_EDENIED;
 	}
-	if ((rc = policy_find_grant(&g, pc, user, ip, session, now)) < 0)
+	if ((rc = find_grant(&g, pc, user, ip, session, now, al)) < 0)
 		return rc;
 	if (!g) {
 		addr_format(ipstr, ip);
@@ -458,7 +569,7 @@ static int decide_2fa(const struct policy_ctx *pc,
 		           pc->host);
 		return GD_EDENIED;
 	}
-	grantd__v1__grant__free_unpacked(g, NULL);
+	grantd__v1__grant__free_unpacked(g, al);
 	*factor = "grant";
 	return 0;
 }
@@ -473,15 +584,19 @@ int policy_2fa(const struct policy_ctx *pc,
                struct buf *why,
                struct buf *hint)
 {
-	struct policy_user u;
+	struct policy_user u = {0};
 	const char *factor;
+	struct arena a;
+	ProtobufCAllocator al;
 	int rc;
 
-	if ((rc = policy_user_load(&u, pc, user)) < 0)
-		return rc;
-	rc = decide_2fa(pc, user, &u, ip, session, POLICY_KEY_UNKNOWN, required,
-	                repo, now, why, hint, &factor);
-	policy_user_clear(&u);
+	arena_init(&a, &al);
+	if ((rc = user_read(&u, pc, user, &al)) == 0 &&
+	    (rc = enroll_read(&u, pc, user, &al)) == 0)
+		rc = decide_2fa(pc, user, &u, ip, session, POLICY_KEY_UNKNOWN,
+		                required, repo, now, why, hint, &factor, &al);
+	user_clear(&u, &al);
+	arena_end(&a);
 	return rc;
 }
 
@@ -496,23 +611,25 @@ int policy_push(const struct policy_ctx *pc,
                 struct buf *hint,
                 const char **factor)
 {
-	struct policy_user u;
+	struct policy_user u = {0};
 	Grantd__V1__Repo *r = NULL;
 	const char *f = "mode-off";
 	bool writer = false;
+	struct arena a;
+	ProtobufCAllocator al;
 	int rc;
 
 	if (factor)
 		*factor = NULL;
-	if ((rc = policy_repo_load(&r, pc, repo)) < 0) {
+	arena_init(&a, &al);
+	if ((rc = repo_load(&r, pc, repo, &al)) < 0) {
 		if (rc == GD_ENOTFOUND)
 			buf_printf(why, "repository '%s' does not exist", repo);
-		return rc;
+		goto done;
 	}
 	/* the user record alone: its enrollment (sealed) only when the
 	 * repository's mode and the key leave the answer to it */
-	memset(&u, 0, sizeof(u));
-	if ((rc = user_read(&u, pc, user)) < 0)
+	if ((rc = user_read(&u, pc, user, &al)) < 0)
 		goto done;
 	rc = GD_EDENIED;
 	if (!u.user) {
@@ -533,16 +650,17 @@ int policy_push(const struct policy_ctx *pc,
 	rc = 0;
 	if (r->mode != GRANTD__V1__REPO_MODE__MODE_OFF &&
 	    !policy_key_2fa(pc->cfg, key) &&
-	    (rc = enroll_read(&u, pc, user)) < 0)
+	    (rc = enroll_read(&u, pc, user, &al)) < 0)
 		goto done;
 	if (r->mode != GRANTD__V1__REPO_MODE__MODE_OFF)
 		rc = decide_2fa(pc, user, &u, ip, session, key,
 		                r->mode == GRANTD__V1__REPO_MODE__MODE_REQUIRED,
-		                repo, now, why, hint, &f);
+		                repo, now, why, hint, &f, &al);
 	if (rc == 0 && factor)
 		*factor = f;
 done:
-	grantd__v1__repo__free_unpacked(r, NULL);
-	policy_user_clear(&u);
+	grantd__v1__repo__free_unpacked(r, &al);
+	user_clear(&u, &al);
+	arena_end(&a);
 	return rc;
 }

@@ -732,6 +732,61 @@ static void test_addr_revocation_voids(void **state)
 	assert_false(policy_grant_void(&g, NULL));
 }
 
+/* A decision's records are unpacked into a bump allocator (policy.c's
+ * arena): a repository whose writers fill more than its first room (some
+ * 40 KiB of names: several chunks) is decided as any other. */
+static void test_push_many_writers(void **state)
+{
+	struct fixture *f = *state;
+	struct policy_ctx pc = {&f->cfg, f->store, NULL, "git.example.org"};
+	struct buf why = BUF_INIT, hint = BUF_INIT;
+	int64_t now = (int64_t)time(NULL);
+	Grantd__V1__Op op = GRANTD__V1__OP__INIT;
+	Grantd__V1__Repo r = GRANTD__V1__REPO__INIT;
+	enum { N = 1000 };
+	char *writers[N], names[N][40];
+	const char *factor = NULL;
+	struct gd_net ip;
+
+	for (int i = 0; i < N; i++) {
+		snprintf(names[i], sizeof(names[i]),
+		         "writer-%04d-with-a-long-name", i);
+		writers[i] = names[i];
+	}
+	snprintf(names[N - 1], sizeof(names[N - 1]), "hugo");
+	r.name = "big";
+	r.mode = GRANTD__V1__REPO_MODE__MODE_REQUIRED, r.has_mode = 1;
+	r.writers = writers;
+	r.n_writers = N;
+	op.body_case = GRANTD__V1__OP__BODY_REPO;
+	op.repo = &r;
+	assert_int_equal(ops_local(f->ops, f->b, &op), 0);
+	user_here(f, "hugo", false);
+	user_here(f, "ivan", false);
+	enroll_here(f, "hugo", true);
+	grant_here(f, "hugo", "192.0.2.0/24", now + 60);
+	commit(f);
+	assert_int_equal(addr_parse(&ip, "192.0.2.7", false), 0);
+	for (int round = 0; round < 3; round++) {
+		assert_int_equal(policy_push(&pc, "hugo", &ip, NULL,
+		                             POLICY_KEY_PLAIN, "big", now, &why,
+		                             &hint, &factor),
+		                 0);
+		assert_string_equal(factor, "grant");
+		buf_reset(&why);
+		assert_int_equal(policy_push(&pc, "ivan", &ip, NULL,
+		                             POLICY_KEY_PLAIN, "big", now, &why,
+		                             &hint, &factor),
+		                 GD_EDENIED);
+		assert_string_equal(why.p,
+		                    "user 'ivan' may not write to 'big'");
+		buf_reset(&why);
+		buf_reset(&hint);
+	}
+	buf_free(&why);
+	buf_free(&hint);
+}
+
 /* The enrollment, a sealed record opened on every read, is read only when
  * the answer needs it (issue 23): with every enrollment read failing (the
  * read-enroll fault), a push to a repository in mode off and one over a
@@ -800,6 +855,8 @@ int main(void)
 	                                        teardown),
 	        cmocka_unit_test(test_addr_revocation_voids),
 	        cmocka_unit_test_setup_teardown(test_push_security_keys, setup,
+	                                        teardown),
+	        cmocka_unit_test_setup_teardown(test_push_many_writers, setup,
 	                                        teardown),
 	        /* last: it arms a fault for the rest of the process */
 	        cmocka_unit_test_setup_teardown(
