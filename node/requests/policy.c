@@ -16,7 +16,7 @@
 
 int policy_key_parse(enum policy_key *out, const char *s)
 {
-	static const char *names[] = { "", "plain", "sk-touch", "sk-pin" };
+	static const char *names[] = {"", "plain", "sk-touch", "sk-pin"};
 
 	*out = POLICY_KEY_UNKNOWN;
 	if (!s)
@@ -42,84 +42,186 @@ bool policy_key_2fa(const struct config *cfg, enum policy_key k)
 	return false;
 }
 
-void policy_key_text(struct buf *out, const struct config *cfg,
-		     enum policy_key k)
+void policy_key_text(struct buf *out,
+                     const struct config *cfg,
+                     enum policy_key k)
 {
 	enum config_sk sk = cfg->policy.security_keys;
 	const char *what = k == POLICY_KEY_SK_PIN ? "a security key with "
-						    "touch and PIN" :
-			   "a security key with touch";
+	                                            "touch and PIN"
+	                                          : "a security key with touch";
 
 	if (k == POLICY_KEY_UNKNOWN)
 		return;
 	if (k == POLICY_KEY_PLAIN)
-		buf_printf(out, "an ordinary SSH key (one factor%s)",
-			   sk == CONFIG_SK_OFF ? "" :
-			   sk == CONFIG_SK_PIN ?
-				   "; a security key with a PIN, ed25519-sk, "
-				   "would count as two" :
-				   "; a security key, ed25519-sk, would count "
-				   "as two");
+		buf_printf(
+		        out, "an ordinary SSH key (one factor%s)",
+		        sk == CONFIG_SK_OFF ? ""
+		        : sk == CONFIG_SK_PIN
+		                ? "; a security key with a PIN, ed25519-sk, "
+		                  "would count as two"
+		                : "; a security key, ed25519-sk, would count "
+		                  "as two");
 	else if (policy_key_2fa(cfg, k))
 		buf_printf(out, "%s (two factors)", what);
 	else if (sk == CONFIG_SK_OFF)
-		buf_printf(out, "%s, counted as an ordinary SSH key here "
-			   "(security_keys = off)", what);
+		buf_printf(out,
+		           "%s, counted as an ordinary SSH key here "
+		           "(security_keys = off)",
+		           what);
 	else
-		buf_printf(out, "%s but no PIN, not two factors here "
-			   "(security_keys = pin)", what);
+		buf_printf(out,
+		           "%s but no PIN, not two factors here "
+		           "(security_keys = pin)",
+		           what);
 }
 
-int policy_user_load(struct policy_user *out, const struct policy_ctx *pc,
-		     const char *name)
+/* ---- a decision's records ---------------------------------------------- */
+
+/* A bump allocator for the records one push decision unpacks and drops,
+ * as protobuf-c's allocator: a check unpacked some 25 fields, each a
+ * malloc and a free (issue 23).  The first room is the caller's, on its
+ * stack; more comes in chunks.  free is a no-op; arena_end wipes it all
+ * (an enrollment's secret) and frees the chunks. */
+#define ARENA_FIRST 4096
+#define ARENA_CHUNK 16384
+
+struct arena_chunk {
+	struct arena_chunk *next;
+	size_t cap; /* then cap bytes */
+};
+
+struct arena {
+	uint8_t *p; /* the room in use: first or the newest chunk */
+	size_t len, cap;
+	struct arena_chunk *chunks; /* newest first */
+	_Alignas(16) uint8_t first[ARENA_FIRST];
+};
+
+static void *arena_alloc(void *data, size_t n)
+{
+	struct arena *a = data;
+	size_t off = (a->len + 15) & ~(size_t)15;
+
+	if (off > a->cap || n > a->cap - off) {
+		size_t cap = n > ARENA_CHUNK ? n : ARENA_CHUNK;
+		struct arena_chunk *c = xmalloc(sizeof(*c) + cap);
+		c->next = a->chunks;
+		c->cap = cap;
+		a->chunks = c;
+		a->p = (uint8_t *)(c + 1);
+		a->cap = cap;
+		off = 0;
+	}
+	a->len = off + n;
+	return a->p + off;
+}
+
+static void arena_free(void *data, void *p)
+{
+	(void)data;
+	(void)p; /* all of it at arena_end */
+}
+
+static void arena_init(struct arena *a, ProtobufCAllocator *al)
+{
+	a->p = a->first;
+	a->len = 0;
+	a->cap = sizeof(a->first);
+	a->chunks = NULL;
+	*al = (ProtobufCAllocator){arena_alloc, arena_free, a};
+}
+
+static void arena_end(struct arena *a)
+{
+	sodium_memzero(a->first, a->chunks ? sizeof(a->first) : a->len);
+	while (a->chunks) {
+		struct arena_chunk *c = a->chunks;
+		a->chunks = c->next;
+		sodium_memzero(c + 1, c->cap);
+		free(c);
+	}
+}
+
+/* The user record of name into out->user (NULL: none, or deleted).
+ * Returns 0 or a negative gd_err (out->user left NULL). */
+static int user_read(struct policy_user *out,
+                     const struct policy_ctx *pc,
+                     const char *name,
+                     ProtobufCAllocator *al)
 {
 	struct buf v = BUF_INIT;
 	int rc;
 
-	memset(out, 0, sizeof(*out));
 	rc = store_get(pc->store, pc->batch, CF_USERS, name, strlen(name), &v);
 	if (rc == 0) {
-		out->user = grantd__v1__user__unpack(NULL, v.len,
-						     (const uint8_t *)v.p);
+		out->user = grantd__v1__user__unpack(al, v.len,
+		                                     (const uint8_t *)v.p);
 		if (out->user && out->user->deleted) {
-			grantd__v1__user__free_unpacked(out->user, NULL);
+			grantd__v1__user__free_unpacked(out->user, al);
 			out->user = NULL;
 		}
-	} else if (rc != GD_ENOTFOUND) {
-		goto done;
 	}
-	rc = store_get(pc->store, pc->batch, CF_ENROLL, name, strlen(name),
-		       &v);
+	buf_free(&v);
+	return rc == GD_ENOTFOUND ? 0 : rc;
+}
+
+/* The enrollment of name into out->enroll and out->enrolled: a sealed
+ * record, opened (store.h), so read only where the answer needs it.
+ * Returns 0 or a negative gd_err (nothing set). */
+static int enroll_read(struct policy_user *out,
+                       const struct policy_ctx *pc,
+                       const char *name,
+                       ProtobufCAllocator *al)
+{
+	struct buf v = BUF_INIT;
+	int rc;
+
+	rc = store_get(pc->store, pc->batch, CF_ENROLL, name, strlen(name), &v);
 	if (rc == 0) {
 		out->enroll = grantd__v1__enrollment__unpack(
-			NULL, v.len, (const uint8_t *)v.p);
+		        al, v.len, (const uint8_t *)v.p);
 		if (out->enroll && out->enroll->deleted) {
-			grantd__v1__enrollment__free_unpacked(out->enroll,
-							      NULL);
+			sodium_memzero(out->enroll->secret.data,
+			               out->enroll->secret.len);
+			grantd__v1__enrollment__free_unpacked(out->enroll, al);
 			out->enroll = NULL;
 		}
 		out->enrolled = out->enroll && out->enroll->active;
-	} else if (rc != GD_ENOTFOUND) {
-		goto done;
 	}
-	rc = 0;
-done:
-	if (rc < 0)
-		policy_user_clear(out); /* nothing is the caller's on failure */
 	sodium_memzero(v.p, v.len);
 	buf_free(&v);
+	return rc == GD_ENOTFOUND ? 0 : rc;
+}
+
+int policy_user_load(struct policy_user *out,
+                     const struct policy_ctx *pc,
+                     const char *name)
+{
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if ((rc = user_read(out, pc, name, NULL)) < 0 ||
+	    (rc = enroll_read(out, pc, name, NULL)) < 0)
+		policy_user_clear(out); /* nothing is the caller's on failure */
 	return rc;
+}
+
+/* policy_user_clear for records unpacked with al (NULL: malloc). */
+static void user_clear(struct policy_user *u, ProtobufCAllocator *al)
+{
+	if (u->user)
+		grantd__v1__user__free_unpacked(u->user, al);
+	if (u->enroll) {
+		sodium_memzero(u->enroll->secret.data, u->enroll->secret.len);
+		grantd__v1__enrollment__free_unpacked(u->enroll, al);
+	}
+	memset(u, 0, sizeof(*u));
 }
 
 void policy_user_clear(struct policy_user *u)
 {
-	if (u->user)
-		grantd__v1__user__free_unpacked(u->user, NULL);
-	if (u->enroll) {
-		sodium_memzero(u->enroll->secret.data, u->enroll->secret.len);
-		grantd__v1__enrollment__free_unpacked(u->enroll, NULL);
-	}
-	memset(u, 0, sizeof(*u));
+	user_clear(u, NULL);
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -128,8 +230,11 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-int policy_lock_state(const struct policy_ctx *pc, const char *user,
-		      uint64_t now_ms, int *failures, uint64_t *until_ms)
+int policy_lock_state(const struct policy_ctx *pc,
+                      const char *user,
+                      uint64_t now_ms,
+                      int *failures,
+                      uint64_t *until_ms)
 {
 	const struct config_policy *p = &pc->cfg->policy;
 	uint64_t window_ms = (uint64_t)p->lockout_window * 1000;
@@ -145,18 +250,17 @@ int policy_lock_state(const struct policy_ctx *pc, const char *user,
 
 	*failures = 0;
 	*until_ms = 0;
-	rc = store_get(pc->store, pc->batch, CF_UNLOCK, user, strlen(user),
-		       &v);
+	rc = store_get(pc->store, pc->batch, CF_UNLOCK, user, strlen(user), &v);
 	if (rc == 0)
 		un = grantd__v1__unlock__unpack(NULL, v.len,
-						(const uint8_t *)v.p);
+		                                (const uint8_t *)v.p);
 	else if (rc != GD_ENOTFOUND)
 		goto done;
 	store_iter_new(&it, pc->store, pc->batch, CF_FAILS, user,
-		       strlen(user) + 1);
+	               strlen(user) + 1);
 	while ((rc = store_iter_next(it, &key, &klen, &v)) > 0) {
 		Grantd__V1__Failures *f = grantd__v1__failures__unpack(
-			NULL, v.len, (const uint8_t *)v.p);
+		        NULL, v.len, (const uint8_t *)v.p);
 		for (size_t i = 0; f && i < f->n_hlc; i++) {
 			if (hlc_ms(f->hlc[i]) <= since)
 				continue;
@@ -165,7 +269,7 @@ int policy_lock_state(const struct policy_ctx *pc, const char *user,
 			 * clock: a site that knows the unlock stamps every
 			 * later attempt after it (its HLC observed it). */
 			if (un && !ops_stamp_after(f->hlc[i], f->site, un->hlc,
-						   un->origin))
+			                           un->origin))
 				continue;
 			GD_GROW(at, cap, nat + 1);
 			at[nat++] = hlc_ms(f->hlc[i]);
@@ -199,7 +303,7 @@ bool policy_net_hits(const struct gd_net *net, const struct gd_net *target)
 }
 
 bool policy_grant_void(const Grantd__V1__Grant *g,
-		       const struct policy_revokes *rv)
+                       const struct policy_revokes *rv)
 {
 	struct gd_net net, target;
 
@@ -208,7 +312,7 @@ bool policy_grant_void(const Grantd__V1__Grant *g,
 	if (!rv)
 		return false;
 	if (rv->user && !ops_stamp_after(g->hlc, g->origin, rv->user->hlc,
-					 rv->user->origin))
+	                                 rv->user->origin))
 		return true;
 	if (!g->net || addr_parse(&net, g->net, true) < 0)
 		return false;
@@ -222,8 +326,11 @@ bool policy_grant_void(const Grantd__V1__Grant *g,
 	return false;
 }
 
-int policy_revokes_load(struct policy_revokes *out,
-			const struct policy_ctx *pc, const char *user)
+/* policy_revokes_load, the records unpacked with al (NULL: malloc). */
+static int revokes_load(struct policy_revokes *out,
+                        const struct policy_ctx *pc,
+                        const char *user,
+                        ProtobufCAllocator *al)
 {
 	struct store_iter *it;
 	struct buf v = BUF_INIT, k = BUF_INIT;
@@ -233,22 +340,22 @@ int policy_revokes_load(struct policy_revokes *out,
 
 	memset(out, 0, sizeof(*out));
 	rc = store_get(pc->store, pc->batch, CF_REVOKES, user, strlen(user),
-		       &v);
+	               &v);
 	if (rc == 0)
 		out->user = grantd__v1__revocation__unpack(
-			NULL, v.len, (const uint8_t *)v.p);
+		        al, v.len, (const uint8_t *)v.p);
 	else if (rc != GD_ENOTFOUND)
 		goto done;
 	records_key_addr_revoke(&k, user, NULL);
 	store_iter_new(&it, pc->store, pc->batch, CF_ADDR_REVOKES, k.p, k.len);
 	while ((rc = store_iter_next(it, &key, &klen, &v)) > 0) {
 		Grantd__V1__AddrRevocation *ar =
-			grantd__v1__addr_revocation__unpack(
-				NULL, v.len, (const uint8_t *)v.p);
+		        grantd__v1__addr_revocation__unpack(
+		                al, v.len, (const uint8_t *)v.p);
 		if (!ar)
 			continue;
 		if (!ar->net) {
-			grantd__v1__addr_revocation__free_unpacked(ar, NULL);
+			grantd__v1__addr_revocation__free_unpacked(ar, al);
 			continue;
 		}
 		GD_GROW(out->addr, cap, out->n_addr + 1);
@@ -261,19 +368,37 @@ done:
 	return rc < 0 && rc != GD_ENOTFOUND ? rc : 0;
 }
 
-void policy_revokes_clear(struct policy_revokes *rv)
+int policy_revokes_load(struct policy_revokes *out,
+                        const struct policy_ctx *pc,
+                        const char *user)
+{
+	return revokes_load(out, pc, user, NULL);
+}
+
+static void revokes_clear(struct policy_revokes *rv, ProtobufCAllocator *al)
 {
 	if (rv->user)
-		grantd__v1__revocation__free_unpacked(rv->user, NULL);
+		grantd__v1__revocation__free_unpacked(rv->user, al);
 	for (size_t i = 0; i < rv->n_addr; i++)
-		grantd__v1__addr_revocation__free_unpacked(rv->addr[i], NULL);
+		grantd__v1__addr_revocation__free_unpacked(rv->addr[i], al);
 	free(rv->addr);
 	memset(rv, 0, sizeof(*rv));
 }
 
-int policy_find_grant(Grantd__V1__Grant **out, const struct policy_ctx *pc,
-		      const char *user, const struct gd_net *ip,
-		      const char *session, int64_t now)
+void policy_revokes_clear(struct policy_revokes *rv)
+{
+	revokes_clear(rv, NULL);
+}
+
+/* policy_find_grant, the records unpacked with al (NULL: malloc; *out
+ * then freed with al). */
+static int find_grant(Grantd__V1__Grant **out,
+                      const struct policy_ctx *pc,
+                      const char *user,
+                      const struct gd_net *ip,
+                      const char *session,
+                      int64_t now,
+                      ProtobufCAllocator *al)
 {
 	struct store_iter *it;
 	struct buf v = BUF_INIT;
@@ -284,38 +409,50 @@ int policy_find_grant(Grantd__V1__Grant **out, const struct policy_ctx *pc,
 	struct policy_revokes rv;
 
 	*out = NULL;
-	if ((rc = policy_revokes_load(&rv, pc, user)) < 0) {
-		policy_revokes_clear(&rv);
+	if ((rc = revokes_load(&rv, pc, user, al)) < 0) {
+		revokes_clear(&rv, al);
 		return rc;
 	}
 	store_iter_new(&it, pc->store, pc->batch, CF_GRANTS, user,
-		       strlen(user) + 1);
+	               strlen(user) + 1);
 	while ((rc = store_iter_next(it, &key, &klen, &v)) > 0) {
 		Grantd__V1__Grant *g = grantd__v1__grant__unpack(
-			NULL, v.len, (const uint8_t *)v.p);
+		        al, v.len, (const uint8_t *)v.p);
 		struct gd_net net;
-		bool ok = g && !policy_grant_void(g, &rv) &&
-			  g->expires > now && g->net &&
-			  addr_parse(&net, g->net, true) == 0 &&
-			  addr_contains(&net, ip);
+		bool ok = g && !policy_grant_void(g, &rv) && g->expires > now &&
+		          g->net && addr_parse(&net, g->net, true) == 0 &&
+		          addr_contains(&net, ip);
 		if (ok && g->session && *g->session)
 			ok = session && !strcmp(g->session, session);
 		if (ok && (!*out || g->expires > (*out)->expires)) {
 			if (*out)
-				grantd__v1__grant__free_unpacked(*out, NULL);
+				grantd__v1__grant__free_unpacked(*out, al);
 			*out = g;
 		} else if (g) {
-			grantd__v1__grant__free_unpacked(g, NULL);
+			grantd__v1__grant__free_unpacked(g, al);
 		}
 	}
 	store_iter_free(&it);
 	buf_free(&v);
-	policy_revokes_clear(&rv);
+	revokes_clear(&rv, al);
 	return rc < 0 ? rc : 0;
 }
 
-int policy_repo_load(Grantd__V1__Repo **out, const struct policy_ctx *pc,
-		     const char *name)
+int policy_find_grant(Grantd__V1__Grant **out,
+                      const struct policy_ctx *pc,
+                      const char *user,
+                      const struct gd_net *ip,
+                      const char *session,
+                      int64_t now)
+{
+	return find_grant(out, pc, user, ip, session, now, NULL);
+}
+
+/* policy_repo_load, the record unpacked with al (NULL: malloc). */
+static int repo_load(Grantd__V1__Repo **out,
+                     const struct policy_ctx *pc,
+                     const char *name,
+                     ProtobufCAllocator *al)
 {
 	struct buf v = BUF_INIT;
 	int rc;
@@ -323,10 +460,10 @@ int policy_repo_load(Grantd__V1__Repo **out, const struct policy_ctx *pc,
 	*out = NULL;
 	rc = store_get(pc->store, pc->batch, CF_REPOS, name, strlen(name), &v);
 	if (rc == 0) {
-		*out = grantd__v1__repo__unpack(NULL, v.len,
-						(const uint8_t *)v.p);
+		*out = grantd__v1__repo__unpack(al, v.len,
+		                                (const uint8_t *)v.p);
 		if (*out && (*out)->deleted) {
-			grantd__v1__repo__free_unpacked(*out, NULL);
+			grantd__v1__repo__free_unpacked(*out, al);
 			*out = NULL;
 		}
 		rc = *out ? 0 : GD_ENOTFOUND;
@@ -335,10 +472,19 @@ int policy_repo_load(Grantd__V1__Repo **out, const struct policy_ctx *pc,
 	return rc;
 }
 
+int policy_repo_load(Grantd__V1__Repo **out,
+                     const struct policy_ctx *pc,
+                     const char *name)
+{
+	return repo_load(out, pc, name, NULL);
+}
+
 /* The factors seen, on a line of its own after why: the key, and what
  * there was of the token (missing says what was missing). */
-static void factors_seen(struct buf *why, const struct policy_ctx *pc,
-			 enum policy_key key, const char *missing)
+static void factors_seen(struct buf *why,
+                         const struct policy_ctx *pc,
+                         enum policy_key key,
+                         const char *missing)
 {
 	if (key == POLICY_KEY_UNKNOWN)
 		return;
@@ -351,11 +497,19 @@ static void factors_seen(struct buf *why, const struct policy_ctx *pc,
  * only for an enrolled user (opt-in); a key that counts as two factors
  * (a security key) allows either.  repo names the repository in the texts
  * (NULL: "this repository"). */
-static int decide_2fa(const struct policy_ctx *pc, const char *user,
-		      const struct policy_user *u, const struct gd_net *ip,
-		      const char *session, enum policy_key key, bool required,
-		      const char *repo, int64_t now, struct buf *why,
-		      struct buf *hint, const char **factor)
+static int decide_2fa(const struct policy_ctx *pc,
+                      const char *user,
+                      const struct policy_user *u,
+                      const struct gd_net *ip,
+                      const char *session,
+                      enum policy_key key,
+                      bool required,
+                      const char *repo,
+                      int64_t now,
+                      struct buf *why,
+                      struct buf *hint,
+                      const char **factor,
+                      ProtobufCAllocator *al)
 {
 	Grantd__V1__Grant *g = NULL;
 	char ipstr[ADDR_STRLEN];
@@ -373,76 +527,109 @@ static int decide_2fa(const struct policy_ctx *pc, const char *user,
 	}
 	if (!enrolled) {
 		if (repo)
-			buf_printf(why, "user '%s' is not enrolled with "
-				   "2-factor authentication, which '%s' "
-				   "requires", user, repo);
+			buf_printf(why,
+			           "user '%s' is not enrolled with "
+			           "2-factor authentication, which '%s' "
+			           "requires",
+			           user, repo);
 		else
-			buf_printf(why, "user '%s' is not enrolled with "
-				   "2-factor authentication, which this "
-				   "repository requires", user);
+			buf_printf(why,
+			           "user '%s' is not enrolled with "
+			           "2-factor authentication, which this "
+			           "repository requires",
+			           user);
 		factors_seen(why, pc, key, "no 2-factor token enrolled");
 		if (u->user && u->enroll)
-			buf_printf(hint, "finish enrolling: ssh %s 2fa val "
-				   "<token>", pc->host);
+			buf_printf(hint,
+			           "finish enrolling: ssh %s 2fa val "
+			           "<token>",
+			           pc->host);
 		else
-			buf_printf(hint, "enroll first: ssh %s 2fa enroll "
-				   "totp (or yubikey), then ssh %s 2fa val "
-				   "<token>", pc->host, pc->host);
+			buf_printf(hint,
+			           "enroll first: ssh %s 2fa enroll "
+			           "totp (or yubikey), then ssh %s 2fa val "
+			           "<token>",
+			           pc->host, pc->host);
 		return GD_EDENIED;
 	}
-	if ((rc = policy_find_grant(&g, pc, user, ip, session, now)) < 0)
+	if ((rc = find_grant(&g, pc, user, ip, session, now, al)) < 0)
 		return rc;
 	if (!g) {
 		addr_format(ipstr, ip);
-		buf_printf(why, "IP address %s has not been validated for "
-			   "user '%s'", ipstr, user);
-		factors_seen(why, pc, key, "no 2-factor grant covers this "
-			     "address");
-		buf_printf(hint, "get your 2-factor token and run: ssh %s 2fa "
-			   "val <token>", pc->host);
+		buf_printf(why,
+		           "IP address %s has not been validated for "
+		           "user '%s'",
+		           ipstr, user);
+		factors_seen(why, pc, key,
+		             "no 2-factor grant covers this "
+		             "address");
+		buf_printf(hint,
+		           "get your 2-factor token and run: ssh %s 2fa "
+		           "val <token>",
+		           pc->host);
 		return GD_EDENIED;
 	}
-	grantd__v1__grant__free_unpacked(g, NULL);
+	grantd__v1__grant__free_unpacked(g, al);
 	*factor = "grant";
 	return 0;
 }
 
-int policy_2fa(const struct policy_ctx *pc, const char *user,
-	       const struct gd_net *ip, const char *session, bool required,
-	       const char *repo, int64_t now, struct buf *why,
-	       struct buf *hint)
+int policy_2fa(const struct policy_ctx *pc,
+               const char *user,
+               const struct gd_net *ip,
+               const char *session,
+               bool required,
+               const char *repo,
+               int64_t now,
+               struct buf *why,
+               struct buf *hint)
 {
-	struct policy_user u;
+	struct policy_user u = {0};
 	const char *factor;
+	struct arena a;
+	ProtobufCAllocator al;
 	int rc;
 
-	if ((rc = policy_user_load(&u, pc, user)) < 0)
-		return rc;
-	rc = decide_2fa(pc, user, &u, ip, session, POLICY_KEY_UNKNOWN,
-			required, repo, now, why, hint, &factor);
-	policy_user_clear(&u);
+	arena_init(&a, &al);
+	if ((rc = user_read(&u, pc, user, &al)) == 0 &&
+	    (rc = enroll_read(&u, pc, user, &al)) == 0)
+		rc = decide_2fa(pc, user, &u, ip, session, POLICY_KEY_UNKNOWN,
+		                required, repo, now, why, hint, &factor, &al);
+	user_clear(&u, &al);
+	arena_end(&a);
 	return rc;
 }
 
-int policy_push(const struct policy_ctx *pc, const char *user,
-		const struct gd_net *ip, const char *session,
-		enum policy_key key, const char *repo, int64_t now,
-		struct buf *why, struct buf *hint, const char **factor)
+int policy_push(const struct policy_ctx *pc,
+                const char *user,
+                const struct gd_net *ip,
+                const char *session,
+                enum policy_key key,
+                const char *repo,
+                int64_t now,
+                struct buf *why,
+                struct buf *hint,
+                const char **factor)
 {
-	struct policy_user u;
+	struct policy_user u = {0};
 	Grantd__V1__Repo *r = NULL;
 	const char *f = "mode-off";
 	bool writer = false;
+	struct arena a;
+	ProtobufCAllocator al;
 	int rc;
 
 	if (factor)
 		*factor = NULL;
-	if ((rc = policy_repo_load(&r, pc, repo)) < 0) {
+	arena_init(&a, &al);
+	if ((rc = repo_load(&r, pc, repo, &al)) < 0) {
 		if (rc == GD_ENOTFOUND)
 			buf_printf(why, "repository '%s' does not exist", repo);
-		return rc;
+		goto done;
 	}
-	if ((rc = policy_user_load(&u, pc, user)) < 0)
+	/* the user record alone: its enrollment (sealed) only when the
+	 * repository's mode and the key leave the answer to it */
+	if ((rc = user_read(&u, pc, user, &al)) < 0)
 		goto done;
 	rc = GD_EDENIED;
 	if (!u.user) {
@@ -454,19 +641,26 @@ int policy_push(const struct policy_ctx *pc, const char *user,
 			writer = true;
 	if (!writer) {
 		buf_printf(why, "user '%s' may not write to '%s'", user, repo);
-		buf_printf(hint, "ask an administrator: grantctl repo writers "
-			   "%s ... %s", repo, user);
+		buf_printf(hint,
+		           "ask an administrator: grantctl repo writers "
+		           "%s ... %s",
+		           repo, user);
 		goto done;
 	}
 	rc = 0;
+	if (r->mode != GRANTD__V1__REPO_MODE__MODE_OFF &&
+	    !policy_key_2fa(pc->cfg, key) &&
+	    (rc = enroll_read(&u, pc, user, &al)) < 0)
+		goto done;
 	if (r->mode != GRANTD__V1__REPO_MODE__MODE_OFF)
 		rc = decide_2fa(pc, user, &u, ip, session, key,
-				r->mode == GRANTD__V1__REPO_MODE__MODE_REQUIRED,
-				repo, now, why, hint, &f);
+		                r->mode == GRANTD__V1__REPO_MODE__MODE_REQUIRED,
+		                repo, now, why, hint, &f, &al);
 	if (rc == 0 && factor)
 		*factor = f;
 done:
-	grantd__v1__repo__free_unpacked(r, NULL);
-	policy_user_clear(&u);
+	grantd__v1__repo__free_unpacked(r, &al);
+	user_clear(&u, &al);
+	arena_end(&a);
 	return rc;
 }

@@ -9,6 +9,8 @@
  */
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sodium.h>
 #include <stdio.h>
@@ -37,19 +39,19 @@ struct readers;
 /* What a socket's serve function is handed: the reader and which socket. */
 struct sockarg {
 	struct readers *rd;
-	int idx;                    /* 0 user, 1 admin */
+	int idx; /* 0 user, 1 admin */
 };
 
 struct readers {
 	const struct config *cfg;
 	struct store *store;
-	struct cmd_table *cmds;     /* its own copy */
+	struct cmd_table *cmds; /* its own copy */
 	char host[256];
-	struct usersock *socks[2];  /* user, admin (usersock.h): the thread's */
+	struct usersock *socks[2]; /* user, admin (usersock.h): the thread's */
 	struct sockarg sarg[2];
-	struct keysock *keys;       /* grant-keys' plain socket: the thread's */
-	void *pipe;                 /* the writer's end */
-	void *rpipe;                /* the thread's end */
+	struct keysock *keys; /* grant-keys' plain socket: the thread's */
+	void *pipe; /* the writer's end */
+	void *rpipe; /* the thread's end */
 	pthread_t thread;
 	bool started;
 	char endpoint[64];
@@ -60,16 +62,18 @@ struct readers {
 	pthread_mutex_t lock;
 	struct store_batch *next_view;
 	bool next_syncing;
-	cJSON *next_status[2];      /* store, repl parts (cmd.h) */
+	cJSON *next_status[2]; /* store, repl parts (cmd.h) */
 	/* the thread's own */
 	struct store_batch *view;
 	bool syncing;
-	cJSON *status[2];           /* the newest parts taken */
-	uint64_t bad_requests;      /* refused or undecodable requests */
+	cJSON *status[2]; /* the newest parts taken */
+	uint64_t bad_requests; /* refused or undecodable requests */
+	bool pipe_sent; /* sent on rpipe since its events were
+	                 * last looked at (wait_round) */
 	struct metrics_counts *counts; /* atomic (metrics.h); NULL: none */
 };
 
-/* ---- the pipe --------------------------------------------------------------- */
+/* ---- the pipe ------------------------------------------------------------ */
 
 /* A pipe end: never drop, never block on a full queue (both ends drain
  * it all the time). */
@@ -86,7 +90,7 @@ static void *pipe_socket(void *zctx)
 	return s;
 }
 
-/* ---- the thread ----------------------------------------------------------- */
+/* ---- the thread ---------------------------------------------------------- */
 
 /* The pipe message of a request from socket idx (0 user, 1 admin). */
 static enum pipe_msg req_type(int idx)
@@ -103,8 +107,7 @@ static bool reader_row(const struct cmd *cmd)
 /* Answer r (decoded, its row cmd) from the view. */
 static void answer(struct readers *rd, const struct cmd *cmd, struct req *r)
 {
-	struct cmd_status st = { rd->status[0], rd->status[1],
-				 rd->bad_requests };
+	struct cmd_status st = {rd->status[0], rd->status[1], rd->bad_requests};
 	struct cmd_ctx x;
 	int rc;
 
@@ -140,8 +143,12 @@ static void pack_reply(struct req *r, struct buf *out)
 /* usersock's serve function (usersock.h): one request on socket
  * sarg->idx, answered here or forwarded whole to the writer with its id
  * (0: the writer's answer comes back through the pipe, from_writer). */
-static int serve_request(void *arg, const uint8_t *id, size_t idlen,
-			 const uint8_t *payload, size_t len, struct buf *out)
+static int serve_request(void *arg,
+                         const uint8_t *id,
+                         size_t idlen,
+                         const uint8_t *payload,
+                         size_t len,
+                         struct buf *out)
 {
 	struct sockarg *sa = arg;
 	struct readers *rd = sa->rd;
@@ -155,7 +162,7 @@ static int serve_request(void *arg, const uint8_t *id, size_t idlen,
 		/* answered and counted here; usersock logged it */
 		rd->bad_requests++;
 		cmd_bad(&r, "bad request: request too large (at most %d bytes)",
-			GD_CTL_MAX_REQUEST);
+		        GD_CTL_MAX_REQUEST);
 		pack_reply(&r, out);
 		return 1;
 	}
@@ -169,11 +176,12 @@ static int serve_request(void *arg, const uint8_t *id, size_t idlen,
 		if (r.rq)
 			grantd__v1__request__free_unpacked(r.rq, NULL);
 		r.rq = NULL;
+		rd->pipe_sent = true;
 		if (pipe_send(rd->rpipe, req_type(sa->idx), id, idlen, payload,
-			      len, 0) == 0)
+		              len, 0) == 0)
 			return 0;
 		log_error("request not handed to the writer: %s",
-			  zmq_strerror(errno));
+		          zmq_strerror(errno));
 		cmd_undecided(&r, GD_EIO);
 		pack_reply(&r, out);
 		return 1;
@@ -246,11 +254,11 @@ static int from_writer(struct readers *rd)
 		case PIPE_REQ_ADMIN:
 			/* a client gone meanwhile: the answer is dropped */
 			usersock_answer(rd->socks[id[0]], id + 1, idlen - 1,
-					zmq_msg_data(&m[2]),
-					zmq_msg_size(&m[2]));
+			                zmq_msg_data(&m[2]),
+			                zmq_msg_size(&m[2]));
 			/* the reply may hold a fresh secret (enroll) */
 			sodium_memzero(zmq_msg_data(&m[2]),
-				       zmq_msg_size(&m[2]));
+			               zmq_msg_size(&m[2]));
 			break;
 		case PIPE_QUIT:
 			rc = -1;
@@ -273,7 +281,7 @@ static int keys_answer(void *arg, const char *fp, struct buf *out)
 	struct readers *rd = arg;
 	const struct cmd *cmd = cmd_table_find(rd->cmds, "keys.find");
 	Grantd__V1__Request rq = GRANTD__V1__REQUEST__INIT;
-	char *args[1] = { (char *)fp };
+	char *args[1] = {(char *)fp};
 	struct req r;
 
 	if (!cmd || !rd->view)
@@ -291,7 +299,7 @@ static int keys_answer(void *arg, const char *fp, struct buf *out)
 			buf_add(out, r.out.p, r.out.len);
 	} else {
 		buf_printf(out, "!%d %.200s\n", r.status,
-			   r.err.len ? buf_str(&r.err) : "refused");
+		           r.err.len ? buf_str(&r.err) : "refused");
 	}
 	buf_free(&r.out);
 	buf_free(&r.err);
@@ -300,18 +308,95 @@ static int keys_answer(void *arg, const char *fp, struct buf *out)
 	return 0;
 }
 
-/* ---- the thread's loop ---------------------------------------------------- */
+/* ---- the thread's loop --------------------------------------------------- */
+
+/* The reader's own poll(2) over the sockets' items and the pipe's ZMQ_FD,
+ * not zmq_poll: zmq_poll asks libzmq twice a round for the pipe's events
+ * (each a look at its mailbox: a poll of its eventfd, a getpid for the
+ * fork check), which cost the push check ~17% of the thread in the
+ * profile of issue 23.  ZMQ_FD only says that the pipe's state may have
+ * changed (edge-triggered, as libzmq documents): the pipe is drained to
+ * EAGAIN whenever it may hold a message, and ZMQ_EVENTS asked before a
+ * poll only after a send on it (which may have taken the signal of a
+ * message that came meanwhile): a round of push checks makes no call to
+ * libzmq at all. */
+static short to_poll(short zev)
+{
+	return (short)(((zev & ZMQ_POLLIN) ? POLLIN : 0) |
+	               ((zev & ZMQ_POLLOUT) ? POLLOUT : 0));
+}
+
+/* poll's revents as zmq_poll reports them: anything but POLLIN, POLLOUT
+ * and POLLPRI (a hang-up, an error) is ZMQ_POLLERR. */
+static short from_poll(short rev)
+{
+	return (short)(((rev & POLLIN) ? ZMQ_POLLIN : 0) |
+	               ((rev & POLLOUT) ? ZMQ_POLLOUT : 0) |
+	               ((rev & POLLPRI) ? ZMQ_POLLPRI : 0) |
+	               ((rev & ~(POLLIN | POLLOUT | POLLPRI)) ? ZMQ_POLLERR
+	                                                      : 0));
+}
+
+/* Does the pipe hold a message?  -1: the pipe failed (the context ends). */
+static int pipe_readable(struct readers *rd)
+{
+	int ev = 0;
+	size_t sz = sizeof(ev);
+
+	if (zmq_getsockopt(rd->rpipe, ZMQ_EVENTS, &ev, &sz) < 0)
+		return -1;
+	return (ev & ZMQ_POLLIN) != 0;
+}
+
+/* Wait for items[1..n) and the pipe (pfd[0], its ZMQ_FD); revents filled
+ * as zmq_poll would.  Returns 1 the pipe may hold a message, 0 not, -1
+ * stop. */
+static int wait_round(struct readers *rd,
+                      zmq_pollitem_t *items,
+                      struct pollfd *pfd,
+                      int n,
+                      long timeout)
+{
+	int pipe_in = 0;
+
+	if (rd->pipe_sent) {
+		rd->pipe_sent = false;
+		if ((pipe_in = pipe_readable(rd)) < 0)
+			return -1;
+	}
+	for (int i = 1; i < n; i++)
+		pfd[i] = (struct pollfd){items[i].fd, to_poll(items[i].events),
+		                         0};
+	pfd[0].revents = 0;
+	if (poll(pfd, (nfds_t)n, pipe_in ? 0 : (int)timeout) < 0) {
+		if (errno == EINTR)
+			return pipe_in;
+		log_error("reader poll failed: %s", strerror(errno));
+		return -1;
+	}
+	for (int i = 1; i < n; i++)
+		items[i].revents = from_poll(pfd[i].revents);
+	return pipe_in || pfd[0].revents;
+}
 
 static void *readers_main(void *arg)
 {
 	struct readers *rd = arg;
 	int nk_max = keysock_nitems(rd->keys);
-	int nu_max[2] = { usersock_nitems(rd->socks[0]),
-			  usersock_nitems(rd->socks[1]) };
+	int nu_max[2] = {usersock_nitems(rd->socks[0]),
+	                 usersock_nitems(rd->socks[1])};
 	int nitems = 1 + nk_max + nu_max[0] + nu_max[1];
 	zmq_pollitem_t *items = xcalloc((size_t)nitems, sizeof(*items));
+	struct pollfd *pfd = xcalloc((size_t)nitems, sizeof(*pfd));
+	int pipe_fd = -1;
+	size_t sz = sizeof(pipe_fd);
 
-	items[0] = (zmq_pollitem_t){ rd->rpipe, 0, ZMQ_POLLIN, 0 };
+	if (zmq_getsockopt(rd->rpipe, ZMQ_FD, &pipe_fd, &sz) < 0) {
+		log_error("reader pipe has no fd: %s", zmq_strerror(errno));
+		goto done;
+	}
+	pfd[0] = (struct pollfd){pipe_fd, POLLIN, 0};
+	rd->pipe_sent = true; /* look once before the first poll */
 	for (;;) {
 		long timeout = -1;
 		zmq_pollitem_t *ki = items + 1, *ui[2];
@@ -320,19 +405,14 @@ static void *readers_main(void *arg)
 		nu[0] = usersock_items(rd->socks[0], ui[0], &timeout);
 		ui[1] = ui[0] + nu[0];
 		nu[1] = usersock_items(rd->socks[1], ui[1], &timeout);
-		if (zmq_poll(items, 1 + nk + nu[0] + nu[1], timeout) < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno == ETERM)
-				break;
-			log_error("reader poll failed: %s",
-				  zmq_strerror(errno));
+		int pipe_in = wait_round(rd, items, pfd, 1 + nk + nu[0] + nu[1],
+		                         timeout > INT_MAX ? INT_MAX : timeout);
+		if (pipe_in < 0)
 			break;
-		}
-		/* the pipe only when zmq_poll saw something on it: each
-		 * look costs libzmq's command processing */
+		/* the pipe only when it may hold something: each look costs
+		 * libzmq's command processing */
 		int got = 0;
-		if (items[0].revents & ZMQ_POLLIN)
+		if (pipe_in)
 			while ((got = from_writer(rd)) > 0)
 				;
 		if (got < 0)
@@ -344,11 +424,13 @@ static void *readers_main(void *arg)
 		for (int s = 0; s < 2; s++)
 			usersock_serve(rd->socks[s], ui[s], nu[s]);
 	}
+done:
+	free(pfd);
 	free(items);
 	return NULL;
 }
 
-/* ---- the writer's side ---------------------------------------------------- */
+/* ---- the writer's side --------------------------------------------------- */
 
 int readers_start(struct readers **out, const struct readers_opts *o)
 {
@@ -361,34 +443,40 @@ int readers_start(struct readers **out, const struct readers_opts *o)
 	rd->store = o->store;
 	snprintf(rd->host, sizeof(rd->host), "%s", o->host ? o->host : "");
 	rd->view = view;
-	/* a PIPE_VIEW for status alone hands over next_syncing too: it starts as
-	 * the flag the node started with, never as false */
+	/* a PIPE_VIEW for status alone hands over next_syncing too: it starts
+	 * as the flag the node started with, never as false */
 	rd->syncing = rd->next_syncing = o->syncing;
 	rd->status[0] = o->status_store;
 	rd->status[1] = o->status_repl;
 	pthread_mutex_init(&rd->lock, NULL);
 	snprintf(rd->endpoint, sizeof(rd->endpoint), "inproc://readers-%p",
-		 (void *)rd);
+	         (void *)rd);
 	const struct usersock_opts uo[2] = {
-		{ .path = o->cfg->user_socket, .mode = 0660, .group = "git",
-		  .serve = serve_request, .arg = &rd->sarg[0] },
-		{ .path = o->cfg->admin_socket, .mode = 0600,
-		  .serve = serve_request, .arg = &rd->sarg[1] },
+	        {.path = o->cfg->user_socket,
+	         .mode = 0660,
+	         .group = "git",
+	         .serve = serve_request,
+	         .arg = &rd->sarg[0]},
+	        {.path = o->cfg->admin_socket,
+	         .mode = 0600,
+	         .serve = serve_request,
+	         .arg = &rd->sarg[1]},
 	};
 	const struct keysock_opts ko = {
-		.path = o->cfg->keys_socket, .mode = 0660, .group = "git",
-		.answer = keys_answer, .arg = rd,
+	        .path = o->cfg->keys_socket,
+	        .mode = 0660,
+	        .group = "git",
+	        .answer = keys_answer,
+	        .arg = rd,
 	};
 	rd->pipe = pipe_socket(o->zctx);
 	rd->rpipe = pipe_socket(o->zctx);
 	for (int i = 0; i < 2; i++)
-		rd->sarg[i] = (struct sockarg){ rd, i };
-	if (cmd_table_new(&rd->cmds) < 0 ||
-	    keysock_open(&rd->keys, &ko) < 0 ||
+		rd->sarg[i] = (struct sockarg){rd, i};
+	if (cmd_table_new(&rd->cmds) < 0 || keysock_open(&rd->keys, &ko) < 0 ||
 	    usersock_open(&rd->socks[0], &uo[0]) < 0 ||
-	    usersock_open(&rd->socks[1], &uo[1]) < 0 ||
-	    !rd->pipe || !rd->rpipe ||
-	    zmq_bind(rd->pipe, rd->endpoint) < 0 ||
+	    usersock_open(&rd->socks[1], &uo[1]) < 0 || !rd->pipe ||
+	    !rd->rpipe || zmq_bind(rd->pipe, rd->endpoint) < 0 ||
 	    zmq_connect(rd->rpipe, rd->endpoint) < 0) {
 		log_error("cannot open the control sockets");
 		readers_stop(&rd);
@@ -444,8 +532,7 @@ void *readers_pipe(struct readers *rd)
 	return rd->pipe;
 }
 
-void readers_publish(struct readers *rd, struct store_batch *view,
-		     bool syncing)
+void readers_publish(struct readers *rd, struct store_batch *view, bool syncing)
 {
 	pthread_mutex_lock(&rd->lock);
 	if (view) {
@@ -457,12 +544,12 @@ void readers_publish(struct readers *rd, struct store_batch *view,
 	pthread_mutex_unlock(&rd->lock);
 	if (pipe_send(rd->pipe, PIPE_VIEW, NULL, 0, NULL, 0, 0) < 0)
 		log_error("read view not announced to the reader: %s",
-			  zmq_strerror(errno));
+		          zmq_strerror(errno));
 }
 
 void readers_publish_status(struct readers *rd, cJSON *store, cJSON *repl)
 {
-	cJSON *part[2] = { store, repl };
+	cJSON *part[2] = {store, repl};
 
 	pthread_mutex_lock(&rd->lock);
 	for (int i = 0; i < 2; i++)
@@ -474,5 +561,5 @@ void readers_publish_status(struct readers *rd, cJSON *store, cJSON *repl)
 	pthread_mutex_unlock(&rd->lock);
 	if (pipe_send(rd->pipe, PIPE_VIEW, NULL, 0, NULL, 0, 0) < 0)
 		log_error("status not announced to the reader: %s",
-			  zmq_strerror(errno));
+		          zmq_strerror(errno));
 }

@@ -82,11 +82,15 @@ struct store_batch {
 	uint8_t key[STORE_SEAL_KEY_LEN];
 	uint8_t old_key[STORE_SEAL_KEY_LEN];
 	bool has_old_key;
+	/* a view's iterator per family, idle between two store_iter_new:
+	 * made once, sought again (a push check reads two prefixes) */
+	rocksdb_iterator_t *idle[CF__COUNT];
 };
 
 struct store_iter {
 	struct store *s;
-	const struct store_batch *view; /* its keys open sealed values */
+	struct store_batch *view; /* its keys open sealed values; the
+				   * rocksdb iterator goes back to its idle */
 	enum store_cf cf;
 	rocksdb_iterator_t *it;
 	char *prefix;
@@ -358,6 +362,9 @@ void store_batch_free(struct store_batch **bp)
 	if (!b)
 		return;
 	if (b->snap) {
+		for (int cf = 0; cf < CF__COUNT; cf++)
+			if (b->idle[cf])
+				rocksdb_iter_destroy(b->idle[cf]);
 		rocksdb_release_snapshot(b->s->db, b->snap);
 		rocksdb_readoptions_destroy(b->ropts);
 		sodium_memzero(b->key, sizeof(b->key));
@@ -615,8 +622,13 @@ int store_iter_new(struct store_iter **out, struct store *s,
 	it->s = s;
 	it->cf = cf;
 	it->view = b && b->snap ? b : NULL;
-	it->it = rocksdb_create_iterator_cf(
-		s->db, it->view ? b->ropts : s->ropts, s->cf[cf]);
+	if (it->view && b->idle[cf]) {
+		it->it = b->idle[cf];
+		b->idle[cf] = NULL;
+	} else {
+		it->it = rocksdb_create_iterator_cf(
+			s->db, it->view ? b->ropts : s->ropts, s->cf[cf]);
+	}
 	if (b && !b->snap)
 		it->it = rocksdb_writebatch_wi_create_iterator_with_base_cf(
 			b->wb, it->it, s->cf[cf]);
@@ -691,7 +703,14 @@ void store_iter_free(struct store_iter **itp)
 	struct store_iter *it = *itp;
 	if (!it)
 		return;
-	rocksdb_iter_destroy(it->it);
+	char *err = NULL;
+	if (it->view && !it->view->idle[it->cf])
+		rocksdb_iter_get_error(it->it, &err);
+	if (it->view && !it->view->idle[it->cf] && !err)
+		it->view->idle[it->cf] = it->it; /* kept for the next */
+	else
+		rocksdb_iter_destroy(it->it);
+	rocksdb_free(err);
 	free(it->prefix);
 	free(it->start);
 	free(it);

@@ -108,7 +108,9 @@ int store_commit(struct store_batch *b, bool sync);
  * key order, seeing the batch's pending writes when b is given.
  * store_iter_next returns 1 with key/val filled (key borrowed until the
  * next call; val is the caller's buffer), 0 at the end, or a negative
- * gd_err.
+ * gd_err.  An iterator over a read view is freed before the view: the
+ * view keeps its RocksDB iterator for the next store_iter_new of that
+ * family (made once a view, sought again: no iterator made per read).
  */
 int store_iter_new(struct store_iter **out, struct store *s,
 		   struct store_batch *b, enum store_cf cf, const void *prefix,

@@ -36,6 +36,7 @@
 #include "addr.h"
 #include "clock.h"
 #include "config.h"
+#include "crashpoint.h"
 #include "err.h"
 #include "fixture.h"
 #include "log.h"
@@ -46,11 +47,11 @@
 #define FAILURES 3
 #define WINDOW_S 900
 /* the epoch of the peer's hand-made operations; any non-zero value */
-#define EPOCH UINT64_C(0x00e90c0000000002)
+#define EPOCH      UINT64_C(0x00e90c0000000002)
 #define HLC(ms, l) (((uint64_t)(ms) << 16) | (uint64_t)(l))
 
 static const uint8_t seal_key[STORE_SEAL_KEY_LEN] =
-	"test_policy sealing key 0123456";
+        "test_policy sealing key 0123456";
 
 struct fixture {
 	char dir[64];
@@ -58,8 +59,8 @@ struct fixture {
 	struct config cfg;
 	struct store *store;
 	struct ops *ops;
-	struct store_batch *b;  /* the open batch, as control's c->batch */
-	uint64_t peer_seq;      /* last seq of the peer "siteb" */
+	struct store_batch *b; /* the open batch, as control's c->batch */
+	uint64_t peer_seq; /* last seq of the peer "siteb" */
 };
 
 static int setup_group(void **state)
@@ -149,8 +150,10 @@ static void from_peer(struct fixture *f, Grantd__V1__Op *op, uint64_t hlc)
 }
 
 /* An attempt at site, as siteb sends it (its own, or relayed). */
-static void peer_fails_at(struct fixture *f, const char *user,
-			  const char *site, uint64_t hlc)
+static void peer_fails_at(struct fixture *f,
+                          const char *user,
+                          const char *site,
+                          uint64_t hlc)
 {
 	Grantd__V1__Op op = GRANTD__V1__OP__INIT;
 	Grantd__V1__Failures fl = GRANTD__V1__FAILURES__INIT;
@@ -181,10 +184,10 @@ static void peer_unlocks(struct fixture *f, const char *user, uint64_t hlc)
 }
 
 /* The failures counted for user at now_ms; *until the lock's end. */
-static int counted(struct fixture *f, const char *user, uint64_t now_ms,
-		   uint64_t *until)
+static int
+counted(struct fixture *f, const char *user, uint64_t now_ms, uint64_t *until)
 {
-	struct policy_ctx pc = { &f->cfg, f->store, f->b, "host" };
+	struct policy_ctx pc = {&f->cfg, f->store, f->b, "host"};
 	int fails = -1;
 	uint64_t u;
 
@@ -194,7 +197,7 @@ static int counted(struct fixture *f, const char *user, uint64_t now_ms,
 	return fails;
 }
 
-/* ---- tests ----------------------------------------------------------------- */
+/* ---- tests --------------------------------------------------------------- */
 
 /* Many attempts within one millisecond and one batch, each seen by the
  * next "request" before any commit: each counts once, and the lock comes
@@ -229,15 +232,15 @@ static void test_sites_summed(void **state)
 	peer_fails(f, "carol", at);
 	assert_int_equal(counted(f, "carol", now, &until), 2);
 	assert_int_equal(until, 0);
-	peer_fails(f, "carol", at);   /* the same attempt again */
+	peer_fails(f, "carol", at); /* the same attempt again */
 	assert_int_equal(counted(f, "carol", now, &until), 2);
-	peer_fails(f, "carol", at + 1);   /* another, same millisecond */
+	peer_fails(f, "carol", at + 1); /* another, same millisecond */
 	assert_int_equal(counted(f, "carol", now, &until), 3);
 	/* locked until the oldest of the 3 leaves the window */
 	assert_int_equal(until, now - 1000 + WINDOW_S * 1000ull);
 	/* attempts older than the window do not count */
-	assert_int_equal(counted(f, "carol", now + WINDOW_S * 1000ull - 1,
-				 &until), 1);
+	assert_int_equal(
+	        counted(f, "carol", now + WINDOW_S * 1000ull - 1, &until), 1);
 	assert_int_equal(until, 0);
 }
 
@@ -307,10 +310,10 @@ static void test_unlock_tie(void **state)
 	uint64_t now = clock_wall_ms(), until;
 	uint64_t h = HLC(now - 3000, 5);
 
-	peer_unlocks(f, "finn", h);             /* origin siteb */
-	peer_fails_at(f, "finn", "sitea", h);   /* "sitea" < "siteb" */
+	peer_unlocks(f, "finn", h); /* origin siteb */
+	peer_fails_at(f, "finn", "sitea", h); /* "sitea" < "siteb" */
 	assert_int_equal(counted(f, "finn", now, &until), 0);
-	peer_fails_at(f, "finn", "sitec", h);   /* "sitec" > "siteb" */
+	peer_fails_at(f, "finn", "sitec", h); /* "sitec" > "siteb" */
 	assert_int_equal(counted(f, "finn", now, &until), 1);
 	peer_fails_at(f, "finn", "sitea", h + 1);
 	assert_int_equal(counted(f, "finn", now, &until), 2);
@@ -332,12 +335,14 @@ static void user_here(struct fixture *f, const char *name, bool deleted)
 }
 
 /* Repository name in mode, whose one writer is writer. */
-static void repo_here(struct fixture *f, const char *name,
-		      Grantd__V1__RepoMode mode, const char *writer)
+static void repo_here(struct fixture *f,
+                      const char *name,
+                      Grantd__V1__RepoMode mode,
+                      const char *writer)
 {
 	Grantd__V1__Op op = GRANTD__V1__OP__INIT;
 	Grantd__V1__Repo r = GRANTD__V1__REPO__INIT;
-	char *writers[] = { (char *)writer };
+	char *writers[] = {(char *)writer};
 
 	r.name = (char *)name;
 	r.mode = mode, r.has_mode = 1;
@@ -368,8 +373,10 @@ static void enroll_here(struct fixture *f, const char *user, bool active)
 	assert_int_equal(ops_local(f->ops, f->b, &op), 0);
 }
 
-static void grant_here(struct fixture *f, const char *user, const char *net,
-		       int64_t expires)
+static void grant_here(struct fixture *f,
+                       const char *user,
+                       const char *net,
+                       int64_t expires)
 {
 	Grantd__V1__Op op = GRANTD__V1__OP__INIT;
 	Grantd__V1__Grant g = GRANTD__V1__GRANT__INIT;
@@ -388,18 +395,22 @@ static void grant_here(struct fixture *f, const char *user, const char *net,
 /* policy_2fa for user from ip at now, committed state (as the reader
  * answers vref.check); why and hint into the caller's buffers (reset
  * here). */
-static int decide(struct fixture *f, const char *user, const char *ip,
-		  bool required, int64_t now, struct buf *why,
-		  struct buf *hint)
+static int decide(struct fixture *f,
+                  const char *user,
+                  const char *ip,
+                  bool required,
+                  int64_t now,
+                  struct buf *why,
+                  struct buf *hint)
 {
-	struct policy_ctx pc = { &f->cfg, f->store, NULL, "git.example.org" };
+	struct policy_ctx pc = {&f->cfg, f->store, NULL, "git.example.org"};
 	struct gd_net addr;
 
 	buf_reset(why);
 	buf_reset(hint);
 	assert_int_equal(addr_parse(&addr, ip, false), 0);
 	return policy_2fa(&pc, user, &addr, NULL, required, "demo", now, why,
-			  hint);
+	                  hint);
 }
 
 /* Required against opt-in, for each way of being (not) enrolled, and a
@@ -411,63 +422,69 @@ static void test_2fa(void **state)
 	int64_t now = (int64_t)time(NULL);
 
 	/* no user record at all (a gitolite user who never enrolled) */
-	assert_int_equal(decide(f, "gina", "192.0.2.7", false, now, &why,
-				&hint), 0);
-	assert_int_equal(decide(f, "gina", "192.0.2.7", true, now, &why,
-				&hint), GD_EDENIED);
+	assert_int_equal(
+	        decide(f, "gina", "192.0.2.7", false, now, &why, &hint), 0);
+	assert_int_equal(decide(f, "gina", "192.0.2.7", true, now, &why, &hint),
+	                 GD_EDENIED);
 	assert_string_equal(why.p, "user 'gina' is not enrolled with 2-factor "
-			    "authentication, which 'demo' requires");
+	                           "authentication, which 'demo' requires");
 	assert_non_null(strstr(hint.p, "enroll first: ssh git.example.org "
-				       "2fa enroll totp"));
+	                               "2fa enroll totp"));
 	/* a user record, no enrollment: the same */
 	user_here(f, "gina", false);
 	commit(f);
-	assert_int_equal(decide(f, "gina", "192.0.2.7", false, now, &why,
-				&hint), 0);
-	assert_int_equal(decide(f, "gina", "192.0.2.7", true, now, &why,
-				&hint), GD_EDENIED);
+	assert_int_equal(
+	        decide(f, "gina", "192.0.2.7", false, now, &why, &hint), 0);
+	assert_int_equal(decide(f, "gina", "192.0.2.7", true, now, &why, &hint),
+	                 GD_EDENIED);
 	assert_non_null(strstr(hint.p, "enroll first"));
 	/* enrolled, not yet activated by a val: still not enrolled */
 	enroll_here(f, "gina", false);
 	commit(f);
-	assert_int_equal(decide(f, "gina", "192.0.2.7", false, now, &why,
-				&hint), 0);
-	assert_int_equal(decide(f, "gina", "192.0.2.7", true, now, &why,
-				&hint), GD_EDENIED);
+	assert_int_equal(
+	        decide(f, "gina", "192.0.2.7", false, now, &why, &hint), 0);
+	assert_int_equal(decide(f, "gina", "192.0.2.7", true, now, &why, &hint),
+	                 GD_EDENIED);
 	assert_string_equal(hint.p, "finish enrolling: ssh git.example.org "
-			    "2fa val <token>");
+	                            "2fa val <token>");
 	/* enrolled: both need a grant for the address */
 	enroll_here(f, "gina", true);
 	commit(f);
 	for (int req = 0; req < 2; req++) {
-		assert_int_equal(decide(f, "gina", "192.0.2.7", req, now, &why,
-					&hint), GD_EDENIED);
+		assert_int_equal(
+		        decide(f, "gina", "192.0.2.7", req, now, &why, &hint),
+		        GD_EDENIED);
 		assert_string_equal(why.p, "IP address 192.0.2.7 has not been "
-				    "validated for user 'gina'");
-		assert_string_equal(hint.p, "get your 2-factor token and run: "
-				    "ssh git.example.org 2fa val <token>");
+		                           "validated for user 'gina'");
+		assert_string_equal(hint.p,
+		                    "get your 2-factor token and run: "
+		                    "ssh git.example.org 2fa val <token>");
 	}
 	grant_here(f, "gina", "192.0.2.7", now + 3600);
-	grant_here(f, "gina", "192.0.2.9", now - 1);   /* expired */
+	grant_here(f, "gina", "192.0.2.9", now - 1); /* expired */
 	commit(f);
 	for (int req = 0; req < 2; req++) {
-		assert_int_equal(decide(f, "gina", "192.0.2.7", req, now, &why,
-					&hint), 0);
-		assert_int_equal(decide(f, "gina", "192.0.2.8", req, now, &why,
-					&hint), GD_EDENIED);
-		assert_int_equal(decide(f, "gina", "192.0.2.9", req, now, &why,
-					&hint), GD_EDENIED);
+		assert_int_equal(
+		        decide(f, "gina", "192.0.2.7", req, now, &why, &hint),
+		        0);
+		assert_int_equal(
+		        decide(f, "gina", "192.0.2.8", req, now, &why, &hint),
+		        GD_EDENIED);
+		assert_int_equal(
+		        decide(f, "gina", "192.0.2.9", req, now, &why, &hint),
+		        GD_EDENIED);
 		/* the grant's end */
 		assert_int_equal(decide(f, "gina", "192.0.2.7", req, now + 3600,
-					&why, &hint), GD_EDENIED);
+		                        &why, &hint),
+		                 GD_EDENIED);
 	}
 	/* an enrollment without a live user record counts as none */
 	user_here(f, "gina", true);
 	commit(f);
-	assert_int_equal(decide(f, "gina", "192.0.2.8", false, now, &why,
-				&hint), 0);
-	assert_int_equal(decide(f, "gina", "192.0.2.7", true, now, &why,
-				&hint), GD_EDENIED);
+	assert_int_equal(
+	        decide(f, "gina", "192.0.2.8", false, now, &why, &hint), 0);
+	assert_int_equal(decide(f, "gina", "192.0.2.7", true, now, &why, &hint),
+	                 GD_EDENIED);
 	assert_non_null(strstr(why.p, "is not enrolled"));
 	buf_free(&why);
 	buf_free(&hint);
@@ -477,7 +494,7 @@ static void test_2fa(void **state)
 static void test_push_2fa(void **state)
 {
 	struct fixture *f = *state;
-	struct policy_ctx pc = { &f->cfg, f->store, NULL, "git.example.org" };
+	struct policy_ctx pc = {&f->cfg, f->store, NULL, "git.example.org"};
 	struct buf why = BUF_INIT, hint = BUF_INIT;
 	int64_t now = (int64_t)time(NULL);
 	struct gd_net ip;
@@ -491,29 +508,36 @@ static void test_push_2fa(void **state)
 	/* what allowed a push (the push log's factor) */
 	const char *mode_factor = NULL;
 	assert_int_equal(policy_push(&pc, "hugo", &ip, NULL, POLICY_KEY_UNKNOWN,
-				     "open", now, &why, &hint, &mode_factor), 0);
+	                             "open", now, &why, &hint, &mode_factor),
+	                 0);
 	assert_string_equal(mode_factor, "mode-off");
-	assert_int_equal(policy_push(&pc, "nobody", &ip, NULL, POLICY_KEY_UNKNOWN, "demo", now,
-				     &why, &hint, NULL), GD_EDENIED);
+	assert_int_equal(policy_push(&pc, "nobody", &ip, NULL,
+	                             POLICY_KEY_UNKNOWN, "demo", now, &why,
+	                             &hint, NULL),
+	                 GD_EDENIED);
 	assert_string_equal(why.p, "unknown user 'nobody'");
 	buf_reset(&why);
 	assert_int_equal(policy_push(&pc, "ivan", &ip, NULL, POLICY_KEY_UNKNOWN,
-				     "demo", now, &why, &hint, NULL), GD_EDENIED);
+	                             "demo", now, &why, &hint, NULL),
+	                 GD_EDENIED);
 	assert_string_equal(why.p, "user 'ivan' may not write to 'demo'");
 	buf_reset(&why);
 	buf_reset(&hint);
 	assert_int_equal(policy_push(&pc, "hugo", &ip, NULL, POLICY_KEY_UNKNOWN,
-				     "demo", now, &why, &hint, NULL), GD_EDENIED);
+	                             "demo", now, &why, &hint, NULL),
+	                 GD_EDENIED);
 	assert_string_equal(why.p, "user 'hugo' is not enrolled with 2-factor "
-			    "authentication, which 'demo' requires");
+	                           "authentication, which 'demo' requires");
 	enroll_here(f, "hugo", true);
 	grant_here(f, "hugo", "192.0.2.0/24", now + 60);
 	commit(f);
 	assert_int_equal(policy_push(&pc, "hugo", &ip, NULL, POLICY_KEY_UNKNOWN,
-				     "demo", now, &why, &hint, NULL), 0);
+	                             "demo", now, &why, &hint, NULL),
+	                 0);
 	const char *factor = NULL;
 	assert_int_equal(policy_push(&pc, "hugo", &ip, NULL, POLICY_KEY_UNKNOWN,
-				     "demo", now, &why, &hint, &factor), 0);
+	                             "demo", now, &why, &hint, &factor),
+	                 0);
 	assert_string_equal(factor, "grant");
 	buf_free(&why);
 	buf_free(&hint);
@@ -557,16 +581,16 @@ static void test_key_kinds(void **state)
 	assert_int_equal(t.len, 0);
 	policy_key_text(&t, &f->cfg, POLICY_KEY_SK_TOUCH);
 	assert_string_equal(t.p, "a security key with touch but no PIN, not "
-			    "two factors here (security_keys = pin)");
+	                         "two factors here (security_keys = pin)");
 	buf_reset(&t);
 	policy_key_text(&t, &f->cfg, POLICY_KEY_SK_PIN);
 	assert_string_equal(t.p, "a security key with touch and PIN (two "
-			    "factors)");
+	                         "factors)");
 	f->cfg.policy.security_keys = CONFIG_SK_OFF;
 	buf_reset(&t);
 	policy_key_text(&t, &f->cfg, POLICY_KEY_SK_TOUCH);
 	assert_string_equal(t.p, "a security key with touch, counted as an "
-			    "ordinary SSH key here (security_keys = off)");
+	                         "ordinary SSH key here (security_keys = off)");
 	buf_reset(&t);
 	policy_key_text(&t, &f->cfg, POLICY_KEY_PLAIN);
 	assert_string_equal(t.p, "an ordinary SSH key (one factor)");
@@ -579,16 +603,16 @@ static void test_key_kinds(void **state)
 static void test_push_security_keys(void **state)
 {
 	struct fixture *f = *state;
-	struct policy_ctx pc = { &f->cfg, f->store, NULL, "git.example.org" };
+	struct policy_ctx pc = {&f->cfg, f->store, NULL, "git.example.org"};
 	struct buf why = BUF_INIT, hint = BUF_INIT;
 	int64_t now = (int64_t)time(NULL);
 	const char *factor;
 	struct gd_net ip;
 
-#define PUSH(user, key, repo)                                                  \
-	(buf_reset(&why), buf_reset(&hint),                                    \
-	 policy_push(&pc, user, &ip, NULL, POLICY_KEY_##key, repo, now, &why,  \
-		     &hint, &factor))
+#define PUSH(user, key, repo)                                                 \
+	(buf_reset(&why), buf_reset(&hint),                                   \
+	 policy_push(&pc, user, &ip, NULL, POLICY_KEY_##key, repo, now, &why, \
+	             &hint, &factor))
 	repo_here(f, "req", GRANTD__V1__REPO_MODE__MODE_REQUIRED, "hugo");
 	repo_here(f, "optin", GRANTD__V1__REPO_MODE__MODE_OPT_IN, "hugo");
 	user_here(f, "hugo", false);
@@ -613,42 +637,44 @@ static void test_push_security_keys(void **state)
 	/* an ordinary key from the same address: as before, with the
 	 * factors seen on a line of their own */
 	assert_int_equal(PUSH("hugo", PLAIN, "req"), GD_EDENIED);
-	assert_string_equal(why.p, "user 'hugo' is not enrolled with 2-factor "
-			    "authentication, which 'req' requires\nfactors "
-			    "seen: an ordinary SSH key (one factor; a security "
-			    "key, ed25519-sk, would count as two); no 2-factor "
-			    "token enrolled");
+	assert_string_equal(why.p,
+	                    "user 'hugo' is not enrolled with 2-factor "
+	                    "authentication, which 'req' requires\nfactors "
+	                    "seen: an ordinary SSH key (one factor; a security "
+	                    "key, ed25519-sk, would count as two); no 2-factor "
+	                    "token enrolled");
 	/* no key kind (gitolite, grantctl check): the texts as before */
 	assert_int_equal(PUSH("hugo", UNKNOWN, "req"), GD_EDENIED);
 	assert_string_equal(why.p, "user 'hugo' is not enrolled with 2-factor "
-			    "authentication, which 'req' requires");
+	                           "authentication, which 'req' requires");
 	enroll_here(f, "hugo", true);
 	commit(f);
 	assert_int_equal(PUSH("hugo", SK_TOUCH, "req"), 0);
 	assert_int_equal(PUSH("hugo", SK_TOUCH, "optin"), 0);
 	assert_int_equal(PUSH("hugo", PLAIN, "optin"), GD_EDENIED);
-	assert_string_equal(why.p, "IP address 192.0.2.7 has not been "
-			    "validated for user 'hugo'\nfactors seen: an "
-			    "ordinary SSH key (one factor; a security key, "
-			    "ed25519-sk, would count as two); no 2-factor "
-			    "grant covers this address");
+	assert_string_equal(why.p,
+	                    "IP address 192.0.2.7 has not been "
+	                    "validated for user 'hugo'\nfactors seen: an "
+	                    "ordinary SSH key (one factor; a security key, "
+	                    "ed25519-sk, would count as two); no 2-factor "
+	                    "grant covers this address");
 	assert_string_equal(hint.p, "get your 2-factor token and run: ssh "
-			    "git.example.org 2fa val <token>");
+	                            "git.example.org 2fa val <token>");
 
 	/* pin: only a key whose PIN sshd checked */
 	f->cfg.policy.security_keys = CONFIG_SK_PIN;
 	assert_int_equal(PUSH("hugo", SK_PIN, "req"), 0);
 	assert_int_equal(PUSH("hugo", SK_TOUCH, "req"), GD_EDENIED);
 	assert_non_null(strstr(why.p, "\nfactors seen: a security key with "
-				      "touch but no PIN, not two factors "
-				      "here (security_keys = pin); no "
-				      "2-factor grant covers this address"));
+	                              "touch but no PIN, not two factors "
+	                              "here (security_keys = pin); no "
+	                              "2-factor grant covers this address"));
 
 	/* off: an ordinary key, which a grant lets through */
 	f->cfg.policy.security_keys = CONFIG_SK_OFF;
 	assert_int_equal(PUSH("hugo", SK_PIN, "req"), GD_EDENIED);
 	assert_non_null(strstr(why.p, "counted as an ordinary SSH key here "
-				      "(security_keys = off)"));
+	                              "(security_keys = off)"));
 	grant_here(f, "hugo", "192.0.2.7", now + 60);
 	commit(f);
 	assert_int_equal(PUSH("hugo", SK_PIN, "req"), 0);
@@ -664,8 +690,8 @@ static void test_push_security_keys(void **state)
 static void test_addr_revocation_voids(void **state)
 {
 	Grantd__V1__AddrRevocation ar = GRANTD__V1__ADDR_REVOCATION__INIT;
-	Grantd__V1__AddrRevocation *list[] = { &ar };
-	struct policy_revokes rv = { .addr = list, .n_addr = 1 };
+	Grantd__V1__AddrRevocation *list[] = {&ar};
+	struct policy_revokes rv = {.addr = list, .n_addr = 1};
 	Grantd__V1__Grant g = GRANTD__V1__GRANT__INIT;
 
 	(void)state;
@@ -694,7 +720,7 @@ static void test_addr_revocation_voids(void **state)
 	/* the same stamp: the origin name breaks the tie, as for LWW */
 	g.hlc = 1000;
 	assert_int_equal(policy_grant_void(&g, &rv),
-			 !ops_stamp_after(1000, "fb", 1000, "fa"));
+	                 !ops_stamp_after(1000, "fb", 1000, "fa"));
 	/* a subnet revoked: that subnet only, not a wider one around it */
 	ar.net = "10.7.7.0/24";
 	g.hlc = 999;
@@ -706,27 +732,136 @@ static void test_addr_revocation_voids(void **state)
 	assert_false(policy_grant_void(&g, NULL));
 }
 
+/* A decision's records are unpacked into a bump allocator (policy.c's
+ * arena): a repository whose writers fill more than its first room (some
+ * 40 KiB of names: several chunks) is decided as any other. */
+static void test_push_many_writers(void **state)
+{
+	struct fixture *f = *state;
+	struct policy_ctx pc = {&f->cfg, f->store, NULL, "git.example.org"};
+	struct buf why = BUF_INIT, hint = BUF_INIT;
+	int64_t now = (int64_t)time(NULL);
+	Grantd__V1__Op op = GRANTD__V1__OP__INIT;
+	Grantd__V1__Repo r = GRANTD__V1__REPO__INIT;
+	enum { N = 1000 };
+	char *writers[N], names[N][40];
+	const char *factor = NULL;
+	struct gd_net ip;
+
+	for (int i = 0; i < N; i++) {
+		snprintf(names[i], sizeof(names[i]),
+		         "writer-%04d-with-a-long-name", i);
+		writers[i] = names[i];
+	}
+	snprintf(names[N - 1], sizeof(names[N - 1]), "hugo");
+	r.name = "big";
+	r.mode = GRANTD__V1__REPO_MODE__MODE_REQUIRED, r.has_mode = 1;
+	r.writers = writers;
+	r.n_writers = N;
+	op.body_case = GRANTD__V1__OP__BODY_REPO;
+	op.repo = &r;
+	assert_int_equal(ops_local(f->ops, f->b, &op), 0);
+	user_here(f, "hugo", false);
+	user_here(f, "ivan", false);
+	enroll_here(f, "hugo", true);
+	grant_here(f, "hugo", "192.0.2.0/24", now + 60);
+	commit(f);
+	assert_int_equal(addr_parse(&ip, "192.0.2.7", false), 0);
+	for (int round = 0; round < 3; round++) {
+		assert_int_equal(policy_push(&pc, "hugo", &ip, NULL,
+		                             POLICY_KEY_PLAIN, "big", now, &why,
+		                             &hint, &factor),
+		                 0);
+		assert_string_equal(factor, "grant");
+		buf_reset(&why);
+		assert_int_equal(policy_push(&pc, "ivan", &ip, NULL,
+		                             POLICY_KEY_PLAIN, "big", now, &why,
+		                             &hint, &factor),
+		                 GD_EDENIED);
+		assert_string_equal(why.p,
+		                    "user 'ivan' may not write to 'big'");
+		buf_reset(&why);
+		buf_reset(&hint);
+	}
+	buf_free(&why);
+	buf_free(&hint);
+}
+
+/* The enrollment, a sealed record opened on every read, is read only when
+ * the answer needs it (issue 23): with every enrollment read failing (the
+ * read-enroll fault), a push to a repository in mode off and one over a
+ * key that counts as two factors are still decided; one that needs the
+ * enrollment fails to decide (GD_EIO), never a refusal.  The fault stays
+ * armed for the rest of the process: keep this test last. */
+static void test_push_reads_enrollment_when_needed(void **state)
+{
+	struct fixture *f = *state;
+	struct policy_ctx pc = {&f->cfg, f->store, NULL, "git.example.org"};
+	struct buf why = BUF_INIT, hint = BUF_INIT;
+	int64_t now = (int64_t)time(NULL);
+	const char *factor = NULL;
+	struct gd_net ip;
+
+	repo_here(f, "req", GRANTD__V1__REPO_MODE__MODE_REQUIRED, "hugo");
+	repo_here(f, "open", GRANTD__V1__REPO_MODE__MODE_OFF, "hugo");
+	user_here(f, "hugo", false);
+	enroll_here(f, "hugo", true);
+	grant_here(f, "hugo", "192.0.2.0/24", now + 60);
+	commit(f);
+	assert_int_equal(addr_parse(&ip, "192.0.2.7", false), 0);
+	assert_int_equal(policy_push(&pc, "hugo", &ip, NULL, POLICY_KEY_PLAIN,
+	                             "req", now, &why, &hint, &factor),
+	                 0);
+	assert_string_equal(factor, "grant");
+
+	setenv("GRANTD_TEST_FAULT_AT", "read-enroll", 1);
+	crashpoint_init();
+	assert_int_equal(policy_push(&pc, "hugo", &ip, NULL, POLICY_KEY_PLAIN,
+	                             "open", now, &why, &hint, &factor),
+	                 0);
+	assert_string_equal(factor, "mode-off");
+	f->cfg.policy.security_keys = CONFIG_SK_TOUCH;
+	assert_int_equal(policy_push(&pc, "hugo", &ip, NULL,
+	                             POLICY_KEY_SK_TOUCH, "req", now, &why,
+	                             &hint, &factor),
+	                 0);
+	assert_string_equal(factor, "security-key");
+	assert_int_equal(policy_push(&pc, "hugo", &ip, NULL, POLICY_KEY_PLAIN,
+	                             "req", now, &why, &hint, &factor),
+	                 GD_EIO);
+	assert_int_equal(policy_2fa(&pc, "hugo", &ip, NULL, true, "req", now,
+	                            &why, &hint),
+	                 GD_EIO);
+	buf_free(&why);
+	buf_free(&hint);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_every_attempt_counts,
-						setup, teardown),
-		cmocka_unit_test_setup_teardown(test_sites_summed, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_unlock_forgives_earlier,
-						setup, teardown),
-		cmocka_unit_test_setup_teardown(test_unlock_from_the_future,
-						setup, teardown),
-		cmocka_unit_test_setup_teardown(test_unlock_tie, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_2fa, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_push_2fa, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_key_kinds, setup,
-						teardown),
-		cmocka_unit_test(test_addr_revocation_voids),
-		cmocka_unit_test_setup_teardown(test_push_security_keys,
-						setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_every_attempt_counts,
+	                                        setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_sites_summed, setup,
+	                                        teardown),
+	        cmocka_unit_test_setup_teardown(test_unlock_forgives_earlier,
+	                                        setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_unlock_from_the_future,
+	                                        setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_unlock_tie, setup,
+	                                        teardown),
+	        cmocka_unit_test_setup_teardown(test_2fa, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_push_2fa, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_key_kinds, setup,
+	                                        teardown),
+	        cmocka_unit_test(test_addr_revocation_voids),
+	        cmocka_unit_test_setup_teardown(test_push_security_keys, setup,
+	                                        teardown),
+	        cmocka_unit_test_setup_teardown(test_push_many_writers, setup,
+	                                        teardown),
+	        /* last: it arms a fault for the rest of the process */
+	        cmocka_unit_test_setup_teardown(
+	                test_push_reads_enrollment_when_needed, setup,
+	                teardown),
 	};
 	return cmocka_run_group_tests(tests, setup_group, fx_group_teardown);
 }
