@@ -675,7 +675,7 @@ const struct peerpolicy *repl_peerpolicy(const struct repl *r)
 	return &r->policy;
 }
 
-int repl_rebuild(struct repl *r, const char *site)
+int repl_rebuild(struct repl *r, const char *site, bool trust_unsigned)
 {
 	struct repl_peer *p = repl_peer_by_site(r, site);
 	Grantd__V1__PeerMsg m;
@@ -688,6 +688,8 @@ int repl_rebuild(struct repl *r, const char *site)
 	if (peer_send(p->dealer, &m, NULL, 0) < 0)
 		return GD_EUNREACH;
 	log_info("rebuild requested from peer=%s", site);
+	if (trust_unsigned)
+		repl_xfer_rebuild(r, p, clock_mono_ms());
 	return 0;
 }
 

@@ -143,8 +143,12 @@ void repl_status(struct repl *r, cJSON *arr, uint64_t now_ms);
 void repl_mirror_lag(struct repl *r, cJSON *obj, uint64_t now_ms);
 
 /* Ask SITE for its version vector and fetch everything it has that this
- * node lacks.  Returns 0, or GD_ENOTFOUND for an unknown site. */
-int repl_rebuild(struct repl *r, const char *site);
+ * node lacks.  trust_unsigned (`--trust-unsigned`): also start a state
+ * transfer from SITE now that takes its records without signed
+ * operations unchecked (records written before they were kept), that
+ * transfer only (repl_int.h, struct repl_xfer).  Returns 0, GD_ENOTFOUND
+ * for an unknown site or GD_EUNREACH when SITE cannot be sent to. */
+int repl_rebuild(struct repl *r, const char *site, bool trust_unsigned);
 
 /* Add "latency_us" {count, p50, p99, max} (live operations, publish at
  * the origin to committed here), "dropped" {forged_origin, snapshot_record,

@@ -121,6 +121,13 @@ struct repl_xfer {
 	uint64_t sent_ms;
 	uint64_t records;
 	uint64_t refused; /* records that failed a check */
+	/* started by `grantctl rebuild --from SITE --trust-unsigned`
+	 * (repl_xfer_rebuild): a record without operations is taken as
+	 * from an origin without a key, even when its origin has one;
+	 * trusted counts those.  Never set again once the transfer ends
+	 * or is cut: its restart checks as any other. */
+	bool trust;
+	uint64_t trusted;
 };
 
 /* Peer input refused for a reason of its own, counted apart (status:
@@ -198,6 +205,10 @@ struct repl {
 	/* the origins' keys; operations taken from origins without one */
 	struct opsig_verifier verifier;
 	uint64_t unchecked;
+	/* records without operations taken because a rebuild trusted its
+	 * peer (struct repl_xfer's trust; status
+	 * replication.unsigned_records_trusted) */
+	uint64_t unsigned_trusted;
 	struct tlogwit *tlogwit; /* checkpoints (NULL: no signer) */
 };
 
@@ -326,6 +337,11 @@ bool repl_range_tick(struct repl *r, struct repl_peer *p, uint64_t now_ms);
 
 /* Start a state transfer from p (none when one runs). */
 void repl_xfer_start(struct repl *r, struct repl_peer *p, uint64_t now_ms);
+/* `grantctl rebuild --from p --trust-unsigned`: start a state transfer
+ * from p that takes records without operations (struct repl_xfer's
+ * trust); one running, from p or another peer, is dropped first (it
+ * starts again later, checking as always). */
+void repl_xfer_rebuild(struct repl *r, struct repl_peer *p, uint64_t now_ms);
 /* A snap_rep from p's DEALER: merge its records, ask for the next; at the
  * end raise the vector (repl_xfer's rules). */
 void repl_xfer_apply(struct repl *r,

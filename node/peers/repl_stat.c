@@ -252,4 +252,6 @@ void repl_metrics(struct repl *r, cJSON *obj)
 	cJSON *cu = cJSON_AddObjectToObject(obj, "last_catchup");
 	cJSON_AddNumberToObject(cu, "ops", (double)r->lat.last_ops);
 	cJSON_AddNumberToObject(cu, "ms", (double)r->lat.last_ms);
+	cJSON_AddNumberToObject(obj, "unsigned_records_trusted",
+	                        (double)r->unsigned_trusted);
 }

@@ -12,6 +12,13 @@
  * RANGE_TIMEOUT_MS) is dropped and starts over from the first family: the
  * records merged so far are harmless (a merge never goes backwards), and
  * the vector, never raised, still asks for what is missing.
+ *
+ * One exception, asked for by an operator: the transfer that `grantctl
+ * rebuild --from SITE --trust-unsigned` starts (repl_xfer_rebuild) takes
+ * a record without operations as from an origin without a key, whatever
+ * its origin (a store written before recops.h keeps none; upgrading.md).
+ * Records with operations are checked as always; the trust ends with the
+ * transfer, finished or cut (its restart checks as any other).
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -69,6 +76,21 @@ void repl_xfer_start(struct repl *r, struct repl_peer *p, uint64_t now_ms)
 		return;
 	r->xfer.p = p;
 	log_info("state transfer started peer=%s (behind its operation log)",
+	         p->cfg->site);
+	snap_request(r, now_ms);
+}
+
+void repl_xfer_rebuild(struct repl *r, struct repl_peer *p, uint64_t now_ms)
+{
+	if (r->xfer.p) {
+		log_info("state transfer from peer=%s dropped for a rebuild "
+		         "from %s",
+		         r->xfer.p->cfg->site, p->cfg->site);
+		repl_xfer_free(&r->xfer);
+	}
+	r->xfer.p = p;
+	r->xfer.trust = true;
+	log_warn("rebuild from %s trusting records without signed operations",
 	         p->cfg->site);
 	snap_request(r, now_ms);
 }
@@ -276,7 +298,9 @@ static int take_signed(struct repl *r,
  * operation's checks come before its signature's); then, when the site
  * that must have made it has a key here (a mark: when any site has one),
  * refused (DROP_SIGNATURE) and its merge taken back, for only its signed
- * operations may bring it; else kept, counted as unchecked. */
+ * operations may bring it; else kept, counted as unchecked.  A transfer
+ * that trusts its peer (struct repl_xfer's trust) keeps it too, counted
+ * as trusted as well. */
 static int take_bare(struct repl *r,
                      enum store_cf cf,
                      const ProtobufCBinaryData *key,
@@ -287,7 +311,7 @@ static int take_bare(struct repl *r,
 {
 	struct ops_save sp;
 	char origin[65];
-	bool any, need;
+	bool any, need, trusted;
 	int rc, rb;
 
 	*drop = DROP_SNAP_RECORD;
@@ -295,13 +319,19 @@ static int take_bare(struct repl *r,
 	                            val->data, val->len) == 0 &&
 	       (any ? r->verifier.nkeys > 0
 	            : opsig_verifier_has(&r->verifier, origin));
+	trusted = need && r->xfer.trust;
+	if (trusted)
+		need = false;
 	if (need)
 		ops_savepoint(r->ops, r->batch, &sp);
 	rc = ops_merge_record(r->ops, r->batch, cf, val->data, val->len, t,
 	                      why);
 	if (!need) {
-		if (rc == 0)
+		if (rc == 0) {
 			r->unchecked++;
+			r->xfer.trusted += trusted;
+			r->unsigned_trusted += trusted;
+		}
 		return rc;
 	}
 	if ((rb = ops_rollback(r->ops, r->batch, &sp)) < 0)
@@ -400,6 +430,10 @@ static void snap_raise(struct repl *r, struct repl_peer *p)
 		         "claims_capped=%llu",
 		         p->cfg->site, (unsigned long long)sn->records,
 		         (unsigned long long)capped);
+	if (sn->trust)
+		log_warn("rebuild from %s done: %llu records without signed "
+		         "operations trusted",
+		         p->cfg->site, (unsigned long long)sn->trusted);
 }
 
 void repl_xfer_apply(struct repl *r,
@@ -458,6 +492,13 @@ void repl_xfer_tick(struct repl *r, uint64_t now_ms)
 	if (r->xfer.p && now_ms - r->xfer.sent_ms > RANGE_TIMEOUT_MS) {
 		log_warn("state transfer timed out peer=%s; starting over",
 		         r->xfer.p->cfg->site);
+		if (r->xfer.trust)
+			log_warn("rebuild from %s cut after %llu records "
+			         "without signed operations trusted; its "
+			         "restart checks them (rebuild again to "
+			         "trust it)",
+			         r->xfer.p->cfg->site,
+			         (unsigned long long)r->xfer.trusted);
 		repl_xfer_free(&r->xfer);
 	}
 }

@@ -34,22 +34,31 @@
 
 /* ---- status, backup, rebuild -------------------------------------------- */
 
+/* args: --from SITE [--trust-unsigned] */
 static int cmd_rebuild(struct cmd_ctx *x, struct req *r)
 {
-	if (strcmp(r->rq->args[0], "--from"))
-		return cmd_bad(r, "usage: grantctl rebuild --from SITE");
-	int rc = repl_rebuild(x->node->repl, r->rq->args[1]);
+	const char *site = r->rq->args[1];
+	bool trust = r->rq->n_args == 3;
+
+	if (strcmp(r->rq->args[0], "--from") ||
+	    (trust && strcmp(r->rq->args[2], "--trust-unsigned")))
+		return cmd_bad(r, "usage: grantctl rebuild --from SITE, or "
+			       "grantctl rebuild --from SITE --trust-unsigned");
+	int rc = repl_rebuild(x->node->repl, site, trust);
 	if (rc == GD_ENOTFOUND)
-		return cmd_bad(r, "'%s' is not a configured peer site",
-			       r->rq->args[1]);
+		return cmd_bad(r, "'%s' is not a configured peer site", site);
 	if (rc < 0)
-		return cmd_refuse(r, "cannot reach site %s", r->rq->args[1]);
+		return cmd_refuse(r, "cannot reach site %s", site);
 	if (x->node->gitrepl)
-		gitrepl_all(x->node->gitrepl, r->rq->args[1]);
+		gitrepl_all(x->node->gitrepl, site);
 	buf_printf(&r->out, "rebuilding from %s: everything it has that this "
 		   "site lacks is being fetched, repositories too; watch "
 		   "'grantctl status' until lag_ops and pending_refs are 0\n",
-		   r->rq->args[1]);
+		   site);
+	if (trust)
+		buf_printf(&r->out, "records from %s without signed operations "
+			   "are trusted until this state transfer ends (status: "
+			   "replication.unsigned_records_trusted)\n", site);
 	return 0;
 }
 
@@ -642,7 +651,7 @@ const struct cmd cmd_node_rows[] = {
 	CMD_ROW("verify", CMD_ON_ADMIN | CMD_READS | CMD_NODE, 0, 0,
 		cmd_verify),
 	CMD_ROW("backup", CMD_ON_ADMIN | CMD_READS, 1, 1, cmd_backup),
-	CMD_ROW("rebuild", CMD_ON_ADMIN | CMD_BATCH | CMD_NODE, 2, 2,
+	CMD_ROW("rebuild", CMD_ON_ADMIN | CMD_BATCH | CMD_NODE, 2, 3,
 		cmd_rebuild),
 	CMD_ROW("rekey", CMD_ON_ADMIN | CMD_BATCH | CMD_NODE, 1, 1,
 		cmd_rekey),
