@@ -15,7 +15,10 @@
  *    unchecked), and raises the vector; a later transfer (not started by
  *    that rebuild) refuses the next such record again;
  *  - with an operation signed by the wrong key, refused even trusting;
- *  - the trusting transfer cut (no reply in time): its restart refuses.
+ *  - the trusting transfer cut (no reply in time): its restart refuses;
+ *  - the command (cmd_node.c's rebuild row): a third word other than
+ *    --trust-unsigned is a usage error naming both forms; with it, the
+ *    trusting transfer starts.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -30,6 +33,7 @@
 
 #include "buf.h"
 #include "clock.h"
+#include "cmd.h"
 #include "err.h"
 #include "fixture.h"
 #include "ops.h"
@@ -297,6 +301,59 @@ static void test_cut_restart_refuses(void **state)
 	assert_int_equal(r->unsigned_trusted, 0);
 }
 
+/* `grantctl rebuild ARGS` as the node runs it (admitted, then its
+ * handler) for portland; r's answer in r->out, r->err. */
+static void rebuild_cmd(struct xf *x, struct req *r, char **args, size_t n)
+{
+	static Grantd__V1__Request rq;
+	struct cmd_node node = {.ops = x->f->b.o, .repl = x->f->b.repl};
+	struct cmd_ctx c = {.node = &node};
+	const struct cmd *row = NULL;
+
+	for (size_t i = 0; i < cmd_node_nrows; i++)
+		if (!strcmp(cmd_node_rows[i].name, "rebuild"))
+			row = &cmd_node_rows[i];
+	assert_non_null(row);
+	buf_free(&r->out);
+	buf_free(&r->err);
+	memset(r, 0, sizeof(*r));
+	grantd__v1__request__init(&rq);
+	rq.cmd = "rebuild", rq.args = args, rq.n_args = n;
+	r->rq = &rq;
+	r->admin = true;
+	if (cmd_admit(row, r, NULL, NULL, false) == 0)
+		assert_int_equal(row->fn(&c, r), 0);
+}
+
+static void test_cmd(void **state)
+{
+	struct xf *x = *state;
+	struct fx_node *both[] = {&x->f->a, &x->f->b};
+	char *bad[] = {"--from", "paloalto", "--trust"};
+	char *good[] = {"--from", "paloalto", "--trust-unsigned"};
+	struct req r = {0};
+	struct repl *rp;
+
+	assert_int_equal(fx_node_link(&x->f->b), 0);
+	rp = x->f->b.repl;
+	rebuild_cmd(x, &r, bad, 3);
+	assert_int_equal(r.status, GD_EXIT_USAGE);
+	assert_non_null(strstr(r.err.p, "grantctl rebuild --from SITE, or "
+	                                "grantctl rebuild --from SITE "
+	                                "--trust-unsigned"));
+	assert_null(rp->xfer.p);
+	/* paloalto reachable after its handshake */
+	for (uint64_t end = clock_mono_ms() + WAIT_MS;
+	     rebuild_cmd(x, &r, good, 3), r.status && clock_mono_ms() < end;)
+		fx_nodes_round(both, 2, 5);
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.out.p, "without signed operations"));
+	assert_non_null(rp->xfer.p);
+	assert_true(rp->xfer.trust);
+	buf_free(&r.out);
+	buf_free(&r.err);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -308,6 +365,8 @@ int main(void)
 	                                        setup_pair, teardown_pair),
 	        cmocka_unit_test_setup_teardown(test_cut_restart_refuses,
 	                                        setup_pair, teardown_pair),
+	        cmocka_unit_test_setup_teardown(test_cmd, setup_pair,
+	                                        teardown_pair),
 	};
 
 	return cmocka_run_group_tests(tests, setup_group, fx_group_teardown);
