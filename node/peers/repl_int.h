@@ -209,6 +209,9 @@ struct repl {
 	 * peer (struct repl_xfer's trust; status
 	 * replication.unsigned_records_trusted) */
 	uint64_t unsigned_trusted;
+	/* a trusting rebuild asked while a transfer ran: started from this
+	 * peer as soon as that transfer is over (NULL: none) */
+	struct repl_peer *trust_next;
 	struct tlogwit *tlogwit; /* checkpoints (NULL: no signer) */
 };
 
@@ -339,8 +342,8 @@ bool repl_range_tick(struct repl *r, struct repl_peer *p, uint64_t now_ms);
 void repl_xfer_start(struct repl *r, struct repl_peer *p, uint64_t now_ms);
 /* `grantctl rebuild --from p --trust-unsigned`: start a state transfer
  * from p that takes records without operations (struct repl_xfer's
- * trust); one running, from p or another peer, is dropped first (it
- * starts again later, checking as always). */
+ * trust); while one runs (its replies may be in flight), as soon as it is
+ * over, finished or cut. */
 void repl_xfer_rebuild(struct repl *r, struct repl_peer *p, uint64_t now_ms);
 /* A snap_rep from p's DEALER: merge its records, ask for the next; at the
  * end raise the vector (repl_xfer's rules). */

@@ -18,7 +18,10 @@
  * a record without operations as from an origin without a key, whatever
  * its origin (a store written before recops.h keeps none; upgrading.md).
  * Records with operations are checked as always; the trust ends with the
- * transfer, finished or cut (its restart checks as any other).
+ * transfer, finished or cut (its restart checks as any other).  Asked
+ * while another transfer runs, it starts when that one is over (not
+ * before: that one's replies may still be on their way, and a reply is
+ * known only by its family and keys).
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -83,16 +86,29 @@ void repl_xfer_start(struct repl *r, struct repl_peer *p, uint64_t now_ms)
 void repl_xfer_rebuild(struct repl *r, struct repl_peer *p, uint64_t now_ms)
 {
 	if (r->xfer.p) {
-		log_info("state transfer from peer=%s dropped for a rebuild "
-		         "from %s",
-		         r->xfer.p->cfg->site, p->cfg->site);
-		repl_xfer_free(&r->xfer);
+		r->trust_next = p;
+		log_info("rebuild from %s trusting records without signed "
+		         "operations: after the state transfer from peer=%s",
+		         p->cfg->site, r->xfer.p->cfg->site);
+		return;
 	}
 	r->xfer.p = p;
 	r->xfer.trust = true;
 	log_warn("rebuild from %s trusting records without signed operations",
 	         p->cfg->site);
 	snap_request(r, now_ms);
+}
+
+/* The transfer is over (finished or cut): forget it; a trusting rebuild
+ * waiting for it starts now. */
+static void xfer_over(struct repl *r, uint64_t now_ms)
+{
+	struct repl_peer *next = r->trust_next;
+
+	repl_xfer_free(&r->xfer);
+	r->trust_next = NULL;
+	if (next)
+		repl_xfer_rebuild(r, next, now_ms);
 }
 
 static void serve_snap(struct repl *r,
@@ -484,7 +500,7 @@ void repl_xfer_apply(struct repl *r,
 	snap_raise(r, p);
 	if (sn->refused)
 		repl_back_off(p, now_ms); /* not a state transfer a second */
-	repl_xfer_free(sn);
+	xfer_over(r, now_ms);
 }
 
 void repl_xfer_tick(struct repl *r, uint64_t now_ms)
@@ -499,6 +515,6 @@ void repl_xfer_tick(struct repl *r, uint64_t now_ms)
 			         "trust it)",
 			         r->xfer.p->cfg->site,
 			         (unsigned long long)r->xfer.trusted);
-		repl_xfer_free(&r->xfer);
+		xfer_over(r, now_ms);
 	}
 }

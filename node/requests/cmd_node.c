@@ -57,7 +57,8 @@ static int cmd_rebuild(struct cmd_ctx *x, struct req *r)
 		   site);
 	if (trust)
 		buf_printf(&r->out, "records from %s without signed operations "
-			   "are trusted until this state transfer ends (status: "
+			   "are trusted in the state transfer this starts (after "
+			   "one running, if any; status: "
 			   "replication.unsigned_records_trusted)\n", site);
 	return 0;
 }

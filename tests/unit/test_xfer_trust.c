@@ -16,6 +16,8 @@
  *    that rebuild) refuses the next such record again;
  *  - with an operation signed by the wrong key, refused even trusting;
  *  - the trusting transfer cut (no reply in time): its restart refuses;
+ *  - asked while portland's own transfer runs: that one refuses, the
+ *    trusting one starts when it is over and takes the record;
  *  - the command (cmd_node.c's rebuild row): a third word other than
  *    --trust-unsigned is a usage error naming both forms; with it, the
  *    trusting transfer starts.
@@ -301,6 +303,38 @@ static void test_cut_restart_refuses(void **state)
 	assert_int_equal(r->unsigned_trusted, 0);
 }
 
+static void test_waits_for_running(void **state)
+{
+	struct xf *x = *state;
+	struct fx_node *both[] = {&x->f->a, &x->f->b};
+	struct repl *r;
+	int rc = GD_EUNREACH;
+
+	forge(x, "mallory", NULL);
+	r = link_b(x, false);
+	/* paloalto reachable (its handshake; an untrusting rebuild only asks
+	 * for its vector), a transfer of portland's own running, then the
+	 * trusting rebuild */
+	for (uint64_t end = clock_mono_ms() + WAIT_MS;
+	     rc == GD_EUNREACH && clock_mono_ms() < end;) {
+		fx_nodes_round(both, 2, 5);
+		rc = repl_rebuild(r, "paloalto", false);
+	}
+	assert_int_equal(rc, 0);
+	if (!r->xfer.p)
+		repl_xfer_start(r, repl_peer_by_site(r, "paloalto"),
+		                clock_mono_ms());
+	assert_int_equal(repl_rebuild(r, "paloalto", true), 0);
+	assert_false(r->xfer.trust);
+	assert_non_null(r->trust_next);
+	run_transfer(x); /* both: the second starts as the first ends */
+	assert_null(r->trust_next);
+	assert_true(has_grant(x, "mallory"));
+	assert_int_equal(r->drops[DROP_SIGNATURE], 1); /* the first's */
+	assert_int_equal(r->unsigned_trusted, 1);
+	assert_int_equal(held(x->f), NGRANTS);
+}
+
 /* `grantctl rebuild ARGS` as the node runs it (admitted, then its
  * handler) for portland; r's answer in r->out, r->err. */
 static void rebuild_cmd(struct xf *x, struct req *r, char **args, size_t n)
@@ -364,6 +398,8 @@ int main(void)
 	        cmocka_unit_test_setup_teardown(test_bad_op_refused_trusted,
 	                                        setup_pair, teardown_pair),
 	        cmocka_unit_test_setup_teardown(test_cut_restart_refuses,
+	                                        setup_pair, teardown_pair),
+	        cmocka_unit_test_setup_teardown(test_waits_for_running,
 	                                        setup_pair, teardown_pair),
 	        cmocka_unit_test_setup_teardown(test_cmd, setup_pair,
 	                                        teardown_pair),
