@@ -144,9 +144,9 @@ void repl_mirror_lag(struct repl *r, cJSON *obj, uint64_t now_ms);
 
 /* Ask SITE for its version vector and fetch everything it has that this
  * node lacks.  trust_unsigned (`--trust-unsigned`): also start a state
- * transfer from SITE now that takes its records without signed
- * operations unchecked (records written before they were kept), that
- * transfer only (repl_int.h, struct repl_xfer).  Returns 0, GD_ENOTFOUND
+ * transfer from SITE (now, or when one running is over) that takes its
+ * records without signed operations unchecked (records written before
+ * they were kept), that transfer only (repl_int.h, struct repl_xfer).  Returns 0, GD_ENOTFOUND
  * for an unknown site or GD_EUNREACH when SITE cannot be sent to. */
 int repl_rebuild(struct repl *r, const char *site, bool trust_unsigned);
 

@@ -37,13 +37,13 @@
 /* args: --from SITE [--trust-unsigned] */
 static int cmd_rebuild(struct cmd_ctx *x, struct req *r)
 {
-	const char *site = r->rq->args[1];
 	bool trust = r->rq->n_args == 3;
 
-	if (strcmp(r->rq->args[0], "--from") ||
+	if (r->rq->n_args < 2 || strcmp(r->rq->args[0], "--from") ||
 	    (trust && strcmp(r->rq->args[2], "--trust-unsigned")))
 		return cmd_bad(r, "usage: grantctl rebuild --from SITE, or "
 			       "grantctl rebuild --from SITE --trust-unsigned");
+	const char *site = r->rq->args[1];
 	int rc = repl_rebuild(x->node->repl, site, trust);
 	if (rc == GD_ENOTFOUND)
 		return cmd_bad(r, "'%s' is not a configured peer site", site);
@@ -652,7 +652,7 @@ const struct cmd cmd_node_rows[] = {
 	CMD_ROW("verify", CMD_ON_ADMIN | CMD_READS | CMD_NODE, 0, 0,
 		cmd_verify),
 	CMD_ROW("backup", CMD_ON_ADMIN | CMD_READS, 1, 1, cmd_backup),
-	CMD_ROW("rebuild", CMD_ON_ADMIN | CMD_BATCH | CMD_NODE, 2, 3,
+	CMD_ROW("rebuild", CMD_ON_ADMIN | CMD_BATCH | CMD_NODE, 0, 3,
 		cmd_rebuild),
 	CMD_ROW("rekey", CMD_ON_ADMIN | CMD_BATCH | CMD_NODE, 1, 1,
 		cmd_rekey),

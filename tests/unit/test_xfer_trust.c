@@ -18,9 +18,9 @@
  *  - the trusting transfer cut (no reply in time): its restart refuses;
  *  - asked while portland's own transfer runs: that one refuses, the
  *    trusting one starts when it is over and takes the record;
- *  - the command (cmd_node.c's rebuild row): a third word other than
- *    --trust-unsigned is a usage error naming both forms; with it, the
- *    trusting transfer starts.
+ *  - the command (cmd_node.c's rebuild row): fewer than two words, or a
+ *    third other than --trust-unsigned, is a usage error naming both
+ *    forms; with it, the trusting transfer starts.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -370,11 +370,16 @@ static void test_cmd(void **state)
 
 	assert_int_equal(fx_node_link(&x->f->b), 0);
 	rp = x->f->b.repl;
-	rebuild_cmd(x, &r, bad, 3);
-	assert_int_equal(r.status, GD_EXIT_USAGE);
-	assert_non_null(strstr(r.err.p, "grantctl rebuild --from SITE, or "
-	                                "grantctl rebuild --from SITE "
-	                                "--trust-unsigned"));
+	for (size_t n = 0; n <= 3; n++) {
+		rebuild_cmd(x, &r, bad, n);
+		if (n == 2)
+			continue;
+		assert_int_equal(r.status, GD_EXIT_USAGE);
+		assert_non_null(strstr(r.err.p,
+		                       "grantctl rebuild --from SITE, or "
+		                       "grantctl rebuild --from SITE "
+		                       "--trust-unsigned"));
+	}
 	assert_null(rp->xfer.p);
 	/* paloalto reachable after its handshake */
 	for (uint64_t end = clock_mono_ms() + WAIT_MS;
