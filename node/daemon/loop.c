@@ -24,6 +24,7 @@
 #include "metrics.h"
 #include "node.h"
 #include "peer.h"
+#include "peerfeatures.h"
 #include "readers.h"
 #include "reload.h"
 #include "repl.h"
@@ -231,7 +232,11 @@ static void job_attest(void *payload, uint64_t now)
 	int k;
 
 	(void)now;
-	if (!l->attesting)
+	/* not before every frontend runs a release that keeps signed
+	 * operations per record: an older one would take these operations
+	 * and keep none of them (push-tlog came with them, issue 21) */
+	if (!l->attesting ||
+	    !repl_feature_everywhere(n->repl, FEATURE_PUSH_TLOG))
 		return;
 	k = attest_step(&l->attest, n->ops, writer_batch(n->writer),
 	                ATTEST_CHUNK);
@@ -270,7 +275,8 @@ static void attest_start(struct loop *l)
 	if (!need)
 		return;
 	log_info("attesting the records made before signing: those of this "
-	         "site without signed operations, %d a batch",
+	         "site without signed operations, %d a batch, once every "
+	         "frontend runs this release",
 	         ATTEST_CHUNK);
 	l->attesting = true;
 }
