@@ -266,17 +266,19 @@ static void attest_start(struct loop *l)
 	bool need = false;
 	int rc;
 
-	attest_init(&l->attest);
+	memset(&l->attest, 0, sizeof(l->attest));
 	if (l->n->cfg->role != CONFIG_ROLE_FRONTEND)
 		return;
-	if ((rc = attest_needed(l->n->store, &need)) < 0)
+	if ((rc = attest_needed(l->n->store, &need)) == 0 && need)
+		rc = attest_init(&l->attest, l->n->store);
+	if (rc < 0)
 		log_error("attesting records made before signing: %s",
 		          gd_strerror(rc));
-	if (!need)
+	if (rc < 0 || !need)
 		return;
-	log_info("attesting the records made before signing: those of this "
-	         "site without signed operations, %d a batch, once every "
-	         "frontend runs this release",
+	log_info("attesting the records made before signing: this site's "
+	         "as its signed operations, %d a batch, once every frontend "
+	         "runs this release",
 	         ATTEST_CHUNK);
 	l->attesting = true;
 }

@@ -3,9 +3,9 @@
  * operations of its own (attest.h says which and why).
  *
  * Each chunk scans the committed records of one family at a time from
- * the job's cursor (the last key seen); a record that already keeps
- * operations (recops_get) is passed over, so a restart that scans again
- * from the start takes only what is still without them.
+ * the job's cursor (the family and the last key seen), kept in CF_META
+ * with the chunk (ATTEST_AT), so a restart goes on where the last
+ * committed chunk stopped.
  */
 #include <sodium.h>
 #include <stdlib.h>
@@ -14,7 +14,6 @@
 #include "attest.h"
 #include "err.h"
 #include "log.h"
-#include "recops.h"
 #include "records.h"
 #include "xalloc.h"
 #include "banned.h"
@@ -32,10 +31,19 @@ int attest_needed(struct store *s, bool *need)
 	return rc == GD_ENOTFOUND ? 0 : rc;
 }
 
-void attest_init(struct attest_job *j)
+int attest_init(struct attest_job *j, struct store *s)
 {
+	struct buf v = BUF_INIT;
+	int rc = store_get(s, NULL, CF_META, ATTEST_AT, strlen(ATTEST_AT), &v);
+
 	memset(j, 0, sizeof(*j));
 	j->after = (struct buf)BUF_INIT;
+	if (rc == 0 && v.len >= 1) { /* a run stopped there: on from it */
+		j->cf = (uint8_t)v.p[0];
+		buf_add(&j->after, v.p + 1, v.len - 1);
+	}
+	buf_free(&v);
+	return rc == GD_ENOTFOUND ? 0 : rc;
 }
 
 void attest_free(struct attest_job *j)
@@ -164,8 +172,7 @@ static bool build(struct att *a,
 	return true;
 }
 
-/* Attest record (key, v) of f unless it keeps operations or is not this
- * site's to attest. */
+/* Attest record (key, v) of f if it is this site's to attest. */
 static int attest_one(struct attest_job *j,
                       struct ops *o,
                       struct store_batch *b,
@@ -174,17 +181,10 @@ static int attest_one(struct attest_job *j,
                       size_t klen,
                       const struct buf *v)
 {
-	struct buf kept = BUF_INIT;
 	ProtobufCMessage *m;
 	struct att a = {.copy = NULL};
-	int rc = recops_get(ops_store(o), b, f->cf, key, klen, &kept);
+	int rc = 0;
 
-	if (rc < 0 || kept.len) {
-		sodium_memzero(kept.p, kept.len);
-		buf_free(&kept);
-		return rc;
-	}
-	buf_free(&kept);
 	m = protobuf_c_message_unpack(f->desc, NULL, v->len,
 	                              (const uint8_t *)v->p);
 	if (!m) {
@@ -269,6 +269,8 @@ int attest_step(struct attest_job *j,
 {
 	uint64_t made0 = j->made;
 	size_t looked = 0;
+	struct buf at = BUF_INIT;
+	uint8_t cf;
 	int rc = 0;
 
 	while (!j->done && rc == 0 && j->made - made0 < max &&
@@ -278,6 +280,7 @@ int attest_step(struct attest_job *j,
 			store_be64(be, j->made);
 			store_put(b, CF_META, ATTEST_META, strlen(ATTEST_META),
 			          be, sizeof(be));
+			store_del(b, CF_META, ATTEST_AT, strlen(ATTEST_AT));
 			j->done = true;
 		} else if (!wanted((enum store_cf)j->cf)) {
 			j->cf++;
@@ -286,5 +289,13 @@ int attest_step(struct attest_job *j,
 			          &looked);
 		}
 	}
+	if (rc == 0 && !j->done) { /* where a restart goes on from */
+		cf = (uint8_t)j->cf;
+		buf_add(&at, &cf, 1);
+		buf_add(&at, j->after.p, j->after.len);
+		store_put(b, CF_META, ATTEST_AT, strlen(ATTEST_AT), at.p,
+		          at.len);
+	}
+	buf_free(&at);
 	return rc < 0 ? rc : (int)(j->made - made0);
 }

@@ -4,9 +4,12 @@
  *
  * A store written by a release that did not sign (v0.1.0) keeps no
  * operations (recops.h) for its records, and a site rebuilt by state
- * transfer refuses every such record whose origin has a key there.  So
- * each frontend, once, re-issues as new signed operations of its own the
- * records it holds that have none and that it is the origin of:
+ * transfer refuses every such record whose origin has a key there.  Nor
+ * does a site of that release keep any for the operations it takes from
+ * an upgraded peer during a rolling upgrade.  So each frontend, once
+ * every frontend runs this release, re-issues as new signed operations of
+ * its own every record it holds that it is the origin of (whether or not
+ * it keeps operations for it here: a peer may keep none):
  *
  *   LWW      (users, enrollments, grants, unlocks, revocations, address
  *            revocations, repositories) the record's stamp origin is this
@@ -19,16 +22,17 @@
  *   PUSHLOG  this site's entries (forks included), stamped as the entry
  *            (ops_check wants it): the same bytes, no fork.
  *   MARKS    every mark held (a mark names no site): a mark op of this
- *            site's with the record's value (a max: idempotent).
+ *            site's with the record's value (a max: idempotent; a mark a
+ *            kept one dominates adds nothing to recops).
  *   TLEAVES  skipped: only this release makes them, signed.
  * Those operations replicate like any other, so every site gets them.
  *
  * The job runs in chunks (attest_step) on the writer thread, which
- * commits each one and serves requests between them; a restart resumes,
- * as only records still without operations are taken.  When every family
- * is scanned, the marker ATTEST_META goes into the chunk's batch and the
- * job is not run again (attest_needed).  A mirror makes no operations:
- * its caller does not run it there.
+ * commits each one and serves requests between them; each chunk's batch
+ * keeps where it stopped (ATTEST_AT), so a restart goes on from there.
+ * When every family is scanned, the marker ATTEST_META goes into the
+ * chunk's batch and the job is not run again (attest_needed).  A mirror makes
+ * no operations: its caller does not run it there.
  *
  * Callers: node/daemon/loop.c (the job, one chunk a turn), tests.
  */
@@ -45,6 +49,8 @@
 
 /* CF_META key: the job is done (value: how many it made, 8 bytes BE) */
 #define ATTEST_META "recops/attested"
+/* CF_META key: where a run stopped (family, 1 byte, then the last key) */
+#define ATTEST_AT "recops/attest-at"
 /* records attested per chunk (per commit) */
 #define ATTEST_CHUNK 256
 
@@ -61,8 +67,9 @@ struct attest_job {
  * error. */
 int attest_needed(struct store *s, bool *need);
 
-/* A job from the start of the first family; attest_free its memory. */
-void attest_init(struct attest_job *j);
+/* A job from where the last run stopped (ATTEST_AT), or from the start;
+ * attest_free its memory.  Returns 0 or a store error. */
+int attest_init(struct attest_job *j, struct store *s);
 void attest_free(struct attest_job *j);
 
 /* One chunk: up to max records (and at most 16 * max looked at) attested

@@ -6,13 +6,18 @@
  * sitea's store holds records merged without operations (ops_merge_record,
  * as a v0.1.0 store or a transfer from a keyless origin leaves them): a
  * user, an unlock and a ref stamped by sitea, a user stamped by peerb, a
- * mark, failures recorded at sitea and at peerb.  The job, in chunks of
- * two, stopped after the first chunk and started again on the store
- * reopened: every record of sitea's (and the mark) then keeps one
- * operation, signed by sitea (it verifies), whose merge into an empty
- * store makes the record byte for byte, while the record itself did not
- * change (nor the digest); peerb's records keep none; the marker is there,
- * so the job does not run again.
+ * mark, failures recorded at sitea and at peerb; and a user made by
+ * sitea, signed, that keeps its operation.  The mark and sitea's failures
+ * came as unsigned operations (peerb's and sitea's, of a release that did
+ * not sign, taken by an upgraded site), kept with them: the signed
+ * re-issue takes their place (recops.h).  The job, in chunks of two,
+ * stopped after the first chunk and started again on the store reopened
+ * (it goes on from where it stopped: each record attested once): every
+ * record of sitea's (and the mark) then keeps one operation, signed by
+ * sitea (it verifies), whose merge into an empty store makes the record
+ * byte for byte, while the record itself did not change (nor the
+ * digest); peerb's records keep none; the marker is there, so the job
+ * does not run again.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -61,7 +66,7 @@ struct rec {
 	bool own; /* sitea attests it */
 };
 
-#define NREC 7
+#define NREC 8
 
 static void pack(struct buf *out, const ProtobufCMessage *m)
 {
@@ -125,11 +130,46 @@ static void make_records(struct fx_site *n, struct rec r[NREC])
 	pack(&r[6].val, &fl.base);
 
 	store_batch_new(&b, n->s);
-	for (int i = 0; i < NREC; i++)
-		assert_int_equal(ops_merge_record(n->o, b, r[i].cf, r[i].val.p,
-		                                  r[i].val.len, NULL, &why),
-		                 0);
+	for (int i = 0; i < NREC - 1; i++)
+		if (i != 4 && i != 5)
+			assert_int_equal(
+			        ops_merge_record(n->o, b, r[i].cf, r[i].val.p,
+			                         r[i].val.len, NULL, &why),
+			        0);
 	assert_int_equal(ops_commit(n->o, b, false), 0);
+	store_batch_free(&b);
+	/* the mark and sitea's failures came as operations of a release
+	 * that did not sign (peerb's, and sitea's of an earlier epoch): kept
+	 * unsigned with the record */
+	Grantd__V1__Op uop[2] = {GRANTD__V1__OP__INIT, GRANTD__V1__OP__INIT};
+	Grantd__V1__Op *up[2] = {&uop[0], &uop[1]};
+	uop[0].origin = "peerb", uop[1].origin = "sitea";
+	for (int i = 0; i < 2; i++) {
+		uop[i].epoch = FX_EPOCH, uop[i].has_epoch = 1;
+		uop[i].seq = 1, uop[i].has_seq = 1;
+		uop[i].hlc = FX_HLC(96, i), uop[i].has_hlc = 1;
+	}
+	uop[0].body_case = GRANTD__V1__OP__BODY_MARK, uop[0].mark = &mk;
+	uop[1].body_case = GRANTD__V1__OP__BODY_FAILURE;
+	fl.site = "sitea";
+	uop[1].failure = &fl;
+	assert_int_equal(fx_apply(n->o, n->s, up, 2), 0);
+	fl.site = "peerb";
+	store_batch_new(&b, n->s);
+	/* and one made here, signed, that keeps its operation: attested
+	 * too (a peer of an older release may keep none) */
+	Grantd__V1__Op op = GRANTD__V1__OP__INIT;
+	Grantd__V1__User u = GRANTD__V1__USER__INIT;
+	u.name = "carol";
+	op.body_case = GRANTD__V1__OP__BODY_USER, op.user = &u;
+	assert_int_equal(ops_local(n->o, b, &op), 0);
+	assert_int_equal(ops_commit(n->o, b, false), 0);
+	ops_outbox_clear(n->o);
+	r[7].cf = CF_USERS, r[7].own = true;
+	buf_puts(&r[7].key, "carol");
+	assert_int_equal(store_get(n->s, NULL, CF_USERS, r[7].key.p,
+	                           r[7].key.len, &r[7].val),
+	                 0);
 	store_batch_free(&b);
 	buf_free(&why);
 }
@@ -226,7 +266,7 @@ static void test_attest(void **state)
 	assert_true(need);
 
 	/* one chunk of two, then a restart */
-	attest_init(&j);
+	assert_int_equal(attest_init(&j, n->s), 0);
 	assert_int_equal(run(n, &j, 1), 2);
 	assert_false(j.done);
 	attest_free(&j);
@@ -235,8 +275,8 @@ static void test_attest(void **state)
 	ops_set_signer(n->o, &key);
 	assert_int_equal(attest_needed(n->s, &need), 0);
 	assert_true(need);
-	/* the rest: only the records still without operations */
-	attest_init(&j);
+	/* the rest, from where the first run stopped: each record once */
+	assert_int_equal(attest_init(&j, n->s), 0);
 	assert_int_equal(run(n, &j, 100), own - 2);
 	assert_true(j.done);
 	attest_free(&j);
