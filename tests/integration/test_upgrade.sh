@@ -297,6 +297,10 @@ t_expect_converged "the rebuilt montreal converges" 60
 t_eq "montreal's digest is the one before the wipe" "$(t_sdigest montreal)" "$D0"
 t_eq "montreal: no record dropped for its signature" \
 	"$(t_sj montreal "j['replication'].get('dropped', {}).get('signature', 0)")" 0
+# the push log's entries re-issued by their origins: the same entries, no fork
+for s in "${T_SITES[@]}"; do
+	t_eq "$s: no push log fork" "$(t_sj "$s" "j['counts']['push_log_forks']")" 0
+done
 t_check "montreal: no record refused without its signed operations" \
 	eval '! grep -q "no signed operations with it" "$T_DIR/montreal/grantd.log"'
 t_expect_soon 0 30 "montreal: main is back" ref_is montreal main "$(git -C "$T_DIR/w" rev-parse HEAD~1)"

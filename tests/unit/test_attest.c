@@ -284,6 +284,17 @@ static void test_attest(void **state)
 	for (int i = 0; i < NREC; i++)
 		check_kept(n, &f->n[1], &v, &r[i]);
 
+	/* the ref's re-issue (an equal stamp) noted no losing tip */
+	for (int i = 0; i < 2; i++) {
+		struct store_iter *it;
+		const char *lk;
+		size_t ll;
+		struct buf lv = BUF_INIT;
+		store_iter_new(&it, f->n[i].s, NULL, CF_LOSERS, "", 0);
+		assert_int_equal(store_iter_next(it, &lk, &ll, &lv), 0);
+		store_iter_free(&it);
+		buf_free(&lv);
+	}
 	/* the marker: the job does not run again */
 	assert_int_equal(attest_needed(n->s, &need), 0);
 	assert_false(need);
