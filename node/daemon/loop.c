@@ -240,9 +240,9 @@ static void job_attest(void *payload, uint64_t now)
 		return;
 	k = attest_step(&l->attest, n->ops, writer_batch(n->writer),
 	                ATTEST_CHUNK);
-	if (k >= 0 && (k > 0 || l->attest.done))
+	if (k >= 0) /* the operations, or where it stopped, or the marker */
 		k = writer_commit(n->writer, &t);
-	else if (k < 0)
+	else
 		writer_discard(n->writer);
 	if (k < 0) {
 		/* tried again at the next start: what is attested stays */
