@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <zmq.h>
 
+#include "attest.h"
 #include "clock.h"
 #include "cmd.h"
 #include "control.h"
@@ -23,6 +24,7 @@
 #include "metrics.h"
 #include "node.h"
 #include "peer.h"
+#include "peerfeatures.h"
 #include "readers.h"
 #include "reload.h"
 #include "repl.h"
@@ -110,6 +112,9 @@ struct loop {
 	bool was_syncing;
 	cJSON *status_last[2]; /* tick_status's copies */
 	struct sdnotify *sd;
+	/* records made before signing (attest.h): running while set */
+	struct attest_job attest;
+	bool attesting;
 };
 
 /* The sockets to wait on: the reader's pipe, the syncer's, the gitrepl
@@ -217,6 +222,67 @@ static void job_status(void *payload, uint64_t now)
 	                        n->cfg->npeers});
 }
 
+/* One chunk of attest.h's job a turn, committed at once: requests are
+ * served between chunks. */
+static void job_attest(void *payload, uint64_t now)
+{
+	struct loop *l = payload;
+	struct node *n = l->n;
+	uint64_t t;
+	int k;
+
+	(void)now;
+	/* not before every frontend runs a release that keeps signed
+	 * operations per record: an older one would take these operations
+	 * and keep none of them (push-tlog came with them, issue 21) */
+	if (!l->attesting ||
+	    !repl_feature_everywhere(n->repl, FEATURE_PUSH_TLOG))
+		return;
+	k = attest_step(&l->attest, n->ops, writer_batch(n->writer),
+	                ATTEST_CHUNK);
+	if (k >= 0) /* the operations, or where it stopped, or the marker */
+		k = writer_commit(n->writer, &t);
+	else
+		writer_discard(n->writer);
+	if (k < 0) {
+		/* tried again at the next start: what is attested stays */
+		log_error("attesting records made before signing stopped "
+		          "after %llu: %s",
+		          (unsigned long long)l->attest.made, gd_strerror(k));
+		l->attesting = false;
+	} else if (l->attest.done) {
+		log_info("attested %llu records made before signing: done "
+		         "(%llu that do not check left alone)",
+		         (unsigned long long)l->attest.made,
+		         (unsigned long long)l->attest.skipped);
+		l->attesting = false;
+	}
+}
+
+/* A frontend's store without attest.h's marker: start the job (a mirror
+ * makes no operations). */
+static void attest_start(struct loop *l)
+{
+	bool need = false;
+	int rc;
+
+	memset(&l->attest, 0, sizeof(l->attest));
+	if (l->n->cfg->role != CONFIG_ROLE_FRONTEND)
+		return;
+	if ((rc = attest_needed(l->n->store, &need)) == 0 && need)
+		rc = attest_init(&l->attest, l->n->store);
+	if (rc < 0)
+		log_error("attesting records made before signing: %s",
+		          gd_strerror(rc));
+	if (rc < 0 || !need)
+		return;
+	log_info("attesting the records made before signing: this site's "
+	         "as its signed operations, %d a batch, once every frontend "
+	         "runs this release",
+	         ATTEST_CHUNK);
+	l->attesting = true;
+}
+
 static void job_watchdog(void *payload, uint64_t now)
 {
 	struct loop *l = payload;
@@ -236,6 +302,7 @@ static const struct cron_job node_cron[] = {
         {"repos-retry", REPOS_RETRY_MS, job_repos_retry, 0},
         {"grant-sweep", SWEEP_MS, job_sweep, 0},
         {"status", STATUS_MS, job_status, 0},
+        {"attest", 0, job_attest, 0},
         {"watchdog", 0, job_watchdog, 0},
 };
 
@@ -270,6 +337,7 @@ int loop_run(struct node *n,
 	if (sdnotify_open(&l.sd) < 0)
 		return GD_ENOMEM;
 	loop_items(&l);
+	attest_start(&l);
 	/* every repository checked against its records once at start */
 	gitrepl_all(n->gitrepl, NULL);
 	log_info("node running site=%s user_socket=%s admin_socket=%s "
@@ -306,6 +374,7 @@ int loop_run(struct node *n,
 	sdnotify_destroy(&l.sd);
 	for (int i = 0; i < 2; i++)
 		cJSON_Delete(l.status_last[i]);
+	attest_free(&l.attest);
 	if (rc)
 		return rc;
 	log_info("node stopping site=%s", n->cfg->site);

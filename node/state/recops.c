@@ -275,6 +275,35 @@ static bool keeps_a_stamp(const Grantd__V1__Failures *rec,
 	return false;
 }
 
+/* Does failures op a hold every attempt stamp of q (a re-issue of the
+ * record, attest.h, holds them all)? */
+static bool holds_all(const Grantd__V1__Op *a, const Grantd__V1__Op *q)
+{
+	for (size_t i = 0; i < q->failure->n_hlc; i++) {
+		size_t j = 0;
+		while (j < a->failure->n_hlc &&
+		       a->failure->hlc[j] != q->failure->hlc[i])
+			j++;
+		if (j == a->failure->n_hlc)
+			return false;
+	}
+	return true;
+}
+
+/* Does kept op k make op add nothing: it dominates op (a mark) or holds
+ * every stamp of op's (failures), unless op is signed, k is not, and op
+ * covers k as well: then op takes k's place (a record a peer of an older
+ * release made, re-issued signed by attest.h). */
+static bool covers(const struct records_kind *f,
+                   const Grantd__V1__Op *k,
+                   const Grantd__V1__Op *op)
+{
+	bool ko = f->merge == RECORDS_MAX ? dominates(k, op) : holds_all(k, op);
+	bool ok = f->merge == RECORDS_MAX ? dominates(op, k) : holds_all(op, k);
+
+	return ko && (!ok || k->sig || !op->sig);
+}
+
 /* Are a and b one operation (origin, epoch, seq)? */
 static bool same_op(const Grantd__V1__Op *a, const Grantd__V1__Op *b)
 {
@@ -314,10 +343,11 @@ static int note_many(struct store *s,
 		            : NULL;
 		add = keeps_a_stamp(rec, op);
 	}
-	/* a mark a kept one dominates adds nothing: the list stays */
-	for (size_t i = 0; f->merge == RECORDS_MAX && i < nk; i++)
+	/* a mark a kept one dominates, or failures whose every stamp a kept
+	 * one holds, add nothing: the list stays (covers) */
+	for (size_t i = 0; i < nk; i++)
 		if (kept[i] && kept[i]->body_case == op->body_case &&
-		    dominates(kept[i], op))
+		    covers(f, kept[i], op))
 			goto done;
 	keep = xcalloc(nk + 1, sizeof(*keep));
 	for (size_t i = 0; i < nk; i++) {
@@ -327,7 +357,8 @@ static int note_many(struct store *s,
 			add = false; /* kept already (a transfer brings it
 			                again) */
 		if (!mine || (f->merge == RECORDS_MAX && dominates(op, q)) ||
-		    (f->merge == RECORDS_UNION && !keeps_a_stamp(rec, q)))
+		    (f->merge == RECORDS_UNION &&
+		     (!keeps_a_stamp(rec, q) || holds_all(op, q))))
 			continue;
 		keep[n++] = ro->ops[i];
 	}

@@ -21,7 +21,12 @@
  *   MAX    a mark: op is added unless a kept op dominates it (next >= and
  *          scratch_used a superset); the kept ops it dominates go.
  *   UNION  failures: the kept ops and op that hold at least one stamp the
- *          merged record still keeps; the others go.
+ *          merged record still keeps; the others go; op is not added when
+ *          a kept op holds every stamp of op's, and a kept op whose every
+ *          stamp op holds goes.
+ *          For both: of two equal ones, a signed op takes the place of an
+ *          unsigned kept one (made by a release that did not sign, then
+ *          re-issued signed: attest.h); else the kept one stays.
  * Merged again, the kept operations make the record (the rules of
  * ops_merge.c are commutative, associative and idempotent).
  *

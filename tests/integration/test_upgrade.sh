@@ -261,4 +261,50 @@ use_release montreal new
 start_site montreal
 t_expect_soon 0 10 "paloalto: everywhere again" everywhere_is paloalto true
 
+t_section "keys set; montreal wiped and rebuilt from its peers"
+# Records made by $REL_TAG keep no signed operations: each site re-issued
+# its own (and every token mark) as signed operations once every frontend
+# ran this build (node/state/attest.h); montreal again on the store of its
+# backup, whose copies of the others' records, taken by $REL_TAG, keep no
+# operations (so it is the one wiped: docs/upgrading.md).  Without that, a
+# site rebuilt once peers' keys are set refuses each such record and never
+# converges (issue 21).
+for s in "${T_SITES[@]}"; do
+	t_expect_soon 0 20 "$s: attested its records made before signing" \
+		t_grep_log "$s" "records made before signing: done"
+done
+t_expect_converged "the three sites agree" 20
+# docs/upgrading.md: peers' keys are set once every site signs
+for s in "${T_SITES[@]}"; do
+	for p in "${T_SITES[@]}"; do
+		[[ $p == "$s" ]] && continue
+		vk=$("$NEW_BIN/grantctl" log key --key-file "$T_DIR/$p/node.key" --site "$p") ||
+			t_fatal "grantctl log key for $p"
+		sed -i "/^\[peer $p\]\$/a verifier_key = $vk" "$T_DIR/$s/grantd.conf"
+	done
+	t_stop "$s"
+	start_site "$s"
+done
+t_expect_converged "the three sites agree, keys set" 30
+# docs/operations.md, "a lost site": an empty data_dir and repo_dir, the
+# node started, then rebuild --from a healthy site
+D0=$(t_sdigest paloalto)
+t_stop montreal
+rm -rf "$T_DIR/montreal/data" "$T_DIR/montreal/repos"
+start_site montreal
+t_expect 0 "montreal: grantctl rebuild --from paloalto" t_c montreal rebuild --from paloalto
+t_expect_converged "the rebuilt montreal converges" 60
+t_eq "montreal's digest is the one before the wipe" "$(t_sdigest montreal)" "$D0"
+t_eq "montreal: no record dropped for its signature" \
+	"$(t_sj montreal "j['replication'].get('dropped', {}).get('signature', 0)")" 0
+# the push log's entries re-issued by their origins: the same entries, no fork
+for s in "${T_SITES[@]}"; do
+	t_eq "$s: no push log fork" "$(t_sj "$s" "j['counts']['push_log_forks']")" 0
+done
+t_check "montreal: no record refused without its signed operations" \
+	eval '! grep -q "no signed operations with it" "$T_DIR/montreal/grantd.log"'
+t_expect_soon 0 30 "montreal: main is back" ref_is montreal main "$(git -C "$T_DIR/w" rev-parse HEAD~1)"
+t_expect 1 "montreal: ann's last used token is still refused" \
+	sh_at montreal 127.0.20.9 ann 2fa val "$(t_hotp "$AS" $((NEXT[ann] - 1)))"
+
 t_done
