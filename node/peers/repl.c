@@ -86,12 +86,17 @@ repl_op_verdict(struct repl *r, const Grantd__V1__Op *op, struct buf *why)
 
 /* Is op signed by its origin (common/opsig.h)?  One that is not is
  * dropped and counted (DROP_SIGNATURE); one whose origin has no key here
- * is taken, and counted as unchecked. */
+ * is taken, and counted as unchecked.  checked: repl_apply_op's. */
 static bool signed_by_origin(struct repl *r, struct repl_peer *p,
-                             const Grantd__V1__Op *op, uint64_t now_ms)
+                             const Grantd__V1__Op *op, int checked,
+                             uint64_t now_ms)
 {
 	struct buf why = BUF_INIT;
-	enum opsig_verdict d = repl_op_verdict(r, op, &why);
+	enum opsig_verdict d;
+
+	if (checked == OPSIG_OK)
+		return true;
+	d = repl_op_verdict(r, op, &why);
 
 	if (d == OPSIG_OK || d == OPSIG_NO_KEY)
 		return true;
@@ -110,6 +115,7 @@ static bool signed_by_origin(struct repl *r, struct repl_peer *p,
 void repl_apply_op(struct repl *r,
                    struct repl_peer *p,
                    const Grantd__V1__Op *op,
+                   int checked,
                    uint64_t sent_us,
                    uint64_t now_ms)
 {
@@ -141,7 +147,7 @@ void repl_apply_op(struct repl *r,
 		return;
 	}
 	buf_free(&why);
-	if (!signed_by_origin(r, p, op, now_ms))
+	if (!signed_by_origin(r, p, op, checked, now_ms))
 		return;
 	if (r->cfg->role == CONFIG_ROLE_MIRROR && !ops_mirror_visible(op)) {
 		/* a frontend must send a mirror no such body (mirror_ops

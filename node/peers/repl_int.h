@@ -234,10 +234,15 @@ void repl_live_take(struct repl *r,
 void repl_live_flush(struct repl *r, struct repl_peer *p, uint64_t now_ms);
 void repl_live_free(struct repl_peer *p);
 /* Check op as a live operation and apply it into the batch; a gap asks
- * p for the range (sent_us: its publish time for the latency, 0: none). */
+ * p for the range (sent_us: its publish time for the latency, 0: none).
+ * checked: OPSIG_OK when the caller checked this very op's signature
+ * (opsig_verify_run over what it holds), so it is not hashed again;
+ * REPL_UNCHECKED otherwise. */
+#define REPL_UNCHECKED (-1)
 void repl_apply_op(struct repl *r,
                    struct repl_peer *p,
                    const Grantd__V1__Op *op,
+                   int checked,
                    uint64_t sent_us,
                    uint64_t now_ms);
 /* opsig_verify of op with this site's keys (the one check of every path

@@ -6,9 +6,10 @@
  * a heartbeat after its operations sees them applied), or LIVE_MAX are
  * held.  Then they are checked newest first (opsig_verify_run: one
  * Ed25519 check vouches for the chain of batches before it) and applied
- * in the order they came (repl_apply_op, whose own check then costs
- * hashes).  A node that keeps up checks each batch as it comes; one that
- * fell behind catches up with one signature check per run.
+ * in the order they came (repl_apply_op, told each one's verdict, so
+ * that nothing is hashed twice).  A node that keeps up checks each batch
+ * as it comes; one that fell behind catches up with one signature check
+ * per run.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -26,20 +27,23 @@
 void repl_live_flush(struct repl *r, struct repl_peer *p, uint64_t now_ms)
 {
 	const Grantd__V1__Op **ops;
+	enum opsig_verdict *d;
 
 	if (!p->nlive)
 		return;
 	ops = xcalloc(p->nlive, sizeof(*ops));
+	d = xcalloc(p->nlive, sizeof(*d));
 	for (size_t i = 0; i < p->nlive; i++)
 		ops[i] = p->live[i]->op;
-	opsig_verify_run(&r->verifier, ops, p->nlive, NULL);
+	opsig_verify_run(&r->verifier, ops, p->nlive, d);
 	free(ops);
 	for (size_t i = 0; i < p->nlive; i++) {
 		Grantd__V1__PeerMsg *m = p->live[i];
-		repl_apply_op(r, p, m->op, m->sent_us, now_ms);
+		repl_apply_op(r, p, m->op, (int)d[i], m->sent_us, now_ms);
 		ops_wipe(m->op);
 		grantd__v1__peer_msg__free_unpacked(m, NULL);
 	}
+	free(d);
 	p->nlive = 0;
 }
 

@@ -245,14 +245,19 @@ void repl_mirror_apply_ops(struct repl *r,
 	Grantd__V1__Op **dec = xcalloc(mo->n_ops ? mo->n_ops : 1, sizeof(*dec));
 	const Grantd__V1__Op **run = xcalloc(mo->n_ops ? mo->n_ops : 1,
 	                                     sizeof(*run));
+	enum opsig_verdict *d = xcalloc(mo->n_ops ? mo->n_ops : 1, sizeof(*d));
+	int *verdict = xcalloc(mo->n_ops ? mo->n_ops : 1, sizeof(*verdict));
 	size_t nrun = 0;
 	for (size_t i = 0; i < mo->n_ops; i++)
 		if (mo->ops[i]->has_op &&
 		    (dec[i] = grantd__v1__op__unpack(NULL, mo->ops[i]->op.len,
 		                                     mo->ops[i]->op.data)))
 			run[nrun++] = dec[i];
-	opsig_verify_run(&r->verifier, run, nrun, NULL);
+	opsig_verify_run(&r->verifier, run, nrun, d);
+	for (size_t i = 0, k = 0; i < mo->n_ops; i++)
+		verdict[i] = dec[i] ? (int)d[k++] : REPL_UNCHECKED;
 	free(run);
+	free(d);
 	for (size_t i = 0; i < mo->n_ops; i++) {
 		const Grantd__V1__MirrorOp *e = mo->ops[i];
 		if (!e->origin || !name_site_ok(e->origin) || !e->has_epoch ||
@@ -283,7 +288,8 @@ void repl_mirror_apply_ops(struct repl *r,
 		    op->epoch != e->epoch || op->seq != e->seq)
 			repl_dropped(r, 1); /* its stamp is not its own */
 		else
-			repl_apply_op(r, p, op, mo->range ? 0 : sent_us,
+			repl_apply_op(r, p, op, verdict[i],
+			              mo->range ? 0 : sent_us,
 			              now_ms);
 		if (op) {
 			ops_wipe(op);
@@ -296,6 +302,7 @@ void repl_mirror_apply_ops(struct repl *r,
 			grantd__v1__op__free_unpacked(dec[i], NULL);
 		}
 	free(dec);
+	free(verdict);
 	if (mo->range && mo->truncated)
 		repl_xfer_start(r, p, now_ms);
 }

@@ -163,17 +163,19 @@ void repl_range_apply(struct repl *r,
 		else
 			repl_dropped(r, 1);
 	}
+	enum opsig_verdict *d = xcalloc(n ? n : 1, sizeof(*d));
 	opsig_verify_run(&r->verifier, (const Grantd__V1__Op *const *)ops, n,
-	                 NULL);
+	                 d);
 	for (size_t i = 0; i < n; i++) {
 		Grantd__V1__Op *op = ops[i];
 		if (repl_range_holds(r, p, origin, epoch, op->origin, op->epoch,
 		                     op->seq))
-			repl_apply_op(r, p, op, 0, now_ms);
+			repl_apply_op(r, p, op, (int)d[i], 0, now_ms);
 		ops_wipe(op);
 		grantd__v1__op__free_unpacked(op, NULL);
 	}
 	free(ops);
+	free(d);
 	if (rr->truncated)
 		repl_xfer_start(r, p, now_ms);
 }
