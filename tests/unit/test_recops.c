@@ -37,6 +37,7 @@
 #include "clock.h"
 #include "err.h"
 #include "fixture.h"
+#include "xferfx.h"
 #include "ops.h"
 #include "opsig.h"
 #include "pushleaf.h"
@@ -426,54 +427,23 @@ static void test_local_signed(void **state)
 
 /* ---- state transfer ---- */
 
-struct xf {
-	struct fx_pair *f;
-	struct opsig_signer ka, kb;
-	struct opsig_verifier v;
-};
-
 static int setup_pair(void **state)
 {
-	struct xf *x = calloc(1, sizeof(*x));
-	uint8_t ca[32] = {1}, cb[32] = {2};
+	struct fx_xfer *x;
+	int rc = fx_xfer_open(&x, "test_recops", NGRANTS, WAIT_MS);
 
-	if (!x || fx_pair_open(&x->f, "test_recops", CONFIG_ROLE_FRONTEND,
-	                       FX_PAIR_LINK_A) < 0)
-		return -1;
-	if (opsig_signer_init(&x->ka, ca, "h/grantd/paloalto") < 0 ||
-	    opsig_signer_init(&x->kb, cb, "h/grantd/portland") < 0)
-		return -1;
-	ops_set_signer(x->f->a.o, &x->ka);
-	ops_set_signer(x->f->b.o, &x->kb);
-	opsig_verifier_init(&x->v);
-	if (opsig_verifier_add(&x->v, "paloalto", x->ka.key.pub) < 0 ||
-	    opsig_verifier_add(&x->v, "portland", x->kb.key.pub) < 0)
-		return -1;
-	if (fx_node_grants(&x->f->a, NGRANTS, WAIT_MS) < 0 ||
-	    ops_truncate_log(x->f->a.o, clock_wall_ms() + 60000,
-	                     TRUNCATE_MAX) != NGRANTS)
-		return -1;
 	*state = x;
-	return 0;
+	return rc;
 }
 
 static int teardown_pair(void **state)
 {
-	struct xf *x = *state;
-	int rc = fx_pair_close(&x->f);
-
-	free(x);
-	return rc;
-}
-
-static uint64_t held(struct fx_pair *f)
-{
-	return ops_vv_get(f->b.o, NULL, "paloalto", ops_epoch(f->a.o));
+	return fx_xfer_close((struct fx_xfer **)state);
 }
 
 /* Link portland (checking with both keys) and run until its transfer
  * from paloalto is over. */
-static void transfer(struct xf *x)
+static void transfer(struct fx_xfer *x)
 {
 	struct fx_node *both[] = {&x->f->a, &x->f->b};
 	struct repl *r;
@@ -493,12 +463,12 @@ static void transfer(struct xf *x)
 
 static void test_transfer_honest(void **state)
 {
-	struct xf *x = *state;
+	struct fx_xfer *x = *state;
 	struct repl *r;
 
 	transfer(x);
 	r = x->f->b.repl;
-	assert_int_equal(held(x->f), NGRANTS);
+	assert_int_equal(fx_xfer_held(x), NGRANTS);
 	assert_int_equal(ops_count(x->f->b.o, CF_GRANTS, (int64_t)time(NULL)),
 	                 NGRANTS);
 	assert_memory_equal(ops_digest(x->f->b.o), ops_digest(x->f->a.o),
@@ -509,105 +479,44 @@ static void test_transfer_honest(void **state)
 	assert_int_equal(r->unchecked, 0);
 }
 
-/* A grant stamped by portland, written into paloalto's store as a
- * dishonest paloalto would; with ops, a RecordOps of them. */
-/* other: the operation is of another record (user "trudy"), signed. */
-static void forge(struct xf *x, const struct opsig_signer *signer, bool other)
-{
-	struct fx_node *a = &x->f->a;
-	Grantd__V1__Grant g = GRANTD__V1__GRANT__INIT;
-	Grantd__V1__Op op = GRANTD__V1__OP__INIT;
-	struct buf k = BUF_INIT, v = BUF_INIT, rk = BUF_INIT, one = BUF_INIT;
-	struct store_batch *b = writer_batch(a->w);
-	uint64_t t;
-
-	g.user = "mallory", g.net = "192.0.2.66/32", g.session = "";
-	g.added = 1700000000, g.has_added = 1;
-	g.expires = 4102444800, g.has_expires = 1;
-	g.site = "portland";
-	g.hlc = FX_HLC(clock_wall_ms() - 1000, 0), g.has_hlc = 1;
-	g.origin = "portland";
-	records_key_grant(&k, g.user, g.net, g.session);
-	grantd__v1__grant__pack(
-	        &g, buf_extend(&v, grantd__v1__grant__get_packed_size(&g)));
-	store_put(b, CF_GRANTS, k.p, k.len, v.p, v.len);
-	if (signer) {
-		struct buf *ptr = &one;
-		Grantd__V1__RecordOps ro = GRANTD__V1__RECORD_OPS__INIT;
-		ProtobufCBinaryData d;
-		op.origin = "portland";
-		op.epoch = FX_EPOCH, op.has_epoch = 1;
-		op.seq = 1, op.has_seq = 1;
-		op.hlc = g.hlc, op.has_hlc = 1;
-		op.body_case = GRANTD__V1__OP__BODY_GRANT;
-		g.hlc = 0, g.has_hlc = 0, g.origin = NULL;
-		op.grant = &g;
-		if (other)
-			g.user = "trudy";
-		grantd__v1__op__pack(
-		        &op,
-		        buf_extend(&one, grantd__v1__op__get_packed_size(&op)));
-		uint8_t chain[OPSIG_HASH_LEN] = {0};
-		assert_int_equal(opsig_sign_batch(signer, chain, &ptr, 1), 0);
-		d.data = (uint8_t *)one.p, d.len = one.len;
-		ro.ops = &d, ro.n_ops = 1;
-		buf_reset(&v);
-		grantd__v1__record_ops__pack(
-		        &ro,
-		        buf_extend(&v, grantd__v1__record_ops__get_packed_size(
-		                               &ro)));
-		records_key_recops(&rk, CF_GRANTS, k.p, k.len);
-		store_put(b, CF_RECOPS, rk.p, rk.len, v.p, v.len);
-	}
-	assert_int_equal(writer_commit(a->w, &t), 0);
-	buf_free(&k);
-	buf_free(&v);
-	buf_free(&rk);
-	buf_free(&one);
-}
-
-static void refused(struct xf *x, enum repl_drop why)
+static void refused(struct fx_xfer *x, enum repl_drop why)
 {
 	struct repl *r;
-	struct buf k = BUF_INIT, v = BUF_INIT;
 
 	transfer(x);
 	r = x->f->b.repl;
-	records_key_grant(&k, "mallory", "192.0.2.66/32", "");
-	assert_int_equal(store_get(x->f->b.s, NULL, CF_GRANTS, k.p, k.len, &v),
-	                 GD_ENOTFOUND);
+	assert_int_equal(fx_xfer_has_grant(x, "mallory"), 0);
 	assert_int_equal(r->drops[why], 1);
 	/* the honest records came; the vector was not raised */
 	assert_int_equal(ops_count(x->f->b.o, CF_GRANTS, (int64_t)time(NULL)),
 	                 NGRANTS);
-	assert_int_equal(held(x->f), 0);
-	buf_free(&k);
-	buf_free(&v);
+	assert_int_equal(fx_xfer_held(x), 0);
 }
 
 static void test_transfer_forged_bare(void **state)
 {
-	struct xf *x = *state;
+	struct fx_xfer *x = *state;
 
-	forge(x, NULL, false);
+	assert_int_equal(fx_xfer_forge(x, "mallory", NULL, NULL), 0);
 	refused(x, DROP_SIGNATURE);
 }
 
 static void test_transfer_forged_op(void **state)
 {
-	struct xf *x = *state;
+	struct fx_xfer *x = *state;
 
-	forge(x, &x->ka, false); /* portland's, signed by paloalto's key */
+	/* portland's, signed by paloalto's key */
+	assert_int_equal(fx_xfer_forge(x, "mallory", &x->ka, NULL), 0);
 	refused(x, DROP_SIGNATURE);
 }
 
 static void test_transfer_op_of_another_record(void **state)
 {
-	struct xf *x = *state;
+	struct fx_xfer *x = *state;
 
 	/* portland's own signature, on a grant of another user: it cannot
 	 * vouch for mallory's */
-	forge(x, &x->kb, true);
+	assert_int_equal(fx_xfer_forge(x, "mallory", &x->kb, "trudy"), 0);
 	refused(x, DROP_SNAP_RECORD);
 	assert_int_equal(x->f->b.repl->drops[DROP_SIGNATURE], 0);
 }

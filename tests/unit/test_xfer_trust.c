@@ -38,6 +38,7 @@
 #include "cmd.h"
 #include "err.h"
 #include "fixture.h"
+#include "xferfx.h"
 #include "ops.h"
 #include "opsig.h"
 #include "records.h"
@@ -54,129 +55,33 @@ static int setup_group(void **state)
 	return fx_group_setup("test_xfer_trust", LOG_LVL_ERROR);
 }
 
-struct xf {
-	struct fx_pair *f;
-	struct opsig_signer ka, kb;
-	struct opsig_verifier v;
-};
-
-/* paloalto with NGRANTS grants and its log truncated (a transfer is the
- * only way to them); portland not linked yet. */
 static int setup_pair(void **state)
 {
-	struct xf *x = calloc(1, sizeof(*x));
-	uint8_t ca[32] = {1}, cb[32] = {2};
+	struct fx_xfer *x;
+	int rc = fx_xfer_open(&x, "test_xfer_trust", NGRANTS, WAIT_MS);
 
-	if (!x || fx_pair_open(&x->f, "test_xfer_trust", CONFIG_ROLE_FRONTEND,
-	                       FX_PAIR_LINK_A) < 0)
-		return -1;
-	if (opsig_signer_init(&x->ka, ca, "h/grantd/paloalto") < 0 ||
-	    opsig_signer_init(&x->kb, cb, "h/grantd/portland") < 0)
-		return -1;
-	ops_set_signer(x->f->a.o, &x->ka);
-	ops_set_signer(x->f->b.o, &x->kb);
-	opsig_verifier_init(&x->v);
-	if (opsig_verifier_add(&x->v, "paloalto", x->ka.key.pub) < 0 ||
-	    opsig_verifier_add(&x->v, "portland", x->kb.key.pub) < 0)
-		return -1;
-	if (fx_node_grants(&x->f->a, NGRANTS, WAIT_MS) < 0 ||
-	    ops_truncate_log(x->f->a.o, clock_wall_ms() + 60000,
-	                     TRUNCATE_MAX) != NGRANTS)
-		return -1;
 	*state = x;
-	return 0;
+	return rc;
 }
 
 static int teardown_pair(void **state)
 {
-	struct xf *x = *state;
-	int rc = fx_pair_close(&x->f);
-
-	free(x);
-	return rc;
+	return fx_xfer_close((struct fx_xfer **)state);
 }
 
-static uint64_t held(struct fx_pair *f)
+static bool has_grant(struct fx_xfer *x, const char *user)
 {
-	return ops_vv_get(f->b.o, NULL, "paloalto", ops_epoch(f->a.o));
-}
+	int rc = fx_xfer_has_grant(x, user);
 
-/* Is user's grant (forge's) at portland? */
-static bool has_grant(struct xf *x, const char *user)
-{
-	struct buf k = BUF_INIT, v = BUF_INIT;
-	int rc;
-
-	records_key_grant(&k, user, "192.0.2.66/32", "");
-	rc = store_get(x->f->b.s, NULL, CF_GRANTS, k.p, k.len, &v);
-	assert_true(rc == 0 || rc == GD_ENOTFOUND);
-	buf_free(&k);
-	buf_free(&v);
-	return rc == 0;
-}
-
-/* A grant of user stamped by portland, written into paloalto's store as
- * an old store holds it (or a dishonest paloalto would write it): with
- * signer, beside it a RecordOps of one operation making it, signed by
- * signer. */
-static void
-forge(struct xf *x, const char *user, const struct opsig_signer *signer)
-{
-	struct fx_node *a = &x->f->a;
-	Grantd__V1__Grant g = GRANTD__V1__GRANT__INIT;
-	Grantd__V1__Op op = GRANTD__V1__OP__INIT;
-	struct buf k = BUF_INIT, v = BUF_INIT, rk = BUF_INIT, one = BUF_INIT;
-	struct store_batch *b = writer_batch(a->w);
-	uint64_t t;
-
-	g.user = (char *)user, g.net = "192.0.2.66/32", g.session = "";
-	g.added = 1700000000, g.has_added = 1;
-	g.expires = 4102444800, g.has_expires = 1;
-	g.site = "portland";
-	g.hlc = FX_HLC(clock_wall_ms() - 1000, 0), g.has_hlc = 1;
-	g.origin = "portland";
-	records_key_grant(&k, g.user, g.net, g.session);
-	grantd__v1__grant__pack(
-	        &g, buf_extend(&v, grantd__v1__grant__get_packed_size(&g)));
-	store_put(b, CF_GRANTS, k.p, k.len, v.p, v.len);
-	if (signer) {
-		struct buf *ptr = &one;
-		Grantd__V1__RecordOps ro = GRANTD__V1__RECORD_OPS__INIT;
-		ProtobufCBinaryData d;
-		uint8_t chain[OPSIG_HASH_LEN] = {0};
-		op.origin = "portland";
-		op.epoch = FX_EPOCH, op.has_epoch = 1;
-		op.seq = 1, op.has_seq = 1;
-		op.hlc = g.hlc, op.has_hlc = 1;
-		op.body_case = GRANTD__V1__OP__BODY_GRANT;
-		g.hlc = 0, g.has_hlc = 0, g.origin = NULL;
-		op.grant = &g;
-		grantd__v1__op__pack(
-		        &op,
-		        buf_extend(&one, grantd__v1__op__get_packed_size(&op)));
-		assert_int_equal(opsig_sign_batch(signer, chain, &ptr, 1), 0);
-		d.data = (uint8_t *)one.p, d.len = one.len;
-		ro.ops = &d, ro.n_ops = 1;
-		buf_reset(&v);
-		grantd__v1__record_ops__pack(
-		        &ro,
-		        buf_extend(&v, grantd__v1__record_ops__get_packed_size(
-		                               &ro)));
-		records_key_recops(&rk, CF_GRANTS, k.p, k.len);
-		store_put(b, CF_RECOPS, rk.p, rk.len, v.p, v.len);
-	}
-	assert_int_equal(writer_commit(a->w, &t), 0);
-	buf_free(&k);
-	buf_free(&v);
-	buf_free(&rk);
-	buf_free(&one);
+	assert_true(rc >= 0);
+	return rc == 1;
 }
 
 /* Link portland (checking with both keys); trusting: then `grantctl
  * rebuild --from paloalto --trust-unsigned` as soon as paloalto can be
  * reached (its handshake, a few rounds), long before portland could start
  * a transfer of its own (a heartbeat, then a range, away). */
-static struct repl *link_b(struct xf *x, bool trusting)
+static struct repl *link_b(struct fx_xfer *x, bool trusting)
 {
 	struct fx_node *both[] = {&x->f->a, &x->f->b};
 	struct repl *r;
@@ -202,7 +107,7 @@ static struct repl *link_b(struct xf *x, bool trusting)
 
 /* Run both nodes until a transfer portland runs (running now or started
  * later) is over. */
-static void run_transfer(struct xf *x)
+static void run_transfer(struct fx_xfer *x)
 {
 	struct fx_node *both[] = {&x->f->a, &x->f->b};
 	struct repl *r = x->f->b.repl;
@@ -218,7 +123,7 @@ static void run_transfer(struct xf *x)
 }
 
 /* The honest records came whatever happened to the forged ones. */
-static void honest_came(struct xf *x)
+static void honest_came(struct fx_xfer *x)
 {
 	assert_true(ops_count(x->f->b.o, CF_GRANTS, (int64_t)time(NULL)) >=
 	            NGRANTS);
@@ -226,25 +131,25 @@ static void honest_came(struct xf *x)
 
 static void test_bare_refused_untrusted(void **state)
 {
-	struct xf *x = *state;
+	struct fx_xfer *x = *state;
 	struct repl *r;
 
-	forge(x, "mallory", NULL);
+	assert_int_equal(fx_xfer_forge(x, "mallory", NULL, NULL), 0);
 	r = link_b(x, false);
 	run_transfer(x);
 	honest_came(x);
 	assert_false(has_grant(x, "mallory"));
 	assert_int_equal(r->drops[DROP_SIGNATURE], 1);
 	assert_int_equal(r->unsigned_trusted, 0);
-	assert_int_equal(held(x->f), 0); /* the vector not raised */
+	assert_int_equal(fx_xfer_held(x), 0); /* the vector not raised */
 }
 
 static void test_bare_trusted_then_refused(void **state)
 {
-	struct xf *x = *state;
+	struct fx_xfer *x = *state;
 	struct repl *r;
 
-	forge(x, "mallory", NULL);
+	assert_int_equal(fx_xfer_forge(x, "mallory", NULL, NULL), 0);
 	r = link_b(x, true);
 	run_transfer(x);
 	assert_true(has_grant(x, "mallory"));
@@ -254,11 +159,12 @@ static void test_bare_trusted_then_refused(void **state)
 	assert_int_equal(r->drops[DROP_SNAP_RECORD], 0);
 	assert_int_equal(r->unsigned_trusted, 1);
 	assert_int_equal(r->unchecked, 1);
-	assert_int_equal(held(x->f), NGRANTS); /* nothing refused: raised */
+	assert_int_equal(fx_xfer_held(x),
+	                 NGRANTS); /* nothing refused: raised */
 	assert_false(r->xfer.trust);
 
 	/* a transfer not started by that rebuild checks as before */
-	forge(x, "trudy", NULL);
+	assert_int_equal(fx_xfer_forge(x, "trudy", NULL, NULL), 0);
 	repl_xfer_start(r, repl_peer_by_site(r, "paloalto"), clock_mono_ms());
 	assert_false(r->xfer.trust);
 	run_transfer(x);
@@ -272,25 +178,26 @@ static void test_bare_trusted_then_refused(void **state)
 
 static void test_bad_op_refused_trusted(void **state)
 {
-	struct xf *x = *state;
+	struct fx_xfer *x = *state;
 	struct repl *r;
 
-	forge(x, "mallory", &x->ka); /* portland's, signed by paloalto's key */
+	assert_int_equal(fx_xfer_forge(x, "mallory", &x->ka, NULL),
+	                 0); /* portland's, signed by paloalto's key */
 	r = link_b(x, true);
 	run_transfer(x);
 	honest_came(x);
 	assert_false(has_grant(x, "mallory"));
 	assert_int_equal(r->drops[DROP_SIGNATURE], 1);
 	assert_int_equal(r->unsigned_trusted, 0);
-	assert_int_equal(held(x->f), 0);
+	assert_int_equal(fx_xfer_held(x), 0);
 }
 
 static void test_cut_restart_refuses(void **state)
 {
-	struct xf *x = *state;
+	struct fx_xfer *x = *state;
 	struct repl *r;
 
-	forge(x, "mallory", NULL);
+	assert_int_equal(fx_xfer_forge(x, "mallory", NULL, NULL), 0);
 	r = link_b(x, true);
 	/* no reply in time: dropped, and with it the trust */
 	repl_xfer_tick(r, r->xfer.sent_ms + RANGE_TIMEOUT_MS + 1);
@@ -305,12 +212,12 @@ static void test_cut_restart_refuses(void **state)
 
 static void test_waits_for_running(void **state)
 {
-	struct xf *x = *state;
+	struct fx_xfer *x = *state;
 	struct fx_node *both[] = {&x->f->a, &x->f->b};
 	struct repl *r;
 	int rc = GD_EUNREACH;
 
-	forge(x, "mallory", NULL);
+	assert_int_equal(fx_xfer_forge(x, "mallory", NULL, NULL), 0);
 	r = link_b(x, false);
 	/* paloalto reachable (its handshake; an untrusting rebuild only asks
 	 * for its vector), a transfer of portland's own running, then the
@@ -332,12 +239,12 @@ static void test_waits_for_running(void **state)
 	assert_true(has_grant(x, "mallory"));
 	assert_int_equal(r->drops[DROP_SIGNATURE], 1); /* the first's */
 	assert_int_equal(r->unsigned_trusted, 1);
-	assert_int_equal(held(x->f), NGRANTS);
+	assert_int_equal(fx_xfer_held(x), NGRANTS);
 }
 
 /* `grantctl rebuild ARGS` as the node runs it (admitted, then its
  * handler) for portland; r's answer in r->out, r->err. */
-static void rebuild_cmd(struct xf *x, struct req *r, char **args, size_t n)
+static void rebuild_cmd(struct fx_xfer *x, struct req *r, char **args, size_t n)
 {
 	static Grantd__V1__Request rq;
 	struct cmd_node node = {.ops = x->f->b.o, .repl = x->f->b.repl};
@@ -361,7 +268,7 @@ static void rebuild_cmd(struct xf *x, struct req *r, char **args, size_t n)
 
 static void test_cmd(void **state)
 {
-	struct xf *x = *state;
+	struct fx_xfer *x = *state;
 	struct fx_node *both[] = {&x->f->a, &x->f->b};
 	char *bad[] = {"--from", "paloalto", "--trust"};
 	char *good[] = {"--from", "paloalto", "--trust-unsigned"};
