@@ -157,7 +157,10 @@ def contents(shape, path):
             elif what < 0.85:
                 lines[i:i] = [line(rnd) for _ in range(rnd.randint(1, 8))]
             elif len(lines) > 2:
-                del lines[i:i + rnd.randint(1, 3)]
+                # never every line: a file of three lines lost them all at
+                # scale 1, and the next edit had none to pick from
+                k = min(rnd.randint(1, 3), len(lines) - 1)
+                del lines[i:i + k]
 
 
 class Out:
