@@ -302,8 +302,10 @@ static int take_signed(struct repl *r,
 		rc = ops_merge_signed(r->ops, r->batch, ops, ro->ops, ro->n_ops,
 		                      t, why);
 	for (size_t i = 0; i < ro->n_ops; i++)
-		if (ops[i])
+		if (ops[i]) {
+			ops_wipe(ops[i]); /* an enrollment's secret */
 			grantd__v1__op__free_unpacked(ops[i], NULL);
+		}
 	free(ops);
 	buf_free(&sw);
 	return rc;
