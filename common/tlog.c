@@ -15,19 +15,16 @@
 #include <string.h>
 
 #include "err.h"
+#include "sha256.h"
 #include "tlog.h"
 #include "xalloc.h"
 #include "banned.h"
 
 void tlog_leaf_hash(struct tlog_hash *out, const void *entry, size_t len)
 {
-	crypto_hash_sha256_state st;
-	uint8_t prefix = 0x00;
+	const uint8_t prefix = 0x00;
 
-	crypto_hash_sha256_init(&st);
-	crypto_hash_sha256_update(&st, &prefix, 1);
-	crypto_hash_sha256_update(&st, entry, len);
-	crypto_hash_sha256_final(&st, out->b);
+	sha256_2(out->b, &prefix, 1, entry, len);
 }
 
 void tlog_node_hash(struct tlog_hash *out,
@@ -39,12 +36,12 @@ void tlog_node_hash(struct tlog_hash *out,
 	in[0] = 0x01;
 	memcpy(in + 1, l->b, TLOG_HASH_LEN);
 	memcpy(in + 1 + TLOG_HASH_LEN, r->b, TLOG_HASH_LEN);
-	crypto_hash_sha256(out->b, in, sizeof(in));
+	sha256_2(out->b, in, sizeof(in), NULL, 0);
 }
 
 void tlog_empty_hash(struct tlog_hash *out)
 {
-	crypto_hash_sha256(out->b, NULL, 0);
+	sha256_2(out->b, NULL, 0, NULL, 0);
 }
 
 bool tlog_hash_eq(const struct tlog_hash *a, const struct tlog_hash *b)

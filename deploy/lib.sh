@@ -32,14 +32,15 @@ GD_BIN=${GD_BIN:-$GD_ROOT/build/bin}
 # (whose Documentation= man pages verify looks up with man); dpkg-dev,
 # debhelper and lintian: deploy/package and test_package (the .deb built,
 # checked, installed; docs/packaging.md); libcurl4-openssl-dev: grant-log
-# reads a site's HTTP push log (http and https).
+# reads a site's HTTP push log (http and https); libssl-dev: libcrypto's
+# SHA-256 (common/sha256.h).
 GD_PACKAGES=(build-essential cmake pkg-config libzmq3-dev libprotobuf-c-dev
 	protobuf-c-compiler liboath-dev oathtool librocksdb-dev libgit2-dev
 	libinih-dev libcjson-dev libqrencode-dev libsodium-dev libcmocka-dev
 	openssh-server openssh-client git clang libclang-rt-14-dev libtsan2
 	python3 python3-zmq python3-cryptography iptables iproute2 strace gitolite3
 	libmicrohttpd-dev libsystemd-dev prometheus mandoc systemd man-db
-	dpkg-dev debhelper lintian libcurl4-openssl-dev)
+	dpkg-dev debhelper lintian libcurl4-openssl-dev libssl-dev)
 
 # Seconds to wait for a node or sshd to come up or go down.  Sanitizer
 # builds start slower; callers may raise it.

@@ -311,6 +311,32 @@ static bool same_op(const Grantd__V1__Op *a, const Grantd__V1__Op *b)
 	       b->origin && !strcmp(a->origin, b->origin);
 }
 
+/* Does the mark record at key k of cf hold exactly op's values (next and
+ * scratch codes)?  Then op alone makes it: every kept op is below the
+ * record, so op dominates each. */
+static int mark_is(struct store *s,
+                   struct store_batch *b,
+                   enum store_cf cf,
+                   const struct buf *k,
+                   const Grantd__V1__Op *op,
+                   bool *out)
+{
+	struct buf v = BUF_INIT;
+	int rc = store_get(s, b, cf, k->p, k->len, &v);
+
+	*out = false;
+	if (rc == 0) {
+		Grantd__V1__Mark *m =
+		        grantd__v1__mark__unpack(NULL, v.len, (uint8_t *)v.p);
+		*out = m && m->next == op->mark->next &&
+		       m->scratch_used == op->mark->scratch_used;
+		if (m)
+			grantd__v1__mark__free_unpacked(m, NULL);
+	}
+	buf_free(&v);
+	return rc == GD_ENOTFOUND ? 0 : rc;
+}
+
 /* A mark (MAX) or failures (UNION): the kept operations and op, pruned by
  * the family's rule. */
 static int note_many(struct store *s,
@@ -330,6 +356,17 @@ static int note_many(struct store *s,
 	int rc;
 
 	record_key(&k, op);
+	if (f->merge == RECORDS_MAX) {
+		/* the usual case, a token use that moved the mark: [op],
+		 * without reading the kept ones */
+		bool alone;
+		if ((rc = mark_is(s, b, f->cf, &k, op, &alone)) < 0)
+			goto out;
+		if (alone) {
+			put_one(b, f->cf, &k, packed, len);
+			goto out;
+		}
+	}
 	if ((rc = read_kept(s, b, f->cf, &k, &ro, &kept)) < 0)
 		goto done;
 	nk = ro ? ro->n_ops : 0;
@@ -371,6 +408,7 @@ done:
 	if (rec)
 		grantd__v1__failures__free_unpacked(rec, NULL);
 	free_kept(ro, kept);
+out:
 	buf_free(&k);
 	buf_free(&v);
 	return rc;

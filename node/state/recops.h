@@ -18,15 +18,20 @@
  *   SET    the push log entry at the op's (origin, n), or its fork key,
  *   LEAF   as the transparency log leaf at (origin, index) or its fork
  *          key: the record that holds exactly the op's body gets [op].
- *   MAX    a mark: op is added unless a kept op dominates it (next >= and
- *          scratch_used a superset); the kept ops it dominates go.
+ *   MAX    a mark: the merged record holds exactly op's values (the
+ *          usual case: a token use moved it): [op], the kept ops unread
+ *          (each is below the record, so op dominates it; an equal one
+ *          is replaced).  Else op is added unless a kept op dominates it
+ *          (next >= and scratch_used a superset); the kept ops it
+ *          dominates go.
  *   UNION  failures: the kept ops and op that hold at least one stamp the
  *          merged record still keeps; the others go; op is not added when
  *          a kept op holds every stamp of op's, and a kept op whose every
  *          stamp op holds goes.
- *          For both: of two equal ones, a signed op takes the place of an
- *          unsigned kept one (made by a release that did not sign, then
- *          re-issued signed: attest.h); else the kept one stays.
+ *          For both (a mark below the record): of two equal ones, a
+ *          signed op takes the place of an unsigned kept one (made by a
+ *          release that did not sign, then re-issued signed: attest.h);
+ *          else the kept one stays.
  * Merged again, the kept operations make the record (the rules of
  * ops_merge.c are commutative, associative and idempotent).
  *

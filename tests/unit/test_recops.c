@@ -205,6 +205,28 @@ static size_t kept(struct fx_site *n,
 	return k;
 }
 
+/* The stamp of the one operation kept for the record key of cf. */
+static uint64_t kept_hlc(struct fx_site *n, enum store_cf cf,
+                         const struct buf *key)
+{
+	struct buf v = BUF_INIT;
+	Grantd__V1__RecordOps *ro;
+	Grantd__V1__Op *op;
+	uint64_t hlc;
+
+	assert_int_equal(recops_get(n->s, NULL, cf, key->p, key->len, &v), 0);
+	ro = grantd__v1__record_ops__unpack(NULL, v.len, (const uint8_t *)v.p);
+	assert_non_null(ro);
+	assert_int_equal(ro->n_ops, 1);
+	op = grantd__v1__op__unpack(NULL, ro->ops[0].len, ro->ops[0].data);
+	assert_non_null(op);
+	hlc = op->hlc;
+	grantd__v1__op__free_unpacked(op, NULL);
+	grantd__v1__record_ops__free_unpacked(ro, NULL);
+	buf_free(&v);
+	return hlc;
+}
+
 static void test_lww_winner_only(void **state)
 {
 	struct fx_sites *f = *state;
@@ -276,10 +298,17 @@ static void test_mark_domination(void **state)
 	apply1(n, op_mark(&t, 0, FX_HLC(103, 0), 6, 3)); /* peera 2 */
 	assert_int_equal(kept(n, CF_MARKS, &k, s), 1);
 	assert_int_equal(s[0], 2);
-	/* the same again (another origin): not kept, it adds nothing */
-	apply1(n, op_mark(&t, 1, FX_HLC(104, 0), 6, 3));
+	/* below the record, the same as a kept one (another origin): not
+	 * kept, it adds nothing */
+	apply1(n, op_mark(&t, 2, FX_HLC(104, 0), 4, 1)); /* peerc 2 */
+	apply1(n, op_mark(&t, 1, FX_HLC(105, 0), 5, 1)); /* peerb 2 */
 	assert_int_equal(kept(n, CF_MARKS, &k, s), 1);
-	assert_int_equal(s[0], 2);
+	assert_int_equal(kept_hlc(n, CF_MARKS, &k), FX_HLC(103, 0));
+	/* the record's values again (another origin): it alone makes the
+	 * record, and takes the kept one's place */
+	apply1(n, op_mark(&t, 1, FX_HLC(106, 0), 6, 3)); /* peerb 3 */
+	assert_int_equal(kept(n, CF_MARKS, &k, s), 1);
+	assert_int_equal(kept_hlc(n, CF_MARKS, &k), FX_HLC(106, 0));
 	buf_free(&k);
 }
 
