@@ -107,6 +107,113 @@ bench_header() {
 		"loadavg=$(cut -d' ' -f1-3 /proc/loadavg)"
 }
 
+# bench_sites TOP PUBLISH_PORT SYNC_PORT [KEY=VALUE...] -- SITE=ADDR...:
+# the configuration of each SITE in TOP/SITE (deploy/lib.sh's
+# gd_site_config, given the KEY=VALUEs), publishing on ADDR:PUBLISH_PORT
+# and syncing on ADDR:SYNC_PORT, with every other SITE as its peer
+# (gd_site_add_peer).  Returns 1, having said why, on failure.
+bench_sites() {
+	local top=$1 pub=$2 sync=$3 kv=() s p
+	shift 3
+	while (($#)) && [[ $1 != -- ]]; do kv+=("$1"); shift; done
+	(($#)) && shift
+	local -A at=()
+	local names=()
+	for s in "$@"; do
+		at[${s%%=*}]=${s#*=}
+		names+=("${s%%=*}")
+	done
+	for s in "${names[@]}"; do
+		gd_site_config "$top/$s" "$s" "tcp://${at[$s]}:$pub" \
+			"tcp://${at[$s]}:$sync" "${kv[@]}" || return 1
+	done
+	for s in "${names[@]}"; do
+		for p in "${names[@]}"; do
+			[[ $p == "$s" ]] && continue
+			gd_site_add_peer "$top/$s" "$p" "tcp://${at[$p]}:$pub" \
+				"tcp://${at[$p]}:$sync" "$(<"$top/$p/node.pub")" ||
+				return 1
+		done
+	done
+}
+
+# ---- a ref at the peers (bench/run-e2e) ----------------------------------
+# bench_refwait_start DEADLINE_S GITDIR...: start the poller, one python
+# process for the whole run (a coprocess, so that no interpreter starts
+# inside a timed window; it waits on its input between requests), and
+# wait until it is ready; 2, having said why, when it did not start.
+# bench_refwait T0 REF TIP: read REF in every GITDIR every 1 ms (the loose
+# ref file, else packed-refs; a ref file is replaced by rename, so a read
+# sees the old or the new value) until all name TIP, or DEADLINE_S pass.
+# Sets bench_refwait_ms to "ALL_MS MS...": the milliseconds from T0 (an
+# $EPOCHREALTIME taken before the call, such as a push's return) until
+# the last GITDIR named TIP, then each GITDIR's, in order (-1: not within
+# the deadline; a GITDIR that named TIP at the first read gets the time of
+# that read).  Returns 1 when one did not.  Not in a subshell: the
+# coprocess's descriptors are the calling shell's.
+# bench_refwait_stop: end the poller (for a cleanup trap).
+bench_refwait_ms=
+BENCH_RW_PY='
+import os, sys, time
+deadline, dirs = float(sys.argv[1]), sys.argv[2:]
+
+def read_ref(gitdir, ref):
+    try:
+        with open(os.path.join(gitdir, ref), "rb") as f:
+            v = f.read().strip()
+        if v and not v.startswith(b"ref:"):
+            return v.decode()
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        pass
+    try:
+        with open(os.path.join(gitdir, "packed-refs"), "rb") as f:
+            for line in f:
+                p = line.split()
+                if len(p) == 2 and p[1].decode() == ref:
+                    return p[0].decode()
+    except FileNotFoundError:
+        pass
+    return None
+
+print("ready", flush=True)
+for line in sys.stdin:
+    t0, ref, tip = line.split()
+    t0, start, done = float(t0), time.monotonic(), {}
+    while True:
+        for d in dirs:
+            if d not in done and read_ref(d, ref) == tip:
+                done[d] = time.time()
+        if len(done) == len(dirs) or time.monotonic() - start > deadline:
+            break
+        time.sleep(0.001)
+    ms = lambda t: "%.1f" % ((t - t0) * 1000)
+    each = [ms(done[d]) if d in done else "-1" for d in dirs]
+    last = ms(max(done.values())) if len(done) == len(dirs) else "-1"
+    print(last, *each, flush=True)
+'
+bench_refwait_start() {
+	local line=
+	coproc BENCH_RW { exec python3 -c "$BENCH_RW_PY" "$@"; }
+	if ! read -r -t 60 line <&"${BENCH_RW[0]}" || [[ $line != ready ]]; then
+		bench_say "the ref poller did not start"
+		return 2
+	fi
+}
+bench_refwait() {
+	[[ -n ${BENCH_RW_PID:-} && -n ${BENCH_RW[1]:-} ]] ||
+		{ bench_say "the ref poller is not running"; return 1; }
+	printf '%s %s %s\n' "$1" "$2" "$3" >&"${BENCH_RW[1]}"
+	read -r bench_refwait_ms <&"${BENCH_RW[0]}" ||
+		{ bench_say "the ref poller died"; return 1; }
+	[[ $bench_refwait_ms != -1* ]]
+}
+bench_refwait_stop() {
+	[[ -n ${BENCH_RW_PID:-} ]] || return 0
+	local pid=$BENCH_RW_PID fd=${BENCH_RW[1]:-}
+	[[ -n $fd ]] && exec {fd}>&-
+	wait "$pid" 2>/dev/null || true
+}
+
 # SPEC 6's rows, each with the bench that measures it (none: no bench
 # does).  bench_not_measured KEY...: the bench measured the rows KEY...;
 # print "not measured" for every other row, so a reader never takes
