@@ -100,6 +100,16 @@ peers, for tests/integration/test_repl_security.sh.  Needs python3-zmq.
                  [(SITE, EPOCH, 1), (VICTIM, VEPOCH, 2^62)] and, in the grants
                  family, a Grant of kim from 10.66.6.7 stamped near 2^64
         snap-vv  the same with honest records (none) but the forged vector
+        snap-bare  as snap, with the vector [(SITE, EPOCH, 1)] only and, in
+                 the grants family, a Grant of kim from 127.0.7.8 that
+                 VICTIM would have made: stamped now, origin VICTIM, sent
+                 with an empty RecordOps (SnapRep.ops: no operations, as a
+                 store written before signing sends it); only the
+                 signature rule can refuse it (recops.h)
+        snap-wrongkey  the same, a Grant of kim from 127.0.7.9, sent with a
+                 RecordOps holding the operation that makes it,
+                 Op{origin VICTIM, VEPOCH, VSEQ + 1, that Grant}, signed
+                 with SITE's own key
         hugevv   the heartbeat holds (SITE, EPOCH, 1) followed by 5,000
                  entries of made-up sites: more than a node accepts
         pushlog  SITE's own push log, lying (VICTIM and its numbers unused):
@@ -642,8 +652,9 @@ def forge(ctx, attack, publish, sync, keyfile, site, victim, vepoch, vseq, secs)
     import secrets
     import signal
 
-    attacks = ("live", "snap", "snap-vv", "hugevv", "pushlog", "range", "mirror-feed",
-               "relay")
+    attacks = ("live", "snap", "snap-vv", "snap-bare", "snap-wrongkey", "hugevv",
+               "pushlog", "range", "mirror-feed", "relay")
+    snaps = ("snap", "snap-vv", "snap-bare", "snap-wrongkey")
     if attack not in attacks:
         print("forge: ATTACK is one of " + " ".join(attacks), file=sys.stderr)
         return 2
@@ -701,6 +712,16 @@ def forge(ctx, attack, publish, sync, keyfile, site, victim, vepoch, vseq, secs)
                 field_varint(3, vseq + 1) + field_varint(4, now_hlc) +
                 field_bytes(12, grant("10.66.6.9", now_hlc, victim)))
     relay_ops = [relay_op, sign(relay_op)]
+    # snap-bare, snap-wrongkey: one plausible record of VICTIM's (a grant
+    # stamped now) in the grants family, with no operations or with one
+    # signed by SITE
+    xfer_net = "127.0.7.8" if attack == "snap-bare" else "127.0.7.9"
+    xfer_grant = grant(xfer_net, now_hlc, victim)
+    xfer_ops = b""
+    if attack == "snap-wrongkey":
+        xfer_ops = field_bytes(1, sign(field_bytes(1, victim) + field_varint(2, vepoch) +
+                                       field_varint(3, vseq + 1) + field_varint(4, now_hlc) +
+                                       field_bytes(12, xfer_grant)))
     asked = {}  # relay: range requests for VICTIM, by asker
     feed_op = (field_bytes(1, victim) + field_varint(2, vepoch) +
                field_varint(3, vseq + 1) + field_varint(4, now_hlc) +
@@ -727,7 +748,7 @@ def forge(ctx, attack, publish, sync, keyfile, site, victim, vepoch, vseq, secs)
             origin = pb_one(r, 1, b"").decode(errors="replace")
             repoch, frm = pb_one(r, 2, 0), pb_one(r, 3, 0)
             counts["range_reqs"] += 1
-            trunc = attack in ("snap", "snap-vv")
+            trunc = attack in snaps
             if attack == "relay" and origin == victim and repoch == vepoch:
                 # in turn for each asker (the victim itself may ask too)
                 asked[rid] = asked.get(rid, 0) + 1
@@ -759,16 +780,25 @@ def forge(ctx, attack, publish, sync, keyfile, site, victim, vepoch, vseq, secs)
             first = 2 not in q
             counts["snap_reqs"] += 1
             rep = field_varint(1, cf) + field_varint(4, 1)
+            sent = None
             if first and cf == 1:
-                rep += (field_bytes(5, field_bytes(1, site) + field_varint(2, epoch) +
-                                    field_varint(3, 1)) +
-                        field_bytes(5, field_bytes(1, victim) + field_varint(2, vepoch) +
-                                    field_varint(3, 1 << 62)))
+                rep += field_bytes(5, field_bytes(1, site) + field_varint(2, epoch) +
+                                   field_varint(3, 1))
+                if attack in ("snap", "snap-vv"):
+                    rep += field_bytes(5, field_bytes(1, victim) + field_varint(2, vepoch) +
+                                       field_varint(3, 1 << 62))
             if attack == "snap" and cf == 3:  # CF_GRANTS
                 rep += (field_bytes(2, b"kim\x0010.66.6.7\x00") +
                         field_bytes(3, grant("10.66.6.7", (1 << 64) - (1 << 16), site)))
+            if attack in ("snap-bare", "snap-wrongkey") and cf == 3 and first:
+                rep += (field_bytes(2, b"kim\x00" + xfer_net.encode() + b"\x00") +
+                        field_bytes(3, xfer_grant) + field_bytes(6, xfer_ops))
+                sent = {"net": xfer_net, "origin": victim, "ops": 1 if xfer_ops else 0}
             send(rid, field_bytes(16, rep))
-            log("snap_req", cf=cf, first=first)
+            if sent:
+                log("snap_req", cf=cf, first=first, sent=sent)
+            else:
+                log("snap_req", cf=cf, first=first)
         elif 14 in m:  # vv_req
             router.send_multipart([rid, heartbeat()])
         elif 25 in m and attack == "mirror-feed":  # mirror_sub

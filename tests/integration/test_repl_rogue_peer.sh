@@ -7,7 +7,9 @@
 #      epoch and next sequence number (a grant of kim);
 #  (b) snap: it makes paloalto take a state transfer from it, whose grants
 #      hold a grant stamped near 2^64 and whose vector claims 2^62
-#      operations of portland's current epoch; (b2) the vector alone;
+#      operations of portland's current epoch; (b2) the vector alone
+#      (a plausible record of portland's, unsigned or signed with
+#      montreal's key: test_repl_rogue_xfer.sh);
 #  (c) hugevv: its heartbeat holds more than 4,096 vector entries;
 #  (d) range (review N5): asked for a range of its own, it answers with a
 #      range of portland's (portland's epoch and next sequence number, a
