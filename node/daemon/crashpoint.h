@@ -31,6 +31,10 @@
  *                every origin's push log chain and keeps its head, as a
  *                tool on its disk would: `grantctl log verify` there
  *                names the missing tail (test_push_log.sh)
+ *   no-attest    the node never re-issues the records a release before
+ *                signing made (attest.h), so a store v0.1.0 wrote keeps
+ *                records without signed operations
+ *                (test_rebuild_trust.sh)
  *
  * GRANTD_TEST_CLOCK_STEP_MS=N steps the node's wall clock by N ms (a
  * negative N steps it back) each time the node gets SIGUSR2, as NTP or

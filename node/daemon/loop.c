@@ -261,24 +261,16 @@ static void job_attest(void *payload, uint64_t now)
 }
 
 /* A frontend's store without attest.h's marker: start the job (a mirror
- * makes no operations).  Test hook: with GRANTD_TEST_NO_ATTEST set (to
- * anything) in its environment the node never runs the job, so a store
- * written by v0.1.0 keeps its records without operations
- * (tests/integration/test_rebuild_trust.sh); never set it in production. */
+ * makes no operations; nor does a node under the test fault no-attest,
+ * crashpoint.h). */
 static void attest_start(struct loop *l)
 {
 	bool need = false;
 	int rc;
 
 	memset(&l->attest, 0, sizeof(l->attest));
-	if (l->n->cfg->role != CONFIG_ROLE_FRONTEND)
+	if (l->n->cfg->role != CONFIG_ROLE_FRONTEND || faultpoint("no-attest"))
 		return;
-	if (getenv("GRANTD_TEST_NO_ATTEST")) {
-		log_warn("test hook armed: records made before signing are "
-		         "never attested (GRANTD_TEST_NO_ATTEST; never set it "
-		         "in production)");
-		return;
-	}
 	if ((rc = attest_needed(l->n->store, &need)) == 0 && need)
 		rc = attest_init(&l->attest, l->n->store);
 	if (rc < 0)

@@ -5,7 +5,7 @@
 # test_upgrade.sh builds it) keep no signed operations.  The three sites
 # make users, enrollments, grants and token marks on it, then all move to
 # this build with peers' keys set and the attest job held off
-# (GRANTD_TEST_NO_ATTEST, node/daemon/loop.c), so those records stay
+# (GRANTD_TEST_FAULT_AT=no-attest, node/daemon/crashpoint.h), so those records stay
 # without operations.  With `oplog_retention = 2s`, montreal, wiped,
 # catches up by state transfer only:
 #  - plain, it refuses every record without operations whose origin has a
@@ -17,35 +17,9 @@
 . "$(dirname "$0")/lib.sh"
 
 NEW_BIN=$GD_BIN
-release_line() { grep -v '^#' "$GD_ROOT/deploy/releases" | awk 'NF >= 2' | tail -n 1; }
-read -r REL_TAG REL_COMMIT _ < <(release_line)
-[[ -n ${REL_TAG-} ]] || t_fatal "deploy/releases names a release"
-if c=$(git -C "$GD_ROOT" rev-parse -q --verify "$REL_TAG^{commit}" 2>/dev/null); then
-	REL_COMMIT=$c
-fi
-git -C "$GD_ROOT" cat-file -e "$REL_COMMIT^{commit}" 2>/dev/null || {
-	echo "SKIP: $REL_TAG ($REL_COMMIT) is not in the repository at $GD_ROOT (a shallow clone? git fetch --unshallow)"
-	exit 77
-}
-# build_release COMMIT: test_upgrade.sh's (the same cache directory)
-build_release() {
-	local c=$1 cache dir
-	cache=${GD_RELEASE_CACHE:-/var/tmp}/grantd-release-$c
-	if [[ ! -x $cache/build/bin/grantd ]]; then
-		dir=$(mktemp -d "$cache.XXXXXX") || return 1
-		mkdir "$dir/src" &&
-			git -C "$GD_ROOT" archive "$c" | tar -x -C "$dir/src" &&
-			cmake -S "$dir/src" -B "$dir/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-				-DGRANTD_TESTS=OFF >"$dir/build.log" 2>&1 &&
-			cmake --build "$dir/build" -j2 >>"$dir/build.log" 2>&1 || {
-			tail -n 30 "$dir/build.log" >&2
-			rm -rf "$dir"
-			return 1
-		}
-		mv -T "$dir" "$cache" 2>/dev/null || rm -rf "$dir"
-	fi
-	echo "$cache/build/bin"
-}
+# the last release (REL_TAG, REL_COMMIT, build_release)
+. "$(dirname "$0")/release_lib.sh"
+
 OLD_BIN=$(build_release "$REL_COMMIT") || t_fatal "build $REL_TAG"
 
 # each site runs $T_DIR/bin.SITE, a link to the old or the new programs;
@@ -95,10 +69,10 @@ for s in "${T_SITES[@]}"; do
 		sed -i "/^\[peer $p\]\$/a verifier_key = $vk" "$T_DIR/$s/grantd.conf"
 	done
 done
-for s in "${T_SITES[@]}"; do GRANTD_TEST_NO_ATTEST=1 start_site "$s"; done
+for s in "${T_SITES[@]}"; do GRANTD_TEST_FAULT_AT=no-attest start_site "$s"; done
 t_expect_converged "the three sites agree on this build" 30
 for s in "${T_SITES[@]}"; do
-	t_check "$s's log says the attest job is held off" t_grep_log "$s" "GRANTD_TEST_NO_ATTEST"
+	t_check "$s's log says the attest job is held off" t_grep_log "$s" "point=no-attest"
 	t_check "$s attested nothing" eval '! t_grep_log "$s" "records made before signing: done"'
 done
 D0=$(t_sdigest paloalto)
@@ -109,7 +83,7 @@ done
 t_section "montreal wiped: its state transfer refuses the records without operations"
 t_stop montreal
 rm -rf "$T_DIR/montreal/data" "$T_DIR/montreal/repos"
-GRANTD_TEST_NO_ATTEST=1 start_site montreal
+GRANTD_TEST_FAULT_AT=no-attest start_site montreal
 t_expect 0 "montreal: grantctl rebuild --from paloalto" t_c montreal rebuild --from paloalto
 refused_line() { grep -m1 -o 'state transfer done peer=[a-z]* records=[0-9]* refused=[0-9]*' "$T_DIR/montreal/grantd.log"; }
 t_expect_soon 0 30 "montreal: a state transfer done with records refused" refused_line

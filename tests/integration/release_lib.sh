@@ -1,0 +1,38 @@
+# release_lib.sh: the last release's binaries, for the tests that start
+# from a store it made (test_upgrade.sh, test_rebuild_trust.sh).  Sourced
+# after lib.sh.  Sets REL_TAG and REL_COMMIT (deploy/releases' last line,
+# the commit taken from the tag when there is one) and defines
+# build_release; exits 77 when that commit is not in the repository.
+
+release_line() { grep -v '^#' "$GD_ROOT/deploy/releases" | awk 'NF >= 2' | tail -n 1; }
+read -r REL_TAG REL_COMMIT _ < <(release_line)
+[[ -n ${REL_TAG-} ]] || t_fatal "deploy/releases names a release"
+if c=$(git -C "$GD_ROOT" rev-parse -q --verify "$REL_TAG^{commit}" 2>/dev/null); then
+	REL_COMMIT=$c
+fi
+git -C "$GD_ROOT" cat-file -e "$REL_COMMIT^{commit}" 2>/dev/null || {
+	echo "SKIP: $REL_TAG ($REL_COMMIT) is not in the repository at $GD_ROOT (a shallow clone? git fetch --unshallow)"
+	exit 77
+}
+
+# build_release COMMIT: print the bin directory of COMMIT's build, building
+# it into the cache first when it is not there (into a directory of its
+# own, renamed into place, so two runs at once do not mix).
+build_release() {
+	local c=$1 cache dir
+	cache=${GD_RELEASE_CACHE:-/var/tmp}/grantd-release-$c
+	if [[ ! -x $cache/build/bin/grantd ]]; then
+		dir=$(mktemp -d "$cache.XXXXXX") || return 1
+		mkdir "$dir/src" &&
+			git -C "$GD_ROOT" archive "$c" | tar -x -C "$dir/src" &&
+			cmake -S "$dir/src" -B "$dir/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+				-DGRANTD_TESTS=OFF >"$dir/build.log" 2>&1 &&
+			cmake --build "$dir/build" -j2 >>"$dir/build.log" 2>&1 || {
+			tail -n 30 "$dir/build.log" >&2
+			rm -rf "$dir"
+			return 1
+		}
+		mv -T "$dir" "$cache" 2>/dev/null || rm -rf "$dir"
+	fi
+	echo "$cache/build/bin"
+}
