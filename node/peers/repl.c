@@ -27,6 +27,7 @@
 #include "clock.h"
 #include "err.h"
 #include "log.h"
+#include "records.h"
 #include "repl_int.h"
 #include "xalloc.h"
 #include "crashpoint.h"
@@ -436,7 +437,7 @@ handle_peer(struct repl *r, struct repl_peer *p, void *sock, uint64_t now_ms)
 		                 row ? row->name : "unknown",
 		                 planes_role_name(planes_role(p->cfg->role)));
 		if (m->body_case == GRANTD__V1__PEER_MSG__BODY_OP)
-			ops_wipe(m->op);
+			records_op_wipe(m->op);
 		grantd__v1__peer_msg__free_unpacked(m, NULL);
 		return 1;
 	}
@@ -450,7 +451,7 @@ handle_peer(struct repl *r, struct repl_peer *p, void *sock, uint64_t now_ms)
 	case GRANTD__V1__PEER_MSG__BODY_OP:
 		if (sock != p->sub)
 			repl_dropped(r, 1);
-		ops_wipe(m->op);
+		records_op_wipe(m->op);
 		break;
 	case GRANTD__V1__PEER_MSG__BODY_HEARTBEAT:
 		repl_hb_take(r, p, m);
@@ -576,7 +577,7 @@ void repl_publish(struct buf *ob, void *payload)
 				         "(peers will fetch it)",
 				         (unsigned long long)op->seq,
 				         zmq_strerror(errno));
-			ops_wipe(op);
+			records_op_wipe(op);
 			grantd__v1__op__free_unpacked(op, NULL);
 			GD_GROW(raw, capraw, nraw + 1);
 			raw[nraw++] =

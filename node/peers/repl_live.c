@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "records.h"
 #include "repl_int.h"
 #include "xalloc.h"
 #include "banned.h"
@@ -40,7 +41,7 @@ void repl_live_flush(struct repl *r, struct repl_peer *p, uint64_t now_ms)
 	for (size_t i = 0; i < p->nlive; i++) {
 		Grantd__V1__PeerMsg *m = p->live[i];
 		repl_apply_op(r, p, m->op, (int)d[i], m->sent_us, now_ms);
-		ops_wipe(m->op);
+		records_op_wipe(m->op);
 		grantd__v1__peer_msg__free_unpacked(m, NULL);
 	}
 	free(d);
@@ -61,7 +62,7 @@ void repl_live_take(struct repl *r,
 void repl_live_free(struct repl_peer *p)
 {
 	for (size_t i = 0; i < p->nlive; i++) {
-		ops_wipe(p->live[i]->op);
+		records_op_wipe(p->live[i]->op);
 		grantd__v1__peer_msg__free_unpacked(p->live[i], NULL);
 	}
 	free(p->live);

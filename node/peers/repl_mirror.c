@@ -18,6 +18,7 @@
 #include "clock.h"
 #include "err.h"
 #include "log.h"
+#include "records.h"
 #include "repl_int.h"
 #include "xalloc.h"
 #include "banned.h"
@@ -73,7 +74,7 @@ static void mops_build(struct mops *b, const ProtobufCBinaryData *raw, size_t n)
 static void mops_free(struct mops *b)
 {
 	for (size_t i = 0; i < b->n; i++) {
-		ops_wipe(b->ops[i]);
+		records_op_wipe(b->ops[i]);
 		grantd__v1__op__free_unpacked(b->ops[i], NULL);
 	}
 	free(b->items);
@@ -292,13 +293,13 @@ void repl_mirror_apply_ops(struct repl *r,
 			              mo->range ? 0 : sent_us,
 			              now_ms);
 		if (op) {
-			ops_wipe(op);
+			records_op_wipe(op);
 			grantd__v1__op__free_unpacked(op, NULL);
 		}
 	}
 	for (size_t i = 0; i < mo->n_ops; i++) /* those dropped above */
 		if (dec[i]) {
-			ops_wipe(dec[i]);
+			records_op_wipe(dec[i]);
 			grantd__v1__op__free_unpacked(dec[i], NULL);
 		}
 	free(dec);

@@ -18,6 +18,7 @@
 #include "clock.h"
 #include "err.h"
 #include "log.h"
+#include "records.h"
 #include "repl_int.h"
 #include "xalloc.h"
 #include "banned.h"
@@ -171,7 +172,7 @@ void repl_range_apply(struct repl *r,
 		if (repl_range_holds(r, p, origin, epoch, op->origin, op->epoch,
 		                     op->seq))
 			repl_apply_op(r, p, op, (int)d[i], 0, now_ms);
-		ops_wipe(op);
+		records_op_wipe(op);
 		grantd__v1__op__free_unpacked(op, NULL);
 	}
 	free(ops);

@@ -34,6 +34,7 @@
 #include "err.h"
 #include "log.h"
 #include "recops.h"
+#include "records.h"
 #include "repl_int.h"
 #include "xalloc.h"
 #include "banned.h"
@@ -303,7 +304,7 @@ static int take_signed(struct repl *r,
 		                      t, why);
 	for (size_t i = 0; i < ro->n_ops; i++)
 		if (ops[i]) {
-			ops_wipe(ops[i]); /* an enrollment's secret */
+			records_op_wipe(ops[i]); /* an enrollment's secret */
 			grantd__v1__op__free_unpacked(ops[i], NULL);
 		}
 	free(ops);

@@ -204,7 +204,7 @@ static int attest_one(struct attest_job *j,
 			rc = 0;
 		}
 		if (f->cf == CF_ENROLL)
-			ops_wipe(&a.op);
+			records_op_wipe(&a.op);
 	}
 	free(a.copy);
 	protobuf_c_message_free_unpacked(m, NULL);

@@ -326,7 +326,7 @@ note_signed(struct ops *o, struct store_batch *b, const struct buf *op)
 	if (!d)
 		return GD_EPROTO;
 	rc = recops_note(o->store, b, d, op->p, op->len);
-	ops_wipe(d); /* an enrollment's secret */
+	records_op_wipe(d); /* an enrollment's secret */
 	grantd__v1__op__free_unpacked(d, NULL);
 	return rc;
 }

@@ -318,10 +318,6 @@ int ops_sweep_grants(struct ops *o, struct store_batch *b, int64_t now,
 bool ops_stamp_after(uint64_t h1, const char *o1, uint64_t h2,
 		     const char *o2);
 
-/* Zero the secret an unpacked operation may carry (an enrollment's),
- * before it is freed. */
-void ops_wipe(Grantd__V1__Op *op);
-
 /* 40 lower-case hex digits. */
 bool ops_oid_ok(const char *s);
 

@@ -23,13 +23,6 @@ static bool str_ok(const char *s, size_t max)
 	return s && strnlen(s, max + 1) <= max;
 }
 
-void ops_wipe(Grantd__V1__Op *op)
-{
-	if (op && op->body_case == GRANTD__V1__OP__BODY_ENROLL &&
-	    op->enroll && op->enroll->secret.data)
-		sodium_memzero(op->enroll->secret.data, op->enroll->secret.len);
-}
-
 bool ops_oid_ok(const char *s)
 {
 	if (!s || strlen(s) != 40)

@@ -245,12 +245,18 @@ static int read_kept(struct store *s,
 	return rc;
 }
 
+/* read_kept's, freed: an enrollment's secret wiped first, unpacked and
+ * packed. */
 static void free_kept(Grantd__V1__RecordOps *ro, Grantd__V1__Op **ops)
 {
 	for (size_t i = 0; ro && ops && i < ro->n_ops; i++)
-		if (ops[i])
+		if (ops[i]) {
+			records_op_wipe(ops[i]);
 			grantd__v1__op__free_unpacked(ops[i], NULL);
+		}
 	free(ops);
+	for (size_t i = 0; ro && i < ro->n_ops; i++)
+		sodium_memzero(ro->ops[i].data, ro->ops[i].len);
 	if (ro)
 		grantd__v1__record_ops__free_unpacked(ro, NULL);
 }

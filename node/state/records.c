@@ -568,3 +568,10 @@ int records_fail_parse(const void *key,
 		return GD_EPROTO;
 	return 0;
 }
+
+void records_op_wipe(Grantd__V1__Op *op)
+{
+	if (op && op->body_case == GRANTD__V1__OP__BODY_ENROLL &&
+	    op->enroll && op->enroll->secret.data)
+		sodium_memzero(op->enroll->secret.data, op->enroll->secret.len);
+}

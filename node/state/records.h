@@ -340,4 +340,9 @@ int records_fail_parse(const void *key,
                        struct records_span *user,
                        struct records_span *site);
 
+/* Zero the secret an unpacked operation may carry (an enrollment's),
+ * before it is freed: every path that unpacks operations (ops, recops,
+ * replication). */
+void records_op_wipe(Grantd__V1__Op *op);
+
 #endif

@@ -36,6 +36,7 @@
 #include "ops.h"
 #include "peer.h"
 #include "plheads.h"
+#include "records.h"
 #include "store.h"
 #include "vote.h"
 
@@ -128,7 +129,7 @@ static void take_range(struct store_batch *b, const Grantd__V1__RangeRep *rr)
 		if (!op)
 			continue;
 		take_op(b, op);
-		ops_wipe(op);
+		records_op_wipe(op);
 		grantd__v1__op__free_unpacked(op, NULL);
 	}
 }
@@ -201,7 +202,7 @@ static void take_mirror_ops(struct store_batch *b,
 				       e->hlc, &applied);
 		}
 		if (op) {
-			ops_wipe(op);
+			records_op_wipe(op);
 			grantd__v1__op__free_unpacked(op, NULL);
 		}
 	}
@@ -229,7 +230,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	switch (m->body_case) {
 	case GRANTD__V1__PEER_MSG__BODY_OP:
 		take_op(b, m->op);
-		ops_wipe(m->op);
+		records_op_wipe(m->op);
 		break;
 	case GRANTD__V1__PEER_MSG__BODY_RANGE_REP:
 		take_range(b, m->range_rep);
