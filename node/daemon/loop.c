@@ -73,7 +73,8 @@ static void pump_gitrepl(struct node *n)
  * (readers_publish_status); last[] are the writer's copies of what it
  * last sent, to compare with.  Returns the peers connected now (for
  * systemd's STATUS=). */
-static int tick_status(struct node *n, cJSON *last[2], uint64_t now_ms)
+static int
+tick_status(struct node *n, cJSON *last[2], cJSON *attest, uint64_t now_ms)
 {
 	cJSON *part[2] = {
 	        cmd_status_store(n->ops, (int64_t)(clock_wall_ms() / 1000)),
@@ -82,6 +83,8 @@ static int tick_status(struct node *n, cJSON *last[2], uint64_t now_ms)
 	cJSON *give[2] = {NULL, NULL};
 	const cJSON *p;
 	int up = 0;
+
+	cJSON_AddItemToObject(part[1], "attest", attest);
 
 	cJSON_AddItemToObject(part[1], "quorum", vote_status(n->vote));
 	cJSON_ArrayForEach(p, cJSON_GetObjectItem(part[1], "peers")) up +=
@@ -116,6 +119,9 @@ struct loop {
 	/* records made before signing (attest.h): running while set */
 	struct attest_job attest;
 	bool attesting;
+	/* status attest.state: "none" (a mirror), "waiting" (not every
+	 * frontend runs this release yet), "running", "done", "stopped" */
+	const char *attest_state;
 };
 
 /* The sockets to wait on: the reader's pipe, the syncer's, the gitrepl
@@ -210,17 +216,29 @@ static void job_sweep(void *payload, uint64_t now)
 	writer_sweep(l->n->writer);
 }
 
+/* status attest: the job's state and what this run of the node did */
+static cJSON *attest_status(const struct loop *l)
+{
+	cJSON *a = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(a, "state",
+	                        l->attest_state ? l->attest_state : "none");
+	cJSON_AddNumberToObject(a, "made", (double)l->attest.made);
+	cJSON_AddNumberToObject(a, "skipped", (double)l->attest.skipped);
+	return a;
+}
+
 /* Status to the reader, metrics and systemd (READY=1 once serving: the
  * start-up sync over). */
 static void job_status(void *payload, uint64_t now)
 {
 	struct loop *l = payload;
 	struct node *n = l->n;
+	int up = tick_status(n, l->status_last, attest_status(l), now);
 
 	sdnotify_update(l->sd,
-	                &(struct sdnotify_state){
-	                        n->syncing, tick_status(n, l->status_last, now),
-	                        n->cfg->npeers});
+	                &(struct sdnotify_state){n->syncing, up,
+	                                         n->cfg->npeers});
 }
 
 /* One chunk of attest.h's job a turn, committed at once: requests are
@@ -236,9 +254,13 @@ static void job_attest(void *payload, uint64_t now)
 	/* not before every frontend runs a release that keeps signed
 	 * operations per record: an older one would take these operations
 	 * and keep none of them (push-tlog came with them, issue 21) */
-	if (!l->attesting ||
-	    !repl_feature_everywhere(n->repl, FEATURE_PUSH_TLOG))
+	if (!l->attesting)
 		return;
+	if (!repl_feature_everywhere(n->repl, FEATURE_PUSH_TLOG)) {
+		l->attest_state = "waiting";
+		return;
+	}
+	l->attest_state = "running";
 	k = attest_step(&l->attest, n->ops, writer_batch(n->writer),
 	                ATTEST_CHUNK);
 	if (k >= 0) /* the operations, or where it stopped, or the marker */
@@ -251,12 +273,14 @@ static void job_attest(void *payload, uint64_t now)
 		          "after %llu: %s",
 		          (unsigned long long)l->attest.made, gd_strerror(k));
 		l->attesting = false;
+		l->attest_state = "stopped";
 	} else if (l->attest.done) {
 		log_info("attested %llu records made before signing: done "
 		         "(%llu that do not check left alone)",
 		         (unsigned long long)l->attest.made,
 		         (unsigned long long)l->attest.skipped);
 		l->attesting = false;
+		l->attest_state = "done";
 	}
 }
 
@@ -269,6 +293,7 @@ static void attest_start(struct loop *l)
 	int rc;
 
 	memset(&l->attest, 0, sizeof(l->attest));
+	l->attest_state = "none";
 	if (l->n->cfg->role != CONFIG_ROLE_FRONTEND || faultpoint("no-attest"))
 		return;
 	if ((rc = attest_needed(l->n->store, &need)) == 0 && need)
@@ -276,6 +301,7 @@ static void attest_start(struct loop *l)
 	if (rc < 0)
 		log_error("attesting records made before signing: %s",
 		          gd_strerror(rc));
+	l->attest_state = rc < 0 ? "stopped" : need ? "waiting" : "done";
 	if (rc < 0 || !need)
 		return;
 	log_info("attesting the records made before signing: this site's "

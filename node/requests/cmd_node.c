@@ -470,6 +470,7 @@ static int cmd_status(struct cmd_ctx *x, struct req *r)
 	take(j, rp, "git");
 	take(j, rp, "quorum");
 	take(j, rp, "tlog");
+	take(j, rp, "attest"); /* loop.c: records made before signing */
 	if ((rc = add_applied(x, applied)) < 0 ||
 	    (rc = add_conflicts(x, cJSON_AddArrayToObject(j, "conflicts"))) < 0) {
 		cJSON_Delete(j);
