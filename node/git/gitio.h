@@ -34,6 +34,7 @@ struct gitio_stats {
 	uint64_t fetches, fetch_failures, bytes_in, served, bytes_out;
 	uint64_t refs_moved, conflicts, pending;
 	uint64_t last_fetch_ms, last_fetch_bytes;
+	uint64_t refs_looked; /* refs compared with their record */
 	char last_error[256];
 	/* gitolite mode: admin syncs run, and those that failed */
 	uint64_t gitolite_syncs, gitolite_failures;

@@ -21,7 +21,9 @@
  *  - a look at every record adds no second copy of a waiting ref; a
  *    record whose repository is not there yet waits for it;
  *  - one repository's fetch starts as soon as another's ends; a fork's
- *    objects are fetched after its parent's.
+ *    objects are fetched after its parent's; each ref of many
+ *    repositories lacking objects is looked at a bounded number of
+ *    times, however many fetches end before its own.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -819,6 +821,44 @@ static void test_fork_after_parent(void **state)
 	buf_free(&in);
 }
 
+/* A rebuild's many repositories, each lacking objects: each ref is
+ * looked at a bounded number of times, not once more for every fetch
+ * that ends before its own (a look at each ref left before each fetch
+ * made 600 repositories wait ~25 ms each between fetches). */
+static void test_looks_linear(void **state)
+{
+	struct fx *f = *state;
+	struct buf pk = BUF_INIT, in = BUF_INIT;
+	char name[16], repo[64], hex[OID_HEX + 1];
+	enum { K = 12 };
+
+	buf_printf(&in, "%s\n", f->hd);
+	gitfx_pack(f->dir, f->src, &pk, in.p, true);
+	for (int k = 0; k < K; k++) {
+		snprintf(name, sizeof(name), "q%02d", k);
+		assert_int_equal(repos_create(f->repo_dir, name, NULL, NULL),
+		                 0);
+		put_ref(f, name, REF, f->hd, 100, "montreal");
+	}
+	for (int k = 0; k < K; k++) {
+		work(f);
+		uint64_t id = take_any(f, 1, repo, sizeof(repo));
+		gitfx_peer_pack(&f->n.tp[1], id, &pk, GITIO_CHUNK_MAX);
+		assert_int_equal(drive(f, WAIT_MS), PACKFETCH_OK);
+	}
+	work(f);
+	assert_int_equal(f->n.st.pending, 0);
+	for (int k = 0; k < K; k++) {
+		snprintf(name, sizeof(name), "q%02d", k);
+		disk(f, name, REF, hex);
+		assert_string_equal(hex, f->hd);
+	}
+	/* one look when listed, one to ask its fetch, one to move it */
+	assert_in_range(f->n.st.refs_looked, K, 3 * K);
+	buf_free(&pk);
+	buf_free(&in);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -845,6 +885,8 @@ int main(void)
 	        cmocka_unit_test_setup_teardown(test_next_fetch_at_once, setup,
 	                                        teardown),
 	        cmocka_unit_test_setup_teardown(test_fork_after_parent, setup,
+	                                        teardown),
+	        cmocka_unit_test_setup_teardown(test_looks_linear, setup,
 	                                        teardown),
 	};
 	if (fx_group_setup("test_reconcile", LOG_LVL_ERROR) < 0 ||
