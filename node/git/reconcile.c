@@ -37,6 +37,8 @@ struct item {
 	                   * flight to end: looked at again once no fetch
 	                   * is in flight and none is being gathered for
 	                   * another repository */
+	bool fetched; /* its fetch just ended: it moves after the next
+	               * repository's fetch is asked */
 };
 
 struct reconcile {
@@ -167,6 +169,7 @@ void reconcile_fetched(struct reconcile *g,
 		it->waiting = false;
 		if (ok) {
 			it->not_before_ms = 0;
+			it->fetched = true;
 		} else {
 			back_off(it, t);
 		}
@@ -595,7 +598,7 @@ bool reconcile_work(struct reconcile *g)
 	size_t nwants = 0;
 	const char *busy = packfetch_repo(g->pf);
 	int fetch_from = -1, done = 0;
-	bool more = false, forks_wait = false;
+	bool more = false, forks_wait = false, moved = false;
 
 	g->looked0 = g->io->st->refs_looked;
 	for (size_t i = 0; i < g->nitems;) {
@@ -605,6 +608,15 @@ bool reconcile_work(struct reconcile *g)
 
 		if (it->waiting || it->not_before_ms > t ||
 		    (busy && it->after_fetch)) {
+			i++;
+			continue;
+		}
+		if (it->fetched && !busy) {
+			/* the next repository's fetch is asked first, and
+			 * this ref moved (a ref write and its fsyncs) while
+			 * the peer makes that pack: in the next turn */
+			it->fetched = false;
+			more = true;
 			i++;
 			continue;
 		}
@@ -630,6 +642,7 @@ bool reconcile_work(struct reconcile *g)
 		switch (reconcile_one(g, it, need, &from)) {
 		case V_DONE:
 			item_del(g, i);
+			moved = true;
 			continue;
 		case V_NEED:
 			if (!busy &&
@@ -657,7 +670,9 @@ bool reconcile_work(struct reconcile *g)
 	if (*fetch_repo)
 		fetch(g, fetch_repo, (const char(*)[OID_HEX + 1]) wants, nwants,
 		      fetch_from, t);
-	if (forks_wait && !packfetch_repo(g->pf))
+	/* a fork put off while its parent's refs had yet to move (they move
+	 * a turn after their fetch ends) is due once they did */
+	if ((forks_wait || moved) && !packfetch_repo(g->pf))
 		more |= forks_due(g);
 	/* a rebuild's sweep is over once the refs it found are done; asked
 	 * of a site just started, it finds none yet: the records the state

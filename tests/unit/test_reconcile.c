@@ -23,7 +23,8 @@
  *  - one repository's fetch starts as soon as another's ends; a fork's
  *    objects are fetched after its parent's; each ref of many
  *    repositories lacking objects is looked at a bounded number of
- *    times, however many fetches end before its own.
+ *    times, however many fetches end before its own; the next fetch is
+ *    asked before the refs of the last one move.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -821,6 +822,37 @@ static void test_fork_after_parent(void **state)
 	buf_free(&in);
 }
 
+/* The fetch of the next repository is asked before the refs of the one
+ * just fetched move (a ref write and its fsyncs, while the peer makes
+ * the next pack); they move in the next turn. */
+static void test_next_asked_before_move(void **state)
+{
+	struct fx *f = *state;
+	struct buf pr = BUF_INIT, in = BUF_INIT;
+	char repo[64], before[OID_HEX + 1];
+	uint64_t id;
+
+	assert_int_equal(repos_create(f->repo_dir, "s", NULL, NULL), 0);
+	buf_printf(&in, "%s\n^%s\n", f->hd, f->hb);
+	gitfx_pack(f->dir, f->src, &pr, in.p, true);
+	disk(f, "r", REF, before);
+	put_ref(f, "r", REF, f->hd, 100, "montreal");
+	put_ref(f, "s", REF, f->hd, 100, "montreal");
+	work(f);
+	id = take_any(f, 1, repo, sizeof(repo));
+	assert_string_equal(repo, "r");
+	gitfx_peer_pack(&f->n.tp[1], id, &pr, GITIO_CHUNK_MAX);
+	assert_int_equal(drive(f, WAIT_MS), PACKFETCH_OK);
+	assert_true(reconcile_work(f->rc)); /* more: r's ref */
+	id = take_any(f, 1, repo, sizeof(repo));
+	assert_string_equal(repo, "s");
+	assert_ref(f, REF, before); /* not yet */
+	reconcile_work(f->rc);
+	assert_ref(f, REF, f->hd);
+	buf_free(&pr);
+	buf_free(&in);
+}
+
 /* A rebuild's many repositories, each lacking objects: each ref is
  * looked at a bounded number of times, not once more for every fetch
  * that ends before its own (a look at each ref left before each fetch
@@ -888,6 +920,8 @@ int main(void)
 	                                        teardown),
 	        cmocka_unit_test_setup_teardown(test_looks_linear, setup,
 	                                        teardown),
+	        cmocka_unit_test_setup_teardown(test_next_asked_before_move,
+	                                        setup, teardown),
 	};
 	if (fx_group_setup("test_reconcile", LOG_LVL_ERROR) < 0 ||
 	    repos_git_isolate() < 0)
