@@ -639,6 +639,10 @@ bool reconcile_work(struct reconcile *g)
 			i++; /* its repository is being fetched into */
 			continue;
 		}
+		/* put off again below only if it still needs a fetch: a
+		 * ref left after_fetch in a back-off would have it wiped
+		 * when another repository's fetch ends */
+		it->after_fetch = false;
 		switch (reconcile_one(g, it, need, &from)) {
 		case V_DONE:
 			item_del(g, i);

@@ -24,7 +24,8 @@
  *    objects are fetched after its parent's; each ref of many
  *    repositories lacking objects is looked at a bounded number of
  *    times, however many fetches end before its own; the next fetch is
- *    asked before the refs of the last one move.
+ *    asked before the refs of the last one move; several that no peer
+ *    can give each back off.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -853,6 +854,42 @@ static void test_next_asked_before_move(void **state)
 	buf_free(&in);
 }
 
+/* Three repositories whose objects no peer has: each backs off, and
+ * none's back-off is wiped when another's fetch ends (a ref left
+ * waiting for "the fetch in flight" kept that mark through its failed
+ * fetch: the two asked each other's peers in a loop, every few ms). */
+static void test_fails_back_off(void **state)
+{
+	struct fx *f = *state;
+	int asked = 0;
+
+	assert_int_equal(repos_create(f->repo_dir, "q", NULL, NULL), 0);
+	assert_int_equal(repos_create(f->repo_dir, "s", NULL, NULL), 0);
+	/* r and s are looked at while q's fetch goes: both wait for it */
+	put_ref(f, "q", REF, f->hd, 100, "montreal");
+	work(f);
+	put_ref(f, "r", REF, f->hd, 100, "montreal");
+	put_ref(f, "s", REF, f->hd, 100, "montreal");
+	work(f);
+	for (uint64_t end = clock_mono_ms() + 600; clock_mono_ms() < end;) {
+		work(f);
+		for (int i = 0; i < 2; i++) {
+			Grantd__V1__PeerMsg *m = next_req(f, i, 2);
+			if (!m)
+				continue;
+			asked++;
+			gitfx_peer_err(&f->n.tp[i], m->pack_req->id,
+			               "not here");
+			grantd__v1__peer_msg__free_unpacked(m, NULL);
+		}
+		drive(f, 2);
+	}
+	/* each asked of both peers at 0 and after 250 ms (and maybe after
+	 * 750 ms more) */
+	assert_in_range(asked, 6, 18);
+	assert_int_equal(f->n.st.pending, 3);
+}
+
 /* A rebuild's many repositories, each lacking objects: each ref is
  * looked at a bounded number of times, not once more for every fetch
  * that ends before its own (a look at each ref left before each fetch
@@ -919,6 +956,8 @@ int main(void)
 	        cmocka_unit_test_setup_teardown(test_fork_after_parent, setup,
 	                                        teardown),
 	        cmocka_unit_test_setup_teardown(test_looks_linear, setup,
+	                                        teardown),
+	        cmocka_unit_test_setup_teardown(test_fails_back_off, setup,
 	                                        teardown),
 	        cmocka_unit_test_setup_teardown(test_next_asked_before_move,
 	                                        setup, teardown),
