@@ -234,23 +234,20 @@ static void fetch_haves(struct packfetch *pf,
                         Grantd__V1__PackReq *q,
                         struct buf *hv)
 {
-	struct buf v = BUF_INIT, path = BUF_INIT;
+	struct buf path = BUF_INIT;
+	Grantd__V1__Repo *r;
 	size_t n = 0;
 
 	gitproc_tips(repo, hv, &n, HAVES_MAX);
-	if (store_get(pf->store, NULL, CF_REPOS, pf->f.repo, strlen(pf->f.repo),
-	              &v) == 0) {
-		Grantd__V1__Repo *r = grantd__v1__repo__unpack(
-		        NULL, v.len, (const uint8_t *)v.p);
+	if (gitio_repo_record(pf->store, pf->f.repo, &r) == 0) {
 		git_repository *parent = NULL;
-		if (r && r->fork_of && *r->fork_of) {
+		if (r->fork_of && *r->fork_of) {
 			gitio_path(pf->io, &path, r->fork_of);
 			if (git_repository_open_bare(&parent, path.p) == 0)
 				gitproc_tips(parent, hv, &n, HAVES_MAX);
 			git_repository_free(parent);
 		}
-		if (r)
-			grantd__v1__repo__free_unpacked(r, NULL);
+		grantd__v1__repo__free_unpacked(r, NULL);
 	}
 	q->n_haves = n;
 	q->haves = xcalloc(n ? n : 1, sizeof(char *));
@@ -259,7 +256,6 @@ static void fetch_haves(struct packfetch *pf,
 		q->haves[i] = hv->p + i * (OID_HEX + 1);
 		q->haves[i][OID_HEX] = '\0';
 	}
-	buf_free(&v);
 	buf_free(&path);
 }
 
