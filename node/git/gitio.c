@@ -1,8 +1,10 @@
 /* gitio.c: what the actor hands its stages (gitio.h).  Actor thread. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <sodium.h>
 #include <string.h>
 
+#include "err.h"
 #include "gitio.h"
 #include "log.h"
 #include "repos.h"
@@ -30,6 +32,18 @@ git_repository *gitio_repo(struct gitio *io, const char *name)
 	}
 	buf_free(&path);
 	return io->repo;
+}
+
+int gitio_repo_record(struct store *s, const char *name, Grantd__V1__Repo **out)
+{
+	struct buf v = BUF_INIT;
+
+	*out = NULL;
+	if (store_get(s, NULL, CF_REPOS, name, strlen(name), &v) == 0)
+		*out = grantd__v1__repo__unpack(NULL, v.len,
+		                                (const uint8_t *)v.p);
+	buf_free(&v);
+	return *out ? 0 : GD_ENOTFOUND;
 }
 
 void gitio_close(struct gitio *io)
@@ -88,6 +102,12 @@ void gitio_pack_err(struct gitio *io,
 		gitio_send_router(io, rid, &m);
 }
 
+static void mark_hash(uint8_t *out, const char *key, size_t klen)
+{
+	crypto_generichash(out, GITIO_MARK_HASH, (const uint8_t *)key, klen,
+	                   NULL, 0);
+}
+
 void gitio_mark(struct gitio *io,
                 const char *key,
                 size_t klen,
@@ -95,4 +115,18 @@ void gitio_mark(struct gitio *io,
                 size_t vlen)
 {
 	io->mark(io->arg, key, klen, val, vlen);
+	mark_hash(io->marked[io->nmarked++ % GITIO_MARKS_RECENT], key, klen);
+}
+
+bool gitio_mark_sent(const struct gitio *io, const char *key, size_t klen)
+{
+	uint8_t h[GITIO_MARK_HASH];
+	unsigned n = io->nmarked < GITIO_MARKS_RECENT ? io->nmarked
+	                                              : GITIO_MARKS_RECENT;
+
+	mark_hash(h, key, klen);
+	for (unsigned i = 0; i < n; i++)
+		if (!memcmp(io->marked[i], h, sizeof(h)))
+			return true;
+	return false;
 }

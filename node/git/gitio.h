@@ -23,10 +23,13 @@
 #include "grantd.pb-c.h"
 #include "names.h"
 #include "peer.h"
+#include "store.h"
 
-#define GITIO_CHUNK_MAX (256 * 1024) /* pack bytes per PackChunk */
-#define GITIO_WANTS_MAX 256 /* tips one PackReq asks for */
-#define GITIO_HAVES_MAX 512 /* tips one PackReq says it has */
+#define GITIO_CHUNK_MAX    (256 * 1024) /* pack bytes per PackChunk */
+#define GITIO_WANTS_MAX    256 /* tips one PackReq asks for */
+#define GITIO_HAVES_MAX    512 /* tips one PackReq says it has */
+#define GITIO_MARKS_RECENT 64 /* conflict marks remembered as sent */
+#define GITIO_MARK_HASH    16 /* BLAKE2b of a mark's key */
 
 /* The counters gitrepl_status shows: kept on the actor, copied to the
  * writer over the pair whenever they change (a plain struct: memcpy). */
@@ -34,6 +37,7 @@ struct gitio_stats {
 	uint64_t fetches, fetch_failures, bytes_in, served, bytes_out;
 	uint64_t refs_moved, conflicts, pending;
 	uint64_t last_fetch_ms, last_fetch_bytes;
+	uint64_t refs_looked; /* refs compared with their record */
 	char last_error[256];
 	/* gitolite mode: admin syncs run, and those that failed */
 	uint64_t gitolite_syncs, gitolite_failures;
@@ -61,6 +65,10 @@ struct gitio {
 	/* the one open repository, cached (gitio_repo) */
 	git_repository *repo;
 	char repo_name[NAME_REPO_MAX + 1];
+	/* the keys of the last conflict marks sent, maybe not written yet
+	 * (gitio_mark_sent), hashed: a fixed size, nothing to free */
+	uint8_t marked[GITIO_MARKS_RECENT][GITIO_MARK_HASH];
+	unsigned nmarked;
 };
 
 /* The path of repository name into out. */
@@ -69,6 +77,13 @@ void gitio_path(const struct gitio *io, struct buf *out, const char *name);
 /* The repository name, opened bare and cached; NULL when it cannot be
  * opened (yet).  Borrowed until the next call. */
 git_repository *gitio_repo(struct gitio *io, const char *name);
+
+/* The committed record of repository name (the store read only) into
+ * *out, the caller's (grantd__v1__repo__free_unpacked): 0, or
+ * GD_ENOTFOUND (none, or none that decodes; *out NULL). */
+int gitio_repo_record(struct store *s,
+                      const char *name,
+                      Grantd__V1__Repo **out);
 
 /* Drop the cached repository (stopping). */
 void gitio_close(struct gitio *io);
@@ -95,11 +110,16 @@ void gitio_pack_err(struct gitio *io,
                     uint64_t id,
                     const char *why);
 
-/* A conflict mark for the writer (io->mark). */
+/* A conflict mark for the writer (io->mark), remembered as sent. */
 void gitio_mark(struct gitio *io,
                 const char *key,
                 size_t klen,
                 const char *val,
                 size_t vlen);
+
+/* Was a mark for this CF_LOSERS key among the last GITIO_MARKS_RECENT
+ * sent?  The writer may not have written it yet: a second look at the
+ * same loser meanwhile must not count it twice. */
+bool gitio_mark_sent(const struct gitio *io, const char *key, size_t klen);
 
 #endif

@@ -57,6 +57,10 @@ struct fetch {
 	int ifd; /* its stdin (non-blocking), -1: closed */
 	uint32_t seq;
 	uint64_t last_ms, started_ms, bytes;
+	/* the stages of the last attempt, ms after started_ms (debug log):
+	 * the first chunk, the last, index-pack or libgit2 done, tips
+	 * proved connected */
+	uint64_t first_ms, recv_ms, indexed_ms, checked_ms;
 };
 
 struct packfetch {
@@ -230,23 +234,20 @@ static void fetch_haves(struct packfetch *pf,
                         Grantd__V1__PackReq *q,
                         struct buf *hv)
 {
-	struct buf v = BUF_INIT, path = BUF_INIT;
+	struct buf path = BUF_INIT;
+	Grantd__V1__Repo *r;
 	size_t n = 0;
 
 	gitproc_tips(repo, hv, &n, HAVES_MAX);
-	if (store_get(pf->store, NULL, CF_REPOS, pf->f.repo, strlen(pf->f.repo),
-	              &v) == 0) {
-		Grantd__V1__Repo *r = grantd__v1__repo__unpack(
-		        NULL, v.len, (const uint8_t *)v.p);
+	if (gitio_repo_record(pf->store, pf->f.repo, &r) == 0) {
 		git_repository *parent = NULL;
-		if (r && r->fork_of && *r->fork_of) {
+		if (r->fork_of && *r->fork_of) {
 			gitio_path(pf->io, &path, r->fork_of);
 			if (git_repository_open_bare(&parent, path.p) == 0)
 				gitproc_tips(parent, hv, &n, HAVES_MAX);
 			git_repository_free(parent);
 		}
-		if (r)
-			grantd__v1__repo__free_unpacked(r, NULL);
+		grantd__v1__repo__free_unpacked(r, NULL);
 	}
 	q->n_haves = n;
 	q->haves = xcalloc(n ? n : 1, sizeof(char *));
@@ -255,7 +256,6 @@ static void fetch_haves(struct packfetch *pf,
 		q->haves[i] = hv->p + i * (OID_HEX + 1);
 		q->haves[i][OID_HEX] = '\0';
 	}
-	buf_free(&v);
 	buf_free(&path);
 }
 
@@ -412,6 +412,14 @@ static void fetch_done(struct packfetch *pf, bool ok)
 		         f->repo, pf->io->peers[f->peer].site, f->nwants,
 		         (unsigned long long)f->bytes,
 		         (unsigned long long)(t - f->started_ms));
+		log_debug("pack stages repo=%s first_chunk_ms=%llu "
+		          "last_chunk_ms=%llu indexed_ms=%llu checked_ms=%llu "
+		          "in_ms=%llu",
+		          f->repo, (unsigned long long)f->first_ms,
+		          (unsigned long long)f->recv_ms,
+		          (unsigned long long)f->indexed_ms,
+		          (unsigned long long)f->checked_ms,
+		          (unsigned long long)(t - f->started_ms));
 	} else {
 		log_info("objects not found at any reachable peer repo=%s "
 		         "wants=%zu (will retry)",
@@ -437,6 +445,7 @@ static void fetch_finish(struct packfetch *pf, bool checked)
 		fetch_failed_peer(pf, "pack does not connect the new tips");
 		return;
 	}
+	f->checked_ms = clock_mono_ms() - f->started_ms;
 	if (quarantine_commit(path.p, f->qdir.p) < 0) {
 		log_error("cannot move a fetched pack into repo=%s: %s",
 		          f->repo, strerror(errno));
@@ -544,6 +553,8 @@ static void fetch_chunk(struct packfetch *pf, const Grantd__V1__PackChunk *c)
 	}
 	f->seq++;
 	f->last_ms = clock_mono_ms();
+	if (f->seq == 1)
+		f->first_ms = f->last_ms - f->started_ms;
 	if (!c->last && !data)
 		return; /* a keep-alive: git is still counting or compressing */
 	if (data) {
@@ -573,6 +584,7 @@ static void fetch_chunk(struct packfetch *pf, const Grantd__V1__PackChunk *c)
 		return;
 	}
 	bool held = f->ipid <= 0; /* libgit2's, checked by connect_pack */
+	f->recv_ms = f->last_ms - f->started_ms;
 	if (held) {
 		char why[512], not [600];
 		int rc = index_held(pf, why, sizeof(why));
@@ -589,6 +601,7 @@ static void fetch_chunk(struct packfetch *pf, const Grantd__V1__PackChunk *c)
 		indexer_failed(pf);
 		return;
 	}
+	f->indexed_ms = clock_mono_ms() - f->started_ms;
 	fetch_finish(pf, held);
 }
 

@@ -21,7 +21,6 @@
 #define RETRY_MIN_MS     250
 #define RETRY_MAX_MS     4000
 #define WORK_MAX         256 /* refs checked per loop turn */
-#define MARKS_RECENT     64 /* conflict marks remembered as sent */
 #define CONFLICTS_PREFIX "refs/grantd/conflicts/"
 
 enum verdict { V_DONE, V_RETRY, V_NEED };
@@ -34,7 +33,11 @@ struct item {
 	uint32_t backoff_ms;
 	bool waiting; /* its objects are being fetched */
 	bool after_fetch; /* it needs a fetch, and waits for the one in
-	                   * flight to end: due again as soon as it does */
+	                   * flight to end: looked at again once no fetch
+	                   * is in flight and none is being gathered for
+	                   * another repository */
+	bool fetched; /* its fetch just ended: it moves after the next
+	               * repository's fetch is asked */
 };
 
 struct reconcile {
@@ -55,73 +58,34 @@ struct reconcile {
 	char verified_repo[NAME_REPO_MAX + 1];
 	char hook_repo[NAME_REPO_MAX + 1]; /* grant-hook last run here, */
 	uint64_t hook_ms; /* ... then */
-	/* conflict marks sent to the writer, maybe not written yet: a
-	 * second look at the same loser meanwhile must not count it twice */
-	struct buf marked[MARKS_RECENT];
-	unsigned nmarked;
+	/* for the debug log: when the last fetch ended, refs_looked when
+	 * this look began */
+	uint64_t fetch_end_ms, looked0;
 };
 
-/* ---- conflict marks and the hook --------------------------------------- */
-
-/* Was a mark for this CF_LOSERS key sent lately (the writer may not have
- * written it yet)? */
-static bool mark_sent(const struct reconcile *g, const char *key, size_t klen)
-{
-	for (unsigned i = 0; i < MARKS_RECENT; i++)
-		if (g->marked[i].len == klen &&
-		    !memcmp(g->marked[i].p, key, klen))
-			return true;
-	return false;
-}
-
-/* Ask the writer to store val (NULL: delete) under CF_LOSERS key: the
- * actor never writes the store. */
-static void send_mark(struct reconcile *g,
-                      const char *key,
-                      size_t klen,
-                      const char *val,
-                      size_t vlen)
-{
-	struct buf *slot = &g->marked[g->nmarked++ % MARKS_RECENT];
-
-	gitio_mark(g->io, key, klen, val, vlen);
-	buf_reset(slot);
-	buf_add(slot, key, klen);
-}
-
-/* Run grant-hook (stdin empty) in the repository: it sends what earlier
- * hooks spooled while the node could not be reached. */
-static void run_hook(struct reconcile *g, const char *name)
-{
-	struct buf path = BUF_INIT;
-	pid_t pid;
-
-	gitio_path(g->io, &path, name);
-	if ((pid = repos_run_hook(g->hook_path, g->conf_path, path.p)) > 0)
-		gitproc_wait(pid);
-	buf_free(&path);
-}
+/* ---- the hook ------------------------------------------------------------ */
 
 /* Has the repository's hook spooled a local push the node has not
- * recorded yet?  Then its refs are left alone, and the hook is run (at
- * most once a second) to send it: the node is back. */
+ * recorded yet?  Then its refs are left alone, and grant-hook is run
+ * (stdin empty; at most once a second) to send it: the node is back. */
 static bool spooled(struct reconcile *g, const char *name)
 {
 	struct buf path = BUF_INIT;
+	uint64_t t = clock_mono_ms();
+	pid_t pid;
 	bool yes;
 
 	gitio_path(g->io, &path, name);
 	yes = spool_pending(path.p);
-	buf_free(&path);
-	if (!yes)
-		return false;
-	uint64_t t = clock_mono_ms();
-	if (strcmp(g->hook_repo, name) || t - g->hook_ms > 1000) {
-		run_hook(g, name);
+	if (yes && (strcmp(g->hook_repo, name) || t - g->hook_ms > 1000)) {
+		pid = repos_run_hook(g->hook_path, g->conf_path, path.p);
+		if (pid > 0)
+			gitproc_wait(pid);
 		snprintf(g->hook_repo, sizeof(g->hook_repo), "%s", name);
 		g->hook_ms = t;
 	}
-	return true;
+	buf_free(&path);
+	return yes;
 }
 
 /* ---- making the disk follow the records --------------------------------- */
@@ -148,13 +112,14 @@ void reconcile_fetched(struct reconcile *g,
 		snprintf(g->verified_repo, sizeof(g->verified_repo), "%s",
 		         packfetch_last_repo(g->pf));
 	}
+	g->fetch_end_ms = t;
 	for (size_t i = 0; i < g->nitems; i++) {
 		struct item *it = &g->items[i];
 		if (it->after_fetch) {
 			/* the next repository's fetch starts now, not at the
 			 * next look (a rebuild's hundreds of repositories
-			 * each waited 0.1 s for it) */
-			it->after_fetch = false;
+			 * each waited 0.1 s for it); the ref stays after_fetch
+			 * so that it is looked at only until one is gathered */
 			it->not_before_ms = 0;
 		}
 		if (!it->waiting)
@@ -162,6 +127,7 @@ void reconcile_fetched(struct reconcile *g,
 		it->waiting = false;
 		if (ok) {
 			it->not_before_ms = 0;
+			it->fetched = true;
 		} else {
 			back_off(it, t);
 		}
@@ -176,19 +142,16 @@ void reconcile_fetched(struct reconcile *g,
  * its parent's). */
 static bool parent_pending(struct reconcile *g, const char *name)
 {
-	struct buf v = BUF_INIT;
-	Grantd__V1__Repo *r = NULL;
+	Grantd__V1__Repo *r;
 	bool yes = false;
 
-	if (store_get(g->store, NULL, CF_REPOS, name, strlen(name), &v) == 0 &&
-	    (r = grantd__v1__repo__unpack(NULL, v.len, (const uint8_t *)v.p)) &&
-	    r->fork_of && *r->fork_of)
-		for (size_t i = 0; !yes && i < g->nitems; i++)
-			yes = !g->items[i].backoff_ms &&
-			      !strcmp(g->items[i].key, r->fork_of);
-	if (r)
-		grantd__v1__repo__free_unpacked(r, NULL);
-	buf_free(&v);
+	if (gitio_repo_record(g->store, name, &r) < 0)
+		return false;
+	for (size_t i = 0; r->fork_of && *r->fork_of && !yes && i < g->nitems;
+	     i++)
+		yes = !g->items[i].backoff_ms &&
+		      !strcmp(g->items[i].key, r->fork_of);
+	grantd__v1__repo__free_unpacked(r, NULL);
 	return yes;
 }
 
@@ -272,7 +235,7 @@ static enum verdict losers(struct reconcile *g,
 			continue;
 		if (kept)
 			continue; /* done before */
-		if (mark_sent(g, key, klen))
+		if (gitio_mark_sent(g->io, key, klen))
 			continue; /* done, the writer has yet to note it */
 		if (git_oid_fromstr(&tip, hex) < 0)
 			continue;
@@ -284,7 +247,7 @@ static enum verdict losers(struct reconcile *g,
 		    (git_oid_equal(&tip, target) ||
 		     git_graph_descendant_of(repo, target, &tip) == 1)) {
 			/* the winner builds on it: no conflict */
-			send_mark(g, key, klen, NULL, 0);
+			gitio_mark(g->io, key, klen, NULL, 0);
 			continue;
 		}
 		if (!safe_tip(g, name, hex)) {
@@ -304,7 +267,7 @@ static enum verdict losers(struct reconcile *g,
 		git_reference_free(out_ref);
 		buf_reset(&v);
 		records_loser_value(&v, hex, true);
-		send_mark(g, key, klen, v.p, v.len);
+		gitio_mark(g->io, key, klen, v.p, v.len);
 		g->io->st->conflicts++;
 		log_warn(
 		        "push conflict repo=%s ref=%s: the tip %s from site=%s "
@@ -324,16 +287,11 @@ static enum verdict losers(struct reconcile *g,
  * (repos_follow), and a cached handle on it is let go. */
 static bool repo_deleted(struct reconcile *g, const char *name)
 {
-	struct buf v = BUF_INIT;
-	Grantd__V1__Repo *r = NULL;
-	bool yes = false;
+	Grantd__V1__Repo *r;
+	bool yes = gitio_repo_record(g->store, name, &r) == 0 && r->deleted;
 
-	if (store_get(g->store, NULL, CF_REPOS, name, strlen(name), &v) == 0 &&
-	    (r = grantd__v1__repo__unpack(NULL, v.len, (const uint8_t *)v.p)))
-		yes = r->deleted;
 	if (r)
 		grantd__v1__repo__free_unpacked(r, NULL);
-	buf_free(&v);
 	if (yes && !strcmp(g->io->repo_name, name))
 		gitio_close(g->io);
 	return yes;
@@ -356,6 +314,7 @@ static enum verdict reconcile_one(struct reconcile *g,
 	bool have;
 	int rc;
 
+	g->io->st->refs_looked++;
 	if (repo_deleted(g, name)) {
 		res = V_DONE;
 		goto out;
@@ -559,9 +518,13 @@ static void fetch(struct reconcile *g,
                   int from,
                   uint64_t t)
 {
-	enum packfetch_verdict v = packfetch_start(
-	        g->pf, repo, wants, n, g->prefer >= 0 ? g->prefer : from);
+	enum packfetch_verdict v;
 
+	log_debug("pack asked repo=%s wants=%zu after_ms=%llu looked=%llu",
+	          repo, n, (unsigned long long)(t - g->fetch_end_ms),
+	          (unsigned long long)(g->io->st->refs_looked - g->looked0));
+	v = packfetch_start(g->pf, repo, wants, n,
+	                    g->prefer >= 0 ? g->prefer : from);
 	if (v == PACKFETCH_OK || v == PACKFETCH_FAILED) {
 		reconcile_fetched(g, v, t);
 	} else if (v == PACKFETCH_UNSTARTED) {
@@ -573,66 +536,115 @@ static void fetch(struct reconcile *g,
 	}
 }
 
+/* One look at the items (reconcile_work): the fetch it gathers. */
+struct look {
+	uint64_t t;
+	const char *busy; /* the repository being fetched into, or NULL */
+	char repo[NAME_REPO_MAX + 1]; /* the fetch gathered, "" none */
+	char wants[WANTS_MAX][OID_HEX + 1];
+	size_t nwants;
+	int from;
+	bool more, forks_wait, moved;
+};
+
+/* Is it left for a later look (lk->more set when that is the next)? */
+static bool later(struct look *lk, struct item *it)
+{
+	if (it->waiting || it->not_before_ms > lk->t ||
+	    (lk->busy && it->after_fetch))
+		return true;
+	if (it->fetched && !lk->busy) {
+		/* the next repository's fetch is asked first, and this ref
+		 * moved (a ref write and its fsyncs) while the peer makes
+		 * that pack: in the next turn */
+		it->fetched = false;
+		lk->more = true;
+		return true;
+	}
+	if (*lk->repo && strcmp(it->key, lk->repo)) {
+		/* a fetch is gathered for another repository: it is asked
+		 * first, and this ref looked at after (while it goes; one
+		 * that needs a fetch, after it ends).  A look at every ref
+		 * left before each fetch made a rebuild quadratic: 600
+		 * repositories waited ~25 ms each between fetches */
+		lk->more |= !it->after_fetch;
+		return true;
+	}
+	return false;
+}
+
+/* it needs need fetched (from peer index from): into the fetch gathered,
+ * or after the one in flight (or its parent's). */
+static void needs(struct reconcile *g,
+                  struct look *lk,
+                  struct item *it,
+                  char *need,
+                  int from)
+{
+	if (!lk->busy && (!*lk->repo || !strcmp(lk->repo, it->key)) &&
+	    !parent_pending(g, it->key)) {
+		snprintf(lk->repo, sizeof(lk->repo), "%s", it->key);
+		want(lk->wants, &lk->nwants, need);
+		if (lk->from < 0)
+			lk->from = from;
+		it->waiting = true;
+		return;
+	}
+	lk->forks_wait |= !lk->busy && !*lk->repo;
+	it->not_before_ms = lk->t + 100;
+	it->after_fetch = true;
+}
+
 bool reconcile_work(struct reconcile *g)
 {
-	uint64_t t = clock_mono_ms();
-	char fetch_repo[NAME_REPO_MAX + 1] = "";
-	char wants[WANTS_MAX][OID_HEX + 1];
-	size_t nwants = 0;
-	const char *busy = packfetch_repo(g->pf);
-	int fetch_from = -1, done = 0;
-	bool more = false, forks_wait = false;
+	struct look lk = {.t = clock_mono_ms(),
+	                  .busy = packfetch_repo(g->pf),
+	                  .from = -1};
+	int done = 0;
 
+	g->looked0 = g->io->st->refs_looked;
 	for (size_t i = 0; i < g->nitems;) {
 		struct item *it = &g->items[i];
 		char need[OID_HEX + 1];
 		int from = -1;
 
-		if (it->waiting || it->not_before_ms > t ||
-		    (busy && it->after_fetch)) {
+		if (later(&lk, it)) {
 			i++;
 			continue;
 		}
 		if (done++ == WORK_MAX) {
-			more = true;
+			lk.more = true;
 			break;
 		}
-		if (busy && !strcmp(it->key, busy)) {
+		if (lk.busy && !strcmp(it->key, lk.busy)) {
 			i++; /* its repository is being fetched into */
 			continue;
 		}
+		/* put off again below only if it still needs a fetch: a
+		 * ref left after_fetch in a back-off would have it wiped
+		 * when another repository's fetch ends */
+		it->after_fetch = false;
 		switch (reconcile_one(g, it, need, &from)) {
 		case V_DONE:
 			item_del(g, i);
+			lk.moved = true;
 			continue;
 		case V_NEED:
-			if (!busy &&
-			    (!*fetch_repo || !strcmp(fetch_repo, it->key)) &&
-			    !parent_pending(g, it->key)) {
-				snprintf(fetch_repo, sizeof(fetch_repo), "%s",
-				         it->key);
-				want(wants, &nwants, need);
-				if (fetch_from < 0)
-					fetch_from = from;
-				it->waiting = true;
-				break;
-			}
-			/* after this fetch (or the parent's) */
-			forks_wait |= !busy && !*fetch_repo;
-			it->not_before_ms = t + 100;
-			it->after_fetch = true;
+			needs(g, &lk, it, need, from);
 			break;
 		case V_RETRY:
-			back_off(it, t);
+			back_off(it, lk.t);
 			break;
 		}
 		i++;
 	}
-	if (*fetch_repo)
-		fetch(g, fetch_repo, (const char(*)[OID_HEX + 1]) wants, nwants,
-		      fetch_from, t);
-	if (forks_wait && !packfetch_repo(g->pf))
-		more |= forks_due(g);
+	if (*lk.repo)
+		fetch(g, lk.repo, (const char(*)[OID_HEX + 1]) lk.wants,
+		      lk.nwants, lk.from, lk.t);
+	/* a fork put off while its parent's refs had yet to move (they move
+	 * a turn after their fetch ends) is due once they did */
+	if ((lk.forks_wait || lk.moved) && !packfetch_repo(g->pf))
+		lk.more |= forks_due(g);
 	/* a rebuild's sweep is over once the refs it found are done; asked
 	 * of a site just started, it finds none yet: the records the state
 	 * transfer brings are its refs */
@@ -641,7 +653,7 @@ bool reconcile_work(struct reconcile *g)
 	else if (g->swept)
 		g->prefer = -1;
 	g->io->st->pending = g->nitems;
-	return more;
+	return lk.more;
 }
 
 void reconcile_changed(struct reconcile *g, const char *p, size_t len)
@@ -671,6 +683,7 @@ void reconcile_open(struct reconcile **out, const struct reconcile_opts *o)
 	g->hook_path = xstrdup(o->hook_path ? o->hook_path : "");
 	g->conf_path = xstrdup(o->conf_path ? o->conf_path : "");
 	g->prefer = -1;
+	g->fetch_end_ms = clock_mono_ms(); /* the first: since the open */
 	*out = g;
 }
 
@@ -683,8 +696,6 @@ void reconcile_destroy(struct reconcile **rcp)
 	for (size_t i = 0; i < g->nitems; i++)
 		free(g->items[i].key);
 	free(g->items);
-	for (unsigned i = 0; i < MARKS_RECENT; i++)
-		buf_free(&g->marked[i]);
 	free(g->hook_path);
 	free(g->conf_path);
 	free(g);

@@ -52,11 +52,16 @@ void reconcile_changed(struct reconcile *rc, const char *p, size_t len);
 void reconcile_all(struct reconcile *rc, int prefer);
 
 /* Check the refs that are due; the objects one repository lacks are
- * asked in one fetch.  Returns true when more are due right away. */
+ * asked in one fetch, as soon as one is found to lack any: the refs of
+ * other repositories are looked at after it is asked (and one already
+ * known to need a fetch, once no fetch is in flight), so each ref is
+ * looked at a bounded number of times however many repositories wait.
+ * Returns true when more are due right away. */
 bool reconcile_work(struct reconcile *rc);
 
 /* The fetch ended with verdict v (PACKFETCH_OK or _FAILED): the refs
- * waiting for it are due again, now or after a back-off. */
+ * waiting for it are due again, now (they move once the next fetch is
+ * asked) or after a back-off. */
 void reconcile_fetched(struct reconcile *rc,
                        enum packfetch_verdict v,
                        uint64_t now_ms);

@@ -21,7 +21,11 @@
  *  - a look at every record adds no second copy of a waiting ref; a
  *    record whose repository is not there yet waits for it;
  *  - one repository's fetch starts as soon as another's ends; a fork's
- *    objects are fetched after its parent's.
+ *    objects are fetched after its parent's; each ref of many
+ *    repositories lacking objects is looked at a bounded number of
+ *    times, however many fetches end before its own; the next fetch is
+ *    asked before the refs of the last one move; several that no peer
+ *    can give each back off.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -819,6 +823,111 @@ static void test_fork_after_parent(void **state)
 	buf_free(&in);
 }
 
+/* The fetch of the next repository is asked before the refs of the one
+ * just fetched move (a ref write and its fsyncs, while the peer makes
+ * the next pack); they move in the next turn. */
+static void test_next_asked_before_move(void **state)
+{
+	struct fx *f = *state;
+	struct buf pr = BUF_INIT, in = BUF_INIT;
+	char repo[64], before[OID_HEX + 1];
+	uint64_t id;
+
+	assert_int_equal(repos_create(f->repo_dir, "s", NULL, NULL), 0);
+	buf_printf(&in, "%s\n^%s\n", f->hd, f->hb);
+	gitfx_pack(f->dir, f->src, &pr, in.p, true);
+	disk(f, "r", REF, before);
+	put_ref(f, "r", REF, f->hd, 100, "montreal");
+	put_ref(f, "s", REF, f->hd, 100, "montreal");
+	work(f);
+	id = take_any(f, 1, repo, sizeof(repo));
+	assert_string_equal(repo, "r");
+	gitfx_peer_pack(&f->n.tp[1], id, &pr, GITIO_CHUNK_MAX);
+	assert_int_equal(drive(f, WAIT_MS), PACKFETCH_OK);
+	assert_true(reconcile_work(f->rc)); /* more: r's ref */
+	id = take_any(f, 1, repo, sizeof(repo));
+	assert_string_equal(repo, "s");
+	assert_ref(f, REF, before); /* not yet */
+	reconcile_work(f->rc);
+	assert_ref(f, REF, f->hd);
+	buf_free(&pr);
+	buf_free(&in);
+}
+
+/* Three repositories whose objects no peer has: each backs off, and
+ * none's back-off is wiped when another's fetch ends (a ref left
+ * waiting for "the fetch in flight" kept that mark through its failed
+ * fetch: the two asked each other's peers in a loop, every few ms). */
+static void test_fails_back_off(void **state)
+{
+	struct fx *f = *state;
+	int asked = 0;
+
+	assert_int_equal(repos_create(f->repo_dir, "q", NULL, NULL), 0);
+	assert_int_equal(repos_create(f->repo_dir, "s", NULL, NULL), 0);
+	/* r and s are looked at while q's fetch goes: both wait for it */
+	put_ref(f, "q", REF, f->hd, 100, "montreal");
+	work(f);
+	put_ref(f, "r", REF, f->hd, 100, "montreal");
+	put_ref(f, "s", REF, f->hd, 100, "montreal");
+	work(f);
+	for (uint64_t end = clock_mono_ms() + 600; clock_mono_ms() < end;) {
+		work(f);
+		for (int i = 0; i < 2; i++) {
+			Grantd__V1__PeerMsg *m = next_req(f, i, 2);
+			if (!m)
+				continue;
+			asked++;
+			gitfx_peer_err(&f->n.tp[i], m->pack_req->id,
+			               "not here");
+			grantd__v1__peer_msg__free_unpacked(m, NULL);
+		}
+		drive(f, 2);
+	}
+	/* each asked of both peers at 0 and after 250 ms (and maybe after
+	 * 750 ms more) */
+	assert_in_range(asked, 6, 18);
+	assert_int_equal(f->n.st.pending, 3);
+}
+
+/* A rebuild's many repositories, each lacking objects: each ref is
+ * looked at a bounded number of times, not once more for every fetch
+ * that ends before its own (a look at each ref left before each fetch
+ * made 600 repositories wait ~25 ms each between fetches). */
+static void test_looks_linear(void **state)
+{
+	struct fx *f = *state;
+	struct buf pk = BUF_INIT, in = BUF_INIT;
+	char name[16], repo[64], hex[OID_HEX + 1];
+	enum { K = 12 };
+
+	buf_printf(&in, "%s\n", f->hd);
+	gitfx_pack(f->dir, f->src, &pk, in.p, true);
+	for (int k = 0; k < K; k++) {
+		snprintf(name, sizeof(name), "q%02d", k);
+		assert_int_equal(repos_create(f->repo_dir, name, NULL, NULL),
+		                 0);
+		put_ref(f, name, REF, f->hd, 100, "montreal");
+	}
+	for (int k = 0; k < K; k++) {
+		work(f);
+		uint64_t id = take_any(f, 1, repo, sizeof(repo));
+		gitfx_peer_pack(&f->n.tp[1], id, &pk, GITIO_CHUNK_MAX);
+		assert_int_equal(drive(f, WAIT_MS), PACKFETCH_OK);
+	}
+	work(f);
+	assert_int_equal(f->n.st.pending, 0);
+	for (int k = 0; k < K; k++) {
+		snprintf(name, sizeof(name), "q%02d", k);
+		disk(f, name, REF, hex);
+		assert_string_equal(hex, f->hd);
+	}
+	/* one look when listed, one to ask its fetch, one to move it */
+	assert_in_range(f->n.st.refs_looked, K, 3 * K);
+	buf_free(&pk);
+	buf_free(&in);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -846,6 +955,12 @@ int main(void)
 	                                        teardown),
 	        cmocka_unit_test_setup_teardown(test_fork_after_parent, setup,
 	                                        teardown),
+	        cmocka_unit_test_setup_teardown(test_looks_linear, setup,
+	                                        teardown),
+	        cmocka_unit_test_setup_teardown(test_fails_back_off, setup,
+	                                        teardown),
+	        cmocka_unit_test_setup_teardown(test_next_asked_before_move,
+	                                        setup, teardown),
 	};
 	if (fx_group_setup("test_reconcile", LOG_LVL_ERROR) < 0 ||
 	    repos_git_isolate() < 0)
