@@ -1,6 +1,8 @@
 /*
  * policy.c: decisions over the stored state.  Reads only; every write
- * happens in the command handlers (cmd_*.c) through ops_local().
+ * happens in the command handlers (cmd_*.c) through ops_local().  The
+ * key kinds are policy_key.c's, the lockout policy_lock.c's; the reader's
+ * cache of a decision's facts is pcache.c.
  */
 #include <sodium.h>
 #include <sys/socket.h>
@@ -14,68 +16,6 @@
 #include "records.h"
 #include "xalloc.h"
 #include "banned.h"
-
-int policy_key_parse(enum policy_key *out, const char *s)
-{
-	static const char *names[] = {"", "plain", "sk-touch", "sk-pin"};
-
-	*out = POLICY_KEY_UNKNOWN;
-	if (!s)
-		return 0;
-	for (size_t i = 0; i < GD_ARRAY_SIZE(names); i++)
-		if (!strcmp(s, names[i])) {
-			*out = (enum policy_key)i;
-			return 0;
-		}
-	return GD_EINVAL;
-}
-
-bool policy_key_2fa(const struct config *cfg, enum policy_key k)
-{
-	switch (cfg->policy.security_keys) {
-	case CONFIG_SK_TOUCH:
-		return k == POLICY_KEY_SK_TOUCH || k == POLICY_KEY_SK_PIN;
-	case CONFIG_SK_PIN:
-		return k == POLICY_KEY_SK_PIN;
-	case CONFIG_SK_OFF:
-		break;
-	}
-	return false;
-}
-
-void policy_key_text(struct buf *out,
-                     const struct config *cfg,
-                     enum policy_key k)
-{
-	enum config_sk sk = cfg->policy.security_keys;
-	const char *what = k == POLICY_KEY_SK_PIN ? "a security key with "
-	                                            "touch and PIN"
-	                                          : "a security key with touch";
-
-	if (k == POLICY_KEY_UNKNOWN)
-		return;
-	if (k == POLICY_KEY_PLAIN)
-		buf_printf(
-		        out, "an ordinary SSH key (one factor%s)",
-		        sk == CONFIG_SK_OFF ? ""
-		        : sk == CONFIG_SK_PIN
-		                ? "; a security key with a PIN, ed25519-sk, "
-		                  "would count as two"
-		                : "; a security key, ed25519-sk, would count "
-		                  "as two");
-	else if (policy_key_2fa(cfg, k))
-		buf_printf(out, "%s (two factors)", what);
-	else if (sk == CONFIG_SK_OFF)
-		buf_printf(out,
-		           "%s, counted as an ordinary SSH key here "
-		           "(security_keys = off)",
-		           what);
-	else
-		buf_printf(out,
-		           "%s but no PIN, not two factors here "
-		           "(security_keys = pin)",
-		           what);
-}
 
 /* ---- a decision's records ---------------------------------------------- */
 
@@ -266,77 +206,6 @@ static int user_facts(const struct pcache_user **out,
 	}
 done:
 	user_clear(&u, al);
-	return rc;
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
-int policy_lock_state(const struct policy_ctx *pc,
-                      const char *user,
-                      uint64_t now_ms,
-                      int *failures,
-                      uint64_t *until_ms)
-{
-	const struct config_policy *p = &pc->cfg->policy;
-	uint64_t window_ms = (uint64_t)p->lockout_window * 1000;
-	uint64_t since = now_ms > window_ms ? now_ms - window_ms : 0;
-	Grantd__V1__Unlock *un = NULL;
-	uint64_t *at = NULL;
-	size_t nat = 0, cap = 0;
-	struct buf v = BUF_INIT;
-	struct store_iter *it;
-	const char *key;
-	size_t klen;
-	int rc;
-
-	*failures = 0;
-	*until_ms = 0;
-	rc = store_get(pc->store, pc->batch, CF_UNLOCK, user, strlen(user), &v);
-	if (rc == 0)
-		un = grantd__v1__unlock__unpack(NULL, v.len,
-		                                (const uint8_t *)v.p);
-	else if (rc != GD_ENOTFOUND)
-		goto done;
-	store_iter_new(&it, pc->store, pc->batch, CF_FAILS, user,
-	               strlen(user) + 1);
-	while ((rc = store_iter_next(it, &key, &klen, &v)) > 0) {
-		Grantd__V1__Failures *f = grantd__v1__failures__unpack(
-		        NULL, v.len, (const uint8_t *)v.p);
-		for (size_t i = 0; f && i < f->n_hlc; i++) {
-			if (hlc_ms(f->hlc[i]) <= since)
-				continue;
-			/* An unlock forgives the attempts stamped before it
-			 * and no others, whatever its stamp says of the wall
-			 * clock: a site that knows the unlock stamps every
-			 * later attempt after it (its HLC observed it). */
-			if (un && !ops_stamp_after(f->hlc[i], f->site, un->hlc,
-			                           un->origin))
-				continue;
-			GD_GROW(at, cap, nat + 1);
-			at[nat++] = hlc_ms(f->hlc[i]);
-		}
-		if (f)
-			grantd__v1__failures__free_unpacked(f, NULL);
-	}
-	store_iter_free(&it);
-	if (rc < 0)
-		goto done;
-	rc = 0;
-	*failures = (int)nat;
-	if ((int)nat >= p->lockout_failures) {
-		qsort(at, nat, sizeof(*at), cmp_u64);
-		/* locked until enough failures age out of the window */
-		*until_ms = at[nat - (size_t)p->lockout_failures] + window_ms;
-	}
-done:
-	if (un)
-		grantd__v1__unlock__free_unpacked(un, NULL);
-	free(at);
-	buf_free(&v);
 	return rc;
 }
 
