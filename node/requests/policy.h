@@ -11,6 +11,7 @@
  * reader thread also passes its cache (pcache.h) with its view: then
  * policy_push and policy_2fa, and the revocations policy_find_grant
  * reads, take what does not depend on the address or the clock from it.
+ * (policy_key_* are in policy_key.c, policy_lock_state in policy_lock.c.)
  */
 #ifndef GD_POLICY_H
 #define GD_POLICY_H
