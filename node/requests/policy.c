@@ -1,6 +1,8 @@
 /*
  * policy.c: decisions over the stored state.  Reads only; every write
- * happens in the command handlers (cmd_*.c) through ops_local().
+ * happens in the command handlers (cmd_*.c) through ops_local().  The
+ * key kinds are policy_key.c's, the lockout policy_lock.c's; the reader's
+ * cache of a decision's facts is pcache.c.
  */
 #include <sodium.h>
 #include <sys/socket.h>
@@ -9,72 +11,11 @@
 
 #include "err.h"
 #include "ops.h"
+#include "pcache.h"
 #include "policy.h"
 #include "records.h"
 #include "xalloc.h"
 #include "banned.h"
-
-int policy_key_parse(enum policy_key *out, const char *s)
-{
-	static const char *names[] = {"", "plain", "sk-touch", "sk-pin"};
-
-	*out = POLICY_KEY_UNKNOWN;
-	if (!s)
-		return 0;
-	for (size_t i = 0; i < GD_ARRAY_SIZE(names); i++)
-		if (!strcmp(s, names[i])) {
-			*out = (enum policy_key)i;
-			return 0;
-		}
-	return GD_EINVAL;
-}
-
-bool policy_key_2fa(const struct config *cfg, enum policy_key k)
-{
-	switch (cfg->policy.security_keys) {
-	case CONFIG_SK_TOUCH:
-		return k == POLICY_KEY_SK_TOUCH || k == POLICY_KEY_SK_PIN;
-	case CONFIG_SK_PIN:
-		return k == POLICY_KEY_SK_PIN;
-	case CONFIG_SK_OFF:
-		break;
-	}
-	return false;
-}
-
-void policy_key_text(struct buf *out,
-                     const struct config *cfg,
-                     enum policy_key k)
-{
-	enum config_sk sk = cfg->policy.security_keys;
-	const char *what = k == POLICY_KEY_SK_PIN ? "a security key with "
-	                                            "touch and PIN"
-	                                          : "a security key with touch";
-
-	if (k == POLICY_KEY_UNKNOWN)
-		return;
-	if (k == POLICY_KEY_PLAIN)
-		buf_printf(
-		        out, "an ordinary SSH key (one factor%s)",
-		        sk == CONFIG_SK_OFF ? ""
-		        : sk == CONFIG_SK_PIN
-		                ? "; a security key with a PIN, ed25519-sk, "
-		                  "would count as two"
-		                : "; a security key, ed25519-sk, would count "
-		                  "as two");
-	else if (policy_key_2fa(cfg, k))
-		buf_printf(out, "%s (two factors)", what);
-	else if (sk == CONFIG_SK_OFF)
-		buf_printf(out,
-		           "%s, counted as an ordinary SSH key here "
-		           "(security_keys = off)",
-		           what);
-	else
-		buf_printf(out,
-		           "%s but no PIN, not two factors here "
-		           "(security_keys = pin)",
-		           what);
-}
 
 /* ---- a decision's records ---------------------------------------------- */
 
@@ -224,74 +165,47 @@ void policy_user_clear(struct policy_user *u)
 	user_clear(u, NULL);
 }
 
-static int cmp_u64(const void *a, const void *b)
+/* A cache is only ever read with the view it was filled from (pcache.h). */
+static struct pcache *cache_of(const struct policy_ctx *pc)
 {
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
+	GD_ASSERT(!pc->cache || store_batch_is_view(pc->batch));
+	return pc->cache;
 }
 
-int policy_lock_state(const struct policy_ctx *pc,
-                      const char *user,
-                      uint64_t now_ms,
-                      int *failures,
-                      uint64_t *until_ms)
+/* The facts of user name a decision reads (enroll: its enrollment's too)
+ * into *out: pc's cache's entry (borrowed: valid until the next
+ * pcache_user of another name) or, without a cache, local (zeroed by the
+ * caller, kept between calls), each fact read from the store only when
+ * not yet known (the enrollment unsealed into al, wiped at arena_end; only
+ * "exists" and "active" are kept).  Returns 0 or a negative gd_err. */
+static int user_facts(const struct pcache_user **out,
+                      struct pcache_user *local,
+                      const struct policy_ctx *pc,
+                      const char *name,
+                      bool enroll,
+                      ProtobufCAllocator *al)
 {
-	const struct config_policy *p = &pc->cfg->policy;
-	uint64_t window_ms = (uint64_t)p->lockout_window * 1000;
-	uint64_t since = now_ms > window_ms ? now_ms - window_ms : 0;
-	Grantd__V1__Unlock *un = NULL;
-	uint64_t *at = NULL;
-	size_t nat = 0, cap = 0;
-	struct buf v = BUF_INIT;
-	struct store_iter *it;
-	const char *key;
-	size_t klen;
-	int rc;
+	struct pcache *c = cache_of(pc);
+	struct pcache_user *e = c ? pcache_user(c, name) : local;
+	struct policy_user u = {0};
+	int rc = 0;
 
-	*failures = 0;
-	*until_ms = 0;
-	rc = store_get(pc->store, pc->batch, CF_UNLOCK, user, strlen(user), &v);
-	if (rc == 0)
-		un = grantd__v1__unlock__unpack(NULL, v.len,
-		                                (const uint8_t *)v.p);
-	else if (rc != GD_ENOTFOUND)
-		goto done;
-	store_iter_new(&it, pc->store, pc->batch, CF_FAILS, user,
-	               strlen(user) + 1);
-	while ((rc = store_iter_next(it, &key, &klen, &v)) > 0) {
-		Grantd__V1__Failures *f = grantd__v1__failures__unpack(
-		        NULL, v.len, (const uint8_t *)v.p);
-		for (size_t i = 0; f && i < f->n_hlc; i++) {
-			if (hlc_ms(f->hlc[i]) <= since)
-				continue;
-			/* An unlock forgives the attempts stamped before it
-			 * and no others, whatever its stamp says of the wall
-			 * clock: a site that knows the unlock stamps every
-			 * later attempt after it (its HLC observed it). */
-			if (un && !ops_stamp_after(f->hlc[i], f->site, un->hlc,
-			                           un->origin))
-				continue;
-			GD_GROW(at, cap, nat + 1);
-			at[nat++] = hlc_ms(f->hlc[i]);
-		}
-		if (f)
-			grantd__v1__failures__free_unpacked(f, NULL);
+	*out = e;
+	if (!e->user_known) {
+		if ((rc = user_read(&u, pc, name, al)) < 0)
+			goto done;
+		e->live = u.user != NULL;
+		e->user_known = true;
 	}
-	store_iter_free(&it);
-	if (rc < 0)
-		goto done;
-	rc = 0;
-	*failures = (int)nat;
-	if ((int)nat >= p->lockout_failures) {
-		qsort(at, nat, sizeof(*at), cmp_u64);
-		/* locked until enough failures age out of the window */
-		*until_ms = at[nat - (size_t)p->lockout_failures] + window_ms;
+	if (enroll && !e->enroll_known) {
+		if ((rc = enroll_read(&u, pc, name, al)) < 0)
+			goto done;
+		e->enroll = u.enroll != NULL;
+		e->enrolled = u.enrolled;
+		e->enroll_known = true;
 	}
 done:
-	if (un)
-		grantd__v1__unlock__free_unpacked(un, NULL);
-	free(at);
-	buf_free(&v);
+	user_clear(&u, al);
 	return rc;
 }
 
@@ -302,27 +216,68 @@ bool policy_net_hits(const struct gd_net *net, const struct gd_net *target)
 	return !memcmp(net, target, sizeof(*net));
 }
 
+/* Whether a revocation stamped (hlc, origin) of target (NULL: of the
+ * user, every net) voids grant g of net (NULL: g's net is unknown, so only
+ * the user's revocation can void it). */
+static bool voided_by(const Grantd__V1__Grant *g,
+                      const struct gd_net *net,
+                      const struct gd_net *target,
+                      uint64_t hlc,
+                      const char *origin)
+{
+	if (target && (!net || !policy_net_hits(net, target)))
+		return false;
+	return !ops_stamp_after(g->hlc, g->origin, hlc, origin);
+}
+
+/* g's net into *net; NULL when it has none that parses. */
+static const struct gd_net *grant_net(struct gd_net *net,
+                                      const Grantd__V1__Grant *g)
+{
+	return g->net && addr_parse(net, g->net, true) == 0 ? net : NULL;
+}
+
 bool policy_grant_void(const Grantd__V1__Grant *g,
                        const struct policy_revokes *rv)
 {
-	struct gd_net net, target;
+	struct gd_net n, target;
+	const struct gd_net *net;
 
 	if (g->revoked || g->purged)
 		return true;
 	if (!rv)
 		return false;
-	if (rv->user && !ops_stamp_after(g->hlc, g->origin, rv->user->hlc,
-	                                 rv->user->origin))
+	if (rv->user &&
+	    voided_by(g, NULL, NULL, rv->user->hlc, rv->user->origin))
 		return true;
-	if (!g->net || addr_parse(&net, g->net, true) < 0)
+	if (!(net = grant_net(&n, g)))
 		return false;
 	for (size_t i = 0; i < rv->n_addr; i++) {
 		const Grantd__V1__AddrRevocation *ar = rv->addr[i];
 		if (addr_parse(&target, ar->net, true) == 0 &&
-		    policy_net_hits(&net, &target) &&
-		    !ops_stamp_after(g->hlc, g->origin, ar->hlc, ar->origin))
+		    voided_by(g, net, &target, ar->hlc, ar->origin))
 			return true;
 	}
+	return false;
+}
+
+/* policy_grant_void over a user's revocations as facts (pcache.h). */
+static bool grant_void_facts(const Grantd__V1__Grant *g,
+                             const struct pcache_revokes *rv)
+{
+	struct gd_net n;
+	const struct gd_net *net;
+
+	if (g->revoked || g->purged)
+		return true;
+	if (rv->user && voided_by(g, NULL, NULL, rv->user_hlc, rv->user_origin))
+		return true;
+	if (!(net = grant_net(&n, g)))
+		return false;
+	for (size_t i = 0; i < rv->n_addr; i++)
+		if (voided_by(g, net, &rv->addr[i].net, rv->addr[i].hlc,
+		              rv->addr[i].origin))
+			return true;
 	return false;
 }
 
@@ -390,6 +345,46 @@ void policy_revokes_clear(struct policy_revokes *rv)
 	revokes_clear(rv, NULL);
 }
 
+/* The revocations of user as facts into *out: pc's cache's (borrowed, as
+ * user_facts') or, without a cache, local (zeroed by the caller, who
+ * clears it: pcache_revokes_clear), read when not yet known.  Returns 0
+ * or a negative gd_err. */
+static int revokes_facts(const struct pcache_revokes **out,
+                         struct pcache_revokes *local,
+                         const struct policy_ctx *pc,
+                         const char *user,
+                         ProtobufCAllocator *al)
+{
+	struct pcache *c = cache_of(pc);
+	struct pcache_user *e = c ? pcache_user(c, user) : NULL;
+	struct pcache_revokes *f = e ? &e->rv : local;
+	struct policy_revokes rv;
+	struct gd_net net;
+	int rc;
+
+	*out = f;
+	if (e && e->revokes_known)
+		return 0;
+	if ((rc = revokes_load(&rv, pc, user, al)) == 0) {
+		if (rv.user) {
+			f->user = true;
+			f->user_hlc = rv.user->hlc;
+			f->user_origin = rv.user->origin
+			                         ? xstrdup(rv.user->origin)
+			                         : NULL;
+		}
+		/* a net that does not parse never hits (policy_grant_void) */
+		for (size_t i = 0; i < rv.n_addr; i++)
+			if (addr_parse(&net, rv.addr[i]->net, true) == 0)
+				pcache_revokes_add(f, &net, rv.addr[i]->hlc,
+				                   rv.addr[i]->origin);
+		if (e)
+			e->revokes_known = true;
+	}
+	revokes_clear(&rv, al);
+	return rc;
+}
+
 /* policy_find_grant, the records unpacked with al (NULL: malloc; *out
  * then freed with al). */
 static int find_grant(Grantd__V1__Grant **out,
@@ -404,13 +399,13 @@ static int find_grant(Grantd__V1__Grant **out,
 	struct buf v = BUF_INIT;
 	const char *key;
 	size_t klen;
+	struct pcache_revokes local = {0};
+	const struct pcache_revokes *rv;
 	int rc;
 
-	struct policy_revokes rv;
-
 	*out = NULL;
-	if ((rc = revokes_load(&rv, pc, user, al)) < 0) {
-		revokes_clear(&rv, al);
+	if ((rc = revokes_facts(&rv, &local, pc, user, al)) < 0) {
+		pcache_revokes_clear(&local);
 		return rc;
 	}
 	store_iter_new(&it, pc->store, pc->batch, CF_GRANTS, user,
@@ -419,7 +414,7 @@ static int find_grant(Grantd__V1__Grant **out,
 		Grantd__V1__Grant *g = grantd__v1__grant__unpack(
 		        al, v.len, (const uint8_t *)v.p);
 		struct gd_net net;
-		bool ok = g && !policy_grant_void(g, &rv) && g->expires > now &&
+		bool ok = g && !grant_void_facts(g, rv) && g->expires > now &&
 		          g->net && addr_parse(&net, g->net, true) == 0 &&
 		          addr_contains(&net, ip);
 		if (ok && g->session && *g->session)
@@ -434,7 +429,7 @@ static int find_grant(Grantd__V1__Grant **out,
 	}
 	store_iter_free(&it);
 	buf_free(&v);
-	revokes_clear(&rv, al);
+	pcache_revokes_clear(&local);
 	return rc < 0 ? rc : 0;
 }
 
@@ -479,6 +474,37 @@ int policy_repo_load(Grantd__V1__Repo **out,
 	return repo_load(out, pc, name, NULL);
 }
 
+/* The facts of repository name into *out: pc's cache's entry (borrowed:
+ * valid until the next pcache_repo of another name) or, without a cache,
+ * local (zeroed by the caller, who clears it: pcache_repo_clear), read
+ * when not yet known.  Returns 0 or a negative gd_err (not GD_ENOTFOUND:
+ * that is exists false). */
+static int repo_facts(const struct pcache_repo **out,
+                      struct pcache_repo *local,
+                      const struct policy_ctx *pc,
+                      const char *name,
+                      ProtobufCAllocator *al)
+{
+	struct pcache *c = cache_of(pc);
+	struct pcache_repo *e = c ? pcache_repo(c, name) : local;
+	Grantd__V1__Repo *r = NULL;
+	int rc;
+
+	*out = e;
+	if (e->known)
+		return 0;
+	if ((rc = repo_load(&r, pc, name, al)) < 0 && rc != GD_ENOTFOUND)
+		return rc;
+	if (r) {
+		pcache_repo_set(e, true, (int)r->mode, r->writers,
+		                r->n_writers);
+		grantd__v1__repo__free_unpacked(r, al);
+	} else {
+		pcache_repo_set(e, false, 0, NULL, 0);
+	}
+	return 0;
+}
+
 /* The factors seen, on a line of its own after why: the key, and what
  * there was of the token (missing says what was missing). */
 static void factors_seen(struct buf *why,
@@ -499,7 +525,7 @@ static void factors_seen(struct buf *why,
  * (NULL: "this repository"). */
 static int decide_2fa(const struct policy_ctx *pc,
                       const char *user,
-                      const struct policy_user *u,
+                      const struct pcache_user *u,
                       const struct gd_net *ip,
                       const char *session,
                       enum policy_key key,
@@ -514,7 +540,7 @@ static int decide_2fa(const struct policy_ctx *pc,
 	Grantd__V1__Grant *g = NULL;
 	char ipstr[ADDR_STRLEN];
 	/* no user record: never enrolled (gitolite users enroll themselves) */
-	bool enrolled = u->user && u->enrolled;
+	bool enrolled = u->live && u->enrolled;
 	int rc;
 
 	if (policy_key_2fa(pc->cfg, key)) {
@@ -539,7 +565,7 @@ static int decide_2fa(const struct policy_ctx *pc,
 			           "repository requires",
 			           user);
 		factors_seen(why, pc, key, "no 2-factor token enrolled");
-		if (u->user && u->enroll)
+		if (u->live && u->enroll)
 			buf_printf(hint,
 			           "finish enrolling: ssh %s 2fa val "
 			           "<token>",
@@ -584,18 +610,17 @@ int policy_2fa(const struct policy_ctx *pc,
                struct buf *why,
                struct buf *hint)
 {
-	struct policy_user u = {0};
+	struct pcache_user local = {0};
+	const struct pcache_user *u;
 	const char *factor;
 	struct arena a;
 	ProtobufCAllocator al;
 	int rc;
 
 	arena_init(&a, &al);
-	if ((rc = user_read(&u, pc, user, &al)) == 0 &&
-	    (rc = enroll_read(&u, pc, user, &al)) == 0)
-		rc = decide_2fa(pc, user, &u, ip, session, POLICY_KEY_UNKNOWN,
+	if ((rc = user_facts(&u, &local, pc, user, true, &al)) == 0)
+		rc = decide_2fa(pc, user, u, ip, session, POLICY_KEY_UNKNOWN,
 		                required, repo, now, why, hint, &factor, &al);
-	user_clear(&u, &al);
 	arena_end(&a);
 	return rc;
 }
@@ -611,10 +636,11 @@ int policy_push(const struct policy_ctx *pc,
                 struct buf *hint,
                 const char **factor)
 {
-	struct policy_user u = {0};
-	Grantd__V1__Repo *r = NULL;
+	struct pcache_repo local_r = {0};
+	struct pcache_user local_u = {0};
+	const struct pcache_repo *r;
+	const struct pcache_user *u;
 	const char *f = "mode-off";
-	bool writer = false;
 	struct arena a;
 	ProtobufCAllocator al;
 	int rc;
@@ -622,24 +648,23 @@ int policy_push(const struct policy_ctx *pc,
 	if (factor)
 		*factor = NULL;
 	arena_init(&a, &al);
-	if ((rc = repo_load(&r, pc, repo, &al)) < 0) {
-		if (rc == GD_ENOTFOUND)
-			buf_printf(why, "repository '%s' does not exist", repo);
+	if ((rc = repo_facts(&r, &local_r, pc, repo, &al)) < 0)
+		goto done;
+	if (!r->exists) {
+		rc = GD_ENOTFOUND;
+		buf_printf(why, "repository '%s' does not exist", repo);
 		goto done;
 	}
 	/* the user record alone: its enrollment (sealed) only when the
 	 * repository's mode and the key leave the answer to it */
-	if ((rc = user_read(&u, pc, user, &al)) < 0)
+	if ((rc = user_facts(&u, &local_u, pc, user, false, &al)) < 0)
 		goto done;
 	rc = GD_EDENIED;
-	if (!u.user) {
+	if (!u->live) {
 		buf_printf(why, "unknown user '%s'", user);
 		goto done;
 	}
-	for (size_t i = 0; i < r->n_writers; i++)
-		if (!strcmp(r->writers[i], user))
-			writer = true;
-	if (!writer) {
+	if (!pcache_repo_writer(r, user)) {
 		buf_printf(why, "user '%s' may not write to '%s'", user, repo);
 		buf_printf(hint,
 		           "ask an administrator: grantctl repo writers "
@@ -650,17 +675,18 @@ int policy_push(const struct policy_ctx *pc,
 	rc = 0;
 	if (r->mode != GRANTD__V1__REPO_MODE__MODE_OFF &&
 	    !policy_key_2fa(pc->cfg, key) &&
-	    (rc = enroll_read(&u, pc, user, &al)) < 0)
+	    (rc = user_facts(&u, &local_u, pc, user, true, &al)) < 0)
 		goto done;
+	/* u and r stay valid: find_grant's pcache_user is of the same user,
+	 * and nothing asks for another repository */
 	if (r->mode != GRANTD__V1__REPO_MODE__MODE_OFF)
-		rc = decide_2fa(pc, user, &u, ip, session, key,
+		rc = decide_2fa(pc, user, u, ip, session, key,
 		                r->mode == GRANTD__V1__REPO_MODE__MODE_REQUIRED,
 		                repo, now, why, hint, &f, &al);
 	if (rc == 0 && factor)
 		*factor = f;
 done:
-	grantd__v1__repo__free_unpacked(r, &al);
-	user_clear(&u, &al);
+	pcache_repo_clear(&local_r);
 	arena_end(&a);
 	return rc;
 }

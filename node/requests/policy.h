@@ -7,7 +7,11 @@
  *
  * Every function reads through a struct policy_ctx: the config, the
  * store, and the batch to read through (a writer's own changes) or NULL
- * (committed state).  Any thread that owns the batch it passes.
+ * (committed state).  Any thread that owns the batch it passes.  The
+ * reader thread also passes its cache (pcache.h) with its view: then
+ * policy_push and policy_2fa, and the revocations policy_find_grant
+ * reads, take what does not depend on the address or the clock from it.
+ * (policy_key_* are in policy_key.c, policy_lock_state in policy_lock.c.)
  */
 #ifndef GD_POLICY_H
 #define GD_POLICY_H
@@ -21,11 +25,16 @@
 #include "config.h"
 #include "store.h"
 
+struct pcache;
+
 struct policy_ctx {
 	const struct config *cfg;
 	struct store *store;
 	struct store_batch *batch; /* read through it; NULL: committed */
 	const char *host;          /* the name users ssh to, for hints */
+	/* the reader's facts of batch, a view (pcache.h); NULL: none (every
+	 * other caller: a batch changes under it, and committed state too) */
+	struct pcache *cache;
 };
 
 struct policy_user {

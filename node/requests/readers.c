@@ -26,6 +26,7 @@
 #include "hlc.h"
 #include "keysock.h"
 #include "log.h"
+#include "pcache.h"
 #include "readers.h"
 #include "request.h"
 #include "wire.h"
@@ -65,6 +66,7 @@ struct readers {
 	cJSON *next_status[2]; /* store, repl parts (cmd.h) */
 	/* the thread's own */
 	struct store_batch *view;
+	struct pcache *pcache; /* facts of view (pcache.h): dropped with it */
 	bool syncing;
 	cJSON *status[2]; /* the newest parts taken */
 	uint64_t bad_requests; /* refused or undecodable requests */
@@ -119,6 +121,7 @@ static void answer(struct readers *rd, const struct cmd *cmd, struct req *r)
 	x.p.store = rd->store;
 	x.p.batch = rd->view;
 	x.p.host = rd->host;
+	x.p.cache = rd->pcache;
 	x.syncing = rd->syncing;
 	x.counts = rd->counts;
 	if ((rc = cmd->fn(&x, r)) < 0) {
@@ -215,6 +218,9 @@ static void take_view(struct readers *rd)
 			rd->status[i] = st[i];
 		}
 	if (v) {
+		/* the cache's facts are the old view's: gone with it, before
+		 * any answer from the new one (pcache.h) */
+		pcache_drop(rd->pcache);
 		store_batch_free(&rd->view);
 		rd->view = v;
 	}
@@ -443,6 +449,7 @@ int readers_start(struct readers **out, const struct readers_opts *o)
 	rd->store = o->store;
 	snprintf(rd->host, sizeof(rd->host), "%s", o->host ? o->host : "");
 	rd->view = view;
+	pcache_new(&rd->pcache, 0);
 	/* a PIPE_VIEW for status alone hands over next_syncing too: it starts
 	 * as the flag the node started with, never as false */
 	rd->syncing = rd->next_syncing = o->syncing;
@@ -515,6 +522,7 @@ void readers_stop(struct readers **rp)
 		zmq_close(rd->rpipe);
 	if (rd->pipe)
 		zmq_close(rd->pipe);
+	pcache_free(&rd->pcache);
 	store_batch_free(&rd->view);
 	store_batch_free(&rd->next_view);
 	for (int i = 0; i < 2; i++) {

@@ -234,7 +234,7 @@ outbox(struct fixture *f, Grantd__V1__Op__BodyCase *kinds, size_t max)
 /* The record of repo through the batch (NULL: none). */
 static Grantd__V1__Repo *record(struct fixture *f, const char *repo)
 {
-	struct policy_ctx pc = {&f->cfg, f->store, f->b, "h"};
+	struct policy_ctx pc = {&f->cfg, f->store, f->b, "h", NULL};
 	Grantd__V1__Repo *rp = NULL;
 	int rc = policy_repo_load(&rp, &pc, repo);
 

@@ -442,7 +442,8 @@ static void run(struct fixture *f, struct req *r)
 /* user's committed records */
 static void load(struct fixture *f, struct policy_user *u, const char *user)
 {
-	struct policy_ctx pc = { &f->cfg, f->store, NULL, "git.example.org" };
+	struct policy_ctx pc = { &f->cfg, f->store, NULL, "git.example.org",
+				  NULL };
 	assert_int_equal(policy_user_load(u, &pc, user), 0);
 }
 

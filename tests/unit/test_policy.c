@@ -187,7 +187,7 @@ static void peer_unlocks(struct fixture *f, const char *user, uint64_t hlc)
 static int
 counted(struct fixture *f, const char *user, uint64_t now_ms, uint64_t *until)
 {
-	struct policy_ctx pc = {&f->cfg, f->store, f->b, "host"};
+	struct policy_ctx pc = {&f->cfg, f->store, f->b, "host", NULL};
 	int fails = -1;
 	uint64_t u;
 
@@ -403,7 +403,8 @@ static int decide(struct fixture *f,
                   struct buf *why,
                   struct buf *hint)
 {
-	struct policy_ctx pc = {&f->cfg, f->store, NULL, "git.example.org"};
+	struct policy_ctx pc = {&f->cfg, f->store, NULL, "git.example.org",
+	                        NULL};
 	struct gd_net addr;
 
 	buf_reset(why);
@@ -494,7 +495,8 @@ static void test_2fa(void **state)
 static void test_push_2fa(void **state)
 {
 	struct fixture *f = *state;
-	struct policy_ctx pc = {&f->cfg, f->store, NULL, "git.example.org"};
+	struct policy_ctx pc = {&f->cfg, f->store, NULL, "git.example.org",
+	                        NULL};
 	struct buf why = BUF_INIT, hint = BUF_INIT;
 	int64_t now = (int64_t)time(NULL);
 	struct gd_net ip;
@@ -603,7 +605,8 @@ static void test_key_kinds(void **state)
 static void test_push_security_keys(void **state)
 {
 	struct fixture *f = *state;
-	struct policy_ctx pc = {&f->cfg, f->store, NULL, "git.example.org"};
+	struct policy_ctx pc = {&f->cfg, f->store, NULL, "git.example.org",
+	                        NULL};
 	struct buf why = BUF_INIT, hint = BUF_INIT;
 	int64_t now = (int64_t)time(NULL);
 	const char *factor;
@@ -738,7 +741,8 @@ static void test_addr_revocation_voids(void **state)
 static void test_push_many_writers(void **state)
 {
 	struct fixture *f = *state;
-	struct policy_ctx pc = {&f->cfg, f->store, NULL, "git.example.org"};
+	struct policy_ctx pc = {&f->cfg, f->store, NULL, "git.example.org",
+	                        NULL};
 	struct buf why = BUF_INIT, hint = BUF_INIT;
 	int64_t now = (int64_t)time(NULL);
 	Grantd__V1__Op op = GRANTD__V1__OP__INIT;
@@ -796,7 +800,8 @@ static void test_push_many_writers(void **state)
 static void test_push_reads_enrollment_when_needed(void **state)
 {
 	struct fixture *f = *state;
-	struct policy_ctx pc = {&f->cfg, f->store, NULL, "git.example.org"};
+	struct policy_ctx pc = {&f->cfg, f->store, NULL, "git.example.org",
+	                        NULL};
 	struct buf why = BUF_INIT, hint = BUF_INIT;
 	int64_t now = (int64_t)time(NULL);
 	const char *factor = NULL;

@@ -1,0 +1,210 @@
+/*
+ * pcache.c: the reader's cache of push-decision facts (pcache.h).
+ *
+ * Two direct-mapped tables and, beside each, the list of its taken slots,
+ * so that pcache_drop (once per new view: after every durable batch under
+ * a load of vals) costs what is cached, not the table's size.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "pcache.h"
+#include "xalloc.h"
+#include "banned.h"
+
+struct pcache {
+	size_t slots; /* a power of two */
+	struct pcache_user *users;
+	struct pcache_repo *repos;
+	uint32_t *used_users, *used_repos; /* taken slots, in no order */
+	size_t n_users, n_repos;
+};
+
+/* FNV-1a, 64 bits: names are short; a collision only evicts. */
+static size_t slot_of(const struct pcache *c, const char *name)
+{
+	uint64_t h = UINT64_C(0xcbf29ce484222325);
+
+	for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+		h = (h ^ *p) * UINT64_C(0x100000001b3);
+	return (size_t)(h & (c->slots - 1));
+}
+
+static char *dup_or_null(const char *s)
+{
+	return s ? xstrdup(s) : NULL;
+}
+
+void pcache_new(struct pcache **out, size_t slots)
+{
+	struct pcache *c = xcalloc(1, sizeof(*c));
+
+	if (!slots)
+		slots = PCACHE_SLOTS;
+	GD_ASSERT((slots & (slots - 1)) == 0 && slots <= UINT32_MAX);
+	c->slots = slots;
+	c->users = xcalloc(slots, sizeof(*c->users));
+	c->repos = xcalloc(slots, sizeof(*c->repos));
+	c->used_users = xcalloc(slots, sizeof(*c->used_users));
+	c->used_repos = xcalloc(slots, sizeof(*c->used_repos));
+	*out = c;
+}
+
+void pcache_revokes_add(struct pcache_revokes *rv,
+                        const struct gd_net *net,
+                        uint64_t hlc,
+                        const char *origin)
+{
+	GD_GROW(rv->addr, rv->cap_addr, rv->n_addr + 1);
+	rv->addr[rv->n_addr++] = (struct pcache_addr_rev){
+	        .net = *net, .hlc = hlc, .origin = dup_or_null(origin)};
+}
+
+void pcache_revokes_clear(struct pcache_revokes *rv)
+{
+	free(rv->user_origin);
+	for (size_t i = 0; i < rv->n_addr; i++)
+		free(rv->addr[i].origin);
+	free(rv->addr);
+	memset(rv, 0, sizeof(*rv));
+}
+
+static void user_clear(struct pcache_user *e)
+{
+	free(e->name);
+	pcache_revokes_clear(&e->rv);
+	memset(e, 0, sizeof(*e));
+}
+
+void pcache_repo_clear(struct pcache_repo *e)
+{
+	free(e->name);
+	for (size_t i = 0; i < e->n_writers; i++)
+		free(e->writers[i]);
+	free(e->writers);
+	memset(e, 0, sizeof(*e));
+}
+
+void pcache_drop(struct pcache *c)
+{
+	if (!c)
+		return;
+	for (size_t i = 0; i < c->n_users; i++)
+		user_clear(&c->users[c->used_users[i]]);
+	for (size_t i = 0; i < c->n_repos; i++)
+		pcache_repo_clear(&c->repos[c->used_repos[i]]);
+	c->n_users = c->n_repos = 0;
+}
+
+void pcache_free(struct pcache **cp)
+{
+	struct pcache *c = *cp;
+
+	if (!c)
+		return;
+	pcache_drop(c);
+	free(c->users);
+	free(c->repos);
+	free(c->used_users);
+	free(c->used_repos);
+	free(c);
+	*cp = NULL;
+}
+
+struct pcache_user *pcache_user(struct pcache *c, const char *name)
+{
+	size_t i = slot_of(c, name);
+	struct pcache_user *e = &c->users[i];
+
+	if (e->name && !strcmp(e->name, name))
+		return e;
+	if (e->name)
+		user_clear(e); /* evicted: its slot stays in used_users */
+	else
+		c->used_users[c->n_users++] = (uint32_t)i;
+	e->name = xstrdup(name);
+	return e;
+}
+
+struct pcache_repo *pcache_repo(struct pcache *c, const char *name)
+{
+	size_t i = slot_of(c, name);
+	struct pcache_repo *e = &c->repos[i];
+
+	if (e->name && !strcmp(e->name, name))
+		return e;
+	if (e->name)
+		pcache_repo_clear(e);
+	else
+		c->used_repos[c->n_repos++] = (uint32_t)i;
+	e->name = xstrdup(name);
+	return e;
+}
+
+void pcache_repo_set(struct pcache_repo *e,
+                     bool exists,
+                     int mode,
+                     char *const *writers,
+                     size_t n_writers)
+{
+	GD_ASSERT(!e->known && !e->writers);
+	e->known = true;
+	e->exists = exists;
+	e->mode = mode;
+	if (!n_writers)
+		return;
+	e->writers = xcalloc(n_writers, sizeof(*e->writers));
+	for (size_t i = 0; i < n_writers; i++)
+		e->writers[i] = dup_or_null(writers[i]);
+	e->n_writers = n_writers;
+}
+
+bool pcache_repo_writer(const struct pcache_repo *e, const char *user)
+{
+	for (size_t i = 0; i < e->n_writers; i++)
+		if (e->writers[i] && !strcmp(e->writers[i], user))
+			return true;
+	return false;
+}
+
+static void revokes_blocks(const struct pcache_revokes *rv,
+                           void (*fn)(const void *, size_t, void *),
+                           void *payload)
+{
+	if (rv->user_origin)
+		fn(rv->user_origin, strlen(rv->user_origin) + 1, payload);
+	if (rv->addr)
+		fn(rv->addr, rv->cap_addr * sizeof(*rv->addr), payload);
+	for (size_t i = 0; i < rv->n_addr; i++)
+		if (rv->addr[i].origin)
+			fn(rv->addr[i].origin, strlen(rv->addr[i].origin) + 1,
+			   payload);
+}
+
+void pcache_each_block(const struct pcache *c,
+                       void (*fn)(const void *p, size_t len, void *payload),
+                       void *payload)
+{
+	fn(c, sizeof(*c), payload);
+	fn(c->users, c->slots * sizeof(*c->users), payload);
+	fn(c->repos, c->slots * sizeof(*c->repos), payload);
+	fn(c->used_users, c->slots * sizeof(*c->used_users), payload);
+	fn(c->used_repos, c->slots * sizeof(*c->used_repos), payload);
+	for (size_t i = 0; i < c->slots; i++) {
+		const struct pcache_user *u = &c->users[i];
+		const struct pcache_repo *r = &c->repos[i];
+		if (u->name) {
+			fn(u->name, strlen(u->name) + 1, payload);
+			revokes_blocks(&u->rv, fn, payload);
+		}
+		if (r->name)
+			fn(r->name, strlen(r->name) + 1, payload);
+		if (r->writers)
+			fn(r->writers, r->n_writers * sizeof(*r->writers),
+			   payload);
+		for (size_t j = 0; j < r->n_writers; j++)
+			if (r->writers[j])
+				fn(r->writers[j], strlen(r->writers[j]) + 1,
+				   payload);
+	}
+}
