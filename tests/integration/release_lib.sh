@@ -2,7 +2,8 @@
 # from a store it made (test_upgrade.sh, test_rebuild_trust.sh).  Sourced
 # after lib.sh.  Sets REL_TAG and REL_COMMIT (deploy/releases' last line,
 # the commit taken from the tag when there is one) and defines
-# build_release; exits 77 when that commit is not in the repository.
+# build_release, release_link, start_site, gd_grantctl and sh_at; exits
+# 77 when that commit is not in the repository.
 
 release_line() { grep -v '^#' "$GD_ROOT/deploy/releases" | awk 'NF >= 2' | tail -n 1; }
 read -r REL_TAG REL_COMMIT _ < <(release_line)
@@ -36,3 +37,21 @@ build_release() {
 	fi
 	echo "$cache/build/bin"
 }
+
+# Each site runs the programs of $T_DIR/bin.SITE, a link to the old
+# (OLD_BIN) or the new (NEW_BIN) bin directory: an upgrade moves the link
+# (what a package upgrade does to /usr/bin), then restarts the node.
+# release_link SITE old|new
+release_link() { ln -sfn "$([[ $2 == old ]] && echo "$OLD_BIN" || echo "$NEW_BIN")" "$T_DIR/bin.$1"; }
+start_site() { GD_BIN=$T_DIR/bin.$1 t_start "$1"; }
+# grantctl of the site's own release: the control sockets' framing changed
+# (issue 23) and a grantctl speaks only its own release's, as a package
+# install replaces both (docs/upgrading.md)
+gd_grantctl() {
+	local dir=$1; shift
+	local bin=$T_DIR/bin.${dir##*/}
+	[[ -e $bin ]] || bin=$GD_BIN
+	"$bin/grantctl" --config "$dir/grantd.conf" "$@"
+}
+# sh_at SITE SRCIP USER CMD...: grant-shell of SITE's release
+sh_at() { local s=$1; shift; GD_BIN=$T_DIR/bin.$s t_sh "$s" "$@"; }

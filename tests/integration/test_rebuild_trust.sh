@@ -22,17 +22,9 @@ NEW_BIN=$GD_BIN
 
 OLD_BIN=$(build_release "$REL_COMMIT") || t_fatal "build $REL_TAG"
 
-# each site runs $T_DIR/bin.SITE, a link to the old or the new programs;
-# grantctl and grant-shell of the site's own release (test_upgrade.sh)
-use_release() { ln -sfn "$([[ $2 == old ]] && echo "$OLD_BIN" || echo "$NEW_BIN")" "$T_DIR/bin.$1"; }
-start_site() { GD_BIN=$T_DIR/bin.$1 t_start "$1"; }
-gd_grantctl() {
-	local dir=$1; shift
-	local bin=$T_DIR/bin.${dir##*/}
-	[[ -e $bin ]] || bin=$GD_BIN
-	"$bin/grantctl" --config "$dir/grantd.conf" "$@"
-}
-sh_at() { local s=$1; shift; GD_BIN=$T_DIR/bin.$s t_sh "$s" "$@"; }
+# each site runs $T_DIR/bin.SITE (release_lib.sh: release_link, start_site,
+# gd_grantctl, sh_at)
+use_release() { release_link "$@"; }
 dropped() { t_sj "$1" "j['replication'].get('dropped', {}).get('$2', 0)"; }
 trusted() { t_sj "$1" "j['replication']['unsigned_records_trusted']"; }
 
@@ -91,7 +83,10 @@ N=$(refused_line | sed 's/.*refused=//')
 # what the three sites made on $REL_TAG: 3 users, 3 enrollments, 3 grants,
 # 3 marks and 1 repository, each of an origin with a key (a mark: any key)
 t_eq "montreal refused every record made on $REL_TAG ($(refused_line))" "$N" 13
-t_check "montreal's log names one: no signed operations with it" \
+# refusals of one reason are logged at most once a second (repl_stat.c):
+# a relayed unsigned operation of montreal's old epoch may take the first
+# slot, and the next transfer's refusal the next
+t_expect_soon 0 10 "montreal's log names one: no signed operations with it" \
 	t_grep_log montreal "no signed operations with it"
 # (status is refreshed each tick: polled)
 t_expect_soon 0 5 "montreal: replication.dropped.signature >= $N (a new node: from 0)" \

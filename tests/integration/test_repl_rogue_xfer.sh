@@ -19,53 +19,13 @@
 # grants were taken and reached all three sites: 12 checks failed.
 . "$(dirname "$0")/lib.sh"
 
-PY=$(t_py) || {
-	echo "skip: no python3 with the zmq module (apt-get install python3-zmq)"
-	exit 77
-}
-ROGUE=$T_HERE/repl_rogue.py
-M=${T_SADDR[montreal]}
-MPUB=tcp://$M:$T_PUB_PORT
-MSYNC=tcp://$M:$T_SYNC_PORT
-MKEY=$(t_dir montreal)/node.key
-
-t_cluster_up lockout_failures=50
-t_suser paloalto kim
-KS=$(gd_base32_secret)
-t_expect 0 "paloalto: enroll kim --hotp" t_c paloalto enroll kim --hotp --secret "$KS" --digits 6
-t_expect 0 "paloalto: repo add sec --mode required --writer kim" t_c paloalto repo add sec --mode required --writer kim
+# the stand-in, the three sites, kim and sec; dropped, grew, t_rogue ...
+. "$(dirname "$0")/rogue_lib.sh"
 t_expect 0 "portland: kim 2fa val <hotp 0> (an honest grant from 127.0.7.10)" \
 	t_sh portland 127.0.7.10 kim 2fa val "$(t_hotp "$KS" 0)"
 t_expect_converged "the three sites agree" 10
 t_expect 0 "paloalto: check kim 127.0.7.10 sec is allowed (portland's grant)" t_c paloalto check kim 127.0.7.10 sec
 
-dropped() { t_sj "$1" "j['replication'].get('dropped', {}).get('$2', 0)"; }
-# portland's current epoch (hex) and its last sequence number in it
-vepoch() { t_sj portland 'j["epoch"]'; }
-vseq() { t_sj portland 'next((e["seq"] for e in j["vector"] if e["origin"] == "portland" and e["epoch"] == j["epoch"]), 0)'; }
-# t_rogue NAME ATTACK: start the stand-in for montreal (its node stopped)
-t_rogue() {
-	local ep seq
-	t_stop montreal
-	ep=$(vepoch) && seq=$(vseq) || t_fatal "portland's epoch and sequence number"
-	"$PY" "$ROGUE" forge "$2" "$MPUB" "$MSYNC" "$MKEY" montreal portland \
-		"$ep" "$seq" 60 >"$T_DIR/$1.out" 2>&1 &
-	ROGUE_PID=$!
-	gd_wait_for 10 grep -q '"start"' "$T_DIR/$1.out" ||
-		t_fatal "the stand-in for montreal starts: $(<"$T_DIR/$1.out")"
-}
-t_rogue_end() {
-	kill "$ROGUE_PID" 2>/dev/null
-	wait "$ROGUE_PID" 2>/dev/null
-	t_start montreal
-}
-grew() { (( $(dropped "$1" "$2") >= $3 + 1 )); }
-allowed_nowhere() {
-	local s
-	for s in paloalto portland montreal; do
-		t_expect 1 "$s: check kim $1 sec is refused ($2)" t_c "$s" check kim "$1" sec
-	done
-}
 # state transfers from montreal paloalto started so far
 xfers() { grep -c "state transfer started peer=montreal" "$T_DIR/paloalto/grantd.log"; }
 # xfer_case NAME ATTACK NET OPS HONEST WHY: the stand-in serves the grant of

@@ -31,27 +31,12 @@ t_run "$OLD_BIN/grantd" --version
 t_check "the old grantd is not this build ($("$NEW_BIN/grantd" --version 2>&1))" \
 	eval '[[ $OUT != "$("$NEW_BIN/grantd" --version 2>&1)" ]]'
 
-# Each site runs the programs of $T_DIR/bin.SITE, a link to the old or
-# the new bin directory: the upgrade of a site moves the link (what a
-# package upgrade does to /usr/bin), then restarts the node.
 declare -A REL=() NAME=()
-use_release() { # SITE old|new
-	ln -sfn "$([[ $2 == old ]] && echo "$OLD_BIN" || echo "$NEW_BIN")" "$T_DIR/bin.$1"
+use_release() { # SITE old|new (release_lib.sh's release_link)
+	release_link "$1" "$2"
 	REL[$1]=$2
 	NAME[$1]=$([[ $2 == old ]] && echo "$REL_TAG" || echo "$NEW_RELEASE")
 }
-start_site() { GD_BIN=$T_DIR/bin.$1 t_start "$1"; }
-# grantctl of the site's own release: the control sockets' framing changed
-# (issue 23) and a grantctl speaks only its own release's, as a package
-# install replaces both (docs/upgrading.md)
-gd_grantctl() {
-	local dir=$1; shift
-	local bin=$T_DIR/bin.${dir##*/}
-	[[ -e $bin ]] || bin=$GD_BIN
-	"$bin/grantctl" --config "$dir/grantd.conf" "$@"
-}
-# sh SITE SRCIP USER CMD...: grant-shell of SITE's release
-sh_at() { local s=$1; shift; GD_BIN=$T_DIR/bin.$s t_sh "$s" "$@"; }
 # peer_release SITE PEER: what SITE's status says PEER runs
 peer_release() { t_sj "$1" "[p.get('release') for p in j['peers'] if p['site'] == '$2'][0]"; }
 peer_release_is() { [[ $(peer_release "$1" "$2" 2>/dev/null) == "$3" ]]; }
@@ -258,7 +243,7 @@ for s in "${T_SITES[@]}"; do
 		t_grep_log "$s" "records made before signing: done"
 	t_expect_soon 0 10 "$s: status says attest done" attest_done "$s"
 done
-# montreal stays apart until it is wiped (above)
+# montreal stays apart until it is wiped (below)
 t_expect_converged "paloalto and portland agree" 20 paloalto portland
 # docs/upgrading.md: peers' keys are set once every site signs
 for s in "${T_SITES[@]}"; do
