@@ -2,8 +2,8 @@
 # from a store it made (test_upgrade.sh, test_rebuild_trust.sh).  Sourced
 # after lib.sh.  Sets REL_TAG and REL_COMMIT (deploy/releases' last line,
 # the commit taken from the tag when there is one) and defines
-# build_release, release_link, start_site, gd_grantctl and sh_at; exits
-# 77 when that commit is not in the repository.
+# build_release, release_link, start_site, gd_grantctl, sh_at and
+# set_verifier_keys; exits 77 when that commit is not in the repository.
 
 release_line() { grep -v '^#' "$GD_ROOT/deploy/releases" | awk 'NF >= 2' | tail -n 1; }
 read -r REL_TAG REL_COMMIT _ < <(release_line)
@@ -55,3 +55,15 @@ gd_grantctl() {
 }
 # sh_at SITE SRCIP USER CMD...: grant-shell of SITE's release
 sh_at() { local s=$1; shift; GD_BIN=$T_DIR/bin.$s t_sh "$s" "$@"; }
+# set_verifier_keys SITE: SITE's config gets each other site's verifier
+# key (`grantctl log key` of this build), as docs/upgrading.md has an
+# operator do once every site signs; the node reads it at its next start.
+set_verifier_keys() {
+	local s=$1 p vk
+	for p in "${T_SITES[@]}"; do
+		[[ $p == "$s" ]] && continue
+		vk=$("$NEW_BIN/grantctl" log key --key-file "$T_DIR/$p/node.key" --site "$p") ||
+			t_fatal "grantctl log key for $p"
+		sed -i "/^\[peer $p\]\$/a verifier_key = $vk" "$T_DIR/$s/grantd.conf"
+	done
+}

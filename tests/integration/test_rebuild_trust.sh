@@ -54,12 +54,7 @@ t_section "all on this build, keys set, the attest job held off"
 for s in "${T_SITES[@]}"; do
 	t_stop "$s"
 	use_release "$s" new
-	for p in "${T_SITES[@]}"; do
-		[[ $p == "$s" ]] && continue
-		vk=$("$NEW_BIN/grantctl" log key --key-file "$T_DIR/$p/node.key" --site "$p") ||
-			t_fatal "grantctl log key for $p"
-		sed -i "/^\[peer $p\]\$/a verifier_key = $vk" "$T_DIR/$s/grantd.conf"
-	done
+	set_verifier_keys "$s"
 done
 for s in "${T_SITES[@]}"; do GRANTD_TEST_FAULT_AT=no-attest start_site "$s"; done
 t_expect_converged "the three sites agree on this build" 30

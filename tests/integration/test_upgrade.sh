@@ -247,12 +247,7 @@ done
 t_expect_converged "paloalto and portland agree" 20 paloalto portland
 # docs/upgrading.md: peers' keys are set once every site signs
 for s in "${T_SITES[@]}"; do
-	for p in "${T_SITES[@]}"; do
-		[[ $p == "$s" ]] && continue
-		vk=$("$NEW_BIN/grantctl" log key --key-file "$T_DIR/$p/node.key" --site "$p") ||
-			t_fatal "grantctl log key for $p"
-		sed -i "/^\[peer $p\]\$/a verifier_key = $vk" "$T_DIR/$s/grantd.conf"
-	done
+	set_verifier_keys "$s"
 	t_stop "$s"
 	start_site "$s"
 done
