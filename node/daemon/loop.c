@@ -7,7 +7,6 @@
  * periodic job of the node is one row with its period (cron.h).
  */
 #include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <zmq.h>
@@ -116,11 +115,11 @@ struct loop {
 	bool was_syncing;
 	cJSON *status_last[2]; /* tick_status's copies */
 	struct sdnotify *sd;
-	/* records made before signing (attest.h): running while set */
+	/* records made before signing (attest.h) */
 	struct attest_job attest;
-	bool attesting;
 	/* status attest.state: "none" (a mirror), "waiting" (not every
-	 * frontend runs this release yet), "running", "done", "stopped" */
+	 * frontend runs this release yet), "running" (the job runs while
+	 * one of these two), "done", "stopped" */
 	const char *attest_state;
 };
 
@@ -236,9 +235,8 @@ static void job_status(void *payload, uint64_t now)
 	struct node *n = l->n;
 	int up = tick_status(n, l->status_last, attest_status(l), now);
 
-	sdnotify_update(l->sd,
-	                &(struct sdnotify_state){n->syncing, up,
-	                                         n->cfg->npeers});
+	sdnotify_update(l->sd, &(struct sdnotify_state){n->syncing, up,
+	                                                n->cfg->npeers});
 }
 
 /* One chunk of attest.h's job a turn, committed at once: requests are
@@ -254,7 +252,8 @@ static void job_attest(void *payload, uint64_t now)
 	/* not before every frontend runs a release that keeps signed
 	 * operations per record: an older one would take these operations
 	 * and keep none of them (push-tlog came with them, issue 21) */
-	if (!l->attesting)
+	if (!l->attest_state || (strcmp(l->attest_state, "waiting") &&
+	                         strcmp(l->attest_state, "running")))
 		return;
 	if (!repl_feature_everywhere(n->repl, FEATURE_PUSH_TLOG)) {
 		l->attest_state = "waiting";
@@ -272,14 +271,12 @@ static void job_attest(void *payload, uint64_t now)
 		log_error("attesting records made before signing stopped "
 		          "after %llu: %s",
 		          (unsigned long long)l->attest.made, gd_strerror(k));
-		l->attesting = false;
 		l->attest_state = "stopped";
 	} else if (l->attest.done) {
 		log_info("attested %llu records made before signing: done "
 		         "(%llu that do not check left alone)",
 		         (unsigned long long)l->attest.made,
 		         (unsigned long long)l->attest.skipped);
-		l->attesting = false;
 		l->attest_state = "done";
 	}
 }
@@ -308,7 +305,6 @@ static void attest_start(struct loop *l)
 	         "as its signed operations, %d a batch, once every frontend "
 	         "runs this release",
 	         ATTEST_CHUNK);
-	l->attesting = true;
 }
 
 static void job_watchdog(void *payload, uint64_t now)
@@ -388,8 +384,8 @@ int loop_run(struct node *n,
 		if (*reloads != reloaded) {
 			reloaded = *reloads;
 			/* (logged; the node runs on either way) */
-			reload_run(n->cfg, n->peer, n->gitrepl, n->repl, n->curve_pub,
-			           &n->signer);
+			reload_run(n->cfg, n->peer, n->gitrepl, n->repl,
+			           n->curve_pub, &n->signer);
 		}
 		/* intervals, never stamps: the monotonic clock */
 		cron_run(jobs, GD_ARRAY_SIZE(jobs), clock_mono_ms(), &l);
