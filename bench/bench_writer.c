@@ -19,7 +19,7 @@
  *
  * (--only: one side, e.g. under perf record.)
  * Prints per round and side: us of CPU per val; then the medians and
- * their ratio.  bench/run-writer builds and runs it.
+ * their ratio.  bench/run-writer builds and runs it (on an idle machine).
  */
 #include <errno.h>
 #include <inttypes.h>

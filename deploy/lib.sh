@@ -214,12 +214,13 @@ gd_site_keygen() {
 # DIR/grantd.conf (SPEC 4) for SITE with its data, repositories and sockets
 # under DIR.  KEY=VALUE pairs override [policy] keys, or [node] keys when
 # KEY is log_level, oplog_retention or repo_dir (default DIR/repos).  Peers
-# are appended with gd_site_add_peer.
+# are appended with gd_site_add_peer.  GD_LOG_LEVEL in the environment is
+# the default log_level (info), e.g. debug while a test's failure is read.
 gd_site_config() {
 	local dir=$1 site=$2 publish=$3 sync=$4; shift 4
 	local -A pol=([grant_default]=24h [grant_max]=30d [totp_window]=1
 		[hotp_lookahead]=20 [lockout_failures]=5 [lockout_window]=15m)
-	local log_level=info retention= repo_dir=$dir/repos kv k
+	local log_level=${GD_LOG_LEVEL:-info} retention= repo_dir=$dir/repos kv k
 	for kv in "$@"; do
 		k=${kv%%=*}
 		case $k in

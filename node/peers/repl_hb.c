@@ -28,7 +28,7 @@
 /* Every feature of this build, as Heartbeat.features (read only). */
 static char *const hb_features[] = {
 #define HB_FEATURE(id, name, desc) name,
-	GD_FEATURES(HB_FEATURE)
+        GD_FEATURES(HB_FEATURE)
 #undef HB_FEATURE
 };
 
@@ -63,7 +63,8 @@ void repl_hb_fill(struct repl *r, Grantd__V1__Heartbeat *hb)
 		e->seq = store_get_be64(v.p), e->has_seq = 1;
 		/* our own stream: only what is durable and published */
 		if (!strcmp(e->origin, ops_site(r->ops)) &&
-		    e->epoch == ops_epoch(r->ops) && e->seq > ops_published(r->ops))
+		    e->epoch == ops_epoch(r->ops) &&
+		    e->seq > ops_published(r->ops))
 			e->seq = ops_published(r->ops);
 		hb->vv[hb->n_vv++] = e;
 	}
@@ -142,12 +143,14 @@ unlisted(struct repl *r, const struct repl_peer *p, const char *origin)
 
 	for (size_t i = 0; i < ops_vv_count(o); i++) {
 		bool listed = false;
-		if (ops_vv_at(o, i)->epoch == OPS_VV_RETIRED || ops_vv_at(o, i)->retired ||
+		if (ops_vv_at(o, i)->epoch == OPS_VV_RETIRED ||
+		    ops_vv_at(o, i)->retired ||
 		    strcmp(ops_vv_at(o, i)->origin, origin))
 			continue;
 		for (size_t j = 0; !listed && j < p->hb->n_vv; j++)
-			listed = p->hb->vv[j]->epoch == ops_vv_at(o, i)->epoch &&
-			         !strcmp(p->hb->vv[j]->origin, origin);
+			listed =
+			        p->hb->vv[j]->epoch == ops_vv_at(o, i)->epoch &&
+			        !strcmp(p->hb->vv[j]->origin, origin);
 		if (!listed)
 			sum += ops_vv_at(o, i)->seq;
 	}
@@ -173,6 +176,13 @@ repl_hb_ahead(struct repl *r, struct repl_peer *p, uint64_t *lag)
 		if (e->seq > have && q && q != p && q->hb &&
 		    ops_vv_covered(r->ops, e->origin, e->epoch, q->hb->vv,
 		                   q->hb->n_vv))
+			continue;
+		/* no vector of origin's to ask (our own earlier epochs after
+		 * a rebuild, an origin that is down), but p's totals show it
+		 * has not followed a retirement we hold */
+		if (e->seq > have && (!q || !q->hb) &&
+		    ops_vv_inside_total(r->ops, e->origin, e->epoch, p->hb->vv,
+		                        p->hb->n_vv))
 			continue;
 		if (e->epoch == OPS_VV_RETIRED && e->seq > have)
 			have += unlisted(r, p, e->origin);

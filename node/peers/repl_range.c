@@ -6,7 +6,8 @@
  * reply to the last range asked is taken, and only operations of its
  * stream; a range the log no longer reaches (retention) comes back
  * "truncated", and the requester falls back to a state transfer
- * (repl_xfer.c).
+ * (repl_xfer.c); an epoch retired at the peer comes back "retired" and
+ * empty (range_read says why).
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -177,7 +178,11 @@ void repl_range_apply(struct repl *r,
 	}
 	free(ops);
 	free(d);
-	if (rr->truncated)
+	if (rr->retired)
+		log_debug("range retired at peer=%s origin=%s epoch=%016llx: "
+		          "inside its retired total, nothing to fetch",
+		          p->cfg->site, origin, (unsigned long long)epoch);
+	else if (rr->truncated)
 		repl_xfer_start(r, p, now_ms);
 }
 
@@ -196,7 +201,19 @@ static void range_read(struct repl *r,
 	uint64_t want;
 	uint32_t max =
 	        rq->max && rq->max < RANGE_MAX_OPS ? rq->max : RANGE_MAX_OPS;
+	bool own = !strcmp(rq->origin, ops_site(r->ops)) &&
+	           rq->epoch == ops_epoch(r->ops);
 
+	/* An epoch retired here is inside our retired total of its origin,
+	 * and so inside the total of every peer that follows us or takes a
+	 * state transfer from us: one that asks for it anyway read a vector
+	 * older than what it holds (a heartbeat sent before the retirement,
+	 * beside a state transfer sent after it), and would count its
+	 * operations a second time.  Nothing is served. */
+	if (!own && !ops_vv_lists(r->ops, rq->origin, rq->epoch)) {
+		rep->retired = rep->has_retired = 1;
+		return;
+	}
 	buf_add(&prefix, rq->origin, strlen(rq->origin) + 1);
 	store_be64(be, rq->epoch);
 	buf_add(&prefix, be, 8);
@@ -207,7 +224,7 @@ static void range_read(struct repl *r,
 	                  prefix.len - 8, prefix.p, prefix.len);
 	want = rq->from;
 	/* our own operations only once durable and published */
-	if (!strcmp(rq->origin, ops_site(r->ops)) && rq->epoch == ops_epoch(r->ops)) {
+	if (own) {
 		uint64_t pub = ops_published(r->ops);
 		if (pub < rq->from)
 			max = 0;
@@ -283,9 +300,9 @@ static void serve_range(struct repl *r,
 		log_warn("range reply not sent peer=%s: %s", site,
 		         zmq_strerror(errno));
 	else
-		log_debug("range served peer=%s origin=%s from=%llu n=%zu",
+		log_debug("range served peer=%s origin=%s from=%llu n=%zu%s",
 		          site, rq->origin, (unsigned long long)rq->from,
-		          rep.n_ops);
+		          rep.n_ops, rep.retired ? " (retired here)" : "");
 	range_free(&rep);
 }
 

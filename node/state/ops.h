@@ -279,6 +279,17 @@ int ops_vv_follow(struct ops *o, struct store_batch *b, const char *origin,
 bool ops_vv_covered(struct ops *o, const char *origin, uint64_t epoch,
 		    Grantd__V1__VvEntry *const *vv, size_t n);
 
+/* Is (origin, epoch), which peer vector vv (n entries) lists and we do
+ * not, inside our retired total of origin by the count: our total is
+ * above the peer's, by exactly the seqs of every epoch of origin the peer
+ * lists and we do not?  Then the peer has not followed a retirement we
+ * hold (we took a state transfer from a site that had): fetching those
+ * epochs would count them twice.  ops_vv_covered asks origin's own
+ * vector; this is for when there is none: a rebuilt site's own earlier
+ * epochs, or an origin that is down. */
+bool ops_vv_inside_total(struct ops *o, const char *origin, uint64_t epoch,
+			 Grantd__V1__VvEntry *const *vv, size_t n);
+
 /* A state transfer raises origin's retired total to total: raise it, then
  * retire, without adding them to the total, our epochs of origin that
  * ops_vv_covered() says are inside it (own, n_own: origin's own vector)
@@ -359,6 +370,13 @@ int ops_pushlog_forks(struct ops *o, struct store_batch *b, uint64_t *n);
  * cache, which includes batches not yet committed (b is unused). */
 uint64_t ops_vv_get(struct ops *o, struct store_batch *b, const char *origin,
 		    uint64_t epoch);
+
+/* Does the vector list (origin, epoch) as a live stream: an entry, not
+ * retired?  A retired epoch is inside its origin's retired total here
+ * (and a forgotten one, no entry, was retired everywhere): its operations
+ * are never served by range again (repl_range.c), since a peer that asks
+ * for them counts them once more beside a total that holds them. */
+bool ops_vv_lists(struct ops *o, const char *origin, uint64_t epoch);
 
 /* ---- named calls instead of fields (writer thread, as the rest) ---- */
 

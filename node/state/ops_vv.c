@@ -14,8 +14,8 @@
 #include "xalloc.h"
 #include "banned.h"
 
-static struct ops_vv *vv_find(struct ops *o, const char *origin,
-			      uint64_t epoch, bool add)
+static struct ops_vv *
+vv_find(struct ops *o, const char *origin, uint64_t epoch, bool add)
 {
 	for (size_t i = 0; i < o->nvv; i++)
 		if (o->vv[i].epoch == epoch && !strcmp(o->vv[i].origin, origin))
@@ -32,12 +32,21 @@ static struct ops_vv *vv_find(struct ops *o, const char *origin,
 	return e;
 }
 
-uint64_t ops_vv_get(struct ops *o, struct store_batch *b, const char *origin,
-		    uint64_t epoch)
+uint64_t ops_vv_get(struct ops *o,
+                    struct store_batch *b,
+                    const char *origin,
+                    uint64_t epoch)
 {
 	(void)b;
 	struct ops_vv *e = vv_find(o, origin, epoch, false);
 	return e ? e->seq : 0;
+}
+
+bool ops_vv_lists(struct ops *o, const char *origin, uint64_t epoch)
+{
+	const struct ops_vv *e = vv_find(o, origin, epoch, false);
+
+	return e && !e->retired;
 }
 
 static void vv_put(struct store_batch *b, const struct ops_vv *e)
@@ -53,8 +62,11 @@ static void vv_put(struct store_batch *b, const struct ops_vv *e)
 	buf_free(&k);
 }
 
-void ops_vv_set(struct ops *o, struct store_batch *b, const char *origin,
-		uint64_t epoch, uint64_t seq)
+void ops_vv_set(struct ops *o,
+                struct store_batch *b,
+                const char *origin,
+                uint64_t epoch,
+                uint64_t seq)
 {
 	struct ops_vv *e = vv_find(o, origin, epoch, true);
 
@@ -102,8 +114,8 @@ int ops_vv_load(struct ops *o)
 			continue;
 		memcpy(origin, key, ol);
 		origin[ol] = '\0';
-		struct ops_vv *e = vv_find(o, origin,
-					   store_get_be64(key + ol + 1), true);
+		struct ops_vv *e =
+		        vv_find(o, origin, store_get_be64(key + ol + 1), true);
 		if (e)
 			e->seq = store_get_be64(v.p), e->retired = v.len == 9;
 	}
@@ -112,8 +124,11 @@ int ops_vv_load(struct ops *o)
 	return rc < 0 ? rc : 0;
 }
 
-void ops_vv_raise(struct ops *o, struct store_batch *b, const char *origin,
-		  uint64_t epoch, uint64_t seq)
+void ops_vv_raise(struct ops *o,
+                  struct store_batch *b,
+                  const char *origin,
+                  uint64_t epoch,
+                  uint64_t seq)
 {
 	const struct ops_vv *e = vv_find(o, origin, epoch, false);
 
@@ -131,17 +146,20 @@ static void vv_retire(struct ops *o, struct store_batch *b, size_t i)
 	e->retired = true;
 	e->dirty = true;
 	log_debug("epoch retired origin=%s epoch=%016llx seq=%llu", e->origin,
-		  (unsigned long long)e->epoch, (unsigned long long)e->seq);
+	          (unsigned long long)e->epoch, (unsigned long long)e->seq);
 	/* (vv_set may move the array: e is not used after it) */
 	ops_vv_set(o, b, o->vv[i].origin, OPS_VV_RETIRED,
-	       ops_vv_get(o, b, o->vv[i].origin, OPS_VV_RETIRED) +
-		       o->vv[i].seq);
+	           ops_vv_get(o, b, o->vv[i].origin, OPS_VV_RETIRED) +
+	                   o->vv[i].seq);
 }
 
-int ops_vv_retire_own(struct ops *o, struct store_batch *b,
-		      bool (*held)(const char *origin, uint64_t epoch,
-				   uint64_t seq, void *payload),
-		      void *payload)
+int ops_vv_retire_own(struct ops *o,
+                      struct store_batch *b,
+                      bool (*held)(const char *origin,
+                                   uint64_t epoch,
+                                   uint64_t seq,
+                                   void *payload),
+                      void *payload)
 {
 	int n = 0;
 
@@ -157,8 +175,10 @@ int ops_vv_retire_own(struct ops *o, struct store_batch *b,
 	return n;
 }
 
-static bool vv_lists(Grantd__V1__VvEntry *const *vv, size_t n,
-		     const char *origin, uint64_t epoch)
+static bool vv_lists(Grantd__V1__VvEntry *const *vv,
+                     size_t n,
+                     const char *origin,
+                     uint64_t epoch)
 {
 	for (size_t i = 0; i < n; i++)
 		if (vv[i]->epoch == epoch && vv[i]->origin &&
@@ -167,8 +187,11 @@ static bool vv_lists(Grantd__V1__VvEntry *const *vv, size_t n,
 	return false;
 }
 
-int ops_vv_follow(struct ops *o, struct store_batch *b, const char *origin,
-		  Grantd__V1__VvEntry *const *vv, size_t n)
+int ops_vv_follow(struct ops *o,
+                  struct store_batch *b,
+                  const char *origin,
+                  Grantd__V1__VvEntry *const *vv,
+                  size_t n)
 {
 	uint64_t theirs = 0, ours, gone = 0;
 	int k = 0;
@@ -198,8 +221,8 @@ int ops_vv_follow(struct ops *o, struct store_batch *b, const char *origin,
 }
 
 /* origin's retired total as its vector (vv, n) shows it */
-static uint64_t vv_total(Grantd__V1__VvEntry *const *vv, size_t n,
-			 const char *origin)
+static uint64_t
+vv_total(Grantd__V1__VvEntry *const *vv, size_t n, const char *origin)
 {
 	for (size_t i = 0; i < n; i++)
 		if (vv[i]->epoch == OPS_VV_RETIRED && vv[i]->origin &&
@@ -208,8 +231,11 @@ static uint64_t vv_total(Grantd__V1__VvEntry *const *vv, size_t n,
 	return 0;
 }
 
-bool ops_vv_covered(struct ops *o, const char *origin, uint64_t epoch,
-		    Grantd__V1__VvEntry *const *vv, size_t n)
+bool ops_vv_covered(struct ops *o,
+                    const char *origin,
+                    uint64_t epoch,
+                    Grantd__V1__VvEntry *const *vv,
+                    size_t n)
 {
 	uint64_t ours = ops_vv_get(o, NULL, origin, OPS_VV_RETIRED);
 
@@ -219,10 +245,38 @@ bool ops_vv_covered(struct ops *o, const char *origin, uint64_t epoch,
 	return vv_total(vv, n, origin) <= ours;
 }
 
-int ops_vv_raise_retired(struct ops *o, struct store_batch *b,
-			 const char *origin, uint64_t total,
-			 Grantd__V1__VvEntry *const *own, size_t n_own,
-			 Grantd__V1__VvEntry *const *sent, size_t n_sent)
+bool ops_vv_inside_total(struct ops *o,
+                         const char *origin,
+                         uint64_t epoch,
+                         Grantd__V1__VvEntry *const *vv,
+                         size_t n)
+{
+	uint64_t ours = ops_vv_get(o, NULL, origin, OPS_VV_RETIRED);
+	uint64_t theirs = vv_total(vv, n, origin), unlisted = 0;
+	bool listed = false;
+
+	if (!vv || epoch == OPS_VV_RETIRED || ours <= theirs)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		const Grantd__V1__VvEntry *e = vv[i];
+		if (e->epoch == OPS_VV_RETIRED || !e->origin ||
+		    strcmp(e->origin, origin) ||
+		    vv_find(o, origin, e->epoch, false))
+			continue;
+		listed |= e->epoch == epoch;
+		unlisted += e->seq;
+	}
+	return listed && ours == theirs + unlisted;
+}
+
+int ops_vv_raise_retired(struct ops *o,
+                         struct store_batch *b,
+                         const char *origin,
+                         uint64_t total,
+                         Grantd__V1__VvEntry *const *own,
+                         size_t n_own,
+                         Grantd__V1__VvEntry *const *sent,
+                         size_t n_sent)
 {
 	int k = 0;
 
@@ -238,20 +292,23 @@ int ops_vv_raise_retired(struct ops *o, struct store_batch *b,
 		e->retired = true;
 		e->dirty = true;
 		log_info("epoch already counted in the retired total "
-			 "origin=%s epoch=%016llx seq=%llu total=%llu",
-			 e->origin, (unsigned long long)e->epoch,
-			 (unsigned long long)e->seq,
-			 (unsigned long long)ops_vv_get(o, b, origin,
-						       OPS_VV_RETIRED));
+		         "origin=%s epoch=%016llx seq=%llu total=%llu",
+		         e->origin, (unsigned long long)e->epoch,
+		         (unsigned long long)e->seq,
+		         (unsigned long long)ops_vv_get(o, b, origin,
+		                                        OPS_VV_RETIRED));
 		k++;
 	}
 	return k;
 }
 
-int ops_vv_forget(struct ops *o, struct store_batch *b,
-		  bool (*gone)(const char *origin, uint64_t epoch,
-			       uint64_t total, void *payload),
-		  void *payload)
+int ops_vv_forget(struct ops *o,
+                  struct store_batch *b,
+                  bool (*gone)(const char *origin,
+                               uint64_t epoch,
+                               uint64_t total,
+                               void *payload),
+                  void *payload)
 {
 	struct buf k = BUF_INIT;
 	int n = 0;
@@ -260,7 +317,8 @@ int ops_vv_forget(struct ops *o, struct store_batch *b,
 		const struct ops_vv *e = &o->vv[i];
 		if (!e->retired ||
 		    !gone(e->origin, e->epoch,
-			  ops_vv_get(o, b, e->origin, OPS_VV_RETIRED), payload)) {
+		          ops_vv_get(o, b, e->origin, OPS_VV_RETIRED),
+		          payload)) {
 			i++;
 			continue;
 		}

@@ -18,6 +18,11 @@ peers, for tests/integration/test_repl_security.sh.  Needs python3-zmq.
       there) and a DEALER on its sync endpoint asking for the vector (which
       must answer).  Exit 0 when the SUB got nothing in WAIT_S and the
       DEALER got an answer.
+  repl_rogue.py ask-range SYNC SERVER_KEY KEYFILE SITE ORIGIN EPOCH FROM WAIT_S
+      As SITE (KEYFILE, a configured peer's key pair), ask the node's sync
+      ROUTER for ORIGIN's operations of EPOCH (hex) from sequence FROM on,
+      as a node does in range repair.  Prints {"answered", "ops",
+      "truncated", "retired"}; exit 0 when answered within WAIT_S.
   repl_rogue.py garbage SYNC SERVER_KEY KEYFILE COUNT SEED
       With a configured peer's key pair, send COUNT random single-frame
       messages and a set of crafted bad PeerMsg frames (wrong version,
@@ -859,6 +864,22 @@ def main(argv):
         print(json.dumps({"sub_received": n_sub,
                           "dealer_received": n_dealer}))
         return 0 if n_sub == 0 and n_dealer > 0 else 1
+    if mode == "ask-range":
+        # as SITE (KEYFILE's key), ask the node at SYNC for ORIGIN's
+        # operations of EPOCH (hex) from FROM on; print the reply
+        sync, server_key, keyfile, site, origin, epoch, frm, wait_s = argv[2:10]
+        dealer = sock(ctx, zmq.DEALER, sync, server_key, load_keys(keyfile))
+        req = (field_bytes(1, origin) + field_varint(2, int(epoch, 16)) +
+               field_varint(3, int(frm)) + field_varint(4, 1000))
+        dealer.send(peer_msg(sender=site, body=field_bytes(12, req)))
+        if not dealer.poll(int(float(wait_s) * 1000)):
+            print(json.dumps({"answered": False}))
+            return 1
+        rep = pb_fields(pb_one(pb_fields(dealer.recv()), 13, b""))
+        print(json.dumps({"answered": True, "ops": len(rep.get(3, [])),
+                          "truncated": bool(pb_one(rep, 5, 0)),
+                          "retired": bool(pb_one(rep, 6, 0))}))
+        return 0
     if mode == "garbage":
         sync, server_key, keyfile, count, seed = argv[2:7]
         rnd = random.Random(int(seed))
