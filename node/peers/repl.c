@@ -605,6 +605,11 @@ static void truncate_log(struct repl *r, uint64_t now_ms)
 	                         TRUNCATE_MAX);
 	if (k > 0)
 		log_info("operation log truncated entries=%d", k);
+	/* and the operations records kept that none names any more */
+	k = ops_sweep_kept(r->ops, TRUNCATE_MAX);
+	if (k > 0)
+		log_info("kept operations dropped n=%d (no record names them)",
+		         k);
 }
 
 /* What the peers' ticks found: the syncing gate's input. */

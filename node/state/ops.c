@@ -147,6 +147,7 @@ void ops_destroy(struct ops **op)
 	ops_outbox_clear(o);
 	buf_free(&o->outbox);
 	buf_free(&o->unsigned_seqs);
+	buf_free(&o->kept_cursor);
 	buf_free(&o->refs_touched);
 	buf_free(&o->repos_touched);
 	free(o->vv);
@@ -218,7 +219,8 @@ static int apply(struct ops *o, struct store_batch *b, const Grantd__V1__Op *op,
 		/* a peer's operation comes signed: kept with the records it
 		 * made (recops.h), the bytes the log keeps */
 		ops_pack_msg(&val, &op->base);
-		if ((rc = recops_note(o->store, b, op, val.p, val.len)) < 0) {
+		if ((rc = recops_note(o->store, b, op, val.p, val.len,
+				      true)) < 0) {
 			ops_rollback(o, b, &sp);
 			goto done;
 		}
@@ -325,7 +327,7 @@ note_signed(struct ops *o, struct store_batch *b, const struct buf *op)
 
 	if (!d)
 		return GD_EPROTO;
-	rc = recops_note(o->store, b, d, op->p, op->len);
+	rc = recops_note(o->store, b, d, op->p, op->len, true);
 	records_op_wipe(d); /* an enrollment's secret */
 	grantd__v1__op__free_unpacked(d, NULL);
 	return rc;

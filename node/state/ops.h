@@ -314,6 +314,12 @@ int ops_vv_forget(struct ops *o, struct store_batch *b,
  * returns how many were deleted or a negative gd_err. */
 int ops_truncate_log(struct ops *o, uint64_t cutoff_ms, int max);
 
+/* Look at up to max operations of CF_KEPTOPS, going on from where the last
+ * call stopped (from the start once it reached the end), and delete each
+ * no record names any more (recops.h).  Returns how many were deleted or
+ * a negative gd_err. */
+int ops_sweep_kept(struct ops *o, int max);
+
 /* Expired grants stay this long after expiry, so a late operation for one
  * still meets the record it must lose against and `list-val all` shows
  * recent history; then ops_sweep_grants() forgets them. */

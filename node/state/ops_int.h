@@ -92,6 +92,8 @@ struct ops {
 	 * order (uint64_t each), for the log entries signing rewrites. */
 	size_t outbox_signed;
 	struct buf unsigned_seqs;
+	/* where ops_sweep_kept goes on in CF_KEPTOPS (empty: the start) */
+	struct buf kept_cursor;
 	/* this site's signing key (ops_set_signer; NULL: operations go out
 	 * unsigned, as in unit tests that do not set one) */
 	const struct opsig_signer *signer;

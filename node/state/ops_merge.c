@@ -672,6 +672,6 @@ int ops_merge_signed(struct ops *o,
 	for (size_t i = 0; rc == 0 && i < n; i++)
 		if ((rc = ops_merge_op(o, b, ops[i])) == 0)
 			rc = recops_note(o->store, b, ops[i], packed[i].data,
-			                 packed[i].len);
+			                 packed[i].len, false);
 	return rc;
 }

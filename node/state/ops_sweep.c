@@ -1,7 +1,9 @@
 /*
  * ops_sweep.c: housekeeping through the batch: grants expired past their
  * grace forgotten (ops_sweep_grants, the digest and counts kept in step),
- * and old operation log entries cut by range (ops_truncate_log).
+ * old operation log entries cut by range (ops_truncate_log), each one a
+ * record still names copied to CF_KEPTOPS first (recops.h), and the kept
+ * operations no record names any more dropped (ops_sweep_kept).
  */
 #include <sodium.h>
 #include <string.h>
@@ -14,8 +16,7 @@
 #include "xalloc.h"
 #include "banned.h"
 
-int ops_sweep_grants(struct ops *o, struct store_batch *b, int64_t now,
-		     int max)
+int ops_sweep_grants(struct ops *o, struct store_batch *b, int64_t now, int max)
 {
 	struct store_iter *it;
 	struct ops_save sp;
@@ -28,7 +29,7 @@ int ops_sweep_grants(struct ops *o, struct store_batch *b, int64_t now,
 	store_iter_new(&it, o->store, NULL, CF_GRANTS, "", 0);
 	while (n < max && (rc = store_iter_next(it, &key, &klen, &v)) > 0) {
 		Grantd__V1__Grant *g = grantd__v1__grant__unpack(
-			NULL, v.len, (const uint8_t *)v.p);
+		        NULL, v.len, (const uint8_t *)v.p);
 		bool old = g && g->expires + OPS_GRANT_GRACE_S < now;
 		if (g)
 			grantd__v1__grant__free_unpacked(g, NULL);
@@ -65,32 +66,70 @@ static int cut_run(struct ops *o, const struct buf *first, uint64_t last_seq)
 		return 0; /* no run (a key is origin \0 epoch seq) */
 	memcpy(end, first->p, first->len - 8);
 	store_be64(end + first->len - 8, last_seq + 1);
-	return store_delete_range(o->store, CF_OPLOG, first->p, first->len,
-				  end, first->len);
+	return store_delete_range(o->store, CF_OPLOG, first->p, first->len, end,
+	                          first->len);
+}
+
+/* An old entry (key, its bytes v, decoded op) about to be cut: into kb
+ * (CF_KEPTOPS) when a record still names it. */
+static int keep_named(struct ops *o,
+                      struct store_batch *kb,
+                      const Grantd__V1__Op *op,
+                      const char *key,
+                      size_t klen,
+                      const struct buf *v)
+{
+	bool named;
+	int rc = recops_refers(o->store, NULL, op, key, klen, &named);
+
+	if (rc == 0 && named)
+		store_put(kb, CF_KEPTOPS, key, klen, v->p, v->len);
+	return rc;
+}
+
+/* The run's named entries kept (kb committed: the WAL has them before
+ * the range delete), then the run cut. */
+static int cut_kept(struct ops *o,
+                    struct store_batch *kb,
+                    const struct buf *first,
+                    uint64_t last_seq)
+{
+	int rc = store_batch_count(kb) ? store_commit(kb, false) : 0;
+
+	return rc < 0 ? rc : cut_run(o, first, last_seq);
 }
 
 int ops_truncate_log(struct ops *o, uint64_t cutoff_ms, int max)
 {
 	struct store_iter *it;
+	struct store_batch *kb;
 	struct buf v = BUF_INIT, skip = BUF_INIT, first = BUF_INIT;
 	const char *key;
 	size_t klen;
 	uint64_t last_seq = 0;
 	int rc = 0, n = 0;
 
+	store_batch_new(&kb, o->store);
 	store_iter_new(&it, o->store, NULL, CF_OPLOG, "", 0);
 	while (n < max && (rc = store_iter_next(it, &key, &klen, &v)) > 0) {
 		Grantd__V1__Op *op = grantd__v1__op__unpack(
-			NULL, v.len, (const uint8_t *)v.p);
+		        NULL, v.len, (const uint8_t *)v.p);
 		bool old = op && hlc_ms(op->hlc) < cutoff_ms;
-		if (op)
+		if (old && klen > 16)
+			rc = keep_named(o, kb, op, key, klen, &v);
+		if (op) {
+			records_op_wipe(op);
 			grantd__v1__op__free_unpacked(op, NULL);
+		}
+		if (rc < 0)
+			break;
 		if (klen <= 16)
 			continue;
-		/* a new stream: cut the last one's run */
-		if (first.len && (klen != first.len ||
-				  memcmp(key, first.p, klen - 8))) {
-			if ((rc = cut_run(o, &first, last_seq)) < 0)
+		/* a new stream: cut the last one's run (what it still names
+		 * kept first: the copies are in the WAL before the cut) */
+		if (first.len &&
+		    (klen != first.len || memcmp(key, first.p, klen - 8))) {
+			if ((rc = cut_kept(o, kb, &first, last_seq)) < 0)
 				break;
 			buf_reset(&first);
 		}
@@ -104,7 +143,7 @@ int ops_truncate_log(struct ops *o, uint64_t cutoff_ms, int max)
 		/* within one stream stamps grow with seq: once one is
 		 * recent, cut the run before it and skip the rest of the
 		 * stream (seek past origin \0 epoch, all-ones seq) */
-		if ((rc = cut_run(o, &first, last_seq)) < 0)
+		if ((rc = cut_kept(o, kb, &first, last_seq)) < 0)
 			break;
 		buf_reset(&first);
 		buf_reset(&skip);
@@ -115,10 +154,61 @@ int ops_truncate_log(struct ops *o, uint64_t cutoff_ms, int max)
 	}
 	store_iter_free(&it);
 	if (rc >= 0)
-		rc = cut_run(o, &first, last_seq);
+		rc = cut_kept(o, kb, &first, last_seq);
+	store_batch_free(&kb);
 	sodium_memzero(v.p, v.len);
 	buf_free(&v);
 	buf_free(&skip);
 	buf_free(&first);
+	return rc < 0 ? rc : n;
+}
+
+int ops_sweep_kept(struct ops *o, int max)
+{
+	struct store_iter *it;
+	struct store_batch *b;
+	struct buf v = BUF_INIT;
+	const char *key;
+	size_t klen;
+	int rc = 0, n = 0, seen = 0, resumed = 0;
+
+	store_batch_new(&b, o->store);
+	store_iter_new_at(&it, o->store, NULL, CF_KEPTOPS, "", 0,
+	                  o->kept_cursor.p, o->kept_cursor.len);
+	while (seen < max && (rc = store_iter_next(it, &key, &klen, &v)) > 0) {
+		/* the last call's last: looked at already */
+		bool again = !seen && !n && klen == o->kept_cursor.len &&
+		             !memcmp(key, o->kept_cursor.p, klen);
+		if (again && !resumed++)
+			continue;
+		Grantd__V1__Op *op = grantd__v1__op__unpack(
+		        NULL, v.len, (const uint8_t *)v.p);
+		bool named = false;
+		seen++;
+		buf_reset(&o->kept_cursor);
+		buf_add(&o->kept_cursor, key, klen);
+		/* one that does not decode names nothing a record could use */
+		if (op)
+			rc = recops_refers(o->store, NULL, op, key, klen,
+			                   &named);
+		if (op) {
+			records_op_wipe(op);
+			grantd__v1__op__free_unpacked(op, NULL);
+		}
+		if (rc < 0)
+			break;
+		if (!named) {
+			store_del(b, CF_KEPTOPS, key, klen);
+			n++;
+		}
+	}
+	store_iter_free(&it);
+	if (rc == 0) /* the end: from the start next time */
+		buf_reset(&o->kept_cursor);
+	if (rc >= 0 && n)
+		rc = store_commit(b, false);
+	store_batch_free(&b);
+	sodium_memzero(v.p, v.len);
+	buf_free(&v);
 	return rc < 0 ? rc : n;
 }

@@ -6,6 +6,15 @@
  * sealed (an enrollment's operation holds its secret).  LWW, SET and LEAF
  * records keep one operation, written over; a mark or failures record
  * keeps a few, so its list is read, pruned and written again.
+ *
+ * Each operation is named by its operation log key (RecordOps.refs), never
+ * copied: the log holds it, or CF_KEPTOPS does (one a state transfer
+ * brought, written there by recops_note; one the log's retention cut,
+ * copied there first by ops_sweep.c through recops_refers).  So an
+ * operation is stored once however many records it made: a push of 4,096
+ * refs kept its whole RefUpdate 4,096 times, and every local operation
+ * was written twice.  RecordOps.ops (the operation's bytes) is still read,
+ * as a store of format 2 before refs wrote it.
  */
 #include <sodium.h>
 #include <stdlib.h>
@@ -27,6 +36,52 @@ static void pack(struct buf *out, const ProtobufCMessage *m)
 	protobuf_c_message_pack(m, buf_extend(out, n));
 }
 
+/* The bytes of the operation named ref (an operation log key): the
+ * log's, else CF_KEPTOPS's; GD_ENOTFOUND when neither holds it. */
+static int resolve(struct store *s,
+                   struct store_batch *b,
+                   const ProtobufCBinaryData *ref,
+                   struct buf *out)
+{
+	int rc = store_get(s, b, CF_OPLOG, ref->data, ref->len, out);
+
+	if (rc == GD_ENOTFOUND)
+		rc = store_get(s, b, CF_KEPTOPS, ref->data, ref->len, out);
+	return rc;
+}
+
+/* The RecordOps stored at the record key of cf, unpacked (*out NULL:
+ * none, or it does not decode). */
+static int read_stored(struct store *s,
+                       struct store_batch *b,
+                       enum store_cf cf,
+                       const void *key,
+                       size_t klen,
+                       Grantd__V1__RecordOps **out)
+{
+	struct buf k = BUF_INIT, v = BUF_INIT;
+	int rc;
+
+	*out = NULL;
+	records_key_recops(&k, cf, key, klen);
+	rc = store_get(s, b, CF_RECOPS, k.p, k.len, &v);
+	if (rc == 0)
+		*out = grantd__v1__record_ops__unpack(NULL, v.len,
+		                                      (const uint8_t *)v.p);
+	sodium_memzero(v.p, v.len);
+	buf_free(&k);
+	buf_free(&v);
+	return rc == GD_ENOTFOUND ? 0 : rc;
+}
+
+static void free_stored(Grantd__V1__RecordOps *ro)
+{
+	for (size_t i = 0; ro && i < ro->n_ops; i++)
+		sodium_memzero(ro->ops[i].data, ro->ops[i].len);
+	if (ro)
+		grantd__v1__record_ops__free_unpacked(ro, NULL);
+}
+
 int recops_get(struct store *s,
                struct store_batch *b,
                enum store_cf cf,
@@ -34,26 +89,54 @@ int recops_get(struct store *s,
                size_t klen,
                struct buf *out)
 {
-	struct buf k = BUF_INIT;
-	int rc;
+	Grantd__V1__RecordOps *ro, sent = GRANTD__V1__RECORD_OPS__INIT;
+	struct buf *each = NULL;
+	int rc = read_stored(s, b, cf, key, klen, &ro);
 
-	records_key_recops(&k, cf, key, klen);
-	rc = store_get(s, b, CF_RECOPS, k.p, k.len, out);
-	if (rc == GD_ENOTFOUND) {
-		buf_reset(out);
-		rc = 0;
+	buf_reset(out);
+	if (rc < 0 || !ro)
+		return rc;
+	/* the ops as stored, then each ref resolved: ops only are sent */
+	sent.ops = xcalloc(ro->n_ops + ro->n_refs + 1, sizeof(*sent.ops));
+	each = xcalloc(ro->n_refs + 1, sizeof(*each));
+	for (size_t i = 0; i < ro->n_ops; i++)
+		sent.ops[sent.n_ops++] = ro->ops[i];
+	for (size_t i = 0; rc >= 0 && i < ro->n_refs; i++) {
+		rc = resolve(s, b, &ro->refs[i], &each[i]);
+		if (rc == 0)
+			sent.ops[sent.n_ops++] = (ProtobufCBinaryData){
+			        each[i].len, (uint8_t *)each[i].p};
+		else if (rc == GD_ENOTFOUND)
+			rc = 0; /* counted out: the receiver refuses the
+			           record, and says so */
 	}
-	buf_free(&k);
-	return rc;
+	if (rc >= 0 && sent.n_ops) {
+		size_t n = protobuf_c_message_get_packed_size(&sent.base);
+		protobuf_c_message_pack(&sent.base, buf_extend(out, n));
+	}
+	for (size_t i = 0; i < ro->n_refs; i++) {
+		sodium_memzero(each[i].p, each[i].len);
+		buf_free(&each[i]);
+	}
+	free(each);
+	free(sent.ops);
+	free_stored(ro);
+	return rc < 0 ? rc : 0;
 }
 
-/* Write ops (n of them) as the operations of the record key of cf; none:
- * the entry goes. */
+/* One operation of a record's list as it is stored: its bytes (a store
+ * before refs) or its log key. */
+struct kept_form {
+	ProtobufCBinaryData data;
+	bool ref;
+};
+
+/* Write the operations of the record key of cf; none: the entry goes. */
 static void put_ops(struct store_batch *b,
                     enum store_cf cf,
                     const void *key,
                     size_t klen,
-                    ProtobufCBinaryData *ops,
+                    const struct kept_form *f,
                     size_t n)
 {
 	Grantd__V1__RecordOps ro = GRANTD__V1__RECORD_OPS__INIT;
@@ -63,11 +146,18 @@ static void put_ops(struct store_batch *b,
 	if (n == 0) {
 		store_del(b, CF_RECOPS, k.p, k.len);
 	} else {
-		ro.ops = ops;
-		ro.n_ops = n;
+		ro.ops = xcalloc(n, sizeof(*ro.ops));
+		ro.refs = xcalloc(n, sizeof(*ro.refs));
+		for (size_t i = 0; i < n; i++)
+			if (f[i].ref)
+				ro.refs[ro.n_refs++] = f[i].data;
+			else
+				ro.ops[ro.n_ops++] = f[i].data;
 		pack(&v, &ro.base);
 		store_put(b, CF_RECOPS, k.p, k.len, v.p, v.len);
 		sodium_memzero(v.p, v.len);
+		free(ro.ops);
+		free(ro.refs);
 	}
 	buf_free(&k);
 	buf_free(&v);
@@ -81,13 +171,35 @@ void recops_drop(struct store_batch *b,
 	put_ops(b, cf, key, klen, NULL, 0);
 }
 
-static void put_one(struct store_batch *b,
-                    enum store_cf cf,
-                    const struct buf *key,
-                    const void *packed,
-                    size_t len)
+/* The operation being noted: its log key (ref), and whether the log holds
+ * it (else CF_KEPTOPS must, once a record keeps it). */
+struct note {
+	const Grantd__V1__Op *op;
+	const void *packed;
+	size_t len;
+	struct buf ref;
+	bool logged, stored;
+};
+
+/* The noted op as a record keeps it: its ref, the op put in CF_KEPTOPS
+ * first when the log does not hold it. */
+static struct kept_form noted(struct store_batch *b, struct note *nt)
 {
-	ProtobufCBinaryData one = {len, (uint8_t *)packed};
+	if (!nt->logged && !nt->stored) {
+		store_put(b, CF_KEPTOPS, nt->ref.p, nt->ref.len, nt->packed,
+		          nt->len);
+		nt->stored = true;
+	}
+	return (struct kept_form){{nt->ref.len, (uint8_t *)nt->ref.p}, true};
+}
+
+/* [the noted op] as the operations of the record key of cf. */
+static void put_one(struct store_batch *b,
+                    struct note *nt,
+                    enum store_cf cf,
+                    const struct buf *key)
+{
+	struct kept_form one = noted(b, nt);
 
 	put_ops(b, cf, key->p, key->len, &one, 1);
 }
@@ -148,10 +260,9 @@ static void record_key(struct buf *k, const Grantd__V1__Op *op)
 static int note_lww(struct store *s,
                     struct store_batch *b,
                     const struct records_kind *f,
-                    const Grantd__V1__Op *op,
-                    const void *packed,
-                    size_t len)
+                    struct note *nt)
 {
+	const Grantd__V1__Op *op = nt->op;
 	struct buf k = BUF_INIT;
 	bool won = false;
 	int rc = 0;
@@ -159,14 +270,14 @@ static int note_lww(struct store *s,
 	if (op->body_case != GRANTD__V1__OP__BODY_REFS) {
 		record_key(&k, op);
 		if ((rc = stamped_by(s, b, f->cf, &k, op, &won)) == 0 && won)
-			put_one(b, f->cf, &k, packed, len);
+			put_one(b, nt, f->cf, &k);
 	}
 	for (size_t i = 0; op->body_case == GRANTD__V1__OP__BODY_REFS &&
 	                   rc == 0 && i < op->refs->n_changes;
 	     i++) {
 		records_key_ref(&k, op->refs->repo, op->refs->changes[i]->ref);
 		if ((rc = stamped_by(s, b, CF_REFS, &k, op, &won)) == 0 && won)
-			put_one(b, CF_REFS, &k, packed, len);
+			put_one(b, nt, CF_REFS, &k);
 	}
 	buf_free(&k);
 	return rc;
@@ -177,10 +288,9 @@ static int note_lww(struct store *s,
 static int note_entry(struct store *s,
                       struct store_batch *b,
                       const struct records_kind *f,
-                      const Grantd__V1__Op *op,
-                      const void *packed,
-                      size_t len)
+                      struct note *nt)
 {
+	const Grantd__V1__Op *op = nt->op;
 	struct buf k = BUF_INIT, val = BUF_INIT;
 	bool held = false;
 	int rc;
@@ -211,54 +321,70 @@ static int note_entry(struct store *s,
 		}
 	}
 	if (rc == 0 && held)
-		put_one(b, f->cf, &k, packed, len);
+		put_one(b, nt, f->cf, &k);
 	buf_free(&k);
 	buf_free(&val);
 	return rc;
 }
 
-/* The operations kept at the record key k of cf, decoded: *out (n) the
- * caller's (free_kept).  A kept op that does not decode is dropped. */
+/* The operations kept at a record, as stored (form) and decoded (ops;
+ * NULL where one does not decode or its ref no longer resolves). */
+struct kept {
+	Grantd__V1__RecordOps *ro;
+	struct kept_form *form;
+	Grantd__V1__Op **ops;
+	size_t n;
+};
+
+/* The operations kept at the record key k of cf: *kp the caller's
+ * (free_kept). */
 static int read_kept(struct store *s,
                      struct store_batch *b,
                      enum store_cf cf,
                      const struct buf *k,
-                     Grantd__V1__RecordOps **ro,
-                     Grantd__V1__Op ***out)
+                     struct kept *kp)
 {
 	struct buf v = BUF_INIT;
-	int rc = recops_get(s, b, cf, k->p, k->len, &v);
+	int rc = read_stored(s, b, cf, k->p, k->len, &kp->ro);
+	const Grantd__V1__RecordOps *ro = kp->ro;
+	size_t n = ro ? ro->n_ops + ro->n_refs : 0;
 
-	*ro = NULL;
-	*out = NULL;
-	if (rc == 0 && v.len)
-		*ro = grantd__v1__record_ops__unpack(NULL, v.len,
-		                                     (const uint8_t *)v.p);
-	if (*ro && (*ro)->n_ops) {
-		*out = xcalloc((*ro)->n_ops, sizeof(**out));
-		for (size_t i = 0; i < (*ro)->n_ops; i++)
-			(*out)[i] = grantd__v1__op__unpack(
-			        NULL, (*ro)->ops[i].len, (*ro)->ops[i].data);
+	kp->n = 0;
+	kp->form = xcalloc(n + 1, sizeof(*kp->form));
+	kp->ops = xcalloc(n + 1, sizeof(*kp->ops));
+	for (size_t i = 0; ro && i < ro->n_ops; i++) {
+		kp->form[kp->n] = (struct kept_form){ro->ops[i], false};
+		kp->ops[kp->n++] = grantd__v1__op__unpack(NULL, ro->ops[i].len,
+		                                          ro->ops[i].data);
 	}
-	sodium_memzero(v.p, v.len);
+	for (size_t i = 0; rc == 0 && ro && i < ro->n_refs; i++) {
+		kp->form[kp->n] = (struct kept_form){ro->refs[i], true};
+		rc = resolve(s, b, &ro->refs[i], &v);
+		kp->ops[kp->n++] =
+		        rc == 0 ? grantd__v1__op__unpack(NULL, v.len,
+		                                         (const uint8_t *)v.p)
+		                : NULL;
+		if (rc == GD_ENOTFOUND)
+			rc = 0; /* dropped when the list is written again */
+		sodium_memzero(v.p, v.len);
+	}
 	buf_free(&v);
 	return rc;
 }
 
 /* read_kept's, freed: an enrollment's secret wiped first, unpacked and
  * packed. */
-static void free_kept(Grantd__V1__RecordOps *ro, Grantd__V1__Op **ops)
+static void free_kept(struct kept *kp)
 {
-	for (size_t i = 0; ro && ops && i < ro->n_ops; i++)
-		if (ops[i]) {
-			records_op_wipe(ops[i]);
-			grantd__v1__op__free_unpacked(ops[i], NULL);
+	for (size_t i = 0; i < kp->n; i++)
+		if (kp->ops[i]) {
+			records_op_wipe(kp->ops[i]);
+			grantd__v1__op__free_unpacked(kp->ops[i], NULL);
 		}
-	free(ops);
-	for (size_t i = 0; ro && i < ro->n_ops; i++)
-		sodium_memzero(ro->ops[i].data, ro->ops[i].len);
-	if (ro)
-		grantd__v1__record_ops__free_unpacked(ro, NULL);
+	free(kp->ops);
+	free(kp->form);
+	free_stored(kp->ro);
+	*kp = (struct kept){0};
 }
 
 /* Does mark a dominate mark m: next as high, every scratch code m spent? */
@@ -348,16 +474,14 @@ static int mark_is(struct store *s,
 static int note_many(struct store *s,
                      struct store_batch *b,
                      const struct records_kind *f,
-                     const Grantd__V1__Op *op,
-                     const void *packed,
-                     size_t len)
+                     struct note *nt)
 {
+	const Grantd__V1__Op *op = nt->op;
 	struct buf k = BUF_INIT, v = BUF_INIT;
-	Grantd__V1__RecordOps *ro;
-	Grantd__V1__Op **kept;
+	struct kept kp = {0};
 	Grantd__V1__Failures *rec = NULL;
-	ProtobufCBinaryData *keep;
-	size_t n = 0, nk;
+	struct kept_form *keep;
+	size_t n = 0;
 	bool add = true;
 	int rc;
 
@@ -369,13 +493,12 @@ static int note_many(struct store *s,
 		if ((rc = mark_is(s, b, f->cf, &k, op, &alone)) < 0)
 			goto out;
 		if (alone) {
-			put_one(b, f->cf, &k, packed, len);
+			put_one(b, nt, f->cf, &k);
 			goto out;
 		}
 	}
-	if ((rc = read_kept(s, b, f->cf, &k, &ro, &kept)) < 0)
+	if ((rc = read_kept(s, b, f->cf, &k, &kp)) < 0)
 		goto done;
-	nk = ro ? ro->n_ops : 0;
 	if (f->merge == RECORDS_UNION) {
 		rc = store_get(s, b, f->cf, k.p, k.len, &v);
 		if (rc < 0 && rc != GD_ENOTFOUND)
@@ -388,13 +511,13 @@ static int note_many(struct store *s,
 	}
 	/* a mark a kept one dominates, or failures whose every stamp a kept
 	 * one holds, add nothing: the list stays (covers) */
-	for (size_t i = 0; i < nk; i++)
-		if (kept[i] && kept[i]->body_case == op->body_case &&
-		    covers(f, kept[i], op))
+	for (size_t i = 0; i < kp.n; i++)
+		if (kp.ops[i] && kp.ops[i]->body_case == op->body_case &&
+		    covers(f, kp.ops[i], op))
 			goto done;
-	keep = xcalloc(nk + 1, sizeof(*keep));
-	for (size_t i = 0; i < nk; i++) {
-		const Grantd__V1__Op *q = kept[i];
+	keep = xcalloc(kp.n + 1, sizeof(*keep));
+	for (size_t i = 0; i < kp.n; i++) {
+		const Grantd__V1__Op *q = kp.ops[i];
 		bool mine = q && q->body_case == op->body_case;
 		if (mine && same_op(q, op))
 			add = false; /* kept already (a transfer brings it
@@ -403,17 +526,17 @@ static int note_many(struct store *s,
 		    (f->merge == RECORDS_UNION &&
 		     (!keeps_a_stamp(rec, q) || holds_all(op, q))))
 			continue;
-		keep[n++] = ro->ops[i];
+		keep[n++] = kp.form[i];
 	}
 	if (add)
-		keep[n++] = (ProtobufCBinaryData){len, (uint8_t *)packed};
-	if (add || n != nk)
+		keep[n++] = noted(b, nt);
+	if (add || n != kp.n)
 		put_ops(b, f->cf, k.p, k.len, keep, n);
 	free(keep);
 done:
 	if (rec)
 		grantd__v1__failures__free_unpacked(rec, NULL);
-	free_kept(ro, kept);
+	free_kept(&kp);
 out:
 	buf_free(&k);
 	buf_free(&v);
@@ -424,24 +547,118 @@ int recops_note(struct store *s,
                 struct store_batch *b,
                 const Grantd__V1__Op *op,
                 const void *packed,
-                size_t len)
+                size_t len,
+                bool logged)
 {
 	const struct records_kind *f = records_by_body(op->body_case);
+	struct note nt = {op, packed, len, BUF_INIT, logged, false};
+	int rc;
 
-	if (!f)
+	if (!f || !op->origin)
 		return GD_EPROTO;
+	records_key_oplog(&nt.ref, op->origin, op->epoch, op->seq);
 	switch (f->merge) {
 	case RECORDS_LWW:
-		return note_lww(s, b, f, op, packed, len);
+		rc = note_lww(s, b, f, &nt);
+		break;
 	case RECORDS_SET:
 	case RECORDS_LEAF:
-		return note_entry(s, b, f, op, packed, len);
+		rc = note_entry(s, b, f, &nt);
+		break;
 	case RECORDS_MAX:
 	case RECORDS_UNION:
-		return note_many(s, b, f, op, packed, len);
+		rc = note_many(s, b, f, &nt);
+		break;
 	default:
-		return GD_EPROTO;
+		rc = GD_EPROTO;
 	}
+	buf_free(&nt.ref);
+	return rc;
+}
+
+/* Each record key op may be kept at, by its family's rule: the record it
+ * writes, each ref of a push, an entry's place and its fork key; fn stops
+ * the walk by returning non-zero. */
+static int each_key(const Grantd__V1__Op *op,
+                    const struct records_kind *f,
+                    int (*fn)(enum store_cf cf, const struct buf *k, void *),
+                    void *arg)
+{
+	struct buf k = BUF_INIT;
+	int rc = 0;
+
+	if (f->merge == RECORDS_SET) {
+		const Grantd__V1__PushLogEntry *e = op->push_log;
+		records_key_pushlog(&k, e->origin, e->n);
+		rc = fn(f->cf, &k, arg);
+		if (rc == 0 && e->hash.len == PUSHLOG_HASH_LEN) {
+			records_key_pushlog_fork(&k, e->origin, e->n,
+			                         e->hash.data);
+			rc = fn(f->cf, &k, arg);
+		}
+	} else if (f->merge == RECORDS_LEAF) {
+		const Grantd__V1__PushLeaf *l = op->push_leaf;
+		struct tlog_hash h;
+		records_key_tleaf(&k, l->origin, l->index);
+		rc = fn(f->cf, &k, arg);
+		tlog_leaf_hash(&h, l->text.data, l->text.len);
+		records_key_tleaf_fork(&k, l->origin, l->index, h.b);
+		if (rc == 0)
+			rc = fn(f->cf, &k, arg);
+	} else if (op->body_case == GRANTD__V1__OP__BODY_REFS) {
+		for (size_t i = 0; rc == 0 && i < op->refs->n_changes; i++) {
+			records_key_ref(&k, op->refs->repo,
+			                op->refs->changes[i]->ref);
+			rc = fn(CF_REFS, &k, arg);
+		}
+	} else {
+		record_key(&k, op);
+		rc = fn(f->cf, &k, arg);
+	}
+	buf_free(&k);
+	return rc;
+}
+
+struct refers {
+	struct store *s;
+	struct store_batch *b;
+	const void *ref;
+	size_t rlen;
+	bool found;
+};
+
+/* each_key's step: does the record at k name the op?  1 stops the walk. */
+static int names_it(enum store_cf cf, const struct buf *k, void *arg)
+{
+	struct refers *rf = arg;
+	Grantd__V1__RecordOps *ro;
+	int rc = read_stored(rf->s, rf->b, cf, k->p, k->len, &ro);
+
+	for (size_t i = 0; rc == 0 && ro && !rf->found && i < ro->n_refs; i++)
+		rf->found = ro->refs[i].len == rf->rlen &&
+		            !memcmp(ro->refs[i].data, rf->ref, rf->rlen);
+	free_stored(ro);
+	return rc < 0 ? rc : rf->found;
+}
+
+int recops_refers(struct store *s,
+                  struct store_batch *b,
+                  const Grantd__V1__Op *op,
+                  const void *ref,
+                  size_t rlen,
+                  bool *out)
+{
+	const struct records_kind *f = records_by_body(op->body_case);
+	struct refers rf = {s, b, ref, rlen, false};
+	int rc;
+
+	*out = false;
+	if (!f || (f->merge == RECORDS_SET && !op->push_log) ||
+	    (f->merge == RECORDS_LEAF && !op->push_leaf))
+		return 0;
+	rc = each_key(op, f, names_it, &rf);
+	*out = rf.found;
+	return rc < 0 ? rc : 0;
 }
 
 bool recops_makes(const Grantd__V1__Op *op,

@@ -35,9 +35,14 @@
  * Merged again, the kept operations make the record (the rules of
  * ops_merge.c are commutative, associative and idempotent).
  *
+ * Stored once: a record names each operation by its log key, and the log
+ * holds it, or CF_KEPTOPS does (a state transfer's operation; one the
+ * log's retention cut while a record still named it: recops_refers).
+ *
  * Callers: ops.c (a peer's operation in its apply, a local one at commit
  * once signed), ops_merge.c (ops_merge_signed: a state transfer's
- * operations), repl_xfer.c (serve: recops_get; receive:
+ * operations), ops_sweep.c (the log's retention, CF_KEPTOPS's sweep:
+ * recops_refers), repl_xfer.c (serve: recops_get; receive:
  * recops_record_origin, recops_makes).  A leaf below ops: the store and
  * the record table only.  Writer thread (b is its batch); recops_get from
  * any thread with b NULL.
@@ -53,15 +58,30 @@
 #include "records.h"
 #include "store.h"
 
-/* After op's merge into b (of s): keep op (packed, len: the bytes the log
- * holds, its signature included) with each record it made, by the rule above.
- * Returns 0, or a store error (GD_EIO, GD_ECRYPTO) or GD_EPROTO (a body
- * of no replicated family). */
+/* After op's merge into b (of s): keep op (packed, len: its bytes, its
+ * signature included) with each record it made, by the rule above, named
+ * by its operation log key.  logged: the log holds op in b (the caller
+ * puts it there); else op is put in CF_KEPTOPS once a record keeps it (a
+ * state transfer's).  Returns 0, or a store error (GD_EIO, GD_ECRYPTO)
+ * or GD_EPROTO (a body of no replicated family). */
 int recops_note(struct store *s,
                 struct store_batch *b,
                 const Grantd__V1__Op *op,
                 const void *packed,
-                size_t len);
+                size_t len,
+                bool logged);
+
+/* Does a record still keep op, whose log key is ref (rlen bytes)?  For
+ * the log's retention (ops_sweep.c): an operation a record names is
+ * copied to CF_KEPTOPS before the log drops it, and a kept one no record
+ * names any more goes.  *out false when none does.  Returns 0 or a store
+ * error. */
+int recops_refers(struct store *s,
+                  struct store_batch *b,
+                  const Grantd__V1__Op *op,
+                  const void *ref,
+                  size_t rlen,
+                  bool *out);
 
 /* The record key of cf is gone (a grant swept, ops_sweep.c): its
  * operations go with it, in b. */
@@ -71,8 +91,10 @@ void recops_drop(struct store_batch *b,
                  size_t klen);
 
 /* The operations kept for the record key of cf, in b (NULL: committed),
- * as a packed RecordOps in out (reset; empty when none are kept).
- * Returns 0 or a store error. */
+ * as a packed RecordOps in out (reset; empty when none are kept), each
+ * one's bytes in ops (as a state transfer sends them; refs resolved, one
+ * neither the log nor CF_KEPTOPS holds left out).  Returns 0 or a store
+ * error. */
 int recops_get(struct store *s,
                struct store_batch *b,
                enum store_cf cf,

@@ -149,6 +149,13 @@ enum records_merge {
 	 * transfer so the receiver checks their signatures; sealed as the   \
 	 * log is (an enrollment's operation holds its secret) */            \
 	X(RECOPS, "recops", _NOT_SET, &grantd__v1__record_ops__descriptor,     \
+	  RECORDS_LOCAL, true, false, NULL, false)                             \
+	/* origin \0 epoch(8) seq(8) -> Op: an operation some record's       \
+	 * RecordOps names (recops.h) that the operation log does not hold:   \
+	 * one a state transfer brought, or one the log's retention cut       \
+	 * (ops_sweep.c); dropped once no record names it; sealed as the log  \
+	 * is */                                                               \
+	X(KEPTOPS, "keptops", _NOT_SET, &grantd__v1__op__descriptor,           \
 	  RECORDS_LOCAL, true, false, NULL, false)
 /* clang-format on */
 

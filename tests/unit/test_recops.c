@@ -206,8 +206,8 @@ static size_t kept(struct fx_site *n,
 }
 
 /* The stamp of the one operation kept for the record key of cf. */
-static uint64_t kept_hlc(struct fx_site *n, enum store_cf cf,
-                         const struct buf *key)
+static uint64_t
+kept_hlc(struct fx_site *n, enum store_cf cf, const struct buf *key)
 {
 	struct buf v = BUF_INIT;
 	Grantd__V1__RecordOps *ro;
@@ -277,6 +277,98 @@ static void test_refs_per_ref(void **state)
 	buf_free(&k1);
 }
 
+/* How many refs (and how many op bytes) the stored RecordOps of the
+ * record key of cf holds. */
+static size_t stored_refs(struct fx_site *n,
+                          enum store_cf cf,
+                          const struct buf *key,
+                          size_t *n_ops)
+{
+	struct buf rk = BUF_INIT, v = BUF_INIT;
+	size_t refs;
+
+	records_key_recops(&rk, cf, key->p, key->len);
+	assert_int_equal(store_get(n->s, NULL, CF_RECOPS, rk.p, rk.len, &v), 0);
+	Grantd__V1__RecordOps *ro = grantd__v1__record_ops__unpack(
+	        NULL, v.len, (const uint8_t *)v.p);
+	assert_non_null(ro);
+	refs = ro->n_refs;
+	*n_ops = ro->n_ops;
+	grantd__v1__record_ops__free_unpacked(ro, NULL);
+	buf_free(&rk);
+	buf_free(&v);
+	return refs;
+}
+
+/* Does cf hold the log key of peera's operation seq? */
+static bool holds_op(struct fx_site *n, enum store_cf cf, uint64_t seq)
+{
+	struct buf k = BUF_INIT, v = BUF_INIT;
+	int rc;
+
+	records_key_oplog(&k, "peera", FX_EPOCH, seq);
+	rc = store_get(n->s, NULL, cf, k.p, k.len, &v);
+	buf_free(&k);
+	buf_free(&v);
+	return rc == 0;
+}
+
+/* An operation is stored once, however many records it made: each ref of
+ * a push names it by its log key (before, each ref's list held the whole
+ * RefUpdate: a push of 4,096 refs wrote it 4,096 times).  The log's
+ * retention copies a named operation to CF_KEPTOPS before it cuts it, and
+ * CF_KEPTOPS drops it once no record names it. */
+static void test_stored_once(void **state)
+{
+	struct fx_sites *f = *state;
+	struct fx_site *n = &f->n[0];
+	struct top t;
+	struct buf k0 = BUF_INIT, k1 = BUF_INIT;
+	uint64_t s[80];
+	size_t nops;
+
+	memset(next_seq, 0, sizeof(next_seq));
+	records_key_ref(&k0, "demo", "refs/heads/r0");
+	records_key_ref(&k1, "demo", "refs/heads/r1");
+	apply1(n, op_refs(&t, 0, FX_HLC(100, 0), 2));
+	assert_int_equal(stored_refs(n, CF_REFS, &k0, &nops), 1);
+	assert_int_equal(nops, 0);
+	assert_int_equal(stored_refs(n, CF_REFS, &k1, &nops), 1);
+	assert_int_equal(nops, 0);
+	assert_true(holds_op(n, CF_OPLOG, 1));
+	assert_false(holds_op(n, CF_KEPTOPS, 1));
+	/* the log cut (everything is older than now + 1 h): kept, and still
+	 * sent whole */
+	assert_int_equal(
+	        ops_truncate_log(n->o, clock_wall_ms() + 3600 * 1000, 1000), 1);
+	assert_false(holds_op(n, CF_OPLOG, 1));
+	assert_true(holds_op(n, CF_KEPTOPS, 1));
+	assert_int_equal(kept(n, CF_REFS, &k0, s), 1);
+	assert_int_equal(s[0], 1);
+	assert_int_equal(kept(n, CF_REFS, &k1, s), 1);
+	/* named still: it stays */
+	assert_int_equal(ops_sweep_kept(n->o, 100), 0);
+	assert_true(holds_op(n, CF_KEPTOPS, 1));
+	/* a later push of r0: r1 still names the first */
+	apply1(n, op_refs(&t, 0, FX_HLC(200, 0), 1));
+	assert_int_equal(ops_sweep_kept(n->o, 100), 0);
+	assert_true(holds_op(n, CF_KEPTOPS, 1));
+	/* and of both: none does, it goes */
+	apply1(n, op_refs(&t, 0, FX_HLC(300, 0), 2));
+	assert_int_equal(ops_sweep_kept(n->o, 100), 1);
+	assert_false(holds_op(n, CF_KEPTOPS, 1));
+	assert_int_equal(kept(n, CF_REFS, &k1, s), 1);
+	assert_int_equal(s[0], 3);
+	/* a cut of what no record names copies nothing */
+	assert_int_equal(
+	        ops_truncate_log(n->o, clock_wall_ms() + 3600 * 1000, 1000), 2);
+	assert_false(holds_op(n, CF_KEPTOPS, 2));
+	assert_true(holds_op(n, CF_KEPTOPS, 3));
+	buf_free(&k0);
+	buf_free(&k1);
+}
+
+
 static void test_mark_domination(void **state)
 {
 	struct fx_sites *f = *state;
@@ -341,9 +433,9 @@ static void test_failures_pruned(void **state)
 	        grantd__v1__op__unpack(NULL, ro->ops[0].len, ro->ops[0].data);
 	struct store_batch *b;
 	store_batch_new(&b, n->s);
-	assert_int_equal(
-	        recops_note(n->s, b, first, ro->ops[0].data, ro->ops[0].len),
-	        0);
+	assert_int_equal(recops_note(n->s, b, first, ro->ops[0].data,
+	                             ro->ops[0].len, false),
+	                 0);
 	assert_int_equal(store_commit(b, false), 0);
 	store_batch_free(&b);
 	assert_int_equal(kept(n, CF_FAILS, &k, s), OPS_MAX_FAILURES_KEPT);
@@ -556,6 +648,8 @@ int main(void)
 	        cmocka_unit_test_setup_teardown(test_lww_winner_only,
 	                                        setup_sites, fx_sites_teardown),
 	        cmocka_unit_test_setup_teardown(test_refs_per_ref, setup_sites,
+	                                        fx_sites_teardown),
+	        cmocka_unit_test_setup_teardown(test_stored_once, setup_sites,
 	                                        fx_sites_teardown),
 	        cmocka_unit_test_setup_teardown(test_mark_domination,
 	                                        setup_sites, fx_sites_teardown),
