@@ -198,6 +198,7 @@ static int apply(struct ops *o, struct store_batch *b, const Grantd__V1__Op *op,
 	struct buf k = BUF_INIT, val = BUF_INIT;
 	struct ops_save sp;
 	uint64_t have;
+	bool made;
 	int rc;
 
 	*applied = false;
@@ -208,22 +209,23 @@ static int apply(struct ops *o, struct store_batch *b, const Grantd__V1__Op *op,
 		return GD_EINVAL;
 	hlc_observe(&o->hlc, op->hlc);
 	ops_savepoint(o, b, &sp);
-	if ((rc = ops_merge_op(o, b, op)) < 0) {
+	if ((rc = ops_merge_op(o, b, op, &made)) < 0) {
 		/* e.g. a push whose second ref could not be read: its first
 		 * ref's record and digest change go, together */
 		ops_rollback(o, b, &sp);
 		goto done;
 	}
-
+	/* kept with the records it made (recops.h), named by its log key:
+	 * a peer's operation is logged here, a local one by ops_commit once
+	 * signed, both in b */
+	unsigned how = RECOPS_LOGGED | (made ? RECOPS_MADE : 0) |
+		       (!log && o->signer ? RECOPS_SIGNING : 0);
+	if ((rc = recops_note(o->store, b, op, NULL, 0, how)) < 0) {
+		ops_rollback(o, b, &sp);
+		goto done;
+	}
 	if (log) {
-		/* a peer's operation comes signed: kept with the records it
-		 * made (recops.h), the bytes the log keeps */
 		ops_pack_msg(&val, &op->base);
-		if ((rc = recops_note(o->store, b, op, val.p, val.len,
-				      true)) < 0) {
-			ops_rollback(o, b, &sp);
-			goto done;
-		}
 		records_key_oplog(&k, op->origin, op->epoch, op->seq);
 		store_put(b, CF_OPLOG, k.p, k.len, val.p, val.len);
 	}
@@ -316,23 +318,6 @@ bool ops_pending(const struct ops *o, struct store_batch *b)
 	return false;
 }
 
-/* A local operation, signed (packed in op): kept with the records it
- * made (recops.h), now that it carries its signature. */
-static int
-note_signed(struct ops *o, struct store_batch *b, const struct buf *op)
-{
-	Grantd__V1__Op *d =
-	        grantd__v1__op__unpack(NULL, op->len, (const uint8_t *)op->p);
-	int rc;
-
-	if (!d)
-		return GD_EPROTO;
-	rc = recops_note(o->store, b, d, op->p, op->len, true);
-	records_op_wipe(d); /* an enrollment's secret */
-	grantd__v1__op__free_unpacked(d, NULL);
-	return rc;
-}
-
 /* The outbox's operations after outbox_signed, each "4-byte length, op":
  * signed as one batch (opsig_sign_batch), written to the log signed, and
  * put back in the outbox signed.  Unsigned without a signer. */
@@ -365,7 +350,6 @@ static int sign_outbox(struct ops *o, struct store_batch *b)
 		memcpy(&seq, o->unsigned_seqs.p + i * sizeof(seq), sizeof(seq));
 		records_key_oplog(&k, o->site, o->epoch, seq);
 		store_put(b, CF_OPLOG, k.p, k.len, each[i].p, each[i].len);
-		rc = note_signed(o, b, &each[i]);
 		buf_add(&out, hdr, sizeof(hdr));
 		buf_add(&out, each[i].p, each[i].len);
 	}

@@ -151,10 +151,15 @@ void ops_pack_stamped(struct buf *out, const ProtobufCMessage *body,
 		      uint64_t hlc, const char *origin);
 
 /* ops_merge.c: the effect of one operation on the state families (its
- * body merged by its family's rule), for ops_apply. */
+ * body merged by its family's rule), for ops_apply.  *made (may be
+ * NULL): op alone makes the one record it writes (an LWW op that won, a
+ * mark whose merged values are op's own), so recops_note needs no read;
+ * false when it does not or the rule does not say (a push, failures, an
+ * entry). */
 int ops_merge_op(struct ops *o,
                  struct store_batch *b,
-                 const Grantd__V1__Op *op);
+                 const Grantd__V1__Op *op,
+                 bool *made);
 
 /* ops_tlog.c: a transparency log leaf merged (RECORDS_LEAF): taken at
  * index = its origin's tree size here (the table follows, in b), refused

@@ -103,7 +103,7 @@ done:
 }
 
 static int apply_mark(struct ops *o, struct store_batch *b,
-		      const Grantd__V1__Mark *m)
+		      const Grantd__V1__Mark *m, bool *made)
 {
 	struct buf k = BUF_INIT, old = BUF_INIT, val = BUF_INIT;
 	Grantd__V1__Mark merged = *m;
@@ -130,6 +130,7 @@ static int apply_mark(struct ops *o, struct store_batch *b,
 	}
 	merged.has_next = merged.has_scratch_used = 1;
 	merged.has_enroll_id = 1;
+	*made = merged.next == m->next && merged.scratch_used == m->scratch_used;
 	ops_pack_msg(&val, &merged.base);
 	rc = 0;
 	replace_record(o, b, CF_MARKS, k.p, k.len, &old, &val);
@@ -409,18 +410,22 @@ done:
 }
 
 /* Effect of one operation on the state families. */
-int ops_merge_op(struct ops *o, struct store_batch *b, const Grantd__V1__Op *op)
+int ops_merge_op(struct ops *o, struct store_batch *b, const Grantd__V1__Op *op,
+		 bool *made)
 {
 	const struct records_kind *f = records_by_body(op->body_case);
 	struct buf k = BUF_INIT, val = BUF_INIT;
-	bool won = false;
+	bool won = false, unused;
 	int rc;
 
+	if (!made)
+		made = &unused;
+	*made = false;
 	if (!f)
 		return GD_EPROTO;
 	switch (f->merge) {
 	case RECORDS_MAX:
-		return apply_mark(o, b, op->mark);
+		return apply_mark(o, b, op->mark, made);
 	case RECORDS_UNION:
 		return apply_failure(o, b, op->failure);
 	case RECORDS_SET:
@@ -438,6 +443,7 @@ int ops_merge_op(struct ops *o, struct store_batch *b, const Grantd__V1__Op *op)
 	ops_pack_stamped(&val, op_body(op), op->hlc, op->origin);
 	records_key_lww(&k, op);
 	rc = lww_put(o, b, f->cf, k.p, k.len, &val, op->hlc, op->origin, &won);
+	*made = rc == 0 && won;
 	/* A repository's directory is made once the record is committed
 	 * (repos_follow): a disk that refuses it cannot leave a record and
 	 * its digest change half-applied, and a commit that fails leaves no
@@ -613,7 +619,7 @@ int ops_merge_record(struct ops *o, struct store_batch *b, enum store_cf cf,
 		if (rc == 0)
 			rc = trust_stamp(o, t, op.hlc, op.origin, &why);
 		if (rc == 0)
-			rc = ops_merge_op(o, b, &op);
+			rc = ops_merge_op(o, b, &op, NULL);
 		grantd__v1__stamped__free_unpacked(st, NULL);
 	} else {
 		rc = ops_check(&op, &why);
@@ -626,7 +632,7 @@ int ops_merge_record(struct ops *o, struct store_batch *b, enum store_cf cf,
 						 &why);
 		}
 		if (rc == 0)
-			rc = ops_merge_op(o, b, &op);
+			rc = ops_merge_op(o, b, &op, NULL);
 	}
 done:
 	if (why_out && why.len)
@@ -665,13 +671,15 @@ int ops_merge_signed(struct ops *o,
                      const struct ops_trust *t,
                      struct buf *why)
 {
+	bool made;
 	int rc = 0;
 
 	for (size_t i = 0; rc == 0 && i < n; i++)
 		rc = check_signed(o, ops[i], t, why);
 	for (size_t i = 0; rc == 0 && i < n; i++)
-		if ((rc = ops_merge_op(o, b, ops[i])) == 0)
+		if ((rc = ops_merge_op(o, b, ops[i], &made)) == 0)
 			rc = recops_note(o->store, b, ops[i], packed[i].data,
-			                 packed[i].len, false);
+			                 packed[i].len,
+			                 made ? RECOPS_MADE : 0);
 	return rc;
 }

@@ -178,7 +178,7 @@ struct note {
 	const void *packed;
 	size_t len;
 	struct buf ref;
-	bool logged, stored;
+	bool logged, is_signed, stored;
 };
 
 /* The noted op as a record keeps it: its ref, the op put in CF_KEPTOPS
@@ -423,17 +423,19 @@ static bool holds_all(const Grantd__V1__Op *a, const Grantd__V1__Op *q)
 }
 
 /* Does kept op k make op add nothing: it dominates op (a mark) or holds
- * every stamp of op's (failures), unless op is signed, k is not, and op
- * covers k as well: then op takes k's place (a record a peer of an older
- * release made, re-issued signed by attest.h). */
+ * every stamp of op's (failures), unless op is signed (op_signed: or
+ * signed at commit, RECOPS_SIGNING), k is not, and op covers k as well:
+ * then op takes k's place (a record a peer of an older release made,
+ * re-issued signed by attest.h). */
 static bool covers(const struct records_kind *f,
                    const Grantd__V1__Op *k,
-                   const Grantd__V1__Op *op)
+                   const Grantd__V1__Op *op,
+                   bool op_signed)
 {
 	bool ko = f->merge == RECORDS_MAX ? dominates(k, op) : holds_all(k, op);
 	bool ok = f->merge == RECORDS_MAX ? dominates(op, k) : holds_all(op, k);
 
-	return ko && (!ok || k->sig || !op->sig);
+	return ko && (!ok || k->sig || !op_signed);
 }
 
 /* Are a and b one operation (origin, epoch, seq)? */
@@ -513,7 +515,7 @@ static int note_many(struct store *s,
 	 * one holds, add nothing: the list stays (covers) */
 	for (size_t i = 0; i < kp.n; i++)
 		if (kp.ops[i] && kp.ops[i]->body_case == op->body_case &&
-		    covers(f, kp.ops[i], op))
+		    covers(f, kp.ops[i], op, nt->is_signed))
 			goto done;
 	keep = xcalloc(kp.n + 1, sizeof(*keep));
 	for (size_t i = 0; i < kp.n; i++) {
@@ -548,15 +550,31 @@ int recops_note(struct store *s,
                 const Grantd__V1__Op *op,
                 const void *packed,
                 size_t len,
-                bool logged)
+                unsigned flags)
 {
 	const struct records_kind *f = records_by_body(op->body_case);
-	struct note nt = {op, packed, len, BUF_INIT, logged, false};
+	struct note nt = {op,
+	                  packed,
+	                  len,
+	                  BUF_INIT,
+	                  flags & RECOPS_LOGGED,
+	                  op->sig || (flags & RECOPS_SIGNING),
+	                  false};
+	struct buf k = BUF_INIT;
 	int rc;
 
 	if (!f || !op->origin)
 		return GD_EPROTO;
 	records_key_oplog(&nt.ref, op->origin, op->epoch, op->seq);
+	/* the merge said op alone makes its one record: [op], no read */
+	if ((flags & RECOPS_MADE) && op->body_case != GRANTD__V1__OP__BODY_REFS &&
+	    (f->merge == RECORDS_LWW || f->merge == RECORDS_MAX)) {
+		record_key(&k, op);
+		put_one(b, &nt, f->cf, &k);
+		buf_free(&k);
+		buf_free(&nt.ref);
+		return 0;
+	}
 	switch (f->merge) {
 	case RECORDS_LWW:
 		rc = note_lww(s, b, f, &nt);

@@ -39,8 +39,8 @@
  * holds it, or CF_KEPTOPS does (a state transfer's operation; one the
  * log's retention cut while a record still named it: recops_refers).
  *
- * Callers: ops.c (a peer's operation in its apply, a local one at commit
- * once signed), ops_merge.c (ops_merge_signed: a state transfer's
+ * Callers: ops.c (an operation's apply, a peer's or a local one: named by
+ * its log key, the signature is not needed yet), ops_merge.c (ops_merge_signed: a state transfer's
  * operations), ops_sweep.c (the log's retention, CF_KEPTOPS's sweep:
  * recops_refers), repl_xfer.c (serve: recops_get; receive:
  * recops_record_origin, recops_makes).  A leaf below ops: the store and
@@ -58,18 +58,31 @@
 #include "records.h"
 #include "store.h"
 
+/* How recops_note takes an operation (flags, or'ed). */
+enum {
+	/* the log holds op in b (the caller puts it there; a local one's at
+	 * commit, once signed): packed and len are unused */
+	RECOPS_LOGGED = 1,
+	/* the merge said op alone makes its one record (ops_merge_op):
+	 * [op] is written without reading the record */
+	RECOPS_MADE = 2,
+	/* op is this site's, signed at commit (ops_commit): it counts as
+	 * signed (an equal unsigned kept one gives way, above) */
+	RECOPS_SIGNING = 4,
+};
+
 /* After op's merge into b (of s): keep op (packed, len: its bytes, its
  * signature included) with each record it made, by the rule above, named
- * by its operation log key.  logged: the log holds op in b (the caller
- * puts it there); else op is put in CF_KEPTOPS once a record keeps it (a
- * state transfer's).  Returns 0, or a store error (GD_EIO, GD_ECRYPTO)
- * or GD_EPROTO (a body of no replicated family). */
+ * by its operation log key; without RECOPS_LOGGED, op is put in
+ * CF_KEPTOPS once a record keeps it (a state transfer's).  Returns 0, or
+ * a store error (GD_EIO, GD_ECRYPTO) or GD_EPROTO (a body of no
+ * replicated family). */
 int recops_note(struct store *s,
                 struct store_batch *b,
                 const Grantd__V1__Op *op,
                 const void *packed,
                 size_t len,
-                bool logged);
+                unsigned flags);
 
 /* Does a record still keep op, whose log key is ref (rlen bytes)?  For
  * the log's retention (ops_sweep.c): an operation a record names is

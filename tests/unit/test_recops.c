@@ -13,7 +13,9 @@
  *    (beyond OPS_MAX_FAILURES_KEPT) goes;
  *  - LEAF (tlog leaves): the leaf's own operation;
  *  - a grant swept: its operations go with it.
- * A local operation is kept at commit, signed (it verifies).
+ * A local operation is kept at its apply, by its log key; what a state
+ * transfer sends is the log's copy, signed at commit (it verifies).
+ * An operation is stored once: records name it (test_stored_once).
  * State transfer between two nodes (fixture.h's fx_pair), paloalto
  * serving, portland (with paloalto's and its own key) receiving:
  *  - honest: level, equal digests, nothing dropped;
@@ -434,7 +436,7 @@ static void test_failures_pruned(void **state)
 	struct store_batch *b;
 	store_batch_new(&b, n->s);
 	assert_int_equal(recops_note(n->s, b, first, ro->ops[0].data,
-	                             ro->ops[0].len, false),
+	                             ro->ops[0].len, 0),
 	                 0);
 	assert_int_equal(store_commit(b, false), 0);
 	store_batch_free(&b);
