@@ -567,7 +567,8 @@ int recops_note(struct store *s,
 		return GD_EPROTO;
 	records_key_oplog(&nt.ref, op->origin, op->epoch, op->seq);
 	/* the merge said op alone makes its one record: [op], no read */
-	if ((flags & RECOPS_MADE) && op->body_case != GRANTD__V1__OP__BODY_REFS &&
+	if ((flags & RECOPS_MADE) &&
+	    op->body_case != GRANTD__V1__OP__BODY_REFS &&
 	    (f->merge == RECORDS_LWW || f->merge == RECORDS_MAX)) {
 		record_key(&k, op);
 		put_one(b, &nt, f->cf, &k);
