@@ -282,7 +282,8 @@ bool ops_vv_covered(struct ops *o, const char *origin, uint64_t epoch,
 /* Is (origin, epoch), which peer vector vv (n entries) lists and we do
  * not, inside our retired total of origin by the count: our total is
  * above the peer's, by exactly the seqs of every epoch of origin the peer
- * lists and we do not?  Then the peer has not followed a retirement we
+ * lists and we do not list live (those we retired counted as our total
+ * holds them)?  Then the peer has not followed a retirement we
  * hold (we took a state transfer from a site that had): fetching those
  * epochs would count them twice.  ops_vv_covered asks origin's own
  * vector; this is for when there is none: a rebuilt site's own earlier

@@ -260,11 +260,15 @@ bool ops_vv_inside_total(struct ops *o,
 	for (size_t i = 0; i < n; i++) {
 		const Grantd__V1__VvEntry *e = vv[i];
 		if (e->epoch == OPS_VV_RETIRED || !e->origin ||
-		    strcmp(e->origin, origin) ||
-		    vv_find(o, origin, e->epoch, false))
+		    strcmp(e->origin, origin))
 			continue;
-		listed |= e->epoch == epoch;
-		unlisted += e->seq;
+		const struct ops_vv *mine = vv_find(o, origin, e->epoch, false);
+		if (mine && !mine->retired)
+			continue;
+		/* one we retired is in our total with our count: it explains
+		 * that much of the difference, not the epoch asked about */
+		listed |= !mine && e->epoch == epoch;
+		unlisted += mine ? mine->seq : e->seq;
 	}
 	return listed && ours == theirs + unlisted;
 }

@@ -476,6 +476,39 @@ static void test_vv_rebuilt_own_epoch(void **state)
 	assert_int_equal(vv_sum(w, w->site), 4);
 }
 
+/* The same count by chance: montreal retired E1 (seq 4), we followed,
+ * portland has not (it lists E1); montreal, now down, also made E2
+ * (seq 4), which portland holds and we lack.  Our total is portland's
+ * plus 4, as if E2 were in it, but those 4 are E1's, which we know as
+ * retired: E2 is to fetch (it was skipped, for as long as montreal
+ * stayed down, before the retired ones were counted). */
+static void test_vv_inside_total_not_by_chance(void **state)
+{
+	struct fixture *f = *state;
+	struct node *w = node_open(f, 1);
+	Grantd__V1__VvEntry e[3], *pe[3] = {&e[0], &e[1], &e[2]};
+	Grantd__V1__VvEntry m, *pm[1] = {&m};
+	struct store_batch *b;
+
+	apply_range(w, E1, 1, 4);
+	grantd__v1__vv_entry__init(&m);
+	m.origin = "montreal", m.epoch = OPS_VV_RETIRED, m.seq = 4;
+	store_batch_new(&b, w->s);
+	assert_int_equal(ops_vv_follow(w->o, b, "montreal", pm, 1), 1);
+	assert_int_equal(ops_commit(w->o, b, true), 0);
+	store_batch_free(&b);
+	for (int i = 0; i < 3; i++) {
+		grantd__v1__vv_entry__init(&e[i]);
+		e[i].origin = "montreal";
+	}
+	e[0].epoch = OPS_VV_RETIRED, e[0].seq = 0;
+	e[1].epoch = E1, e[1].seq = 4;
+	e[2].epoch = E2, e[2].seq = 4;
+	assert_false(ops_vv_inside_total(w->o, "montreal", E2, pe, 3));
+	/* without E2, portland's E1 is what our total holds more */
+	assert_false(ops_vv_inside_total(w->o, "montreal", E1, pe, 2));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -489,6 +522,8 @@ int main(void)
 	                test_vv_wiped_transfer_then_range, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_vv_rebuilt_own_epoch,
 	                                        setup, teardown),
+	        cmocka_unit_test_setup_teardown(
+	                test_vv_inside_total_not_by_chance, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, setup_group, fx_group_teardown);
 }
