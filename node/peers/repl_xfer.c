@@ -112,6 +112,59 @@ static void xfer_over(struct repl *r, uint64_t now_ms)
 		repl_xfer_rebuild(r, next, now_ms);
 }
 
+/* The operations of one reply sent once (SnapRep.shared): a push's
+ * operation is kept by every ref it wrote, and sent whole with each it
+ * would cost the reply the square of its refs. */
+struct snap_shared {
+	ProtobufCBinaryData *ent; /* owned copies */
+	size_t n, cap;
+};
+
+#define SNAP_SHARE_MIN 1024 /* smaller ones go inline */
+
+/* ro's operations of SNAP_SHARE_MIN bytes or more moved into sh (once
+ * each) and named by their index in ro->shared; returns the bytes sh
+ * grew by. */
+static size_t share_ops(struct snap_shared *sh, Grantd__V1__RecordOps *ro)
+{
+	size_t added = 0, kept = 0;
+
+	for (size_t i = 0; i < ro->n_ops; i++) {
+		ProtobufCBinaryData *op = &ro->ops[i];
+		size_t j = 0;
+		if (op->len < SNAP_SHARE_MIN) {
+			ro->ops[kept++] = *op;
+			continue;
+		}
+		while (j < sh->n &&
+		       (sh->ent[j].len != op->len ||
+		        memcmp(sh->ent[j].data, op->data, op->len)))
+			j++;
+		if (j == sh->n) {
+			GD_GROW(sh->ent, sh->cap, sh->n + 1);
+			sh->ent[sh->n++] = (ProtobufCBinaryData){
+			        op->len, xmemdup(op->data, op->len)};
+			added += op->len;
+		}
+		ro->shared = xreallocarray(ro->shared, ro->n_shared + 1,
+		                           sizeof(*ro->shared));
+		ro->shared[ro->n_shared++] = (uint32_t)j;
+		sodium_memzero(op->data, op->len);
+		free(op->data);
+	}
+	ro->n_ops = kept;
+	return added;
+}
+
+static void shared_free(struct snap_shared *sh)
+{
+	for (size_t i = 0; i < sh->n; i++) {
+		sodium_memzero(sh->ent[i].data, sh->ent[i].len);
+		free(sh->ent[i].data);
+	}
+	free(sh->ent);
+}
+
 static void serve_snap(struct repl *r,
                        const struct peer_req *req,
                        const Grantd__V1__SnapReq *rq)
@@ -124,8 +177,9 @@ static void serve_snap(struct repl *r,
 	ProtobufCBinaryData *keys, *vals;
 	Grantd__V1__RecordOps **ops, none = GRANTD__V1__RECORD_OPS__INIT;
 	struct buf ob = BUF_INIT;
+	struct snap_shared sh = {0};
 	const char *key;
-	size_t klen, bytes = 0;
+	size_t klen, bytes = 0, inline_ops;
 	uint32_t max = rq->max && rq->max < SNAP_MAX_RECORDS ? rq->max
 	                                                     : SNAP_MAX_RECORDS;
 	bool known = false;
@@ -169,16 +223,21 @@ static void serve_snap(struct repl *r,
 		 * kept, or unreadable, and it goes without (the receiver
 		 * then takes it only from an origin without a key) */
 		ops[rep.n_keys] = &none;
+		inline_ops = 0;
 		if (recops_get(r->store, NULL, (enum store_cf)rq->cf, key, klen,
 		               &ob) == 0 &&
 		    ob.len) {
 			Grantd__V1__RecordOps *ro =
 			        grantd__v1__record_ops__unpack(
 			                NULL, ob.len, (const uint8_t *)ob.p);
-			if (ro)
+			if (ro) {
+				bytes += share_ops(&sh, ro);
+				for (size_t j = 0; j < ro->n_ops; j++)
+					inline_ops += ro->ops[j].len;
 				ops[rep.n_keys] = ro;
+			}
 		}
-		bytes += klen + v.len + ob.len;
+		bytes += klen + v.len + inline_ops;
 		rep.n_keys++;
 	}
 	rep.cf_done = rep.has_cf_done = hide || rc <= 0;
@@ -189,6 +248,8 @@ static void serve_snap(struct repl *r,
 	rep.n_values = rep.n_keys;
 	rep.ops = ops;
 	rep.n_ops = rep.n_keys;
+	rep.shared = sh.ent;
+	rep.n_shared = sh.n;
 	peer_msg_init(r->self, &m);
 	m.body_case = GRANTD__V1__PEER_MSG__BODY_SNAP_REP;
 	m.snap_rep = &rep;
@@ -203,6 +264,7 @@ static void serve_snap(struct repl *r,
 	free(keys);
 	free(vals);
 	free(ops);
+	shared_free(&sh);
 	sodium_memzero(ob.p, ob.len);
 	buf_free(&ob);
 	repl_hb_free(&hb);
@@ -264,19 +326,33 @@ static int take_signed(struct repl *r,
                        enum store_cf cf,
                        const ProtobufCBinaryData *key,
                        const Grantd__V1__RecordOps *ro,
+                       const Grantd__V1__SnapRep *rep,
                        const struct ops_trust *t,
                        struct buf *why,
                        enum repl_drop *drop)
 {
-	Grantd__V1__Op **ops = xcalloc(ro->n_ops, sizeof(*ops));
+	size_t n = ro->n_ops + ro->n_shared;
+	Grantd__V1__Op **ops = xcalloc(n, sizeof(*ops));
+	ProtobufCBinaryData *all = xcalloc(n, sizeof(*all));
 	struct buf sw = BUF_INIT;
 	int rc = 0;
 
 	*drop = DROP_SNAP_RECORD;
-	for (size_t i = 0; rc == 0 && i < ro->n_ops; i++) {
+	/* its own, then those of the reply's shared ones it names */
+	for (size_t i = 0; i < ro->n_ops; i++)
+		all[i] = ro->ops[i];
+	for (size_t i = 0; rc == 0 && i < ro->n_shared; i++) {
+		if (ro->shared[i] >= rep->n_shared) {
+			buf_printf(why, "shared operation %u of %zu",
+			           (unsigned)ro->shared[i], rep->n_shared);
+			rc = GD_EPROTO;
+		} else {
+			all[ro->n_ops + i] = rep->shared[ro->shared[i]];
+		}
+	}
+	for (size_t i = 0; rc == 0 && i < n; i++) {
 		enum opsig_verdict d;
-		ops[i] = grantd__v1__op__unpack(NULL, ro->ops[i].len,
-		                                ro->ops[i].data);
+		ops[i] = grantd__v1__op__unpack(NULL, all[i].len, all[i].data);
 		if (!ops[i]) {
 			buf_puts(why, "an operation does not decode");
 			rc = GD_EPROTO;
@@ -300,14 +376,14 @@ static int take_signed(struct repl *r,
 		}
 	}
 	if (rc == 0)
-		rc = ops_merge_signed(r->ops, r->batch, ops, ro->ops, ro->n_ops,
-		                      t, why);
-	for (size_t i = 0; i < ro->n_ops; i++)
+		rc = ops_merge_signed(r->ops, r->batch, ops, all, n, t, why);
+	for (size_t i = 0; i < n; i++)
 		if (ops[i]) {
 			records_op_wipe(ops[i]); /* an enrollment's secret */
 			grantd__v1__op__free_unpacked(ops[i], NULL);
 		}
 	free(ops);
+	free(all);
 	buf_free(&sw);
 	return rc;
 }
@@ -376,9 +452,10 @@ static void take_record(struct repl *r,
 	enum repl_drop drop;
 	int rc;
 
-	if (rep->n_ops == rep->n_keys && rep->ops[i]->n_ops)
-		rc = take_signed(r, cf, &rep->keys[i], rep->ops[i], t, &why,
-		                 &drop);
+	if (rep->n_ops == rep->n_keys &&
+	    (rep->ops[i]->n_ops || rep->ops[i]->n_shared))
+		rc = take_signed(r, cf, &rep->keys[i], rep->ops[i], rep, t,
+		                 &why, &drop);
 	else
 		rc = take_bare(r, cf, &rep->keys[i], &rep->values[i], t, &why,
 		               &drop);

@@ -370,7 +370,6 @@ static void test_stored_once(void **state)
 	buf_free(&k1);
 }
 
-
 static void test_mark_domination(void **state)
 {
 	struct fx_sites *f = *state;
@@ -435,9 +434,9 @@ static void test_failures_pruned(void **state)
 	        grantd__v1__op__unpack(NULL, ro->ops[0].len, ro->ops[0].data);
 	struct store_batch *b;
 	store_batch_new(&b, n->s);
-	assert_int_equal(recops_note(n->s, b, first, ro->ops[0].data,
-	                             ro->ops[0].len, 0),
-	                 0);
+	assert_int_equal(
+	        recops_note(n->s, b, first, ro->ops[0].data, ro->ops[0].len, 0),
+	        0);
 	assert_int_equal(store_commit(b, false), 0);
 	store_batch_free(&b);
 	assert_int_equal(kept(n, CF_FAILS, &k, s), OPS_MAX_FAILURES_KEPT);
@@ -602,6 +601,52 @@ static void test_transfer_honest(void **state)
 	assert_int_equal(r->unchecked, 0);
 }
 
+/* A push of many refs: its operation (over 1 KiB) is kept by each ref,
+ * and a state transfer sends it once for the reply (SnapRep.shared), each
+ * ref's RecordOps naming it; the receiver checks it for each ref, as
+ * before, and holds every ref. */
+static void test_transfer_push_shared(void **state)
+{
+	struct fx_xfer *x = *state;
+	struct fx_node *a = &x->f->a;
+	enum { NREFS = 30 };
+	static char names[NREFS][48];
+	Grantd__V1__RefChange ch[NREFS], *chp[NREFS];
+	Grantd__V1__RefUpdate ru = GRANTD__V1__REF_UPDATE__INIT;
+	Grantd__V1__Op op = GRANTD__V1__OP__INIT;
+	struct repl *r;
+	uint64_t t;
+
+	for (int i = 0; i < NREFS; i++) {
+		grantd__v1__ref_change__init(&ch[i]);
+		snprintf(names[i], sizeof(names[i]), "refs/tags/v%02d", i);
+		ch[i].ref = names[i], ch[i].old = OID0, ch[i].new_ = OID1;
+		chp[i] = &ch[i];
+	}
+	ru.repo = "demo", ru.changes = chp, ru.n_changes = NREFS;
+	op.body_case = GRANTD__V1__OP__BODY_REFS, op.refs = &ru;
+	assert_true(grantd__v1__op__get_packed_size(&op) > 2048);
+	assert_int_equal(ops_local(a->o, writer_batch(a->w), &op), 0);
+	assert_int_equal(writer_commit(a->w, &t), 0);
+	assert_true(ops_truncate_log(a->o, clock_wall_ms() + 60000,
+	                             TRUNCATE_MAX) > 0);
+	transfer(x);
+	r = x->f->b.repl;
+	assert_int_equal(r->drops[DROP_SIGNATURE], 0);
+	assert_int_equal(r->drops[DROP_SNAP_RECORD], 0);
+	assert_memory_equal(ops_digest(x->f->b.o), ops_digest(a->o),
+	                    DIGEST_LEN);
+	for (int i = 0; i < NREFS; i++) {
+		struct buf k = BUF_INIT, v = BUF_INIT;
+		records_key_ref(&k, "demo", names[i]);
+		assert_int_equal(
+		        store_get(x->f->b.s, NULL, CF_REFS, k.p, k.len, &v), 0);
+		buf_free(&k);
+		buf_free(&v);
+	}
+	assert_int_equal(r->unchecked, 0);
+}
+
 static void refused(struct fx_xfer *x, enum repl_drop why)
 {
 	struct repl *r;
@@ -664,6 +709,8 @@ int main(void)
 	        cmocka_unit_test_setup_teardown(test_local_signed, setup_sites,
 	                                        fx_sites_teardown),
 	        cmocka_unit_test_setup_teardown(test_transfer_honest,
+	                                        setup_pair, teardown_pair),
+	        cmocka_unit_test_setup_teardown(test_transfer_push_shared,
 	                                        setup_pair, teardown_pair),
 	        cmocka_unit_test_setup_teardown(test_transfer_forged_bare,
 	                                        setup_pair, teardown_pair),
