@@ -173,11 +173,15 @@ int ops_sweep_kept(struct ops *o, int max)
 	int rc = 0, n = 0, seen = 0, resumed = 0;
 
 	store_batch_new(&b, o->store);
-	store_iter_new_at(&it, o->store, NULL, CF_KEPTOPS, "", 0,
-	                  o->kept_cursor.p, o->kept_cursor.len);
+	if (o->kept_cursor.len)
+		store_iter_new_at(&it, o->store, NULL, CF_KEPTOPS, "", 0,
+		                  o->kept_cursor.p, o->kept_cursor.len);
+	else
+		store_iter_new(&it, o->store, NULL, CF_KEPTOPS, "", 0);
 	while (seen < max && (rc = store_iter_next(it, &key, &klen, &v)) > 0) {
 		/* the last call's last: looked at already */
-		bool again = !seen && !n && klen == o->kept_cursor.len &&
+		bool again = !seen && !n && o->kept_cursor.len &&
+		             klen == o->kept_cursor.len &&
 		             !memcmp(key, o->kept_cursor.p, klen);
 		if (again && !resumed++)
 			continue;
