@@ -171,6 +171,11 @@ int store_open(struct store **out, bool *created, const char *path,
 	rocksdb_options_set_create_missing_column_families(s->opts, 1);
 	rocksdb_options_increase_parallelism(s->opts, 2);
 	rocksdb_options_set_max_open_files(s->opts, 512);
+	/* A flush writes a 16 MB table and syncs it at the end: that burst
+	 * held up the WAL's fdatasync of the commits beside it (val p99 at
+	 * 32 clients 5.5-7.0 ms).  Synced 1 MiB at a time as it is written,
+	 * 4.5-4.8 ms (docs/benchmarks.md, 2026-12-05). */
+	rocksdb_options_set_bytes_per_sync(s->opts, 1u << 20);
 	budget(s);
 	for (int i = 0; i < CF__COUNT; i++) {
 		s->cf_opts[i] = rocksdb_options_create();
