@@ -1,20 +1,12 @@
 /*
- * recops.c: the signed operations kept per replicated record (recops.h
- * says which, and why).
+ * recops.c: which signed operations each replicated record keeps (recops.h
+ * says which, and why), by its family's rule; recops_store.c stores them
+ * (by log key, once).
  *
  * A record's operations are one RecordOps value at cf(1) key in CF_RECOPS,
  * sealed (an enrollment's operation holds its secret).  LWW, SET and LEAF
  * records keep one operation, written over; a mark or failures record
  * keeps a few, so its list is read, pruned and written again.
- *
- * Each operation is named by its operation log key (RecordOps.refs), never
- * copied: the log holds it, or CF_KEPTOPS does (one a state transfer
- * brought, written there by recops_note; one the log's retention cut,
- * copied there first by ops_sweep.c through recops_refers).  So an
- * operation is stored once however many records it made: a push of 4,096
- * refs kept its whole RefUpdate 4,096 times, and every local operation
- * was written twice.  RecordOps.ops (the operation's bytes) is still read,
- * as a store of format 2 before refs wrote it.
  */
 #include <sodium.h>
 #include <stdlib.h>
@@ -23,186 +15,10 @@
 #include "err.h"
 #include "pushlog.h"
 #include "recops.h"
+#include "recops_int.h"
 #include "tlog.h"
 #include "xalloc.h"
 #include "banned.h"
-
-/* m packed into out (reset first) */
-static void pack(struct buf *out, const ProtobufCMessage *m)
-{
-	size_t n = protobuf_c_message_get_packed_size(m);
-
-	buf_reset(out);
-	protobuf_c_message_pack(m, buf_extend(out, n));
-}
-
-/* The bytes of the operation named ref (an operation log key): the
- * log's, else CF_KEPTOPS's; GD_ENOTFOUND when neither holds it. */
-static int resolve(struct store *s,
-                   struct store_batch *b,
-                   const ProtobufCBinaryData *ref,
-                   struct buf *out)
-{
-	int rc = store_get(s, b, CF_OPLOG, ref->data, ref->len, out);
-
-	if (rc == GD_ENOTFOUND)
-		rc = store_get(s, b, CF_KEPTOPS, ref->data, ref->len, out);
-	return rc;
-}
-
-/* The RecordOps stored at the record key of cf, unpacked (*out NULL:
- * none, or it does not decode). */
-static int read_stored(struct store *s,
-                       struct store_batch *b,
-                       enum store_cf cf,
-                       const void *key,
-                       size_t klen,
-                       Grantd__V1__RecordOps **out)
-{
-	struct buf k = BUF_INIT, v = BUF_INIT;
-	int rc;
-
-	*out = NULL;
-	records_key_recops(&k, cf, key, klen);
-	rc = store_get(s, b, CF_RECOPS, k.p, k.len, &v);
-	if (rc == 0)
-		*out = grantd__v1__record_ops__unpack(NULL, v.len,
-		                                      (const uint8_t *)v.p);
-	sodium_memzero(v.p, v.len);
-	buf_free(&k);
-	buf_free(&v);
-	return rc == GD_ENOTFOUND ? 0 : rc;
-}
-
-static void free_stored(Grantd__V1__RecordOps *ro)
-{
-	for (size_t i = 0; ro && i < ro->n_ops; i++)
-		sodium_memzero(ro->ops[i].data, ro->ops[i].len);
-	if (ro)
-		grantd__v1__record_ops__free_unpacked(ro, NULL);
-}
-
-int recops_get(struct store *s,
-               struct store_batch *b,
-               enum store_cf cf,
-               const void *key,
-               size_t klen,
-               struct buf *out)
-{
-	Grantd__V1__RecordOps *ro, sent = GRANTD__V1__RECORD_OPS__INIT;
-	struct buf *each = NULL;
-	int rc = read_stored(s, b, cf, key, klen, &ro);
-
-	buf_reset(out);
-	if (rc < 0 || !ro)
-		return rc;
-	/* the ops as stored, then each ref resolved: ops only are sent */
-	sent.ops = xcalloc(ro->n_ops + ro->n_refs + 1, sizeof(*sent.ops));
-	each = xcalloc(ro->n_refs + 1, sizeof(*each));
-	for (size_t i = 0; i < ro->n_ops; i++)
-		sent.ops[sent.n_ops++] = ro->ops[i];
-	for (size_t i = 0; rc >= 0 && i < ro->n_refs; i++) {
-		rc = resolve(s, b, &ro->refs[i], &each[i]);
-		if (rc == 0)
-			sent.ops[sent.n_ops++] = (ProtobufCBinaryData){
-			        each[i].len, (uint8_t *)each[i].p};
-		else if (rc == GD_ENOTFOUND)
-			rc = 0; /* counted out: the receiver refuses the
-			           record, and says so */
-	}
-	if (rc >= 0 && sent.n_ops) {
-		size_t n = protobuf_c_message_get_packed_size(&sent.base);
-		protobuf_c_message_pack(&sent.base, buf_extend(out, n));
-	}
-	for (size_t i = 0; i < ro->n_refs; i++) {
-		sodium_memzero(each[i].p, each[i].len);
-		buf_free(&each[i]);
-	}
-	free(each);
-	free(sent.ops);
-	free_stored(ro);
-	return rc < 0 ? rc : 0;
-}
-
-/* One operation of a record's list as it is stored: its bytes (a store
- * before refs) or its log key. */
-struct kept_form {
-	ProtobufCBinaryData data;
-	bool ref;
-};
-
-/* Write the operations of the record key of cf; none: the entry goes. */
-static void put_ops(struct store_batch *b,
-                    enum store_cf cf,
-                    const void *key,
-                    size_t klen,
-                    const struct kept_form *f,
-                    size_t n)
-{
-	Grantd__V1__RecordOps ro = GRANTD__V1__RECORD_OPS__INIT;
-	struct buf k = BUF_INIT, v = BUF_INIT;
-
-	records_key_recops(&k, cf, key, klen);
-	if (n == 0) {
-		store_del(b, CF_RECOPS, k.p, k.len);
-	} else {
-		ro.ops = xcalloc(n, sizeof(*ro.ops));
-		ro.refs = xcalloc(n, sizeof(*ro.refs));
-		for (size_t i = 0; i < n; i++)
-			if (f[i].ref)
-				ro.refs[ro.n_refs++] = f[i].data;
-			else
-				ro.ops[ro.n_ops++] = f[i].data;
-		pack(&v, &ro.base);
-		store_put(b, CF_RECOPS, k.p, k.len, v.p, v.len);
-		sodium_memzero(v.p, v.len);
-		free(ro.ops);
-		free(ro.refs);
-	}
-	buf_free(&k);
-	buf_free(&v);
-}
-
-void recops_drop(struct store_batch *b,
-                 enum store_cf cf,
-                 const void *key,
-                 size_t klen)
-{
-	put_ops(b, cf, key, klen, NULL, 0);
-}
-
-/* The operation being noted: its log key (ref), and whether the log holds
- * it (else CF_KEPTOPS must, once a record keeps it). */
-struct note {
-	const Grantd__V1__Op *op;
-	const void *packed;
-	size_t len;
-	struct buf ref;
-	bool logged, is_signed, stored;
-};
-
-/* The noted op as a record keeps it: its ref, the op put in CF_KEPTOPS
- * first when the log does not hold it. */
-static struct kept_form noted(struct store_batch *b, struct note *nt)
-{
-	if (!nt->logged && !nt->stored) {
-		store_put(b, CF_KEPTOPS, nt->ref.p, nt->ref.len, nt->packed,
-		          nt->len);
-		nt->stored = true;
-	}
-	return (struct kept_form){{nt->ref.len, (uint8_t *)nt->ref.p}, true};
-}
-
-/* [the noted op] as the operations of the record key of cf. */
-static void put_one(struct store_batch *b,
-                    struct note *nt,
-                    enum store_cf cf,
-                    const struct buf *key)
-{
-	struct kept_form one = noted(b, nt);
-
-	put_ops(b, cf, key->p, key->len, &one, 1);
-}
 
 /* Does the LWW record at key of cf carry op's stamp?  *out false when
  * there is none. */
@@ -270,14 +86,14 @@ static int note_lww(struct store *s,
 	if (op->body_case != GRANTD__V1__OP__BODY_REFS) {
 		record_key(&k, op);
 		if ((rc = stamped_by(s, b, f->cf, &k, op, &won)) == 0 && won)
-			put_one(b, nt, f->cf, &k);
+			recops_put_one(b, nt, f->cf, &k);
 	}
 	for (size_t i = 0; op->body_case == GRANTD__V1__OP__BODY_REFS &&
 	                   rc == 0 && i < op->refs->n_changes;
 	     i++) {
 		records_key_ref(&k, op->refs->repo, op->refs->changes[i]->ref);
 		if ((rc = stamped_by(s, b, CF_REFS, &k, op, &won)) == 0 && won)
-			put_one(b, nt, CF_REFS, &k);
+			recops_put_one(b, nt, CF_REFS, &k);
 	}
 	buf_free(&k);
 	return rc;
@@ -299,7 +115,7 @@ static int note_entry(struct store *s,
 		Grantd__V1__PushLogEntry e = *op->push_log;
 		e.base.n_unknown_fields = 0;
 		e.base.unknown_fields = NULL;
-		pack(&val, &e.base);
+		recops_pack(&val, &e.base);
 		records_key_pushlog(&k, e.origin, e.n);
 		if ((rc = holds(s, b, f->cf, &k, &val, &held)) == 0 && !held &&
 		    e.hash.len == PUSHLOG_HASH_LEN) {
@@ -312,7 +128,7 @@ static int note_entry(struct store *s,
 		struct tlog_hash h;
 		l.base.n_unknown_fields = 0;
 		l.base.unknown_fields = NULL;
-		pack(&val, &l.base);
+		recops_pack(&val, &l.base);
 		records_key_tleaf(&k, l.origin, l.index);
 		if ((rc = holds(s, b, f->cf, &k, &val, &held)) == 0 && !held) {
 			tlog_leaf_hash(&h, l.text.data, l.text.len);
@@ -321,70 +137,10 @@ static int note_entry(struct store *s,
 		}
 	}
 	if (rc == 0 && held)
-		put_one(b, nt, f->cf, &k);
+		recops_put_one(b, nt, f->cf, &k);
 	buf_free(&k);
 	buf_free(&val);
 	return rc;
-}
-
-/* The operations kept at a record, as stored (form) and decoded (ops;
- * NULL where one does not decode or its ref no longer resolves). */
-struct kept {
-	Grantd__V1__RecordOps *ro;
-	struct kept_form *form;
-	Grantd__V1__Op **ops;
-	size_t n;
-};
-
-/* The operations kept at the record key k of cf: *kp the caller's
- * (free_kept). */
-static int read_kept(struct store *s,
-                     struct store_batch *b,
-                     enum store_cf cf,
-                     const struct buf *k,
-                     struct kept *kp)
-{
-	struct buf v = BUF_INIT;
-	int rc = read_stored(s, b, cf, k->p, k->len, &kp->ro);
-	const Grantd__V1__RecordOps *ro = kp->ro;
-	size_t n = ro ? ro->n_ops + ro->n_refs : 0;
-
-	kp->n = 0;
-	kp->form = xcalloc(n + 1, sizeof(*kp->form));
-	kp->ops = xcalloc(n + 1, sizeof(*kp->ops));
-	for (size_t i = 0; ro && i < ro->n_ops; i++) {
-		kp->form[kp->n] = (struct kept_form){ro->ops[i], false};
-		kp->ops[kp->n++] = grantd__v1__op__unpack(NULL, ro->ops[i].len,
-		                                          ro->ops[i].data);
-	}
-	for (size_t i = 0; rc == 0 && ro && i < ro->n_refs; i++) {
-		kp->form[kp->n] = (struct kept_form){ro->refs[i], true};
-		rc = resolve(s, b, &ro->refs[i], &v);
-		kp->ops[kp->n++] =
-		        rc == 0 ? grantd__v1__op__unpack(NULL, v.len,
-		                                         (const uint8_t *)v.p)
-		                : NULL;
-		if (rc == GD_ENOTFOUND)
-			rc = 0; /* dropped when the list is written again */
-		sodium_memzero(v.p, v.len);
-	}
-	buf_free(&v);
-	return rc;
-}
-
-/* read_kept's, freed: an enrollment's secret wiped first, unpacked and
- * packed. */
-static void free_kept(struct kept *kp)
-{
-	for (size_t i = 0; i < kp->n; i++)
-		if (kp->ops[i]) {
-			records_op_wipe(kp->ops[i]);
-			grantd__v1__op__free_unpacked(kp->ops[i], NULL);
-		}
-	free(kp->ops);
-	free(kp->form);
-	free_stored(kp->ro);
-	*kp = (struct kept){0};
 }
 
 /* Does mark a dominate mark m: next as high, every scratch code m spent? */
@@ -495,11 +251,11 @@ static int note_many(struct store *s,
 		if ((rc = mark_is(s, b, f->cf, &k, op, &alone)) < 0)
 			goto out;
 		if (alone) {
-			put_one(b, nt, f->cf, &k);
+			recops_put_one(b, nt, f->cf, &k);
 			goto out;
 		}
 	}
-	if ((rc = read_kept(s, b, f->cf, &k, &kp)) < 0)
+	if ((rc = recops_read_kept(s, b, f->cf, &k, &kp)) < 0)
 		goto done;
 	if (f->merge == RECORDS_UNION) {
 		rc = store_get(s, b, f->cf, k.p, k.len, &v);
@@ -531,14 +287,14 @@ static int note_many(struct store *s,
 		keep[n++] = kp.form[i];
 	}
 	if (add)
-		keep[n++] = noted(b, nt);
+		keep[n++] = recops_noted(b, nt);
 	if (add || n != kp.n)
-		put_ops(b, f->cf, k.p, k.len, keep, n);
+		recops_put_ops(b, f->cf, k.p, k.len, keep, n);
 	free(keep);
 done:
 	if (rec)
 		grantd__v1__failures__free_unpacked(rec, NULL);
-	free_kept(&kp);
+	recops_free_kept(&kp);
 out:
 	buf_free(&k);
 	buf_free(&v);
@@ -571,7 +327,7 @@ int recops_note(struct store *s,
 	    op->body_case != GRANTD__V1__OP__BODY_REFS &&
 	    (f->merge == RECORDS_LWW || f->merge == RECORDS_MAX)) {
 		record_key(&k, op);
-		put_one(b, &nt, f->cf, &k);
+		recops_put_one(b, &nt, f->cf, &k);
 		buf_free(&k);
 		buf_free(&nt.ref);
 		return 0;
@@ -651,12 +407,12 @@ static int names_it(enum store_cf cf, const struct buf *k, void *arg)
 {
 	struct refers *rf = arg;
 	Grantd__V1__RecordOps *ro;
-	int rc = read_stored(rf->s, rf->b, cf, k->p, k->len, &ro);
+	int rc = recops_read_stored(rf->s, rf->b, cf, k->p, k->len, &ro);
 
 	for (size_t i = 0; rc == 0 && ro && !rf->found && i < ro->n_refs; i++)
 		rf->found = ro->refs[i].len == rf->rlen &&
 		            !memcmp(ro->refs[i].data, rf->ref, rf->rlen);
-	free_stored(ro);
+	recops_free_stored(ro);
 	return rc < 0 ? rc : rf->found;
 }
 
