@@ -164,13 +164,6 @@ uint64_t ops_stamp(struct ops *o)
 	return hlc_now(&o->hlc);
 }
 
-void ops_pack_msg(struct buf *out, const ProtobufCMessage *m)
-{
-	size_t n = protobuf_c_message_get_packed_size(m);
-	buf_reset(out);
-	protobuf_c_message_pack(m, buf_extend(out, n));
-}
-
 /* Pack an LWW body as its record, stamped with its operation's (hlc,
  * origin): fields 14 and 15 of every LWW record (see Stamped). */
 void ops_pack_stamped(struct buf *out, const ProtobufCMessage *body,
@@ -186,7 +179,7 @@ void ops_pack_stamped(struct buf *out, const ProtobufCMessage *body,
 	memcpy(copy + fh->offset, &hlc, sizeof(hlc));
 	*(protobuf_c_boolean *)(copy + fh->quantifier_offset) = 1;
 	memcpy(copy + fo->offset, &origin, sizeof(origin));
-	ops_pack_msg(out, (const ProtobufCMessage *)copy);
+	records_pack(out, (const ProtobufCMessage *)copy);
 	free(copy);
 }
 
@@ -225,7 +218,7 @@ static int apply(struct ops *o, struct store_batch *b, const Grantd__V1__Op *op,
 		goto done;
 	}
 	if (log) {
-		ops_pack_msg(&val, &op->base);
+		records_pack(&val, &op->base);
 		records_key_oplog(&k, op->origin, op->epoch, op->seq);
 		store_put(b, CF_OPLOG, k.p, k.len, val.p, val.len);
 	}

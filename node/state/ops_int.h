@@ -144,8 +144,6 @@ int ops_meta_u64_in(struct store *s,
                     uint64_t *out);
 int ops_meta_u64(struct store *s, const char *key, uint64_t *out);
 void ops_meta_put_u64(struct store_batch *b, const char *key, uint64_t val);
-/* Pack m into out (reset first). */
-void ops_pack_msg(struct buf *out, const ProtobufCMessage *m);
 /* Pack an LWW body as its record, stamped (hlc, origin). */
 void ops_pack_stamped(struct buf *out, const ProtobufCMessage *body,
 		      uint64_t hlc, const char *origin);

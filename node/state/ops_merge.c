@@ -131,7 +131,7 @@ static int apply_mark(struct ops *o, struct store_batch *b,
 	merged.has_next = merged.has_scratch_used = 1;
 	merged.has_enroll_id = 1;
 	*made = merged.next == m->next && merged.scratch_used == m->scratch_used;
-	ops_pack_msg(&val, &merged.base);
+	records_pack(&val, &merged.base);
 	rc = 0;
 	replace_record(o, b, CF_MARKS, k.p, k.len, &old, &val);
 done:
@@ -185,7 +185,7 @@ static int apply_failure(struct ops *o, struct store_batch *b,
 	merged.site = f->site;
 	merged.hlc = at + first;
 	merged.n_hlc = u - first;
-	ops_pack_msg(&val, &merged.base);
+	records_pack(&val, &merged.base);
 	rc = 0;
 	replace_record(o, b, CF_FAILS, k.p, k.len, &old, &val);
 done:
@@ -368,7 +368,7 @@ static int apply_pushlog(struct ops *o, struct store_batch *b,
 	 * copy arrived first */
 	copy.base.n_unknown_fields = 0;
 	copy.base.unknown_fields = NULL;
-	ops_pack_msg(&val, &copy.base);
+	records_pack(&val, &copy.base);
 	records_key_pushlog_fork(&k, e->origin, e->n, e->hash.data);
 	rc = store_get(o->store, b, CF_PUSHLOG, k.p, k.len, &old);
 	if (rc == 0 && old.len == val.len && !memcmp(old.p, val.p, val.len))

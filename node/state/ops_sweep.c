@@ -170,7 +170,7 @@ int ops_sweep_kept(struct ops *o, int max)
 	struct buf v = BUF_INIT;
 	const char *key;
 	size_t klen;
-	int rc = 0, n = 0, seen = 0, resumed = 0;
+	int rc = 0, n = 0, seen = 0;
 
 	store_batch_new(&b, o->store);
 	if (o->kept_cursor.len)
@@ -180,10 +180,8 @@ int ops_sweep_kept(struct ops *o, int max)
 		store_iter_new(&it, o->store, NULL, CF_KEPTOPS, "", 0);
 	while (seen < max && (rc = store_iter_next(it, &key, &klen, &v)) > 0) {
 		/* the last call's last: looked at already */
-		bool again = !seen && !n && o->kept_cursor.len &&
-		             klen == o->kept_cursor.len &&
-		             !memcmp(key, o->kept_cursor.p, klen);
-		if (again && !resumed++)
+		if (!seen && o->kept_cursor.len && klen == o->kept_cursor.len &&
+		    !memcmp(key, o->kept_cursor.p, klen))
 			continue;
 		Grantd__V1__Op *op = grantd__v1__op__unpack(
 		        NULL, v.len, (const uint8_t *)v.p);

@@ -133,7 +133,7 @@ int ops_tlog_apply(struct ops *o,
 	 * digest, depend on which copy arrived first */
 	copy.base.n_unknown_fields = 0;
 	copy.base.unknown_fields = NULL;
-	ops_pack_msg(&val, &copy.base);
+	records_pack(&val, &copy.base);
 	if ((rc = tlogstore_size(o->store, b, l->origin, &size)) < 0)
 		goto done;
 	records_key_tleaf(&k, l->origin, l->index);

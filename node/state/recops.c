@@ -115,7 +115,7 @@ static int note_entry(struct store *s,
 		Grantd__V1__PushLogEntry e = *op->push_log;
 		e.base.n_unknown_fields = 0;
 		e.base.unknown_fields = NULL;
-		recops_pack(&val, &e.base);
+		records_pack(&val, &e.base);
 		records_key_pushlog(&k, e.origin, e.n);
 		if ((rc = holds(s, b, f->cf, &k, &val, &held)) == 0 && !held &&
 		    e.hash.len == PUSHLOG_HASH_LEN) {
@@ -128,7 +128,7 @@ static int note_entry(struct store *s,
 		struct tlog_hash h;
 		l.base.n_unknown_fields = 0;
 		l.base.unknown_fields = NULL;
-		recops_pack(&val, &l.base);
+		records_pack(&val, &l.base);
 		records_key_tleaf(&k, l.origin, l.index);
 		if ((rc = holds(s, b, f->cf, &k, &val, &held)) == 0 && !held) {
 			tlog_leaf_hash(&h, l.text.data, l.text.len);

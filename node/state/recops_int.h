@@ -40,9 +40,6 @@ struct kept {
 	size_t n;
 };
 
-/* m packed into out (reset first). */
-void recops_pack(struct buf *out, const ProtobufCMessage *m);
-
 /* The RecordOps stored at the record key of cf, unpacked (*out NULL:
  * none, or it does not decode); recops_free_stored frees it (NULL is
  * fine).  Returns 0 or a store error. */

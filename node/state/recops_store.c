@@ -20,15 +20,6 @@
 #include "xalloc.h"
 #include "banned.h"
 
-/* m packed into out (reset first) */
-void recops_pack(struct buf *out, const ProtobufCMessage *m)
-{
-	size_t n = protobuf_c_message_get_packed_size(m);
-
-	buf_reset(out);
-	protobuf_c_message_pack(m, buf_extend(out, n));
-}
-
 /* The bytes of the operation named ref (an operation log key): the
  * log's, else CF_KEPTOPS's; GD_ENOTFOUND when neither holds it. */
 static int resolve(struct store *s,
@@ -103,10 +94,8 @@ int recops_get(struct store *s,
 			rc = 0; /* counted out: the receiver refuses the
 			           record, and says so */
 	}
-	if (rc >= 0 && sent.n_ops) {
-		size_t n = protobuf_c_message_get_packed_size(&sent.base);
-		protobuf_c_message_pack(&sent.base, buf_extend(out, n));
-	}
+	if (rc >= 0 && sent.n_ops)
+		records_pack(out, &sent.base);
 	for (size_t i = 0; i < ro->n_refs; i++) {
 		sodium_memzero(each[i].p, each[i].len);
 		buf_free(&each[i]);
@@ -139,7 +128,7 @@ void recops_put_ops(struct store_batch *b,
 				ro.refs[ro.n_refs++] = f[i].data;
 			else
 				ro.ops[ro.n_ops++] = f[i].data;
-		recops_pack(&v, &ro.base);
+		records_pack(&v, &ro.base);
 		store_put(b, CF_RECOPS, k.p, k.len, v.p, v.len);
 		sodium_memzero(v.p, v.len);
 		free(ro.ops);

@@ -525,6 +525,14 @@ void records_key_thash(struct buf *k, const char *origin, int64_t index)
 	put_be64(k, (uint64_t)index);
 }
 
+void records_pack(struct buf *out, const ProtobufCMessage *m)
+{
+	size_t n = protobuf_c_message_get_packed_size(m);
+
+	buf_reset(out);
+	protobuf_c_message_pack(m, buf_extend(out, n));
+}
+
 /* ---- the operations of a record ---- */
 
 void records_key_recops(struct buf *k,

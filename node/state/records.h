@@ -347,6 +347,10 @@ int records_fail_parse(const void *key,
                        struct records_span *user,
                        struct records_span *site);
 
+/* m packed into out (reset first): a record's or an operation's bytes,
+ * for ops and recops alike. */
+void records_pack(struct buf *out, const ProtobufCMessage *m);
+
 /* Zero the secret an unpacked operation may carry (an enrollment's),
  * before it is freed: every path that unpacks operations (ops, recops,
  * replication). */
