@@ -139,6 +139,15 @@ for s in paloalto montreal; do
 	t_expect 0 "$s: af passes git fsck --strict" git --git-dir="$(t_dir "$s")/repos/af.git" fsck --strict --no-progress
 done
 
+t_section "one push of 30 tags (one operation kept by each tag's record)"
+# Its RefUpdate is over 1 KiB: a state transfer sends it once for the
+# reply (SnapRep.shared), each tag's record naming it; the rebuild below
+# checks every tag against its signature at portland.
+tags=()
+for i in $(seq -w 1 30); do tags+=("HEAD:refs/tags/release-$i"); done
+t_expect 0 "push 30 tags to b at paloalto" push "$T_DIR/wb" paloalto b "${tags[@]}"
+everywhere b refs/tags/release-30 "$(t_head "$T_DIR/wb")" 15 "b's 30th tag arrived"
+
 t_section "portland loses its disk and its repositories, and rebuilds"
 t_stop portland
 rm -rf "$(t_dir portland)/data" "$(t_dir portland)/repos"
@@ -163,5 +172,12 @@ done
 t_eq "the branches rebuilt at portland are the 6 pushed" "$nb" 6
 t_expect_converged "the three sites agree" 20
 t_eq "portland: nothing left to do" "$(t_sj portland "j['git']['pending_refs']")" 0
+nt=0
+for i in $(seq -w 1 30); do
+	[[ $(ref portland b "refs/tags/release-$i") == "$(t_head "$T_DIR/wb")" ]] && nt=$((nt + 1))
+done
+t_eq "portland: the 30 tags rebuilt" "$nt" 30
+t_eq "portland: no record dropped for its signature" \
+	"$(t_sj portland "j['replication'].get('dropped', {}).get('signature', 0)")" 0
 
 t_done
