@@ -16,7 +16,8 @@
 # sanitizer report in the node's log (or a restart that found its stored
 # digest apart from its records), and exits non-zero if anything failed.
 # t_expect_converged checks `grantctl verify` at every site it compares.
-# GD_KEEP=1 keeps the temporary directory.
+# GD_KEEP=1 keeps the temporary directory; GD_LOG_LEVEL=debug (deploy/lib.sh)
+# makes the sites log at debug level, for reading a failure.
 
 set -u
 set -o pipefail
