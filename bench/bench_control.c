@@ -45,6 +45,8 @@
 #include <unistd.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/time.h>
+#include <stdbool.h>
 
 #include "bench.h"
 #include "config.h"
@@ -189,6 +191,62 @@ static int open_conn(const char *path)
 	return fd < 0 ? -1 : fd;
 }
 
+/* A closed-loop client's connection: blocking, with the timeout as the
+ * socket's own (SO_RCVTIMEO, SO_SNDTIMEO), so that a call is one send
+ * and two reads, as the floor's unix client makes it (bench_zmq_floor.c
+ * unix_call).  The ratio against that floor is then the node's and the
+ * floor's serving, not two clients' ways of waiting: on 2 cores a client
+ * that polls with a timer before each read took as much CPU a request as
+ * the node (perf, 2026-12-05).  -1: none. */
+static int open_conn_blocking(const char *path)
+{
+	struct timeval tv = { TIMEOUT_MS / 1000, TIMEOUT_MS % 1000 * 1000 };
+	int fd = open_conn(path), fl;
+
+	if (fd < 0)
+		return -1;
+	if ((fl = fcntl(fd, F_GETFL)) < 0 ||
+	    fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0 ||
+	    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0 ||
+	    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Read exactly n bytes from a blocking socket; false on an error, the
+ * timeout or the node's close. */
+static bool read_exact(int fd, uint8_t *p, size_t n)
+{
+	while (n) {
+		ssize_t got = recv(fd, p, n, 0);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0)
+			return false;
+		p += got;
+		n -= (size_t)got;
+	}
+	return true;
+}
+
+/* One framed message (the 4-byte length already at frame[0..3]) out and
+ * one answer in, into ans (cap bytes).  0, or GD_EUNREACH / GD_EPROTO. */
+static int lean_call(int fd, const uint8_t *frame, size_t len, uint8_t *ans,
+		     size_t cap, size_t *anslen)
+{
+	if (send(fd, frame, len, MSG_NOSIGNAL) != (ssize_t)len)
+		return GD_EUNREACH;
+	if (!read_exact(fd, ans, 4))
+		return GD_EUNREACH;
+	*anslen = (size_t)ans[0] << 24 | (size_t)ans[1] << 16 |
+		  (size_t)ans[2] << 8 | ans[3];
+	if (*anslen > cap)
+		return GD_EPROTO;
+	return read_exact(fd, ans, *anslen) ? 0 : GD_EUNREACH;
+}
+
 static void note_fail(struct worker *w, const char *what)
 {
 	if (!w->fails++)
@@ -204,7 +262,7 @@ static int call(struct worker *w, enum kind kind, int *sock, uint64_t *lat_ns)
 	Grantd__V1__Reply *rep;
 	struct client *c = w->cl;
 	char token[16], *args[1];
-	uint8_t frame[512], *ans;
+	uint8_t frame[4 + 512], ans[4096];
 	size_t anslen;
 	int rc = -1, e;
 
@@ -229,23 +287,21 @@ static int call(struct worker *w, enum kind kind, int *sock, uint64_t *lat_ns)
 		args[0] = repo;
 	}
 	size_t len = grantd__v1__request__get_packed_size(&rq);
-	if (len > sizeof(frame)) {
+	if (len > sizeof(frame) - 4) {
 		note_fail(w, "request too large");
 		return -1;
 	}
-	grantd__v1__request__pack(&rq, frame);
+	frame[0] = (uint8_t)(len >> 24), frame[1] = (uint8_t)(len >> 16);
+	frame[2] = (uint8_t)(len >> 8), frame[3] = (uint8_t)len;
+	grantd__v1__request__pack(&rq, frame + 4);
 	uint64_t t0 = now_ns();
-	if (wire_send(*sock, frame, len, TIMEOUT_MS) < 0) {
-		note_fail(w, "send failed");
-		goto reopen;
-	}
-	if ((e = wire_recv(*sock, &ans, &anslen, TIMEOUT_MS)) < 0) {
+	if ((e = lean_call(*sock, frame, 4 + len, ans, sizeof(ans),
+			   &anslen)) < 0) {
 		note_fail(w, e == GD_EPROTO ? "reply too long" :
-					      "no answer within the timeout");
+			  "no answer within the timeout");
 		goto reopen;
 	}
 	rep = grantd__v1__reply__unpack(NULL, anslen, ans);
-	free(ans);
 	*lat_ns = now_ns() - t0;
 	if (!rep) {
 		note_fail(w, "reply does not decode");
@@ -269,7 +325,7 @@ reopen:
 	/* a connection that lost its answer is out of step; a token spent
 	 * or not is fine, the next counter is within the lookahead */
 	close(*sock);
-	*sock = open_conn(w->run->path);
+	*sock = open_conn_blocking(w->run->path);
 	return -1;
 }
 
@@ -277,7 +333,7 @@ static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
 	struct run *run = w->run;
-	int sock = open_conn(run->path);
+	int sock = open_conn_blocking(run->path);
 
 	/* Connect and warm up, untimed (failures still count): the first
 	 * request pays for the ipc connection.  A check needs a grant for

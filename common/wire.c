@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -132,11 +133,29 @@ int wire_send(int fd, const void *msg, size_t len, int timeout_ms)
 	int64_t deadline = now_ms() + timeout_ms;
 	uint8_t hdr[4] = {(uint8_t)(len >> 24), (uint8_t)(len >> 16),
 	                  (uint8_t)(len >> 8), (uint8_t)len};
+	struct iovec iov[2] = {{hdr, 4}, {(void *)msg, len}};
+	struct msghdr mh = {.msg_iov = iov, .msg_iovlen = 2};
+	ssize_t n;
 
 	if (len > GD_CTL_MAX_REQUEST)
 		return GD_ETOOBIG;
-	if (write_all(fd, hdr, 4, deadline) < 0 ||
-	    write_all(fd, msg, len, deadline) < 0)
+	/* the length and the message in one send, so that the node wakes
+	 * once for a whole request; what a full socket leaves goes on as
+	 * write_all does */
+	do
+		n = sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+	while (n < 0 && errno == EINTR);
+	if (n < 0) {
+		if (errno != EAGAIN && errno != EWOULDBLOCK)
+			return GD_EUNREACH;
+		n = 0;
+	}
+	size_t sent = (size_t)n;
+	if (sent < 4 && write_all(fd, hdr + sent, 4 - sent, deadline) < 0)
+		return GD_EUNREACH;
+	sent = sent < 4 ? 0 : sent - 4;
+	if (write_all(fd, (const uint8_t *)msg + sent, len - sent, deadline) <
+	    0)
 		return GD_EUNREACH;
 	return 0;
 }
@@ -150,7 +169,10 @@ int wire_recv(int fd, uint8_t **out, size_t *len, int timeout_ms)
 
 	*out = NULL;
 	*len = 0;
-	if (read_all(fd, hdr, 4, deadline) < 0)
+	/* the answer is seldom there the moment the request went: wait
+	 * first rather than try a read that says EAGAIN */
+	if (wait_fd(fd, POLLIN, deadline) < 0 ||
+	    read_all(fd, hdr, 4, deadline) < 0)
 		return GD_EUNREACH;
 	n = (size_t)hdr[0] << 24 | (size_t)hdr[1] << 16 | (size_t)hdr[2] << 8 |
 	    hdr[3];
