@@ -48,7 +48,10 @@ static int cmd_rebuild(struct cmd_ctx *x, struct req *r)
 	if (rc == GD_ENOTFOUND)
 		return cmd_bad(r, "'%s' is not a configured peer site", site);
 	if (rc < 0)
-		return cmd_refuse(r, "cannot reach site %s", site);
+		return cmd_refuse(r, "cannot reach site %s: its link is not up "
+				  "(yet, when this node has just started); "
+				  "'grantctl status' shows when it is "
+				  "connected, then ask again", site);
 	if (x->node->gitrepl)
 		gitrepl_all(x->node->gitrepl, site);
 	buf_printf(&r->out, "rebuilding from %s: everything it has that this "

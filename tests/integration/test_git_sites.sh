@@ -152,6 +152,10 @@ t_section "portland loses its disk and its repositories, and rebuilds"
 t_stop portland
 rm -rf "$(t_dir portland)/data" "$(t_dir portland)/repos"
 t_start portland
+# as docs/operations.md has it: the rebuild asks a peer whose link is up
+# (asked in the instant the node starts, under load the link to montreal
+# was not up yet: "cannot reach site montreal")
+t_expect_soon 0 20 "portland hears both peers again" gd_peers_connected "$(t_dir portland)"
 t_expect 0 "portland: grantctl rebuild --from montreal" t_c portland rebuild --from montreal
 t_has "... which names the repositories too" "$OUT" "repositories too"
 nb=0
