@@ -19,6 +19,10 @@
  * the store, so the mixed run shows what vals cost the checks and the
  * reverse.
  *
+ * Each run starts once the node is quiet (--node-pid: under 5% of a core
+ * for 0.5 s, at most 30 s), so that no run pays for the flush and
+ * compaction of the run before it.
+ *
  * Setup (users, enrollments, the repository) goes over the admin socket
  * and is not timed.  The users TAG000.. and the repository TAG-bench must
  * not exist yet (--tag, default "b").
@@ -389,6 +393,40 @@ static double cpu_node_s(void)
 	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }
 
+/* Wait until the node has been quiet (under 5% of a core over 0.5 s)
+ * before a run, at most 30 s: the flush and compaction that the run
+ * before left behind then take no core from this one (2 cores: a check
+ * run right after a val run lost up to a quarter of its rate to them).
+ * Says how long it waited when it did, or that the node never was. */
+static void await_node_quiet(void)
+{
+	const double window = 0.5, most = 30;
+	double n0 = cpu_node_s(), waited = 0;
+	struct timespec ts = { 0, 500000000 };
+
+	if (n0 < 0)
+		return;
+	for (;;) {
+		nanosleep(&ts, NULL);
+		waited += window;
+		double n1 = cpu_node_s();
+		if (n1 < 0)
+			return;
+		if (n1 - n0 < 0.05 * window)
+			break;
+		if (waited >= most) {
+			printf("node not quiet after %.0f s (%.0f%% of a core "
+			       "in the last %.1f s): the run starts anyway\n",
+			       most, 100 * (n1 - n0) / window, window);
+			return;
+		}
+		n0 = n1;
+	}
+	if (waited > window)
+		printf("node quiet after %.1f s (the run before's flush and "
+		       "compaction)\n", waited - window);
+}
+
 /* Busy and total jiffies of all cores, from /proc/stat; 0 on failure. */
 static int cpu_host(double *busy, double *total)
 {
@@ -470,6 +508,7 @@ static void run_clients(struct result *val, struct result *check,
 	}
 	/* the second barrier publishes the deadline to every thread */
 	pthread_barrier_wait(&run.ready);
+	await_node_quiet();
 	c0 = cpu_self_s();
 	n0 = cpu_node_s();
 	h0 = cpu_host(&hb0, &ht0);
