@@ -168,10 +168,31 @@ static void build_tree(struct table *t,
 	GD_ASSERT(rc == 0);
 }
 
-int opsig_sign_batch(const struct opsig_signer *s,
-                     uint8_t chain[OPSIG_HASH_LEN],
-                     struct buf *const *ops,
-                     size_t n)
+/* The record's fixed head (opsig.h): version, count, sig, prev, root. */
+static void put_rec_head(struct buf *rec,
+                         uint32_t count,
+                         const uint8_t *sig,
+                         const uint8_t *prev,
+                         const uint8_t *root)
+{
+	uint8_t head[OPSIG_REC_HEAD], *h = head;
+
+	*h++ = OPSIG_REC_VERSION;
+	*h++ = (uint8_t)(count >> 24), *h++ = (uint8_t)(count >> 16);
+	*h++ = (uint8_t)(count >> 8), *h++ = (uint8_t)count;
+	memcpy(h, sig, OPSIG_SIG_LEN);
+	memcpy(h + OPSIG_SIG_LEN, prev, OPSIG_HASH_LEN);
+	memcpy(h + OPSIG_SIG_LEN + OPSIG_HASH_LEN, root, OPSIG_HASH_LEN);
+	buf_reset(rec);
+	buf_add(rec, head, sizeof(head));
+}
+
+int opsig_sign_batch_logged(const struct opsig_signer *s,
+                            uint8_t chain[OPSIG_HASH_LEN],
+                            struct buf *const *ops,
+                            size_t n,
+                            struct buf *const *logged,
+                            struct buf *rec)
 {
 	struct table t = {0};
 	struct tlog_hash root, proof[TLOG_MAX_PROOF];
@@ -179,8 +200,9 @@ int opsig_sign_batch(const struct opsig_signer *s,
 	uint8_t msg[MSG_LEN], prev[OPSIG_HASH_LEN];
 	uint8_t sig[OPSIG_SIG_LEN];
 	Grantd__V1__OpSig m = GRANTD__V1__OP_SIG__INIT;
+	Grantd__V1__OpSig c = GRANTD__V1__OP_SIG__INIT;
 
-	if (n == 0 || n > OPSIG_MAX_BATCH)
+	if (n == 0 || n > OPSIG_MAX_BATCH || (!logged != !rec))
 		return GD_EINVAL;
 	build_tree(&t, &root, ops, n);
 	memcpy(prev, chain, OPSIG_HASH_LEN);
@@ -196,6 +218,8 @@ int opsig_sign_batch(const struct opsig_signer *s,
 	m.count = (uint32_t)n, m.has_count = 1;
 	m.has_index = 1;
 	m.path = pb;
+	c.count = (uint32_t)n, c.has_count = 1;
+	c.has_index = 1;
 	for (size_t i = 0; i < n; i++) {
 		size_t np = 0;
 		int rc = tlog_prove_record(proof, &np, (int64_t)n, (int64_t)i,
@@ -206,10 +230,244 @@ int opsig_sign_batch(const struct opsig_signer *s,
 			                              proof[j].b};
 		m.n_path = np;
 		m.index = (uint32_t)i;
+		if (logged) {
+			/* the compact form: the path is read from the
+			 * record's table (opsig_expand) */
+			c.index = (uint32_t)i;
+			buf_reset(logged[i]);
+			buf_add(logged[i], ops[i]->p, ops[i]->len);
+			append_sig(logged[i], &c);
+		}
 		append_sig(ops[i], &m);
+	}
+	if (rec) {
+		put_rec_head(rec, (uint32_t)n, sig, prev, root.b);
+		GD_ASSERT((int64_t)t.n == tlog_stored_count((int64_t)n));
+		buf_add(rec, t.h, t.n * sizeof(*t.h));
 	}
 	free(t.h);
 	return 0;
+}
+
+int opsig_sign_batch(const struct opsig_signer *s,
+                     uint8_t chain[OPSIG_HASH_LEN],
+                     struct buf *const *ops,
+                     size_t n)
+{
+	return opsig_sign_batch_logged(s, chain, ops, n, NULL, NULL);
+}
+
+/* ---- the log's compact form -------------------------------------------- */
+
+static bool get_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+	*v = 0;
+	for (int shift = 0; shift < 64 && *p < end; shift += 7) {
+		uint8_t c = *(*p)++;
+		*v |= (uint64_t)(c & 0x7f) << shift;
+		if (!(c & 0x80))
+			return true;
+	}
+	return false;
+}
+
+/* Field 30 of a packed Op: its whole span [*at, *at + *span) and its
+ * payload.  0, GD_ENOTFOUND (none), or GD_EPROTO (the bytes do not walk,
+ * or field 30 twice: the log never holds that). */
+static int sig_field(const uint8_t *op,
+                     size_t len,
+                     size_t *at,
+                     size_t *span,
+                     const uint8_t **pay,
+                     size_t *plen)
+{
+	const uint8_t *p = op, *end = op + len;
+	bool found = false;
+
+	while (p < end) {
+		const uint8_t *start = p;
+		uint64_t tag, v;
+		if (!get_varint(&p, end, &tag))
+			return GD_EPROTO;
+		switch (tag & 7) {
+		case 0:
+			if (!get_varint(&p, end, &v))
+				return GD_EPROTO;
+			break;
+		case 1:
+		case 5:
+			v = (tag & 7) == 1 ? 8 : 4;
+			if ((size_t)(end - p) < v)
+				return GD_EPROTO;
+			p += v;
+			break;
+		case 2:
+			if (!get_varint(&p, end, &v) || (uint64_t)(end - p) < v)
+				return GD_EPROTO;
+			if (tag >> 3 == 30) {
+				if (found)
+					return GD_EPROTO;
+				found = true;
+				*at = (size_t)(start - op);
+				*span = (size_t)(p + v - start);
+				*pay = p;
+				*plen = (size_t)v;
+			}
+			p += v;
+			break;
+		default: /* groups: never in an Op */
+			return GD_EPROTO;
+		}
+	}
+	return found ? 0 : GD_ENOTFOUND;
+}
+
+/* The OpSig of a packed Op, decoded (*out NULL: none).  0 or GD_EPROTO. */
+static int op_sig(const uint8_t *op,
+                  size_t len,
+                  Grantd__V1__OpSig **out,
+                  size_t *at,
+                  size_t *span)
+{
+	const uint8_t *pay;
+	size_t plen;
+	int rc = sig_field(op, len, at, span, &pay, &plen);
+
+	*out = NULL;
+	if (rc == GD_ENOTFOUND)
+		return 0;
+	if (rc < 0)
+		return rc;
+	*out = grantd__v1__op_sig__unpack(NULL, plen, pay);
+	return *out ? 0 : GD_EPROTO;
+}
+
+/* Is m a compact OpSig in bounds?  Sets *last from the op's seq. */
+static bool compact_ok(const Grantd__V1__OpSig *m, uint64_t seq, uint64_t *last)
+{
+	if (m->has_sig || m->has_prev || m->has_root || !m->has_index ||
+	    !m->has_count || m->count == 0 || m->count > OPSIG_MAX_BATCH ||
+	    m->index >= m->count || seq < m->index ||
+	    seq - m->index > UINT64_MAX - (m->count - 1))
+		return false;
+	*last = seq - m->index + (m->count - 1);
+	return true;
+}
+
+int opsig_compact(struct buf *packed,
+                  struct buf *rec,
+                  uint64_t *last,
+                  const Grantd__V1__Op *op)
+{
+	const Grantd__V1__OpSig *m = op->sig;
+	Grantd__V1__OpSig c;
+	Grantd__V1__Op o;
+
+	if (!m || !m->has_sig || m->sig.len != OPSIG_SIG_LEN || !m->has_prev ||
+	    m->prev.len != OPSIG_HASH_LEN || !m->has_root ||
+	    m->root.len != OPSIG_HASH_LEN)
+		return GD_ENOTFOUND;
+	c = *m;
+	c.has_sig = c.has_prev = c.has_root = 0;
+	if (!compact_ok(&c, op->seq, last))
+		return GD_ENOTFOUND;
+	o = *op;
+	o.sig = &c;
+	buf_reset(packed);
+	grantd__v1__op__pack(
+	        &o, buf_extend(packed, grantd__v1__op__get_packed_size(&o)));
+	put_rec_head(rec, m->count, m->sig.data, m->prev.data, m->root.data);
+	return 0;
+}
+
+int opsig_compact_last(const uint8_t *op,
+                       size_t len,
+                       uint64_t seq,
+                       uint64_t *last)
+{
+	Grantd__V1__OpSig *m;
+	size_t at, span;
+	int rc = op_sig(op, len, &m, &at, &span);
+
+	if (rc < 0 || !m)
+		return rc;
+	rc = m->has_sig ? 0 : compact_ok(m, seq, last) ? 1 : GD_EPROTO;
+	grantd__v1__op_sig__free_unpacked(m, NULL);
+	return rc;
+}
+
+/* The record's table of stored hashes, read by tlog. */
+struct rec_table {
+	const uint8_t *h;
+	int64_t n;
+};
+
+static int
+rec_read(struct tlog_hash *out, const int64_t *idx, size_t n, void *payload)
+{
+	const struct rec_table *t = payload;
+
+	for (size_t i = 0; i < n; i++) {
+		if (idx[i] < 0 || idx[i] >= t->n)
+			return GD_EPROTO;
+		memcpy(out[i].b, t->h + idx[i] * OPSIG_HASH_LEN,
+		       OPSIG_HASH_LEN);
+	}
+	return 0;
+}
+
+int opsig_expand(struct buf *out,
+                 const uint8_t *op,
+                 size_t len,
+                 uint64_t seq,
+                 const uint8_t *rec,
+                 size_t rlen)
+{
+	struct tlog_hash proof[TLOG_MAX_PROOF];
+	ProtobufCBinaryData pb[TLOG_MAX_PROOF];
+	Grantd__V1__OpSig *m, full;
+	size_t at, span;
+	uint64_t last;
+	int rc = op_sig(op, len, &m, &at, &span);
+
+	if (rc < 0 || !m)
+		return GD_EPROTO;
+	rc = GD_EPROTO;
+	if (!compact_ok(m, seq, &last) || rlen < OPSIG_REC_HEAD ||
+	    rec[0] != OPSIG_REC_VERSION ||
+	    ((uint32_t)rec[1] << 24 | (uint32_t)rec[2] << 16 |
+	     (uint32_t)rec[3] << 8 | rec[4]) != m->count)
+		goto out;
+	full = *m;
+	full.sig = (ProtobufCBinaryData){OPSIG_SIG_LEN, (uint8_t *)rec + 5};
+	full.prev = (ProtobufCBinaryData){OPSIG_HASH_LEN,
+	                                  (uint8_t *)rec + 5 + OPSIG_SIG_LEN};
+	full.root = (ProtobufCBinaryData){OPSIG_HASH_LEN,
+	                                  (uint8_t *)rec + 5 + OPSIG_SIG_LEN +
+	                                          OPSIG_HASH_LEN};
+	full.has_sig = full.has_prev = full.has_root = 1;
+	if (!m->n_path && m->count > 1) {
+		/* a batch this site signed: its path is in the table */
+		struct rec_table t = {rec + OPSIG_REC_HEAD,
+		                      tlog_stored_count(m->count)};
+		size_t np = 0;
+		if (rlen != OPSIG_REC_HEAD + (size_t)t.n * OPSIG_HASH_LEN ||
+		    tlog_prove_record(proof, &np, m->count, m->index, rec_read,
+		                      &t) < 0)
+			goto out;
+		for (size_t j = 0; j < np; j++)
+			pb[j] = (ProtobufCBinaryData){OPSIG_HASH_LEN,
+			                              proof[j].b};
+		full.path = pb;
+		full.n_path = np;
+	}
+	buf_add(out, op, at);
+	buf_add(out, op + at + span, len - at - span);
+	append_sig(out, &full);
+	rc = 0;
+out:
+	grantd__v1__op_sig__free_unpacked(m, NULL);
+	return rc;
 }
 
 /* ---- checking -------------------------------------------------------- */

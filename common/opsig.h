@@ -29,7 +29,9 @@
  * Each operation stays checkable alone (relayed, in a range, in a
  * mirror's feed, long after), and a receiver that has checked a batch
  * checks the batch's other operations with hashes only (opsig_verifier
- * keeps the chain values it checked).
+ * keeps the chain values it checked).  Every operation sent carries its
+ * whole OpSig; the operation log keeps the parts a batch shares once
+ * (below, "the log's compact form").
  *
  * The chain makes one signature check a whole run of batches: a checked
  * batch vouches for its prev, so the batch whose chain value that is
@@ -114,6 +116,68 @@ int opsig_sign_batch(const struct opsig_signer *s,
                      uint8_t chain[OPSIG_HASH_LEN],
                      struct buf *const *ops,
                      size_t n);
+
+/*
+ * The log's compact form (node/state/oplog.h stores it).  Of a logged
+ * operation's ~400 bytes at 32 clients, ~300 were its OpSig: a 64-byte
+ * signature, the root and prev, and a path of 6 hashes, all but the index
+ * and the path the same for every operation of its batch.  Those bytes
+ * cost the writer's log its p99 (more to sync, a flush a second).  So the
+ * log keeps each operation with an OpSig of its index and count only (and
+ * its path, for a peer's operation: a site may hold part of another's
+ * batch), and once per batch a record, local and never sent:
+ *     version (1 byte, OPSIG_REC_VERSION), count (4, big-endian),
+ *     sig (64), prev (32), root (32)
+ * and, for a batch this site signed, the tree's table of stored hashes
+ * (32 bytes x tlog_stored_count(count), tlog.h), from which any
+ * operation's path is read without hashing.  opsig_expand makes the
+ * whole signed operation again from the two; what a peer is sent is the
+ * same as before.
+ */
+#define OPSIG_REC_VERSION 1
+#define OPSIG_REC_HEAD    (1 + 4 + OPSIG_SIG_LEN + 2 * OPSIG_HASH_LEN)
+
+/* opsig_sign_batch, and the log's compact form of the batch: logged[i]
+ * (reset first) gets ops[i] with an OpSig of its index and count, rec
+ * (reset first) the batch's record with its table.  logged and rec are
+ * both NULL (then it is opsig_sign_batch) or both given. */
+int opsig_sign_batch_logged(const struct opsig_signer *s,
+                            uint8_t chain[OPSIG_HASH_LEN],
+                            struct buf *const *ops,
+                            size_t n,
+                            struct buf *const *logged,
+                            struct buf *rec);
+
+/* A peer's signed op, compact for the log: packed (reset first) gets op
+ * packed with an OpSig of index, count and path, rec (reset first) the
+ * batch's record without a table, *last the seq of the batch's last
+ * operation (its record's place).  GD_ENOTFOUND: op carries no whole
+ * OpSig in bounds (it is logged as it is). */
+int opsig_compact(struct buf *packed,
+                  struct buf *rec,
+                  uint64_t *last,
+                  const Grantd__V1__Op *op);
+
+/* Is the packed op (len bytes, sequence number seq) compact?  1 with
+ * *last the seq of its batch's last operation; 0 when it is whole or
+ * unsigned; GD_EPROTO when its OpSig does not decode or is out of
+ * bounds. */
+int opsig_compact_last(const uint8_t *op,
+                       size_t len,
+                       uint64_t seq,
+                       uint64_t *last);
+
+/* The whole signed op from its compact form (len bytes, sequence number
+ * seq) and its batch's record (rlen bytes), appended to out.  0, or
+ * GD_EPROTO when they do not fit (the op is not compact, the record is of
+ * another count or version, or it has no table where the op has no
+ * path). */
+int opsig_expand(struct buf *out,
+                 const uint8_t *op,
+                 size_t len,
+                 uint64_t seq,
+                 const uint8_t *rec,
+                 size_t rlen);
 
 /* The keys a site checks operations with, and the chain values it has
  * checked (a direct-mapped cache: a batch's other operations, and the

@@ -19,6 +19,7 @@
 #include "clock.h"
 #include "err.h"
 #include "log.h"
+#include "oplog.h"
 #include "records.h"
 #include "repl_int.h"
 #include "xalloc.h"
@@ -195,6 +196,7 @@ static void range_read(struct repl *r,
 {
 	struct store_iter *it;
 	struct buf prefix = BUF_INIT, v = BUF_INIT;
+	struct oplog_cache cache = {BUF_INIT, BUF_INIT};
 	const char *key;
 	size_t klen, bytes = 0, cap = 0;
 	uint8_t be[16];
@@ -244,6 +246,9 @@ static void range_read(struct repl *r,
 				rep->truncated = rep->has_truncated = 1;
 			break;
 		}
+		/* whole, as signed and sent (the log keeps it compact) */
+		if (oplog_whole(r->store, NULL, &cache, key, klen, &v) < 0)
+			break;
 		GD_GROW(rep->ops, cap, rep->n_ops + 1);
 		rep->ops[rep->n_ops++] =
 		        (ProtobufCBinaryData){v.len, xmemdup(v.p, v.len)};
@@ -251,6 +256,7 @@ static void range_read(struct repl *r,
 		want++;
 	}
 	store_iter_free(&it);
+	oplog_cache_free(&cache);
 	if (rep->n_ops == 0 && max > 0 &&
 	    ops_vv_get(r->ops, NULL, rq->origin, rq->epoch) >= rq->from)
 		rep->truncated = rep->has_truncated = 1;

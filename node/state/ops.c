@@ -147,6 +147,7 @@ void ops_destroy(struct ops **op)
 	ops_outbox_clear(o);
 	buf_free(&o->outbox);
 	buf_free(&o->unsigned_seqs);
+	oplog_cache_free(&o->logcache);
 	buf_free(&o->kept_cursor);
 	buf_free(&o->refs_touched);
 	buf_free(&o->repos_touched);
@@ -188,7 +189,6 @@ void ops_pack_stamped(struct buf *out, const ProtobufCMessage *body,
 static int apply(struct ops *o, struct store_batch *b, const Grantd__V1__Op *op,
 		 bool *applied, bool log)
 {
-	struct buf k = BUF_INIT, val = BUF_INIT;
 	struct ops_save sp;
 	uint64_t have;
 	bool made;
@@ -217,11 +217,8 @@ static int apply(struct ops *o, struct store_batch *b, const Grantd__V1__Op *op,
 		ops_rollback(o, b, &sp);
 		goto done;
 	}
-	if (log) {
-		records_pack(&val, &op->base);
-		records_key_oplog(&k, op->origin, op->epoch, op->seq);
-		store_put(b, CF_OPLOG, k.p, k.len, val.p, val.len);
-	}
+	if (log)
+		oplog_put(o->store, b, &o->logcache, op);
 
 	ops_vv_set(o, b, op->origin, op->epoch, op->seq);
 
@@ -231,9 +228,6 @@ static int apply(struct ops *o, struct store_batch *b, const Grantd__V1__Op *op,
 	ops_release(o, b);
 	*applied = true;
 done:
-	sodium_memzero(val.p, val.len);
-	buf_free(&k);
-	buf_free(&val);
 	return rc;
 }
 
@@ -317,7 +311,10 @@ bool ops_pending(const struct ops *o, struct store_batch *b)
 static int sign_outbox(struct ops *o, struct store_batch *b)
 {
 	size_t n = o->unsigned_seqs.len / sizeof(uint64_t), at, i;
-	struct buf *each, **ptrs, out = BUF_INIT, k = BUF_INIT;
+	struct buf *each, **ptrs, *logged = NULL, **lptrs = NULL;
+	struct buf out = BUF_INIT, k = BUF_INIT, rec = BUF_INIT;
+	uint64_t first = 0, seq;
+	bool compact = o->signer != NULL;
 	int rc;
 
 	if (n == 0)
@@ -332,17 +329,41 @@ static int sign_outbox(struct ops *o, struct store_batch *b)
 		buf_add(&each[i], l + 4, len);
 		ptrs[i] = &each[i];
 		at += 4 + len;
+		/* the log's compact form keys the batch's record by its last
+		 * seq: the batch's seqs run without a gap (they always do) */
+		memcpy(&seq, o->unsigned_seqs.p + i * sizeof(seq), sizeof(seq));
+		if (i == 0)
+			first = seq;
+		else if (seq != first + i)
+			compact = false;
 	}
 	GD_ASSERT(at == o->outbox.len);
-	rc = o->signer ? opsig_sign_batch(o->signer, o->sig_chain, ptrs, n) : 0;
+	if (compact) {
+		logged = xcalloc(n, sizeof(*logged));
+		lptrs = xcalloc(n, sizeof(*lptrs));
+		for (i = 0; i < n; i++)
+			lptrs[i] = &logged[i];
+		rc = opsig_sign_batch_logged(o->signer, o->sig_chain, ptrs, n,
+					     lptrs, &rec);
+		if (rc == 0)
+			oplog_put_batch(b, o->site, o->epoch, first, lptrs, n,
+					&rec);
+	} else {
+		rc = o->signer ?
+			     opsig_sign_batch(o->signer, o->sig_chain, ptrs, n) :
+			     0;
+	}
 	for (i = 0; rc == 0 && i < n; i++) {
-		uint64_t seq;
 		size_t len = each[i].len;
 		uint8_t hdr[4] = { (uint8_t)(len >> 24), (uint8_t)(len >> 16),
 				   (uint8_t)(len >> 8), (uint8_t)len };
-		memcpy(&seq, o->unsigned_seqs.p + i * sizeof(seq), sizeof(seq));
-		records_key_oplog(&k, o->site, o->epoch, seq);
-		store_put(b, CF_OPLOG, k.p, k.len, each[i].p, each[i].len);
+		if (!compact) {
+			memcpy(&seq, o->unsigned_seqs.p + i * sizeof(seq),
+			       sizeof(seq));
+			records_key_oplog(&k, o->site, o->epoch, seq);
+			store_put(b, CF_OPLOG, k.p, k.len, each[i].p,
+				  each[i].len);
+		}
 		buf_add(&out, hdr, sizeof(hdr));
 		buf_add(&out, each[i].p, each[i].len);
 	}
@@ -357,13 +378,20 @@ static int sign_outbox(struct ops *o, struct store_batch *b)
 	for (i = 0; i < n; i++) {
 		sodium_memzero(each[i].p, each[i].len);
 		buf_free(&each[i]);
+		if (logged && logged[i].p) {
+			sodium_memzero(logged[i].p, logged[i].len);
+			buf_free(&logged[i]);
+		}
 	}
 	if (out.p)
 		sodium_memzero(out.p, out.len);
 	buf_free(&out);
 	buf_free(&k);
+	buf_free(&rec);
 	free(each);
 	free(ptrs);
+	free(logged);
+	free(lptrs);
 	return rc;
 }
 
@@ -376,6 +404,8 @@ int ops_commit(struct ops *o, struct store_batch *b, bool sync)
 {
 	int rc;
 
+	/* the cache may name this batch's writes, committed or not */
+	oplog_cache_reset(&o->logcache);
 	if ((rc = sign_outbox(o, b)) < 0)
 		return rc;
 	ops_vv_flush(o, b);
@@ -445,6 +475,8 @@ int ops_rollback(struct ops *o, struct store_batch *b,
 	int rc = store_batch_rollback(b);
 	struct ops_vv_saved h;
 
+	oplog_cache_reset(&o->logcache);
+
 	memcpy(o->digest, sp->digest, sizeof(o->digest));
 	memcpy(o->fam_digest, sp->fam_digest, sizeof(o->fam_digest));
 	o->seq = sp->seq;
@@ -480,6 +512,7 @@ void ops_outbox_clear(struct ops *o)
 	buf_reset(&o->outbox);
 	buf_reset(&o->unsigned_seqs);
 	o->outbox_signed = 0;
+	oplog_cache_reset(&o->logcache);
 }
 
 /* ---- named calls instead of fields ---- */

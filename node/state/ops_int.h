@@ -20,6 +20,7 @@
 #ifndef GD_OPS_INT_H
 #define GD_OPS_INT_H
 
+#include "oplog.h"
 #include "opsig.h"
 #include "ops.h"
 
@@ -100,6 +101,9 @@ struct ops {
 	/* the chain value of the batch signed last (zeros: none since this
 	 * node started), which the next batch signs as its prev */
 	uint8_t sig_chain[OPSIG_HASH_LEN];
+	/* the batch record the log wrote or read last (oplog.h): reset at
+	 * every commit, rollback and dropped batch, whose writes it names */
+	struct oplog_cache logcache;
 	/* Refs whose record an applied operation or snapshot record
 	 * touched, each "repo \0 ref \0": handed to gitrepl (main.c), which
 	 * makes the disk follow; an entry from a batch that then failed to

@@ -58,7 +58,10 @@ int ops_sweep_grants(struct ops *o, struct store_batch *b, int64_t now, int max)
  * truncation (each 30 s, or keep/2) and every range served step over all
  * that were ever cut, until compaction: a store that had cut 2.2 million
  * entries spent seconds per scan on the writer thread. */
-static int cut_run(struct ops *o, const struct buf *first, uint64_t last_seq)
+static int cut_run(struct ops *o,
+                   const struct buf *first,
+                   uint64_t last_seq,
+                   bool stream_end)
 {
 	uint8_t end[NAME_SITE_MAX + 1 + 16];
 
@@ -66,24 +69,34 @@ static int cut_run(struct ops *o, const struct buf *first, uint64_t last_seq)
 		return 0; /* no run (a key is origin \0 epoch seq) */
 	memcpy(end, first->p, first->len - 8);
 	store_be64(end + first->len - 8, last_seq + 1);
-	return store_delete_range(o->store, CF_OPLOG, first->p, first->len, end,
-	                          first->len);
+	return oplog_cut(o->store, first->p, first->len, end, first->len,
+	                 stream_end);
 }
 
 /* An old entry (key, its bytes v, decoded op) about to be cut: into kb
  * (CF_KEPTOPS) when a record still names it. */
 static int keep_named(struct ops *o,
                       struct store_batch *kb,
+                      struct oplog_cache *c,
                       const Grantd__V1__Op *op,
                       const char *key,
                       size_t klen,
                       const struct buf *v)
 {
+	struct buf whole = BUF_INIT;
 	bool named;
 	int rc = recops_refers(o->store, NULL, op, key, klen, &named);
 
-	if (rc == 0 && named)
-		store_put(kb, CF_KEPTOPS, key, klen, v->p, v->len);
+	/* kept whole: the batch's record goes with the cut */
+	if (rc == 0 && named) {
+		buf_add(&whole, v->p, v->len);
+		rc = oplog_whole(o->store, NULL, c, key, klen, &whole);
+		if (rc == 0)
+			store_put(kb, CF_KEPTOPS, key, klen, whole.p, whole.len);
+	}
+	if (whole.p)
+		sodium_memzero(whole.p, whole.len);
+	buf_free(&whole);
 	return rc;
 }
 
@@ -92,11 +105,12 @@ static int keep_named(struct ops *o,
 static int cut_kept(struct ops *o,
                     struct store_batch *kb,
                     const struct buf *first,
-                    uint64_t last_seq)
+                    uint64_t last_seq,
+                    bool stream_end)
 {
 	int rc = store_batch_count(kb) ? store_commit(kb, false) : 0;
 
-	return rc < 0 ? rc : cut_run(o, first, last_seq);
+	return rc < 0 ? rc : cut_run(o, first, last_seq, stream_end);
 }
 
 int ops_truncate_log(struct ops *o, uint64_t cutoff_ms, int max)
@@ -104,6 +118,7 @@ int ops_truncate_log(struct ops *o, uint64_t cutoff_ms, int max)
 	struct store_iter *it;
 	struct store_batch *kb;
 	struct buf v = BUF_INIT, skip = BUF_INIT, first = BUF_INIT;
+	struct oplog_cache cache = {BUF_INIT, BUF_INIT};
 	const char *key;
 	size_t klen;
 	uint64_t last_seq = 0;
@@ -116,7 +131,7 @@ int ops_truncate_log(struct ops *o, uint64_t cutoff_ms, int max)
 		        NULL, v.len, (const uint8_t *)v.p);
 		bool old = op && hlc_ms(op->hlc) < cutoff_ms;
 		if (old && klen > 16)
-			rc = keep_named(o, kb, op, key, klen, &v);
+			rc = keep_named(o, kb, &cache, op, key, klen, &v);
 		if (op) {
 			records_op_wipe(op);
 			grantd__v1__op__free_unpacked(op, NULL);
@@ -129,7 +144,8 @@ int ops_truncate_log(struct ops *o, uint64_t cutoff_ms, int max)
 		 * kept first: the copies are in the WAL before the cut) */
 		if (first.len &&
 		    (klen != first.len || memcmp(key, first.p, klen - 8))) {
-			if ((rc = cut_kept(o, kb, &first, last_seq)) < 0)
+			/* the run went to its stream's end */
+			if ((rc = cut_kept(o, kb, &first, last_seq, true)) < 0)
 				break;
 			buf_reset(&first);
 		}
@@ -143,7 +159,7 @@ int ops_truncate_log(struct ops *o, uint64_t cutoff_ms, int max)
 		/* within one stream stamps grow with seq: once one is
 		 * recent, cut the run before it and skip the rest of the
 		 * stream (seek past origin \0 epoch, all-ones seq) */
-		if ((rc = cut_kept(o, kb, &first, last_seq)) < 0)
+		if ((rc = cut_kept(o, kb, &first, last_seq, false)) < 0)
 			break;
 		buf_reset(&first);
 		buf_reset(&skip);
@@ -153,9 +169,11 @@ int ops_truncate_log(struct ops *o, uint64_t cutoff_ms, int max)
 		store_iter_seek(it, skip.p, skip.len);
 	}
 	store_iter_free(&it);
+	/* rc 0: the log's end, so the last run went to its stream's end */
 	if (rc >= 0)
-		rc = cut_kept(o, kb, &first, last_seq);
+		rc = cut_kept(o, kb, &first, last_seq, rc == 0);
 	store_batch_free(&kb);
+	oplog_cache_free(&cache);
 	sodium_memzero(v.p, v.len);
 	buf_free(&v);
 	buf_free(&skip);

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "err.h"
+#include "oplog.h"
 #include "recops.h"
 #include "recops_int.h"
 #include "xalloc.h"
@@ -27,7 +28,7 @@ static int resolve(struct store *s,
                    const ProtobufCBinaryData *ref,
                    struct buf *out)
 {
-	int rc = store_get(s, b, CF_OPLOG, ref->data, ref->len, out);
+	int rc = oplog_get(s, b, ref->data, ref->len, out);
 
 	if (rc == GD_ENOTFOUND)
 		rc = store_get(s, b, CF_KEPTOPS, ref->data, ref->len, out);

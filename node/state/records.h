@@ -156,7 +156,15 @@ enum records_merge {
 	 * (ops_sweep.c); dropped once no record names it; sealed as the log  \
 	 * is */                                                               \
 	X(KEPTOPS, "keptops", _NOT_SET, &grantd__v1__op__descriptor,           \
-	  RECORDS_LOCAL, true, false, NULL, false)
+	  RECORDS_LOCAL, true, false, NULL, false)                             \
+	/* origin \0 epoch(8) seq(8) of a batch's last operation -> the      \
+	 * batch's record (opsig.h, the log's compact form): its signature,  \
+	 * prev and root once, and for a batch of this site its tree's table \
+	 * of hashes; the operation log's entries of the batch hold only     \
+	 * their index (oplog.h).  Hashes and a signature, no secret: not    \
+	 * sealed */                                                          \
+	X(OPBATCH, "opbatch", _NOT_SET, NULL, RECORDS_LOCAL, false, false,    \
+	  NULL, false)
 /* clang-format on */
 
 enum store_cf {

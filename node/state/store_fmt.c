@@ -32,7 +32,8 @@ struct fmt_step {
 };
 
 /* Format 2 (0.3.0): the transparency log's families, tleaves and thashes,
- * and recops and keptops, each record's signed operations (records.h).
+ * recops and keptops, each record's signed operations, and opbatch,
+ * the records of the log's compact batches (records.h).
  * RocksDB makes a missing column family when the store is
  * opened, so the step itself writes nothing: the stamp is what matters,
  * for a release that cannot open those families refuses the store by its
@@ -47,7 +48,7 @@ static int fmt_tlog_families(struct store *s, struct store_batch *b)
 /* Format 1 is 0.1.0's and 0.2.0's.  A change of the store's layout adds a
  * row { N, "what", fn } and raises STORE_FORMAT to N + 1. */
 static const struct fmt_step steps[] = {
-        {1, "new families (tleaves, thashes, recops, keptops)",
+        {1, "new families (tleaves, thashes, recops, keptops, opbatch)",
          fmt_tlog_families},
 };
 

@@ -33,6 +33,7 @@
 #include "digest.h"
 #include "err.h"
 #include "log.h"
+#include "oplog.h"
 #include "ops.h"
 #include "opsig.h"
 #include "plheads.h"
@@ -2129,11 +2130,14 @@ static void test_local(void **state)
 		buf_free(&err);
 		assert_int_equal(opsig_verify(&v, op, NULL), OPSIG_OK);
 		assert_int_equal(op->sig->count, 2);
-		/* the log holds the very bytes published */
+		/* the log holds it compact (oplog.h), and gives back the
+		 * very bytes published */
 		struct buf k = BUF_INIT, logged = BUF_INIT;
 		records_key_oplog(&k, "node0", ops_epoch(n->o), op->seq);
 		assert_int_equal(store_get(n->s, NULL, CF_OPLOG, k.p, k.len, &logged),
 				 0);
+		assert_true(logged.len < len);
+		assert_int_equal(oplog_get(n->s, NULL, k.p, k.len, &logged), 0);
 		assert_int_equal(logged.len, len);
 		assert_memory_equal(logged.p, p + 4, len);
 		buf_free(&k);

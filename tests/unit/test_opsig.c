@@ -21,6 +21,7 @@
 
 #include "err.h"
 #include "opsig.h"
+#include "tlog.h"
 
 /* The verifier key of a site, as grantctl log key prints it: a signed-note
  * key (note.h, whose tests hold Go's vectors) that note_vkey_parse takes,
@@ -473,12 +474,114 @@ static void test_keys_rotated(void **state)
 	opsig_signer_wipe(&third);
 }
 
+/* The log's compact form: for batches of 1 to 40, each operation logged
+ * compact (index and count; the path read from the record's table) and a
+ * peer's operation compacted (its path kept, no table) expand to the very
+ * bytes sent, which verify; a record of another batch, or one without a
+ * table for an op without a path, is refused. */
+static void test_compact(void **state)
+{
+	struct opsig_signer pa;
+	struct opsig_verifier v;
+	uint8_t chain[OPSIG_HASH_LEN] = {0};
+
+	(void)state;
+	signer(&pa, 1, "paloalto");
+	opsig_verifier_init(&v);
+	assert_int_equal(opsig_verifier_add(&v, "paloalto", pa.key.pub), 0);
+	for (size_t n = 1; n <= 40; n++) {
+		struct buf *b = make_ops("paloalto", n);
+		struct buf *lg = calloc(n, sizeof(*lg));
+		struct buf **p = calloc(n, sizeof(*p)), **l = calloc(n, sizeof(*l));
+		struct buf rec = BUF_INIT, other = BUF_INIT, out = BUF_INIT;
+		struct buf packed = BUF_INIT, prec = BUF_INIT;
+		uint64_t last;
+
+		assert_true(lg && p && l);
+		for (size_t i = 0; i < n; i++)
+			p[i] = &b[i], l[i] = &lg[i];
+		assert_int_equal(opsig_sign_batch_logged(&pa, chain, p, n, l,
+		                                         &rec),
+		                 0);
+		assert_int_equal(rec.len,
+		                 OPSIG_REC_HEAD + 32 * (size_t)tlog_stored_count(
+		                                               (int64_t)n));
+		for (size_t i = 0; i < n; i++) {
+			uint64_t seq = i + 1; /* make_ops' */
+			/* whole: not compact */
+			assert_int_equal(opsig_compact_last((uint8_t *)b[i].p,
+			                                    b[i].len, seq, &last),
+			                 0);
+			assert_int_equal(opsig_compact_last((uint8_t *)lg[i].p,
+			                                    lg[i].len, seq, &last),
+			                 1);
+			assert_int_equal(last, n);
+			assert_true(lg[i].len < b[i].len);
+			buf_reset(&out);
+			assert_int_equal(opsig_expand(&out, (uint8_t *)lg[i].p,
+			                              lg[i].len, seq,
+			                              (uint8_t *)rec.p, rec.len),
+			                 0);
+			assert_int_equal(out.len, b[i].len);
+			assert_memory_equal(out.p, b[i].p, out.len);
+			assert_int_equal(check(&v, &out), OPSIG_OK);
+
+			/* as a peer logs it: path kept, a record of the
+			 * head only */
+			Grantd__V1__Op *op = decode(&b[i]);
+			assert_int_equal(opsig_compact(&packed, &prec, &last, op),
+			                 0);
+			assert_int_equal(last, n);
+			assert_int_equal(prec.len, OPSIG_REC_HEAD);
+			assert_memory_equal(prec.p, rec.p, OPSIG_REC_HEAD);
+			buf_reset(&out);
+			assert_int_equal(opsig_expand(&out, (uint8_t *)packed.p,
+			                              packed.len, seq,
+			                              (uint8_t *)prec.p,
+			                              prec.len),
+			                 0);
+			assert_int_equal(out.len, b[i].len);
+			assert_memory_equal(out.p, b[i].p, out.len);
+			grantd__v1__op__free_unpacked(op, NULL);
+
+			/* refused: the op whole, a record of another count,
+			 * no table for an op without a path */
+			assert_int_equal(opsig_expand(&out, (uint8_t *)b[i].p,
+			                              b[i].len, seq,
+			                              (uint8_t *)rec.p, rec.len),
+			                 GD_EPROTO);
+			buf_reset(&other);
+			buf_add(&other, rec.p, rec.len);
+			other.p[4] ^= 1;
+			assert_int_equal(opsig_expand(&out, (uint8_t *)lg[i].p,
+			                              lg[i].len, seq,
+			                              (uint8_t *)other.p,
+			                              other.len),
+			                 GD_EPROTO);
+			if (n > 1)
+				assert_int_equal(
+				        opsig_expand(&out, (uint8_t *)lg[i].p,
+				                     lg[i].len, seq,
+				                     (uint8_t *)prec.p, prec.len),
+				        GD_EPROTO);
+		}
+		for (size_t i = 0; i < n; i++)
+			buf_free(&lg[i]);
+		free(lg), free(p), free(l);
+		buf_free(&rec), buf_free(&other), buf_free(&out);
+		buf_free(&packed), buf_free(&prec);
+		free_ops(b, n);
+	}
+	opsig_signer_wipe(&pa);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_vkey),
 	        cmocka_unit_test(test_key_name),
 	        cmocka_unit_test(test_batches),
+	        cmocka_unit_test(test_compact),
 	        cmocka_unit_test(test_chain),
 	        cmocka_unit_test(test_every_byte),
 	        cmocka_unit_test(test_refusals),

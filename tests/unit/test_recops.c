@@ -43,6 +43,7 @@
 #include "ops.h"
 #include "opsig.h"
 #include "pushleaf.h"
+#include "oplog.h"
 #include "recops.h"
 #include "records.h"
 #include "repl_int.h"
@@ -536,6 +537,8 @@ static void test_local_signed(void **state)
 	records_key_oplog(&ok, "sitea", ops_epoch(n->o), op->seq);
 	assert_int_equal(store_get(n->s, NULL, CF_OPLOG, ok.p, ok.len, &logged),
 	                 0);
+	assert_true(logged.len < ro->ops[0].len); /* compact: oplog.h */
+	assert_int_equal(oplog_get(n->s, NULL, ok.p, ok.len, &logged), 0);
 	assert_int_equal(logged.len, ro->ops[0].len);
 	assert_memory_equal(logged.p, ro->ops[0].data, logged.len);
 	grantd__v1__op__free_unpacked(op, NULL);
