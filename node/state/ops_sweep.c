@@ -87,12 +87,17 @@ static int keep_named(struct ops *o,
 	bool named;
 	int rc = recops_refers(o->store, NULL, op, key, klen, &named);
 
-	/* kept whole: the batch's record goes with the cut */
+	/* kept whole: the batch's record goes with the cut.  An entry that
+	 * cannot be made whole (its record lost: logged by oplog_whole) has
+	 * no proof to keep and is cut like the others, so that one damaged
+	 * entry does not stop the retention for good. */
 	if (rc == 0 && named) {
 		buf_add(&whole, v->p, v->len);
 		rc = oplog_whole(o->store, NULL, c, key, klen, &whole);
 		if (rc == 0)
 			store_put(kb, CF_KEPTOPS, key, klen, whole.p, whole.len);
+		else if (rc == GD_EPROTO)
+			rc = 0;
 	}
 	if (whole.p)
 		sodium_memzero(whole.p, whole.len);

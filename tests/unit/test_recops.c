@@ -550,6 +550,80 @@ static void test_local_signed(void **state)
 	buf_free(&logged);
 }
 
+/* Sign op (origin peera) alone as a batch of one, as peera would send it;
+ * *out is the decoded signed op (the caller frees it). */
+static Grantd__V1__Op *signed_copy(const struct opsig_signer *k,
+                                   uint8_t chain[OPSIG_HASH_LEN],
+                                   Grantd__V1__Op *op)
+{
+	struct buf b = BUF_INIT, *p = &b;
+	Grantd__V1__Op *out;
+
+	records_pack(&b, &op->base);
+	assert_int_equal(opsig_sign_batch(k, chain, &p, 1), 0);
+	out = grantd__v1__op__unpack(NULL, b.len, (const uint8_t *)b.p);
+	assert_non_null(out);
+	buf_free(&b);
+	return out;
+}
+
+/* The log's retention with compact entries (oplog.h): a signed operation
+ * a record names is copied to CF_KEPTOPS whole, its signature back in it;
+ * one whose batch record was lost is cut without a copy (it has no proof
+ * to keep), and the retention goes on past it. */
+static void test_cut_compact(void **state)
+{
+	struct fx_sites *f = *state;
+	struct fx_site *n = &f->n[0];
+	struct opsig_signer key;
+	uint8_t curve[32] = {7}, chain[OPSIG_HASH_LEN] = {0};
+	struct top t;
+	struct buf k = BUF_INIT, v = BUF_INIT;
+	struct store_batch *b;
+	Grantd__V1__Op *op;
+
+	memset(next_seq, 0, sizeof(next_seq));
+	assert_int_equal(opsig_signer_init(&key, curve, "h/grantd/peera"), 0);
+	/* seq 1 pushes r0 and r1, seq 2 r0 again (r1 still names seq 1),
+	 * each signed as a batch of its own */
+	op = signed_copy(&key, chain, op_refs(&t, 0, FX_HLC(100, 0), 2));
+	apply1(n, op);
+	grantd__v1__op__free_unpacked(op, NULL);
+	op = signed_copy(&key, chain, op_refs(&t, 0, FX_HLC(110, 0), 1));
+	apply1(n, op);
+	grantd__v1__op__free_unpacked(op, NULL);
+	/* logged compact: no signature in the entry */
+	records_key_oplog(&k, "peera", FX_EPOCH, 1);
+	assert_int_equal(store_get(n->s, NULL, CF_OPLOG, k.p, k.len, &v), 0);
+	op = grantd__v1__op__unpack(NULL, v.len, (const uint8_t *)v.p);
+	assert_non_null(op);
+	assert_non_null(op->sig);
+	assert_false(op->sig->has_sig);
+	grantd__v1__op__free_unpacked(op, NULL);
+	/* seq 2's batch record lost */
+	records_key_oplog(&k, "peera", FX_EPOCH, 2);
+	assert_int_equal(store_batch_new(&b, n->s), 0);
+	store_del(b, CF_OPBATCH, k.p, k.len);
+	assert_int_equal(store_commit(b, false), 0);
+	store_batch_free(&b);
+	assert_int_equal(
+	        ops_truncate_log(n->o, clock_wall_ms() + 3600 * 1000, 1000), 2);
+	assert_false(holds_op(n, CF_OPLOG, 1));
+	assert_false(holds_op(n, CF_OPLOG, 2));
+	/* seq 1 kept whole, signed */
+	records_key_oplog(&k, "peera", FX_EPOCH, 1);
+	assert_int_equal(store_get(n->s, NULL, CF_KEPTOPS, k.p, k.len, &v), 0);
+	op = grantd__v1__op__unpack(NULL, v.len, (const uint8_t *)v.p);
+	assert_non_null(op);
+	assert_true(op->sig && op->sig->has_sig);
+	grantd__v1__op__free_unpacked(op, NULL);
+	/* seq 2 had no proof left to keep */
+	assert_false(holds_op(n, CF_KEPTOPS, 2));
+	opsig_signer_wipe(&key);
+	buf_free(&k);
+	buf_free(&v);
+}
+
 /* ---- state transfer ---- */
 
 static int setup_pair(void **state)
@@ -698,6 +772,8 @@ int main(void)
 	        cmocka_unit_test_setup_teardown(test_lww_winner_only,
 	                                        setup_sites, fx_sites_teardown),
 	        cmocka_unit_test_setup_teardown(test_refs_per_ref, setup_sites,
+	                                        fx_sites_teardown),
+	        cmocka_unit_test_setup_teardown(test_cut_compact, setup_sites,
 	                                        fx_sites_teardown),
 	        cmocka_unit_test_setup_teardown(test_stored_once, setup_sites,
 	                                        fx_sites_teardown),
