@@ -306,16 +306,17 @@ bool ops_pending(const struct ops *o, struct store_batch *b)
 }
 
 /* The outbox's operations after outbox_signed, each "4-byte length, op":
- * signed as one batch (opsig_sign_batch), written to the log signed, and
- * put back in the outbox signed.  Unsigned without a signer. */
+ * signed as one batch (opsig_sign_batch_logged), written to the log in
+ * the compact form with the batch's record (oplog_put_batch), and put back
+ * in the outbox signed whole.  Unsigned (and logged whole) without a
+ * signer. */
 static int sign_outbox(struct ops *o, struct store_batch *b)
 {
 	size_t n = o->unsigned_seqs.len / sizeof(uint64_t), at, i;
 	struct buf *each, **ptrs, *logged = NULL, **lptrs = NULL;
 	struct buf out = BUF_INIT, k = BUF_INIT, rec = BUF_INIT;
 	uint64_t first = 0, seq;
-	bool compact = o->signer != NULL;
-	int rc;
+	int rc = 0;
 
 	if (n == 0)
 		return 0;
@@ -329,16 +330,16 @@ static int sign_outbox(struct ops *o, struct store_batch *b)
 		buf_add(&each[i], l + 4, len);
 		ptrs[i] = &each[i];
 		at += 4 + len;
-		/* the log's compact form keys the batch's record by its last
-		 * seq: the batch's seqs run without a gap (they always do) */
+		/* ops_local numbers them in turn and ops_rollback takes back
+		 * the seqs with the operations: a batch's seqs run without a
+		 * gap, which the log's compact form keys its record by */
 		memcpy(&seq, o->unsigned_seqs.p + i * sizeof(seq), sizeof(seq));
 		if (i == 0)
 			first = seq;
-		else if (seq != first + i)
-			compact = false;
+		GD_ASSERT(seq == first + i);
 	}
 	GD_ASSERT(at == o->outbox.len);
-	if (compact) {
+	if (o->signer) {
 		logged = xcalloc(n, sizeof(*logged));
 		lptrs = xcalloc(n, sizeof(*lptrs));
 		for (i = 0; i < n; i++)
@@ -348,19 +349,13 @@ static int sign_outbox(struct ops *o, struct store_batch *b)
 		if (rc == 0)
 			oplog_put_batch(b, o->site, o->epoch, first, lptrs, n,
 					&rec);
-	} else {
-		rc = o->signer ?
-			     opsig_sign_batch(o->signer, o->sig_chain, ptrs, n) :
-			     0;
 	}
 	for (i = 0; rc == 0 && i < n; i++) {
 		size_t len = each[i].len;
 		uint8_t hdr[4] = { (uint8_t)(len >> 24), (uint8_t)(len >> 16),
 				   (uint8_t)(len >> 8), (uint8_t)len };
-		if (!compact) {
-			memcpy(&seq, o->unsigned_seqs.p + i * sizeof(seq),
-			       sizeof(seq));
-			records_key_oplog(&k, o->site, o->epoch, seq);
+		if (!o->signer) { /* unsigned: logged whole */
+			records_key_oplog(&k, o->site, o->epoch, first + i);
 			store_put(b, CF_OPLOG, k.p, k.len, each[i].p,
 				  each[i].len);
 		}
