@@ -204,9 +204,10 @@ int oplog_cut(struct store *s,
 
 	if (rc < 0 || elen < 8)
 		return rc;
-	buf_add(&rend, end, elen);
-	if (stream_end) /* past origin \0 epoch's last seq */
-		buf_add(&rend, "", 1), memset(rend.p + elen - 8, 0xff, 8);
+	if (stream_end)
+		records_key_oplog_past(&rend, end, elen);
+	else
+		buf_add(&rend, end, elen);
 	rc = store_delete_range(s, CF_OPBATCH, begin, blen, rend.p, rend.len);
 	buf_free(&rend);
 	return rc;

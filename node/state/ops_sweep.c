@@ -167,10 +167,7 @@ int ops_truncate_log(struct ops *o, uint64_t cutoff_ms, int max)
 		if ((rc = cut_kept(o, kb, &first, last_seq, false)) < 0)
 			break;
 		buf_reset(&first);
-		buf_reset(&skip);
-		buf_add(&skip, key, klen - 8);
-		buf_add(&skip, "\xff\xff\xff\xff\xff\xff\xff\xff", 8);
-		buf_add(&skip, "", 1);
+		records_key_oplog_past(&skip, key, klen);
 		store_iter_seek(it, skip.p, skip.len);
 	}
 	store_iter_free(&it);

@@ -218,6 +218,14 @@ void records_key_oplog(struct buf *k, const char *origin, uint64_t epoch,
 	put_be64(k, seq);
 }
 
+void records_key_oplog_past(struct buf *k, const void *key, size_t klen)
+{
+	buf_reset(k);
+	buf_add(k, key, klen - 8);
+	buf_add(k, "\xff\xff\xff\xff\xff\xff\xff\xff", 8);
+	buf_add(k, "", 1);
+}
+
 static uint64_t get_be64(const char *p)
 {
 	uint64_t v = 0;

@@ -253,6 +253,10 @@ void records_key_loser(struct buf *k, const char *repo, const char *ref,
 void records_key_vv(struct buf *k, const char *origin, uint64_t epoch);
 void records_key_oplog(struct buf *k, const char *origin, uint64_t epoch,
 		       uint64_t seq);
+/* The key past every seq of the (origin, epoch) of the oplog key key
+ * (klen >= 8 bytes): its origin \0 epoch, eight 0xff and one 0, into k
+ * (reset first). */
+void records_key_oplog_past(struct buf *k, const void *key, size_t klen);
 /* A version vector's key (origin \0 epoch) into its origin (non-empty,
  * borrowed) and epoch; 0 or GD_EPROTO. */
 int records_vv_parse(const void *key,
