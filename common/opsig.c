@@ -168,23 +168,31 @@ static void build_tree(struct table *t,
 	GD_ASSERT(rc == 0);
 }
 
-/* The record's fixed head (opsig.h): version, count, sig, prev, root. */
+/* Where the parts of a record's fixed head sit (opsig.h): version (1),
+ * count (4, big-endian), sig, prev, root. */
+#define REC_COUNT 1
+#define REC_SIG   (REC_COUNT + 4)
+#define REC_PREV  (REC_SIG + OPSIG_SIG_LEN)
+#define REC_ROOT  (REC_PREV + OPSIG_HASH_LEN)
+
 static void put_rec_head(struct buf *rec,
                          uint32_t count,
                          const uint8_t *sig,
                          const uint8_t *prev,
                          const uint8_t *root)
 {
-	uint8_t head[OPSIG_REC_HEAD], *h = head;
+	uint8_t h[OPSIG_REC_HEAD];
 
-	*h++ = OPSIG_REC_VERSION;
-	*h++ = (uint8_t)(count >> 24), *h++ = (uint8_t)(count >> 16);
-	*h++ = (uint8_t)(count >> 8), *h++ = (uint8_t)count;
-	memcpy(h, sig, OPSIG_SIG_LEN);
-	memcpy(h + OPSIG_SIG_LEN, prev, OPSIG_HASH_LEN);
-	memcpy(h + OPSIG_SIG_LEN + OPSIG_HASH_LEN, root, OPSIG_HASH_LEN);
+	h[0] = OPSIG_REC_VERSION;
+	h[REC_COUNT] = (uint8_t)(count >> 24);
+	h[REC_COUNT + 1] = (uint8_t)(count >> 16);
+	h[REC_COUNT + 2] = (uint8_t)(count >> 8);
+	h[REC_COUNT + 3] = (uint8_t)count;
+	memcpy(h + REC_SIG, sig, OPSIG_SIG_LEN);
+	memcpy(h + REC_PREV, prev, OPSIG_HASH_LEN);
+	memcpy(h + REC_ROOT, root, OPSIG_HASH_LEN);
 	buf_reset(rec);
-	buf_add(rec, head, sizeof(head));
+	buf_add(rec, h, sizeof(h));
 }
 
 int opsig_sign_batch_logged(const struct opsig_signer *s,
@@ -435,16 +443,18 @@ int opsig_expand(struct buf *out,
 	rc = GD_EPROTO;
 	if (!compact_ok(m, seq, &last) || rlen < OPSIG_REC_HEAD ||
 	    rec[0] != OPSIG_REC_VERSION ||
-	    ((uint32_t)rec[1] << 24 | (uint32_t)rec[2] << 16 |
-	     (uint32_t)rec[3] << 8 | rec[4]) != m->count)
+	    ((uint32_t)rec[REC_COUNT] << 24 |
+	     (uint32_t)rec[REC_COUNT + 1] << 16 |
+	     (uint32_t)rec[REC_COUNT + 2] << 8 | rec[REC_COUNT + 3]) !=
+	            m->count)
 		goto out;
 	full = *m;
-	full.sig = (ProtobufCBinaryData){OPSIG_SIG_LEN, (uint8_t *)rec + 5};
+	full.sig =
+	        (ProtobufCBinaryData){OPSIG_SIG_LEN, (uint8_t *)rec + REC_SIG};
 	full.prev = (ProtobufCBinaryData){OPSIG_HASH_LEN,
-	                                  (uint8_t *)rec + 5 + OPSIG_SIG_LEN};
+	                                  (uint8_t *)rec + REC_PREV};
 	full.root = (ProtobufCBinaryData){OPSIG_HASH_LEN,
-	                                  (uint8_t *)rec + 5 + OPSIG_SIG_LEN +
-	                                          OPSIG_HASH_LEN};
+	                                  (uint8_t *)rec + REC_ROOT};
 	full.has_sig = full.has_prev = full.has_root = 1;
 	if (!m->n_path && m->count > 1) {
 		/* a batch this site signed: its path is in the table */
