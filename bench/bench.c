@@ -1,9 +1,11 @@
 /*
  * bench.c: the benchmark programs' shared helpers (bench.h).
  */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #include "bench.h"
@@ -41,4 +43,28 @@ uint64_t pct(const uint64_t *v, size_t n, double p)
 	if (k < 1)
 		k = 1;
 	return v[(k > n ? n : k) - 1];
+}
+
+bool bench_recv_all(int fd, void *p, size_t n)
+{
+	char *at = p;
+
+	while (n) {
+		ssize_t got = recv(fd, at, n, 0);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0)
+			return false;
+		at += got;
+		n -= (size_t)got;
+	}
+	return true;
+}
+
+size_t bench_frame_len(const void *hdr)
+{
+	const unsigned char *u = hdr;
+
+	return (size_t)u[0] << 24 | (size_t)u[1] << 16 | (size_t)u[2] << 8 |
+	       u[3];
 }

@@ -6,6 +6,7 @@
 #ifndef GD_BENCH_H
 #define GD_BENCH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -20,6 +21,13 @@ uint64_t now_ns(void);
 
 /* qsort's comparison of two uint64_t. */
 int cmp_u64(const void *a, const void *b);
+
+/* Read exactly n bytes from the blocking socket fd (EINTR retried);
+ * false on an error, a timeout (SO_RCVTIMEO) or the peer's close. */
+bool bench_recv_all(int fd, void *p, size_t n);
+
+/* The length in a 4-byte big-endian frame header (wire.h's framing). */
+size_t bench_frame_len(const void *hdr);
 
 /* Nearest-rank percentile p (0 to 100) of sorted v[0..n); 0 when n is 0. */
 uint64_t pct(const uint64_t *v, size_t n, double p);

@@ -219,22 +219,6 @@ static int open_conn_blocking(const char *path)
 	return fd;
 }
 
-/* Read exactly n bytes from a blocking socket; false on an error, the
- * timeout or the node's close. */
-static bool read_exact(int fd, uint8_t *p, size_t n)
-{
-	while (n) {
-		ssize_t got = recv(fd, p, n, 0);
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got <= 0)
-			return false;
-		p += got;
-		n -= (size_t)got;
-	}
-	return true;
-}
-
 /* One framed message (the 4-byte length already at frame[0..3]) out and
  * one answer in, into ans (cap bytes).  0, or GD_EUNREACH / GD_EPROTO. */
 static int lean_call(int fd, const uint8_t *frame, size_t len, uint8_t *ans,
@@ -242,13 +226,12 @@ static int lean_call(int fd, const uint8_t *frame, size_t len, uint8_t *ans,
 {
 	if (send(fd, frame, len, MSG_NOSIGNAL) != (ssize_t)len)
 		return GD_EUNREACH;
-	if (!read_exact(fd, ans, 4))
+	if (!bench_recv_all(fd, ans, 4))
 		return GD_EUNREACH;
-	*anslen = (size_t)ans[0] << 24 | (size_t)ans[1] << 16 |
-		  (size_t)ans[2] << 8 | ans[3];
+	*anslen = bench_frame_len(ans);
 	if (*anslen > cap)
 		return GD_EPROTO;
-	return read_exact(fd, ans, *anslen) ? 0 : GD_EUNREACH;
+	return bench_recv_all(fd, ans, *anslen) ? 0 : GD_EUNREACH;
 }
 
 static void note_fail(struct worker *w, const char *what)

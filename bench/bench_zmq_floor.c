@@ -119,13 +119,6 @@ struct uconn {
 	size_t len;
 };
 
-static size_t frame_len(const char *p)
-{
-	const unsigned char *u = (const unsigned char *)p;
-	return (size_t)u[0] << 24 | (size_t)u[1] << 16 | (size_t)u[2] << 8 |
-	       u[3];
-}
-
 /* Read what waits on fd and echo every whole message; false when the
  * client went. */
 static bool uconn_serve(int fd, struct uconn *c)
@@ -139,7 +132,7 @@ static bool uconn_serve(int fd, struct uconn *c)
 	c->len += (size_t)got;
 	size_t off = 0;
 	while (c->len - off >= 4) {
-		size_t n = 4 + frame_len(c->buf + off);
+		size_t n = 4 + bench_frame_len(c->buf + off);
 		if (n > sizeof(c->buf))
 			return false;
 		if (c->len - off < n)
@@ -202,26 +195,13 @@ static void unix_addr(struct sockaddr_un *a, const char *path)
 
 /* ---- the clients -------------------------------------------------------- */
 
-/* Read exactly n bytes. */
-static bool recv_all(int fd, char *p, size_t n)
-{
-	while (n) {
-		ssize_t got = recv(fd, p, n, 0);
-		if (got <= 0)
-			return false;
-		p += got;
-		n -= (size_t)got;
-	}
-	return true;
-}
-
 /* One request framed as wire.h does and its echo. */
 static bool unix_call(int fd, const char *req, size_t len, char *rep)
 {
 	if (send(fd, req, 4 + len, MSG_NOSIGNAL) != (ssize_t)(4 + len))
 		return false;
-	return recv_all(fd, rep, 4) && frame_len(rep) == len &&
-	       recv_all(fd, rep + 4, len);
+	return bench_recv_all(fd, rep, 4) && bench_frame_len(rep) == len &&
+	       bench_recv_all(fd, rep + 4, len);
 }
 
 /* A client of the unix echo: one connection, closed loop. */
