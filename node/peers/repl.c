@@ -117,7 +117,7 @@ void repl_apply_op(struct repl *r,
                    struct repl_peer *p,
                    const Grantd__V1__Op *op,
                    int checked,
-                   uint64_t sent_us,
+                   const struct lat_stamp *at,
                    uint64_t now_ms)
 {
 	uint64_t wall_ms = clock_wall_ms(); /* stamps; now_ms: intervals */
@@ -177,17 +177,19 @@ void repl_apply_op(struct repl *r,
 		return;
 	}
 	if (applied)
-		repl_applied(r, sent_us);
+		repl_applied(r, at);
 }
 
-void repl_applied(struct repl *r, uint64_t sent_us)
+void repl_applied(struct repl *r, const struct lat_stamp *at)
 {
 	r->dirty = true;
 	r->batch_ops++;
 	r->lat.episode_ops++;
-	if (sent_us && r->lat.npending < HANDLE_MAX_SAMPLES)
-		r->lat.pending[r->lat.npending++] =
-		        (uint32_t)(sent_us & 0xffffffff);
+	if (at && r->lat.npending < HANDLE_MAX_SAMPLES) {
+		struct lat_stamp *s = &r->lat.pending[r->lat.npending++];
+		*s = *at;
+		s->applied = (uint32_t)clock_wall_us();
+	}
 }
 
 static void *link_sub(struct repl *r, struct repl_peer *p)
@@ -312,6 +314,9 @@ int repl_open(struct repl **out, const struct repl_opts *o)
 	            tlogwit_on_req, r->tlogwit) < 0)
 		goto fail;
 	r->lat.lat_us = xcalloc(LAT_SAMPLES, sizeof(*r->lat.lat_us));
+	for (int k = 0; k < LAT__STAGES; k++)
+		r->lat.stage_us[k] =
+		        xcalloc(WAIT_SAMPLES, sizeof(*r->lat.stage_us[k]));
 	r->syncing = r->npeers > 0;
 	if (r->syncing)
 		log_info("syncing with peers before validating tokens peers=%d",
@@ -349,6 +354,8 @@ void repl_destroy(struct repl **rp)
 		zmq_close(r->pub);
 	repl_xfer_free(&r->xfer);
 	free(r->lat.lat_us);
+	for (int k = 0; k < LAT__STAGES; k++)
+		free(r->lat.stage_us[k]);
 	free(r);
 	*rp = NULL;
 }

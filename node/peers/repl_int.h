@@ -106,8 +106,10 @@ struct repl_peer {
 	char done_origin[NAME_SITE_MAX + 1];
 	uint64_t done_epoch;
 	uint64_t done_from;
-	/* operations its SUB delivered, not yet applied (repl_live.c) */
+	/* operations its SUB delivered, not yet applied (repl_live.c),
+	 * and when each came (clock_wall_us, for the latency's stages) */
 	Grantd__V1__PeerMsg **live;
+	uint64_t *live_recv_us;
 	size_t nlive, caplive;
 };
 
@@ -150,17 +152,37 @@ enum repl_drop {
 	DROP__COUNT
 };
 
+/* A live operation's way to durable here, each stamp the low 32 bits of
+ * a wall clock's µs: published (the origin's clock, in the message),
+ * received (ours, as the peer's socket gave it), checked and applied
+ * into the batch, written (the batch committed to RocksDB), durable (the
+ * syncer's fsync reported).  A sample's latency is durable - sent; its
+ * stages (enum lat_stage) are the steps between, so that a slow p99 says
+ * where it waited (bench/run-repl prints them). */
+struct lat_stamp {
+	uint32_t sent, recv, applied, written;
+};
+enum lat_stage {
+	LAT_WIRE, /* sent to received: the origin's publish, the link */
+	LAT_APPLY, /* received to applied: the round, the check, the merge */
+	LAT_WRITE, /* applied to written: the rest of the round, the write */
+	LAT_DURABLE, /* written to durable: the syncer's queue and fsync */
+	LAT__STAGES
+};
+
 /* Replication latency samples (publish at the origin to durable here),
  * and the last catch-up episode, for `grantctl status` and bench/. */
 #define LAT_SAMPLES (1 << 20)
 struct repl_latency {
 	uint32_t *lat_us; /* ring of samples */
 	uint64_t lat_n; /* samples ever taken */
-	uint32_t pending[HANDLE_MAX_SAMPLES];
+	/* the last WAIT_SAMPLES samples' stages, ring by lat_n too */
+	uint32_t *stage_us[LAT__STAGES];
+	struct lat_stamp pending[HANDLE_MAX_SAMPLES];
 	int npending; /* applied, not yet committed */
 	struct {
 		uint64_t ticket; /* durable when the syncer passes it */
-		uint32_t sent;
+		struct lat_stamp at;
 	} waiting[WAIT_SAMPLES];
 	uint64_t wait_head, wait_tail; /* ring indexes */
 	uint64_t behind_since_ms; /* current episode, 0: level */
@@ -169,6 +191,7 @@ struct repl_latency {
 	/* the percentiles status shows, as of sorted_n samples */
 	uint64_t sorted_n, sorted_at_ms;
 	uint32_t p50, p99, max;
+	uint32_t stage_p50[LAT__STAGES], stage_p99[LAT__STAGES];
 };
 
 struct repl {
@@ -234,7 +257,8 @@ void repl_live_take(struct repl *r,
 void repl_live_flush(struct repl *r, struct repl_peer *p, uint64_t now_ms);
 void repl_live_free(struct repl_peer *p);
 /* Check op as a live operation and apply it into the batch; a gap asks
- * p for the range (sent_us: its publish time for the latency, 0: none).
+ * p for the range (at: its publish and receipt for the latency, sent and
+ * recv set; NULL: none).
  * checked: OPSIG_OK when the caller checked this very op's signature
  * (opsig_verify_run over what it holds), so it is not hashed again;
  * REPL_UNCHECKED otherwise. */
@@ -243,7 +267,7 @@ void repl_apply_op(struct repl *r,
                    struct repl_peer *p,
                    const Grantd__V1__Op *op,
                    int checked,
-                   uint64_t sent_us,
+                   const struct lat_stamp *at,
                    uint64_t now_ms);
 /* opsig_verify of op with this site's keys (the one check of every path
  * an operation or a state transfer's record takes); OPSIG_NO_KEY counted
@@ -251,8 +275,8 @@ void repl_apply_op(struct repl *r,
 enum opsig_verdict
 repl_op_verdict(struct repl *r, const Grantd__V1__Op *op, struct buf *why);
 /* An operation applied into the batch this round (counted for the
- * commit, the catch-up episode and, sent_us not 0, the latency). */
-void repl_applied(struct repl *r, uint64_t sent_us);
+ * commit, the catch-up episode and, at not NULL, the latency). */
+void repl_applied(struct repl *r, const struct lat_stamp *at);
 /* n messages of peers dropped (with or without a reason of their own):
  * replication's count, repl_dropped_total() adds the link's */
 static inline void repl_dropped(struct repl *r, uint64_t n)

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "records.h"
 #include "repl_int.h"
 #include "xalloc.h"
@@ -40,7 +41,10 @@ void repl_live_flush(struct repl *r, struct repl_peer *p, uint64_t now_ms)
 	free(ops);
 	for (size_t i = 0; i < p->nlive; i++) {
 		Grantd__V1__PeerMsg *m = p->live[i];
-		repl_apply_op(r, p, m->op, (int)d[i], m->sent_us, now_ms);
+		struct lat_stamp at = {.sent = (uint32_t)m->sent_us,
+		                       .recv = (uint32_t)p->live_recv_us[i]};
+		repl_apply_op(r, p, m->op, (int)d[i], m->sent_us ? &at : NULL,
+		              now_ms);
 		records_op_wipe(m->op);
 		grantd__v1__peer_msg__free_unpacked(m, NULL);
 	}
@@ -53,7 +57,13 @@ void repl_live_take(struct repl *r,
                     Grantd__V1__PeerMsg *m,
                     uint64_t now_ms)
 {
+	size_t cap = p->caplive;
+
 	GD_GROW(p->live, p->caplive, p->nlive + 1);
+	if (p->caplive != cap)
+		p->live_recv_us = xreallocarray(p->live_recv_us, p->caplive,
+		                                sizeof(*p->live_recv_us));
+	p->live_recv_us[p->nlive] = clock_wall_us();
 	p->live[p->nlive++] = m;
 	if (p->nlive >= LIVE_MAX)
 		repl_live_flush(r, p, now_ms);
@@ -66,6 +76,8 @@ void repl_live_free(struct repl_peer *p)
 		grantd__v1__peer_msg__free_unpacked(p->live[i], NULL);
 	}
 	free(p->live);
+	free(p->live_recv_us);
 	p->live = NULL;
+	p->live_recv_us = NULL;
 	p->nlive = p->caplive = 0;
 }

@@ -222,7 +222,7 @@ static void mirror_skip(struct repl *r,
 	if (rc == GD_EINVAL)
 		repl_range_request(r, p, e->origin, e->epoch, now_ms);
 	else if (applied)
-		repl_applied(r, 0);
+		repl_applied(r, NULL);
 }
 
 /* mirror_ops from frontend p (we are a mirror): live, p's own operations
@@ -233,6 +233,9 @@ void repl_mirror_apply_ops(struct repl *r,
                            uint64_t sent_us,
                            uint64_t now_ms)
 {
+	struct lat_stamp at = {.sent = (uint32_t)sent_us,
+	                       .recv = (uint32_t)clock_wall_us()};
+
 	if (mo->range) {
 		if (!repl_range_answers(r, p, mo->origin, mo->epoch,
 		                        mo->has_from, mo->from))
@@ -290,7 +293,7 @@ void repl_mirror_apply_ops(struct repl *r,
 			repl_dropped(r, 1); /* its stamp is not its own */
 		else
 			repl_apply_op(r, p, op, verdict[i],
-			              mo->range ? 0 : sent_us,
+			              mo->range || !sent_us ? NULL : &at,
 			              now_ms);
 		if (op) {
 			records_op_wipe(op);

@@ -173,7 +173,7 @@ void repl_range_apply(struct repl *r,
 		Grantd__V1__Op *op = ops[i];
 		if (repl_range_holds(r, p, origin, epoch, op->origin, op->epoch,
 		                     op->seq))
-			repl_apply_op(r, p, op, (int)d[i], 0, now_ms);
+			repl_apply_op(r, p, op, (int)d[i], NULL, now_ms);
 		records_op_wipe(op);
 		grantd__v1__op__free_unpacked(op, NULL);
 	}

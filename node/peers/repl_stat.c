@@ -147,32 +147,44 @@ void repl_status(struct repl *r, cJSON *arr, uint64_t now_ms)
 
 void repl_synced(struct repl *r, uint64_t ticket)
 {
+	struct repl_latency *m = &r->lat;
 	uint32_t now = (uint32_t)(clock_wall_us() & 0xffffffff);
 
-	while (r->lat.wait_head < r->lat.wait_tail) {
-		uint64_t w = r->lat.wait_head % WAIT_SAMPLES;
-		if (r->lat.waiting[w].ticket > ticket)
+	while (m->wait_head < m->wait_tail) {
+		uint64_t w = m->wait_head % WAIT_SAMPLES;
+		if (m->waiting[w].ticket > ticket)
 			break;
-		if (r->lat.lat_us)
-			r->lat.lat_us[r->lat.lat_n++ % LAT_SAMPLES] =
-			        now - r->lat.waiting[w].sent;
+		const struct lat_stamp *at = &m->waiting[w].at;
 		/* a clock behind the origin's by more than the delay: 0 */
-		uint32_t d = now - r->lat.waiting[w].sent;
+		uint32_t d = now - at->sent;
+		if (m->lat_us) {
+			uint32_t st[LAT__STAGES] = {
+			        [LAT_WIRE] = at->recv - at->sent,
+			        [LAT_APPLY] = at->applied - at->recv,
+			        [LAT_WRITE] = at->written - at->applied,
+			        [LAT_DURABLE] = now - at->written,
+			};
+			for (int k = 0; k < LAT__STAGES; k++)
+				m->stage_us[k][m->lat_n % WAIT_SAMPLES] = st[k];
+			m->lat_us[m->lat_n++ % LAT_SAMPLES] = d;
+		}
 		metrics_observe(r->latency_hist, d > INT32_MAX ? 0 : d);
-		r->lat.wait_head++;
+		m->wait_head++;
 	}
 }
 
 void repl_stat_committed(struct repl *r, int rc, uint64_t ticket)
 {
 	struct repl_latency *m = &r->lat;
+	uint32_t now = (uint32_t)clock_wall_us();
 
 	for (int i = 0; rc == 0 && i < m->npending; i++) {
 		if (m->wait_tail - m->wait_head == WAIT_SAMPLES)
 			break; /* samples, not data: drop */
 		uint64_t w = m->wait_tail++ % WAIT_SAMPLES;
 		m->waiting[w].ticket = ticket;
-		m->waiting[w].sent = m->pending[i];
+		m->waiting[w].at = m->pending[i];
+		m->waiting[w].at.written = now;
 	}
 	m->npending = 0;
 }
@@ -204,11 +216,20 @@ static int cmp_u32(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* The p50 and p99 of the n samples v (sorted in place). */
+static void percentiles(uint32_t *v, uint64_t n, uint32_t *p50, uint32_t *p99)
+{
+	qsort(v, n, sizeof(*v), cmp_u32);
+	*p50 = v[n / 2];
+	*p99 = v[n * 99 / 100];
+}
+
 /* Sort the samples again for their percentiles when new ones came (see
- * LAT_SORT_CHEAP). */
+ * LAT_SORT_CHEAP); the stages over the last WAIT_SAMPLES of them. */
 static void lat_sort(struct repl_latency *m)
 {
 	uint64_t n = m->lat_n < LAT_SAMPLES ? m->lat_n : LAT_SAMPLES;
+	uint64_t ns = m->lat_n < WAIT_SAMPLES ? m->lat_n : WAIT_SAMPLES;
 	uint64_t now = clock_mono_ms();
 
 	if (!n || !m->lat_us || m->sorted_n == m->lat_n ||
@@ -217,10 +238,12 @@ static void lat_sort(struct repl_latency *m)
 		return;
 	uint32_t *v = xreallocarray(NULL, n, sizeof(*v));
 	memcpy(v, m->lat_us, n * sizeof(*v));
-	qsort(v, n, sizeof(*v), cmp_u32);
-	m->p50 = v[n / 2];
-	m->p99 = v[n * 99 / 100];
+	percentiles(v, n, &m->p50, &m->p99);
 	m->max = v[n - 1];
+	for (int k = 0; k < LAT__STAGES; k++) {
+		memcpy(v, m->stage_us[k], ns * sizeof(*v));
+		percentiles(v, ns, &m->stage_p50[k], &m->stage_p99[k]);
+	}
 	free(v);
 	m->sorted_n = m->lat_n;
 	m->sorted_at_ms = now;
@@ -235,6 +258,20 @@ void repl_metrics(struct repl *r, cJSON *obj)
 		cJSON_AddNumberToObject(lat, "p50", r->lat.p50);
 		cJSON_AddNumberToObject(lat, "p99", r->lat.p99);
 		cJSON_AddNumberToObject(lat, "max", r->lat.max);
+		/* where the samples waited (struct lat_stamp), of the
+		 * last WAIT_SAMPLES */
+		static const char *const stage_names[LAT__STAGES] = {
+		        [LAT_WIRE] = "wire",
+		        [LAT_APPLY] = "apply",
+		        [LAT_WRITE] = "write",
+		        [LAT_DURABLE] = "durable",
+		};
+		cJSON *st = cJSON_AddObjectToObject(lat, "stages");
+		for (int k = 0; k < LAT__STAGES; k++) {
+			cJSON *o = cJSON_AddObjectToObject(st, stage_names[k]);
+			cJSON_AddNumberToObject(o, "p50", r->lat.stage_p50[k]);
+			cJSON_AddNumberToObject(o, "p99", r->lat.stage_p99[k]);
+		}
 	}
 	cJSON *dr = cJSON_AddObjectToObject(obj, "dropped");
 	for (int i = 0; i < DROP__COUNT; i++)

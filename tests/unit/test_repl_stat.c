@@ -9,7 +9,8 @@
  *    names every reason;
  *  - a latency sample is taken only once its batch is durable (the
  *    syncer passed its ticket), never for a batch that failed to commit,
- *    and the percentiles follow the samples;
+ *    and the percentiles follow the samples, split by stage (the wire,
+ *    the apply, the write, the fsync);
  *  - a catch-up episode runs from the first tick behind to the first
  *    level one, with the operations applied meanwhile;
  *  - a peer's status: heard (connected until CONNECTED_MS of silence),
@@ -94,16 +95,49 @@ static void test_refusals_by_reason(void **state)
 	assert_true(metric(r, "dropped", "range_unasked") == 0);
 }
 
+/* latency_us.stages.<stage>.<name> in r's repl_metrics. */
+static double stage_metric(struct repl *r, const char *stage, const char *name)
+{
+	cJSON *obj = cJSON_CreateObject();
+	const cJSON *n;
+	double v;
+
+	repl_metrics(r, obj);
+	n = cJSON_GetObjectItem(
+	        cJSON_GetObjectItem(
+	                cJSON_GetObjectItem(
+	                        cJSON_GetObjectItem(obj, "latency_us"),
+	                        "stages"),
+	                stage),
+	        name);
+	if (!cJSON_IsNumber(n))
+		fail_msg("no latency_us.stages.%s.%s in repl_metrics", stage,
+		         name);
+	v = n->valuedouble;
+	cJSON_Delete(obj);
+	return v;
+}
+
+/* An operation published us_ago µs ago and received wire_us after. */
+static void applied_at(struct repl *r, uint64_t us_ago, uint32_t wire_us)
+{
+	uint64_t now_us = clock_wall_us();
+	struct lat_stamp at = {.sent = (uint32_t)(now_us - us_ago),
+	                       .recv = (uint32_t)(now_us - us_ago + wire_us)};
+
+	repl_applied(r, &at);
+}
+
 static void test_latency_when_durable(void **state)
 {
 	struct fx_pair *f = *state;
 	struct repl *r = f->a.repl;
-	uint64_t now_us = clock_wall_us();
 
 	assert_true(metric(r, "latency_us", "count") == 0);
-	/* three operations published 1, 2 and 3 ms ago, in batch 5 */
+	/* three operations published 2, 3 and 4 ms ago, received 1 ms
+	 * after that, in batch 5 */
 	for (int i = 1; i <= 3; i++)
-		repl_applied(r, now_us - 1000 * (uint64_t)i);
+		applied_at(r, 1000 * (uint64_t)(i + 1), 1000);
 	repl_stat_committed(r, 0, 5);
 	repl_synced(r, 4); /* not durable yet */
 	assert_true(metric(r, "latency_us", "count") == 0);
@@ -111,16 +145,25 @@ static void test_latency_when_durable(void **state)
 	assert_true(metric(r, "latency_us", "count") == 3);
 	double p50 = metric(r, "latency_us", "p50");
 	double max = metric(r, "latency_us", "max");
-	assert_true(p50 >= 2000 && p50 < 2000 + 10e6);
-	assert_true(max >= 3000 && max >= p50);
+	assert_true(p50 >= 3000 && p50 < 3000 + 10e6);
+	assert_true(max >= 4000 && max >= p50);
+	/* where they waited: 1 ms on the wire each, the rest (received 1,
+	 * 2 and 3 ms before now) to be applied, then written and durable */
+	assert_true(stage_metric(r, "wire", "p50") == 1000);
+	assert_true(stage_metric(r, "wire", "p99") == 1000);
+	assert_true(stage_metric(r, "apply", "p50") >= 2000);
+	assert_true(stage_metric(r, "apply", "p99") >= 3000);
+	double rest = stage_metric(r, "write", "p50") +
+	              stage_metric(r, "durable", "p50");
+	assert_true(rest < p50); /* each sample's stages sum to it */
 	/* a batch that failed to commit: its samples go with it */
-	repl_applied(r, now_us);
-	repl_applied(r, now_us);
+	applied_at(r, 0, 0);
+	applied_at(r, 0, 0);
 	repl_stat_committed(r, GD_EIO, 6);
 	repl_synced(r, 6);
 	assert_true(metric(r, "latency_us", "count") == 3);
 	/* an operation without a publish time is no sample */
-	repl_applied(r, 0);
+	repl_applied(r, NULL);
 	repl_stat_committed(r, 0, 7);
 	repl_synced(r, 7);
 	assert_true(metric(r, "latency_us", "count") == 3);
