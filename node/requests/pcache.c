@@ -69,11 +69,55 @@ void pcache_revokes_clear(struct pcache_revokes *rv)
 	memset(rv, 0, sizeof(*rv));
 }
 
+void pcache_grants_clear(struct pcache_user *e)
+{
+	for (size_t i = 0; i < e->n_grants; i++)
+		free(e->grants[i].session);
+	free(e->grants);
+	e->grants = NULL;
+	e->n_grants = e->cap_grants = 0;
+}
+
 static void user_clear(struct pcache_user *e)
 {
 	free(e->name);
 	pcache_revokes_clear(&e->rv);
+	pcache_grants_clear(e);
 	memset(e, 0, sizeof(*e));
+}
+
+bool pcache_grants_add(struct pcache_user *e,
+                       const struct gd_net *net,
+                       int64_t expires,
+                       const char *session)
+{
+	if (e->grants_over)
+		return false;
+	if (e->n_grants == PCACHE_GRANTS_MAX) {
+		pcache_grants_clear(e);
+		e->grants_over = true;
+		return false;
+	}
+	GD_GROW(e->grants, e->cap_grants, e->n_grants + 1);
+	e->grants[e->n_grants++] = (struct pcache_grant){
+	        .net = *net,
+	        .expires = expires,
+	        .session = session && *session ? xstrdup(session) : NULL};
+	return true;
+}
+
+bool pcache_grants_cover(const struct pcache_user *e,
+                         const struct gd_net *ip,
+                         const char *session,
+                         int64_t now)
+{
+	for (size_t i = 0; i < e->n_grants; i++) {
+		const struct pcache_grant *g = &e->grants[i];
+		if (g->expires > now && addr_contains(&g->net, ip) &&
+		    (!g->session || (session && !strcmp(g->session, session))))
+			return true;
+	}
+	return false;
 }
 
 void pcache_repo_clear(struct pcache_repo *e)
@@ -197,6 +241,13 @@ void pcache_each_block(const struct pcache *c,
 			fn(u->name, strlen(u->name) + 1, payload);
 			revokes_blocks(&u->rv, fn, payload);
 		}
+		if (u->grants)
+			fn(u->grants, u->cap_grants * sizeof(*u->grants),
+			   payload);
+		for (size_t j = 0; j < u->n_grants; j++)
+			if (u->grants[j].session)
+				fn(u->grants[j].session,
+				   strlen(u->grants[j].session) + 1, payload);
 		if (r->name)
 			fn(r->name, strlen(r->name) + 1, payload);
 		if (r->writers)

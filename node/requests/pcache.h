@@ -2,11 +2,14 @@
  * pcache.h: the reader thread's cache of the facts a push decision reads
  * that depend on neither the client's address nor the clock (issue 23):
  * per user, whether a live user record exists, whether an enrollment
- * exists and whether it is active, and the user's revocations (the
- * user's and the address ones: stamps and nets); per repository, whether
- * it exists, its mode and its writers.  policy.c fills it from the view a
- * decision reads and reads it back (policy_push, policy_2fa and the
- * revocations of find_grant); the grant lookup itself stays uncached.
+ * exists and whether it is active, the user's revocations (the user's
+ * and the address ones: stamps and nets) and the user's grants that can
+ * allow anything (not voided by a revocation, a net that parses: net,
+ * expiry, session); per repository, whether it exists, its mode and its
+ * writers.  policy.c fills it from the view a decision reads and reads it
+ * back (policy_push, policy_2fa and the revocations of find_grant).  The
+ * address and the clock stay out of it: each decision matches its
+ * caller's address and its own time against the cached grants.
  *
  * Facts, never records: nothing of an enrollment but "exists" and
  * "active" is kept, so no secret (and nothing derived from one) is ever
@@ -56,6 +59,17 @@ struct pcache_revokes {
 	size_t n_addr, cap_addr;
 };
 
+/* A grant that may allow a push (see above); session NULL: any. */
+struct pcache_grant {
+	struct gd_net net;
+	int64_t expires;
+	char *session;
+};
+
+/* A user with more grants than this that may still allow keeps none in
+ * the cache (grants_over): each decision reads them from the view. */
+#define PCACHE_GRANTS_MAX 64
+
 /* A user's entry: each part read only when a decision needs it (its
  * *_known flag then set). */
 struct pcache_user {
@@ -67,6 +81,10 @@ struct pcache_user {
 	bool enrolled; /* enroll, and active (after the first val) */
 	bool revokes_known;
 	struct pcache_revokes rv;
+	bool grants_known;
+	bool grants_over; /* more than PCACHE_GRANTS_MAX: none kept */
+	struct pcache_grant *grants;
+	size_t n_grants, cap_grants;
 };
 
 /* A repository's entry. */
@@ -119,6 +137,23 @@ void pcache_revokes_add(struct pcache_revokes *rv,
 
 /* Free what rv holds (not rv), leaving it empty. */
 void pcache_revokes_clear(struct pcache_revokes *rv);
+
+/* Add a grant (session copied; NULL or "": any session) to e's; false
+ * when e holds PCACHE_GRANTS_MAX already: then e keeps none and says
+ * grants_over. */
+bool pcache_grants_add(struct pcache_user *e,
+                       const struct gd_net *net,
+                       int64_t expires,
+                       const char *session);
+
+/* Drop e's grants (grants_known and grants_over untouched). */
+void pcache_grants_clear(struct pcache_user *e);
+
+/* Does one of e's grants allow ip (in session; NULL: none) at now? */
+bool pcache_grants_cover(const struct pcache_user *e,
+                         const struct gd_net *ip,
+                         const char *session,
+                         int64_t now);
 
 /* Call fn on every block of memory c holds (its tables and what their
  * entries point to): for a test that no secret is among them. */

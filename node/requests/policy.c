@@ -433,6 +433,85 @@ static int find_grant(Grantd__V1__Grant **out,
 	return rc < 0 ? rc : 0;
 }
 
+/* Fill e (pc's cache's entry of user) with user's grants that may
+ * allow (pcache.h: not void, a net that parses; expired or not, the clock
+ * is the decision's); e's grants_known then set, or grants_over when
+ * there are too many to keep. */
+static int grants_facts(struct pcache_user *e,
+                        const struct policy_ctx *pc,
+                        const char *user,
+                        ProtobufCAllocator *al)
+{
+	struct store_iter *it;
+	struct buf v = BUF_INIT;
+	const char *key;
+	size_t klen;
+	struct pcache_revokes local = {0}; /* stays empty: e's are used */
+	const struct pcache_revokes *rv;
+	int rc;
+
+	/* e's own revocations: pcache_user of the same name */
+	rc = revokes_facts(&rv, &local, pc, user, al);
+	pcache_revokes_clear(&local);
+	if (rc < 0)
+		return rc;
+	store_iter_new(&it, pc->store, pc->batch, CF_GRANTS, user,
+	               strlen(user) + 1);
+	while ((rc = store_iter_next(it, &key, &klen, &v)) > 0) {
+		Grantd__V1__Grant *g = grantd__v1__grant__unpack(
+		        al, v.len, (const uint8_t *)v.p);
+		struct gd_net net;
+		bool keep = g && !grant_void_facts(g, rv) && g->net &&
+		            addr_parse(&net, g->net, true) == 0;
+		bool full = keep &&
+		            !pcache_grants_add(e, &net, g->expires, g->session);
+		if (g)
+			grantd__v1__grant__free_unpacked(g, al);
+		if (full) { /* too many to keep: grants_over */
+			rc = 0;
+			break;
+		}
+	}
+	store_iter_free(&it);
+	buf_free(&v);
+	if (rc < 0) {
+		pcache_grants_clear(e);
+		return rc;
+	}
+	e->grants_known = !e->grants_over;
+	return 0;
+}
+
+/* Does one of user's grants allow ip (in session) at now: from pc's
+ * cache when it has one and the user's grants fit in it, else read. */
+static int grant_covers(bool *covered,
+                        const struct policy_ctx *pc,
+                        const char *user,
+                        const struct gd_net *ip,
+                        const char *session,
+                        int64_t now,
+                        ProtobufCAllocator *al)
+{
+	struct pcache *c = cache_of(pc);
+	struct pcache_user *e = c ? pcache_user(c, user) : NULL;
+	Grantd__V1__Grant *g;
+	int rc;
+
+	if (e && !e->grants_known && !e->grants_over &&
+	    (rc = grants_facts(e, pc, user, al)) < 0)
+		return rc;
+	if (e && e->grants_known) {
+		*covered = pcache_grants_cover(e, ip, session, now);
+		return 0;
+	}
+	if ((rc = find_grant(&g, pc, user, ip, session, now, al)) < 0)
+		return rc;
+	*covered = g != NULL;
+	if (g)
+		grantd__v1__grant__free_unpacked(g, al);
+	return 0;
+}
+
 int policy_find_grant(Grantd__V1__Grant **out,
                       const struct policy_ctx *pc,
                       const char *user,
@@ -537,7 +616,7 @@ static int decide_2fa(const struct policy_ctx *pc,
                       const char **factor,
                       ProtobufCAllocator *al)
 {
-	Grantd__V1__Grant *g = NULL;
+	bool covered;
 	char ipstr[ADDR_STRLEN];
 	/* no user record: never enrolled (gitolite users enroll themselves) */
 	bool enrolled = u->live && u->enrolled;
@@ -578,9 +657,9 @@ static int decide_2fa(const struct policy_ctx *pc,
 			           pc->host, pc->host);
 		return GD_EDENIED;
 	}
-	if ((rc = find_grant(&g, pc, user, ip, session, now, al)) < 0)
+	if ((rc = grant_covers(&covered, pc, user, ip, session, now, al)) < 0)
 		return rc;
-	if (!g) {
+	if (!covered) {
 		addr_format(ipstr, ip);
 		buf_printf(why,
 		           "IP address %s has not been validated for "
@@ -595,7 +674,6 @@ static int decide_2fa(const struct policy_ctx *pc,
 		           pc->host);
 		return GD_EDENIED;
 	}
-	grantd__v1__grant__free_unpacked(g, al);
 	*factor = "grant";
 	return 0;
 }

@@ -8,9 +8,10 @@
  * what take_view does.  A check on a new view must see at once a deleted
  * enrollment, a new enrollment, a changed repository mode and both kinds
  * of revocation; every cached answer equals the answer read without a
- * cache from the same view; the cache holds no byte sequence of an
- * enrollment's secret; and with one slot per kind (every name collides)
- * the answers stay right.
+ * cache from the same view (a user's grants too, by net, session and
+ * time, and a user with too many to keep); the cache holds no byte sequence of
+ * an enrollment's secret; and with one slot per kind (every name collides) the
+ * answers stay right.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -183,23 +184,33 @@ static void enroll_here(struct fixture *f, int i, bool deleted)
 	emit(f, &op);
 }
 
-static void grant_here(struct fixture *f,
-                       const char *user,
-                       const char *net,
-                       int64_t expires)
+/* user's grant for net, for session ("": any), until expires. */
+static void grant_in(struct fixture *f,
+                     const char *user,
+                     const char *net,
+                     const char *session,
+                     int64_t expires)
 {
 	Grantd__V1__Op op = GRANTD__V1__OP__INIT;
 	Grantd__V1__Grant g = GRANTD__V1__GRANT__INIT;
 
 	g.user = (char *)user;
 	g.net = (char *)net;
-	g.session = "";
+	g.session = (char *)session;
 	g.added = expires - 3600, g.has_added = 1;
 	g.expires = expires, g.has_expires = 1;
 	g.site = "sitea";
 	op.body_case = GRANTD__V1__OP__BODY_GRANT;
 	op.grant = &g;
 	emit(f, &op);
+}
+
+static void grant_here(struct fixture *f,
+                       const char *user,
+                       const char *net,
+                       int64_t expires)
+{
+	grant_in(f, user, net, "", expires);
 }
 
 /* user's revocation (revoke all), or of net alone */
@@ -222,11 +233,15 @@ static void revoke_here(struct fixture *f, const char *user, const char *net)
 	emit(f, &op);
 }
 
-/* policy_push of user to repo from 192.0.2.7 at now, through the cache,
- * checked against the same decision read without one from the same view
- * (the code, the texts and the factor). */
-static int
-push(struct fixture *f, const char *user, const char *repo, int64_t now)
+/* policy_push of user to repo from addr in session (NULL: none) at now,
+ * through the cache, checked against the same decision read without one
+ * from the same view (the code, the texts and the factor). */
+static int push_from(struct fixture *f,
+                     const char *user,
+                     const char *repo,
+                     const char *addr,
+                     const char *session,
+                     int64_t now)
 {
 	struct policy_ctx pc = {&f->cfg, f->store, f->view, "h", f->cache};
 	struct buf why[2] = {BUF_INIT, BUF_INIT},
@@ -235,10 +250,10 @@ push(struct fixture *f, const char *user, const char *repo, int64_t now)
 	struct gd_net ip;
 	int rc[2];
 
-	assert_int_equal(addr_parse(&ip, "192.0.2.7", false), 0);
+	assert_int_equal(addr_parse(&ip, addr, false), 0);
 	for (int i = 0; i < 2; i++) {
 		pc.cache = i ? NULL : f->cache;
-		rc[i] = policy_push(&pc, user, &ip, NULL, POLICY_KEY_PLAIN,
+		rc[i] = policy_push(&pc, user, &ip, session, POLICY_KEY_PLAIN,
 		                    repo, now, &why[i], &hint[i], &factor[i]);
 	}
 	assert_int_equal(rc[0], rc[1]);
@@ -250,6 +265,13 @@ push(struct fixture *f, const char *user, const char *repo, int64_t now)
 		buf_free(&hint[i]);
 	}
 	return rc[0];
+}
+
+/* push_from 192.0.2.7, no session */
+static int
+push(struct fixture *f, const char *user, const char *repo, int64_t now)
+{
+	return push_from(f, user, repo, "192.0.2.7", NULL, now);
 }
 
 /* policy_2fa (gitolite's VREF) of user from 192.0.2.7, required, at now,
@@ -314,7 +336,8 @@ static void first_answers(struct fixture *f, int64_t now)
 		assert_int_equal(push(f, "hugo", "gone", now), GD_ENOTFOUND);
 		assert_int_equal(vref(f, "hugo", now), 0);
 		assert_int_equal(vref(f, "ivan", now), GD_EDENIED);
-		/* the grant lookup is not cached: its end is seen */
+		/* the grants are cached, the clock is not: their end is
+		 * seen */
 		assert_int_equal(push(f, "hugo", "demo", now + 3600),
 		                 GD_EDENIED);
 	}
@@ -354,6 +377,82 @@ static void test_view_change(void **state)
 	next_view(f);
 	assert_int_equal(push(f, "kim", "demo", now), 0);
 	assert_int_equal(push(f, "max", "demo", now), 0);
+}
+
+/* (1b) A user's grants from the cache: each net, session and expiry
+ * answered as read without it, the clock the decision's own (earlier or
+ * later than the one that filled it), an address revocation seen on the
+ * next view; a user with more than PCACHE_GRANTS_MAX grants keeps none in
+ * the cache and is still answered right. */
+static void test_grants(void **state)
+{
+	struct fixture *f = *state;
+	static const char *demo_w[] = {"hugo", "max", NULL};
+	int64_t now = (int64_t)time(NULL);
+	struct pcache_user *e;
+	char net[32];
+
+	repo_here(f, "demo", GRANTD__V1__REPO_MODE__MODE_REQUIRED, demo_w);
+	user_here(f, "hugo");
+	user_here(f, "max");
+	enroll_here(f, 0, false);
+	enroll_here(f, 3, false);
+	grant_in(f, "hugo", "10.0.0.0/8", "", now + 60);
+	grant_in(f, "hugo", "192.0.2.7", "22/s1", now + 3600);
+	grant_in(f, "hugo", "198.51.100.0/24", "", now - 10);
+	for (int i = 1; i <= PCACHE_GRANTS_MAX + 6; i++) {
+		snprintf(net, sizeof(net), "203.0.113.%d", i);
+		grant_in(f, "max", net, "", now + 60);
+	}
+	next_view(f);
+	for (int round = 0; round < 2; round++) {
+		assert_int_equal(
+		        push_from(f, "hugo", "demo", "10.1.2.3", NULL, now), 0);
+		assert_int_equal(push_from(f, "hugo", "demo", "10.1.2.3",
+		                           "22/s9", now + 59),
+		                 0);
+		assert_int_equal(push_from(f, "hugo", "demo", "10.1.2.3", NULL,
+		                           now + 60),
+		                 GD_EDENIED);
+		assert_int_equal(push(f, "hugo", "demo", now), GD_EDENIED);
+		assert_int_equal(
+		        push_from(f, "hugo", "demo", "192.0.2.7", "22/s1", now),
+		        0);
+		assert_int_equal(
+		        push_from(f, "hugo", "demo", "192.0.2.7", "22/s2", now),
+		        GD_EDENIED);
+		assert_int_equal(
+		        push_from(f, "hugo", "demo", "198.51.100.5", NULL, now),
+		        GD_EDENIED);
+		assert_int_equal(push_from(f, "hugo", "demo", "198.51.100.5",
+		                           NULL, now - 20),
+		                 0);
+		assert_int_equal(
+		        push_from(f, "max", "demo", "203.0.113.70", NULL, now),
+		        0);
+		assert_int_equal(
+		        push_from(f, "max", "demo", "203.0.113.71", NULL, now),
+		        GD_EDENIED);
+	}
+	e = pcache_user(f->cache, "hugo");
+	assert_true(e->grants_known && !e->grants_over);
+	assert_int_equal(e->n_grants, 3);
+	e = pcache_user(f->cache, "max");
+	assert_true(!e->grants_known && e->grants_over);
+	assert_int_equal(e->n_grants, 0);
+	assert_null(e->grants);
+	/* a revocation of one net: gone on the next view, the rest kept */
+	revoke_here(f, "hugo", "10.0.0.0/8");
+	next_view(f);
+	for (int round = 0; round < 2; round++) {
+		assert_int_equal(
+		        push_from(f, "hugo", "demo", "10.1.2.3", NULL, now),
+		        GD_EDENIED);
+		assert_int_equal(
+		        push_from(f, "hugo", "demo", "192.0.2.7", "22/s1", now),
+		        0);
+	}
+	assert_int_equal(pcache_user(f->cache, "hugo")->n_grants, 2);
 }
 
 /* Whether any SCAN_WINDOW bytes of a secret are in a block. */
@@ -443,6 +542,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test_setup_teardown(test_view_change, setup,
 	                                        teardown),
+	        cmocka_unit_test_setup_teardown(test_grants, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_no_secret, setup,
 	                                        teardown),
 	        cmocka_unit_test_setup_teardown(test_collisions, setup_one_slot,
