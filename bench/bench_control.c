@@ -1,6 +1,7 @@
 /*
  * bench_control.c: drive a running node's user socket from many concurrent
- * clients and print the SPEC 6 figures for `2fa val` and the push check.
+ * clients and print the SPEC 6 figures for `2fa val` and the push check,
+ * and the rate of `2fa isval` (issue 23 puts it beside the push check).
  *
  * Each client is a thread with its own REQ socket and its own user, so the
  * node sees what many grant-shell processes would send: one request in
@@ -12,7 +13,8 @@
  * if it were a success.
  *
  * Runs: val with N clients; check with N clients (each first validates its
- * address once, untimed, so the check is allowed); and a mixed run, vals
+ * address once, untimed, so the check is allowed); isval likewise (the
+ * same read as the check's grant lookup, answered True); and a mixed run, vals
  * and checks at once: a check is a read, answered by the reader thread
  * from the newest read view (node/requests/readers.h) while the writer
  * thread takes the vals and their commits; the two share the cores and
@@ -70,7 +72,7 @@
 #define MAX_FAILS 1000         /* per thread: past this, stop and report */
 #define SYNC_WRITES 200
 
-enum kind { VAL, CHECK };
+enum kind { VAL, CHECK, ISVAL };
 
 struct client {
 	char user[32];
@@ -269,6 +271,9 @@ static int call(struct worker *w, enum kind kind, int *sock, uint64_t *lat_ns)
 		}
 		rq.cmd = "2fa.val";
 		args[0] = token;
+	} else if (kind == ISVAL) {
+		rq.cmd = "2fa.isval";
+		rq.n_args = 0;
 	} else {
 		rq.cmd = "push.check";
 		args[0] = repo;
@@ -323,10 +328,10 @@ static void *worker_main(void *arg)
 	int sock = open_conn_blocking(run->path);
 
 	/* Connect and warm up, untimed (failures still count): the first
-	 * request pays for the ipc connection.  A check needs a grant for
+	 * request pays for the ipc connection.  A check or isval needs a grant for
 	 * this user and address: one val makes sure there is one. */
 	uint64_t lat;
-	if (sock >= 0 && w->kind == CHECK)
+	if (sock >= 0 && w->kind != VAL)
 		call(w, VAL, &sock, &lat);
 	for (int i = 0; sock >= 0 && i < WARMUP_REQS; i++)
 		call(w, w->kind, &sock, &lat);
@@ -463,10 +468,11 @@ static void summarise(struct result *res, struct worker *w, int nw,
 	free(all);
 }
 
-/* Run nval val clients (users 0..) and ncheck check clients (the users
- * after them) for secs seconds, all at once. */
+/* Run nval val clients (users 0..) and ncheck clients of kind other
+ * (CHECK or ISVAL: the users after them) for secs seconds, all at once. */
 static void run_clients(struct result *val, struct result *check,
-			struct cpu *cpu, int nval, int ncheck)
+			struct cpu *cpu, int nval, int ncheck,
+			enum kind other)
 {
 	struct run run = { .path = sock_s, .quota = ops_per_run };
 	int n = nval + ncheck;
@@ -483,7 +489,7 @@ static void run_clients(struct result *val, struct result *check,
 	for (int i = 0; i < n; i++) {
 		w[i].run = &run;
 		w[i].cl = &clients[i];
-		w[i].kind = i < nval ? VAL : CHECK;
+		w[i].kind = i < nval ? VAL : other;
 		if (!(w[i].lat_ns = malloc(MAX_SAMPLES * sizeof(uint64_t))))
 			abort();
 		if (pthread_create(&w[i].th, NULL, worker_main, &w[i]))
@@ -516,7 +522,7 @@ static void run_clients(struct result *val, struct result *check,
 	pthread_barrier_destroy(&run.ready);
 	pthread_barrier_destroy(&run.go);
 	summarise(val, w, n, VAL, t0);
-	summarise(check, w, n, CHECK, t0);
+	summarise(check, w, n, other, t0);
 	for (int i = 0; i < n; i++)
 		free(w[i].lat_ns);
 	free(w);
@@ -780,6 +786,14 @@ static void print_check(const char *label, const struct result *r,
 	print_result(label, r, c, "us", 1e3, 200, 50000);
 }
 
+/* isval has no SPEC 6 row of its own: judged as the push check, the
+ * read it shares (its grant lookup) */
+static void print_isval(const char *label, const struct result *r,
+			const struct cpu *c)
+{
+	print_check(label, r, c);
+}
+
 /* ---- the sync baseline -------------------------------------------------- */
 
 struct sync_cost {
@@ -859,14 +873,15 @@ static void usage(FILE *fp)
 {
 	fprintf(fp,
 "usage: bench_control --config FILE [--secs S | --ops N] [--val LIST]\n"
-"         [--check LIST] [--mixed V,C] [--fsync-dir DIR] [--node-pid PID]\n"
-"         [--ctx shared|thread] [--tag TAG] [--open RATE]\n"
+"         [--check LIST] [--isval LIST] [--mixed V,C] [--fsync-dir DIR]\n"
+"         [--node-pid PID] [--ctx shared|thread] [--tag TAG] [--open RATE]\n"
 "\n"
 "Benchmark a running grantd node through its user socket, each client a\n"
 "thread with its own connection and user: `2fa val` (HOTP) with each\n"
 "count of clients in LIST (default 1,8,32,64), the push check likewise\n"
-"(default 1,8,32), and a mixed run of V val and C check clients at once\n"
-"(default 8,8).  S seconds per run (default 5).  An empty LIST skips.\n"
+"(default 1,8,32), `2fa isval` likewise (default 8), and a mixed run of\n"
+"V val and C check clients at once (default 8,8).  S seconds per run\n"
+"(default 5).  An empty LIST skips.\n"
 "\n"
 "  --ops N          each run makes N timed requests in all, shared among\n"
 "                   its clients, instead of running for S seconds (S, when\n"
@@ -899,6 +914,7 @@ int main(int argc, char **argv)
 		{ "ops", required_argument, NULL, 'o' },
 		{ "val", required_argument, NULL, 'v' },
 		{ "check", required_argument, NULL, 'k' },
+		{ "isval", required_argument, NULL, 'i' },
 		{ "mixed", required_argument, NULL, 'm' },
 		{ "fsync-dir", required_argument, NULL, 'f' },
 		{ "node-pid", required_argument, NULL, 'p' },
@@ -909,8 +925,8 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	int vals[MAX_RUNS] = { 1, 8, 32, 64 }, checks[MAX_RUNS] = { 1, 8, 32 };
-	int mixed[2] = { 8, 8 };
-	int nval = 4, ncheck = 3, nmixed = 2, opt, maxc = 0;
+	int isvals[MAX_RUNS] = { 8 }, mixed[2] = { 8, 8 };
+	int nval = 4, ncheck = 3, nisval = 1, nmixed = 2, opt, maxc = 0;
 	const char *cfg_path = NULL, *sync_dir = NULL;
 	bool secs_given = false;
 	double sync_ms = 0, best_val = 0, open_rate = 0;
@@ -951,6 +967,14 @@ int main(int argc, char **argv)
 			for (int i = 0; i < ncheck; i++)
 				if (checks[i] > MAX_WRITERS)
 					die("at most %d check clients",
+					    MAX_WRITERS);
+			break;
+		case 'i':
+			if ((nisval = parse_list(isvals, MAX_RUNS, optarg)) < 0)
+				die("bad client list '%s'", optarg);
+			for (int i = 0; i < nisval; i++)
+				if (isvals[i] > MAX_WRITERS)
+					die("at most %d isval clients",
 					    MAX_WRITERS);
 			break;
 		case 'm':
@@ -1006,6 +1030,8 @@ int main(int argc, char **argv)
 		maxc = vals[i] > maxc ? vals[i] : maxc;
 	for (int i = 0; i < ncheck; i++)
 		maxc = checks[i] > maxc ? checks[i] : maxc;
+	for (int i = 0; i < nisval; i++)
+		maxc = isvals[i] > maxc ? isvals[i] : maxc;
 	if (nmixed && mixed[0] + mixed[1] > maxc)
 		maxc = mixed[0] + mixed[1];
 	if (open_rate > 0)
@@ -1021,7 +1047,7 @@ int main(int argc, char **argv)
 	for (int i = 0; i < nval; i++) {
 		if (!vals[i])
 			continue;
-		run_clients(&rv, &rk, &cpu, vals[i], 0);
+		run_clients(&rv, &rk, &cpu, vals[i], 0, CHECK);
 		snprintf(label, sizeof(label), "val clients=%d", vals[i]);
 		print_val(label, &rv, &cpu);
 		fails += rv.fails;
@@ -1033,13 +1059,21 @@ int main(int argc, char **argv)
 	for (int i = 0; i < ncheck; i++) {
 		if (!checks[i])
 			continue;
-		run_clients(&rv, &rk, &cpu, 0, checks[i]);
+		run_clients(&rv, &rk, &cpu, 0, checks[i], CHECK);
 		snprintf(label, sizeof(label), "check clients=%d", checks[i]);
 		print_check(label, &rk, &cpu);
 		fails += rk.fails;
 	}
+	for (int i = 0; i < nisval; i++) {
+		if (!isvals[i])
+			continue;
+		run_clients(&rv, &rk, &cpu, 0, isvals[i], ISVAL);
+		snprintf(label, sizeof(label), "isval clients=%d", isvals[i]);
+		print_isval(label, &rk, &cpu);
+		fails += rk.fails;
+	}
 	if (nmixed && mixed[0] + mixed[1] > 0) {
-		run_clients(&rv, &rk, &cpu, mixed[0], mixed[1]);
+		run_clients(&rv, &rk, &cpu, mixed[0], mixed[1], CHECK);
 		if (mixed[0]) {
 			snprintf(label, sizeof(label), "mixed val clients=%d "
 				 "(with %d check)", mixed[0], mixed[1]);

@@ -512,6 +512,16 @@ static int grant_covers(bool *covered,
 	return 0;
 }
 
+int policy_grant_covers(bool *covered,
+                        const struct policy_ctx *pc,
+                        const char *user,
+                        const struct gd_net *ip,
+                        const char *session,
+                        int64_t now)
+{
+	return grant_covers(covered, pc, user, ip, session, now, NULL);
+}
+
 int policy_find_grant(Grantd__V1__Grant **out,
                       const struct policy_ctx *pc,
                       const char *user,

@@ -9,8 +9,9 @@
  * store, and the batch to read through (a writer's own changes) or NULL
  * (committed state).  Any thread that owns the batch it passes.  The
  * reader thread also passes its cache (pcache.h) with its view: then
- * policy_push and policy_2fa, and the revocations policy_find_grant
- * reads, take what does not depend on the address or the clock from it.
+ * policy_push, policy_2fa and policy_grant_covers, and the revocations
+ * policy_find_grant reads, take what does not depend on the address or
+ * the clock from it.
  * (policy_key_* are in policy_key.c, policy_lock_state in policy_lock.c.)
  */
 #ifndef GD_POLICY_H
@@ -118,6 +119,13 @@ void policy_revokes_clear(struct policy_revokes *rv);
 int policy_find_grant(Grantd__V1__Grant **out, const struct policy_ctx *pc,
 		      const char *user, const struct gd_net *ip,
 		      const char *session, int64_t now);
+
+/* Whether a live grant of user covers ip (and session) at now: what
+ * policy_find_grant finds or not, answered from pc's cache when it has
+ * one (pcache.h: the user's grants kept with the view's facts). */
+int policy_grant_covers(bool *covered, const struct policy_ctx *pc,
+			const char *user, const struct gd_net *ip,
+			const char *session, int64_t now);
 
 /*
  * The 2-factor part of a push decision, as gitolite's VREF/2fa asks it
