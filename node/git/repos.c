@@ -54,8 +54,12 @@ pid_t repos_run_hook(const char *hook_path, const char *conf, const char *path)
 
 void repos_path(struct buf *out, const char *repo_dir, const char *name)
 {
+	/* every allowed push check answers with it: no printf */
 	buf_reset(out);
-	buf_printf(out, "%s/%s.git", repo_dir, name);
+	buf_puts(out, repo_dir);
+	buf_puts(out, "/");
+	buf_puts(out, name);
+	buf_puts(out, ".git");
 }
 
 /* Make file hold want (mode), unless it already does: written beside it

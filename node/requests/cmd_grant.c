@@ -433,8 +433,13 @@ static int push_decision(struct cmd_ctx *x, struct req *r, const char *user,
 		    rc == 0);
 	if (rc == 0) {
 		repos_path(&r->path, x->p.cfg->repo_dir, repo);
-		buf_printf(&r->out, "allowed: user %s may push to %s\n", user,
-			   repo);
+		/* "allowed: user U may push to R", without printf: the
+		 * answer of every push check */
+		buf_puts(&r->out, "allowed: user ");
+		buf_puts(&r->out, user);
+		buf_puts(&r->out, " may push to ");
+		buf_puts(&r->out, repo);
+		buf_puts(&r->out, "\n");
 	} else if (rc == GD_EDENIED || rc == GD_ENOTFOUND) {
 		cmd_refuse(r, "%s", why.p);
 		if (hint.len)

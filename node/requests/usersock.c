@@ -66,6 +66,8 @@ struct usersock {
 	usersock_serve_fn serve;
 	void *arg;
 	int max_conns;
+	int hi; /* one past the highest slot that may hold a connection:
+	         * a round looks at these, not at all max_conns */
 	int64_t deadline_ms;
 	uint64_t gen;
 	uint64_t full_logged; /* clock_mono_ms of the last "full" line */
@@ -443,8 +445,11 @@ static struct conn *slot(struct usersock *us)
 
 	for (int i = 0; i < us->max_conns; i++) {
 		struct conn *c = &us->conns[i];
-		if (c->fd < 0)
+		if (c->fd < 0) {
+			if (i >= us->hi)
+				us->hi = i + 1;
 			return c;
+		}
 		if (!old || c->gen < old->gen)
 			old = c;
 	}
@@ -503,7 +508,9 @@ int usersock_items(struct usersock *us, zmq_pollitem_t *items, long *timeout_ms)
 		if (*timeout_ms < 0 || left < *timeout_ms)
 			*timeout_ms = left;
 	}
-	for (int i = 0; i < us->max_conns; i++) {
+	while (us->hi > 0 && us->conns[us->hi - 1].fd < 0)
+		us->hi--;
+	for (int i = 0; i < us->hi; i++) {
 		struct conn *c = &us->conns[i];
 		if (c->fd < 0)
 			continue;

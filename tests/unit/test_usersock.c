@@ -443,6 +443,46 @@ static void test_cap(void **state)
 		close(fds[i]);
 }
 
+/* A round looks at the slots up to the highest in use: connections that
+ * end below a live one leave it served, new ones take the freed slots
+ * (and above: the highest then grows again), and once the top one ends
+ * the rest are still served. */
+static void test_slots_reused(void **state)
+{
+	struct fixture *f = *state;
+	int fds[8];
+
+	for (int i = 0; i < 5; i++) {
+		fds[i] = conn(f);
+		pump(f, 1);
+	}
+	for (int i = 0; i < 4; i++)
+		close(fds[i]);
+	pump(f, 10);
+	send_msg(fds[4], "top");
+	expect(f, fds[4], "re:top");
+	for (int i = 0; i < 6; i++) { /* slots 0-3, then 5 and 6 */
+		fds[i == 4 ? 7 : i] = conn(f);
+		pump(f, 1);
+	}
+	for (int i = 0; i < 8; i++) {
+		char s[16], want[32];
+		if (i == 6)
+			continue;
+		snprintf(s, sizeof(s), "c%d", i);
+		snprintf(want, sizeof(want), "re:c%d", i);
+		send_msg(fds[i], s);
+		expect(f, fds[i], want);
+	}
+	close(fds[5]);
+	close(fds[7]);
+	pump(f, 10);
+	send_msg(fds[0], "low");
+	expect(f, fds[0], "re:low");
+	for (int i = 0; i < 5; i++)
+		close(fds[i]);
+}
+
 /* More than USERSOCK_MAX_INFLIGHT requests held at the writer: the rest
  * wait unread until answers go out, then are taken in their turn. */
 static void test_inflight_bound(void **state)
@@ -512,6 +552,8 @@ int main(void)
 	        cmocka_unit_test_setup_teardown(test_deadlines, setup,
 	                                        teardown),
 	        cmocka_unit_test_setup_teardown(test_cap, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_slots_reused, setup,
+	                                        teardown),
 	        cmocka_unit_test_setup_teardown(test_inflight_bound, setup,
 	                                        teardown),
 	        cmocka_unit_test_setup_teardown(test_half_close, setup,
