@@ -869,6 +869,20 @@ static int parse_list(int *out, int max, const char *s)
 	return n;
 }
 
+/* A LIST of clients that write the repository (--check, --isval: each
+ * user is one of its writers), into list; how many runs. */
+static int parse_readers(int *list, const char *arg, const char *what)
+{
+	int n = parse_list(list, MAX_RUNS, arg);
+
+	if (n < 0)
+		die("bad client list '%s'", arg);
+	for (int i = 0; i < n; i++)
+		if (list[i] > MAX_WRITERS)
+			die("at most %d %s clients", MAX_WRITERS, what);
+	return n;
+}
+
 static void usage(FILE *fp)
 {
 	fprintf(fp,
@@ -962,20 +976,10 @@ int main(int argc, char **argv)
 				die("bad client list '%s'", optarg);
 			break;
 		case 'k':
-			if ((ncheck = parse_list(checks, MAX_RUNS, optarg)) < 0)
-				die("bad client list '%s'", optarg);
-			for (int i = 0; i < ncheck; i++)
-				if (checks[i] > MAX_WRITERS)
-					die("at most %d check clients",
-					    MAX_WRITERS);
+			ncheck = parse_readers(checks, optarg, "check");
 			break;
 		case 'i':
-			if ((nisval = parse_list(isvals, MAX_RUNS, optarg)) < 0)
-				die("bad client list '%s'", optarg);
-			for (int i = 0; i < nisval; i++)
-				if (isvals[i] > MAX_WRITERS)
-					die("at most %d isval clients",
-					    MAX_WRITERS);
+			nisval = parse_readers(isvals, optarg, "isval");
 			break;
 		case 'm':
 			nmixed = parse_list(mixed, 2, optarg);

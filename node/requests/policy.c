@@ -385,6 +385,75 @@ static int revokes_facts(const struct pcache_revokes **out,
 	return rc;
 }
 
+/* Hand each of user's grants that may allow (not voided by rv, a net
+ * that parses), unpacked with al, to fn with its net: fn takes *g (sets it
+ * to NULL) or leaves it to be freed, and returns false to stop.  Returns 0
+ * or a negative gd_err. */
+typedef bool (*grant_fn)(Grantd__V1__Grant **g,
+                         const struct gd_net *net,
+                         void *payload);
+static int each_live_grant(const struct policy_ctx *pc,
+                           const char *user,
+                           const struct pcache_revokes *rv,
+                           ProtobufCAllocator *al,
+                           grant_fn fn,
+                           void *payload)
+{
+	struct store_iter *it;
+	struct buf v = BUF_INIT;
+	const char *key;
+	size_t klen;
+	int rc;
+
+	store_iter_new(&it, pc->store, pc->batch, CF_GRANTS, user,
+	               strlen(user) + 1);
+	while ((rc = store_iter_next(it, &key, &klen, &v)) > 0) {
+		Grantd__V1__Grant *g = grantd__v1__grant__unpack(
+		        al, v.len, (const uint8_t *)v.p);
+		struct gd_net net;
+		bool more = true;
+		if (g && !grant_void_facts(g, rv) && g->net &&
+		    addr_parse(&net, g->net, true) == 0)
+			more = fn(&g, &net, payload);
+		if (g)
+			grantd__v1__grant__free_unpacked(g, al);
+		if (!more) {
+			rc = 0;
+			break;
+		}
+	}
+	store_iter_free(&it);
+	buf_free(&v);
+	return rc < 0 ? rc : 0;
+}
+
+/* find_grant's search: the grant covering ip (and session) at now that
+ * expires last. */
+struct best_grant {
+	const struct gd_net *ip;
+	const char *session;
+	int64_t now;
+	ProtobufCAllocator *al;
+	Grantd__V1__Grant *best;
+};
+
+static bool
+best_grant(Grantd__V1__Grant **g, const struct gd_net *net, void *payload)
+{
+	struct best_grant *b = payload;
+	bool ok = (*g)->expires > b->now && addr_contains(net, b->ip);
+
+	if (ok && (*g)->session && *(*g)->session)
+		ok = b->session && !strcmp((*g)->session, b->session);
+	if (ok && (!b->best || (*g)->expires > b->best->expires)) {
+		if (b->best)
+			grantd__v1__grant__free_unpacked(b->best, b->al);
+		b->best = *g;
+		*g = NULL;
+	}
+	return true;
+}
+
 /* policy_find_grant, the records unpacked with al (NULL: malloc; *out
  * then freed with al). */
 static int find_grant(Grantd__V1__Grant **out,
@@ -395,42 +464,28 @@ static int find_grant(Grantd__V1__Grant **out,
                       int64_t now,
                       ProtobufCAllocator *al)
 {
-	struct store_iter *it;
-	struct buf v = BUF_INIT;
-	const char *key;
-	size_t klen;
 	struct pcache_revokes local = {0};
 	const struct pcache_revokes *rv;
+	struct best_grant b = {ip, session, now, al, NULL};
 	int rc;
 
 	*out = NULL;
-	if ((rc = revokes_facts(&rv, &local, pc, user, al)) < 0) {
-		pcache_revokes_clear(&local);
-		return rc;
-	}
-	store_iter_new(&it, pc->store, pc->batch, CF_GRANTS, user,
-	               strlen(user) + 1);
-	while ((rc = store_iter_next(it, &key, &klen, &v)) > 0) {
-		Grantd__V1__Grant *g = grantd__v1__grant__unpack(
-		        al, v.len, (const uint8_t *)v.p);
-		struct gd_net net;
-		bool ok = g && !grant_void_facts(g, rv) && g->expires > now &&
-		          g->net && addr_parse(&net, g->net, true) == 0 &&
-		          addr_contains(&net, ip);
-		if (ok && g->session && *g->session)
-			ok = session && !strcmp(g->session, session);
-		if (ok && (!*out || g->expires > (*out)->expires)) {
-			if (*out)
-				grantd__v1__grant__free_unpacked(*out, al);
-			*out = g;
-		} else if (g) {
-			grantd__v1__grant__free_unpacked(g, al);
-		}
-	}
-	store_iter_free(&it);
-	buf_free(&v);
+	if ((rc = revokes_facts(&rv, &local, pc, user, al)) == 0)
+		rc = each_live_grant(pc, user, rv, al, best_grant, &b);
 	pcache_revokes_clear(&local);
-	return rc < 0 ? rc : 0;
+	if (rc < 0 && b.best) {
+		grantd__v1__grant__free_unpacked(b.best, al);
+		b.best = NULL;
+	}
+	*out = b.best;
+	return rc;
+}
+
+/* grants_facts' keeping: false (stop) once the entry is full. */
+static bool
+keep_grant(Grantd__V1__Grant **g, const struct gd_net *net, void *payload)
+{
+	return pcache_grants_add(payload, net, (*g)->expires, (*g)->session);
 }
 
 /* Fill e (pc's cache's entry of user) with user's grants that may
@@ -442,10 +497,6 @@ static int grants_facts(struct pcache_user *e,
                         const char *user,
                         ProtobufCAllocator *al)
 {
-	struct store_iter *it;
-	struct buf v = BUF_INIT;
-	const char *key;
-	size_t klen;
 	struct pcache_revokes local = {0}; /* stays empty: e's are used */
 	const struct pcache_revokes *rv;
 	int rc;
@@ -453,27 +504,8 @@ static int grants_facts(struct pcache_user *e,
 	/* e's own revocations: pcache_user of the same name */
 	rc = revokes_facts(&rv, &local, pc, user, al);
 	pcache_revokes_clear(&local);
-	if (rc < 0)
-		return rc;
-	store_iter_new(&it, pc->store, pc->batch, CF_GRANTS, user,
-	               strlen(user) + 1);
-	while ((rc = store_iter_next(it, &key, &klen, &v)) > 0) {
-		Grantd__V1__Grant *g = grantd__v1__grant__unpack(
-		        al, v.len, (const uint8_t *)v.p);
-		struct gd_net net;
-		bool keep = g && !grant_void_facts(g, rv) && g->net &&
-		            addr_parse(&net, g->net, true) == 0;
-		bool full = keep &&
-		            !pcache_grants_add(e, &net, g->expires, g->session);
-		if (g)
-			grantd__v1__grant__free_unpacked(g, al);
-		if (full) { /* too many to keep: grants_over */
-			rc = 0;
-			break;
-		}
-	}
-	store_iter_free(&it);
-	buf_free(&v);
+	if (rc == 0)
+		rc = each_live_grant(pc, user, rv, al, keep_grant, e);
 	if (rc < 0) {
 		pcache_grants_clear(e);
 		return rc;
