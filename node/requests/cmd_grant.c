@@ -418,8 +418,11 @@ int cmd_revoke_all(struct cmd_ctx *x, struct req *r, const char *user,
 
 /* ---- push check --------------------------------------------------------- */
 
+/* May user push to repo_in from r's address?  Allowed: r's path and
+ * factor set, and with tell the sentence an administrator reads (grantctl
+ * check); grant-shell reads only the path and the factor. */
 static int push_decision(struct cmd_ctx *x, struct req *r, const char *user,
-			 const char *repo_in)
+			 const char *repo_in, bool tell)
 {
 	char repo[NAME_REPO_MAX + 1];
 	struct buf why = BUF_INIT, hint = BUF_INIT;
@@ -433,13 +436,13 @@ static int push_decision(struct cmd_ctx *x, struct req *r, const char *user,
 		    rc == 0);
 	if (rc == 0) {
 		repos_path(&r->path, x->p.cfg->repo_dir, repo);
-		/* "allowed: user U may push to R", without printf: the
-		 * answer of every push check */
-		buf_puts(&r->out, "allowed: user ");
-		buf_puts(&r->out, user);
-		buf_puts(&r->out, " may push to ");
-		buf_puts(&r->out, repo);
-		buf_puts(&r->out, "\n");
+		if (tell) {
+			buf_puts(&r->out, "allowed: user ");
+			buf_puts(&r->out, user);
+			buf_puts(&r->out, " may push to ");
+			buf_puts(&r->out, repo);
+			buf_puts(&r->out, "\n");
+		}
 	} else if (rc == GD_EDENIED || rc == GD_ENOTFOUND) {
 		cmd_refuse(r, "%s", why.p);
 		if (hint.len)
@@ -453,7 +456,7 @@ static int push_decision(struct cmd_ctx *x, struct req *r, const char *user,
 
 static int cmd_push_check(struct cmd_ctx *x, struct req *r)
 {
-	return push_decision(x, r, cmd_user_of(r), r->rq->args[0]);
+	return push_decision(x, r, cmd_user_of(r), r->rq->args[0], false);
 }
 
 /* args: MODE [REPO].  gitolite's VREF/2fa (MODE required) or
@@ -563,7 +566,7 @@ static int cmd_check(struct cmd_ctx *x, struct req *r)
 		return 0;
 	if (addr_parse(&r->ip, ip, false) < 0)
 		return cmd_bad(r, "'%s' is not an IP address", ip);
-	return push_decision(x, r, user, r->rq->args[2]);
+	return push_decision(x, r, user, r->rq->args[2], true);
 }
 
 /* ---- the rows ----------------------------------------------------------- */

@@ -133,13 +133,8 @@ static void answer(struct readers *rd, const struct cmd *cmd, struct req *r)
 /* r's answer, packed, onto out; r freed. */
 static void pack_reply(struct req *r, struct buf *out)
 {
-	size_t len;
-	uint8_t *frame = request_pack_reply(r, &len);
-
-	buf_add(out, frame, len);
-	/* the reply may hold a fresh secret (enroll) */
-	sodium_memzero(frame, len);
-	free(frame);
+	/* out may hold a fresh secret (enroll): usersock wipes it */
+	request_pack_reply_to(r, out);
 	request_free(r);
 }
 

@@ -135,22 +135,37 @@ int request_recv(void *sock, struct buf *ident, struct buf *payload)
 	return rc;
 }
 
+/* r's answer as a Reply (pointing into r). */
+static void reply_of(const struct req *r, Grantd__V1__Reply *rep)
+{
+	SET(*rep, status, r->status);
+	rep->out = r->out.len ? r->out.p : NULL;
+	rep->err = r->err.len ? r->err.p : NULL;
+	rep->otpauth_uri = r->uri.len ? r->uri.p : NULL;
+	rep->path = r->path.len ? r->path.p : NULL;
+	rep->factor = (char *)r->factor;
+	rep->next = r->next[0] ? (char *)r->next : NULL;
+}
+
 uint8_t *request_pack_reply(const struct req *r, size_t *len)
 {
 	Grantd__V1__Reply rep = GRANTD__V1__REPLY__INIT;
 	uint8_t *frame;
 
-	SET(rep, status, r->status);
-	rep.out = r->out.len ? r->out.p : NULL;
-	rep.err = r->err.len ? r->err.p : NULL;
-	rep.otpauth_uri = r->uri.len ? r->uri.p : NULL;
-	rep.path = r->path.len ? r->path.p : NULL;
-	rep.factor = (char *)r->factor;
-	rep.next = r->next[0] ? (char *)r->next : NULL;
+	reply_of(r, &rep);
 	*len = grantd__v1__reply__get_packed_size(&rep);
 	frame = xmalloc(*len ? *len : 1);
 	grantd__v1__reply__pack(&rep, frame);
 	return frame;
+}
+
+void request_pack_reply_to(const struct req *r, struct buf *out)
+{
+	Grantd__V1__Reply rep = GRANTD__V1__REPLY__INIT;
+
+	reply_of(r, &rep);
+	size_t len = grantd__v1__reply__get_packed_size(&rep);
+	grantd__v1__reply__pack(&rep, buf_extend(out, len));
 }
 
 void request_send_reply(struct req *r)

@@ -48,6 +48,10 @@ int request_recv(void *sock, struct buf *ident, struct buf *payload);
  * (wipe it, then free: it may hold a fresh secret). */
 uint8_t *request_pack_reply(const struct req *r, size_t *len);
 
+/* The same packed onto out (the reader's answers: no copy of its own;
+ * out is the caller's to wipe, as the frame above). */
+void request_pack_reply_to(const struct req *r, struct buf *out);
+
 /* Send r's answer [r->ident][""][Reply] on r->sock, never blocking. */
 void request_send_reply(struct req *r);
 

@@ -59,6 +59,8 @@ t_expect 0 "fetch from 127.0.9.9" t_git 127.0.9.9 alice -C "$T_DIR/c8" fetch -q 
 
 t_section "grantctl check USER IP REPO"
 t_expect 0 "check alice 127.0.7.7 demo exits 0" t_ctl check alice 127.0.7.7 demo
+t_has "and says so to the administrator" "$OUT" \
+	"allowed: user alice may push to demo"
 t_expect 0 "check alice ::ffff:127.0.7.7 demo exits 0 (v4-mapped is the v4 address)" \
 	t_ctl check alice ::ffff:127.0.7.7 demo
 t_expect 0 "check alice 127.0.7.7 demo.git exits 0 (NAME.git is NAME)" t_ctl check alice 127.0.7.7 demo.git
