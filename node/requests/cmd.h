@@ -129,6 +129,7 @@ const struct cmd *cmd_table_find(const struct cmd_table *t, const char *name);
 
 struct req {
 	Grantd__V1__Request *rq;
+	ProtobufCAllocator *rq_al; /* rq's allocator (NULL: malloc) */
 	bool admin;
 	int status;
 	struct buf out, err, uri, path;

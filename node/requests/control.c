@@ -284,8 +284,8 @@ static int read_forwarded(struct control *c, struct req *r,
 	r->admin = type == PIPE_REQ_ADMIN;
 	r->now_ms = now_ms;
 	r->now = (int64_t)(now_ms / 1000);
-	if (request_decode(&r->rq, (const uint8_t *)payload->p, payload->len,
-			   &why) < 0) {
+	if (request_decode(&r->rq, (const uint8_t *)payload->p,
+			   payload->len, NULL, &why) < 0) {
 		log_warn("bad request dropped socket=%s: %s",
 			 r->admin ? "admin" : "user", why.p);
 		cmd_bad(r, "bad request: %s", why.p);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "arena.h"
 #include "err.h"
 #include "ops.h"
 #include "pcache.h"
@@ -18,71 +19,6 @@
 #include "banned.h"
 
 /* ---- a decision's records ---------------------------------------------- */
-
-/* A bump allocator for the records one push decision unpacks and drops,
- * as protobuf-c's allocator: a check unpacked some 25 fields, each a
- * malloc and a free (issue 23).  The first room is the caller's, on its
- * stack; more comes in chunks.  free is a no-op; arena_end wipes it all
- * (an enrollment's secret) and frees the chunks. */
-#define ARENA_FIRST 4096
-#define ARENA_CHUNK 16384
-
-struct arena_chunk {
-	struct arena_chunk *next;
-	size_t cap; /* then cap bytes */
-};
-
-struct arena {
-	uint8_t *p; /* the room in use: first or the newest chunk */
-	size_t len, cap;
-	struct arena_chunk *chunks; /* newest first */
-	_Alignas(16) uint8_t first[ARENA_FIRST];
-};
-
-static void *arena_alloc(void *data, size_t n)
-{
-	struct arena *a = data;
-	size_t off = (a->len + 15) & ~(size_t)15;
-
-	if (off > a->cap || n > a->cap - off) {
-		size_t cap = n > ARENA_CHUNK ? n : ARENA_CHUNK;
-		struct arena_chunk *c = xmalloc(sizeof(*c) + cap);
-		c->next = a->chunks;
-		c->cap = cap;
-		a->chunks = c;
-		a->p = (uint8_t *)(c + 1);
-		a->cap = cap;
-		off = 0;
-	}
-	a->len = off + n;
-	return a->p + off;
-}
-
-static void arena_free(void *data, void *p)
-{
-	(void)data;
-	(void)p; /* all of it at arena_end */
-}
-
-static void arena_init(struct arena *a, ProtobufCAllocator *al)
-{
-	a->p = a->first;
-	a->len = 0;
-	a->cap = sizeof(a->first);
-	a->chunks = NULL;
-	*al = (ProtobufCAllocator){arena_alloc, arena_free, a};
-}
-
-static void arena_end(struct arena *a)
-{
-	sodium_memzero(a->first, a->chunks ? sizeof(a->first) : a->len);
-	while (a->chunks) {
-		struct arena_chunk *c = a->chunks;
-		a->chunks = c->next;
-		sodium_memzero(c + 1, c->cap);
-		free(c);
-	}
-}
 
 /* The user record of name into out->user (NULL: none, or deleted).
  * Returns 0 or a negative gd_err (out->user left NULL). */

@@ -19,6 +19,7 @@
 #include <unistd.h>
 #include <zmq.h>
 
+#include "arena.h"
 #include "clock.h"
 #include "cmd.h"
 #include "pipe.h"
@@ -153,6 +154,9 @@ static int serve_request(void *arg,
 	struct req r;
 	struct buf why = BUF_INIT;
 	const struct cmd *cmd = NULL;
+	struct arena a; /* the request's fields: no malloc for a small one */
+	ProtobufCAllocator al;
+	int rc = 1;
 
 	memset(&r, 0, sizeof(r));
 	r.admin = sa->idx == 1;
@@ -164,32 +168,36 @@ static int serve_request(void *arg,
 		pack_reply(&r, out);
 		return 1;
 	}
-	if (request_decode(&r.rq, payload, len, &why) == 0)
+	arena_init(&a, &al);
+	r.rq_al = &al;
+	if (request_decode(&r.rq, payload, len, &al, &why) == 0)
 		cmd = cmd_table_find(rd->cmds, r.rq->cmd);
 	else
 		rd->bad_requests++; /* the writer answers it */
 	buf_free(&why);
 	if (!reader_row(cmd) || !rd->view) {
 		/* the writer's, or a bad one (the writer answers and counts) */
-		if (r.rq)
-			grantd__v1__request__free_unpacked(r.rq, NULL);
-		r.rq = NULL;
+		r.rq = NULL; /* in the arena: gone at its end */
 		rd->pipe_sent = true;
 		if (pipe_send(rd->rpipe, req_type(sa->idx), id, idlen, payload,
-		              len, 0) == 0)
-			return 0;
+		              len, 0) == 0) {
+			rc = 0;
+			goto done;
+		}
 		log_error("request not handed to the writer: %s",
 		          zmq_strerror(errno));
 		cmd_undecided(&r, GD_EIO);
 		pack_reply(&r, out);
-		return 1;
+		goto done;
 	}
 	uint64_t now_ms = clock_wall_ms();
 	r.now_ms = now_ms;
 	r.now = (int64_t)(now_ms / 1000);
 	answer(rd, cmd, &r);
 	pack_reply(&r, out);
-	return 1;
+done:
+	arena_end(&a);
+	return rc;
 }
 
 /* PIPE_VIEW: take what waits in the hand-over slots. */

@@ -65,7 +65,7 @@ static const char *request_problem(const Grantd__V1__Request *rq)
 }
 
 int request_decode(Grantd__V1__Request **out, const uint8_t *data,
-		   size_t len, struct buf *err)
+		   size_t len, ProtobufCAllocator *al, struct buf *err)
 {
 	Grantd__V1__Request *rq;
 	const char *why;
@@ -75,14 +75,14 @@ int request_decode(Grantd__V1__Request **out, const uint8_t *data,
 		buf_puts(err, "request too large");
 		return GD_ETOOBIG;
 	}
-	rq = grantd__v1__request__unpack(NULL, len, data);
+	rq = grantd__v1__request__unpack(al, len, data);
 	if (!rq) {
 		buf_puts(err, "request does not decode");
 		return GD_EPROTO;
 	}
 	if ((why = request_problem(rq))) {
 		buf_puts(err, why);
-		grantd__v1__request__free_unpacked(rq, NULL);
+		grantd__v1__request__free_unpacked(rq, al);
 		return GD_EPROTO;
 	}
 	*out = rq;
@@ -190,7 +190,7 @@ void request_free(struct req *r)
 	for (size_t i = 0; r->rq && i < r->rq->n_args; i++)
 		sodium_memzero(r->rq->args[i], strlen(r->rq->args[i]));
 	if (r->rq)
-		grantd__v1__request__free_unpacked(r->rq, NULL);
+		grantd__v1__request__free_unpacked(r->rq, r->rq_al);
 	if (r->out.p)
 		sodium_memzero(r->out.p, r->out.len);
 	if (r->uri.p)

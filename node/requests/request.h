@@ -26,12 +26,13 @@ struct req;
 /*
  * Decode and check one request frame: size, protocol version, command name
  * present and printable, argument count and lengths, user and client_ip
- * shapes.  On success *out is the caller's
- * (grantd__v1__request__free_unpacked(*out, NULL)).  Returns 0 or
+ * shapes, unpacked with al (NULL: malloc; arena.h: the reader's).  On
+ * success *out is the caller's (grantd__v1__request__free_unpacked(*out,
+ * al); a struct req names al in rq_al for request_free).  Returns 0 or
  * GD_EPROTO / GD_ETOOBIG with a one-line reason in err.  Safe on any input.
  */
 int request_decode(Grantd__V1__Request **out, const uint8_t *data,
-		   size_t len, struct buf *err);
+		   size_t len, ProtobufCAllocator *al, struct buf *err);
 
 /*
  * Read one [id][""][payload] message from sock; 1 read, 0 none waiting,

@@ -22,7 +22,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	Grantd__V1__Request *req = NULL;
 	struct buf err = BUF_INIT;
 
-	int rc = request_decode(&req, data, size, &err);
+	int rc = request_decode(&req, data, size, NULL, &err);
 	if (rc == 0) {
 		if (!req || !req->cmd)
 			abort();

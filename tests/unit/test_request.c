@@ -94,7 +94,7 @@ static int decode(const Grantd__V1__Request *rq, struct buf *err)
 	assert_non_null(p);
 	grantd__v1__request__pack(rq, p);
 	buf_reset(err);
-	rc = request_decode(&out, p, len, err);
+	rc = request_decode(&out, p, len, NULL, err);
 	assert_true((rc == 0) == (out != NULL));
 	if (out)
 		grantd__v1__request__free_unpacked(out, NULL);
@@ -180,12 +180,12 @@ static void test_decode(void **state)
 	}
 	/* bytes that are no request, and too many of them */
 	buf_reset(&err);
-	assert_int_equal(request_decode(&out, junk, sizeof(junk), &err),
+	assert_int_equal(request_decode(&out, junk, sizeof(junk), NULL, &err),
 	                 GD_EPROTO);
 	assert_null(out);
 	assert_string_equal(buf_str(&err), "request does not decode");
 	buf_reset(&err);
-	assert_int_equal(request_decode(&out, big, sizeof(big), &err),
+	assert_int_equal(request_decode(&out, big, sizeof(big), NULL, &err),
 	                 GD_ETOOBIG);
 	assert_string_equal(buf_str(&err), "request too large");
 	buf_free(&err);
