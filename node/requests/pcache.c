@@ -106,6 +106,19 @@ bool pcache_grants_add(struct pcache_user *e,
 	return true;
 }
 
+bool pcache_grant_allows(const struct gd_net *net,
+                         int64_t expires,
+                         const char *grant_session,
+                         const struct gd_net *ip,
+                         const char *session,
+                         int64_t now)
+{
+	if (expires <= now || !addr_contains(net, ip))
+		return false;
+	return !grant_session || !*grant_session ||
+	       (session && !strcmp(grant_session, session));
+}
+
 bool pcache_grants_cover(const struct pcache_user *e,
                          const struct gd_net *ip,
                          const char *session,
@@ -113,8 +126,8 @@ bool pcache_grants_cover(const struct pcache_user *e,
 {
 	for (size_t i = 0; i < e->n_grants; i++) {
 		const struct pcache_grant *g = &e->grants[i];
-		if (g->expires > now && addr_contains(&g->net, ip) &&
-		    (!g->session || (session && !strcmp(g->session, session))))
+		if (pcache_grant_allows(&g->net, g->expires, g->session, ip,
+		                        session, now))
 			return true;
 	}
 	return false;

@@ -149,6 +149,16 @@ bool pcache_grants_add(struct pcache_user *e,
 /* Drop e's grants (grants_known and grants_over untouched). */
 void pcache_grants_clear(struct pcache_user *e);
 
+/* Does a grant for net until expires, for grant_session (NULL or "":
+ * any), allow ip in session (NULL: none) at now?  The one rule, for the
+ * cached grants and for those read from the store (policy.c). */
+bool pcache_grant_allows(const struct gd_net *net,
+                         int64_t expires,
+                         const char *grant_session,
+                         const struct gd_net *ip,
+                         const char *session,
+                         int64_t now);
+
 /* Does one of e's grants allow ip (in session; NULL: none) at now? */
 bool pcache_grants_cover(const struct pcache_user *e,
                          const struct gd_net *ip,

@@ -377,10 +377,9 @@ static bool
 best_grant(Grantd__V1__Grant **g, const struct gd_net *net, void *payload)
 {
 	struct best_grant *b = payload;
-	bool ok = (*g)->expires > b->now && addr_contains(net, b->ip);
+	bool ok = pcache_grant_allows(net, (*g)->expires, (*g)->session, b->ip,
+	                              b->session, b->now);
 
-	if (ok && (*g)->session && *(*g)->session)
-		ok = b->session && !strcmp((*g)->session, b->session);
 	if (ok && (!b->best || (*g)->expires > b->best->expires)) {
 		if (b->best)
 			grantd__v1__grant__free_unpacked(b->best, b->al);
