@@ -105,6 +105,9 @@ for s in "${T_SITES[@]}"; do
 	t_run t_sj "$s" 'j["replication"]["latency_us"]'
 	t_check "$s: status --json reports replication latency of applied peer operations ($OUT)" \
 		eval '[[ $OUT == *"\"p99\""* && $OUT != *"\"count\": 0"* ]]'
+	# where those samples waited: the four stages, each p50 <= p99
+	t_eq "$s: status --json splits the latency by stage" \
+		"$(t_sj "$s" 'sorted(j["replication"]["latency_us"]["stages"]) == ["apply", "durable", "wire", "write"] and all(v["p50"] <= v["p99"] for v in j["replication"]["latency_us"]["stages"].values())')" true
 	# the vector: one (origin, epoch, seq) per stream, summing to applied
 	t_eq "$s: status --json's vector adds up to its applied counts" \
 		"$(t_sj "$s" 'sum(e["seq"] for e in j["vector"]) == sum(j["applied"].values()) and len(j["vector"]) >= 3')" true
