@@ -15,8 +15,15 @@
  * per client, one server thread polling them all: the floor of the
  * node's own transport (issue 23: measure both, keep the faster).
  *
+ * The echo server runs in a process of its own, as the node does apart
+ * from grant-shell: a reply then wakes a thread of another address space,
+ * as the node's does.  --server thread keeps it a thread of the clients'
+ * process (the floor before 2026-12-06), where each hand-over between
+ * server and client is a switch within one address space: cheaper, and
+ * on a paravirtualised guest much cheaper (docs/benchmarks.md).
+ *
  *   bench_zmq_floor --dir DIR [--clients LIST] [--secs S] [--bytes N]
- *                   [--unix]
+ *                   [--unix] [--server process|thread]
  *
  * Prints one line per client count:
  *   zmq floor clients=N ops=... ops/s=... p50_us=... p99_us=... cpu%: ...
@@ -31,9 +38,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <zmq.h>
@@ -66,6 +76,27 @@ static uint64_t cpu_ns(int who)
 		       1000000000u +
 	       ((uint64_t)ru.ru_utime.tv_usec + (uint64_t)ru.ru_stime.tv_usec) *
 		       1000u;
+}
+
+/* The CPU time (user and system) of process pid so far, from
+ * /proc/PID/stat; 0 when it cannot be read. */
+static uint64_t proc_cpu_ns(pid_t pid)
+{
+	char path[64], line[1024], *p;
+	unsigned long long ut = 0, st = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (!(f = fopen(path, "r")))
+		return 0;
+	p = fgets(line, sizeof(line), f);
+	fclose(f);
+	/* after the command's ")": state is field 3, utime 14, stime 15 */
+	if (!p || !(p = strrchr(line, ')')) ||
+	    sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+		   &ut, &st) != 2)
+		return 0;
+	return (ut + st) * (1000000000u / (uint64_t)sysconf(_SC_CLK_TCK));
 }
 
 /* ---- the echo server ---------------------------------------------------- */
@@ -275,8 +306,9 @@ static void *client_main(void *arg)
 	return NULL;
 }
 
+/* server: the echo server's process (0: a thread of this one). */
 static int run(void *ctx, const char *endpoint, int nclients, double secs,
-	       size_t bytes, bool unix_sock)
+	       size_t bytes, bool unix_sock, pid_t server)
 {
 	struct client c[CLIENTS_MAX];
 	uint64_t t0, t1, cpu0, cpu1, *all;
@@ -285,7 +317,7 @@ static int run(void *ctx, const char *endpoint, int nclients, double secs,
 
 	memset(c, 0, sizeof(c));
 	t0 = now_ns();
-	cpu0 = cpu_ns(RUSAGE_SELF);
+	cpu0 = cpu_ns(RUSAGE_SELF) + (server ? proc_cpu_ns(server) : 0);
 	for (int i = 0; i < nclients; i++) {
 		c[i].ctx = ctx;
 		c[i].unix_sock = unix_sock;
@@ -303,7 +335,7 @@ static int run(void *ctx, const char *endpoint, int nclients, double secs,
 		fails += c[i].fails;
 	}
 	t1 = now_ns();
-	cpu1 = cpu_ns(RUSAGE_SELF);
+	cpu1 = cpu_ns(RUSAGE_SELF) + (server ? proc_cpu_ns(server) : 0);
 	if (!(all = malloc((total ? total : 1) * sizeof(uint64_t))))
 		die("malloc: %s", zmq_strerror(errno));
 	total = 0;
@@ -316,23 +348,49 @@ static int run(void *ctx, const char *endpoint, int nclients, double secs,
 	double el = (double)(t1 - t0) / 1e9;
 	printf("%s floor clients=%d ops=%zu secs=%.2f ops/s=%.0f "
 	       "p50_us=%.0f p90_us=%.0f p99_us=%.0f max_us=%.0f failures=%ld "
-	       "(cpu%%: echo server and clients together=%.0f/200)\n",
+	       "(cpu%%: echo server and clients together=%.0f/200; server: "
+	       "%s)\n",
 	       unix_sock ? "unix" : "zmq", nclients, total, el,
 	       (double)total / el,
 	       (double)pct(all, total, 50) / 1e3,
 	       (double)pct(all, total, 90) / 1e3,
 	       (double)pct(all, total, 99) / 1e3,
 	       total ? (double)all[total - 1] / 1e3 : 0.0, fails,
-	       100.0 * (double)(cpu1 - cpu0) / 1e9 / el);
+	       100.0 * (double)(cpu1 - cpu0) / 1e9 / el,
+	       server ? "own process" : "a thread of the clients' process");
 	fflush(stdout);
 	free(all);
 	return fails ? 1 : 0;
 }
 
+/* In the echo server's own process: die with the parent, and take no
+ * signal the parent's terminal sends. */
+static void server_process(void)
+{
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() == 1)
+		_exit(0); /* the parent went before the line above */
+	signal(SIGINT, SIG_IGN);
+}
+
+/* Wait until the server process has bound path (an ipc:// socket). */
+static void wait_bound(const char *path, pid_t server)
+{
+	for (int i = 0; i < 5000; i++) {
+		if (access(path, F_OK) == 0)
+			return;
+		if (waitpid(server, NULL, WNOHANG) == server)
+			die("the echo server exited");
+		usleep(1000);
+	}
+	die("the echo server did not bind %s within 5 s", path);
+}
+
 static void usage(FILE *f)
 {
 	fputs("usage: bench_zmq_floor --dir DIR [--clients LIST] [--secs S] "
-	      "[--bytes N] [--unix]\n\n"
+	      "[--bytes N] [--unix]\n"
+	      "                       [--server process|thread]\n\n"
 	      "Time a ZeroMQ echo over ipc:// (a ROUTER thread that only "
 	      "echoes, REQ\nclients in a closed loop): the floor under the "
 	      "node's push-check figures.\nLIST defaults to 1,8,32; S to 5; "
@@ -340,7 +398,10 @@ static void usage(FILE *f)
 	      "--unix: the same echo over a plain unix socket framed as the "
 	      "node's\n(SOCK_STREAM, a 4-byte length before each message; a "
 	      "connection per\nclient, one polling server thread), "
-	      "DIR/floor-unix.sock.\n",
+	      "DIR/floor-unix.sock.\n--server process (the default): the "
+	      "echo server is a process of its own,\nas the node is apart from "
+	      "its clients; --server thread: a thread of the\nclients' process "
+	      "(cheaper hand-overs: no switch of address space).\n",
 	      f);
 }
 
@@ -352,6 +413,7 @@ int main(int argc, char **argv)
 		{ "secs", required_argument, NULL, 's' },
 		{ "bytes", required_argument, NULL, 'b' },
 		{ "unix", no_argument, NULL, 'u' },
+		{ "server", required_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -361,8 +423,9 @@ int main(int argc, char **argv)
 	char endpoint[300], *copy, *tok, *save;
 	struct server sv = { 0 };
 	struct userver usv = { 0 };
-	bool unix_sock = false;
-	void *ctx, *cctx; /* the server's and the clients', as two processes */
+	bool unix_sock = false, own_process = true;
+	pid_t server = 0; /* the echo server's process, when it has one */
+	void *ctx = NULL, *cctx; /* the server's and the clients' */
 	int opt, rc = 0;
 
 	while ((opt = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -372,6 +435,13 @@ int main(int argc, char **argv)
 		case 's': secs = atof(optarg); break;
 		case 'b': bytes = (size_t)strtoul(optarg, NULL, 10); break;
 		case 'u': unix_sock = true; break;
+		case 'S':
+			if (strcmp(optarg, "process") && strcmp(optarg, "thread")) {
+				usage(stderr);
+				return 2;
+			}
+			own_process = !strcmp(optarg, "process");
+			break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -391,19 +461,44 @@ int main(int argc, char **argv)
 		    bind(usv.lfd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
 		    listen(usv.lfd, CLIENTS_MAX) < 0)
 			die("bind %s: %s", endpoint, strerror(errno));
-		if (pthread_create(&usv.thread, NULL, userver_main, &usv))
+		if (own_process) {
+			if ((server = fork()) < 0)
+				die("fork: %s", strerror(errno));
+			if (server == 0) {
+				server_process();
+				userver_main(&usv); /* until killed */
+				_exit(0);
+			}
+		} else if (pthread_create(&usv.thread, NULL, userver_main,
+					  &usv)) {
 			die("pthread_create: %s", strerror(errno));
+		}
 		ctx = cctx = NULL;
 	} else {
 		snprintf(endpoint, sizeof(endpoint), "ipc://%s/floor.sock",
 			 dir);
-		if (!(ctx = zmq_ctx_new()) || !(cctx = zmq_ctx_new()))
-			die("zmq_ctx_new: %s", zmq_strerror(errno));
-		if (!(sv.sock = zmq_socket(ctx, ZMQ_ROUTER)) ||
-		    zmq_bind(sv.sock, endpoint) < 0)
-			die("bind: %s", zmq_strerror(errno));
-		if (pthread_create(&sv.thread, NULL, server_main, &sv))
+		unlink(endpoint + strlen("ipc://"));
+		/* no ZeroMQ context may cross a fork: the child makes its own */
+		if (own_process && (server = fork()) < 0)
+			die("fork: %s", strerror(errno));
+		if (!own_process || server == 0) {
+			if (!(ctx = zmq_ctx_new()) ||
+			    !(sv.sock = zmq_socket(ctx, ZMQ_ROUTER)) ||
+			    zmq_bind(sv.sock, endpoint) < 0)
+				die("bind: %s", zmq_strerror(errno));
+		}
+		if (server == 0 && own_process) {
+			server_process();
+			server_main(&sv); /* until killed */
+			_exit(0);
+		}
+		if (!own_process &&
+		    pthread_create(&sv.thread, NULL, server_main, &sv))
 			die("pthread_create: %s", zmq_strerror(errno));
+		if (own_process)
+			wait_bound(endpoint + strlen("ipc://"), server);
+		if (!(cctx = zmq_ctx_new()))
+			die("zmq_ctx_new: %s", zmq_strerror(errno));
 	}
 	if (!(copy = strdup(list)))
 		die("strdup: %s", zmq_strerror(errno));
@@ -416,9 +511,21 @@ int main(int argc, char **argv)
 			rc = 2;
 			break;
 		}
-		rc |= run(cctx, endpoint, n, secs, bytes, unix_sock);
+		rc |= run(cctx, endpoint, n, secs, bytes, unix_sock, server);
 	}
 	free(copy);
+	if (server > 0) {
+		kill(server, SIGKILL);
+		waitpid(server, NULL, 0);
+		if (unix_sock) {
+			close(usv.lfd);
+			unlink(endpoint);
+			return rc;
+		}
+		zmq_ctx_term(cctx);
+		unlink(endpoint + strlen("ipc://"));
+		return rc;
+	}
 	if (unix_sock) {
 		usv.stop = true;
 		pthread_join(usv.thread, NULL);
