@@ -194,6 +194,7 @@ static int serve_request(void *arg,
 	r.now_ms = now_ms;
 	r.now = (int64_t)(now_ms / 1000);
 	answer(rd, cmd, &r);
+	r.rq = NULL; /* in the arena: wiped whole at its end, not field by field */
 	pack_reply(&r, out);
 done:
 	arena_end(&a);

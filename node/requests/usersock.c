@@ -72,6 +72,9 @@ struct usersock {
 	uint64_t gen;
 	uint64_t full_logged; /* clock_mono_ms of the last "full" line */
 	uint64_t accept_after; /* out of fds: no accept before (mono ms) */
+	uint64_t now; /* clock_mono_ms when this round's serving began
+	               * (usersock_serve, usersock_answer): a connection's
+	               * time runs from there, with no clock read a request */
 	struct conn *conns;
 	int *item_slot; /* the slot of each poll item usersock_items made */
 	struct buf scratch; /* the serve function's answer, wiped after use */
@@ -182,7 +185,7 @@ static void conn_write(struct usersock *us, struct conn *c)
 			return;
 		}
 		c->out.off += (size_t)n;
-		c->deadline = clock_mono_ms() + (uint64_t)us->deadline_ms;
+		c->deadline = us->now + (uint64_t)us->deadline_ms;
 	}
 	sodium_memzero(c->out.p, c->out.len);
 	c->out.off = c->out.len = 0;
@@ -309,7 +312,7 @@ static int conn_take(struct usersock *us, struct conn *c)
 		/* may hold a secret */
 		sodium_memzero(p, 4 + (size_t)len);
 		c->in.off += 4 + (size_t)len;
-		c->deadline = clock_mono_ms() + (uint64_t)us->deadline_ms;
+		c->deadline = us->now + (uint64_t)us->deadline_ms;
 	}
 	if (c->in.off == c->in.len)
 		c->in.off = c->in.len = 0;
@@ -539,6 +542,7 @@ int usersock_items(struct usersock *us, zmq_pollitem_t *items, long *timeout_ms)
 
 void usersock_serve(struct usersock *us, const zmq_pollitem_t *items, int n)
 {
+	us->now = clock_mono_ms();
 	/* connections first: accepting may close the oldest, whose fd
 	 * number a new connection may then reuse */
 	for (int i = 1; i < n; i++) {
@@ -582,6 +586,7 @@ int usersock_answer(struct usersock *us,
 	e->len = len;
 	e->reply = xmalloc(len ? len : 1);
 	memcpy(e->reply, reply, len);
+	us->now = clock_mono_ms();
 	if (num == c->head)
 		conn_parse(us, c); /* flush, send, then what waits */
 	return 0;
