@@ -2,9 +2,11 @@
  * bench.c: the benchmark programs' shared helpers (bench.h).
  */
 #include <errno.h>
+#include <sodium.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <time.h>
 
@@ -67,4 +69,31 @@ size_t bench_frame_len(const void *hdr)
 
 	return (size_t)u[0] << 24 | (size_t)u[1] << 16 | (size_t)u[2] << 8 |
 	       u[3];
+}
+
+void bench_ssh_key(char *line, size_t llen, char *fp, size_t fplen,
+		   const char *seed, const char *comment)
+{
+	static const char type[] = "ssh-ed25519";
+	uint8_t blob[4 + sizeof(type) - 1 + 4 + 32], h[32];
+	char b64[128];
+	size_t o = 0;
+
+	crypto_hash_sha256(h, (const uint8_t *)seed, strlen(seed));
+	blob[o++] = 0, blob[o++] = 0, blob[o++] = 0;
+	blob[o++] = (uint8_t)(sizeof(type) - 1);
+	memcpy(blob + o, type, sizeof(type) - 1);
+	o += sizeof(type) - 1;
+	blob[o++] = 0, blob[o++] = 0, blob[o++] = 0, blob[o++] = 32;
+	memcpy(blob + o, h, 32);
+	o += 32;
+	sodium_bin2base64(b64, sizeof(b64), blob, o,
+			  sodium_base64_VARIANT_ORIGINAL);
+	snprintf(line, llen, "%s %s %s", type, b64, comment);
+	if (fp) {
+		crypto_hash_sha256(h, blob, o);
+		sodium_bin2base64(b64, sizeof(b64), h, 32,
+				  sodium_base64_VARIANT_ORIGINAL_NO_PADDING);
+		snprintf(fp, fplen, "SHA256:%s", b64);
+	}
 }

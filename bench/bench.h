@@ -1,6 +1,7 @@
 /*
  * bench.h: what bench_control and bench_scale share: dying with a
- * message, the monotonic clock, and nearest-rank percentiles (bench.c).
+ * message, the monotonic clock, nearest-rank percentiles and made-up SSH
+ * keys (bench.c).
  * Each program defines bench_prog, the name its messages start with.
  */
 #ifndef GD_BENCH_H
@@ -28,6 +29,13 @@ bool bench_recv_all(int fd, void *p, size_t n);
 
 /* The length in a 4-byte big-endian frame header (wire.h's framing). */
 size_t bench_frame_len(const void *hdr);
+
+/* An ssh-ed25519 public key made from seed (its 32 bytes: SHA-256 of
+ * seed), as a user's key line "ssh-ed25519 BASE64 COMMENT" into line and
+ * its fingerprint "SHA256:..." (as ssh-keygen -lf prints it, sshd's %f)
+ * into fp (NULL: not wanted).  Needs sodium_init(). */
+void bench_ssh_key(char *line, size_t llen, char *fp, size_t fplen,
+		   const char *seed, const char *comment);
 
 /* Nearest-rank percentile p (0 to 100) of sorted v[0..n); 0 when n is 0. */
 uint64_t pct(const uint64_t *v, size_t n, double p);

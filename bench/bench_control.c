@@ -14,7 +14,9 @@
  *
  * Runs: val with N clients; check with N clients (each first validates its
  * address once, untimed, so the check is allowed); isval likewise (the
- * same read as the check's grant lookup, answered True); and a mixed run, vals
+ * same read as the check's grant lookup, answered True); key lookups on
+ * the keys socket, a connection each as grant-keys makes them, for each
+ * client's own key (every user is made with one); and a mixed run, vals
  * and checks at once: a check is a read, answered by the reader thread
  * from the newest read view (node/requests/readers.h) while the writer
  * thread takes the vals and their commits; the two share the cores and
@@ -38,6 +40,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <liboath/oath.h>
+#include <sodium.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -52,6 +55,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <sys/un.h>
 #include <stdbool.h>
 
 #include "bench.h"
@@ -72,11 +76,13 @@
 #define MAX_FAILS 1000         /* per thread: past this, stop and report */
 #define SYNC_WRITES 200
 
-enum kind { VAL, CHECK, ISVAL };
+enum kind { VAL, CHECK, ISVAL, KEYS };
 
 struct client {
 	char user[32];
 	char ip[32];
+	char key[128];          /* its SSH key's line, and the fingerprint */
+	char fp[64];            /* sshd's %f: what grant-keys asks for */
 	uint8_t secret[SECRET_LEN];
 	uint64_t counter;       /* next HOTP counter to use; kept across runs */
 };
@@ -122,6 +128,7 @@ static struct client clients[MAX_CLIENTS];
 static const char *tag = "b";
 static char repo[64];
 static const char *sock_s;     /* the user socket's path */
+static const char *keys_s;     /* the keys socket's path; NULL: none */
 static double secs = 5;
 static uint64_t ops_per_run; /* --ops: requests per run; 0: run for secs */
 static long node_pid;
@@ -166,8 +173,14 @@ static void setup(const char *admin_sock, int nusers)
 		if (oath_base32_encode((const char *)c->secret, SECRET_LEN,
 				       &b32, &len) != OATH_OK)
 			die("base32 encode failed");
+		char seed[64];
+		snprintf(seed, sizeof(seed), "bench_control %s %d", tag, i);
+		bench_ssh_key(c->key, sizeof(c->key), c->fp, sizeof(c->fp),
+			      seed, c->user);
 		args[0] = c->user;
-		admin(admin_sock, "user.add", args, 1);
+		args[1] = "--key";
+		args[2] = c->key;
+		admin(admin_sock, "user.add", args, 3);
 		args[1] = "--hotp";
 		args[2] = "--secret";
 		args[3] = b32;
@@ -242,6 +255,51 @@ static void note_fail(struct worker *w, const char *what)
 		snprintf(w->first_err, sizeof(w->first_err), "%s", what);
 }
 
+/* One key lookup as grant-keys makes it (node/requests/keysock.h): a
+ * connection of its own to the keys socket, "FINGERPRINT\n", the answer
+ * read until the node closes.  Made as the floor's --conn-each client
+ * makes its echo (bench_zmq_floor.c unix_call_conn), so that the ratio is
+ * the two servers'.  0 when the answer names this client's user and key,
+ * with *lat_ns from the socket's making to the close. */
+static int keys_call(struct worker *w, uint64_t *lat_ns)
+{
+	struct client *c = w->cl;
+	struct timeval tv = { TIMEOUT_MS / 1000, TIMEOUT_MS % 1000 * 1000 };
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char line[80], ans[512], want[sizeof(c->user) + sizeof(c->key) + 2];
+	size_t have = 0, len = (size_t)snprintf(line, sizeof(line), "%s\n",
+						c->fp);
+	ssize_t got = 0;
+
+	memcpy(sa.sun_path, keys_s, strlen(keys_s) + 1);
+	uint64_t t0 = now_ns();
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 ||
+	    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0 ||
+	    connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    send(fd, line, len, MSG_NOSIGNAL) != (ssize_t)len) {
+		note_fail(w, "keys socket: no connection");
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	while (have < sizeof(ans) - 1 &&
+	       ((got = recv(fd, ans + have, sizeof(ans) - 1 - have, 0)) > 0 ||
+		(got < 0 && errno == EINTR)))
+		have += got > 0 ? (size_t)got : 0;
+	close(fd);
+	*lat_ns = now_ns() - t0;
+	ans[have] = '\0';
+	snprintf(want, sizeof(want), "%s\t%s\n", c->user, c->key);
+	if (got != 0 || strcmp(ans, want)) {
+		note_fail(w, got ? "keys socket: no answer within the timeout"
+				 : "keys socket: the answer is not this "
+				   "user's key");
+		return -1;
+	}
+	return 0;
+}
+
 /* One request of kind and its answer; returns 0 when the node said
  * status 0 (and, for a check, named the repository's path), with *lat_ns
  * the time from sending the request to having decoded the answer. */
@@ -255,6 +313,8 @@ static int call(struct worker *w, enum kind kind, int *sock, uint64_t *lat_ns)
 	size_t anslen;
 	int rc = -1, e;
 
+	if (kind == KEYS)
+		return keys_call(w, lat_ns);
 	rq.version = GD_WIRE_VERSION;
 	rq.has_version = 1;
 	rq.user = c->user;
@@ -331,7 +391,7 @@ static void *worker_main(void *arg)
 	 * request pays for the ipc connection.  A check or isval needs a grant for
 	 * this user and address: one val makes sure there is one. */
 	uint64_t lat;
-	if (sock >= 0 && w->kind != VAL)
+	if (sock >= 0 && w->kind != VAL && w->kind != KEYS)
 		call(w, VAL, &sock, &lat);
 	for (int i = 0; sock >= 0 && i < WARMUP_REQS; i++)
 		call(w, w->kind, &sock, &lat);
@@ -794,6 +854,16 @@ static void print_isval(const char *label, const struct result *r,
 	print_check(label, r, c);
 }
 
+/* key lookups on the keys socket have no SPEC 6 row of their own (SPEC's
+ * grant-keys p99 includes the process start: bench/run-scale): judged as
+ * the push check, and by bench/run against the floor of a connection per
+ * request */
+static void print_keys(const char *label, const struct result *r,
+		       const struct cpu *c)
+{
+	print_check(label, r, c);
+}
+
 /* ---- the sync baseline -------------------------------------------------- */
 
 struct sync_cost {
@@ -887,15 +957,18 @@ static void usage(FILE *fp)
 {
 	fprintf(fp,
 "usage: bench_control --config FILE [--secs S | --ops N] [--val LIST]\n"
-"         [--check LIST] [--isval LIST] [--mixed V,C] [--fsync-dir DIR]\n"
+"         [--check LIST] [--isval LIST] [--keys LIST] [--mixed V,C]\n"
+"         [--fsync-dir DIR]\n"
 "         [--node-pid PID] [--ctx shared|thread] [--tag TAG] [--open RATE]\n"
 "\n"
 "Benchmark a running grantd node through its user socket, each client a\n"
 "thread with its own connection and user: `2fa val` (HOTP) with each\n"
 "count of clients in LIST (default 1,8,32,64), the push check likewise\n"
-"(default 1,8,32), `2fa isval` likewise (default 8), and a mixed run of\n"
-"V val and C check clients at once (default 8,8).  S seconds per run\n"
-"(default 5).  An empty LIST skips.\n"
+"(default 1,8,32), `2fa isval` likewise (default 8), key lookups on the\n"
+"keys socket as grant-keys makes them (a connection each, for each\n"
+"client's own key; default 8; only when the config names keys_socket),\n"
+"and a mixed run of V val and C check clients at once (default 8,8).\n"
+"S seconds per run (default 5).  An empty LIST skips.\n"
 "\n"
 "  --ops N          each run makes N timed requests in all, shared among\n"
 "                   its clients, instead of running for S seconds (S, when\n"
@@ -929,6 +1002,7 @@ int main(int argc, char **argv)
 		{ "val", required_argument, NULL, 'v' },
 		{ "check", required_argument, NULL, 'k' },
 		{ "isval", required_argument, NULL, 'i' },
+		{ "keys", required_argument, NULL, 'K' },
 		{ "mixed", required_argument, NULL, 'm' },
 		{ "fsync-dir", required_argument, NULL, 'f' },
 		{ "node-pid", required_argument, NULL, 'p' },
@@ -939,8 +1013,9 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	int vals[MAX_RUNS] = { 1, 8, 32, 64 }, checks[MAX_RUNS] = { 1, 8, 32 };
-	int isvals[MAX_RUNS] = { 8 }, mixed[2] = { 8, 8 };
-	int nval = 4, ncheck = 3, nisval = 1, nmixed = 2, opt, maxc = 0;
+	int isvals[MAX_RUNS] = { 8 }, keys[MAX_RUNS] = { 8 }, mixed[2] = { 8, 8 };
+	int nval = 4, ncheck = 3, nisval = 1, nkeys = 1, nmixed = 2, opt;
+	int maxc = 0;
 	const char *cfg_path = NULL, *sync_dir = NULL;
 	bool secs_given = false;
 	double sync_ms = 0, best_val = 0, open_rate = 0;
@@ -980,6 +1055,10 @@ int main(int argc, char **argv)
 			break;
 		case 'i':
 			nisval = parse_readers(isvals, optarg, "isval");
+			break;
+		case 'K':
+			if ((nkeys = parse_list(keys, MAX_RUNS, optarg)) < 0)
+				die("bad client list '%s'", optarg);
 			break;
 		case 'm':
 			nmixed = parse_list(mixed, 2, optarg);
@@ -1036,12 +1115,18 @@ int main(int argc, char **argv)
 		maxc = checks[i] > maxc ? checks[i] : maxc;
 	for (int i = 0; i < nisval; i++)
 		maxc = isvals[i] > maxc ? isvals[i] : maxc;
+	keys_s = cfg->keys_socket && *cfg->keys_socket ? cfg->keys_socket :
+							NULL;
+	if (keys_s && strlen(keys_s) >= sizeof(((struct sockaddr_un *)0)->sun_path))
+		die("keys_socket too long for a unix socket: %s", keys_s);
+	for (int i = 0; keys_s && i < nkeys; i++)
+		maxc = keys[i] > maxc ? keys[i] : maxc;
 	if (nmixed && mixed[0] + mixed[1] > maxc)
 		maxc = mixed[0] + mixed[1];
 	if (open_rate > 0)
 		maxc = OPEN_USERS;
-	if (oath_init() != OATH_OK)
-		die("liboath failed to initialise");
+	if (oath_init() != OATH_OK || sodium_init() < 0)
+		die("liboath or libsodium failed to initialise");
 	sock_s = cfg->user_socket;
 
 	if (sync_dir)
@@ -1074,6 +1159,19 @@ int main(int argc, char **argv)
 		run_clients(&rv, &rk, &cpu, 0, isvals[i], ISVAL);
 		snprintf(label, sizeof(label), "isval clients=%d", isvals[i]);
 		print_isval(label, &rk, &cpu);
+		fails += rk.fails;
+	}
+	for (int i = 0; i < nkeys; i++) {
+		if (!keys[i])
+			continue;
+		if (!keys_s) {
+			printf("keys clients=%d: not measured (the config names "
+			       "no keys_socket)\n", keys[i]);
+			continue;
+		}
+		run_clients(&rv, &rk, &cpu, 0, keys[i], KEYS);
+		snprintf(label, sizeof(label), "keys clients=%d", keys[i]);
+		print_keys(label, &rk, &cpu);
 		fails += rk.fails;
 	}
 	if (nmixed && mixed[0] + mixed[1] > 0) {

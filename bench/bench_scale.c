@@ -118,35 +118,18 @@ static void secret_of(uint8_t out[SECRET_LEN], uint64_t i)
 	memcpy(out, h, SECRET_LEN);
 }
 
-/* "ssh-ed25519 BASE64 TAGi-k" into line; "SHA256:..." into fp. */
+/* User i's key k: "ssh-ed25519 BASE64 TAGi-k" into line; "SHA256:..."
+ * into fp (NULL: not wanted). */
 static void key_of(char *line, size_t llen, char *fp, size_t fplen,
 		   uint64_t i, int k)
 {
-	static const char type[] = "ssh-ed25519";
-	uint8_t blob[4 + sizeof(type) - 1 + 4 + 32], h[32];
-	char in[96], b64[128], name[32];
-	size_t o = 0;
-	int n = snprintf(in, sizeof(in), "gdbench %s %llu %d", tag,
-			 (unsigned long long)i, k);
+	char seed[96], name[32], comment[48];
 
-	crypto_hash_sha256(h, (const uint8_t *)in, (size_t)n);
-	blob[o++] = 0, blob[o++] = 0, blob[o++] = 0;
-	blob[o++] = (uint8_t)(sizeof(type) - 1);
-	memcpy(blob + o, type, sizeof(type) - 1);
-	o += sizeof(type) - 1;
-	blob[o++] = 0, blob[o++] = 0, blob[o++] = 0, blob[o++] = 32;
-	memcpy(blob + o, h, 32);
-	o += 32;
-	sodium_bin2base64(b64, sizeof(b64), blob, o,
-			  sodium_base64_VARIANT_ORIGINAL);
+	snprintf(seed, sizeof(seed), "gdbench %s %llu %d", tag,
+		 (unsigned long long)i, k);
 	user_name(name, sizeof(name), i);
-	snprintf(line, llen, "%s %s %s-k%d", type, b64, name, k);
-	if (fp) {
-		crypto_hash_sha256(h, blob, o);
-		sodium_bin2base64(b64, sizeof(b64), h, 32,
-				  sodium_base64_VARIANT_ORIGINAL_NO_PADDING);
-		snprintf(fp, fplen, "SHA256:%s", b64);
-	}
+	snprintf(comment, sizeof(comment), "%s-k%d", name, k);
+	bench_ssh_key(line, llen, fp, fplen, seed, comment);
 }
 
 /* The sample of users that may push: up to MAX_SAMPLE, spread over the

@@ -15,6 +15,11 @@
  * per client, one server thread polling them all: the floor of the
  * node's own transport (issue 23: measure both, keep the faster).
  *
+ * With --unix --conn-each, a connection per request, as the keys
+ * socket serves grant-keys (node/requests/keysock.h): the client
+ * connects, sends a line, reads the echo until the server closes, and
+ * closes; the server accepts, reads the line, sends it back and closes.
+ *
  * The echo server runs in a process of its own, as the node does apart
  * from grant-shell: a reply then wakes a thread of another address space,
  * as the node's does.  --server thread keeps it a thread of the clients'
@@ -23,12 +28,14 @@
  * on a paravirtualised guest much cheaper (docs/benchmarks.md).
  *
  *   bench_zmq_floor --dir DIR [--clients LIST] [--secs S] [--bytes N]
- *                   [--unix] [--server process|thread]
+ *                   [--unix [--conn-each]] [--server process|thread]
  *
  * Prints one line per client count:
  *   zmq floor clients=N ops=... ops/s=... p50_us=... p99_us=... cpu%: ...
- *   (unix floor clients=N ... with --unix)
+ *   (unix floor clients=N ... with --unix; unix-conn floor with
+ *   --conn-each)
  */
+#define _GNU_SOURCE /* accept4 */
 #include <errno.h>
 #include <getopt.h>
 #include <pthread.h>
@@ -40,6 +47,7 @@
 #include <poll.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/time.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -58,6 +66,7 @@ const char bench_prog[] = "bench_zmq_floor";
 struct client {
 	pthread_t thread;
 	bool unix_sock; /* endpoint is a unix socket's path */
+	bool conn_each; /* a connection per request (with unix_sock) */
 	void *ctx;
 	const char *endpoint;
 	size_t bytes;
@@ -142,6 +151,7 @@ static void *server_main(void *arg)
 struct userver {
 	pthread_t thread;
 	int lfd;
+	bool conn_each; /* a line each connection, echoed, then closed */
 	volatile bool stop;
 };
 
@@ -177,6 +187,23 @@ static bool uconn_serve(int fd, struct uconn *c)
 	return true;
 }
 
+/* --conn-each: read what waits on fd; once the line is whole, echo it
+ * and say the connection is done (false), as when the client went. */
+static bool uconn_serve_line(int fd, struct uconn *c)
+{
+	ssize_t got = recv(fd, c->buf + c->len, sizeof(c->buf) - c->len,
+			   MSG_DONTWAIT);
+	if (got < 0 && errno == EAGAIN)
+		return true;
+	if (got <= 0)
+		return false;
+	c->len += (size_t)got;
+	if (!memchr(c->buf, '\n', c->len))
+		return c->len < sizeof(c->buf);
+	send(fd, c->buf, c->len, MSG_NOSIGNAL | MSG_DONTWAIT);
+	return false;
+}
+
 static void *userver_main(void *arg)
 {
 	struct userver *sv = arg;
@@ -191,7 +218,9 @@ static void *userver_main(void *arg)
 		if (poll(fds, n, 50) <= 0)
 			continue;
 		for (nfds_t i = 1; i < n; i++) {
-			if (!fds[i].revents || uconn_serve(fds[i].fd, &cs[i]))
+			if (!fds[i].revents ||
+			    (sv->conn_each ? uconn_serve_line(fds[i].fd, &cs[i])
+					   : uconn_serve(fds[i].fd, &cs[i])))
 				continue;
 			close(fds[i].fd); /* the client went */
 			fds[i] = fds[n - 1];
@@ -199,12 +228,14 @@ static void *userver_main(void *arg)
 			n--;
 			i--;
 		}
-		if (fds[0].revents && n < CLIENTS_MAX + 1) {
-			int fd = accept(sv->lfd, NULL, NULL);
-			if (fd >= 0) {
-				cs[n].len = 0;
-				fds[n++] = (struct pollfd){ fd, POLLIN, 0 };
-			}
+		/* every connection waiting (--conn-each: one a request),
+		 * as the keys socket accepts them */
+		while (fds[0].revents && n < CLIENTS_MAX + 1) {
+			int fd = accept4(sv->lfd, NULL, NULL, SOCK_NONBLOCK);
+			if (fd < 0)
+				break;
+			cs[n].len = 0;
+			fds[n++] = (struct pollfd){ fd, POLLIN, 0 };
 		}
 	}
 	for (nfds_t i = 1; i < n; i++)
@@ -233,6 +264,57 @@ static bool unix_call(int fd, const char *req, size_t len, char *rep)
 		return false;
 	return bench_recv_all(fd, rep, 4) && bench_frame_len(rep) == len &&
 	       bench_recv_all(fd, rep + 4, len);
+}
+
+/* --conn-each: one request on a connection of its own, as grant-keys
+ * asks the keys socket: connect, a line out, the echo in until the
+ * server closes, close. */
+static bool unix_call_conn(const struct sockaddr_un *a, const char *req,
+			   size_t len, char *rep)
+{
+	struct timeval tv = { 10, 0 };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	size_t have = 0;
+	ssize_t got = 0;
+
+	if (fd < 0)
+		return false;
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0 ||
+	    connect(fd, (const struct sockaddr *)a, sizeof(*a)) < 0 ||
+	    send(fd, req, len, MSG_NOSIGNAL) != (ssize_t)len) {
+		close(fd);
+		return false;
+	}
+	while (have <= len &&
+	       ((got = recv(fd, rep + have, len + 1 - have, 0)) > 0 ||
+		(got < 0 && errno == EINTR)))
+		have += got > 0 ? (size_t)got : 0;
+	close(fd);
+	return got == 0 && have == len;
+}
+
+/* A client of the unix echo, --conn-each: a connection a request. */
+static void unix_conn_client(struct client *c, char *req, char *rep)
+{
+	struct sockaddr_un a;
+	size_t n = c->bytes;
+
+	unix_addr(&a, c->endpoint);
+	memset(req, 'f', n);
+	req[n - 1] = '\n';
+	for (int i = 0; i < 20; i++) /* warm up, as bench_control */
+		if (!unix_call_conn(&a, req, n, rep))
+			die("warm-up: %s", strerror(errno));
+	while (c->nlat < LAT_MAX) {
+		uint64_t t0 = now_ns();
+		if (t0 >= c->until_ns)
+			break;
+		if (!unix_call_conn(&a, req, n, rep)) {
+			c->fails++;
+			break;
+		}
+		c->lat[c->nlat++] = now_ns() - t0;
+	}
 }
 
 /* A client of the unix echo: one connection, closed loop. */
@@ -274,7 +356,10 @@ static void *client_main(void *arg)
 	if (c->unix_sock) {
 		if (!req || !rep)
 			die("client: out of memory");
-		unix_client(c, req, rep);
+		if (c->conn_each)
+			unix_conn_client(c, req, rep);
+		else
+			unix_client(c, req, rep);
 		free(req);
 		free(rep);
 		return NULL;
@@ -308,7 +393,7 @@ static void *client_main(void *arg)
 
 /* server: the echo server's process (0: a thread of this one). */
 static int run(void *ctx, const char *endpoint, int nclients, double secs,
-	       size_t bytes, bool unix_sock, pid_t server)
+	       size_t bytes, bool unix_sock, bool conn_each, pid_t server)
 {
 	struct client c[CLIENTS_MAX];
 	uint64_t t0, t1, cpu0, cpu1, *all;
@@ -321,6 +406,7 @@ static int run(void *ctx, const char *endpoint, int nclients, double secs,
 	for (int i = 0; i < nclients; i++) {
 		c[i].ctx = ctx;
 		c[i].unix_sock = unix_sock;
+		c[i].conn_each = conn_each;
 		c[i].endpoint = endpoint;
 		c[i].bytes = bytes;
 		c[i].until_ns = t0 + (uint64_t)(secs * 1e9);
@@ -350,7 +436,8 @@ static int run(void *ctx, const char *endpoint, int nclients, double secs,
 	       "p50_us=%.0f p90_us=%.0f p99_us=%.0f max_us=%.0f failures=%ld "
 	       "(cpu%%: echo server and clients together=%.0f/200; server: "
 	       "%s)\n",
-	       unix_sock ? "unix" : "zmq", nclients, total, el,
+	       !unix_sock ? "zmq" : conn_each ? "unix-conn" : "unix",
+	       nclients, total, el,
 	       (double)total / el,
 	       (double)pct(all, total, 50) / 1e3,
 	       (double)pct(all, total, 90) / 1e3,
@@ -389,8 +476,9 @@ static void wait_bound(const char *path, pid_t server)
 static void usage(FILE *f)
 {
 	fputs("usage: bench_zmq_floor --dir DIR [--clients LIST] [--secs S] "
-	      "[--bytes N] [--unix]\n"
-	      "                       [--server process|thread]\n\n"
+	      "[--bytes N]\n"
+	      "                       [--unix [--conn-each]] "
+	      "[--server process|thread]\n\n"
 	      "Time a ZeroMQ echo over ipc:// (a ROUTER thread that only "
 	      "echoes, REQ\nclients in a closed loop): the floor under the "
 	      "node's push-check figures.\nLIST defaults to 1,8,32; S to 5; "
@@ -398,7 +486,9 @@ static void usage(FILE *f)
 	      "--unix: the same echo over a plain unix socket framed as the "
 	      "node's\n(SOCK_STREAM, a 4-byte length before each message; a "
 	      "connection per\nclient, one polling server thread), "
-	      "DIR/floor-unix.sock.\n--server process (the default): the "
+	      "DIR/floor-unix.sock.\n--conn-each (with --unix): a connection "
+	      "per request, as grant-keys asks\nthe keys socket: a line out, "
+	      "its echo in, the server closes.\n--server process (the default): the "
 	      "echo server is a process of its own,\nas the node is apart from "
 	      "its clients; --server thread: a thread of the\nclients' process "
 	      "(cheaper hand-overs: no switch of address space).\n",
@@ -414,6 +504,7 @@ int main(int argc, char **argv)
 		{ "bytes", required_argument, NULL, 'b' },
 		{ "unix", no_argument, NULL, 'u' },
 		{ "server", required_argument, NULL, 'S' },
+		{ "conn-each", no_argument, NULL, 'e' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -435,6 +526,7 @@ int main(int argc, char **argv)
 		case 's': secs = atof(optarg); break;
 		case 'b': bytes = (size_t)strtoul(optarg, NULL, 10); break;
 		case 'u': unix_sock = true; break;
+		case 'e': usv.conn_each = true; break;
 		case 'S':
 			if (strcmp(optarg, "process") && strcmp(optarg, "thread")) {
 				usage(stderr);
@@ -447,7 +539,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if (!dir || secs <= 0 || bytes < 1 || bytes > 4096 ||
-	    strlen(dir) > 200) {
+	    strlen(dir) > 200 || (usv.conn_each && !unix_sock)) {
 		usage(stderr);
 		return 2;
 	}
@@ -456,7 +548,7 @@ int main(int argc, char **argv)
 		snprintf(endpoint, sizeof(endpoint), "%s/floor-unix.sock", dir);
 		unix_addr(&a, endpoint);
 		unlink(endpoint);
-		usv.lfd = socket(AF_UNIX, SOCK_STREAM, 0);
+		usv.lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
 		if (usv.lfd < 0 ||
 		    bind(usv.lfd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
 		    listen(usv.lfd, CLIENTS_MAX) < 0)
@@ -511,7 +603,8 @@ int main(int argc, char **argv)
 			rc = 2;
 			break;
 		}
-		rc |= run(cctx, endpoint, n, secs, bytes, unix_sock, server);
+		rc |= run(cctx, endpoint, n, secs, bytes, unix_sock,
+			  usv.conn_each, server);
 	}
 	free(copy);
 	if (server > 0) {
