@@ -188,44 +188,6 @@ done:
 
 /* ---- keys (grant-keys) -------------------------------------------------- */
 
-/* cmd_user_key_owners (cmd_user_int.h).  One key held by two users (issue 19, N10) is what two sites that each
- * added it to another user at once leave behind (user add refuses it
- * otherwise): such a key logs in as nobody. */
-int cmd_user_key_owners(struct cmd_ctx *x, const char *fp, int *n,
-			struct buf *owner, struct buf *line)
-{
-	struct records_span sf, su;
-	struct store_iter *it;
-	struct buf k = BUF_INIT, v = BUF_INIT;
-	const char *key;
-	size_t klen;
-	int rc = 0;
-
-	*n = 0;
-	if (owner)
-		buf_reset(owner);
-	if (line)
-		buf_reset(line);
-	records_key_keyfp(&k, fp, NULL);
-	store_iter_new(&it, x->p.store, x->p.batch, CF_KEYFP, k.p, k.len);
-	while (*n < 2 && (rc = store_iter_next(it, &key, &klen, &v)) > 0) {
-		if (records_keyfp_parse(key, klen, &sf, &su) < 0)
-			continue;
-		if (!(*n)++) {
-			if (owner)
-				buf_add(owner, su.p, su.len);
-			if (line)
-				buf_add(line, v.p, v.len);
-		}
-	}
-	if (*n == 2)
-		rc = 0;
-	store_iter_free(&it);
-	buf_free(&k);
-	buf_free(&v);
-	return rc < 0 ? rc : 0;
-}
-
 /* Log that the key with fingerprint fp has more than one owner, and is
  * therefore given to none. */
 static void log_shared_key(const char *fp)
@@ -251,7 +213,7 @@ static int cmd_keys(struct cmd_ctx *x, struct req *r)
 			NULL, v.len, (const uint8_t *)v.p);
 		for (size_t i = 0; u && !u->deleted && i < u->n_keys; i++) {
 			if (records_ssh_fingerprint(fp, u->keys[i]) == 0) {
-				if ((rc = cmd_user_key_owners(x, fp, &n, NULL, NULL)) < 0)
+				if ((rc = policy_key_owners(&x->p, fp, &n, NULL, NULL)) < 0)
 					break;
 				if (n > 1) {
 					log_shared_key(fp);
@@ -284,7 +246,7 @@ static int cmd_keys_find(struct cmd_ctx *x, struct req *r)
 	    strpbrk(fp, " \t\r\n"))
 		return cmd_bad(r, "'%.80s' is no key fingerprint (want "
 			       "SHA256:..., as sshd gives it for %%f)", fp);
-	rc = cmd_user_key_owners(x, fp, &n, &owner, &line);
+	rc = policy_key_owners(&x->p, fp, &n, &owner, &line);
 	if (rc == 0 && n == 1)
 		buf_printf(&r->out, "%s\t%.*s\n", owner.p, (int)line.len,
 			   line.p);
@@ -350,7 +312,7 @@ int cmd_user_key_taken(struct cmd_ctx *x, struct req *r, const char *name,
 	/* a key another live user holds would log in as one of the two
 	 * (issue 19, N10) */
 	if (records_ssh_fingerprint(fp, key) == 0 &&
-	    (rc = cmd_user_key_owners(x, fp, &owners, &other, NULL)) == 0 &&
+	    (rc = policy_key_owners(&x->p, fp, &owners, &other, NULL)) == 0 &&
 	    owners && strcmp(other.p, name)) {
 		cmd_bad(r, "key %s is already held by user '%s': a key may "
 			"belong to one user only", fp, other.p);

@@ -13,16 +13,6 @@
 #include "buf.h"
 #include "cmd.h"
 
-/* The live users holding the key with fingerprint fp (CF_KEYFP): *n of
- * them (counted up to 2), the first by name in *owner (when owner is not
- * NULL; "" when none) and its key line in *line (when line is not NULL).
- * Returns 0 or a negative gd_err. */
-int cmd_user_key_owners(struct cmd_ctx *x,
-                        const char *fp,
-                        int *n,
-                        struct buf *owner,
-                        struct buf *line);
-
 /* A key another live user than name holds: 1 with a bad() reply naming
  * the holder, 0 when none does, or a negative gd_err. */
 int cmd_user_key_taken(struct cmd_ctx *x,

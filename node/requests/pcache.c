@@ -1,13 +1,14 @@
 /*
  * pcache.c: the reader's cache of push-decision facts (pcache.h).
  *
- * Two direct-mapped tables and, beside each, the list of its taken slots,
+ * Three direct-mapped tables and, beside each, the list of its taken slots,
  * so that pcache_drop (once per new view: after every durable batch under
  * a load of vals) costs what is cached, not the table's size.
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "err.h"
 #include "pcache.h"
 #include "xalloc.h"
 #include "banned.h"
@@ -16,8 +17,10 @@ struct pcache {
 	size_t slots; /* a power of two */
 	struct pcache_user *users;
 	struct pcache_repo *repos;
-	uint32_t *used_users, *used_repos; /* taken slots, in no order */
-	size_t n_users, n_repos;
+	struct pcache_key *keys;
+	/* taken slots, in no order */
+	uint32_t *used_users, *used_repos, *used_keys;
+	size_t n_users, n_repos, n_keys;
 };
 
 /* FNV-1a, 64 bits: names are short; a collision only evicts. */
@@ -45,8 +48,10 @@ void pcache_new(struct pcache **out, size_t slots)
 	c->slots = slots;
 	c->users = xcalloc(slots, sizeof(*c->users));
 	c->repos = xcalloc(slots, sizeof(*c->repos));
+	c->keys = xcalloc(slots, sizeof(*c->keys));
 	c->used_users = xcalloc(slots, sizeof(*c->used_users));
 	c->used_repos = xcalloc(slots, sizeof(*c->used_repos));
+	c->used_keys = xcalloc(slots, sizeof(*c->used_keys));
 	*out = c;
 }
 
@@ -142,6 +147,14 @@ void pcache_repo_clear(struct pcache_repo *e)
 	memset(e, 0, sizeof(*e));
 }
 
+static void key_clear(struct pcache_key *e)
+{
+	free(e->fp);
+	free(e->owner);
+	free(e->line);
+	memset(e, 0, sizeof(*e));
+}
+
 void pcache_drop(struct pcache *c)
 {
 	if (!c)
@@ -150,7 +163,9 @@ void pcache_drop(struct pcache *c)
 		user_clear(&c->users[c->used_users[i]]);
 	for (size_t i = 0; i < c->n_repos; i++)
 		pcache_repo_clear(&c->repos[c->used_repos[i]]);
-	c->n_users = c->n_repos = 0;
+	for (size_t i = 0; i < c->n_keys; i++)
+		key_clear(&c->keys[c->used_keys[i]]);
+	c->n_users = c->n_repos = c->n_keys = 0;
 }
 
 void pcache_free(struct pcache **cp)
@@ -162,10 +177,43 @@ void pcache_free(struct pcache **cp)
 	pcache_drop(c);
 	free(c->users);
 	free(c->repos);
+	free(c->keys);
 	free(c->used_users);
 	free(c->used_repos);
+	free(c->used_keys);
 	free(c);
 	*cp = NULL;
+}
+
+/* Slot i of a table, whose entry's name is *name: true when it holds
+ * name; otherwise what it held is cleared (clear(e)), the slot is noted
+ * in used if it was free, and it is named name. */
+static bool claim(char **entry_name, void *e, void (*clear)(void *),
+                  uint32_t *used, size_t *n_used, size_t i, const char *name)
+{
+	if (*entry_name && !strcmp(*entry_name, name))
+		return true;
+	if (*entry_name)
+		clear(e); /* evicted: its slot stays in used */
+	else
+		used[(*n_used)++] = (uint32_t)i;
+	*entry_name = xstrdup(name);
+	return false;
+}
+
+static void user_clear_v(void *e)
+{
+	user_clear(e);
+}
+
+static void repo_clear_v(void *e)
+{
+	pcache_repo_clear(e);
+}
+
+static void key_clear_v(void *e)
+{
+	key_clear(e);
 }
 
 struct pcache_user *pcache_user(struct pcache *c, const char *name)
@@ -173,13 +221,7 @@ struct pcache_user *pcache_user(struct pcache *c, const char *name)
 	size_t i = slot_of(c, name);
 	struct pcache_user *e = &c->users[i];
 
-	if (e->name && !strcmp(e->name, name))
-		return e;
-	if (e->name)
-		user_clear(e); /* evicted: its slot stays in used_users */
-	else
-		c->used_users[c->n_users++] = (uint32_t)i;
-	e->name = xstrdup(name);
+	claim(&e->name, e, user_clear_v, c->used_users, &c->n_users, i, name);
 	return e;
 }
 
@@ -188,14 +230,29 @@ struct pcache_repo *pcache_repo(struct pcache *c, const char *name)
 	size_t i = slot_of(c, name);
 	struct pcache_repo *e = &c->repos[i];
 
-	if (e->name && !strcmp(e->name, name))
-		return e;
-	if (e->name)
-		pcache_repo_clear(e);
-	else
-		c->used_repos[c->n_repos++] = (uint32_t)i;
-	e->name = xstrdup(name);
+	claim(&e->name, e, repo_clear_v, c->used_repos, &c->n_repos, i, name);
 	return e;
+}
+
+struct pcache_key *pcache_key(struct pcache *c, const char *fp)
+{
+	size_t i = slot_of(c, fp);
+	struct pcache_key *e = &c->keys[i];
+
+	claim(&e->fp, e, key_clear_v, c->used_keys, &c->n_keys, i, fp);
+	return e;
+}
+
+void pcache_key_set(struct pcache_key *e,
+                    int owners,
+                    const char *owner,
+                    const char *line)
+{
+	GD_ASSERT(!e->known && !e->owner && !e->line);
+	e->known = true;
+	e->owners = owners;
+	e->owner = owners ? dup_or_null(owner) : NULL;
+	e->line = owners ? dup_or_null(line) : NULL;
 }
 
 void pcache_repo_set(struct pcache_repo *e,
@@ -247,6 +304,15 @@ void pcache_each_block(const struct pcache *c,
 	fn(c->repos, c->slots * sizeof(*c->repos), payload);
 	fn(c->used_users, c->slots * sizeof(*c->used_users), payload);
 	fn(c->used_repos, c->slots * sizeof(*c->used_repos), payload);
+	fn(c->keys, c->slots * sizeof(*c->keys), payload);
+	fn(c->used_keys, c->slots * sizeof(*c->used_keys), payload);
+	for (size_t i = 0; i < c->slots; i++) {
+		const struct pcache_key *k = &c->keys[i];
+		const char *ks[] = {k->fp, k->owner, k->line};
+		for (size_t j = 0; j < GD_ARRAY_SIZE(ks); j++)
+			if (ks[j])
+				fn(ks[j], strlen(ks[j]) + 1, payload);
+	}
 	for (size_t i = 0; i < c->slots; i++) {
 		const struct pcache_user *u = &c->users[i];
 		const struct pcache_repo *r = &c->repos[i];

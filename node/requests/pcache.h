@@ -6,14 +6,16 @@
  * and the address ones: stamps and nets) and the user's grants that can
  * allow anything (not voided by a revocation, a net that parses: net,
  * expiry, session); per repository, whether it exists, its mode and its
- * writers.  policy.c fills it from the view a decision reads and reads it
- * back (policy_push, policy_2fa and the revocations of find_grant).  The
+ * writers; per SSH key fingerprint, which live users hold the key (the
+ * keys socket's lookup, keys.find).  policy.c fills it from the view a
+ * decision reads and reads it back (policy_push, policy_2fa, the
+ * revocations of find_grant, policy_key_owners).  The
  * address and the clock stay out of it: each decision matches its
  * caller's address and its own time against the cached grants.
  *
  * Facts, never records: nothing of an enrollment but "exists" and
  * "active" is kept, so no secret (and nothing derived from one) is ever
- * held here.
+ * held here.  (A key line is a public key, as authorized_keys holds it.)
  *
  * When it is dropped, and why that is enough: every fact here was read
  * from the reader's current view, an immutable snapshot, and readers.c
@@ -24,7 +26,7 @@
  * read through a cache (policy.h: struct policy_ctx's cache is NULL
  * everywhere else).
  *
- * Bounded: a direct-mapped table per kind (users, repositories) of
+ * Bounded: a direct-mapped table per kind (users, repositories, keys) of
  * PCACHE_SLOTS entries, indexed by a hash of the name; a name that lands
  * on a taken slot evicts what was there.  Owned by the reader thread
  * only; no locks.
@@ -97,6 +99,17 @@ struct pcache_repo {
 	size_t n_writers;
 };
 
+/* A key fingerprint's entry: the live users holding that key, counted
+ * up to 2 (two or more: the key is refused to all), and the first one's
+ * name and key line. */
+struct pcache_key {
+	char *fp; /* NULL: an empty slot */
+	bool known;
+	int owners;
+	char *owner; /* owners >= 1 */
+	char *line; /* owners >= 1 */
+};
+
 /* A cache of slots entries per kind (a power of two; 0: PCACHE_SLOTS).
  * *out is the caller's (pcache_free). */
 void pcache_new(struct pcache **out, size_t slots);
@@ -115,6 +128,16 @@ struct pcache_user *pcache_user(struct pcache *c, const char *name);
 
 /* The same for repository name (until the next pcache_repo or drop). */
 struct pcache_repo *pcache_repo(struct pcache *c, const char *name);
+
+/* The same for key fingerprint fp (until the next pcache_key or drop). */
+struct pcache_key *pcache_key(struct pcache *c, const char *fp);
+
+/* Set e's facts (known from now on): owner and line copied (NULL when
+ * owners is 0). */
+void pcache_key_set(struct pcache_key *e,
+                    int owners,
+                    const char *owner,
+                    const char *line);
 
 /* Set e's facts (known from now on): writers copied. */
 void pcache_repo_set(struct pcache_repo *e,

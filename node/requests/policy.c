@@ -745,3 +745,65 @@ done:
 	arena_end(&a);
 	return rc;
 }
+
+/* ---- who holds a key (keys.find, the keys socket) ------------------------ */
+
+/* policy_key_owners from the store: owner and line always filled. */
+static int key_owners_read(const struct policy_ctx *pc,
+                           const char *fp,
+                           int *n,
+                           struct buf *owner,
+                           struct buf *line)
+{
+	struct records_span sf, su;
+	struct store_iter *it;
+	struct buf k = BUF_INIT, v = BUF_INIT;
+	const char *key;
+	size_t klen;
+	int rc = 0;
+
+	records_key_keyfp(&k, fp, NULL);
+	store_iter_new(&it, pc->store, pc->batch, CF_KEYFP, k.p, k.len);
+	while (*n < 2 && (rc = store_iter_next(it, &key, &klen, &v)) > 0) {
+		if (records_keyfp_parse(key, klen, &sf, &su) < 0)
+			continue;
+		if (!(*n)++) {
+			buf_add(owner, su.p, su.len);
+			buf_add(line, v.p, v.len);
+		}
+	}
+	if (*n == 2)
+		rc = 0;
+	store_iter_free(&it);
+	buf_free(&k);
+	buf_free(&v);
+	return rc < 0 ? rc : 0;
+}
+
+int policy_key_owners(const struct policy_ctx *pc,
+                      const char *fp,
+                      int *n,
+                      struct buf *owner,
+                      struct buf *line)
+{
+	struct pcache_key *e = pc->cache ? pcache_key(pc->cache, fp) : NULL;
+	struct buf o = BUF_INIT, l = BUF_INIT; /* when the caller wants none */
+	struct buf *ob = owner ? owner : &o, *lb = line ? line : &l;
+	int rc = 0;
+
+	*n = 0;
+	buf_reset(ob);
+	buf_reset(lb);
+	if (e && e->known) {
+		*n = e->owners;
+		if (e->owners) {
+			buf_puts(ob, e->owner);
+			buf_puts(lb, e->line);
+		}
+	} else if ((rc = key_owners_read(pc, fp, n, ob, lb)) == 0 && e) {
+		pcache_key_set(e, *n, buf_str(ob), buf_str(lb));
+	}
+	buf_free(&o);
+	buf_free(&l);
+	return rc;
+}

@@ -127,6 +127,16 @@ int policy_grant_covers(bool *covered, const struct policy_ctx *pc,
 			const char *user, const struct gd_net *ip,
 			const char *session, int64_t now);
 
+/* The live users holding the SSH key with fingerprint fp (CF_KEYFP):
+ * *n of them (counted up to 2), the first by name in *owner (when owner
+ * is not NULL; "" when none) and its key line in *line (when line is not
+ * NULL); from pc's cache when it has one.  One key held by two users
+ * (issue 19, N10) is what two sites that each added it to another user
+ * at once leave behind (user add refuses it otherwise): such a key logs
+ * in as nobody.  Returns 0 or a negative gd_err. */
+int policy_key_owners(const struct policy_ctx *pc, const char *fp, int *n,
+		      struct buf *owner, struct buf *line);
+
 /*
  * The 2-factor part of a push decision, as gitolite's VREF/2fa asks it
  * (gitolite has decided who may write): may user push from ip (over SSH

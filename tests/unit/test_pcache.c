@@ -11,7 +11,8 @@
  * cache from the same view (a user's grants too, by net, session and
  * time, and a user with too many to keep); the cache holds no byte sequence of
  * an enrollment's secret; and with one slot per kind (every name collides) the
- * answers stay right.
+ * answers stay right.  Who holds an SSH key (keys.find, the keys socket)
+ * likewise, across a view that moves a key and deletes a user.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -33,6 +34,7 @@
 #include "ops.h"
 #include "pcache.h"
 #include "policy.h"
+#include "records.h"
 #include "store.h"
 
 static const uint8_t seal_key[STORE_SEAL_KEY_LEN] =
@@ -537,6 +539,110 @@ static void test_collisions(void **state)
 	assert_int_equal(push(f, "hugo", "demo", now), 0);
 }
 
+/* An ssh-ed25519 key line whose 32 key bytes are all n. */
+static void key_line(char *out, size_t len, int n)
+{
+	static const uint8_t head[] = "\0\0\0\x0bssh-ed25519\0\0\0\x20";
+	uint8_t blob[sizeof(head) - 1 + 32];
+	char b64[128];
+
+	memcpy(blob, head, sizeof(head) - 1);
+	memset(blob + sizeof(head) - 1, n, 32);
+	sodium_bin2base64(b64, sizeof(b64), blob, sizeof(blob),
+	                  sodium_base64_VARIANT_ORIGINAL);
+	snprintf(out, len, "ssh-ed25519 %s k%d", b64, n);
+}
+
+/* User name with the keys k (n of them), or deleted. */
+static void user_keys_here(
+        struct fixture *f, const char *name, bool deleted, char **k, size_t n)
+{
+	Grantd__V1__Op op = GRANTD__V1__OP__INIT;
+	Grantd__V1__User u = GRANTD__V1__USER__INIT;
+
+	u.name = (char *)name;
+	u.deleted = deleted;
+	u.has_deleted = deleted;
+	u.keys = k;
+	u.n_keys = n;
+	op.body_case = GRANTD__V1__OP__BODY_USER;
+	op.user = &u;
+	emit(f, &op);
+}
+
+/* policy_key_owners of key line k, twice (the second time from the
+ * cache), each time cached against uncached: the same answers; want
+ * owners, the first named owner (NULL: not checked).  Asked with no
+ * buffers too, as keys.list asks. */
+static void
+owners_are(struct fixture *f, const char *k, int want, const char *owner)
+{
+	struct policy_ctx pc = {&f->cfg, f->store, f->view, "h", f->cache};
+	char fp[RECORDS_FP_MAX];
+
+	assert_int_equal(records_ssh_fingerprint(fp, k), 0);
+	for (int round = 0; round < 2; round++) {
+		struct buf o[2] = {BUF_INIT, BUF_INIT},
+		           l[2] = {BUF_INIT, BUF_INIT};
+		int n[2], m;
+		for (int i = 0; i < 2; i++) {
+			pc.cache = i ? NULL : f->cache;
+			assert_int_equal(
+			        policy_key_owners(&pc, fp, &n[i], &o[i], &l[i]),
+			        0);
+			assert_int_equal(
+			        policy_key_owners(&pc, fp, &m, NULL, NULL), 0);
+			assert_int_equal(m, n[i]);
+		}
+		assert_int_equal(n[0], n[1]);
+		assert_int_equal(n[0], want);
+		assert_string_equal(buf_str(&o[0]), buf_str(&o[1]));
+		assert_string_equal(buf_str(&l[0]), buf_str(&l[1]));
+		if (owner)
+			assert_string_equal(buf_str(&o[0]), owner);
+		if (want == 1)
+			assert_string_equal(buf_str(&l[0]), k);
+		for (int i = 0; i < 2; i++) {
+			buf_free(&o[i]);
+			buf_free(&l[i]);
+		}
+	}
+}
+
+/* (4) Who holds a key (the keys socket's lookup): cached answers equal
+ * the store's, a key two users hold is counted twice, and the next view
+ * sees a key taken from one user and given to another, and a user
+ * deleted. */
+static void test_keys(void **state)
+{
+	struct fixture *f = *state;
+	char k[5][160], *one[1], *two[1];
+
+	for (int i = 1; i <= 4; i++)
+		key_line(k[i], sizeof(k[i]), i);
+	one[0] = k[1];
+	user_keys_here(f, "hugo", false, one, 1);
+	one[0] = k[2];
+	user_keys_here(f, "ivan", false, one, 1);
+	two[0] = k[3];
+	user_keys_here(f, "kim", false, two, 1);
+	user_keys_here(f, "max", false, two, 1);
+	next_view(f);
+	owners_are(f, k[1], 1, "hugo");
+	owners_are(f, k[2], 1, "ivan");
+	owners_are(f, k[3], 2, NULL);
+	owners_are(f, k[4], 0, "");
+
+	one[0] = k[4];
+	user_keys_here(f, "hugo", false, one, 1);
+	user_keys_here(f, "max", true, two, 1);
+	next_view(f);
+	owners_are(f, k[1], 0, "");
+	owners_are(f, k[4], 1, "hugo");
+	owners_are(f, k[3], 1, "kim");
+	owners_are(f, k[2], 1, "ivan");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -546,6 +652,9 @@ int main(void)
 	        cmocka_unit_test_setup_teardown(test_no_secret, setup,
 	                                        teardown),
 	        cmocka_unit_test_setup_teardown(test_collisions, setup_one_slot,
+	                                        teardown),
+	        cmocka_unit_test_setup_teardown(test_keys, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_keys, setup_one_slot,
 	                                        teardown),
 	};
 
