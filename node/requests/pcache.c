@@ -185,20 +185,19 @@ void pcache_free(struct pcache **cp)
 	*cp = NULL;
 }
 
-/* Slot i of a table, whose entry's name is *name: true when it holds
- * name; otherwise what it held is cleared (clear(e)), the slot is noted
- * in used if it was free, and it is named name. */
-static bool claim(char **entry_name, void *e, void (*clear)(void *),
+/* Make e, slot i of a table whose entry's name is *entry_name, name's:
+ * when it holds another name, what it held is cleared (clear(e)) and it
+ * is named name; a free slot is noted in used first. */
+static void claim(char **entry_name, void *e, void (*clear)(void *),
                   uint32_t *used, size_t *n_used, size_t i, const char *name)
 {
 	if (*entry_name && !strcmp(*entry_name, name))
-		return true;
+		return;
 	if (*entry_name)
 		clear(e); /* evicted: its slot stays in used */
 	else
 		used[(*n_used)++] = (uint32_t)i;
 	*entry_name = xstrdup(name);
-	return false;
 }
 
 static void user_clear_v(void *e)
