@@ -160,17 +160,27 @@ struct uconn {
 	size_t len;
 };
 
-/* Read what waits on fd and echo every whole message; false when the
- * client went. */
-static bool uconn_serve(int fd, struct uconn *c)
+/* Read what waits on fd into c: 1 something came, 0 nothing yet, -1 the
+ * client went (or an error). */
+static int uconn_recv(int fd, struct uconn *c)
 {
 	ssize_t got = recv(fd, c->buf + c->len, sizeof(c->buf) - c->len,
 			   MSG_DONTWAIT);
 	if (got < 0 && errno == EAGAIN)
-		return true;
+		return 0;
 	if (got <= 0)
-		return false;
+		return -1;
 	c->len += (size_t)got;
+	return 1;
+}
+
+/* Read what waits on fd and echo every whole message; false when the
+ * client went. */
+static bool uconn_serve(int fd, struct uconn *c)
+{
+	int got = uconn_recv(fd, c);
+	if (got <= 0)
+		return got == 0;
 	size_t off = 0;
 	while (c->len - off >= 4) {
 		size_t n = 4 + bench_frame_len(c->buf + off);
@@ -191,13 +201,9 @@ static bool uconn_serve(int fd, struct uconn *c)
  * and say the connection is done (false), as when the client went. */
 static bool uconn_serve_line(int fd, struct uconn *c)
 {
-	ssize_t got = recv(fd, c->buf + c->len, sizeof(c->buf) - c->len,
-			   MSG_DONTWAIT);
-	if (got < 0 && errno == EAGAIN)
-		return true;
+	int got = uconn_recv(fd, c);
 	if (got <= 0)
-		return false;
-	c->len += (size_t)got;
+		return got == 0;
 	if (!memchr(c->buf, '\n', c->len))
 		return c->len < sizeof(c->buf);
 	send(fd, c->buf, c->len, MSG_NOSIGNAL | MSG_DONTWAIT);
