@@ -493,7 +493,7 @@ static void accept_all(struct usersock *us)
 		struct conn *c = slot(us);
 		c->fd = fd;
 		c->gen = ++us->gen;
-		c->deadline = clock_mono_ms() + (uint64_t)us->deadline_ms;
+		c->deadline = us->now + (uint64_t)us->deadline_ms;
 	}
 }
 
